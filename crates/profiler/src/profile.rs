@@ -1,0 +1,86 @@
+//! A finished recording: the active steps, each a tree of timed ranges. Everything the
+//! profiler prints or writes (table, report, trace, flame graph) is computed from this.
+
+use crate::device::{DeviceKind, Timing};
+use crate::environment::Environment;
+use crate::scope::Kind;
+
+/// One closed range in a step.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    pub name: &'static str,
+    pub kind: Kind,
+    /// Index of the enclosing event in [`Step::events`]; `None` when the step is the parent.
+    pub parent: Option<usize>,
+    /// Host clock, nanoseconds (same origin for every step of a profile).
+    pub start_ns: u64,
+    pub end_ns: u64,
+    /// `[[1, 8, 768], …]` when shapes were recorded.
+    pub shapes: Option<String>,
+    pub flops: Option<u64>,
+    pub bytes: Option<u64>,
+    /// Device start and end, nanoseconds since the step's device start, when device timing
+    /// was on and worked.
+    pub device_ns: Option<(u64, u64)>,
+}
+
+impl Event {
+    pub fn host_ns(&self) -> u64 {
+        self.end_ns - self.start_ns
+    }
+
+    pub fn device_duration_ns(&self) -> Option<u64> {
+        self.device_ns.map(|(s, e)| e.saturating_sub(s))
+    }
+}
+
+/// One profiled step (typically one forward pass): the root of its events.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Step {
+    /// The step's number in the whole run (wait and warm-up steps included), as in
+    /// PyTorch's `ProfilerStep#N`.
+    pub number: usize,
+    pub start_ns: u64,
+    pub end_ns: u64,
+    /// Device time from the step's first to its last mark, when device timing worked.
+    pub device_ns: Option<u64>,
+    /// In the order the ranges opened; a parent always comes before its children.
+    pub events: Vec<Event>,
+}
+
+impl Step {
+    pub fn wall_ns(&self) -> u64 {
+        self.end_ns - self.start_ns
+    }
+}
+
+/// Everything recorded over a profiler's active steps.
+#[derive(Debug, Clone)]
+pub struct Profile {
+    pub steps: Vec<Step>,
+    pub device: DeviceKind,
+    pub timing: Timing,
+    pub record_shapes: bool,
+    pub with_flops: bool,
+    pub environment: Environment,
+    /// Things the reader must know (device timing failures, nested profilers); printed
+    /// under the table.
+    pub warnings: Vec<String>,
+}
+
+impl Profile {
+    /// Number of active steps the profile holds.
+    pub fn active_steps(&self) -> usize {
+        self.steps.len()
+    }
+
+    /// Sum of the active steps' wall times.
+    pub fn wall_ns(&self) -> u64 {
+        self.steps.iter().map(Step::wall_ns).sum()
+    }
+
+    /// Whether every step has device times.
+    pub fn has_device_times(&self) -> bool {
+        !self.steps.is_empty() && self.steps.iter().all(|s| s.device_ns.is_some())
+    }
+}

@@ -1,0 +1,271 @@
+//! The recording session: a schedule of steps, each recorded on the calling thread.
+
+use crate::clock::{Clock, MonotonicClock};
+use crate::device::{DeviceKind, DeviceTimer, Timing};
+use crate::environment::Environment;
+use crate::profile::{Event, Profile, Step};
+use crate::schedule::{Phase, Schedule};
+use crate::scope::{self, Recorder};
+
+/// What to record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Options {
+    pub schedule: Schedule,
+    /// Keep the input shapes given to [`crate::op_shapes`] (needed to group rows by shape).
+    pub record_shapes: bool,
+    /// Show achieved GFLOP/s and GB/s columns for ops that declared their work.
+    pub with_flops: bool,
+    /// The device the program runs on (reported; device timing needs a [`DeviceTimer`]).
+    pub device: DeviceKind,
+    /// Worker threads the program computes with, for the report; default: available
+    /// parallelism.
+    pub threads: Option<usize>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            schedule: Schedule::default(),
+            record_shapes: false,
+            with_flops: false,
+            device: DeviceKind::Cpu,
+            threads: None,
+        }
+    }
+}
+
+/// Records steps according to a [`Schedule`]. Each step is recorded on the thread that
+/// begins it, and must end on that thread.
+///
+/// ```
+/// let mut prof = profiler::Profiler::new(profiler::Options::default());
+/// for _ in 0..3 {
+///     prof.step(|| {
+///         let _m = profiler::module("block");
+///         profiler::op!("matmul", 2 + 2)
+///     });
+/// }
+/// let profile = prof.finish();
+/// assert_eq!(profile.active_steps(), 3);
+/// ```
+pub struct Profiler {
+    options: Options,
+    clock: Option<Box<dyn Clock>>,
+    device: Option<Box<dyn DeviceTimer>>,
+    /// Number of the next step to begin.
+    next: usize,
+    /// Phase of the step in progress, if one is.
+    current: Option<Phase>,
+    steps: Vec<Step>,
+    warnings: Vec<String>,
+}
+
+impl Profiler {
+    pub fn new(options: Options) -> Self {
+        Profiler {
+            options,
+            clock: Some(Box::new(MonotonicClock::new())),
+            device: None,
+            next: 0,
+            current: None,
+            steps: Vec::new(),
+            warnings: Vec::new(),
+        }
+    }
+
+    /// Use another host clock (tests inject a [`crate::ManualClock`]).
+    pub fn with_clock(mut self, clock: impl Clock + 'static) -> Self {
+        self.clock = Some(Box::new(clock));
+        self
+    }
+
+    /// Time scopes on a device as well; the profile's device becomes CUDA unless the
+    /// timer reports host timing.
+    pub fn with_device_timer(self, timer: impl DeviceTimer + 'static) -> Self {
+        self.with_boxed_device_timer(Box::new(timer))
+    }
+
+    pub fn with_boxed_device_timer(mut self, timer: Box<dyn DeviceTimer>) -> Self {
+        if timer.timing() != Timing::Host {
+            self.options.device = DeviceKind::Cuda;
+        }
+        self.device = Some(timer);
+        self
+    }
+
+    pub fn options(&self) -> &Options {
+        &self.options
+    }
+
+    /// The phase the next step will be recorded in.
+    pub fn next_phase(&self) -> Phase {
+        self.options.schedule.phase(self.next)
+    }
+
+    /// Whether the schedule has no step left to record.
+    pub fn is_done(&self) -> bool {
+        self.next_phase() == Phase::Done
+    }
+
+    /// Run `f` as one step and return what it returns.
+    pub fn step<R>(&mut self, f: impl FnOnce() -> R) -> R {
+        self.begin_step();
+        let out = f();
+        self.end_step();
+        out
+    }
+
+    /// PyTorch-style: `start()`, then `next_step()` after each iteration, then `stop()`.
+    pub fn start(&mut self) {
+        self.begin_step();
+    }
+
+    /// End the step in progress and begin the next.
+    pub fn next_step(&mut self) {
+        self.end_step();
+        self.begin_step();
+    }
+
+    /// End the step in progress (the last one).
+    pub fn stop(&mut self) {
+        self.end_step();
+    }
+
+    /// Begin a step: scopes opened on this thread from now on are recorded if the schedule
+    /// says so. A step already in progress is ended first.
+    pub fn begin_step(&mut self) {
+        if self.current.is_some() {
+            self.end_step();
+        }
+        let phase = self.next_phase();
+        self.current = Some(phase);
+        if !matches!(phase, Phase::Warmup | Phase::Active) {
+            return;
+        }
+        let (Some(clock), device) = (self.clock.take(), self.device.take()) else {
+            return;
+        };
+        let mut recorder = Recorder::new(clock, device, self.options.record_shapes);
+        if let Some(d) = recorder.device.as_mut() {
+            if let Err(e) = d.begin_step() {
+                recorder.device_error = Some(e.0);
+            }
+        }
+        recorder.step_device_start = recorder.device_mark();
+        recorder.step_start_ns = recorder.clock.now_ns();
+        if let Err(refused) = scope::install(recorder) {
+            self.warnings.push(format!(
+                "step {}: another profiler was already recording on this thread; \
+                 this step was not recorded (use one profiler per thread)",
+                self.next
+            ));
+            self.clock = Some(refused.clock);
+            self.device = refused.device;
+            self.current = Some(Phase::Wait);
+        }
+    }
+
+    /// End the step in progress, keeping its events if it was active.
+    pub fn end_step(&mut self) {
+        let Some(phase) = self.current.take() else {
+            return;
+        };
+        let number = self.next;
+        self.next += 1;
+        if !matches!(phase, Phase::Warmup | Phase::Active) {
+            return;
+        }
+        let Some(mut recorder) = scope::uninstall() else {
+            return;
+        };
+        recorder.close_all();
+        let device_end = recorder.device_mark();
+        let end_ns = recorder.clock.now_ns();
+        let marks = match (recorder.device.as_mut(), &recorder.device_error) {
+            (Some(d), None) => match d.finish_step() {
+                Ok(m) => Some(m),
+                Err(e) => {
+                    recorder.device_error = Some(e.0);
+                    None
+                }
+            },
+            _ => None,
+        };
+        if let Some(err) = &recorder.device_error {
+            self.warnings.push(format!(
+                "step {number}: device timing failed ({err}); this step has no device times"
+            ));
+        }
+        if phase == Phase::Active {
+            self.steps.push(build_step(number, &recorder, end_ns, device_end, marks.as_deref()));
+        }
+        self.clock = Some(recorder.clock);
+        self.device = recorder.device;
+    }
+
+    /// Stop recording (ending any step in progress) and return the active steps.
+    pub fn finish(mut self) -> Profile {
+        self.end_step();
+        let timing = self.device.as_ref().map(|d| d.timing()).unwrap_or(Timing::Host);
+        Profile {
+            steps: std::mem::take(&mut self.steps),
+            device: self.options.device,
+            timing,
+            record_shapes: self.options.record_shapes,
+            with_flops: self.options.with_flops,
+            environment: Environment::detect(self.options.threads, timing),
+            warnings: std::mem::take(&mut self.warnings),
+        }
+    }
+}
+
+impl Drop for Profiler {
+    /// A profiler dropped mid-step must not leave this thread recording.
+    fn drop(&mut self) {
+        if matches!(self.current, Some(Phase::Warmup | Phase::Active)) {
+            scope::uninstall();
+        }
+    }
+}
+
+fn build_step(
+    number: usize,
+    r: &Recorder,
+    end_ns: u64,
+    device_end: Option<u32>,
+    marks: Option<&[u64]>,
+) -> Step {
+    let at = |m: Option<u32>| -> Option<u64> { marks?.get(m? as usize).copied() };
+    let device_start = at(r.step_device_start);
+    let device_ns = match (device_start, at(device_end)) {
+        (Some(s), Some(e)) => Some(e.saturating_sub(s)),
+        _ => None,
+    };
+    let events = r
+        .events
+        .iter()
+        .map(|e| Event {
+            name: e.name,
+            kind: e.kind,
+            parent: e.parent.map(|p| p as usize),
+            start_ns: e.start_ns,
+            end_ns: e.end_ns,
+            shapes: e.shapes.clone(),
+            flops: e.flops,
+            bytes: e.bytes,
+            device_ns: match (device_start, at(e.device_start), at(e.device_end)) {
+                (Some(base), Some(s), Some(t)) if device_ns.is_some() => {
+                    Some((s.saturating_sub(base), t.saturating_sub(base)))
+                }
+                _ => None,
+            },
+        })
+        .collect();
+    Step {
+        number,
+        start_ns: r.step_start_ns,
+        end_ns,
+        device_ns: device_ns.filter(|_| r.device_error.is_none()),
+        events,
+    }
+}
