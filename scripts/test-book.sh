@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# Tests the course book end to end:
+#   1. builds it with mdBook + mdbook-quiz (which validates every quiz file),
+#   2. checks every internal link and anchor in the built HTML,
+#   3. checks the question bank's contract with the grader (ids, choices, one quiz per chapter),
+#   4. serves the built book on a loopback port and opens it in headless Chromium, answers a
+#      quiz question right and one wrong, and asserts what the quiz shows; saves a screenshot
+#      to target/book-quiz.png.
+# Ends with "N passed, M failed" and exits non-zero on any failure.
+#
+# Installs what it needs when missing: the book tools (scripts/install-book-tools.sh, into
+# target/tools), Debian's chromium (apt-get), and the test's npm packages (book/tests).
+set -uo pipefail
+
+repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$repo_root" || exit 1
+
+passed=0
+failed=0
+server_pid=""
+
+pass() { passed=$((passed + 1)); echo "ok   $*"; }
+fail() { failed=$((failed + 1)); echo "FAIL $*"; }
+
+finish() {
+  if [[ -n "$server_pid" ]] && kill -0 "$server_pid" 2>/dev/null; then
+    kill "$server_pid" 2>/dev/null
+    wait "$server_pid" 2>/dev/null
+  fi
+  echo "$passed passed, $failed failed"
+  if ((failed > 0)); then exit 1; fi
+  exit 0
+}
+trap finish EXIT
+
+# A fatal failure: later steps cannot run without this one.
+abort() { fail "$*"; exit 1; }
+
+# Runs a step's command quietly; prints its output only when it fails.
+run_quiet() {
+  local log
+  log="$(mktemp)"
+  if "$@" >"$log" 2>&1; then
+    rm -f "$log"
+    return 0
+  fi
+  cat "$log"
+  rm -f "$log"
+  return 1
+}
+
+# --- tools -----------------------------------------------------------------------------------
+run_quiet scripts/install-book-tools.sh ||
+  abort "book tools installed (run scripts/install-book-tools.sh and read its error)"
+export PATH="$repo_root/target/tools/bin:$PATH"
+
+if ! command -v chromium >/dev/null 2>&1; then
+  echo "test-book: chromium not found; installing Debian's chromium package"
+  sudo_cmd=()
+  if [[ "$(id -u)" != 0 ]]; then sudo_cmd=(sudo); fi
+  run_quiet "${sudo_cmd[@]}" apt-get update &&
+    run_quiet env DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y --no-install-recommends chromium ||
+    abort "chromium installed (apt-get install chromium failed; install it by hand and rerun)"
+fi
+chromium_path="$(command -v chromium)"
+
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  abort "node and npm available (install Node.js 18 or newer)"
+fi
+if [[ ! -d book/tests/node_modules/puppeteer-core ]] ||
+  [[ book/tests/package-lock.json -nt book/tests/node_modules/.package-lock.json ]]; then
+  echo "test-book: installing the browser test's npm packages (book/tests)"
+  (cd book/tests && PUPPETEER_SKIP_DOWNLOAD=1 run_quiet npm ci --no-audit --no-fund) ||
+    abort "npm packages installed in book/tests (npm ci failed; check that npm's registry is reachable)"
+fi
+
+# --- build, links, question bank -------------------------------------------------------------
+if run_quiet mdbook build book; then
+  pass "mdbook build book (quiz files validated by mdbook-quiz)"
+else
+  abort "mdbook build book (see the error above: it names the chapter or quiz file)"
+fi
+
+if python3 book/tests/check_links.py book/book; then
+  pass "internal links and anchors of the built book resolve"
+else
+  fail "internal links and anchors of the built book resolve"
+fi
+
+bank_output="$(python3 book/tests/check_quiz_bank.py book)"
+bank_status=$?
+grep '^FAIL' <<<"$bank_output"
+if ((bank_status == 0)); then
+  pass "question bank: $(tail -n 1 <<<"$bank_output")"
+else
+  fail "question bank: $(tail -n 1 <<<"$bank_output")"
+fi
+
+# --- the book in a real browser --------------------------------------------------------------
+port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')"
+python3 -m http.server "$port" --bind 127.0.0.1 --directory book/book >/dev/null 2>&1 &
+server_pid=$!
+base_url="http://127.0.0.1:$port"
+for _ in $(seq 1 50); do
+  if python3 -c "import urllib.request; urllib.request.urlopen('$base_url/index.html', timeout=1)" 2>/dev/null; then
+    break
+  fi
+  sleep 0.1
+done
+
+mkdir -p target
+counts="$(mktemp)"
+node book/tests/quiz-in-browser.mjs \
+  --base-url "$base_url" \
+  --chromium "$chromium_path" \
+  --quiz book/src/quizzes/name-the-question.toml \
+  --page name-the-question.html \
+  --screenshot target/book-quiz.png \
+  --counts "$counts"
+browser_status=$?
+if [[ -s "$counts" ]]; then
+  read -r browser_passed browser_failed <"$counts"
+  passed=$((passed + browser_passed))
+  failed=$((failed + browser_failed))
+fi
+rm -f "$counts"
+if ((browser_status != 0)) && ((${browser_failed:-0} == 0)); then
+  fail "browser test ran to the end (node exited with status $browser_status)"
+fi
