@@ -96,6 +96,24 @@ else
   fail "question bank: $(tail -n 1 <<<"$bank_output")"
 fi
 
+# The appendix shows this script's anchored parts: it must at least compile, and it runs when
+# PyTorch is installed (it is optional: the course itself never needs Python).
+recipe=book/examples/pytorch_profiler_recipe.py
+if python3 -c "import sys; compile(open(sys.argv[1]).read(), sys.argv[1], 'exec')" "$recipe"; then
+  pass "$recipe compiles"
+else
+  fail "$recipe compiles"
+fi
+if python3 -c "import torch, transformers" 2>/dev/null; then
+  if run_quiet python3 "$recipe" --out target/torch-recipe; then
+    pass "$recipe runs with PyTorch"
+  else
+    fail "$recipe runs with PyTorch"
+  fi
+else
+  echo "skip $recipe not run: torch and transformers are not installed (optional)"
+fi
+
 # --- the book in a real browser --------------------------------------------------------------
 port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')"
 python3 -m http.server "$port" --bind 127.0.0.1 --directory book/book >/dev/null 2>&1 &
