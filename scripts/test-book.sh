@@ -75,10 +75,26 @@ if [[ ! -d book/tests/node_modules/puppeteer-core ]] ||
 fi
 
 # --- build, links, question bank -------------------------------------------------------------
-if run_quiet mdbook build book; then
+# mdbook exits 0 even when an include fails (it only logs ERROR), so its log is read too.
+build_log="$(mktemp)"
+if mdbook build book >"$build_log" 2>&1; then
   pass "mdbook build book (quiz files validated by mdbook-quiz)"
 else
+  cat "$build_log"
+  rm -f "$build_log"
   abort "mdbook build book (see the error above: it names the chapter or quiz file)"
+fi
+if grep -E '(^|[[:space:]])(ERROR|WARN)[[:space:]]' "$build_log"; then
+  fail "mdbook build book logs no errors or warnings (see the lines above)"
+else
+  pass "mdbook build book logs no errors or warnings"
+fi
+rm -f "$build_log"
+
+if python3 book/tests/check_includes.py book; then
+  pass "every {{#include}} names an existing file and anchor, and nothing is left unexpanded"
+else
+  fail "every {{#include}} names an existing file and anchor, and nothing is left unexpanded"
 fi
 
 if python3 book/tests/check_links.py book/book; then
