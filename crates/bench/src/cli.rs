@@ -1,0 +1,256 @@
+//! `course bench` (and the standalone `bench` binary): the load client and `--compare`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+
+use crate::compare::{compare_runs, MetricChoice};
+use crate::environment::{Environment, Target};
+use crate::load::{self, Bound, LoadConfig, Prompt, Traffic};
+use crate::metrics::{self, Slo};
+use crate::plot;
+use crate::report::{self, Report, Run};
+use crate::stats;
+
+/// Measure an OpenAI-compatible server under load, or compare two saved results.
+///
+/// Load run: sends streamed `POST {base-url}/v1/completions` requests, either as Poisson
+/// arrivals at `--rate` requests/s (open loop: how real users arrive) or with `--concurrency`
+/// requests always in flight (closed loop), until `--requests` have been sent or `--duration`
+/// seconds have passed. Prints a results table with 95% intervals and writes
+/// `<out>/bench.json` and `<out>/latency.svg`.
+///
+/// Works unchanged against `gpt2 serve`, vLLM, SGLang, TGI (its OpenAI endpoint) and
+/// llama.cpp's server.
+///
+/// Examples:
+///   course bench --base-url http://127.0.0.1:8000 --model gpt2 --rate 4 --requests 200 --out b8
+///   course bench --compare b8/bench.json b16/bench.json --metric ttft_ms.p90
+#[derive(Args, Debug, Clone)]
+#[command(verbatim_doc_comment)]
+pub struct BenchArgs {
+    /// Compare two bench.json files instead of running: prints B/A with its 95% interval and a
+    /// verdict (faster, slower, within noise).
+    #[arg(long, num_args = 2, value_names = ["A_JSON", "B_JSON"], help_heading = "Compare")]
+    pub compare: Option<Vec<PathBuf>>,
+    /// Metric to compare: ttft_ms, tpot_ms, itl_ms or e2el_ms with .mean/.median/.p90/.p99,
+    /// or output_tokens_per_s.
+    #[arg(long, default_value = "ttft_ms.p90", help_heading = "Compare")]
+    pub metric: String,
+    /// Relative difference treated as noise (0.05 = 5%): a verdict other than within_noise
+    /// needs the whole 95% interval of B/A beyond it.
+    #[arg(long, default_value_t = 0.05, help_heading = "Compare")]
+    pub threshold: f64,
+
+    /// Server root; `/v1/completions` is appended.
+    #[arg(long, default_value = "http://127.0.0.1:8000")]
+    pub base_url: String,
+    /// Model name sent in every request (GET {base-url}/v1/models lists what a server serves).
+    #[arg(long, default_value = "gpt2")]
+    pub model: String,
+    /// Open loop: Poisson arrivals at this many requests per second (seeded by --seed).
+    #[arg(long, conflicts_with = "concurrency")]
+    pub rate: Option<f64>,
+    /// Closed loop: keep this many requests in flight.
+    #[arg(long)]
+    pub concurrency: Option<usize>,
+    /// Stop after sending this many requests [default: 100 when --duration is not given].
+    #[arg(long, conflicts_with = "duration")]
+    pub requests: Option<usize>,
+    /// Stop sending after this many seconds (requests in flight still finish).
+    #[arg(long)]
+    pub duration: Option<f64>,
+    /// Tokens to generate per request.
+    #[arg(long, default_value_t = 64)]
+    pub max_tokens: usize,
+    /// Send `ignore_eos: true` (vLLM, SGLang and gpt2 serve honour it) so every request
+    /// produces exactly --max-tokens tokens.
+    #[arg(long)]
+    pub ignore_eos: bool,
+    /// Use this prompt for every request instead of random words (servers with prefix caching
+    /// will answer repeats faster).
+    #[arg(long)]
+    pub prompt: Option<String>,
+    /// Length of the random prompts, in words (about one token each for GPT-2).
+    #[arg(long, default_value_t = 32)]
+    pub prompt_words: usize,
+    /// Sampling temperature sent with each request.
+    #[arg(long, default_value_t = 0.0)]
+    pub temperature: f64,
+    /// Do not send `stream_options.include_usage` (for servers that reject it); tokens are then
+    /// counted as streamed chunks.
+    #[arg(long)]
+    pub no_usage: bool,
+    /// Seed for arrivals, prompts and bootstrap intervals.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Untimed requests sent first; the first one also checks the URL and model.
+    #[arg(long, default_value_t = 1)]
+    pub warmup: usize,
+    /// Per-request timeout in seconds.
+    #[arg(long, default_value_t = 300.0)]
+    pub timeout: f64,
+    /// Bearer token, for servers that want one.
+    #[arg(long, env = "OPENAI_API_KEY", hide_env_values = true)]
+    pub api_key: Option<String>,
+
+    /// Goodput SLO: a request is good only if its TTFT is at most this many ms.
+    #[arg(long, help_heading = "SLO (goodput)")]
+    pub slo_ttft_ms: Option<f64>,
+    /// Goodput SLO on TPOT (ms).
+    #[arg(long, help_heading = "SLO (goodput)")]
+    pub slo_tpot_ms: Option<f64>,
+    /// Goodput SLO on end-to-end latency (ms).
+    #[arg(long, help_heading = "SLO (goodput)")]
+    pub slo_e2el_ms: Option<f64>,
+
+    /// Folder for bench.json and latency.svg [default: bench-results; with --compare, nothing
+    /// is written unless given].
+    #[arg(long, help_heading = "Output")]
+    pub out: Option<PathBuf>,
+    /// Name of this run in tables and plots [default: from the traffic shape].
+    #[arg(long, help_heading = "Output")]
+    pub label: Option<String>,
+    /// The server's device, as you know it (recorded in the environment; the client cannot see it).
+    #[arg(long, help_heading = "Output")]
+    pub device: Option<String>,
+    /// The server's dtype, as you know it.
+    #[arg(long, help_heading = "Output")]
+    pub dtype: Option<String>,
+    /// Cargo features the server was built with, as you know them (comma-separated).
+    #[arg(long, value_delimiter = ',', help_heading = "Output")]
+    pub features: Vec<String>,
+    /// Hide the progress bar.
+    #[arg(long, help_heading = "Output")]
+    pub no_progress: bool,
+}
+
+/// Run `course bench` with parsed arguments. Errors are for people: they say what to do next.
+pub fn run(args: BenchArgs) -> Result<ExitCode> {
+    match &args.compare {
+        Some(paths) => run_compare(&args, paths),
+        None => run_load(&args),
+    }
+}
+
+fn run_compare(args: &BenchArgs, paths: &[PathBuf]) -> Result<ExitCode> {
+    let [a_path, b_path] = paths else {
+        bail!("--compare takes exactly two files: --compare a/bench.json b/bench.json");
+    };
+    let choice = MetricChoice::parse(&args.metric)?;
+    let a = Report::read(a_path)?;
+    let b = Report::read(b_path)?;
+    let (run_a, run_b) = (&a.runs[0], &b.runs[0]);
+    let comparison = compare_runs(run_a, run_b, choice, args.threshold, args.seed)?;
+    let label = |run: &Run, path: &PathBuf| format!("{} ({})", run.label, path.display());
+    print!("{}", report::comparison_text(&comparison, &label(run_a, a_path), &label(run_b, b_path)));
+    if let Some(out) = &args.out {
+        let mut combined = Report::new(Environment::capture(target(args)), vec![run_a.clone(), run_b.clone()]);
+        combined.comparison = Some(comparison);
+        let json = out.join("bench.json");
+        combined.write(&json)?;
+        plot::write_latency_cdf(&out.join("latency.svg"), &[run_a, run_b])?;
+        println!("wrote {} and {}", json.display(), out.join("latency.svg").display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn target(args: &BenchArgs) -> Target {
+    Target { device: args.device.clone(), cargo_features: args.features.clone(), dtype: args.dtype.clone() }
+}
+
+/// Turn flags into a load configuration, refusing contradictory or missing choices.
+pub fn load_config(args: &BenchArgs) -> Result<LoadConfig> {
+    let traffic = match (args.rate, args.concurrency) {
+        (Some(rate), _) => Traffic::OpenLoop { rate, seed: args.seed },
+        (None, Some(concurrency)) => Traffic::ClosedLoop { concurrency },
+        (None, None) => bail!(
+            "choose a traffic shape: --rate R (Poisson arrivals, R requests/s) or --concurrency C \
+             (C requests always in flight)"
+        ),
+    };
+    let bound = match (args.requests, args.duration) {
+        (_, Some(d)) => Bound::DurationS(d),
+        (Some(n), None) => Bound::Requests(n),
+        (None, None) => Bound::Requests(100),
+    };
+    let prompt = match &args.prompt {
+        Some(text) => Prompt::Fixed(text.clone()),
+        None if args.prompt_words == 0 => bail!("--prompt-words must be at least 1"),
+        None => Prompt::RandomWords { words: args.prompt_words, seed: args.seed },
+    };
+    if !(args.timeout.is_finite() && args.timeout > 0.0) {
+        bail!("--timeout must be a positive number of seconds; got {}", args.timeout);
+    }
+    Ok(LoadConfig {
+        base_url: args.base_url.clone(),
+        model: args.model.clone(),
+        traffic,
+        bound,
+        prompt,
+        max_tokens: args.max_tokens,
+        ignore_eos: args.ignore_eos,
+        include_usage: !args.no_usage,
+        temperature: args.temperature,
+        warmup: args.warmup,
+        timeout_s: args.timeout,
+        api_key: args.api_key.clone(),
+        progress: !args.no_progress,
+    })
+}
+
+fn default_label(config: &LoadConfig) -> String {
+    match config.traffic {
+        Traffic::OpenLoop { rate, .. } => format!("{} @ {rate} req/s", config.model),
+        Traffic::ClosedLoop { concurrency } => format!("{} @ concurrency {concurrency}", config.model),
+    }
+}
+
+fn run_load(args: &BenchArgs) -> Result<ExitCode> {
+    let config = load_config(args)?;
+    let slo = Slo { ttft_ms: args.slo_ttft_ms, tpot_ms: args.slo_tpot_ms, e2el_ms: args.slo_e2el_ms };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    eprintln!(
+        "benchmarking {} ({}), {}",
+        config.completions_url(),
+        config.model,
+        match config.traffic {
+            Traffic::OpenLoop { rate, .. } => format!("Poisson arrivals at {rate} req/s"),
+            Traffic::ClosedLoop { concurrency } => format!("{concurrency} requests in flight"),
+        }
+    );
+    let outcome = runtime.block_on(load::run(&config))?;
+    let run = load_run(args.label.clone().unwrap_or_else(|| default_label(&config)), &config, &slo, args.seed, outcome)?;
+    print!("{}", report::table(&run));
+    let failures: Vec<&str> = run.requests.iter().filter_map(|r| r.error.as_deref()).take(3).collect();
+    if !failures.is_empty() {
+        eprintln!("{} requests failed; first errors:", run.metrics.failed);
+        for e in failures {
+            eprintln!("  {e}");
+        }
+    }
+    let out = args.out.clone().unwrap_or_else(|| PathBuf::from("bench-results"));
+    let report = Report::new(Environment::capture(target(args)), vec![run]);
+    let json = out.join("bench.json");
+    report.write(&json)?;
+    let svg = out.join("latency.svg");
+    plot::write_latency_cdf(&svg, &[&report.runs[0]])?;
+    println!("wrote {} and {}", json.display(), svg.display());
+    Ok(if report.runs[0].metrics.completed == 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+}
+
+/// Package a finished load run as a [`Run`] with its metrics.
+pub fn load_run(label: String, config: &LoadConfig, slo: &Slo, seed: u64, outcome: load::LoadOutcome) -> Result<Run> {
+    let metrics = metrics::compute(&outcome.records, outcome.duration_s, slo, seed);
+    let mut config_json = serde_json::to_value(config)?;
+    config_json["mode"] = "load".into();
+    config_json["slo"] = serde_json::to_value(slo)?;
+    config_json["bootstrap"] =
+        serde_json::json!({ "resamples": stats::DEFAULT_RESAMPLES, "seed": seed, "level": 0.95 });
+    Ok(Run { label, config: config_json, metrics, requests: outcome.records, repeat_tokens_per_s: vec![] })
+}

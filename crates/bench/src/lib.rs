@@ -1,0 +1,23 @@
+//! Benchmarking with noise bounds: how fast is the system, and is B really faster than A?
+//!
+//! - [`stats`]: numpy-compatible percentiles, seeded bootstrap intervals, Tukey outlier flags,
+//!   and A/B comparisons with a faster / slower / within-noise verdict.
+//! - [`metrics`]: TTFT, TPOT, ITL, E2EL, throughput and goodput, as vLLM's serving benchmark
+//!   defines them.
+//! - [`load`]: a load client for any OpenAI-compatible `/v1/completions` server (open-loop
+//!   Poisson arrivals or closed-loop concurrency, streamed responses).
+//! - [`inprocess`]: the same metrics for a generation function called directly.
+//! - [`report`], [`plot`], [`environment`]: `bench.json`, `latency.svg`, and where it ran.
+//! - [`cli`]: `course bench`.
+//!
+//! This crate knows nothing of GPT-2 or candle: callers hand it closures and URLs.
+
+pub mod cli;
+pub mod compare;
+pub mod environment;
+pub mod inprocess;
+pub mod load;
+pub mod metrics;
+pub mod plot;
+pub mod report;
+pub mod stats;

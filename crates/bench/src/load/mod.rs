@@ -1,0 +1,306 @@
+//! The load client: drives any OpenAI-compatible `/v1/completions` endpoint.
+//!
+//! Two traffic shapes, as in vLLM's serving benchmark:
+//! - **open loop** (`--rate R`): requests arrive as a Poisson process (exponential gaps with mean
+//!   1/R, seeded), whether or not earlier ones have finished — what real users do;
+//! - **closed loop** (`--concurrency C`): C workers each send a request as soon as their previous
+//!   one finishes — a fixed number of users.
+//!
+//! The run ends after `--requests N` requests or `--duration S` seconds of arrivals; requests in
+//! flight are always allowed to finish, and the run's duration runs until the last one does.
+
+mod request;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Result};
+use indicatif::{ProgressBar, ProgressStyle};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use rand_distr::{Distribution, Exp};
+use serde::Serialize;
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+
+use crate::metrics::RequestRecord;
+
+pub use request::send;
+
+/// How requests are offered to the server.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Traffic {
+    /// Poisson arrivals at `rate` requests per second.
+    OpenLoop { rate: f64, seed: u64 },
+    /// `concurrency` requests always in flight.
+    ClosedLoop { concurrency: usize },
+}
+
+/// When the run stops sending.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Bound {
+    Requests(usize),
+    DurationS(f64),
+}
+
+/// Everything one load run needs; serialised into `bench.json` as the run's `config`.
+#[derive(Debug, Clone, Serialize)]
+pub struct LoadConfig {
+    /// e.g. `http://127.0.0.1:8000` (a trailing `/v1` is accepted and dropped).
+    pub base_url: String,
+    pub model: String,
+    pub traffic: Traffic,
+    pub bound: Bound,
+    pub prompt: Prompt,
+    pub max_tokens: usize,
+    /// Send vLLM's `ignore_eos: true` so every request produces exactly `max_tokens` tokens.
+    pub ignore_eos: bool,
+    /// Send `stream_options: {include_usage: true}` to get exact token counts.
+    pub include_usage: bool,
+    pub temperature: f64,
+    /// Untimed requests sent one at a time before the run; the first also checks the set-up.
+    pub warmup: usize,
+    pub timeout_s: f64,
+    #[serde(skip)]
+    pub api_key: Option<String>,
+    #[serde(skip)]
+    pub progress: bool,
+}
+
+impl LoadConfig {
+    /// `{base}/v1/completions`.
+    pub fn completions_url(&self) -> String {
+        let base = self.base_url.trim_end_matches('/');
+        let base = base.strip_suffix("/v1").unwrap_or(base);
+        format!("{base}/v1/completions")
+    }
+
+    /// The JSON body of request number `index`.
+    pub fn body(&self, index: usize) -> Value {
+        let mut body = json!({
+            "model": self.model,
+            "prompt": self.prompt.text(index),
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+            "stream": true,
+        });
+        if self.include_usage {
+            body["stream_options"] = json!({ "include_usage": true });
+        }
+        if self.ignore_eos {
+            body["ignore_eos"] = json!(true);
+        }
+        body
+    }
+
+    fn validate(&self) -> Result<()> {
+        match self.traffic {
+            Traffic::OpenLoop { rate, .. } if !(rate.is_finite() && rate > 0.0) => {
+                bail!("--rate must be a positive number of requests per second; got {rate}")
+            }
+            Traffic::ClosedLoop { concurrency: 0 } => bail!("--concurrency must be at least 1"),
+            _ => {}
+        }
+        match self.bound {
+            Bound::Requests(0) => bail!("--requests must be at least 1"),
+            Bound::DurationS(d) if !(d.is_finite() && d > 0.0) => {
+                bail!("--duration must be a positive number of seconds; got {d}")
+            }
+            _ => {}
+        }
+        if self.max_tokens == 0 {
+            bail!("--max-tokens must be at least 1");
+        }
+        if !self.base_url.starts_with("http://") && !self.base_url.starts_with("https://") {
+            bail!("--base-url must start with http:// or https://, e.g. http://127.0.0.1:8000; got `{}`", self.base_url);
+        }
+        Ok(())
+    }
+}
+
+/// The prompt of each request.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Prompt {
+    /// The same text every time (beware: servers with prefix caching answer repeats faster).
+    Fixed(String),
+    /// `words` words drawn from a small English list, different for every request and
+    /// reproducible from `seed`, so that prefix caches cannot flatter the figures.
+    RandomWords { words: usize, seed: u64 },
+}
+
+const WORDS: &[&str] = &[
+    "the", "model", "reads", "a", "long", "story", "about", "river", "and", "mountain", "people",
+    "who", "measure", "time", "with", "small", "clocks", "every", "morning", "light", "falls",
+    "on", "quiet", "streets", "where", "children", "learn", "numbers", "from", "old", "books",
+    "while", "engineers", "build", "fast", "machines", "that", "answer", "questions", "in",
+    "many", "languages", "under", "bright", "summer", "sky", "near", "green", "fields", "of",
+];
+
+impl Prompt {
+    pub fn text(&self, index: usize) -> String {
+        match self {
+            Prompt::Fixed(text) => text.clone(),
+            Prompt::RandomWords { words, seed } => {
+                let mut rng = StdRng::seed_from_u64(seed ^ (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+                let mut text = String::with_capacity(words * 8);
+                for i in 0..*words {
+                    if i > 0 {
+                        text.push(' ');
+                    }
+                    text.push_str(WORDS[rng.random_range(0..WORDS.len())]);
+                }
+                text
+            }
+        }
+    }
+}
+
+/// The outcome of a load run: per-request records and the wall-clock duration.
+pub struct LoadOutcome {
+    pub records: Vec<RequestRecord>,
+    pub duration_s: f64,
+}
+
+/// Run the benchmark. Errors only when the set-up is wrong (bad flags, or the warm-up request
+/// fails); failures during the run are recorded per request.
+pub async fn run(config: &LoadConfig) -> Result<LoadOutcome> {
+    config.validate()?;
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs_f64(config.timeout_s))
+        .tcp_nodelay(true)
+        .pool_max_idle_per_host(usize::MAX)
+        .build()?;
+    let url = config.completions_url();
+
+    for i in 0..config.warmup {
+        // Warm-up prompts come from the far end of the index range, so that a server with
+        // prefix caching has not seen any timed prompt before.
+        let body = config.body(usize::MAX - i);
+        let r = send(&client, &url, config.api_key.as_deref(), &body, Instant::now()).await;
+        if !r.ok {
+            bail!(
+                "warm-up request {} to {url} failed: {}\nnext step: check that the server is up, \
+                 that --base-url points at it and that --model names a model it serves \
+                 (GET {}/v1/models lists them)",
+                i + 1,
+                r.error.unwrap_or_default(),
+                url.trim_end_matches("/v1/completions")
+            );
+        }
+    }
+
+    let bar = progress_bar(config);
+    let (tx, mut rx) = mpsc::unbounded_channel::<RequestRecord>();
+    let run_start = Instant::now();
+    let shared = Arc::new(Shared { client, url, config: config.clone(), run_start });
+    let driver = match config.traffic {
+        Traffic::OpenLoop { rate, seed } => {
+            tokio::spawn(open_loop(shared, rate, seed, config.bound, tx))
+        }
+        Traffic::ClosedLoop { concurrency } => {
+            tokio::spawn(closed_loop(shared, concurrency, config.bound, tx))
+        }
+    };
+    let mut records = Vec::new();
+    while let Some(record) = rx.recv().await {
+        bar.inc(1);
+        records.push(record);
+    }
+    let duration_s = run_start.elapsed().as_secs_f64();
+    driver.await?;
+    bar.finish_and_clear();
+    records.sort_by(|a, b| a.start_ms.total_cmp(&b.start_ms));
+    Ok(LoadOutcome { records, duration_s })
+}
+
+struct Shared {
+    client: reqwest::Client,
+    url: String,
+    config: LoadConfig,
+    run_start: Instant,
+}
+
+impl Shared {
+    async fn send(&self, index: usize) -> RequestRecord {
+        let body = self.config.body(index);
+        send(&self.client, &self.url, self.config.api_key.as_deref(), &body, self.run_start).await
+    }
+}
+
+async fn open_loop(
+    shared: Arc<Shared>,
+    rate: f64,
+    seed: u64,
+    bound: Bound,
+    tx: mpsc::UnboundedSender<RequestRecord>,
+) {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let gaps = Exp::new(rate).expect("rate validated positive");
+    let mut arrival_s = 0.0f64;
+    let mut sent = 0usize;
+    loop {
+        match bound {
+            Bound::Requests(n) if sent >= n => break,
+            Bound::DurationS(d) if arrival_s >= d => break,
+            _ => {}
+        }
+        let due = shared.run_start + Duration::from_secs_f64(arrival_s);
+        tokio::time::sleep_until(due.into()).await;
+        let lag_ms = due.elapsed().as_secs_f64() * 1000.0;
+        let (shared, tx) = (shared.clone(), tx.clone());
+        tokio::spawn(async move {
+            let mut record = shared.send(sent).await;
+            record.dispatch_lag_ms = Some(lag_ms);
+            let _ = tx.send(record);
+        });
+        sent += 1;
+        arrival_s += gaps.sample(&mut rng);
+    }
+}
+
+async fn closed_loop(
+    shared: Arc<Shared>,
+    concurrency: usize,
+    bound: Bound,
+    tx: mpsc::UnboundedSender<RequestRecord>,
+) {
+    let claimed = Arc::new(AtomicUsize::new(0));
+    let mut workers = tokio::task::JoinSet::new();
+    for _ in 0..concurrency {
+        let (shared, tx, claimed) = (shared.clone(), tx.clone(), claimed.clone());
+        workers.spawn(async move {
+            loop {
+                let index = claimed.fetch_add(1, Ordering::Relaxed);
+                let more = match bound {
+                    Bound::Requests(n) => index < n,
+                    Bound::DurationS(d) => shared.run_start.elapsed().as_secs_f64() < d,
+                };
+                if !more {
+                    break;
+                }
+                let _ = tx.send(shared.send(index).await);
+            }
+        });
+    }
+    while workers.join_next().await.is_some() {}
+}
+
+fn progress_bar(config: &LoadConfig) -> ProgressBar {
+    if !config.progress {
+        return ProgressBar::hidden();
+    }
+    match config.bound {
+        Bound::Requests(n) => ProgressBar::new(n as u64).with_style(
+            ProgressStyle::with_template("{bar:40} {pos}/{len} requests  {elapsed_precise} (eta {eta})")
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        ),
+        Bound::DurationS(_) => ProgressBar::new_spinner().with_style(
+            ProgressStyle::with_template("{spinner} {pos} requests done  {elapsed_precise}")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        ),
+    }
+}
