@@ -1,0 +1,38 @@
+//! Numbers with a tolerance.
+
+/// True when `given` is within `abs` of `expected`, or within `rel` of it relatively.
+pub fn within(given: f64, expected: f64, abs: f64, rel: f64) -> bool {
+    let diff = (given - expected).abs();
+    diff <= abs || diff <= rel * expected.abs()
+}
+
+/// Format a number for a reason: as few decimals as it needs, up to four.
+pub fn show(x: f64) -> String {
+    if x != 0.0 && (x.abs() < 1e-3 || x.abs() >= 1e7) {
+        return format!("{x:e}");
+    }
+    let s = format!("{x:.4}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    if s == "-0" { "0".to_string() } else { s.to_string() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tolerance_is_absolute_or_relative() {
+        assert!(within(4.04, 4.0, 0.05, 0.0));
+        assert!(!within(4.06, 4.0, 0.05, 0.0));
+        assert!(within(101.0, 100.0, 0.0, 0.02));
+        assert!(!within(103.0, 100.0, 0.0, 0.02));
+    }
+
+    #[test]
+    fn numbers_show_compactly() {
+        assert_eq!(show(4.0), "4");
+        assert_eq!(show(10.25), "10.25");
+        assert_eq!(show(3.1e-7), "3.1e-7");
+        assert_eq!(show(-0.00001), "-1e-5");
+    }
+}

@@ -1,0 +1,343 @@
+//! Workshop grading: one folder, `.zip` or `.tar.gz` per student in a cohort folder. Every
+//! student is graded whatever the others submitted; each bad submission becomes that student's
+//! recorded problem. Writes `gradebook.csv` (atomically) and `feedback/STUDENT.md`.
+
+use crate::archive::{archive_kind, read_archive};
+use crate::atomic::write_atomically;
+use crate::checks::number::show;
+use crate::grade::Grader;
+use crate::overrides::Overrides;
+use crate::problem::{Location, Problem, ProblemKind};
+use crate::render;
+use crate::report::ExerciseReport;
+use crate::submission::Submission;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// One entry of the cohort folder.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    /// The student's id: the folder name, or the archive name without its extension.
+    pub student: String,
+    /// The entry's own file name.
+    pub file_name: String,
+    pub path: PathBuf,
+}
+
+#[derive(Debug, Clone)]
+pub struct StudentResult {
+    pub student: String,
+    pub file_name: String,
+    /// Problems of the submission as a whole.
+    pub problems: Vec<Problem>,
+    pub reports: Vec<ExerciseReport>,
+}
+
+impl StudentResult {
+    /// Mean of the exercise percentages: every exercise weighs the same.
+    pub fn total_percent(&self) -> f64 {
+        if self.reports.is_empty() {
+            return 0.0;
+        }
+        let sum: f64 = self.reports.iter().map(|r| r.percent()).sum();
+        (sum / self.reports.len() as f64 * 100.0).round() / 100.0
+    }
+
+    pub fn passed(&self) -> usize {
+        self.reports.iter().filter(|r| r.passed).count()
+    }
+
+    /// Gradebook flags: problem kinds (with the exercise number where there is one),
+    /// review, overrides and early solutions.
+    pub fn flags(&self) -> Vec<String> {
+        let mut flags = BTreeSet::new();
+        for p in &self.problems {
+            flags.insert(p.kind.flag().to_string());
+        }
+        for r in &self.reports {
+            for p in &r.problems {
+                flags.insert(format!("{}:{}", p.kind.flag(), r.exercise));
+            }
+            if r.needs_review() {
+                flags.insert(format!("needs-review:{}", r.exercise));
+            }
+            if r.questions.iter().any(|q| q.overridden.is_some()) {
+                flags.insert(format!("override:{}", r.exercise));
+            }
+            if r.solution_viewed_early {
+                flags.insert(format!("solution-early:{}", r.exercise));
+            }
+        }
+        flags.into_iter().collect()
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Cohort {
+    pub students: Vec<StudentResult>,
+    /// Entries skipped and overrides that matched nothing: said once, for the instructor.
+    pub warnings: Vec<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct CohortError(pub String);
+
+/// List the cohort folder's submissions. Hidden entries and `skip` (the output folder, when it
+/// lies inside) are left out; other files are reported in `warnings`.
+pub fn discover(cohort_dir: &Path, skip: Option<&Path>, warnings: &mut Vec<String>) -> Result<Vec<Entry>, CohortError> {
+    let read = std::fs::read_dir(cohort_dir)
+        .map_err(|e| CohortError(format!("{}: cannot read the cohort folder: {e}", cohort_dir.display())))?;
+    let skip = skip.and_then(|s| s.canonicalize().ok());
+    let mut entries = Vec::new();
+    for item in read.flatten() {
+        let file_name = item.file_name().to_string_lossy().into_owned();
+        if file_name.starts_with('.') {
+            continue;
+        }
+        let path = item.path();
+        if skip.as_ref().is_some_and(|s| path.canonicalize().ok().as_ref() == Some(s)) {
+            continue;
+        }
+        let Ok(file_type) = std::fs::symlink_metadata(&path).map(|m| m.file_type()) else { continue };
+        let student = if file_type.is_dir() {
+            file_name.clone()
+        } else if file_type.is_file() && archive_kind(&file_name).is_some() {
+            strip_archive_extension(&file_name)
+        } else {
+            warnings.push(format!("skipped {file_name}: not a folder, .zip or .tar.gz"));
+            continue;
+        };
+        entries.push(Entry { student, file_name, path });
+    }
+    entries.sort_by(|a, b| a.file_name.cmp(&b.file_name));
+    Ok(entries)
+}
+
+fn strip_archive_extension(name: &str) -> String {
+    let lower = name.to_lowercase();
+    for ext in [".tar.gz", ".tgz", ".zip"] {
+        if lower.ends_with(ext) {
+            return name[..name.len() - ext.len()].to_string();
+        }
+    }
+    name.to_string()
+}
+
+/// A name safe as a file name on every system.
+pub fn safe_file_stem(student: &str) -> String {
+    let stem: String = student.chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') { c } else { '_' }).collect();
+    let stem = stem.trim_start_matches('.').to_string();
+    if stem.is_empty() { "student".to_string() } else { stem }
+}
+
+/// Give every entry a distinct id. Two entries with the same name (e.g. `alice/` and
+/// `alice.zip`, or names equal but for case) are both graded under their file names and both
+/// flagged: the instructor must decide which counts.
+fn disambiguate(entries: &mut [Entry]) -> BTreeMap<String, Problem> {
+    let mut by_key: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    for (i, e) in entries.iter().enumerate() {
+        by_key.entry(safe_file_stem(&e.student).to_lowercase()).or_default().push(i);
+    }
+    let mut problems = BTreeMap::new();
+    for indices in by_key.values().filter(|v| v.len() > 1) {
+        let names: Vec<String> = indices.iter().map(|&i| entries[i].file_name.clone()).collect();
+        for &i in indices {
+            let original = entries[i].student.clone();
+            entries[i].student = entries[i].file_name.clone();
+            problems.insert(
+                entries[i].student.clone(),
+                Problem::new(
+                    ProblemKind::DuplicateName,
+                    Some(Location::file(entries[i].file_name.clone())),
+                    format!("{} submissions are named {original}: {}; each is graded under its file name", names.len(), names.join(", ")),
+                    "keep one submission per student",
+                ),
+            );
+        }
+    }
+    problems
+}
+
+/// Grade one entry. Never panics on its content; never runs its code.
+pub fn grade_entry(grader: &Grader, entry: &Entry) -> StudentResult {
+    let submission = load_entry(grader, entry);
+    let reports = grader.grade_all(&submission);
+    StudentResult { student: entry.student.clone(), file_name: entry.file_name.clone(), problems: submission.problems, reports }
+}
+
+fn load_entry(grader: &Grader, entry: &Entry) -> Submission {
+    match archive_kind(&entry.file_name) {
+        Some(kind) if entry.path.is_file() => read_archive(&entry.path, kind, &entry.file_name, grader.wanted(), &grader.limits),
+        _ => Submission::from_student_dir(&entry.path, &entry.file_name, grader.wanted(), &grader.limits),
+    }
+}
+
+/// Grade every entry on `threads` threads, in the entries' order.
+pub fn grade_entries(grader: &Grader, entries: &[Entry], threads: usize) -> Vec<StudentResult> {
+    let threads = threads.clamp(1, entries.len().max(1));
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut results: Vec<Option<StudentResult>> = (0..entries.len()).map(|_| None).collect();
+    let graded: Vec<Vec<(usize, StudentResult)>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(entry) = entries.get(i) else { break };
+                        mine.push((i, grade_entry(grader, entry)));
+                    }
+                    mine
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap_or_default()).collect()
+    });
+    for (i, result) in graded.into_iter().flatten() {
+        results[i] = Some(result);
+    }
+    // A worker that panicked (a bug, never a submission) leaves its students recorded, not lost.
+    results
+        .into_iter()
+        .zip(entries)
+        .map(|(r, e)| {
+            r.unwrap_or_else(|| StudentResult {
+                student: e.student.clone(),
+                file_name: e.file_name.clone(),
+                problems: vec![Problem::new(ProblemKind::Archive, Some(Location::file(e.file_name.clone())), "the grader failed on this submission", "report this to the course authors; grade it by hand")],
+                reports: Vec::new(),
+            })
+        })
+        .collect()
+}
+
+pub struct CohortOptions<'a> {
+    pub out_dir: &'a Path,
+    pub overrides: &'a Overrides,
+    pub threads: usize,
+}
+
+/// Grade a cohort folder and write the gradebook and the feedback files.
+pub fn grade_cohort(grader: &Grader, cohort_dir: &Path, options: &CohortOptions<'_>) -> Result<Cohort, CohortError> {
+    let mut cohort = Cohort::default();
+    let mut entries = discover(cohort_dir, Some(options.out_dir), &mut cohort.warnings)?;
+    let duplicates = disambiguate(&mut entries);
+    cohort.students = grade_entries(grader, &entries, options.threads);
+    for student in &mut cohort.students {
+        if let Some(problem) = duplicates.get(&student.student) {
+            student.problems.insert(0, problem.clone());
+        }
+        for o in options.overrides.apply(&student.student, &mut student.reports) {
+            cohort.warnings.push(format!(
+                "override for {} exercise {} question {} matches no graded question",
+                o.student, o.exercise, o.question
+            ));
+        }
+    }
+    let known: BTreeSet<&str> = cohort.students.iter().map(|s| s.student.as_str()).collect();
+    for o in &options.overrides.entries {
+        if !known.contains(o.student.as_str()) {
+            cohort.warnings.push(format!("override for {} matches no student in the cohort", o.student));
+        }
+    }
+    write_outputs(grader, &cohort, options.out_dir)?;
+    Ok(cohort)
+}
+
+fn write_outputs(grader: &Grader, cohort: &Cohort, out_dir: &Path) -> Result<(), CohortError> {
+    let csv = gradebook_csv(grader, cohort)?;
+    let path = out_dir.join("gradebook.csv");
+    write_atomically(&path, csv.as_bytes()).map_err(|e| CohortError(format!("{}: cannot write the gradebook: {e}", path.display())))?;
+    let feedback_dir = out_dir.join("feedback");
+    for student in &cohort.students {
+        let path = feedback_dir.join(format!("{}.md", safe_file_stem(&student.student)));
+        write_atomically(&path, feedback_markdown(student).as_bytes())
+            .map_err(|e| CohortError(format!("{}: cannot write the feedback: {e}", path.display())))?;
+    }
+    Ok(())
+}
+
+/// `student,exercise-1..N,total,passed,flags`: exercise scores and the total in percent.
+pub fn gradebook_csv(grader: &Grader, cohort: &Cohort) -> Result<String, CohortError> {
+    let mut writer = csv::Writer::from_writer(Vec::new());
+    let mut header = vec!["student".to_string()];
+    header.extend(grader.manifest.exercises.iter().map(|e| e.folder_name()));
+    header.extend(["total".to_string(), "passed".to_string(), "flags".to_string()]);
+    let to_err = |e: csv::Error| CohortError(format!("cannot write the gradebook: {e}"));
+    writer.write_record(&header).map_err(to_err)?;
+    let mut students: Vec<&StudentResult> = cohort.students.iter().collect();
+    students.sort_by(|a, b| a.student.cmp(&b.student));
+    for s in students {
+        let mut row = vec![s.student.clone()];
+        for exercise in &grader.manifest.exercises {
+            let score = s.reports.iter().find(|r| r.exercise == exercise.number).map_or(0.0, |r| r.percent());
+            row.push(show(score));
+        }
+        row.push(show(s.total_percent()));
+        row.push(s.passed().to_string());
+        row.push(s.flags().join(" "));
+        writer.write_record(&row).map_err(to_err)?;
+    }
+    let bytes = writer.into_inner().map_err(|e| CohortError(format!("cannot write the gradebook: {e}")))?;
+    String::from_utf8(bytes).map_err(|e| CohortError(format!("cannot write the gradebook: {e}")))
+}
+
+/// One student's feedback page.
+pub fn feedback_markdown(student: &StudentResult) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "# Feedback for {}\n", student.student);
+    let _ = writeln!(
+        out,
+        "Total: {}% ({} of {} exercises passed). Submitted as `{}`.\n",
+        show(student.total_percent()),
+        student.passed(),
+        student.reports.len(),
+        student.file_name
+    );
+    if !student.problems.is_empty() {
+        let _ = writeln!(out, "## Problems with the submission\n");
+        for p in &student.problems {
+            let _ = writeln!(out, "- {p}");
+        }
+        let _ = writeln!(out);
+    }
+    for report in &student.reports {
+        out.push_str(&render::markdown(report));
+        out.push('\n');
+    }
+    out
+}
+
+/// The table `course grade` prints: one line per student, then the mean per exercise.
+pub fn summary_table(grader: &Grader, cohort: &Cohort) -> String {
+    let mut out = String::new();
+    let width = cohort.students.iter().map(|s| s.student.chars().count()).max().unwrap_or(7).max(7);
+    let _ = write!(out, "{:<width$}", "student");
+    for e in &grader.manifest.exercises {
+        let _ = write!(out, " {:>6}", format!("ex{}", e.number));
+    }
+    let _ = writeln!(out, " {:>6}  flags", "total");
+    let mut students: Vec<&StudentResult> = cohort.students.iter().collect();
+    students.sort_by(|a, b| a.student.cmp(&b.student));
+    for s in &students {
+        let _ = write!(out, "{:<width$}", s.student);
+        for e in &grader.manifest.exercises {
+            let score = s.reports.iter().find(|r| r.exercise == e.number).map_or(0.0, |r| r.percent());
+            let _ = write!(out, " {:>6}", format!("{score:.0}"));
+        }
+        let _ = writeln!(out, " {:>6}  {}", format!("{:.0}", s.total_percent()), s.flags().join(" "));
+    }
+    if !students.is_empty() {
+        let _ = write!(out, "{:<width$}", "mean");
+        for e in &grader.manifest.exercises {
+            let mean = students.iter().map(|s| s.reports.iter().find(|r| r.exercise == e.number).map_or(0.0, |r| r.percent())).sum::<f64>()
+                / students.len() as f64;
+            let _ = write!(out, " {:>6}", format!("{mean:.0}"));
+        }
+        let mean_total = students.iter().map(|s| s.total_percent()).sum::<f64>() / students.len() as f64;
+        let _ = writeln!(out, " {:>6}", format!("{mean_total:.0}"));
+    }
+    out
+}

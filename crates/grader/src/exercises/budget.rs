@@ -1,0 +1,94 @@
+//! Exercise 4: savings arithmetic, on the illustrative table (expected values in the key) and
+//! on the learner's own exercise-3 profile (checked against that report and for consistency).
+
+use super::{number_question, Ctx, Got, NOT_ANSWERED};
+use crate::checks::number::{show, within};
+use crate::key::BudgetKey;
+use crate::report::QuestionResult;
+
+/// Labels for the illustrative answers the default key asks.
+fn illustrative_label(field: &str) -> String {
+    match field {
+        "activations_share_pct" => "Activations' share of the 40 ms step, %".into(),
+        "saving_ms" => "Saving from removing two thirds of activations, ms".into(),
+        "saving_pct" => "That saving as a share of the step, %".into(),
+        "new_step_ms" => "Step time after the saving, ms".into(),
+        other => format!("Illustrative table: {other}"),
+    }
+}
+
+pub fn check(ctx: &mut Ctx<'_>, key: &BudgetKey) {
+    for (field, expected) in &key.illustrative {
+        let id = format!("illustrative.{field}");
+        let got = ctx.number(&id);
+        let q = QuestionResult::new(id, illustrative_label(field), 1.0);
+        ctx.push(number_question(got, Ok(*expected), key.tolerance, 0.0, "the illustrative table", q));
+    }
+
+    let profile = ctx.profile("profile");
+    if let Ok(p) = &profile {
+        ctx.report.device = Some(p.device.name().to_string());
+    }
+    // own.op: a row of the learner's own profile.
+    let op = ctx.text("own.op");
+    let q = QuestionResult::new("own.op", "The op you would attack (your exercise-3 profile)", 1.0);
+    let mut found_share = Err("cannot be checked: `own.op` is not answered or not a row of your profile".to_string());
+    let q = match op {
+        Got::Unanswered => q.unanswered(NOT_ANSWERED),
+        Got::Invalid(reason) => q.wrong(reason),
+        Got::Answered(name) => {
+            let q = q.answer(name.clone());
+            match &profile {
+                Err(reason) => q.wrong(reason.clone()),
+                Ok(p) => match p.find(&name) {
+                    Some((rank, op)) => {
+                        found_share = Ok(op.share_pct);
+                        q.right(format!("#{} by {} in {}", rank + 1, p.device.column(), p.file))
+                    }
+                    None => q.wrong(format!("`{name}` is not a row of {}", p.file)),
+                },
+            }
+        }
+    };
+    ctx.push(q);
+    if let Err(reason) = &profile {
+        found_share = Err(reason.clone());
+    }
+
+    let share = ctx.number("own.op_share_pct");
+    let share_given = if let Got::Answered(v) = &share { Some(*v) } else { None };
+    let q = QuestionResult::new("own.op_share_pct", "Its self-time share, %", 1.0);
+    ctx.push(number_question(share, found_share, key.share_tolerance_pct, 0.0, "your profile", q));
+
+    let fraction = ctx.number("own.removed_fraction");
+    let fraction_given = if let Got::Answered(v) = &fraction { Some(*v) } else { None };
+    let q = QuestionResult::new("own.removed_fraction", "The fraction your fix would remove (0 to 1)", 1.0);
+    let q = match fraction {
+        Got::Unanswered => q.unanswered(NOT_ANSWERED),
+        Got::Invalid(reason) => q.wrong(reason),
+        Got::Answered(f) if f > 0.0 && f <= 1.0 => q.answer(show(f)).right("a fraction between 0 and 1: your estimate"),
+        Got::Answered(f) if f > 1.0 && f <= 100.0 => {
+            q.answer(show(f)).wrong(format!("write a fraction between 0 and 1, not a percentage ({} is {})", show(f), show(f / 100.0)))
+        }
+        Got::Answered(f) => q.answer(show(f)).wrong("the fraction must be above 0 and at most 1"),
+    };
+    ctx.push(q);
+
+    let saving = ctx.number("own.saving_pct");
+    let q = QuestionResult::new("own.saving_pct", "The step-time saving, %", 1.0);
+    let q = match (saving, share_given, fraction_given) {
+        (Got::Unanswered, _, _) => q.unanswered(NOT_ANSWERED),
+        (Got::Invalid(reason), _, _) => q.wrong(reason),
+        (Got::Answered(s), Some(share), Some(f)) => {
+            let expected = share * f;
+            let q = q.answer(show(s));
+            if within(s, expected, key.arithmetic_tolerance_pct, 0.0) {
+                q.right(format!("{} × {} = {}", show(share), show(f), show(expected)))
+            } else {
+                q.wrong(format!("op_share_pct × removed_fraction = {} × {} = {}, you wrote {}", show(share), show(f), show(expected), show(s)))
+            }
+        }
+        (Got::Answered(s), _, _) => q.answer(show(s)).wrong("cannot be checked without op_share_pct and removed_fraction"),
+    };
+    ctx.push(q);
+}

@@ -1,0 +1,145 @@
+//! The grader: the manifest, the question bank and the answer key, loaded and cross-checked
+//! once; then any number of submissions graded against them without touching the disk.
+
+use crate::answers::Answers;
+use crate::exercises::{self, Ctx};
+use crate::key::{ExerciseKey, Key, DEFAULT_KEY_DIR};
+use crate::manifest::{CheckKind, Manifest, MANIFEST_PATH};
+use crate::problem::{Location, Problem, ProblemKind};
+use crate::quiz::QuestionBank;
+use crate::report::ExerciseReport;
+use crate::submission::{FileState, Limits, Submission, Wanted};
+use std::path::Path;
+
+#[derive(Debug, Clone)]
+pub struct Grader {
+    pub manifest: Manifest,
+    pub bank: QuestionBank,
+    pub key: Key,
+    pub limits: Limits,
+    wanted: Wanted,
+}
+
+/// The course itself is broken (manifest, quiz files or key): not a student's problem.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct SetupError(pub String);
+
+impl Grader {
+    /// Load everything from a course root; `key_dir` replaces `crates/grader/key`.
+    pub fn load(root: &Path, key_dir: Option<&Path>) -> Result<Grader, SetupError> {
+        let manifest = Manifest::load(&root.join(MANIFEST_PATH)).map_err(|e| SetupError(e.0))?;
+        let key_dir = key_dir.map(Path::to_path_buf).unwrap_or_else(|| root.join(DEFAULT_KEY_DIR));
+        let key = Key::load(&key_dir, &manifest).map_err(|e| SetupError(e.0))?;
+        let names: Vec<String> = manifest.exercises.iter().flat_map(|e| e.quizzes.clone()).collect();
+        let bank = QuestionBank::load(&key.quiz_dirs(root), &names).map_err(|e| SetupError(e.0))?;
+        Grader::new(manifest, bank, key)
+    }
+
+    /// Assemble a grader, checking that every question the manifest asks is in the bank.
+    pub fn new(manifest: Manifest, bank: QuestionBank, key: Key) -> Result<Grader, SetupError> {
+        for exercise in &manifest.exercises {
+            if exercise.check != CheckKind::Quiz {
+                continue;
+            }
+            let file = &exercise.quizzes[0];
+            for id in &exercise.questions {
+                if id.contains('.') {
+                    return Err(SetupError(format!("exercise {}: question id `{id}` contains a dot, which answers.toml keys cannot hold", exercise.number)));
+                }
+                if bank.question(file, id).is_none() {
+                    return Err(SetupError(format!(
+                        "exercise {} asks question `{id}`, which is not in the quiz file {file}; fix exercises/info.toml or the quiz",
+                        exercise.number
+                    )));
+                }
+            }
+        }
+        let wanted = Wanted::from_manifest(&manifest);
+        Ok(Grader { manifest, bank, key, limits: Limits::default(), wanted })
+    }
+
+    pub fn wanted(&self) -> &Wanted {
+        &self.wanted
+    }
+
+    /// Grade every exercise of a submission.
+    pub fn grade_all(&self, submission: &Submission) -> Vec<ExerciseReport> {
+        self.manifest.exercises.iter().map(|e| self.grade_exercise(submission, e.number)).collect()
+    }
+
+    /// Grade one exercise. Never fails: every problem with the files is in the report.
+    pub fn grade_exercise(&self, submission: &Submission, number: u32) -> ExerciseReport {
+        let Some(info) = self.manifest.exercise(number) else {
+            return ExerciseReport {
+                exercise: number,
+                title: format!("exercise {number}"),
+                device: None,
+                questions: Vec::new(),
+                problems: vec![Problem::new(ProblemKind::Missing, None, format!("there is no exercise {number}"), "see `course list`")],
+                notes: Vec::new(),
+                points: 0.0,
+                max_points: 0.0,
+                pass_mark: 1.0,
+                passed: false,
+                solution_viewed_early: false,
+            };
+        };
+        let Some(key) = self.key.exercise(number) else {
+            unreachable!("Key::parse requires a section for every exercise of the manifest")
+        };
+        let mut report = ExerciseReport {
+            exercise: number,
+            title: info.title.clone(),
+            device: None,
+            questions: Vec::new(),
+            problems: Vec::new(),
+            notes: Vec::new(),
+            points: 0.0,
+            max_points: 0.0,
+            pass_mark: key.pass_mark(),
+            passed: false,
+            solution_viewed_early: submission
+                .progress
+                .as_ref()
+                .is_some_and(|p| p.exercise(number).solution_viewed_before_pass),
+        };
+        let answers_rel = info.answers_path();
+        let shown = submission.display(&answers_rel);
+        let answers = match submission.file(&answers_rel) {
+            FileState::Text(text) => match Answers::parse(text, &shown) {
+                Ok(answers) => Some(answers),
+                Err(problem) => {
+                    report.problems.push(problem);
+                    None
+                }
+            },
+            FileState::Missing => {
+                let (message, next) = if submission.has_folder(&info.folder_name()) {
+                    ("answers.toml is missing", format!("restore it with `course reset {number}`"))
+                } else {
+                    ("the exercise folder was not submitted", format!("include {}/ in the submission", info.folder_name()))
+                };
+                let location = if submission.has_folder(&info.folder_name()) { shown.clone() } else { submission.display(&info.folder_name()) };
+                report.problems.push(Problem::new(ProblemKind::Missing, Some(Location::file(location)), message, next));
+                None
+            }
+            FileState::Problem(problem) => {
+                report.problems.push(problem.clone());
+                None
+            }
+        };
+        let mut ctx = Ctx { info, submission, bank: &self.bank, answers, report };
+        match key {
+            ExerciseKey::Quiz(k) => exercises::quiz::check(&mut ctx, k),
+            ExerciseKey::BenchVerdict(k) => exercises::bench_verdict::check(&mut ctx, k),
+            ExerciseKey::TopOps(k) => exercises::top_ops::check(&mut ctx, k),
+            ExerciseKey::Budget(k) => exercises::budget::check(&mut ctx, k),
+            ExerciseKey::Fuse(k) => exercises::fuse::check(&mut ctx, k),
+            ExerciseKey::Traffic(k) => exercises::traffic::check(&mut ctx, k),
+        }
+        let mut report = ctx.report;
+        report.total();
+        report
+    }
+}

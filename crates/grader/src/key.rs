@@ -1,0 +1,191 @@
+//! The answer key: pass marks, tolerances and rubrics, everything that grades answers beyond
+//! the quiz files. The default is `crates/grader/key/key.toml`; `course grade --key DIR` reads
+//! `DIR/key.toml` instead, and quiz files in `DIR/quizzes/` replace the book's files of the same
+//! name (question variants learners have not seen).
+
+use crate::checks::rubric::Rubric;
+use crate::manifest::{CheckKind, Manifest};
+use crate::problem::line_column;
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The default key folder, relative to the course root.
+pub const DEFAULT_KEY_DIR: &str = "crates/grader/key";
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QuizKey {
+    pub pass_mark: f64,
+    /// Rubrics for short-answer questions, by question id.
+    #[serde(default)]
+    pub rubrics: BTreeMap<String, Rubric>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BenchVerdictKey {
+    pub pass_mark: f64,
+    /// How far the learner's ratio may be from bench.json's (absolute).
+    pub ratio_tolerance: f64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TopOpsKey {
+    pub pass_mark: f64,
+    /// How far a share may be from the report's, in percentage points.
+    pub share_tolerance_pct: f64,
+    /// Grades `plan.attack_first`; `{top_ops}` in a synonym list stands for the names of the
+    /// learner's own top three ops.
+    pub attack_first: Rubric,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BudgetKey {
+    pub pass_mark: f64,
+    /// Absolute tolerance for the illustrative answers, in their units.
+    pub tolerance: f64,
+    /// Expected values of the `[illustrative]` answers (a variant key changes the table).
+    pub illustrative: BTreeMap<String, f64>,
+    pub share_tolerance_pct: f64,
+    /// Tolerance of `own.saving_pct` against `op_share_pct × removed_fraction`.
+    pub arithmetic_tolerance_pct: f64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FuseKey {
+    pub pass_mark: f64,
+    /// The fused op must match the unfused ops this closely.
+    pub max_abs_error_limit: f64,
+    /// Relative tolerance of the learner's max_abs_error against fused_check.json.
+    pub error_rel_tolerance: f64,
+    pub share_tolerance_pct: f64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrafficKey {
+    pub pass_mark: f64,
+    /// The P90 TTFT target; when absent, the target the learner states is used.
+    #[serde(default)]
+    pub target_p90_ttft_ms: Option<f64>,
+    /// Relative tolerance of the learner's P90 figures against bench.json.
+    pub p90_rel_tolerance: f64,
+}
+
+/// One exercise's key, typed by the exercise's check routine.
+#[derive(Debug, Clone)]
+pub enum ExerciseKey {
+    Quiz(QuizKey),
+    BenchVerdict(BenchVerdictKey),
+    TopOps(TopOpsKey),
+    Budget(BudgetKey),
+    Fuse(FuseKey),
+    Traffic(TrafficKey),
+}
+
+impl ExerciseKey {
+    pub fn pass_mark(&self) -> f64 {
+        match self {
+            ExerciseKey::Quiz(k) => k.pass_mark,
+            ExerciseKey::BenchVerdict(k) => k.pass_mark,
+            ExerciseKey::TopOps(k) => k.pass_mark,
+            ExerciseKey::Budget(k) => k.pass_mark,
+            ExerciseKey::Fuse(k) => k.pass_mark,
+            ExerciseKey::Traffic(k) => k.pass_mark,
+        }
+    }
+}
+
+/// A whole key: one section per exercise.
+#[derive(Debug, Clone)]
+pub struct Key {
+    /// The folder it came from; `DIR/quizzes` holds variant quiz files.
+    pub dir: PathBuf,
+    exercises: BTreeMap<u32, ExerciseKey>,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct KeyError(pub String);
+
+impl Key {
+    /// Read `DIR/key.toml`, with one `[exercise-N]` section for every exercise of the manifest.
+    pub fn load(dir: &Path, manifest: &Manifest) -> Result<Key, KeyError> {
+        let path = dir.join("key.toml");
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            KeyError(format!("{}: cannot read the answer key: {e}; pass --key with a folder holding key.toml", path.display()))
+        })?;
+        let mut key = Key::parse(&text, &path.display().to_string(), manifest)?;
+        key.dir = dir.to_path_buf();
+        Ok(key)
+    }
+
+    pub fn parse(text: &str, display_path: &str, manifest: &Manifest) -> Result<Key, KeyError> {
+        let table: toml::Table = toml::from_str(text).map_err(|e| {
+            let at = match e.span() {
+                Some(span) => {
+                    let (line, column) = line_column(text, span.start);
+                    format!("{display_path}:{line}:{column}")
+                }
+                None => display_path.to_string(),
+            };
+            KeyError(format!("{at}: the answer key is not valid TOML: {}", e.message().trim()))
+        })?;
+        let mut exercises = BTreeMap::new();
+        for info in &manifest.exercises {
+            let section_name = format!("exercise-{}", info.number);
+            let Some(section) = table.get(&section_name) else {
+                return Err(KeyError(format!("{display_path}: the answer key has no [{section_name}] section")));
+            };
+            let parsed = match info.check {
+                CheckKind::Quiz => ExerciseKey::Quiz(section_as(section, display_path, &section_name)?),
+                CheckKind::BenchVerdict => ExerciseKey::BenchVerdict(section_as(section, display_path, &section_name)?),
+                CheckKind::TopOps => ExerciseKey::TopOps(section_as(section, display_path, &section_name)?),
+                CheckKind::Budget => ExerciseKey::Budget(section_as(section, display_path, &section_name)?),
+                CheckKind::Fuse => ExerciseKey::Fuse(section_as(section, display_path, &section_name)?),
+                CheckKind::Traffic => ExerciseKey::Traffic(section_as(section, display_path, &section_name)?),
+            };
+            if !(0.0..=1.0).contains(&parsed.pass_mark()) {
+                return Err(KeyError(format!("{display_path}: [{section_name}] pass_mark must be a fraction between 0 and 1")));
+            }
+            exercises.insert(info.number, parsed);
+        }
+        Ok(Key { dir: PathBuf::new(), exercises })
+    }
+
+    pub fn exercise(&self, number: u32) -> Option<&ExerciseKey> {
+        self.exercises.get(&number)
+    }
+
+    /// Quiz folders to search, the key's own first.
+    pub fn quiz_dirs(&self, root: &Path) -> Vec<PathBuf> {
+        vec![self.dir.join("quizzes"), crate::quiz::book_quiz_dir(root)]
+    }
+}
+
+fn section_as<T: DeserializeOwned>(section: &toml::Value, display_path: &str, name: &str) -> Result<T, KeyError> {
+    section
+        .clone()
+        .try_into()
+        .map_err(|e: toml::de::Error| KeyError(format!("{display_path}: [{name}]: {}", e.message().trim())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_key_matches_the_manifest() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let manifest = Manifest::load(&root.join(crate::manifest::MANIFEST_PATH)).unwrap();
+        let key = Key::load(&root.join(DEFAULT_KEY_DIR), &manifest).unwrap_or_else(|e| panic!("{e}"));
+        for exercise in &manifest.exercises {
+            assert!(key.exercise(exercise.number).is_some());
+        }
+    }
+}

@@ -1,0 +1,34 @@
+//! Grades the course's exercises: the learner's `answers.toml` and their own measured results
+//! (`results/*.json`) against the question bank (the book's mdbook-quiz files) and the answer
+//! key, into reports for the terminal, Markdown and JSON; and whole workshop cohorts into a
+//! gradebook. The grader reads files only: it never runs a submission's code.
+//!
+//! ```text
+//! exercises/info.toml ─┐
+//! book/src/quizzes ────┼─► Grader ──grade_exercise(Submission, N)──► ExerciseReport ──► render
+//! crates/grader/key ───┘                                  cohort::grade_cohort ──► gradebook.csv, feedback/
+//! ```
+
+pub mod answers;
+pub mod archive;
+pub mod atomic;
+pub mod checks;
+pub mod cohort;
+pub mod exercises;
+pub mod grade;
+pub mod key;
+pub mod manifest;
+pub mod overrides;
+pub mod problem;
+pub mod progress;
+pub mod quiz;
+pub mod render;
+pub mod report;
+pub mod results;
+pub mod submission;
+
+pub use grade::{Grader, SetupError};
+pub use manifest::{ExerciseInfo, Manifest};
+pub use problem::{Problem, ProblemKind};
+pub use report::{ExerciseReport, Outcome, QuestionResult};
+pub use submission::{Limits, Submission};

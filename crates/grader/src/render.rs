@@ -1,0 +1,155 @@
+//! Reports for people: the terminal (colour only when asked, i.e. on a TTY) and Markdown
+//! (feedback files). JSON is `ExerciseReport::to_json`.
+
+use crate::checks::number::show;
+use crate::report::{ExerciseReport, Outcome, QuestionResult};
+use anstyle::{AnsiColor, Style};
+use std::fmt::Write as _;
+
+fn marker(outcome: Outcome) -> &'static str {
+    match outcome {
+        Outcome::Right => "✓",
+        Outcome::Partial => "~",
+        Outcome::Wrong => "✗",
+        Outcome::Unanswered => "·",
+    }
+}
+
+fn style(outcome: Outcome) -> Style {
+    let colour = match outcome {
+        Outcome::Right => AnsiColor::Green,
+        Outcome::Partial => AnsiColor::Yellow,
+        Outcome::Wrong => AnsiColor::Red,
+        Outcome::Unanswered => AnsiColor::BrightBlack,
+    };
+    Style::new().fg_color(Some(colour.into()))
+}
+
+fn paint(text: &str, style: Style, colour: bool) -> String {
+    if colour {
+        format!("{style}{text}{style:#}")
+    } else {
+        text.to_string()
+    }
+}
+
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn points(q: &QuestionResult) -> String {
+    format!("{}/{}", show(q.points), show(q.max_points))
+}
+
+/// The report as the terminal shows it after `course check N`.
+pub fn terminal(report: &ExerciseReport, colour: bool) -> String {
+    let mut out = String::new();
+    let bold = Style::new().bold();
+    let mut title = format!("Exercise {}: {}", report.exercise, report.title);
+    if let Some(device) = &report.device {
+        title.push_str(&format!(" ({device} run)"));
+    }
+    let _ = writeln!(out, "{}", paint(&title, bold, colour));
+    for q in &report.questions {
+        let head = format!("{} {:<10}", marker(q.outcome), q.outcome.label());
+        let _ = write!(out, "  {} {:>9}  {}", paint(&head, style(q.outcome), colour), points(q), q.label);
+        if let Some(answer) = &q.answer {
+            let _ = write!(out, ": {}", one_line(answer));
+        }
+        let _ = writeln!(out);
+        if !q.reason.is_empty() && q.outcome != Outcome::Unanswered {
+            let _ = writeln!(out, "{:25}{}", "", one_line(&q.reason));
+        }
+        if let Some(o) = &q.overridden {
+            let _ = writeln!(out, "{:25}overridden by the instructor (autograder: {}): {}", "", show(o.autograded_points), one_line(&o.reason));
+        }
+        if let Some(context) = &q.context {
+            let _ = writeln!(out, "{:25}{} {}", "", paint("Why:", bold, colour), one_line(context));
+        }
+    }
+    if !report.problems.is_empty() {
+        let _ = writeln!(out, "{}", paint("Problems:", bold, colour));
+        for p in &report.problems {
+            let _ = writeln!(out, "  ! {p}");
+        }
+    }
+    for note in &report.notes {
+        let _ = writeln!(out, "  note: {note}");
+    }
+    if report.solution_viewed_early {
+        let _ = writeln!(out, "  note: the solution was shown before this exercise passed");
+    }
+    let verdict = if report.passed { paint("PASSED", style(Outcome::Right), colour) } else { paint("NOT PASSED", style(Outcome::Wrong), colour) };
+    let _ = writeln!(
+        out,
+        "Score: {}/{} ({}%), pass mark {}%: {verdict}",
+        show(report.points),
+        show(report.max_points),
+        show(report.percent()),
+        show(report.pass_mark * 100.0)
+    );
+    if report.needs_review() {
+        let _ = writeln!(out, "Some answers need instructor review: the score is provisional.");
+    }
+    out
+}
+
+fn md_cell(text: &str) -> String {
+    one_line(text).replace('|', "\\|")
+}
+
+/// The report as Markdown (one section of a feedback file).
+pub fn markdown(report: &ExerciseReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "## Exercise {}: {}\n", report.exercise, report.title);
+    if let Some(device) = &report.device {
+        let _ = writeln!(out, "Measured on: {device}\n");
+    }
+    if !report.questions.is_empty() {
+        let _ = writeln!(out, "| | Question | Your answer | Points | Why |");
+        let _ = writeln!(out, "|---|---|---|---|---|");
+        for q in &report.questions {
+            let mut why = md_cell(&q.reason);
+            if let Some(o) = &q.overridden {
+                why = format!("overridden by the instructor (autograder: {}): {}", show(o.autograded_points), md_cell(&o.reason));
+            }
+            let answer = q.answer.as_deref().map(|a| format!("`{}`", md_cell(a).replace('`', "'"))).unwrap_or_default();
+            let _ = writeln!(out, "| {} {} | {} | {answer} | {} | {why} |", marker(q.outcome), q.outcome.label(), md_cell(&q.label), points(q));
+        }
+        let _ = writeln!(out);
+    }
+    let explained: Vec<&QuestionResult> = report.questions.iter().filter(|q| q.context.is_some()).collect();
+    if !explained.is_empty() {
+        let _ = writeln!(out, "**Explanations**\n");
+        for q in explained {
+            let _ = writeln!(out, "- **{}**: {}", q.id, one_line(q.context.as_deref().unwrap_or("")));
+        }
+        let _ = writeln!(out);
+    }
+    if !report.problems.is_empty() {
+        let _ = writeln!(out, "**Problems**\n");
+        for p in &report.problems {
+            let _ = writeln!(out, "- {}", md_cell(&p.to_string()));
+        }
+        let _ = writeln!(out);
+    }
+    for note in &report.notes {
+        let _ = writeln!(out, "Note: {note}\n");
+    }
+    if report.solution_viewed_early {
+        let _ = writeln!(out, "Note: the solution was shown before this exercise passed.\n");
+    }
+    let _ = writeln!(
+        out,
+        "**Score: {}/{} ({}%)**, pass mark {}%: {}.",
+        show(report.points),
+        show(report.max_points),
+        show(report.percent()),
+        show(report.pass_mark * 100.0),
+        if report.passed { "passed" } else { "not passed" }
+    );
+    if report.needs_review() {
+        let _ = writeln!(out, "\nSome answers need instructor review: the score is provisional.");
+    }
+    out
+}
