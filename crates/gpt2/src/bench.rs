@@ -1,0 +1,162 @@
+//! `gpt2 bench`: the engine's speed on the shapes that matter, in a JSON that compares by
+//! name with `scripts/torch-reference.py` (PyTorch eager on the same machine).
+//!
+//! Each case is warmed up, then timed over repeats; the report gives median, min and max.
+//! Times are host wall clock around work that has finished (the device is synchronised
+//! before the clock stops), so they are right on CUDA too.
+
+use std::time::Instant;
+
+use candle_core::{Device, Tensor};
+use serde::{Deserialize, Serialize};
+
+use crate::error::Result;
+use crate::linear::{Layout, Linear};
+use crate::model::{Logits, Model};
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CaseResult {
+    pub name: String,
+    pub median_ms: f64,
+    pub min_ms: f64,
+    pub max_ms: f64,
+    pub repeats: usize,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Report {
+    pub threads: usize,
+    pub device: String,
+    pub dtype: String,
+    pub synthetic_weights: bool,
+    pub results: Vec<CaseResult>,
+    /// Memory read bandwidth measured on this machine, and the decode floor it implies
+    /// (every weight byte read once per step). CPU only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_read_gb_per_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decode_floor_ms: Option<f64>,
+}
+
+/// Times `f` `warmup` times untimed, then `repeats` times.
+pub fn time_case(name: &str, device: &Device, warmup: usize, repeats: usize, mut f: impl FnMut() -> Result<()>) -> Result<CaseResult> {
+    for _ in 0..warmup {
+        f()?;
+    }
+    device.synchronize()?;
+    let mut ms = Vec::with_capacity(repeats);
+    for _ in 0..repeats.max(1) {
+        let start = Instant::now();
+        f()?;
+        device.synchronize()?;
+        ms.push(start.elapsed().as_secs_f64() * 1e3);
+    }
+    ms.sort_by(f64::total_cmp);
+    let n = ms.len();
+    let median = if n % 2 == 1 { ms[n / 2] } else { (ms[n / 2 - 1] + ms[n / 2]) / 2.0 };
+    Ok(CaseResult { name: name.to_string(), median_ms: median, min_ms: ms[0], max_ms: ms[n - 1], repeats: n })
+}
+
+/// Seeded ids that exist in any vocabulary of at least 256 tokens.
+fn ids(batch: usize, seq: usize, vocab: usize) -> Vec<Vec<u32>> {
+    (0..batch).map(|b| (0..seq).map(|t| ((b * 7919 + t * 104_729) % vocab) as u32).collect()).collect()
+}
+
+/// The engine benchmark: (a) forward B=1 T=8 with logits for every position, (b) prefill
+/// B=1 T=128, (c) one KV-cache decode step at context 32 for B = 1, 8, 16.
+pub fn run_model_cases(model: &Model, warmup: usize, repeats: usize, mut progress: impl FnMut(&str)) -> Result<Vec<CaseResult>> {
+    let vocab = model.config().vocab_size;
+    let dev = model.device();
+    let mut results = Vec::new();
+
+    progress("forward_b1_t8");
+    let x = ids(1, 8, vocab);
+    results.push(time_case("forward_b1_t8", dev, warmup, repeats, || {
+        model.forward(&x, &mut model.new_cache(1, 8), Logits::AllPositions).map(drop)
+    })?);
+
+    progress("prefill_b1_t128");
+    let x = ids(1, 128, vocab);
+    results.push(time_case("prefill_b1_t128", dev, warmup, repeats, || {
+        model.forward(&x, &mut model.new_cache(1, 128), Logits::LastPosition).map(drop)
+    })?);
+
+    for batch in [1, 8, 16] {
+        let name = format!("decode_b{batch}_ctx32");
+        progress(&name);
+        let mut filled = model.new_cache(batch, 33);
+        model.forward(&ids(batch, 32, vocab), &mut filled, Logits::LastPosition)?;
+        let step = ids(batch, 1, vocab);
+        // Each repeat decodes column 33 from a copy of the same 32-column cache.
+        results.push(time_case(&name, dev, warmup, repeats, || {
+            model.forward(&step, &mut filled.clone(), Logits::LastPosition).map(drop)
+        })?);
+    }
+    Ok(results)
+}
+
+/// Reads a buffer larger than any cache `rounds` times with `threads` threads and returns
+/// the best bandwidth seen, in GB/s: the denominator of the decode floor.
+pub fn memory_read_bandwidth(threads: usize, rounds: usize) -> f64 {
+    let len: usize = 256 << 20; // 1 GiB of f32
+    let data: Vec<f32> = (0..len).map(|i| (i % 7) as f32).collect();
+    let chunk = len.div_ceil(threads.max(1));
+    let mut best = 0f64;
+    for _ in 0..rounds.max(1) {
+        let start = Instant::now();
+        let total: f32 = std::thread::scope(|s| {
+            let parts: Vec<_> = data.chunks(chunk).map(|c| s.spawn(move || sum_lanes(c))).collect();
+            parts.into_iter().map(|p| p.join().unwrap_or(0.0)).sum()
+        });
+        let secs = start.elapsed().as_secs_f64();
+        std::hint::black_box(total);
+        best = best.max((len * 4) as f64 / secs / 1e9);
+    }
+    best
+}
+
+/// A sum with eight independent accumulators, so the loop is bound by memory, not by the
+/// latency of one floating-point add chain.
+fn sum_lanes(xs: &[f32]) -> f32 {
+    let mut acc = [0f32; 8];
+    let mut chunks = xs.chunks_exact(8);
+    for c in &mut chunks {
+        for (a, x) in acc.iter_mut().zip(c) {
+            *a += x;
+        }
+    }
+    acc.iter().sum::<f32>() + chunks.remainder().iter().sum::<f32>()
+}
+
+/// One row of `gpt2 bench --layouts`: a GPT-2 weight shape at one batch size, timed with
+/// each memory layout.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct LayoutResult {
+    pub matrix: String,
+    pub m: usize,
+    pub in_dim: usize,
+    pub out_dim: usize,
+    pub out_in_ms: f64,
+    pub in_out_ms: f64,
+}
+
+/// Times `x (m × in) · W (in × out)` with W stored (out, in) and used transposed, and with
+/// W stored contiguous (in, out), for each GPT-2 small matrix at the batch sizes generation
+/// and prefill use. The model's `Layout::for_shape` encodes the winners.
+pub fn run_layout_cases(device: &Device, warmup: usize, repeats: usize) -> Result<Vec<LayoutResult>> {
+    let shapes = [("c_attn", 768, 2304), ("attn.c_proj", 768, 768), ("c_fc", 768, 3072), ("mlp.c_proj", 3072, 768), ("lm_head", 768, 50257)];
+    let mut rows = Vec::new();
+    for (matrix, din, dout) in shapes {
+        let w = Tensor::randn(0f32, 0.02, (din, dout), device)?;
+        let by_layout = [Linear::with_layout(w.clone(), None, Layout::OutIn)?, Linear::with_layout(w, None, Layout::InOut)?];
+        for m in [1, 8, 16, 128] {
+            let x = Tensor::randn(0f32, 1.0, (m, din), device)?;
+            let mut ms = [0.0; 2];
+            for (slot, lin) in ms.iter_mut().zip(&by_layout) {
+                *slot = time_case(matrix, device, warmup, repeats, || lin.matmul(&x).map(drop))?.median_ms;
+            }
+            rows.push(LayoutResult { matrix: matrix.to_string(), m, in_dim: din, out_dim: dout, out_in_ms: ms[0], in_out_ms: ms[1] });
+        }
+    }
+    Ok(rows)
+}

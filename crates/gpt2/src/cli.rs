@@ -1,0 +1,47 @@
+//! Flags shared by every command that loads the model.
+
+use candle_core::DType;
+
+use crate::device::{parse_dtype, DeviceChoice};
+use crate::error::Result;
+use crate::model::Model;
+use crate::tokenizer::Tokenizer;
+use crate::weights::{self, Checkpoint, WeightSource};
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct ModelArgs {
+    /// Checkpoint: `gpt2` (openai-community/gpt2 from the Hugging Face hub or its cache;
+    /// offline it falls back to `synthetic`), `synthetic` (GPT-2 small's shapes, seeded
+    /// random weights), or a directory with config.json and model.safetensors.
+    #[arg(long, default_value = "gpt2", value_name = "gpt2|synthetic|DIR")]
+    pub model: String,
+
+    /// Where to run: `cpu`, `cuda` (needs a build with `--features cuda`), or `auto`
+    /// (CUDA when available, else CPU).
+    #[arg(long, default_value = "auto", value_name = "cpu|cuda|auto")]
+    pub device: DeviceChoice,
+
+    /// Weight and activation precision: f32, or f16 / bf16 on CUDA.
+    #[arg(long, default_value = "f32", value_parser = parse_dtype, value_name = "f32|f16|bf16")]
+    pub dtype: DType,
+}
+
+/// A model ready to run, with the tokenizer its checkpoint ships (if any).
+pub struct Loaded {
+    pub model: Model,
+    pub tokenizer: Option<Tokenizer>,
+    pub checkpoint: Checkpoint,
+}
+
+impl ModelArgs {
+    /// Resolves, fetches and loads the checkpoint, printing the fallback notice (if any) to
+    /// standard error.
+    pub fn load(&self) -> Result<Loaded> {
+        let source = WeightSource::parse(&self.model)?;
+        let device = self.device.open()?;
+        let checkpoint = weights::resolve(&source, &mut |notice| eprintln!("{notice}"))?;
+        let model = weights::load(&checkpoint, &device, self.dtype)?;
+        let tokenizer = weights::load_tokenizer(&checkpoint)?;
+        Ok(Loaded { model, tokenizer, checkpoint })
+    }
+}

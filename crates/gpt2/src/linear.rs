@@ -1,0 +1,91 @@
+//! GPT-2's dense layers and the memory layout of their weights.
+//!
+//! The checkpoint stores `Conv1D` weights as (in, out). That is a storage format, not a
+//! requirement: candle's CPU matmul (gemm) runs some shapes faster with the weight kept as
+//! (out, in) and read through a transposed view, others with a contiguous (in, out) matrix.
+//! `Layout::for_shape` records which one measured faster (see `gpt2 bench --layouts`) and
+//! each weight is laid out that way once, at load time.
+
+use candle_core::{Device, Tensor};
+use candle_nn::VarBuilder;
+
+use crate::error::Result;
+
+/// How a weight of logical shape (in, out) is held in memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// Contiguous (out, in), multiplied as `x · wᵀ` through a transposed view.
+    OutIn,
+    /// Contiguous (in, out), multiplied as `x · w`.
+    InOut,
+}
+
+impl Layout {
+    /// The faster layout for a (in, out) weight on `device`, from `gpt2 bench --layouts`
+    /// measurements on the 2-core development machine (candle 0.11 gemm, f32).
+    pub fn for_shape(device: &Device, _in_dim: usize, _out_dim: usize) -> Self {
+        if device.is_cuda() {
+            // cuBLAS reads either layout at full speed; keep the checkpoint's.
+            return Layout::InOut;
+        }
+        Layout::OutIn
+    }
+}
+
+pub struct Linear {
+    weight: Tensor,
+    bias: Option<Tensor>,
+    layout: Layout,
+    /// The profiler row its product is counted under.
+    op_name: &'static str,
+}
+
+impl Linear {
+    /// Loads a checkpoint `Conv1D`: `weight` is (in, out), `bias` is (out).
+    pub fn load(vb: VarBuilder, in_dim: usize, out_dim: usize) -> Result<Self> {
+        let stored = vb.get((in_dim, out_dim), "weight")?;
+        let bias = vb.get(out_dim, "bias")?;
+        let layout = Layout::for_shape(vb.device(), in_dim, out_dim);
+        Self::with_layout(stored, Some(bias), layout)
+    }
+
+    /// The output head, tied to the token embedding `wte` (vocab, n_embd) = (out, in).
+    pub fn tied(wte: Tensor) -> Self {
+        // wte is already (out, in); for CPU that is also the faster layout for the head.
+        Self { weight: wte, bias: None, layout: Layout::OutIn, op_name: "lm_head" }
+    }
+
+    /// `in_out` is the (in, out) weight; it is copied into `layout` once.
+    pub fn with_layout(in_out: Tensor, bias: Option<Tensor>, layout: Layout) -> Result<Self> {
+        let weight = match layout {
+            Layout::InOut => in_out.contiguous()?,
+            Layout::OutIn => in_out.t()?.contiguous()?,
+        };
+        Ok(Self { weight, bias, layout, op_name: "matmul" })
+    }
+
+    pub fn bias(&self) -> &Tensor {
+        self.bias.as_ref().expect("only the tied lm_head has no bias, and it never asks for one")
+    }
+
+    /// `x` (tokens, in) times the weight, without the bias.
+    pub fn matmul(&self, x: &Tensor) -> Result<Tensor> {
+        let _s = profiler::op_shapes(self.op_name, &[x.dims(), self.weight.dims()]);
+        Ok(match self.layout {
+            Layout::OutIn => x.matmul(&self.weight.t()?)?,
+            Layout::InOut => x.matmul(&self.weight)?,
+        })
+    }
+
+    pub fn add_bias(&self, h: &Tensor) -> Result<Tensor> {
+        let _s = profiler::op_shapes("bias_add", &[h.dims()]);
+        match &self.bias {
+            Some(b) => Ok(h.broadcast_add(b)?),
+            None => Ok(h.clone()),
+        }
+    }
+
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        self.add_bias(&self.matmul(x)?)
+    }
+}

@@ -1,0 +1,221 @@
+//! The `gpt2` command: generate text, print logits, and benchmark the engine.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand};
+use gpt2::bench;
+use gpt2::cli::ModelArgs;
+use gpt2::{Flow, Logits, Request, Sampling};
+use indicatif::{ProgressBar, ProgressStyle};
+
+#[derive(Parser)]
+#[command(name = "gpt2", version, about = "GPT-2 in candle: generate, inspect logits, benchmark", long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Continue a prompt, printing tokens as they are generated.
+    Generate(GenerateArgs),
+    /// Print the logits of every position for a list of token ids (parity checks against
+    /// other implementations).
+    Logits(LogitsArgs),
+    /// Time forward, prefill and decode steps (or, with --layouts, each weight layout).
+    Bench(BenchArgs),
+}
+
+#[derive(clap::Args)]
+struct GenerateArgs {
+    /// The text to continue.
+    #[arg(long)]
+    prompt: String,
+    /// How many tokens to generate at most.
+    #[arg(long, default_value_t = 32)]
+    max_tokens: usize,
+    /// Sampling temperature; 0 picks the most likely token every time (greedy).
+    #[arg(long, default_value_t = 0.0)]
+    temperature: f64,
+    /// Sample only among the k most likely tokens.
+    #[arg(long)]
+    top_k: Option<usize>,
+    /// Sample only among the most likely tokens whose probabilities add up to p.
+    #[arg(long)]
+    top_p: Option<f64>,
+    /// Seed of the sampler: the same seed gives the same text.
+    #[arg(long, default_value_t = 299_792_458)]
+    seed: u64,
+    #[command(flatten)]
+    model: ModelArgs,
+}
+
+#[derive(clap::Args)]
+struct LogitsArgs {
+    /// Comma-separated token ids, e.g. 464,2068,7586.
+    #[arg(long, value_delimiter = ',', required = true)]
+    ids: Vec<u32>,
+    /// Print every logit as JSON ([position][vocab]) instead of the top five per position.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    model: ModelArgs,
+}
+
+#[derive(clap::Args)]
+struct BenchArgs {
+    /// Untimed runs before timing each case.
+    #[arg(long, default_value_t = 3)]
+    warmup: usize,
+    /// Timed runs per case (the report gives their median, min and max).
+    #[arg(long, default_value_t = 10)]
+    repeats: usize,
+    /// Also write the results as JSON to this file.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Time each GPT-2 weight shape with both memory layouts instead of the model cases.
+    #[arg(long)]
+    layouts: bool,
+    #[command(flatten)]
+    model: ModelArgs,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Generate(args) => generate(args),
+        Command::Logits(args) => logits(args),
+        Command::Bench(args) => bench_cmd(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn generate(args: GenerateArgs) -> Result<()> {
+    let loaded = args.model.load()?;
+    let Some(tokenizer) = loaded.tokenizer else {
+        bail!(
+            "{} has no tokenizer.json, so text cannot be encoded; use `gpt2 logits --ids ...` with token ids, or a checkpoint that ships a tokenizer",
+            loaded.checkpoint.dir.display()
+        );
+    };
+    let prompt = tokenizer.encode(&args.prompt)?;
+    let request = Request {
+        prompt,
+        max_tokens: args.max_tokens,
+        sampling: Sampling { temperature: args.temperature, top_k: args.top_k, top_p: args.top_p, seed: args.seed },
+        stop_at_eos: true,
+    };
+    let mut out = std::io::stdout().lock();
+    write!(out, "{}", args.prompt)?;
+    let mut stream = tokenizer.stream();
+    let mut failure = None;
+    gpt2::generate(&loaded.model, &[request], &mut |event| match stream.push(event.token) {
+        Ok(Some(text)) => {
+            let _ = write!(out, "{text}").and_then(|_| out.flush());
+            Flow::Continue
+        }
+        Ok(None) => Flow::Continue,
+        Err(e) => {
+            failure = Some(e);
+            Flow::Stop
+        }
+    })?;
+    writeln!(out)?;
+    if let Some(e) = failure {
+        return Err(e.into());
+    }
+    Ok(())
+}
+
+fn logits(args: LogitsArgs) -> Result<()> {
+    let loaded = args.model.load()?;
+    let model = &loaded.model;
+    let mut cache = model.new_cache(1, args.ids.len());
+    let logits = model.forward(&[args.ids.clone()], &mut cache, Logits::AllPositions)?;
+    let rows: Vec<Vec<f32>> = logits.squeeze(0)?.to_vec2()?;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer(&mut out, &rows)?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    for (pos, (id, row)) in args.ids.iter().zip(&rows).enumerate() {
+        let mut order: Vec<usize> = (0..row.len()).collect();
+        order.sort_by(|&a, &b| row[b].total_cmp(&row[a]));
+        let top: Vec<String> = order.iter().take(5).map(|&i| format!("{i}:{:.4}", row[i])).collect();
+        writeln!(out, "position {pos} (id {id}): top ids {}", top.join("  "))?;
+    }
+    Ok(())
+}
+
+fn bench_cmd(args: BenchArgs) -> Result<()> {
+    let loaded = args.model.load()?;
+    let model = &loaded.model;
+    let device = model.device().clone();
+    let threads = candle_core::utils::get_num_threads();
+    if args.layouts {
+        let rows = bench::run_layout_cases(&device, args.warmup, args.repeats)?;
+        println!("{:<12} {:>4} {:>12} {:>14} {:>14}  faster", "matrix", "M", "in x out", "(out,in) ms", "(in,out) ms");
+        for r in &rows {
+            let faster = if r.out_in_ms <= r.in_out_ms { "(out,in)" } else { "(in,out)" };
+            println!("{:<12} {:>4} {:>12} {:>14.3} {:>14.3}  {faster}", r.matrix, r.m, format!("{}x{}", r.in_dim, r.out_dim), r.out_in_ms, r.in_out_ms);
+        }
+        if let Some(path) = &args.json {
+            std::fs::write(path, serde_json::to_string_pretty(&rows)?).with_context(|| format!("cannot write {}", path.display()))?;
+        }
+        return Ok(());
+    }
+    let bar = ProgressBar::new(5).with_style(ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}")?);
+    let results = bench::run_model_cases(model, args.warmup, args.repeats, |name| {
+        bar.set_message(name.to_string());
+        bar.inc(1);
+    })?;
+    bar.finish_and_clear();
+    let (bandwidth, floor) = if device.is_cpu() {
+        let gbps = bench::memory_read_bandwidth(threads, 3);
+        let weight_bytes = model_weight_bytes(model);
+        (Some(gbps), Some(weight_bytes as f64 / (gbps * 1e9) * 1e3))
+    } else {
+        (None, None)
+    };
+    let report = bench::Report {
+        threads,
+        device: format!("{:?}", device.location()),
+        dtype: format!("{:?}", model.dtype()).to_lowercase(),
+        synthetic_weights: loaded.checkpoint.synthetic,
+        results,
+        memory_read_gb_per_s: bandwidth,
+        decode_floor_ms: floor,
+    };
+    println!("gpt2 bench: {} threads, {}, {}{}", report.threads, report.device, report.dtype, if report.synthetic_weights { ", synthetic weights" } else { "" });
+    println!("{:<20} {:>11} {:>11} {:>11}", "case", "median ms", "min ms", "max ms");
+    for r in &report.results {
+        println!("{:<20} {:>11.2} {:>11.2} {:>11.2}", r.name, r.median_ms, r.min_ms, r.max_ms);
+    }
+    if let (Some(gbps), Some(floor)) = (bandwidth, floor) {
+        println!("memory read {gbps:.1} GB/s → decode floor (all weights read once) {floor:.1} ms");
+    }
+    if let Some(path) = &args.json {
+        std::fs::write(path, serde_json::to_string_pretty(&report)?).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// Bytes of weights a decode step reads: every parameter once (the head shares `wte`;
+/// of `wpe` only one row is read, so it is left out).
+fn model_weight_bytes(model: &gpt2::Model) -> usize {
+    let c = model.config();
+    let (e, inner) = (c.n_embd, c.inner_dim());
+    let per_layer = 4 * e + (e * 3 * e + 3 * e) + (e * e + e) + (e * inner + inner) + (inner * e + e);
+    let params = c.vocab_size * e + c.n_layer * per_layer + 2 * e;
+    params * model.dtype().size_in_bytes()
+}

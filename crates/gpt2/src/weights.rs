@@ -1,0 +1,258 @@
+//! Where a checkpoint comes from: the Hugging Face hub, a local directory, or a synthetic
+//! checkpoint with GPT-2 small's exact shapes and seeded random weights.
+//!
+//! All three end as a directory holding `config.json` + `model.safetensors` (+ an optional
+//! `tokenizer.json`), read by one loader. When the hub cannot be reached and nothing is
+//! cached, the program says so in one line and falls back to the synthetic checkpoint:
+//! every timing stays real, generated text does not.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use candle_core::{DType, Device, Tensor};
+use candle_nn::VarBuilder;
+use hf_hub::{Repo, RepoType};
+use rand::{Rng, SeedableRng};
+
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::model::Model;
+use crate::tokenizer::{self, Tokenizer};
+
+/// The hub repository of GPT-2 small, and the commit this project was checked against.
+pub const HUB_REPO: &str = "openai-community/gpt2";
+pub const HUB_REVISION: &str = "607a30d783dfa663caf39e06633721c8d4cfcd7e";
+
+/// Seed of the synthetic checkpoint: the same weights on every machine.
+const SYNTHETIC_SEED: u64 = 2019;
+/// Bump when the synthetic checkpoint's contents change, so stale caches are not reused.
+const SYNTHETIC_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WeightSource {
+    Hub { repo: String, revision: String },
+    Dir(PathBuf),
+    /// Seeded random weights with the shapes of `config` (GPT-2 small unless a test says
+    /// otherwise), written once under the cache directory.
+    Synthetic { small: bool },
+}
+
+impl WeightSource {
+    /// Reads `--model`: `gpt2` (the hub checkpoint), `synthetic`, `synthetic-tiny`, or a
+    /// directory.
+    pub fn parse(arg: &str) -> Result<Self> {
+        match arg {
+            "gpt2" | HUB_REPO => Ok(Self::Hub { repo: HUB_REPO.into(), revision: HUB_REVISION.into() }),
+            "synthetic" => Ok(Self::Synthetic { small: true }),
+            "synthetic-tiny" => Ok(Self::Synthetic { small: false }),
+            path => {
+                let dir = PathBuf::from(path);
+                if dir.is_dir() {
+                    Ok(Self::Dir(dir))
+                } else {
+                    Err(Error::Input(format!(
+                        "--model {path}: no such directory; give `gpt2`, `synthetic`, or a directory holding config.json and model.safetensors"
+                    )))
+                }
+            }
+        }
+    }
+}
+
+/// A checkpoint on disk, ready for [`load`].
+#[derive(Debug, Clone)]
+pub struct Checkpoint {
+    pub dir: PathBuf,
+    /// True when the weights are the synthetic ones (real timings, meaningless text).
+    pub synthetic: bool,
+}
+
+impl Checkpoint {
+    pub fn config_path(&self) -> PathBuf {
+        self.dir.join("config.json")
+    }
+    pub fn weights_path(&self) -> PathBuf {
+        self.dir.join("model.safetensors")
+    }
+    pub fn tokenizer_path(&self) -> PathBuf {
+        self.dir.join("tokenizer.json")
+    }
+}
+
+/// Finds or fetches the checkpoint of `source`. `notice` receives the one-line message
+/// printed when the hub is out of reach and the synthetic checkpoint stands in.
+pub fn resolve(source: &WeightSource, notice: &mut dyn FnMut(&str)) -> Result<Checkpoint> {
+    match source {
+        WeightSource::Dir(dir) => Ok(Checkpoint { dir: dir.clone(), synthetic: false }),
+        WeightSource::Synthetic { small } => synthetic(if *small { Config::gpt2_small() } else { Config::tiny() }),
+        WeightSource::Hub { repo, revision } => match from_hub(repo, revision) {
+            Ok(dir) => Ok(Checkpoint { dir, synthetic: false }),
+            Err(why) => {
+                notice(&format!(
+                    "note: cannot get {repo} from the Hugging Face hub ({why}) and it is not cached; \
+                     using the synthetic GPT-2 small instead: timings are real, generated text is not"
+                ));
+                synthetic(Config::gpt2_small())
+            }
+        },
+    }
+}
+
+/// The hub files, from the standard cache (`HF_HOME`) when present, else downloaded with a
+/// progress bar. `HF_HUB_OFFLINE=1` never touches the network. Returns the snapshot folder.
+fn from_hub(repo: &str, revision: &str) -> std::result::Result<PathBuf, String> {
+    let files = ["config.json", "model.safetensors", "tokenizer.json"];
+    let hub_repo = Repo::with_revision(repo.to_string(), RepoType::Model, revision.to_string());
+    let cache = hf_hub::Cache::from_env();
+    let cached: Option<Vec<PathBuf>> = files.iter().map(|f| cache.repo(hub_repo.clone()).get(f)).collect();
+    if let Some(paths) = cached {
+        return snapshot_dir(&paths[0]);
+    }
+    let offline = std::env::var("HF_HUB_OFFLINE").is_ok_and(|v| matches!(v.as_str(), "1" | "true" | "TRUE" | "yes"));
+    if offline {
+        return Err("HF_HUB_OFFLINE is set".into());
+    }
+    let api = hf_hub::api::sync::ApiBuilder::from_env().with_progress(true).build().map_err(|e| e.to_string())?;
+    let api_repo = api.repo(hub_repo);
+    let mut paths = Vec::new();
+    for f in files {
+        paths.push(api_repo.get(f).map_err(|e| e.to_string())?);
+    }
+    snapshot_dir(&paths[0])
+}
+
+fn snapshot_dir(file: &Path) -> std::result::Result<PathBuf, String> {
+    file.parent().map(Path::to_path_buf).ok_or_else(|| format!("{} has no parent folder", file.display()))
+}
+
+/// The folder the synthetic checkpoints are kept in: `$GPT2_COURSE_CACHE`, else
+/// `$XDG_CACHE_HOME/gpt2-course`, else `~/.cache/gpt2-course`.
+pub fn cache_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("GPT2_COURSE_CACHE") {
+        return PathBuf::from(dir);
+    }
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir);
+    base.join("gpt2-course")
+}
+
+/// The synthetic checkpoint of `cfg`, written on first use.
+fn synthetic(cfg: Config) -> Result<Checkpoint> {
+    let name = format!("synthetic-v{SYNTHETIC_VERSION}-l{}-e{}-v{}", cfg.n_layer, cfg.n_embd, cfg.vocab_size);
+    let dir = cache_dir().join(name);
+    if !dir.join("model.safetensors").is_file() {
+        write_synthetic(&dir, &cfg)?;
+    }
+    Ok(Checkpoint { dir, synthetic: true })
+}
+
+/// Writes a complete checkpoint directory (config.json, model.safetensors, tokenizer.json)
+/// for `cfg` with seeded random weights. The files are written to a sibling temporary
+/// folder and renamed into place, so a crash or a concurrent writer never leaves a
+/// half-written checkpoint behind.
+pub fn write_synthetic(dir: &Path, cfg: &Config) -> Result<()> {
+    let parent = dir.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+    let tmp = tempfile::Builder::new().prefix(".synthetic-").tempdir_in(parent).map_err(|e| Error::io(parent, e))?;
+    let config_path = tmp.path().join("config.json");
+    let json = serde_json::to_string_pretty(cfg).map_err(|e| Error::Input(e.to_string()))?;
+    std::fs::write(&config_path, json).map_err(|e| Error::io(&config_path, e))?;
+    let weights_path = tmp.path().join("model.safetensors");
+    candle_core::safetensors::save(&random_weights(cfg)?, &weights_path)
+        .map_err(|e| Error::Weights { path: weights_path.clone(), message: e.to_string() })?;
+    tokenizer::write_synthetic(&tmp.path().join("tokenizer.json"), cfg.vocab_size, SYNTHETIC_SEED)?;
+    let tmp = tmp.keep();
+    match std::fs::rename(&tmp, dir) {
+        Ok(()) => Ok(()),
+        // Another process finished first: its checkpoint is identical; keep it.
+        Err(_) if dir.join("model.safetensors").is_file() => {
+            let _ = std::fs::remove_dir_all(&tmp);
+            Ok(())
+        }
+        Err(e) => Err(Error::io(dir, e)),
+    }
+}
+
+/// GPT-2's initialisation, seeded: weights uniform with standard deviation 0.02 (the
+/// checkpoint's scale), LayerNorm gains 1 and biases 0; Conv1D weights stored (in, out).
+fn random_weights(cfg: &Config) -> Result<HashMap<String, Tensor>> {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(SYNTHETIC_SEED);
+    let half_width = 0.02 * 3f32.sqrt();
+    let mut random = |dims: &[usize]| -> Result<Tensor> {
+        let n: usize = dims.iter().product();
+        let data: Vec<f32> = (0..n).map(|_| rng.random_range(-half_width..half_width)).collect();
+        Ok(Tensor::from_vec(data, dims, &Device::Cpu)?)
+    };
+    let (e, inner) = (cfg.n_embd, cfg.inner_dim());
+    let mut w = HashMap::new();
+    w.insert("wte.weight".to_string(), random(&[cfg.vocab_size, e])?);
+    w.insert("wpe.weight".to_string(), random(&[cfg.n_positions, e])?);
+    let ones = |n: usize| Tensor::ones(n, DType::F32, &Device::Cpu);
+    let zeros = |n: usize| Tensor::zeros(n, DType::F32, &Device::Cpu);
+    for i in 0..cfg.n_layer {
+        let p = |s: &str| format!("h.{i}.{s}");
+        for ln in ["ln_1", "ln_2"] {
+            w.insert(p(&format!("{ln}.weight")), ones(e)?);
+            w.insert(p(&format!("{ln}.bias")), zeros(e)?);
+        }
+        for (name, (din, dout)) in [("attn.c_attn", (e, 3 * e)), ("attn.c_proj", (e, e)), ("mlp.c_fc", (e, inner)), ("mlp.c_proj", (inner, e))] {
+            w.insert(p(&format!("{name}.weight")), random(&[din, dout])?);
+            w.insert(p(&format!("{name}.bias")), zeros(dout)?);
+        }
+    }
+    w.insert("ln_f.weight".into(), ones(e)?);
+    w.insert("ln_f.bias".into(), zeros(e)?);
+    Ok(w)
+}
+
+/// Reads the checkpoint's config and weights onto `device` as `dtype`. Every failure names
+/// the file it came from.
+pub fn load(ckpt: &Checkpoint, device: &Device, dtype: DType) -> Result<Model> {
+    crate::device::check_dtype(device, dtype)?;
+    let config_path = ckpt.config_path();
+    if !config_path.is_file() {
+        return Err(Error::Weights { path: config_path, message: "missing: a checkpoint directory needs config.json".into() });
+    }
+    let cfg = Config::from_file(&config_path)?;
+    let weights_path = ckpt.weights_path();
+    if !weights_path.is_file() {
+        return Err(Error::Weights {
+            path: weights_path,
+            message: "missing: a checkpoint directory needs model.safetensors (pytorch_model.bin is not read; save with safe_serialization=True)".into(),
+        });
+    }
+    let bad = |e: candle_core::Error| Error::Weights { path: weights_path.clone(), message: weights_message(e) };
+    // SAFETY: the file is mapped read-only; like every safetensors loader we assume no one
+    // truncates it while the model is being built (the tensors are copied out of the map).
+    let vb = unsafe { VarBuilder::from_mmaped_safetensors(&[&weights_path], dtype, device) }.map_err(bad)?;
+    let vb = if vb.contains_tensor("transformer.wte.weight") { vb.pp("transformer") } else { vb };
+    Model::load(vb, &cfg).map_err(|e| match e {
+        Error::Candle(e) => bad(e),
+        other => other,
+    })
+}
+
+/// Candle's messages name the tensor; add what usually causes each.
+fn weights_message(e: candle_core::Error) -> String {
+    let text = e.to_string();
+    if text.contains("shape mismatch") || text.contains("unexpected shape") {
+        format!("{text} (does config.json describe these weights?)")
+    } else if text.contains("cannot find tensor") {
+        format!("{text} (not a GPT-2 checkpoint, or an incomplete one)")
+    } else {
+        format!("not a readable safetensors file: {text} (truncated or corrupted download?)")
+    }
+}
+
+/// The tokenizer of a checkpoint, when it has one (`save_pretrained` directories of a bare
+/// model do not).
+pub fn load_tokenizer(ckpt: &Checkpoint) -> Result<Option<Tokenizer>> {
+    let path = ckpt.tokenizer_path();
+    if path.is_file() {
+        Tokenizer::from_file(&path).map(Some)
+    } else {
+        Ok(None)
+    }
+}

@@ -1,0 +1,107 @@
+//! Broken checkpoints and bad input get clear errors that name the file and what to do.
+
+mod common;
+
+use std::path::Path;
+
+use candle_core::{DType, Device, Tensor};
+use common::{fixture_dir, tiny_model};
+use gpt2::weights::{self, Checkpoint};
+use gpt2::{Config, Logits};
+
+/// A copy of the fixture in a temp dir, for breaking.
+fn copy_fixture() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for f in ["config.json", "model.safetensors"] {
+        std::fs::copy(fixture_dir().join(f), dir.path().join(f)).unwrap();
+    }
+    dir
+}
+
+fn load_err(dir: &Path) -> String {
+    let ckpt = Checkpoint { dir: dir.to_path_buf(), synthetic: false };
+    match weights::load(&ckpt, &Device::Cpu, DType::F32) {
+        Ok(_) => panic!("{} loaded, but it is broken", dir.display()),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn missing_weights_are_named() {
+    let dir = copy_fixture();
+    std::fs::remove_file(dir.path().join("model.safetensors")).unwrap();
+    let err = load_err(dir.path());
+    assert!(err.contains("model.safetensors") && err.contains("missing"), "{err}");
+}
+
+#[test]
+fn truncated_weights_are_named() {
+    let dir = copy_fixture();
+    let path = dir.path().join("model.safetensors");
+    let bytes = std::fs::read(&path).unwrap();
+    std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
+    let err = load_err(dir.path());
+    assert!(err.contains(&path.display().to_string()), "{err}");
+    assert!(err.contains("truncated"), "{err}");
+}
+
+#[test]
+fn a_tensor_of_the_wrong_shape_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = Config::tiny();
+    weights::write_synthetic(&dir.path().join("ckpt"), &cfg).unwrap();
+    let ckpt_dir = dir.path().join("ckpt");
+    let path = ckpt_dir.join("model.safetensors");
+    let mut tensors = candle_core::safetensors::load(&path, &Device::Cpu).unwrap();
+    tensors.insert("h.1.mlp.c_fc.weight".into(), Tensor::zeros((64, 100), DType::F32, &Device::Cpu).unwrap());
+    candle_core::safetensors::save(&tensors, &path).unwrap();
+    let err = load_err(&ckpt_dir);
+    assert!(err.contains("h.1.mlp.c_fc.weight"), "{err}");
+    assert!(err.contains("does config.json describe these weights?"), "{err}");
+}
+
+#[test]
+fn a_config_that_disagrees_with_the_weights_is_caught() {
+    let dir = copy_fixture();
+    let path = dir.path().join("config.json");
+    let mut cfg: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    cfg["n_embd"] = 32.into();
+    std::fs::write(&path, cfg.to_string()).unwrap();
+    let err = load_err(dir.path());
+    assert!(err.contains("shape mismatch") || err.contains("unexpected shape"), "{err}");
+    assert!(err.contains("config.json"), "{err}");
+}
+
+#[test]
+fn a_malformed_config_names_file_and_line() {
+    let dir = copy_fixture();
+    std::fs::write(dir.path().join("config.json"), "{\n  \"n_embd\": 64,\n  oops\n}").unwrap();
+    let err = load_err(dir.path());
+    assert!(err.contains("config.json") && err.contains("line 3"), "{err}");
+}
+
+#[test]
+fn ids_outside_the_vocabulary_are_refused() {
+    let model = tiny_model();
+    let err = model.forward(&[vec![1, 2, 512]], &mut model.new_cache(1, 3), Logits::AllPositions).unwrap_err().to_string();
+    assert!(err.contains("token id 512") && err.contains("512 ids"), "{err}");
+}
+
+#[test]
+fn sequences_past_the_context_are_refused() {
+    let model = tiny_model();
+    let err = model.forward(&[vec![1; 65]], &mut model.new_cache(1, 65), Logits::LastPosition).unwrap_err().to_string();
+    assert!(err.contains("65 positions") && err.contains("context of 64"), "{err}");
+    // The limit counts the cache too.
+    let mut cache = model.new_cache(1, 70);
+    model.forward(&[vec![1; 60]], &mut cache, Logits::LastPosition).unwrap();
+    let err = model.forward(&[vec![1; 5]], &mut cache, Logits::LastPosition).unwrap_err().to_string();
+    assert!(err.contains("60 cached + 5 new"), "{err}");
+}
+
+#[test]
+fn ragged_rows_are_refused() {
+    let model = tiny_model();
+    let err = model.forward(&[vec![1, 2, 3], vec![1, 2]], &mut model.new_cache(2, 3), Logits::LastPosition).unwrap_err().to_string();
+    assert!(err.contains("row 1 has 2 ids"), "{err}");
+}

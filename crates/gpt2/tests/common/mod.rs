@@ -1,0 +1,43 @@
+//! Shared by the gpt2 integration tests: the committed tiny fixture and its reference logits.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+
+use candle_core::{DType, Device};
+use gpt2::weights::{self, Checkpoint};
+use gpt2::Model;
+
+pub fn fixture_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiny-gpt2")
+}
+
+pub fn fixture() -> Checkpoint {
+    Checkpoint { dir: fixture_dir(), synthetic: false }
+}
+
+pub fn tiny_model() -> Model {
+    weights::load(&fixture(), &Device::Cpu, DType::F32).expect("the committed fixture loads")
+}
+
+pub struct Reference {
+    pub ids: Vec<u32>,
+    pub logits: Vec<Vec<f32>>,
+}
+
+pub fn reference() -> Reference {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiny-gpt2-reference.json");
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let ids = v["ids"][0].as_array().unwrap().iter().map(|x| x.as_u64().unwrap() as u32).collect();
+    let logits = v["logits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| row.as_array().unwrap().iter().map(|x| x.as_f64().unwrap() as f32).collect())
+        .collect();
+    Reference { ids, logits }
+}
+
+pub fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len());
+    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
+}
