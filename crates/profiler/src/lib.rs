@@ -2,22 +2,40 @@
 //!
 //! Instrumented code opens cheap RAII scopes ([`op`], [`op_shapes`], [`module`], the
 //! [`op!`] macro); a [`Profiler`] records them step by step on a [`Schedule`]; the finished
-//! [`Profile`] prints a `key_averages().table()`-style table and writes a JSON report, a
-//! Chrome trace and a flame graph. Self time is total time minus the direct children's
-//! total, as in PyTorch.
+//! [`Profile`] prints a `key_averages().table()`-style table ([`Profile::table`]) and writes a
+//! JSON [`Report`], a Chrome trace and a flame graph. Self time is total time minus the
+//! direct children's total, as in PyTorch. [`ProfilerLayer`] feeds the same recorder from
+//! `tracing` spans, so models that open spans (candle-transformers' `with_tracing`
+//! wrappers) can be profiled without editing them.
 
+mod aggregate;
+mod chrome_trace;
 mod clock;
+mod compare;
+#[cfg(feature = "cuda")]
+pub mod cuda_timing;
 mod device;
 mod environment;
+mod error;
+mod flamegraph;
 mod profile;
 mod profiler;
+mod report;
 mod schedule;
 mod scope;
+mod table;
+mod tracing_layer;
 
+pub use aggregate::{KeyAverages, Row, SortBy, View, STEP_ROW};
 pub use clock::{Clock, ManualClock, MonotonicClock};
+pub use compare::compare;
 pub use device::{DeviceError, DeviceKind, DeviceTimer, ManualDeviceTimer, Timing};
 pub use environment::{unoptimised_build, Environment};
+pub use error::ProfilerError;
 pub use profile::{Event, Profile, Step};
 pub use profiler::{Options, Profiler};
+pub use report::{Report, ReportRow, Totals, SCHEMA};
 pub use schedule::{Phase, Schedule};
 pub use scope::{format_shapes, is_recording, module, op, op_shapes, Kind, Scope};
+pub use table::{format_us, TableOptions};
+pub use tracing_layer::ProfilerLayer;

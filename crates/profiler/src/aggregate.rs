@@ -1,0 +1,290 @@
+//! Key averages: a profile's events grouped by name (and optionally input shape), with self
+//! and total times, as PyTorch's `key_averages()` computes them.
+//!
+//! Self time is total time minus the total time of the direct children. "Direct" depends on
+//! the [`View`]: in the op view modules are transparent (an op's children are the nearest op
+//! scopes under it, and time a module spends outside any op belongs to the nearest op above
+//! it, or to the step); in the module view ops are folded into their module (an op outside
+//! every module stays a row of its own); the full view counts every scope.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::profile::{Profile, Step};
+use crate::scope::Kind;
+
+/// The name of the row that holds each step's time outside every visible scope.
+pub const STEP_ROW: &str = "ProfilerStep*";
+
+/// Which scopes become rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum View {
+    /// Op scopes; modules are transparent.
+    #[default]
+    Op,
+    /// Module scopes, with the ops inside them folded in.
+    Module,
+    /// Every scope, ops and modules, each with its own self time.
+    All,
+}
+
+impl View {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            View::Op => "op",
+            View::Module => "module",
+            View::All => "all",
+        }
+    }
+}
+
+impl fmt::Display for View {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for View {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "op" => Ok(View::Op),
+            "module" => Ok(View::Module),
+            "all" => Ok(View::All),
+            _ => Err(format!("unknown view `{s}`: expected op, module or all")),
+        }
+    }
+}
+
+/// The sort keys PyTorch's `table(sort_by=…)` accepts. Rows sort in decreasing order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SortBy {
+    #[default]
+    SelfCpuTimeTotal,
+    CpuTimeTotal,
+    SelfCudaTimeTotal,
+    CudaTimeTotal,
+    Count,
+}
+
+impl SortBy {
+    pub const ALL: [SortBy; 5] = [
+        SortBy::SelfCpuTimeTotal,
+        SortBy::CpuTimeTotal,
+        SortBy::SelfCudaTimeTotal,
+        SortBy::CudaTimeTotal,
+        SortBy::Count,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SortBy::SelfCpuTimeTotal => "self_cpu_time_total",
+            SortBy::CpuTimeTotal => "cpu_time_total",
+            SortBy::SelfCudaTimeTotal => "self_cuda_time_total",
+            SortBy::CudaTimeTotal => "cuda_time_total",
+            SortBy::Count => "count",
+        }
+    }
+}
+
+impl fmt::Display for SortBy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for SortBy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        SortBy::ALL.into_iter().find(|k| k.as_str() == s).ok_or_else(|| {
+            let names: Vec<&str> = SortBy::ALL.iter().map(|k| k.as_str()).collect();
+            format!("unknown sort key `{s}`: expected one of {}", names.join(", "))
+        })
+    }
+}
+
+/// One row of key averages. Times are nanoseconds summed over all active steps.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Row {
+    pub name: String,
+    pub input_shapes: Option<String>,
+    pub calls: u64,
+    pub self_cpu_ns: u64,
+    pub cpu_total_ns: u64,
+    pub self_device_ns: Option<u64>,
+    pub device_total_ns: Option<u64>,
+    pub flops: Option<u64>,
+    pub bytes: Option<u64>,
+}
+
+/// Rows plus the totals their percentages are taken of.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyAverages {
+    pub rows: Vec<Row>,
+    pub view: View,
+    pub sort_by: SortBy,
+    pub grouped_by_input_shape: bool,
+    pub active_steps: usize,
+    /// Σ self CPU over all rows: equals the active steps' wall time.
+    pub self_cpu_total_ns: u64,
+    /// Σ self device time, when device times were recorded.
+    pub self_device_total_ns: Option<u64>,
+    pub wall_ns: u64,
+}
+
+type Key = (String, Option<String>);
+
+impl Profile {
+    /// Group events into rows for `view`, sorted by `sort_by` (decreasing; ties by name).
+    pub fn key_averages(&self, view: View, group_by_input_shape: bool, sort_by: SortBy) -> KeyAverages {
+        let has_device = self.has_device_times();
+        let mut rows: HashMap<Key, Row> = HashMap::new();
+        for step in &self.steps {
+            add_step(step, view, group_by_input_shape, has_device, &mut rows);
+        }
+        let mut rows: Vec<Row> = rows.into_values().collect();
+        sort_rows(&mut rows, sort_by);
+        let self_cpu_total_ns = rows.iter().map(|r| r.self_cpu_ns).sum();
+        let self_device_total_ns =
+            has_device.then(|| rows.iter().filter_map(|r| r.self_device_ns).sum());
+        KeyAverages {
+            rows,
+            view,
+            sort_by,
+            grouped_by_input_shape: group_by_input_shape,
+            active_steps: self.active_steps(),
+            self_cpu_total_ns,
+            self_device_total_ns,
+            wall_ns: self.wall_ns(),
+        }
+    }
+}
+
+fn sort_rows(rows: &mut [Row], sort_by: SortBy) {
+    let key = |r: &Row| -> u64 {
+        match sort_by {
+            SortBy::SelfCpuTimeTotal => r.self_cpu_ns,
+            SortBy::CpuTimeTotal => r.cpu_total_ns,
+            SortBy::SelfCudaTimeTotal => r.self_device_ns.unwrap_or(r.self_cpu_ns),
+            SortBy::CudaTimeTotal => r.device_total_ns.unwrap_or(r.cpu_total_ns),
+            SortBy::Count => r.calls,
+        }
+    };
+    rows.sort_by(|a, b| {
+        key(b).cmp(&key(a)).then_with(|| a.name.cmp(&b.name)).then_with(|| a.input_shapes.cmp(&b.input_shapes))
+    });
+}
+
+fn new_row(name: &str, shapes: Option<String>, has_device: bool) -> Row {
+    Row {
+        name: name.to_string(),
+        input_shapes: shapes,
+        calls: 0,
+        self_cpu_ns: 0,
+        cpu_total_ns: 0,
+        self_device_ns: has_device.then_some(0),
+        device_total_ns: has_device.then_some(0),
+        flops: None,
+        bytes: None,
+    }
+}
+
+fn add_work(row: &mut Row, flops: Option<u64>, bytes: Option<u64>) {
+    if let Some(f) = flops {
+        row.flops = Some(row.flops.unwrap_or(0) + f);
+    }
+    if let Some(b) = bytes {
+        row.bytes = Some(row.bytes.unwrap_or(0) + b);
+    }
+}
+
+/// Add one step's events to the rows.
+fn add_step(step: &Step, view: View, grouped: bool, has_device: bool, rows: &mut HashMap<Key, Row>) {
+    let n = step.events.len();
+    // Whether each event is a row in this view, and its nearest visible ancestor
+    // (`None`: the step itself). Parents precede children, so one pass suffices.
+    let mut visible = vec![false; n];
+    let mut under_module = vec![false; n];
+    let mut view_parent: Vec<Option<usize>> = vec![None; n];
+    for (i, e) in step.events.iter().enumerate() {
+        if let Some(p) = e.parent {
+            under_module[i] = under_module[p] || step.events[p].kind == Kind::Module;
+            view_parent[i] = if visible[p] { Some(p) } else { view_parent[p] };
+        }
+        visible[i] = match view {
+            View::Op => e.kind == Kind::Op,
+            View::Module => e.kind == Kind::Module || !under_module[i],
+            View::All => true,
+        };
+    }
+
+    // Σ direct (visible) children's totals, per event and for the step.
+    let mut child_host = vec![0u64; n];
+    let mut child_device = vec![0u64; n];
+    let (mut root_child_host, mut root_child_device) = (0u64, 0u64);
+    for (i, e) in step.events.iter().enumerate() {
+        if !visible[i] {
+            continue;
+        }
+        let (h, d) = (e.host_ns(), e.device_duration_ns().unwrap_or(0));
+        match view_parent[i] {
+            Some(p) => {
+                child_host[p] += h;
+                child_device[p] += d;
+            }
+            None => {
+                root_child_host += h;
+                root_child_device += d;
+            }
+        }
+    }
+
+    let key_of = |name: &str, shapes: &Option<String>| -> Key {
+        (name.to_string(), if grouped { shapes.clone() } else { None })
+    };
+    let root_key: Key = (STEP_ROW.to_string(), None);
+    let device_wall = step.device_ns.unwrap_or(0);
+    {
+        let root = rows.entry(root_key.clone()).or_insert_with(|| new_row(STEP_ROW, None, has_device));
+        root.calls += 1;
+        root.cpu_total_ns += step.wall_ns();
+        root.self_cpu_ns += step.wall_ns().saturating_sub(root_child_host);
+        if has_device {
+            *root.device_total_ns.get_or_insert(0) += device_wall;
+            *root.self_device_ns.get_or_insert(0) += device_wall.saturating_sub(root_child_device);
+        }
+    }
+
+    for (i, e) in step.events.iter().enumerate() {
+        // Work belongs to the row the event's time is folded into.
+        let owner = if visible[i] { Some(i) } else { view_parent[i] };
+        if e.flops.is_some() || e.bytes.is_some() {
+            let key = match owner {
+                Some(o) => key_of(step.events[o].name, &step.events[o].shapes),
+                None => root_key.clone(),
+            };
+            let shapes = key.1.clone();
+            let row = rows.entry(key).or_insert_with(|| new_row(&owner.map_or(STEP_ROW, |o| step.events[o].name), shapes, has_device));
+            add_work(row, e.flops, e.bytes);
+        }
+        if !visible[i] {
+            continue;
+        }
+        let key = key_of(e.name, &e.shapes);
+        let shapes = key.1.clone();
+        let row = rows.entry(key).or_insert_with(|| new_row(e.name, shapes, has_device));
+        row.calls += 1;
+        row.cpu_total_ns += e.host_ns();
+        row.self_cpu_ns += e.host_ns().saturating_sub(child_host[i]);
+        if has_device {
+            let d = e.device_duration_ns().unwrap_or(0);
+            *row.device_total_ns.get_or_insert(0) += d;
+            *row.self_device_ns.get_or_insert(0) += d.saturating_sub(child_device[i]);
+        }
+    }
+}

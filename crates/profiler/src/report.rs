@@ -1,0 +1,163 @@
+//! `report.json`: the versioned, documented form of a profile's table that the grader
+//! reads. The schema is described in `REPORT.md` next to this crate's `Cargo.toml`.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::aggregate::{KeyAverages, SortBy, View};
+use crate::device::DeviceKind;
+use crate::environment::Environment;
+use crate::error::ProfilerError;
+use crate::profile::Profile;
+
+/// The schema identifier written in every report. Bump the number on any incompatible
+/// change and describe it in REPORT.md.
+pub const SCHEMA: &str = "profiler-report/1";
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    pub schema: String,
+    pub device: DeviceKind,
+    pub sort_by: SortBy,
+    pub view: View,
+    pub grouped_by_input_shape: bool,
+    pub active_steps: usize,
+    pub environment: Environment,
+    pub totals: Totals,
+    pub rows: Vec<ReportRow>,
+}
+
+/// Microseconds summed over the active steps.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Totals {
+    /// Σ self CPU time over the rows; equals `wall_us`.
+    pub self_cpu_us: f64,
+    /// Σ self CUDA time, or null without device timing.
+    pub self_cuda_us: Option<f64>,
+    /// Σ of the active steps' wall times.
+    pub wall_us: f64,
+}
+
+/// One row; times in microseconds summed over the active steps, percentages of the
+/// corresponding total of self times.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReportRow {
+    pub name: String,
+    pub input_shapes: Option<String>,
+    pub calls: u64,
+    pub self_cpu_us: f64,
+    pub cpu_total_us: f64,
+    pub self_cpu_pct: f64,
+    pub self_cuda_us: Option<f64>,
+    pub cuda_total_us: Option<f64>,
+    pub self_cuda_pct: Option<f64>,
+    pub flops: Option<u64>,
+    pub bytes: Option<u64>,
+}
+
+fn us(ns: u64) -> f64 {
+    ns as f64 / 1_000.0
+}
+
+fn pct(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        100.0 * part as f64 / whole as f64
+    }
+}
+
+impl Report {
+    /// Build a report from key averages of `profile`.
+    pub fn from_key_averages(profile: &Profile, k: &KeyAverages) -> Report {
+        let rows = k
+            .rows
+            .iter()
+            .map(|r| ReportRow {
+                name: r.name.clone(),
+                input_shapes: r.input_shapes.clone(),
+                calls: r.calls,
+                self_cpu_us: us(r.self_cpu_ns),
+                cpu_total_us: us(r.cpu_total_ns),
+                self_cpu_pct: pct(r.self_cpu_ns, k.self_cpu_total_ns),
+                self_cuda_us: r.self_device_ns.map(us),
+                cuda_total_us: r.device_total_ns.map(us),
+                self_cuda_pct: match (r.self_device_ns, k.self_device_total_ns) {
+                    (Some(s), Some(t)) => Some(pct(s, t)),
+                    _ => None,
+                },
+                flops: r.flops,
+                bytes: r.bytes,
+            })
+            .collect();
+        Report {
+            schema: SCHEMA.to_string(),
+            device: profile.device,
+            sort_by: k.sort_by,
+            view: k.view,
+            grouped_by_input_shape: k.grouped_by_input_shape,
+            active_steps: k.active_steps,
+            environment: profile.environment.clone(),
+            totals: Totals {
+                self_cpu_us: us(k.self_cpu_total_ns),
+                self_cuda_us: k.self_device_total_ns.map(us),
+                wall_us: us(k.wall_ns),
+            },
+            rows,
+        }
+    }
+
+    /// Whether the rows carry CUDA times.
+    pub fn has_device_times(&self) -> bool {
+        self.totals.self_cuda_us.is_some()
+    }
+
+    pub fn to_json(&self) -> String {
+        // A report holds only strings, numbers and options: serialising cannot fail.
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+
+    pub fn from_json(text: &str, path: &Path) -> Result<Report, ProfilerError> {
+        // Check the schema first so an old or foreign file gets the clearer message.
+        let value: serde_json::Value = serde_json::from_str(text)
+            .map_err(|source| ProfilerError::Parse { path: path.to_path_buf(), source })?;
+        let found = value.get("schema").and_then(|s| s.as_str()).unwrap_or("(none)");
+        if found != SCHEMA {
+            return Err(ProfilerError::Schema {
+                path: path.to_path_buf(),
+                found: found.to_string(),
+                expected: SCHEMA,
+            });
+        }
+        serde_json::from_value(value).map_err(|source| ProfilerError::Parse { path: path.to_path_buf(), source })
+    }
+
+    pub fn write_json(&self, path: impl AsRef<Path>) -> Result<(), ProfilerError> {
+        let path = path.as_ref();
+        std::fs::write(path, self.to_json() + "\n")
+            .map_err(|source| ProfilerError::Write { path: path.to_path_buf(), source })
+    }
+
+    pub fn read_json(path: impl AsRef<Path>) -> Result<Report, ProfilerError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| ProfilerError::Read { path: path.to_path_buf(), source })?;
+        Report::from_json(&text, path)
+    }
+}
+
+impl Profile {
+    /// The report with default options: op view, sorted by self CPU time, not grouped by
+    /// shape.
+    pub fn report(&self) -> Report {
+        self.report_with(crate::table::TableOptions::default())
+    }
+
+    /// The report for a view, sort key and grouping (`row_limit` is ignored: a report holds
+    /// every row, so its percentages add up to 100).
+    pub fn report_with(&self, options: crate::table::TableOptions) -> Report {
+        let k = self.key_averages(options.view, options.group_by_input_shape, options.sort_by);
+        Report::from_key_averages(self, &k)
+    }
+}

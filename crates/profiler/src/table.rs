@@ -1,0 +1,207 @@
+//! The text table, in the shape of PyTorch's `prof.key_averages().table()`: right-aligned
+//! columns two spaces apart, dashed rules, automatic us/ms/s units, and the
+//! `Self CPU time total` / `Self CUDA time total` footers.
+
+use crate::aggregate::{SortBy, View};
+use crate::environment::unoptimised_build;
+use crate::report::{Report, ReportRow};
+
+/// How to group, sort and cut the table (and the report).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TableOptions {
+    pub sort_by: SortBy,
+    /// Show only the first N rows (the report always holds every row).
+    pub row_limit: Option<usize>,
+    /// One row per (name, input shapes) instead of per name.
+    pub group_by_input_shape: bool,
+    pub view: View,
+    /// Show achieved GFLOP/s and GB/s for rows whose scopes declared their work (also on
+    /// when the profiler's `Options::with_flops` was).
+    pub with_flops: bool,
+}
+
+/// Longest name shown before it is cut with `...` (PyTorch's default is the same).
+const MAX_NAME_WIDTH: usize = 55;
+const MAX_SHAPES_WIDTH: usize = 80;
+const MIN_COLUMN: usize = 12;
+
+/// Format microseconds the way PyTorch does: three decimals in us, ms or s.
+pub fn format_us(us: f64) -> String {
+    if us >= 1e6 {
+        format!("{:.3}s", us / 1e6)
+    } else if us >= 1e3 {
+        format!("{:.3}ms", us / 1e3)
+    } else {
+        format!("{us:.3}us")
+    }
+}
+
+fn format_pct(p: f64) -> String {
+    format!("{p:.2}%")
+}
+
+fn cut(s: &str, width: usize) -> String {
+    if s.chars().count() <= width {
+        s.to_string()
+    } else {
+        let kept: String = s.chars().take(width.saturating_sub(3)).collect();
+        format!("{kept}...")
+    }
+}
+
+/// Achieved rate in units of 1e9 per second, from a count over a time in microseconds.
+fn giga_per_second(count: Option<u64>, us: f64) -> String {
+    match count {
+        Some(c) if us > 0.0 => format!("{:.2}", c as f64 / (us * 1e3)),
+        _ => String::new(),
+    }
+}
+
+/// Render `report` as a table. `warnings` are printed under the footers.
+pub fn render(report: &Report, row_limit: Option<usize>, with_flops: bool, warnings: &[String]) -> String {
+    let device = report.has_device_times();
+    let shapes = report.grouped_by_input_shape;
+    let total_self_cpu = report.totals.self_cpu_us;
+    let rows: Vec<&ReportRow> = report.rows.iter().take(row_limit.unwrap_or(usize::MAX)).collect();
+
+    let mut header: Vec<&str> =
+        vec!["Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg"];
+    if device {
+        header.extend(["Self CUDA", "Self CUDA %", "CUDA total", "CUDA time avg"]);
+    }
+    header.push("# of Calls");
+    if with_flops {
+        header.extend(["GFLOP/s", "GB/s"]);
+    }
+    if shapes {
+        header.push("Input Shapes");
+    }
+
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            let calls = r.calls.max(1) as f64;
+            let cpu_total_pct = if total_self_cpu > 0.0 { 100.0 * r.cpu_total_us / total_self_cpu } else { 0.0 };
+            let mut c = vec![
+                cut(&r.name, MAX_NAME_WIDTH),
+                format_pct(r.self_cpu_pct),
+                format_us(r.self_cpu_us),
+                format_pct(cpu_total_pct),
+                format_us(r.cpu_total_us),
+                format_us(r.cpu_total_us / calls),
+            ];
+            if device {
+                let self_cuda = r.self_cuda_us.unwrap_or(0.0);
+                let cuda_total = r.cuda_total_us.unwrap_or(0.0);
+                c.extend([
+                    format_us(self_cuda),
+                    format_pct(r.self_cuda_pct.unwrap_or(0.0)),
+                    format_us(cuda_total),
+                    format_us(cuda_total / calls),
+                ]);
+            }
+            c.push(r.calls.to_string());
+            if with_flops {
+                // Work happens over the whole range: rate over its total time, device time
+                // when the device did the work.
+                let time = if device { r.cuda_total_us.unwrap_or(0.0) } else { r.cpu_total_us };
+                c.push(giga_per_second(r.flops, time));
+                c.push(giga_per_second(r.bytes, time));
+            }
+            if shapes {
+                c.push(cut(r.input_shapes.as_deref().unwrap_or("[]"), MAX_SHAPES_WIDTH));
+            }
+            c
+        })
+        .collect();
+
+    let widths: Vec<usize> = header
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            let widest = cells.iter().map(|row| row[i].chars().count()).max().unwrap_or(0);
+            // The name and shapes columns get 4 characters of air, as in PyTorch.
+            let is_text = i == 0 || (shapes && i == header.len() - 1);
+            if is_text { (widest.max(h.len()) + 4).max(MIN_COLUMN) } else { widest.max(h.len()).max(MIN_COLUMN) }
+        })
+        .collect();
+
+    let rule: String = widths.iter().map(|w| format!("{}  ", "-".repeat(*w))).collect();
+    let line = |cells: &[&str]| -> String {
+        cells.iter().zip(&widths).map(|(c, w)| format!("{c:>w$}  ")).collect()
+    };
+
+    let mut out = String::new();
+    if unoptimised_build() {
+        out.push_str("Note: built without optimisations (opt-level 0): these times are not representative.\n");
+    }
+    out.push_str(&rule);
+    out.push('\n');
+    out.push_str(&line(&header));
+    out.push('\n');
+    out.push_str(&rule);
+    out.push('\n');
+    for c in &cells {
+        let refs: Vec<&str> = c.iter().map(String::as_str).collect();
+        out.push_str(&line(&refs));
+        out.push('\n');
+    }
+    out.push_str(&rule);
+    out.push('\n');
+    out.push_str(&format!("Self CPU time total: {}\n", format_us(total_self_cpu)));
+    if let Some(cuda) = report.totals.self_cuda_us {
+        out.push_str(&format!("Self CUDA time total: {}\n", format_us(cuda)));
+    }
+    let steps = report.active_steps;
+    out.push_str(&format!(
+        "Totals over {steps} active step{} (one step: total / {steps}); view: {}; sorted by {}{}.\n",
+        if steps == 1 { "" } else { "s" },
+        report.view,
+        report.sort_by,
+        match (row_limit, report.rows.len()) {
+            (Some(n), all) if n < all => format!("; first {n} of {all} rows"),
+            _ => String::new(),
+        }
+    ));
+    if matches!(report.sort_by, SortBy::SelfCudaTimeTotal | SortBy::CudaTimeTotal) && !device {
+        out.push_str("No CUDA times were recorded: rows are sorted by the CPU times instead.\n");
+    }
+    for w in warnings {
+        out.push_str(&format!("Warning: {w}\n"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units_switch_like_pytorch() {
+        assert_eq!(format_us(0.5), "0.500us");
+        assert_eq!(format_us(999.9994), "999.999us");
+        assert_eq!(format_us(1_500.0), "1.500ms");
+        assert_eq!(format_us(2_345_678.0), "2.346s");
+    }
+
+    #[test]
+    fn long_names_are_cut() {
+        assert_eq!(cut("abcdef", 5), "ab...");
+        assert_eq!(cut("abc", 5), "abc");
+    }
+}
+
+impl crate::profile::Profile {
+    /// The key-averages table, PyTorch style.
+    pub fn table(&self, options: TableOptions) -> String {
+        let report = self.report_with(options);
+        render(&report, options.row_limit, options.with_flops || self.with_flops, &self.warnings)
+    }
+}
+
+impl Report {
+    /// The table of a report read back from disk.
+    pub fn table(&self, row_limit: Option<usize>, with_flops: bool) -> String {
+        render(self, row_limit, with_flops, &[])
+    }
+}

@@ -1,0 +1,317 @@
+//! Behaviour of the recorder and aggregation, on a profile whose every duration is known.
+
+mod fixture;
+
+use profiler::{
+    ManualClock, Options, Profiler, Report, Row, Schedule, SortBy, TableOptions, View, STEP_ROW,
+};
+
+fn row<'a>(rows: &'a [Row], name: &str) -> &'a Row {
+    rows.iter().find(|r| r.name == name).unwrap_or_else(|| panic!("no row {name}"))
+}
+
+const US: u64 = 1_000;
+
+#[test]
+fn op_view_self_time_is_total_minus_direct_children() {
+    let p = fixture::profile(false);
+    assert_eq!(p.active_steps(), 2);
+    assert_eq!(p.steps.iter().map(|s| s.number).collect::<Vec<_>>(), [2, 3]);
+    let k = p.key_averages(View::Op, false, SortBy::SelfCpuTimeTotal);
+    let r = &k.rows;
+    // Totals over two steps.
+    assert_eq!(row(r, "matmul").calls, 4);
+    assert_eq!(row(r, "matmul").self_cpu_ns, 2 * 55 * US);
+    assert_eq!(row(r, "matmul").cpu_total_ns, 2 * 55 * US);
+    assert_eq!(row(r, "linear").cpu_total_ns, 2 * 45 * US);
+    assert_eq!(row(r, "linear").self_cpu_ns, 2 * US);
+    assert_eq!(row(r, "bias_add").self_cpu_ns, 2 * 4 * US);
+    assert_eq!(row(r, "softmax").self_cpu_ns, 2 * 8 * US);
+    assert_eq!(row(r, "embedding").self_cpu_ns, 2 * 10 * US);
+    assert_eq!(row(r, "lm_head").self_cpu_ns, 2 * 12 * US);
+    // Modules are transparent: the block's 2 µs outside ops are the step's, with the
+    // unscoped 5 + 3.
+    assert_eq!(row(r, STEP_ROW).self_cpu_ns, 2 * 10 * US);
+    assert_eq!(row(r, STEP_ROW).cpu_total_ns, 2 * 100 * US);
+    assert_eq!(row(r, STEP_ROW).calls, 2);
+    assert!(r.iter().all(|x| x.name != "block"));
+    // Coverage: Σ self = wall, exactly.
+    assert_eq!(k.self_cpu_total_ns, 2 * 100 * US);
+    assert_eq!(k.wall_ns, 2 * 100 * US);
+    // Sorted by self CPU time, decreasing.
+    let names: Vec<&str> = r.iter().map(|x| x.name.as_str()).collect();
+    assert_eq!(names, ["matmul", "lm_head", "ProfilerStep*", "embedding", "softmax", "bias_add", "linear"]);
+    assert!(r.iter().all(|x| x.self_device_ns.is_none()));
+}
+
+#[test]
+fn module_view_folds_ops_into_their_module() {
+    let p = fixture::profile(false);
+    let k = p.key_averages(View::Module, false, SortBy::SelfCpuTimeTotal);
+    let r = &k.rows;
+    assert_eq!(row(r, "block").calls, 2);
+    assert_eq!(row(r, "block").self_cpu_ns, 2 * 70 * US);
+    // Ops outside every module stay rows of their own.
+    assert_eq!(row(r, "embedding").self_cpu_ns, 2 * 10 * US);
+    assert_eq!(row(r, "lm_head").self_cpu_ns, 2 * 12 * US);
+    assert_eq!(row(r, STEP_ROW).self_cpu_ns, 2 * 8 * US);
+    assert_eq!(r.len(), 4);
+    assert_eq!(k.self_cpu_total_ns, k.wall_ns);
+    // The block's work is the sum of its ops' work.
+    let matmul_flops = 2 * 8 * 768 * 2304;
+    assert_eq!(row(r, "block").flops, Some(2 * (matmul_flops + 8 * 2304)));
+}
+
+#[test]
+fn full_view_counts_every_scope() {
+    let p = fixture::profile(false);
+    let k = p.key_averages(View::All, false, SortBy::CpuTimeTotal);
+    let r = &k.rows;
+    assert_eq!(row(r, "block").self_cpu_ns, 2 * 2 * US);
+    assert_eq!(row(r, "block").cpu_total_ns, 2 * 70 * US);
+    assert_eq!(row(r, STEP_ROW).self_cpu_ns, 2 * 8 * US);
+    assert_eq!(k.self_cpu_total_ns, k.wall_ns);
+    assert_eq!(r[0].name, STEP_ROW, "sorted by CPU total, the step comes first");
+    assert_eq!(r[1].name, "block");
+}
+
+#[test]
+fn grouping_by_input_shape_splits_rows() {
+    let p = fixture::profile(false);
+    let k = p.key_averages(View::Op, true, SortBy::SelfCpuTimeTotal);
+    let matmuls: Vec<&Row> = k.rows.iter().filter(|r| r.name == "matmul").collect();
+    assert_eq!(matmuls.len(), 2);
+    assert_eq!(matmuls[0].input_shapes.as_deref(), Some("[[1, 8, 768], [768, 2304]]"));
+    assert_eq!(matmuls[0].self_cpu_ns, 2 * 40 * US);
+    assert_eq!(matmuls[1].input_shapes.as_deref(), Some("[[1, 8, 768], [768, 768]]"));
+    assert_eq!(matmuls[1].calls, 2);
+    assert_eq!(row(&k.rows, "softmax").input_shapes, None);
+}
+
+#[test]
+fn device_times_come_from_the_device_timer() {
+    let p = fixture::profile(true);
+    assert!(p.has_device_times());
+    let k = p.key_averages(View::Op, false, SortBy::SelfCudaTimeTotal);
+    let r = &k.rows;
+    assert_eq!(row(r, "matmul").self_device_ns, Some(2 * 70 * US));
+    assert_eq!(row(r, "linear").self_device_ns, Some(0));
+    assert_eq!(row(r, "linear").device_total_ns, Some(2 * 52 * US));
+    assert_eq!(row(r, "lm_head").self_device_ns, Some(2 * 30 * US));
+    assert_eq!(row(r, STEP_ROW).device_total_ns, Some(2 * 113 * US));
+    assert_eq!(row(r, STEP_ROW).self_device_ns, Some(2 * 2 * US));
+    assert_eq!(k.self_device_total_ns, Some(2 * 113 * US));
+    // Host times are unchanged by device timing.
+    assert_eq!(row(r, "matmul").self_cpu_ns, 2 * 55 * US);
+    assert_eq!(r[0].name, "matmul");
+    assert_eq!(r[1].name, "lm_head");
+}
+
+#[test]
+fn report_percentages_add_up_and_averages_divide_by_steps() {
+    let p = fixture::profile(true);
+    let report = p.report();
+    assert_eq!(report.active_steps, 2);
+    let cpu: f64 = report.rows.iter().map(|r| r.self_cpu_pct).sum();
+    let cuda: f64 = report.rows.iter().filter_map(|r| r.self_cuda_pct).sum();
+    assert!((cpu - 100.0).abs() < 1e-9, "{cpu}");
+    assert!((cuda - 100.0).abs() < 1e-9, "{cuda}");
+    let matmul = report.rows.iter().find(|r| r.name == "matmul").unwrap();
+    assert_eq!(matmul.self_cpu_us, 110.0);
+    assert!((matmul.self_cpu_pct - 55.0).abs() < 1e-9);
+    assert_eq!(report.totals.wall_us, 200.0);
+    assert_eq!(report.totals.self_cuda_us, Some(226.0));
+}
+
+#[test]
+fn scopes_outside_a_step_are_not_recorded() {
+    let clock = ManualClock::new();
+    let mut prof = Profiler::new(Options::default()).with_clock(clock.clone());
+    {
+        let _s = profiler::op("before");
+        clock.advance_us(7);
+    }
+    assert!(!profiler::is_recording());
+    prof.step(|| {
+        assert!(profiler::is_recording());
+        let _s = profiler::op("inside");
+        clock.advance_us(3);
+    });
+    assert!(!profiler::is_recording());
+    let p = prof.finish();
+    let k = p.key_averages(View::Op, false, SortBy::SelfCpuTimeTotal);
+    assert_eq!(k.rows.len(), 2);
+    assert_eq!(row(&k.rows, "inside").self_cpu_ns, 3 * US);
+    assert_eq!(k.wall_ns, 3 * US);
+}
+
+#[test]
+fn a_scope_left_open_is_closed_at_the_end_of_its_step_and_cannot_touch_the_next() {
+    let clock = ManualClock::new();
+    let mut prof = Profiler::new(Options::default()).with_clock(clock.clone());
+    let leaked = prof.step(|| {
+        let s = profiler::op("leaked");
+        clock.advance_us(4);
+        s
+    });
+    clock.advance_us(100);
+    prof.step(|| {
+        let _s = profiler::op("next");
+        clock.advance_us(2);
+        drop(leaked);
+        clock.advance_us(1);
+    });
+    let p = prof.finish();
+    assert_eq!(p.steps[0].events[0].host_ns(), 4 * US);
+    assert_eq!(p.steps[1].events.len(), 1);
+    assert_eq!(p.steps[1].events[0].host_ns(), 3 * US);
+}
+
+#[test]
+fn start_next_step_stop_matches_step() {
+    let clock = ManualClock::new();
+    let mut prof =
+        Profiler::new(Options { schedule: Schedule::new(0, 1, 2, 1), ..Options::default() }).with_clock(clock.clone());
+    prof.start();
+    for i in 0..3u64 {
+        {
+            let _s = profiler::module("block");
+            clock.advance_us(i + 1);
+        }
+        prof.next_step();
+    }
+    prof.stop();
+    let p = prof.finish();
+    assert_eq!(p.active_steps(), 2);
+    let k = p.key_averages(View::Module, false, SortBy::Count);
+    assert_eq!(row(&k.rows, "block").cpu_total_ns, (2 + 3) * US);
+}
+
+#[test]
+fn table_options_pick_sort_limit_and_view() {
+    let p = fixture::profile(false);
+    let t = p.table(TableOptions { sort_by: SortBy::Count, row_limit: Some(2), ..TableOptions::default() });
+    let body: Vec<&str> = t.lines().skip(3).take(2).collect();
+    assert!(body[0].trim_start().starts_with("matmul"), "{t}");
+    assert!(t.contains("first 2 of 7 rows"), "{t}");
+    let m = p.table(TableOptions { view: View::Module, ..TableOptions::default() });
+    assert!(m.contains("block") && !m.contains("softmax"), "{m}");
+}
+
+#[test]
+fn report_json_round_trips_and_follows_the_schema() {
+    let p = fixture::profile(false);
+    let report = p.report_with(TableOptions { group_by_input_shape: true, ..TableOptions::default() });
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("report.json");
+    report.write_json(&path).unwrap();
+    let back = Report::read_json(&path).unwrap();
+    assert_eq!(back, report);
+
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(v["schema"], "profiler-report/1");
+    assert_eq!(v["device"], "cpu");
+    assert_eq!(v["sort_by"], "self_cpu_time_total");
+    assert_eq!(v["view"], "op");
+    assert_eq!(v["grouped_by_input_shape"], true);
+    assert_eq!(v["active_steps"], 2);
+    assert_eq!(v["environment"]["threads"], 2);
+    assert_eq!(v["environment"]["timing"], "host");
+    assert!(v["totals"]["self_cuda_us"].is_null());
+    let first = &v["rows"][0];
+    for field in [
+        "name", "input_shapes", "calls", "self_cpu_us", "cpu_total_us", "self_cpu_pct", "self_cuda_us",
+        "cuda_total_us", "self_cuda_pct", "flops", "bytes",
+    ] {
+        assert!(first.get(field).is_some(), "row field {field} missing");
+    }
+    assert_eq!(first["name"], "matmul");
+    assert_eq!(first["input_shapes"], "[[1, 8, 768], [768, 2304]]");
+    assert_eq!(first["flops"], 2 * 2 * 8 * 768 * 2304);
+}
+
+#[test]
+fn reading_a_wrong_file_says_what_and_where() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("old.json");
+    std::fs::write(&path, r#"{"schema": "profiler-report/0"}"#).unwrap();
+    let err = Report::read_json(&path).unwrap_err().to_string();
+    assert!(err.contains("old.json") && err.contains("profiler-report/0") && err.contains("gpt2 profile"), "{err}");
+    std::fs::write(&path, "{ not json").unwrap();
+    let err = Report::read_json(&path).unwrap_err().to_string();
+    assert!(err.contains("old.json") && err.contains("line 1"), "{err}");
+    let err = Report::read_json(dir.path().join("missing.json")).unwrap_err().to_string();
+    assert!(err.contains("missing.json"), "{err}");
+}
+
+#[test]
+fn chrome_trace_holds_steps_and_scopes_on_host_and_device_tracks() {
+    let p = fixture::profile(true);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("trace.json");
+    p.chrome_trace(&path).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let events = v["traceEvents"].as_array().unwrap();
+    let complete: Vec<&serde_json::Value> = events.iter().filter(|e| e["ph"] == "X").collect();
+    // Two steps, each with its step event and 8 scopes, on two tracks.
+    assert_eq!(complete.len(), 2 * 2 * 9);
+    let host_steps: Vec<_> = complete.iter().filter(|e| e["cat"] == "step" && e["tid"] == 1).collect();
+    assert_eq!(host_steps[0]["name"], "ProfilerStep#2");
+    assert_eq!(host_steps[0]["ts"], 0.0);
+    assert_eq!(host_steps[0]["dur"], 100.0);
+    let matmul = complete
+        .iter()
+        .find(|e| e["name"] == "matmul" && e["tid"] == 1)
+        .unwrap();
+    assert_eq!(matmul["cat"], "op");
+    assert_eq!(matmul["ts"], 18.0);
+    assert_eq!(matmul["dur"], 40.0);
+    assert_eq!(matmul["args"]["input_shapes"], "[[1, 8, 768], [768, 2304]]");
+    let device_matmul = complete.iter().find(|e| e["name"] == "matmul" && e["tid"] == 2).unwrap();
+    assert_eq!(device_matmul["dur"], 50.0);
+    assert!(events.iter().any(|e| e["ph"] == "M" && e["args"]["name"] == "CUDA stream"));
+}
+
+#[test]
+fn folded_stacks_carry_self_time_and_the_flame_graph_is_an_svg() {
+    let p = fixture::profile(false);
+    let folded = p.folded_stacks();
+    let lines: Vec<&str> = folded.lines().collect();
+    assert!(lines.contains(&"ProfilerStep*;block;linear;matmul 80000"), "{folded}");
+    assert!(lines.contains(&"ProfilerStep*;block 4000"), "{folded}");
+    assert!(lines.contains(&"ProfilerStep* 16000"), "{folded}");
+    let total: u64 = lines.iter().map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap()).sum();
+    assert_eq!(total, 200_000, "the frames' self times add up to the wall time");
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("flamegraph.svg");
+    p.flamegraph_svg(&path).unwrap();
+    let svg = std::fs::read_to_string(&path).unwrap();
+    assert!(svg.starts_with("<?xml") && svg.contains("<svg"), "not an SVG");
+    assert!(svg.contains("matmul") && svg.contains("softmax"));
+}
+
+#[test]
+fn a_flame_graph_of_nothing_is_an_error_not_an_empty_file() {
+    let p = Profiler::new(Options::default()).finish();
+    let dir = tempfile::tempdir().unwrap();
+    let err = p.flamegraph_svg(dir.path().join("f.svg")).unwrap_err().to_string();
+    assert!(err.contains("no recorded time"), "{err}");
+}
+
+#[test]
+fn a_second_profiler_on_the_same_thread_is_refused_with_a_warning() {
+    let outer_clock = ManualClock::new();
+    let mut outer = Profiler::new(Options::default()).with_clock(outer_clock.clone());
+    let mut inner = Profiler::new(Options::default()).with_clock(ManualClock::new());
+    outer.step(|| {
+        inner.step(|| {
+            let _s = profiler::op("x");
+            outer_clock.advance_us(1);
+        });
+    });
+    let inner = inner.finish();
+    assert_eq!(inner.active_steps(), 0);
+    assert!(inner.warnings[0].contains("another profiler"));
+    assert_eq!(outer.finish().steps[0].events.len(), 1);
+}

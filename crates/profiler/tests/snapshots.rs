@@ -1,0 +1,52 @@
+//! The tables a learner reads, pinned as insta snapshots of a fixed profile.
+
+mod fixture;
+
+use profiler::{compare, SortBy, TableOptions, View};
+
+#[test]
+fn table_cpu_only() {
+    let p = fixture::profile(false);
+    insta::assert_snapshot!(p.table(TableOptions::default()));
+}
+
+#[test]
+fn table_with_cuda_columns() {
+    let p = fixture::profile(true);
+    insta::assert_snapshot!(p.table(TableOptions { sort_by: SortBy::SelfCudaTimeTotal, ..TableOptions::default() }));
+}
+
+#[test]
+fn table_by_module() {
+    let p = fixture::profile(false);
+    insta::assert_snapshot!(p.table(TableOptions { view: View::Module, ..TableOptions::default() }));
+}
+
+#[test]
+fn table_grouped_by_shape_with_work_columns() {
+    let p = fixture::profile(false);
+    insta::assert_snapshot!(p.table(TableOptions {
+        group_by_input_shape: true,
+        with_flops: true,
+        row_limit: Some(4),
+        ..TableOptions::default()
+    }));
+}
+
+#[test]
+fn compare_before_and_after() {
+    let before = fixture::profile(false).report();
+    // "After": the lm_head got 4x faster and a new op appeared; rebuilt from the fixture
+    // by editing the report, as a learner's second run would differ.
+    let mut after = before.clone();
+    for row in &mut after.rows {
+        if row.name == "lm_head" {
+            row.self_cpu_us /= 4.0;
+            row.cpu_total_us /= 4.0;
+        }
+    }
+    after.rows.retain(|r| r.name != "bias_add");
+    after.rows.push(profiler::ReportRow { name: "fused_bias_gelu".into(), self_cpu_us: 6.0, ..before.rows[0].clone() });
+    after.totals.self_cpu_us = after.rows.iter().map(|r| r.self_cpu_us).sum();
+    insta::assert_snapshot!(compare(&before, &after));
+}
