@@ -1,0 +1,204 @@
+//! The load client end to end against a small streaming test server on loopback.
+
+mod support;
+
+use std::process::ExitCode;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use bench::cli::{self, BenchArgs};
+use bench::load::{self, Bound, LoadConfig, Prompt, Traffic};
+use bench::report::Report;
+use clap::Parser;
+use support::Behaviour;
+
+fn config(base_url: &str, traffic: Traffic, bound: Bound) -> LoadConfig {
+    LoadConfig {
+        base_url: base_url.to_string(),
+        model: "test-model".into(),
+        traffic,
+        bound,
+        prompt: Prompt::RandomWords { words: 8, seed: 1 },
+        max_tokens: 5,
+        ignore_eos: true,
+        include_usage: true,
+        temperature: 0.0,
+        warmup: 1,
+        timeout_s: 30.0,
+        api_key: None,
+        progress: false,
+    }
+}
+
+fn behaviour() -> Behaviour {
+    Behaviour { chunk_gap: Duration::from_millis(2), model: "test-model", ..Default::default() }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_loop_streams_every_request_and_times_each_token() {
+    let (url, counters) = support::start(behaviour()).await;
+    let cfg = config(&url, Traffic::OpenLoop { rate: 200.0, seed: 3 }, Bound::Requests(20));
+    let out = load::run(&cfg).await.unwrap();
+    assert_eq!(out.records.len(), 20);
+    assert_eq!(counters.requests.load(Ordering::SeqCst), 21, "20 timed + 1 warm-up");
+    for r in &out.records {
+        assert!(r.ok, "{r:?}");
+        assert_eq!(r.output_tokens, 5, "usage.completion_tokens is used");
+        assert_eq!(r.itl_ms.len(), 4, "one gap between each pair of the 5 chunks");
+        assert!(r.ttft_ms > 0.0 && r.e2el_ms >= r.ttft_ms);
+        assert!(r.tpot_ms().is_some());
+        assert!(r.dispatch_lag_ms.is_some(), "open loop records its scheduling lag");
+    }
+    let starts: Vec<f64> = out.records.iter().map(|r| r.start_ms).collect();
+    assert!(starts.windows(2).all(|w| w[0] <= w[1]), "records are in send order");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closed_loop_never_exceeds_its_concurrency() {
+    let (url, counters) = support::start(behaviour()).await;
+    let cfg = config(&url, Traffic::ClosedLoop { concurrency: 3 }, Bound::Requests(12));
+    let out = load::run(&cfg).await.unwrap();
+    assert_eq!(out.records.iter().filter(|r| r.ok).count(), 12);
+    let max = counters.max_in_flight.load(Ordering::SeqCst);
+    assert!((1..=3).contains(&max), "at most 3 in flight, saw {max}");
+    assert!(out.records.iter().all(|r| r.dispatch_lag_ms.is_none()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn duration_bound_stops_sending_and_lets_requests_finish() {
+    let (url, _) = support::start(behaviour()).await;
+    let cfg = config(&url, Traffic::ClosedLoop { concurrency: 2 }, Bound::DurationS(0.2));
+    let out = load::run(&cfg).await.unwrap();
+    assert!(!out.records.is_empty());
+    assert!(out.records.iter().all(|r| r.ok), "in-flight requests finish, none is cut");
+    assert!(out.duration_s >= 0.2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn counts_chunks_when_the_server_sends_no_usage() {
+    let (url, _) = support::start(Behaviour { no_usage: true, ..behaviour() }).await;
+    let mut cfg = config(&url, Traffic::ClosedLoop { concurrency: 1 }, Bound::Requests(3));
+    cfg.max_tokens = 4;
+    let out = load::run(&cfg).await.unwrap();
+    assert!(out.records.iter().all(|r| r.ok && r.output_tokens == 4 && r.prompt_tokens.is_none()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_does_not_stream_still_gets_measured() {
+    let (url, _) = support::start(Behaviour { ignore_stream: true, ..behaviour() }).await;
+    let cfg = config(&url, Traffic::ClosedLoop { concurrency: 2 }, Bound::Requests(4));
+    let out = load::run(&cfg).await.unwrap();
+    for r in &out.records {
+        assert!(r.ok, "{r:?}");
+        assert_eq!(r.ttft_ms, r.e2el_ms, "one body: first token = last token");
+        assert_eq!(r.output_tokens, 5);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wrong_model_fails_the_warm_up_with_a_next_step() {
+    let (url, _) = support::start(behaviour()).await;
+    let mut cfg = config(&url, Traffic::ClosedLoop { concurrency: 1 }, Bound::Requests(1));
+    cfg.model = "nope".into();
+    let err = load::run(&cfg).await.err().expect("warm-up must fail").to_string();
+    assert!(err.contains("404") && err.contains("/v1/models"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failures_during_the_run_are_recorded_not_fatal() {
+    let (url, _) = support::start(behaviour()).await;
+    let mut cfg = config(&url, Traffic::ClosedLoop { concurrency: 1 }, Bound::Requests(2));
+    cfg.model = "nope".into();
+    cfg.warmup = 0;
+    let out = load::run(&cfg).await.unwrap();
+    assert_eq!(out.records.len(), 2);
+    for r in &out.records {
+        assert!(!r.ok);
+        assert_eq!(r.status, Some(404));
+        assert!(r.error.as_deref().unwrap().contains("unknown model"));
+    }
+}
+
+#[derive(Parser)]
+struct Cli {
+    #[command(flatten)]
+    args: BenchArgs,
+}
+
+fn args(list: &[&str]) -> BenchArgs {
+    Cli::try_parse_from(std::iter::once("bench").chain(list.iter().copied())).unwrap().args
+}
+
+/// The CLI path: a load run writes bench.json and latency.svg, and --compare reads two of them.
+#[test]
+fn cli_writes_bench_json_and_svg_then_compares() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let (fast, _) = runtime.block_on(support::start(behaviour()));
+    let (slow, _) = runtime.block_on(support::start(Behaviour { chunk_gap: Duration::from_millis(15), ..behaviour() }));
+    let dir = tempfile::tempdir().unwrap();
+    let out_a = dir.path().join("a");
+    let out_b = dir.path().join("b");
+    for (url, out, label) in [(&fast, &out_a, "fast"), (&slow, &out_b, "slow")] {
+        let code = cli::run(args(&[
+            "--base-url", url, "--model", "test-model", "--concurrency", "4", "--requests", "24",
+            "--max-tokens", "4", "--no-progress", "--slo-ttft-ms", "1000", "--label", label,
+            "--out", out.to_str().unwrap(),
+        ]))
+        .unwrap();
+        assert_eq!(code, ExitCode::SUCCESS);
+    }
+
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_a.join("bench.json")).unwrap()).unwrap();
+    assert_eq!(json["schema"], "bench-report/1");
+    for key in ["cpu_model", "threads", "device", "cargo_features", "dtype", "git_revision"] {
+        assert!(json["environment"].get(key).is_some(), "environment.{key}");
+    }
+    let run = &json["runs"][0];
+    assert_eq!(run["label"], "fast");
+    for metric in ["ttft_ms", "tpot_ms", "itl_ms", "e2el_ms"] {
+        for field in ["mean", "median", "p90", "p99"] {
+            assert!(run["metrics"][metric][field].is_f64(), "{metric}.{field}");
+        }
+        for field in ["ci95_median", "ci95_p90"] {
+            assert_eq!(run["metrics"][metric][field].as_array().map(Vec::len), Some(2), "{metric}.{field}");
+        }
+    }
+    for field in ["output_tokens_per_s", "requests_per_s", "goodput"] {
+        assert!(run["metrics"][field].as_f64().unwrap() > 0.0, "{field}");
+    }
+    assert_eq!(run["metrics"]["completed"], 24);
+    let svg = std::fs::read_to_string(out_a.join("latency.svg")).unwrap();
+    assert!(svg.contains("<svg") && svg.contains("fast TTFT") && svg.contains("fast E2EL"));
+
+    // The 15 ms chunk gap makes E2EL clearly worse on the slow server.
+    let out_c = dir.path().join("c");
+    let code = cli::run(args(&[
+        "--compare", out_a.join("bench.json").to_str().unwrap(), out_b.join("bench.json").to_str().unwrap(),
+        "--metric", "e2el_ms.median", "--out", out_c.to_str().unwrap(),
+    ]))
+    .unwrap();
+    assert_eq!(code, ExitCode::SUCCESS);
+    let combined = Report::read(&out_c.join("bench.json")).unwrap();
+    let comparison = combined.comparison.expect("comparison written");
+    assert_eq!(comparison.verdict.as_str(), "slower", "{comparison:?}");
+    assert!(comparison.ratio > 2.0, "{comparison:?}");
+    assert_eq!(combined.runs.len(), 2);
+}
+
+#[test]
+fn cli_refuses_a_missing_traffic_shape_and_bad_files() {
+    let err = cli::run(args(&["--requests", "3"])).unwrap_err().to_string();
+    assert!(err.contains("--rate") && err.contains("--concurrency"), "{err}");
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, "{\"schema\": \"bench-report/1\",\n \"runs\": 3}").unwrap();
+    let err = cli::run(args(&["--compare", bad.to_str().unwrap(), bad.to_str().unwrap()])).unwrap_err().to_string();
+    assert!(err.contains("bad.json:") && err.contains("not a bench report"), "{err}");
+    let err = cli::run(args(&["--compare", "missing.json", "missing.json"])).unwrap_err();
+    assert!(format!("{err:#}").contains("missing.json"), "{err:#}");
+    let err = cli::run(args(&["--compare", bad.to_str().unwrap(), bad.to_str().unwrap(), "--metric", "speed"]))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("unknown metric"), "{err}");
+}
