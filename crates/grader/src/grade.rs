@@ -109,7 +109,8 @@ impl Grader {
         let answers = match submission.file(&answers_rel) {
             FileState::Text(text) => match Answers::parse(text, &shown) {
                 Ok(answers) => Some(answers),
-                Err(problem) => {
+                Err(mut problem) => {
+                    problem.next_step = problem.next_step.replace("course reset N", &format!("course reset {number}"));
                     report.problems.push(problem);
                     None
                 }

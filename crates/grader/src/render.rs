@@ -52,19 +52,19 @@ pub fn terminal(report: &ExerciseReport, colour: bool) -> String {
     let _ = writeln!(out, "{}", paint(&title, bold, colour));
     for q in &report.questions {
         let head = format!("{} {:<10}", marker(q.outcome), q.outcome.label());
-        let _ = write!(out, "  {} {:>9}  {}", paint(&head, style(q.outcome), colour), points(q), q.label);
+        let _ = write!(out, "  {} {:>7}  {}", paint(&head, style(q.outcome), colour), points(q), q.label);
         if let Some(answer) = &q.answer {
             let _ = write!(out, ": {}", one_line(answer));
         }
         let _ = writeln!(out);
         if !q.reason.is_empty() && q.outcome != Outcome::Unanswered {
-            let _ = writeln!(out, "{:25}{}", "", one_line(&q.reason));
+            let _ = writeln!(out, "{:23}{}", "", one_line(&q.reason));
         }
         if let Some(o) = &q.overridden {
-            let _ = writeln!(out, "{:25}overridden by the instructor (autograder: {}): {}", "", show(o.autograded_points), one_line(&o.reason));
+            let _ = writeln!(out, "{:23}overridden by the instructor (autograder: {}): {}", "", show(o.autograded_points), one_line(&o.reason));
         }
         if let Some(context) = &q.context {
-            let _ = writeln!(out, "{:25}{} {}", "", paint("Why:", bold, colour), one_line(context));
+            let _ = writeln!(out, "{:23}{} {}", "", paint("Why:", bold, colour), one_line(context));
         }
     }
     if !report.problems.is_empty() {

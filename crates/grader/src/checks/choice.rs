@@ -30,7 +30,7 @@ pub fn grade(question: &BankQuestion, chosen: &[String], result: QuestionResult)
         return result.wrong("choose one option only");
     }
     if picked == expected {
-        result.right("right")
+        result.right("")
     } else if *multi {
         let hits = picked.iter().filter(|p| expected.contains(p)).count();
         let extra = picked.len() - hits;

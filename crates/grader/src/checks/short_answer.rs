@@ -11,7 +11,7 @@ pub fn grade(question: &BankQuestion, answer: &str, rubric: Option<&Rubric>, res
     };
     let given = answer.trim().to_lowercase();
     if std::iter::once(expected).chain(alternatives).any(|a| a.trim().to_lowercase() == given) {
-        return result.right("right");
+        return result.right("");
     }
     match rubric {
         Some(rubric) => grade_by_rubric(rubric, answer, &|_| None, result),

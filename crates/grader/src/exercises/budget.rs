@@ -18,7 +18,11 @@ fn illustrative_label(field: &str) -> String {
 }
 
 pub fn check(ctx: &mut Ctx<'_>, key: &BudgetKey) {
-    for (field, expected) in &key.illustrative {
+    // The template's order first, then any field a variant key adds.
+    const ORDER: [&str; 4] = ["activations_share_pct", "saving_ms", "saving_pct", "new_step_ms"];
+    let mut fields: Vec<(&String, &f64)> = key.illustrative.iter().collect();
+    fields.sort_by_key(|(f, _)| ORDER.iter().position(|o| o == f).unwrap_or(ORDER.len()));
+    for (field, expected) in fields {
         let id = format!("illustrative.{field}");
         let got = ctx.number(&id);
         let q = QuestionResult::new(id, illustrative_label(field), 1.0);
@@ -80,6 +84,9 @@ pub fn check(ctx: &mut Ctx<'_>, key: &BudgetKey) {
         (Got::Unanswered, _, _) => q.unanswered(NOT_ANSWERED),
         (Got::Invalid(reason), _, _) => q.wrong(reason),
         (Got::Answered(s), Some(share), Some(f)) => {
+            // A fraction written as a percentage was marked wrong above; the arithmetic on it
+            // can still be right.
+            let f = if f > 1.0 && f <= 100.0 { f / 100.0 } else { f };
             let expected = share * f;
             let q = q.answer(show(s));
             if within(s, expected, key.arithmetic_tolerance_pct, 0.0) {

@@ -92,7 +92,7 @@ impl<'a> Ctx<'a> {
     /// Record a problem unless the same one is there already; return the reason to show.
     fn record(&mut self, problem: Problem) -> String {
         let reason = match &problem.location {
-            Some(location) => format!("cannot be checked: {}: {}", location.file, problem.message),
+            Some(location) => format!("cannot be checked: see the problem with {} below", location.file),
             None => format!("cannot be checked: {}", problem.message),
         };
         if !self.report.problems.contains(&problem) {
