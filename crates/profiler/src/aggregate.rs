@@ -269,7 +269,7 @@ fn add_step(step: &Step, view: View, grouped: bool, has_device: bool, rows: &mut
                 None => root_key.clone(),
             };
             let shapes = key.1.clone();
-            let row = rows.entry(key).or_insert_with(|| new_row(&owner.map_or(STEP_ROW, |o| step.events[o].name), shapes, has_device));
+            let row = rows.entry(key).or_insert_with(|| new_row(owner.map_or(STEP_ROW, |o| step.events[o].name), shapes, has_device));
             add_work(row, e.flops, e.bytes);
         }
         if !visible[i] {
@@ -286,5 +286,22 @@ fn add_step(step: &Step, view: View, grouped: bool, has_device: bool, rows: &mut
             *row.device_total_ns.get_or_insert(0) += d;
             *row.self_device_ns.get_or_insert(0) += d.saturating_sub(child_device[i]);
         }
+    }
+}
+
+impl KeyAverages {
+    /// The row holding time outside every visible scope (`ProfilerStep*`).
+    pub fn step_row(&self) -> Option<&Row> {
+        self.rows.iter().find(|r| r.name == STEP_ROW)
+    }
+
+    /// Share of the wall time spent inside visible scopes, in [0, 1]. Σ self = wall holds
+    /// by construction, so this is the real coverage figure: 1 − the step row's self share.
+    pub fn scoped_fraction(&self) -> f64 {
+        if self.wall_ns == 0 {
+            return 0.0;
+        }
+        let unscoped = self.step_row().map_or(0, |r| r.self_cpu_ns);
+        1.0 - unscoped as f64 / self.wall_ns as f64
     }
 }

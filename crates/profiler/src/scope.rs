@@ -299,11 +299,11 @@ fn with_recorder(generation: u32, f: impl FnOnce(&mut Recorder)) {
 }
 
 /// Install a recorder on this thread. Fails (returning it) if one is already installed.
-pub(crate) fn install(mut recorder: Recorder) -> Result<(), Recorder> {
+pub(crate) fn install(mut recorder: Recorder) -> Result<(), Box<Recorder>> {
     RECORDER.with(|cell| {
         let mut slot = cell.borrow_mut();
         if slot.is_some() {
-            return Err(recorder);
+            return Err(Box::new(recorder));
         }
         let generation = GENERATION.with(|g| {
             let next = g.get().wrapping_add(1) % INACTIVE;

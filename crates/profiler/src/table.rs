@@ -172,6 +172,21 @@ pub fn render(report: &Report, row_limit: Option<usize>, with_flops: bool, warni
     out
 }
 
+impl crate::profile::Profile {
+    /// The key-averages table, PyTorch style.
+    pub fn table(&self, options: TableOptions) -> String {
+        let report = self.report_with(options);
+        render(&report, options.row_limit, options.with_flops || self.with_flops, &self.warnings)
+    }
+}
+
+impl Report {
+    /// The table of a report read back from disk.
+    pub fn table(&self, row_limit: Option<usize>, with_flops: bool) -> String {
+        render(self, row_limit, with_flops, &[])
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -188,20 +203,5 @@ mod tests {
     fn long_names_are_cut() {
         assert_eq!(cut("abcdef", 5), "ab...");
         assert_eq!(cut("abc", 5), "abc");
-    }
-}
-
-impl crate::profile::Profile {
-    /// The key-averages table, PyTorch style.
-    pub fn table(&self, options: TableOptions) -> String {
-        let report = self.report_with(options);
-        render(&report, options.row_limit, options.with_flops || self.with_flops, &self.warnings)
-    }
-}
-
-impl Report {
-    /// The table of a report read back from disk.
-    pub fn table(&self, row_limit: Option<usize>, with_flops: bool) -> String {
-        render(self, row_limit, with_flops, &[])
     }
 }

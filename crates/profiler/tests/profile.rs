@@ -38,6 +38,7 @@ fn op_view_self_time_is_total_minus_direct_children() {
     // Coverage: Σ self = wall, exactly.
     assert_eq!(k.self_cpu_total_ns, 2 * 100 * US);
     assert_eq!(k.wall_ns, 2 * 100 * US);
+    assert!((k.scoped_fraction() - 0.9).abs() < 1e-12);
     // Sorted by self CPU time, decreasing.
     let names: Vec<&str> = r.iter().map(|x| x.name.as_str()).collect();
     assert_eq!(names, ["matmul", "lm_head", "ProfilerStep*", "embedding", "softmax", "bias_add", "linear"]);
