@@ -1,0 +1,102 @@
+//! The command line (clap). `--help` on every command says what it does and what it reads.
+
+use clap::{Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "course",
+    version,
+    about = "Run, check and grade the exercises of the benchmarking-versus-profiling course",
+    long_about = "Run, check and grade the exercises of the benchmarking-versus-profiling course.\n\n\
+        Learners: `course list` shows your progress, `course run N` runs exercise N, `course check N` grades it \
+        (exit code 0 only when it passes), `course hint N` reveals one more hint, `course watch` re-checks the \
+        current exercise whenever you save.\n\n\
+        Instructors: `course grade COHORT_DIR` grades a whole workshop into gradebook.csv and one feedback page \
+        per student.\n\n\
+        The course root is the folder holding exercises/info.toml, found by walking up from the current folder \
+        (or given with --root)."
+)]
+pub struct Cli {
+    /// The course root (the folder holding exercises/info.toml); default: found from the current folder.
+    #[arg(long, global = true, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum Format {
+    /// For people, with colour on a terminal.
+    Terminal,
+    Markdown,
+    Json,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Show every exercise with its status, score, hints used and chapter.
+    List,
+    /// Build and run exercise N in release (`cargo run --release -p exercise-N`); extra arguments go to it.
+    Run {
+        /// Exercise number.
+        n: u32,
+        /// Arguments passed to the exercise, after `--`.
+        #[arg(last = true)]
+        args: Vec<String>,
+    },
+    /// Check exercise N: build, run its tests (if it has any), grade answers.toml and results/*.json.
+    /// Exits 0 only when the exercise passes.
+    Check {
+        /// Exercise number.
+        n: u32,
+        /// How to print the report.
+        #[arg(long, value_enum, default_value = "terminal")]
+        format: Format,
+    },
+    /// Reveal the next hint of exercise N (the ones already revealed are shown again).
+    Hint {
+        /// Exercise number.
+        n: u32,
+    },
+    /// Re-check the current exercise (the first one not passed) whenever its files change; Ctrl-C to stop.
+    Watch {
+        /// Watch this exercise instead of the current one.
+        #[arg(long)]
+        exercise: Option<u32>,
+    },
+    /// Restore exercise N's starting files (from git) after asking; your results/ are kept.
+    Reset {
+        /// Exercise number.
+        n: u32,
+        /// Do not ask for confirmation.
+        #[arg(long)]
+        yes: bool,
+    },
+    /// Show the reference solution of exercise N, once it passes.
+    Solution {
+        /// Exercise number.
+        n: u32,
+        /// Show it before the exercise passes; this is recorded in your progress and your report.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Grade a workshop: one folder, .zip or .tar.gz per student in COHORT_DIR. Writes OUT/gradebook.csv and
+    /// OUT/feedback/STUDENT.md and prints a summary. Never runs submitted code.
+    Grade {
+        /// Folder holding one submission per student.
+        cohort_dir: PathBuf,
+        /// Answer key folder (key.toml, and quizzes/ with variant quiz files); default: crates/grader/key.
+        #[arg(long, value_name = "DIR")]
+        key: Option<PathBuf>,
+        /// Manual grades that win over the autograder; default: OUT/overrides.toml if it exists.
+        #[arg(long, value_name = "FILE")]
+        overrides: Option<PathBuf>,
+        /// Where to write the gradebook and the feedback.
+        #[arg(long, value_name = "DIR", default_value = "grades")]
+        out: PathBuf,
+        /// Grading threads; default: the number of CPUs.
+        #[arg(long)]
+        threads: Option<usize>,
+    },
+}

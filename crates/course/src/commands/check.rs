@@ -1,0 +1,76 @@
+//! `course check N`: a pipeline a learner can predict. Build → the exercise's own tests (if it
+//! has any) → grade answers.toml and results/*.json → report. Exit 0 only when it passes.
+
+use super::Course;
+use crate::cli::Format;
+use anyhow::Result;
+use grader::submission::{Limits, Submission};
+use grader::{ExerciseReport, Grader};
+use std::process::ExitCode;
+
+/// Run the pipeline; `Ok(None)` when the build or the tests failed (already reported).
+pub fn pipeline(course: &Course, n: u32) -> Result<Option<ExerciseReport>> {
+    let exercise = course.exercise(n)?;
+    // Load the question bank and the key first: a broken course should say so before a build.
+    let grader = Grader::load(&course.root, None)?;
+    eprintln!("==> [1/3] build: cargo build --release -p {}", exercise.package);
+    if !crate::cargo::run(&course.root, "build", &exercise.package, &[])?.success() {
+        eprintln!("==> exercise-{n} does not build: fix the first compiler error above, then check again.");
+        record_attempt(course, n, None)?;
+        return Ok(None);
+    }
+    if exercise.test {
+        eprintln!("==> [2/3] test: cargo test --release -p {}", exercise.package);
+        if !crate::cargo::run(&course.root, "test", &exercise.package, &[])?.success() {
+            eprintln!("==> exercise-{n}'s tests fail: the first failing test above says what to fix.");
+            record_attempt(course, n, None)?;
+            return Ok(None);
+        }
+    } else {
+        eprintln!("==> [2/3] test: exercise-{n} has no tests");
+    }
+    eprintln!("==> [3/3] grade: {}/answers.toml and results", exercise.dir);
+    let submission = Submission::from_exercises_dir(&course.exercises_dir(), "exercises", grader.wanted(), &Limits::default());
+    let mut report = grader.grade_exercise(&submission, n);
+    let progress = course.progress()?;
+    report.solution_viewed_early = progress.exercise(n).solution_viewed_before_pass;
+    record_attempt(course, n, Some(&report))?;
+    Ok(Some(report))
+}
+
+fn record_attempt(course: &Course, n: u32, report: Option<&ExerciseReport>) -> Result<()> {
+    let mut progress = course.progress()?;
+    let entry = progress.exercise_mut(n);
+    entry.checks += 1;
+    if let Some(report) = report {
+        entry.best_percent = entry.best_percent.max(report.percent());
+        // Passing is sticky: a later failed check (say, after `course reset`) does not
+        // take back an exercise already passed.
+        entry.passed |= report.passed;
+    }
+    course.save_progress(&progress)
+}
+
+pub fn print(report: &ExerciseReport, format: Format) {
+    match format {
+        Format::Terminal => print!("{}", grader::render::terminal(report, crate::term::colour())),
+        Format::Markdown => print!("{}", grader::render::markdown(report)),
+        Format::Json => println!("{}", report.to_json()),
+    }
+}
+
+pub fn check(course: &Course, n: u32, format: Format) -> Result<ExitCode> {
+    let Some(report) = pipeline(course, n)? else { return Ok(ExitCode::FAILURE) };
+    print(&report, format);
+    if report.passed {
+        if let Some(next) = course.manifest.exercise(n + 1) {
+            eprintln!("==> Exercise {n} passes. Next: exercise {} ({}).", next.number, next.title);
+        } else {
+            eprintln!("==> Exercise {n} passes. That was the last exercise: well done.");
+        }
+        Ok(ExitCode::SUCCESS)
+    } else {
+        eprintln!("==> Not passed yet. Fix what is marked wrong above; `course hint {n}` reveals a hint.");
+        Ok(ExitCode::FAILURE)
+    }
+}

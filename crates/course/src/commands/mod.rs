@@ -1,0 +1,90 @@
+//! One module per command.
+
+mod check;
+mod grade;
+mod hint;
+mod list;
+mod reset;
+mod run;
+mod solution;
+mod watch;
+
+use crate::cli::{Cli, Command};
+use anyhow::{Context, Result};
+use grader::manifest::{ExerciseInfo, Manifest, MANIFEST_PATH};
+use grader::progress::{Progress, PROGRESS_FILE};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+pub fn dispatch(cli: Cli) -> Result<ExitCode> {
+    // `grade` may run outside a course copy only with --root; everything else needs the root too.
+    let root = crate::root::find(cli.root.as_deref())?;
+    let course = Course::open(root)?;
+    match cli.command {
+        Command::List => list::list(&course),
+        Command::Run { n, args } => run::run(&course, n, &args),
+        Command::Check { n, format } => check::check(&course, n, format),
+        Command::Hint { n } => hint::hint(&course, n),
+        Command::Watch { exercise } => watch::watch(&course, exercise),
+        Command::Reset { n, yes } => reset::reset(&course, n, yes),
+        Command::Solution { n, force } => solution::solution(&course, n, force),
+        Command::Grade { cohort_dir, key, overrides, out, threads } => {
+            grade::grade(&course, &cohort_dir, key.as_deref(), overrides.as_deref(), &out, threads)
+        }
+    }
+}
+
+/// The course on disk: its root, manifest and the learner's progress file.
+pub struct Course {
+    pub root: PathBuf,
+    pub manifest: Manifest,
+}
+
+impl Course {
+    fn open(root: PathBuf) -> Result<Course> {
+        let manifest = Manifest::load(&root.join(MANIFEST_PATH))?;
+        Ok(Course { root, manifest })
+    }
+
+    pub fn exercise(&self, n: u32) -> Result<&ExerciseInfo> {
+        self.manifest.exercise(n).with_context(|| {
+            format!("there is no exercise {n}: the course has exercises 1 to {} (see `course list`)", self.manifest.exercises.len())
+        })
+    }
+
+    pub fn exercises_dir(&self) -> PathBuf {
+        self.root.join("exercises")
+    }
+
+    pub fn progress_path(&self) -> PathBuf {
+        self.exercises_dir().join(PROGRESS_FILE)
+    }
+
+    pub fn progress(&self) -> Result<Progress> {
+        Progress::load(&self.progress_path()).map_err(anyhow::Error::msg)
+    }
+
+    pub fn save_progress(&self, progress: &Progress) -> Result<()> {
+        let path = self.progress_path();
+        progress.save(&path).with_context(|| format!("cannot save your progress to {}", path.display()))
+    }
+
+    /// The first exercise not passed yet (the last one when all have passed).
+    pub fn current(&self, progress: &Progress) -> u32 {
+        self.manifest
+            .exercises
+            .iter()
+            .find(|e| !progress.exercise(e.number).passed)
+            .or(self.manifest.exercises.last())
+            .map_or(1, |e| e.number)
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.root.join(rel)
+    }
+}
+
+/// Show a path relative to the course root when it lies inside.
+pub fn shown(root: &Path, path: &Path) -> String {
+    path.strip_prefix(root).unwrap_or(path).display().to_string()
+}

@@ -1,0 +1,165 @@
+//! The real `course` binary on a small course copy: exit codes, the check pipeline, hints,
+//! solutions, reset, progress that survives restarts, and grading a cohort.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const BIN: &str = env!("CARGO_BIN_EXE_course");
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// A course copy: the real manifest and key, fixture quizzes, and a cargo workspace with two
+/// tiny exercise packages (exercise-1 without tests, exercise-2 with one).
+fn course_copy(dir: &Path) -> PathBuf {
+    let root = dir.join("course");
+    write(&root.join("exercises/info.toml"), &std::fs::read_to_string(repo().join("exercises/info.toml")).unwrap());
+    write(&root.join("crates/grader/key/key.toml"), &std::fs::read_to_string(repo().join("crates/grader/key/key.toml")).unwrap());
+    for name in ["name-the-question.toml", "check-yourself.toml"] {
+        let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/quizzes").join(name)).unwrap();
+        write(&root.join("book/src/quizzes").join(name), &text);
+    }
+    write(&root.join("Cargo.toml"), "[workspace]\nresolver = \"2\"\nmembers = [\"exercises/exercise-1\", \"exercises/exercise-2\"]\n");
+    write(&root.join("exercises/exercise-1/Cargo.toml"), "[package]\nname = \"exercise-1\"\nversion = \"0.1.0\"\nedition = \"2021\"\n");
+    write(&root.join("exercises/exercise-1/src/main.rs"), "fn main() { println!(\"exercise one ran with {:?}\", std::env::args().skip(1).collect::<Vec<_>>()); }\n");
+    write(&root.join("exercises/exercise-1/answers.toml"), &template(1));
+    write(&root.join("exercises/exercise-2/Cargo.toml"), "[package]\nname = \"exercise-2\"\nversion = \"0.1.0\"\nedition = \"2021\"\n");
+    write(&root.join("exercises/exercise-2/src/lib.rs"), "pub fn p90() -> f64 { 0.0 }\n#[test]\nfn p90_is_right() { assert_eq!(p90(), 9.0, \"TODO: implement p90\"); }\n");
+    write(&root.join("exercises/exercise-2/answers.toml"), &template(2));
+    write(&root.join("solutions/exercise-1/answers.toml"), "[quiz]\nntq-1 = \"Benchmark\"\n");
+    root
+}
+
+fn template(n: u32) -> String {
+    let manifest = grader::Manifest::load(&repo().join("exercises/info.toml")).unwrap();
+    manifest.exercise(n).unwrap().answers_template.clone()
+}
+
+fn course(root: &Path, args: &[&str]) -> Output {
+    let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("course-cli-target");
+    Command::new(BIN).args(args).current_dir(root).env("CARGO_TARGET_DIR", target).env("NO_COLOR", "1").output().unwrap()
+}
+
+fn text(o: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+const PERFECT_EX1: &str = "[quiz]\nntq-1 = \"Benchmark\"\nntq-2 = \"Profile\"\nntq-3 = \"Benchmark\"\nntq-4 = \"Profile\"\nntq-5 = \"Benchmark\"\nntq-6 = \"Profile\"\n";
+
+#[test]
+fn help_works_for_every_command() {
+    for args in [vec!["--help"], vec!["list", "--help"], vec!["run", "--help"], vec!["check", "--help"], vec!["hint", "--help"],
+                 vec!["watch", "--help"], vec!["reset", "--help"], vec!["solution", "--help"], vec!["grade", "--help"]] {
+        let o = Command::new(BIN).args(&args).output().unwrap();
+        assert!(o.status.success(), "{args:?}: {}", text(&o));
+    }
+    let o = Command::new(BIN).arg("frobnicate").output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "an unknown command is a usage error");
+}
+
+#[test]
+fn outside_a_course_it_says_where_to_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = course(dir.path(), &["list"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o).contains("no exercises/info.toml"), "{}", text(&o));
+}
+
+#[test]
+fn check_list_hint_solution_and_progress() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = course_copy(dir.path());
+
+    let o = course(&root, &["list"]);
+    assert!(o.status.success());
+    assert!(text(&o).contains("0 of 7 exercises done"), "{}", text(&o));
+
+    // The untouched exercise builds, but its check fails with a report.
+    let o = course(&root, &["check", "1"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("[1/3] build") && text(&o).contains("NOT PASSED"), "{}", text(&o));
+
+    // The solution is refused before the exercise passes, shown with --force and recorded.
+    assert_eq!(course(&root, &["solution", "1"]).status.code(), Some(1));
+    let o = course(&root, &["solution", "1", "--force"]);
+    assert!(o.status.success() && text(&o).contains("solutions/exercise-1/answers.toml"), "{}", text(&o));
+
+    write(&root.join("exercises/exercise-1/answers.toml"), PERFECT_EX1);
+    let o = course(&root, &["check", "1"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(text(&o).contains("PASSED") && text(&o).contains("the solution was shown before this exercise passed"), "{}", text(&o));
+
+    // JSON output is clean on stdout.
+    let o = course(&root, &["check", "1", "--format", "json"]);
+    let json: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(json["passed"], true);
+
+    // Progress survives: a new process sees exercise 1 done.
+    let o = course(&root, &["list"]);
+    assert!(text(&o).contains("1 of 7 exercises done"), "{}", text(&o));
+    let progress = std::fs::read_to_string(root.join("exercises/.course-progress.json")).unwrap();
+    assert!(progress.contains("\"solution_viewed_before_pass\": true"), "{progress}");
+
+    // Hints come one at a time.
+    let first = text(&course(&root, &["hint", "2"]));
+    assert!(first.contains("Hint 1 of 3") && !first.contains("Hint 2 of 3"), "{first}");
+    let second = text(&course(&root, &["hint", "2"]));
+    assert!(second.contains("Hint 2 of 3") && !second.contains("Hint 3 of 3"), "{second}");
+    course(&root, &["hint", "2"]);
+    assert!(text(&course(&root, &["hint", "2"])).contains("That is every hint"));
+
+    // Exercise 2 has tests: a failing test stops the pipeline before grading.
+    let o = course(&root, &["check", "2"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o).contains("tests fail"), "{}", text(&o));
+    assert!(!text(&o).contains("[3/3] grade"), "{}", text(&o));
+
+    // No such exercise.
+    let o = course(&root, &["check", "9"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o).contains("there is no exercise 9"), "{}", text(&o));
+}
+
+#[test]
+fn run_passes_arguments_and_reset_restores_the_template() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = course_copy(dir.path());
+    let o = course(&root, &["run", "1", "--", "--device", "cpu"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("exercise one ran with [\"--device\", \"cpu\"]"), "{}", text(&o));
+
+    write(&root.join("exercises/exercise-1/answers.toml"), PERFECT_EX1);
+    // Without a terminal and without --yes, reset refuses rather than guess.
+    let o = course(&root, &["reset", "1"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let o = course(&root, &["reset", "1", "--yes"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(std::fs::read_to_string(root.join("exercises/exercise-1/answers.toml")).unwrap(), template(1).trim_start());
+}
+
+#[test]
+fn grade_writes_the_gradebook_and_refuses_a_bad_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = course_copy(dir.path());
+    let cohort = dir.path().join("cohort");
+    write(&cohort.join("ann/exercises/exercise-1/answers.toml"), PERFECT_EX1);
+    write(&cohort.join("ben/exercises/exercise-1/answers.toml"), "[quiz\n");
+    let out = dir.path().join("grades");
+    let o = course(&root, &["grade", cohort.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let csv = std::fs::read_to_string(out.join("gradebook.csv")).unwrap();
+    assert!(csv.lines().any(|l| l.starts_with("ann,100,")), "{csv}");
+    assert!(csv.lines().any(|l| l.starts_with("ben,0,") && l.contains("malformed:1")), "{csv}");
+    assert!(out.join("feedback/ben.md").is_file());
+    assert!(text(&o).contains("Graded 2 students"), "{}", text(&o));
+
+    let o = course(&root, &["grade", cohort.to_str().unwrap(), "--out", out.to_str().unwrap(), "--key", dir.path().to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o).contains("key.toml"), "{}", text(&o));
+}
