@@ -21,8 +21,10 @@ pub mod config;
 pub mod device;
 pub mod error;
 pub mod generate;
+pub mod kernels;
 pub mod linear;
 pub mod model;
+pub mod profile;
 pub mod tokenizer;
 pub mod weights;
 

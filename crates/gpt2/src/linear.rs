@@ -10,6 +10,7 @@ use candle_core::{Device, Tensor};
 use candle_nn::VarBuilder;
 
 use crate::error::Result;
+use crate::kernels;
 
 /// How a weight of logical shape (in, out) is held in memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,15 +78,39 @@ impl Linear {
         })
     }
 
-    pub fn add_bias(&self, h: &Tensor) -> Result<Tensor> {
+    /// Adds the bias to a fresh product `h` (in place on the CPU, where candle's broadcast
+    /// add is a slow single-threaded pass; candle's op elsewhere).
+    pub fn add_bias(&self, h: Tensor) -> Result<Tensor> {
+        let Some(b) = &self.bias else { return Ok(h) };
         let _s = profiler::op_shapes("bias_add", &[h.dims()]);
-        match &self.bias {
-            Some(b) => Ok(h.broadcast_add(b)?),
-            None => Ok(h.clone()),
+        if h.device().is_cpu() {
+            kernels::bias_add_(&h, b)?;
+            Ok(h)
+        } else {
+            Ok(h.broadcast_add(b)?)
+        }
+    }
+
+    /// `h + bias + residual` for a fresh product `h`: one fused pass on the CPU.
+    pub fn add_bias_and_residual(&self, h: Tensor, residual: &Tensor) -> Result<Tensor> {
+        let Some(b) = &self.bias else { return residual_add(&h, residual) };
+        if h.device().is_cpu() {
+            let _s = profiler::op_shapes("bias_residual_add", &[h.dims(), residual.dims()]);
+            kernels::bias_residual_(&h, b, residual)?;
+            Ok(h)
+        } else {
+            let h = self.add_bias(h)?;
+            residual_add(&h, residual)
         }
     }
 
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        self.add_bias(&self.matmul(x)?)
+        self.add_bias(self.matmul(x)?)
     }
+}
+
+/// The stock residual connection, `x + y`.
+pub fn residual_add(x: &Tensor, y: &Tensor) -> Result<Tensor> {
+    let _s = profiler::op_shapes("residual_add", &[x.dims(), y.dims()]);
+    Ok((x + y)?)
 }

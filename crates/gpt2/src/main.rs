@@ -8,7 +8,9 @@ use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 use gpt2::bench;
 use gpt2::cli::ModelArgs;
+use gpt2::profile::{CudaTiming, ForwardProfile};
 use gpt2::{Flow, Logits, Request, Sampling};
+use profiler::{SortBy, TableOptions, View};
 use indicatif::{ProgressBar, ProgressStyle};
 
 #[derive(Parser)]
@@ -27,6 +29,49 @@ enum Command {
     Logits(LogitsArgs),
     /// Time forward, prefill and decode steps (or, with --layouts, each weight layout).
     Bench(BenchArgs),
+    /// Profile a forward pass: print the top-ops table and write report.json, trace.json
+    /// and flamegraph.svg.
+    Profile(ProfileArgs),
+}
+
+#[derive(clap::Args)]
+struct ProfileArgs {
+    /// Sequences in the batch.
+    #[arg(long, default_value_t = 1)]
+    batch: usize,
+    /// Tokens per sequence.
+    #[arg(long, default_value_t = 8)]
+    seq: usize,
+    /// Sort key, as in PyTorch: self_cpu_time_total, cpu_time_total, self_cuda_time_total,
+    /// cuda_time_total or count [default: self_cuda_time_total on CUDA, else self_cpu_time_total].
+    #[arg(long)]
+    sort_by: Option<SortBy>,
+    /// Rows shown (report.json always holds every row).
+    #[arg(long, default_value_t = 10)]
+    row_limit: usize,
+    /// Rows per op (`op`), per module (`module`: block, attn, mlp), or both (`all`).
+    #[arg(long, default_value = "op")]
+    view: View,
+    /// One row per op and input shape.
+    #[arg(long)]
+    group_by_input_shape: bool,
+    /// Show achieved GFLOP/s and GB/s per op.
+    #[arg(long)]
+    with_flops: bool,
+    /// Forwards run before recording (not counted).
+    #[arg(long, default_value_t = 2)]
+    warmup: usize,
+    /// Forwards recorded; times are totals over them.
+    #[arg(long, default_value_t = 5)]
+    active: usize,
+    /// On CUDA: time ops with CUDA events (default) or by synchronising around each op.
+    #[arg(long, value_enum, default_value_t = CudaTiming::Events)]
+    cuda_timing: CudaTiming,
+    /// Folder for report.json, trace.json, stacks.folded and flamegraph.svg.
+    #[arg(long, default_value = "target/profile")]
+    out: PathBuf,
+    #[command(flatten)]
+    model: ModelArgs,
 }
 
 #[derive(clap::Args)]
@@ -89,6 +134,7 @@ fn main() -> ExitCode {
         Command::Generate(args) => generate(args),
         Command::Logits(args) => logits(args),
         Command::Bench(args) => bench_cmd(args),
+        Command::Profile(args) => profile_cmd(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -218,4 +264,36 @@ fn model_weight_bytes(model: &gpt2::Model) -> usize {
     let per_layer = 4 * e + (e * 3 * e + 3 * e) + (e * e + e) + (e * inner + inner) + (inner * e + e);
     let params = c.vocab_size * e + c.n_layer * per_layer + 2 * e;
     params * model.dtype().size_in_bytes()
+}
+
+fn profile_cmd(args: ProfileArgs) -> Result<()> {
+    let loaded = args.model.load()?;
+    let model = &loaded.model;
+    let on_cuda = model.device().is_cuda();
+    let spec = ForwardProfile {
+        batch: args.batch,
+        seq: args.seq,
+        warmup: args.warmup,
+        active: args.active,
+        record_shapes: true,
+        with_flops: args.with_flops,
+        cuda_timing: args.cuda_timing,
+    };
+    let profile = gpt2::profile::profile_forward(model, &spec)?;
+    let default_sort = if on_cuda { SortBy::SelfCudaTimeTotal } else { SortBy::SelfCpuTimeTotal };
+    let options = TableOptions {
+        sort_by: args.sort_by.unwrap_or(default_sort),
+        row_limit: Some(args.row_limit),
+        group_by_input_shape: args.group_by_input_shape,
+        view: args.view,
+        with_flops: args.with_flops,
+    };
+    if loaded.checkpoint.synthetic {
+        println!("(synthetic weights: timings are real, the model's outputs are not)");
+    }
+    println!("forward B={} T={}, {} recorded after {} warm-up", args.batch, args.seq, args.active, args.warmup);
+    print!("{}", profile.table(options));
+    let out = gpt2::profile::write_exports(&profile, options, &args.out)?;
+    println!("\nwrote {}, {}, {} and {}", out.report.display(), out.trace.display(), out.folded.display(), out.flamegraph.display());
+    Ok(())
 }

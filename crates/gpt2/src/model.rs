@@ -22,12 +22,16 @@ pub enum Logits {
     LastPosition,
 }
 
-/// How the MLP applies its bias and activation. `Stock` is candle's own ops, one after the
-/// other (a bias add, then GELU); exercise 5 plugs a fused kernel in through `Custom`.
+/// How the MLP applies its bias and activation.
 #[derive(Clone, Default)]
 pub enum MlpActivation {
-    #[default]
+    /// Candle's own ops, one after the other: a broadcast bias add, then GELU. The
+    /// starting point of exercise 5.
     Stock,
+    /// The engine's fused bias + GELU kernel (CPU, `gelu_new` models); elsewhere `Stock`.
+    #[default]
+    Fused,
+    /// A caller's kernel (exercise 5 plugs the learner's fused op in here).
     Custom(std::sync::Arc<dyn BiasActivation>),
 }
 
@@ -118,7 +122,9 @@ impl Attention {
 
     /// `x` is `[batch * seq, n_embd]`; `mask`, when present, is `[batch, 1, seq, cached + seq]`
     /// with `true` where a query may not look.
-    fn forward(&self, x: &Tensor, batch: usize, cache: &mut KvCache, mask: Option<&Tensor>) -> Result<Tensor> {
+    /// Returns `residual + attention(x)`: the output projection's bias and the residual
+    /// add are applied together.
+    fn forward(&self, x: &Tensor, residual: &Tensor, batch: usize, cache: &mut KvCache, mask: Option<&Tensor>) -> Result<Tensor> {
         let _m = profiler::module("attn");
         let (n, width) = x.dims2()?;
         let seq = n / batch;
@@ -158,7 +164,8 @@ impl Attention {
             let _s = profiler::op("merge_heads");
             y.transpose(1, 2)?.reshape((n, width))?
         };
-        self.c_proj.forward(&y)
+        let out = self.c_proj.matmul(&y)?;
+        self.c_proj.add_bias_and_residual(out, residual)
     }
 }
 
@@ -177,12 +184,19 @@ impl Mlp {
         })
     }
 
-    fn forward(&self, x: &Tensor, custom: &MlpActivation) -> Result<Tensor> {
+    /// Returns `residual + mlp(x)`.
+    fn forward(&self, x: &Tensor, residual: &Tensor, act: &MlpActivation) -> Result<Tensor> {
         let _m = profiler::module("mlp");
         let h = self.c_fc.matmul(x)?;
-        let h = match custom {
-            MlpActivation::Stock => {
-                let h = self.c_fc.add_bias(&h)?;
+        let fused_here = h.device().is_cpu() && self.activation == Activation::GeluTanh;
+        let h = match act {
+            MlpActivation::Fused if fused_here => {
+                let _s = profiler::op_shapes("bias_gelu", &[h.dims()]);
+                crate::kernels::bias_gelu_(&h, self.c_fc.bias())?;
+                h
+            }
+            MlpActivation::Stock | MlpActivation::Fused => {
+                let h = self.c_fc.add_bias(h)?;
                 let _s = profiler::op_shapes("gelu", &[h.dims()]);
                 match self.activation {
                     Activation::GeluTanh => h.gelu()?,
@@ -195,7 +209,8 @@ impl Mlp {
                 op.forward(&h, self.c_fc.bias())?
             }
         };
-        self.c_proj.forward(&h)
+        let out = self.c_proj.matmul(&h)?;
+        self.c_proj.add_bias_and_residual(out, residual)
     }
 }
 
@@ -218,10 +233,8 @@ impl Block {
 
     fn forward(&self, x: &Tensor, batch: usize, cache: &mut KvCache, mask: Option<&Tensor>, act: &MlpActivation) -> Result<Tensor> {
         let _m = profiler::module("block");
-        let a = self.attn.forward(&self.ln_1.forward(x)?, batch, cache, mask)?;
-        let x = residual_add(x, &a)?;
-        let m = self.mlp.forward(&self.ln_2.forward(&x)?, act)?;
-        residual_add(&x, &m)
+        let x = self.attn.forward(&self.ln_1.forward(x)?, x, batch, cache, mask)?;
+        self.mlp.forward(&self.ln_2.forward(&x)?, &x, act)
     }
 }
 
@@ -234,11 +247,6 @@ fn most_negative(dtype: DType) -> f32 {
         DType::BF16 => -3.38e38,
         _ => f32::MIN,
     }
-}
-
-fn residual_add(x: &Tensor, y: &Tensor) -> Result<Tensor> {
-    let _s = profiler::op_shapes("residual_add", &[x.dims(), y.dims()]);
-    Ok((x + y)?)
 }
 
 /// GPT-2 with its language-model head.
@@ -263,7 +271,7 @@ impl Model {
         let ln_f = LayerNorm::load(vb.pp("ln_f"), cfg)?;
         // The head is tied to the token embedding: the same (vocab, n_embd) matrix.
         let lm_head = Linear::tied(wte.clone());
-        Ok(Self { wte, wpe, blocks, ln_f, lm_head, cfg: cfg.clone(), activation: MlpActivation::Stock })
+        Ok(Self { wte, wpe, blocks, ln_f, lm_head, cfg: cfg.clone(), activation: MlpActivation::default() })
     }
 
     pub fn config(&self) -> &Config {
@@ -278,7 +286,8 @@ impl Model {
         self.wte.dtype()
     }
 
-    /// Swaps the MLP's bias + activation (exercise 5's fused kernel plugs in here).
+    /// Swaps the MLP's bias + activation: `Stock` for candle's separate ops, `Fused` (the
+    /// default) for the engine's kernel, `Custom` for exercise 5's.
     pub fn set_mlp_activation(&mut self, activation: MlpActivation) {
         self.activation = activation;
     }

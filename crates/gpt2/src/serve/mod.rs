@@ -1,0 +1,187 @@
+//! `gpt2 serve`: an OpenAI-compatible completions server with a batching scheduler.
+//!
+//! ```text
+//! gpt2 serve --model synthetic --max-batch-size 8          # http://127.0.0.1:8000
+//! curl -N http://127.0.0.1:8000/v1/completions -H 'content-type: application/json' \
+//!      -d '{"model": "synthetic", "prompt": "Hello", "max_tokens": 16, "stream": true}'
+//! ```
+//!
+//! - `POST /v1/completions`: streamed (server-sent events) or whole; `usage` in the body, and
+//!   in a last chunk with `stream_options.include_usage`. vLLM's `ignore_eos` and `top_k` are
+//!   accepted too, so benchmarks can fix the output length.
+//! - `GET /v1/models`, `GET /health`.
+//! - One thread owns the model ([`engine`]): it takes up to `--max-batch-size` waiting requests
+//!   and decodes them as one batch. At most `--queue-size` requests wait; beyond that the answer
+//!   is 503 with `Retry-After`.
+//! - Every invalid request is a 400 with an OpenAI-style error body naming the parameter.
+//! - SIGINT / SIGTERM: stop accepting connections, finish every request already accepted, exit.
+
+pub mod api;
+pub mod engine;
+pub mod routes;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use axum::serve::ListenerExt;
+
+use crate::cli::ModelArgs;
+use crate::tokenizer::Tokenizer;
+pub use engine::{EngineOptions, Generator};
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+
+    /// Address to listen on. The default answers this machine only; 0.0.0.0 opens the server
+    /// to the network (it has no authentication).
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+
+    /// Port to listen on (0 picks a free one and prints it).
+    #[arg(long, default_value_t = 8000)]
+    pub port: u16,
+
+    /// Most requests decoded together in one batch: the knob to flip when benchmarking.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub max_batch_size: u16,
+
+    /// Most requests waiting for a batch; more are refused with 503 and Retry-After.
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..))]
+    pub queue_size: u32,
+
+    /// After a batch's first request arrives, wait this long (ms) for more to fill it.
+    /// 0 starts at once with whatever is waiting.
+    #[arg(long, default_value_t = 0)]
+    pub batch_wait_ms: u64,
+
+    /// Name clients must send as `model` [default: the --model value].
+    #[arg(long)]
+    pub served_model_name: Option<String>,
+}
+
+/// A server ready to accept connections: the model thread is running.
+pub struct Server {
+    state: Arc<routes::AppState>,
+}
+
+impl Server {
+    /// Start the model thread around `generator`. `vocab_size` and `context` bound the
+    /// requests accepted.
+    pub fn start(
+        generator: Generator,
+        tokenizer: Tokenizer,
+        served_model: String,
+        vocab_size: usize,
+        context: usize,
+        options: EngineOptions,
+    ) -> Result<Server> {
+        let tokenizer = Arc::new(tokenizer);
+        let engine = engine::Engine::start(generator, tokenizer.clone(), options).context("cannot start the model thread")?;
+        let state = Arc::new(routes::AppState::new(engine, tokenizer, served_model, vocab_size, context));
+        Ok(Server { state })
+    }
+
+    /// Serve on `listener` until `shutdown` resolves, then finish every accepted request
+    /// (streams included) and stop the model thread.
+    pub async fn serve(self, listener: tokio::net::TcpListener, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<()> {
+        // Streamed chunks are small writes: without TCP_NODELAY each would wait for the
+        // client's delayed ACK (about 40 ms), which a benchmark would report as latency.
+        let listener = listener.tap_io(|tcp| {
+            if let Err(e) = tcp.set_nodelay(true) {
+                tracing::warn!("cannot set TCP_NODELAY: {e}");
+            }
+        });
+        let app = routes::router(self.state.clone());
+        axum::serve(listener, app).with_graceful_shutdown(shutdown).await.context("the HTTP server failed")?;
+        // Every connection is closed; the router's handles are gone. Dropping ours closes the
+        // queue, and the model thread exits once it is empty.
+        let Server { state } = self;
+        tokio::task::spawn_blocking(move || match Arc::try_unwrap(state) {
+            Ok(state) => state.engine.join(),
+            Err(_) => tracing::warn!("requests still hold the engine; not waiting for the model thread"),
+        })
+        .await
+        .context("waiting for the model thread")?;
+        Ok(())
+    }
+}
+
+/// `gpt2 serve`: load the model, listen, serve until SIGINT or SIGTERM.
+pub fn run(args: ServeArgs) -> Result<()> {
+    let loaded = args.model.load()?;
+    let Some(tokenizer) = loaded.tokenizer else {
+        bail!(
+            "{}: missing; `gpt2 serve` needs the checkpoint's tokenizer.json to turn prompts into \
+             tokens and tokens into text (save it with `tokenizer.save_pretrained(dir)`)",
+            loaded.checkpoint.tokenizer_path().display()
+        );
+    };
+    let config = loaded.model.config().clone();
+    let served = args.served_model_name.clone().unwrap_or_else(|| args.model.model.clone());
+    let options = EngineOptions {
+        max_batch_size: usize::from(args.max_batch_size),
+        queue_size: args.queue_size as usize,
+        batch_wait: Duration::from_millis(args.batch_wait_ms),
+    };
+    let model = loaded.model;
+    let generator: Generator = Box::new(move |requests, on_token| Ok(crate::generate::generate(&model, requests, on_token)?));
+
+    // The model thread does the heavy work; two I/O threads are plenty for HTTP.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async move {
+        let addr = format!("{}:{}", args.host, args.port);
+        let listener = tokio::net::TcpListener::bind(&addr).await.with_context(|| {
+            format!("cannot listen on {addr}: is another server using the port? choose another with --port")
+        })?;
+        let local: SocketAddr = listener.local_addr()?;
+        let server = Server::start(generator, tokenizer, served.clone(), config.vocab_size, config.n_positions, options.clone())?;
+        eprintln!(
+            "gpt2 serve: listening on http://{local}  (model \"{served}\", --max-batch-size {}, --queue-size {}){}",
+            options.max_batch_size,
+            options.queue_size,
+            if loaded.checkpoint.synthetic { "  [synthetic weights: real timings, meaningless text]" } else { "" }
+        );
+        eprintln!("  try: curl http://{local}/v1/models   stop: Ctrl-C");
+        server.serve(listener, shutdown_signal()).await?;
+        eprintln!("gpt2 serve: every accepted request finished; bye");
+        Ok(())
+    })
+}
+
+/// Resolves on the first SIGINT (Ctrl-C) or SIGTERM.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        if let Err(e) = tokio::signal::ctrl_c().await {
+            tracing::error!("cannot listen for Ctrl-C: {e}");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(e) => {
+                tracing::error!("cannot listen for SIGTERM: {e}");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = terminate => {},
+    }
+    eprintln!("gpt2 serve: shutting down: no new connections; finishing the requests already accepted");
+}
