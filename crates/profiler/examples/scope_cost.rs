@@ -35,21 +35,26 @@ fn main() {
     println!("  op_shapes {:.2}", op_shapes - baseline);
     println!("  module    {:.2}", module - baseline);
 
-    // Recording: one step of many scopes (host clock reads, an event pushed per scope).
-    const M: u64 = 1_000_000;
-    let mut active = Vec::new();
-    for _ in 0..RUNS {
-        let mut prof = profiler::Profiler::new(profiler::Options::default());
-        let ns = prof.step(|| per_iteration_ns(M, |_| { drop(black_box(profiler::op("matmul"))); }));
-        active.push(ns);
-    }
-    let mut shapes = Vec::new();
-    for _ in 0..RUNS {
-        let options = profiler::Options { record_shapes: true, ..profiler::Options::default() };
+    // Recording: steps of 1,000 scopes (a forward pass has a few hundred), recorded as
+    // warm-up steps so that memory is reused as in a real run.
+    const PER_STEP: u64 = 1_000;
+    const STEPS: usize = 200;
+    let recording = |record_shapes: bool, scope: &dyn Fn()| -> f64 {
+        let options = profiler::Options {
+            schedule: profiler::Schedule::new(0, STEPS, 1, 1),
+            record_shapes,
+            ..profiler::Options::default()
+        };
         let mut prof = profiler::Profiler::new(options);
-        shapes.push(prof.step(|| per_iteration_ns(M, |_| { drop(black_box(profiler::op_shapes("matmul", &[shape, shape]))); })));
-    }
-    println!("recording scope, ns per create+drop:");
-    println!("  op                          {:.1}", median(active));
-    println!("  op_shapes (shapes recorded) {:.1}", median(shapes));
+        let mut per_step = Vec::new();
+        for _ in 0..STEPS {
+            per_step.push(prof.step(|| per_iteration_ns(PER_STEP, |_| scope())));
+        }
+        median(per_step)
+    };
+    let op_active = recording(false, &|| drop(black_box(profiler::op("matmul"))));
+    let shapes_active = recording(true, &|| drop(black_box(profiler::op_shapes("matmul", &[shape, shape]))));
+    println!("recording scope, ns per create+drop (median over {STEPS} steps of {PER_STEP} scopes):");
+    println!("  op                          {op_active:.1}");
+    println!("  op_shapes (shapes recorded) {shapes_active:.1}");
 }

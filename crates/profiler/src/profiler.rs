@@ -250,7 +250,7 @@ fn build_step(
             parent: e.parent.map(|p| p as usize),
             start_ns: e.start_ns,
             end_ns: e.end_ns,
-            shapes: e.shapes.clone(),
+            shapes: e.shapes.map(|range| r.shapes_text(range)),
             flops: e.flops,
             bytes: e.bytes,
             device_ns: match (device_start, at(e.device_start), at(e.device_end)) {

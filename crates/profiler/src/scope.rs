@@ -149,7 +149,8 @@ pub(crate) struct RawEvent {
     /// Equal to `start_ns` until the scope closes.
     pub end_ns: u64,
     pub closed: bool,
-    pub shapes: Option<String>,
+    /// Range of the recorder's shape arena holding this event's input shapes.
+    pub shapes: Option<(u32, u32)>,
     pub flops: Option<u64>,
     pub bytes: Option<u64>,
     pub device_start: Option<u32>,
@@ -163,6 +164,9 @@ pub(crate) struct Recorder {
     pub device: Option<Box<dyn DeviceTimer>>,
     pub record_shapes: bool,
     pub events: Vec<RawEvent>,
+    /// Input shapes of every event, flattened as `[count, len, dims…, len, dims…]`:
+    /// copying numbers here is cheaper than formatting text while the step runs.
+    pub shape_arena: Vec<usize>,
     pub open: Vec<u32>,
     pub step_start_ns: u64,
     pub step_device_start: Option<u32>,
@@ -182,6 +186,7 @@ impl Recorder {
             device,
             record_shapes,
             events: Vec::with_capacity(1024),
+            shape_arena: Vec::new(),
             open: Vec::with_capacity(32),
             step_start_ns: 0,
             step_device_start: None,
@@ -211,6 +216,10 @@ impl Recorder {
         let device_start = self.device_mark();
         let start_ns = self.clock.now_ns();
         let index = self.events.len() as u32;
+        let shapes = match shapes {
+            Some(s) if self.record_shapes => Some(self.store_shapes(s)),
+            _ => None,
+        };
         self.events.push(RawEvent {
             name,
             kind,
@@ -218,10 +227,7 @@ impl Recorder {
             start_ns,
             end_ns: start_ns,
             closed: false,
-            shapes: match shapes {
-                Some(s) if self.record_shapes => Some(format_shapes(s)),
-                _ => None,
-            },
+            shapes,
             flops: None,
             bytes: None,
             device_start,
@@ -229,6 +235,29 @@ impl Recorder {
         });
         self.open.push(index);
         index
+    }
+
+    fn store_shapes(&mut self, shapes: &[&[usize]]) -> (u32, u32) {
+        let start = self.shape_arena.len();
+        self.shape_arena.push(shapes.len());
+        for dims in shapes {
+            self.shape_arena.push(dims.len());
+            self.shape_arena.extend_from_slice(dims);
+        }
+        (start as u32, (self.shape_arena.len() - start) as u32)
+    }
+
+    /// The shapes stored by `store_shapes`, formatted like PyTorch's.
+    pub fn shapes_text(&self, (start, len): (u32, u32)) -> String {
+        let flat = &self.shape_arena[start as usize..(start + len) as usize];
+        let mut dims: Vec<&[usize]> = Vec::with_capacity(flat.first().copied().unwrap_or(0));
+        let mut at = 1;
+        while at < flat.len() {
+            let n = flat[at];
+            dims.push(&flat[at + 1..at + 1 + n]);
+            at += 1 + n;
+        }
+        format_shapes(&dims)
     }
 
     /// Close `index`. Scopes normally close innermost first; if one was leaked past its

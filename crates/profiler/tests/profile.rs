@@ -316,3 +316,60 @@ fn a_second_profiler_on_the_same_thread_is_refused_with_a_warning() {
     assert!(inner.warnings[0].contains("another profiler"));
     assert_eq!(outer.finish().steps[0].events.len(), 1);
 }
+
+/// A device timer whose third mark fails, as a lost CUDA context would.
+struct FailingTimer {
+    marks: u32,
+}
+
+impl profiler::DeviceTimer for FailingTimer {
+    fn timing(&self) -> profiler::Timing {
+        profiler::Timing::CudaEvents
+    }
+    fn begin_step(&mut self) -> Result<(), profiler::DeviceError> {
+        self.marks = 0;
+        Ok(())
+    }
+    fn mark(&mut self) -> Result<u32, profiler::DeviceError> {
+        self.marks += 1;
+        if self.marks == 3 {
+            return Err(profiler::DeviceError("CUDA event record failed: context lost".into()));
+        }
+        Ok(self.marks - 1)
+    }
+    fn finish_step(&mut self) -> Result<Vec<u64>, profiler::DeviceError> {
+        Ok((0..self.marks as u64).collect())
+    }
+}
+
+#[test]
+fn a_failing_device_timer_leaves_host_times_and_says_why() {
+    let clock = ManualClock::new();
+    let mut prof = Profiler::new(Options::default())
+        .with_clock(clock.clone())
+        .with_device_timer(FailingTimer { marks: 0 });
+    prof.step(|| {
+        let _a = profiler::op("a");
+        clock.advance_us(2);
+        let _b = profiler::op("b");
+        clock.advance_us(3);
+    });
+    let p = prof.finish();
+    assert_eq!(p.device, profiler::DeviceKind::Cuda);
+    assert!(!p.has_device_times());
+    assert!(p.warnings[0].contains("context lost") && p.warnings[0].contains("step 0"), "{:?}", p.warnings);
+    let k = p.key_averages(View::Op, false, SortBy::SelfCpuTimeTotal);
+    assert_eq!(row(&k.rows, "a").self_cpu_ns, 2 * US);
+    assert_eq!(row(&k.rows, "b").self_cpu_ns, 3 * US);
+    assert!(p.table(TableOptions::default()).contains("Warning: step 0: device timing failed"));
+}
+
+#[test]
+fn dropping_a_profiler_mid_step_stops_recording() {
+    let mut prof = Profiler::new(Options::default());
+    prof.begin_step();
+    assert!(profiler::is_recording());
+    drop(prof);
+    assert!(!profiler::is_recording());
+    assert!(!profiler::op("after").is_active());
+}
