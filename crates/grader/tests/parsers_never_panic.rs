@@ -78,3 +78,32 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+    /// Arbitrary bytes named .zip or .tar.gz, or a valid archive with bytes flipped: the archive
+    /// reader reports a problem or reads what it can, and never panics.
+    #[test]
+    fn archives_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..2048), flips in prop::collection::vec((any::<usize>(), any::<u8>()), 0..8)) {
+        let dir = tempfile::tempdir().unwrap();
+        let wanted = support::grader().wanted().clone();
+        let limits = grader::Limits { max_file_bytes: 4096, max_archive_bytes: 1 << 20, max_entries: 100, max_depth: 6 };
+        // A real zip, damaged at random places.
+        let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+        zip.start_file("exercises/exercise-1/answers.toml", zip::write::SimpleFileOptions::default()).unwrap();
+        std::io::Write::write_all(&mut zip, support::PERFECT_EX1.as_bytes()).unwrap();
+        let mut damaged = zip.finish().unwrap().into_inner();
+        for (at, byte) in flips {
+            let len = damaged.len();
+            damaged[at % len] = byte;
+        }
+        for (name, content) in [("a.zip", &bytes), ("b.tar.gz", &bytes), ("c.zip", &damaged)] {
+            let path = dir.path().join(name);
+            std::fs::write(&path, content).unwrap();
+            let kind = grader::archive::archive_kind(name).unwrap();
+            let submission = grader::archive::read_archive(&path, kind, name, &wanted, &limits);
+            let _ = support::grader().grade_all(&submission);
+        }
+    }
+}
