@@ -1,6 +1,6 @@
 //! An op-level profiler for candle programs, shaped like PyTorch's profiler.
 //!
-//! Instrumented code opens cheap RAII scopes ([`op`], [`op_shapes`], [`module`], the
+//! Instrumented code opens cheap RAII scopes ([`op()`], [`op_shapes`], [`module`], the
 //! [`op!`] macro); a [`Profiler`] records them step by step on a [`Schedule`]; the finished
 //! [`Profile`] prints a `key_averages().table()`-style table ([`Profile::table`]) and writes a
 //! JSON [`Report`], a Chrome trace and a flame graph. Self time is total time minus the
@@ -24,7 +24,7 @@ mod report;
 mod schedule;
 mod scope;
 mod table;
-mod tracing_layer;
+pub mod tracing_layer;
 
 pub use aggregate::{KeyAverages, Row, SortBy, View, STEP_ROW};
 pub use clock::{Clock, ManualClock, MonotonicClock};

@@ -108,6 +108,12 @@ impl Report {
         }
     }
 
+    /// The first `n` rows in sort order, leaving out the `ProfilerStep*` row: the "top ops"
+    /// a learner writes down.
+    pub fn top(&self, n: usize) -> Vec<&ReportRow> {
+        self.rows.iter().filter(|r| r.name != crate::aggregate::STEP_ROW).take(n).collect()
+    }
+
     /// Whether the rows carry CUDA times.
     pub fn has_device_times(&self) -> bool {
         self.totals.self_cuda_us.is_some()

@@ -122,6 +122,8 @@ fn report_percentages_add_up_and_averages_divide_by_steps() {
     assert!((matmul.self_cpu_pct - 55.0).abs() < 1e-9);
     assert_eq!(report.totals.wall_us, 200.0);
     assert_eq!(report.totals.self_cuda_us, Some(226.0));
+    let top: Vec<&str> = report.top(3).iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(top, ["matmul", "lm_head", "embedding"], "the step row is not an op");
 }
 
 #[test]
