@@ -13,6 +13,13 @@ pub fn pipeline(course: &Course, n: u32) -> Result<Option<ExerciseReport>> {
     let exercise = course.exercise(n)?;
     // Load the question bank and the key first: a broken course should say so before a build.
     let grader = Grader::load(&course.root, None)?;
+    if !course.path(&exercise.dir).join("Cargo.toml").is_file() {
+        anyhow::bail!(
+            "{}/Cargo.toml is missing: restore the exercise with `course reset {n}` (or `git checkout -- {}`)",
+            exercise.dir,
+            exercise.dir
+        );
+    }
     eprintln!("==> [1/3] build: cargo build --release -p {}", exercise.package);
     if !crate::cargo::run(&course.root, "build", &exercise.package, &[])?.success() {
         eprintln!("==> exercise-{n} does not build: fix the first compiler error above, then check again.");
