@@ -234,8 +234,9 @@ pub fn parse_completion(bytes: &[u8], served: &str) -> Result<CompletionParams, 
     }
     let top_p = number_field(&body, "top_p")?;
     if let Some(p) = top_p {
-        if !(p > 0.0 && p <= 1.0) {
-            return Err(ApiError::invalid("top_p", format!("`top_p` must be in (0, 1], got {p}")));
+        // Sampling works in f32: a p that rounds to 0 there would keep no token at all.
+        if !(p > 0.0 && p <= 1.0 && (p as f32) > 0.0) {
+            return Err(ApiError::invalid("top_p", format!("`top_p` must be in (0, 1] (and at least 1e-38), got {p}")));
         }
     }
     // vLLM's extension; -1 (and 0) mean "no top-k", as there.

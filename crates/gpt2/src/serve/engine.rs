@@ -162,8 +162,11 @@ fn run_batch(generate: &mut Generator, tokenizer: &Tokenizer, batch: &[Job]) {
         }
         Err(e) => {
             tracing::error!("generation failed: {e:#}");
+            // Clients get the cause, not the backtrace candle may have attached to it.
+            let cause = format!("{e:#}");
+            let cause = cause.lines().next().unwrap_or("unknown error");
             for job in batch {
-                let _ = job.events.send(JobEvent::Failed(format!("generation failed: {e:#}")));
+                let _ = job.events.send(JobEvent::Failed(format!("generation failed: {cause}")));
             }
         }
     }
