@@ -11,6 +11,7 @@ speed does not depend on the values. Cases, each warmed up, then timed over repe
 Compare with `gpt2 bench --json FILE` by case name.
 """
 import argparse
+import copy
 import json
 import os
 import statistics
@@ -20,22 +21,20 @@ import torch
 from transformers import GPT2Config, GPT2LMHeadModel
 
 
-def timed(fn, device, warmup, repeats, after=None):
+def timed(fn, device, warmup, repeats, setup=lambda: None):
+    """Times fn(setup()) after warm-up; setup runs outside the clock."""
     for _ in range(warmup):
-        fn()
-        if after:
-            after()
+        fn(setup())
     samples = []
     for _ in range(repeats):
+        arg = setup()
         if device == "cuda":
             torch.cuda.synchronize()
         start = time.perf_counter()
-        fn()
+        fn(arg)
         if device == "cuda":
             torch.cuda.synchronize()
         samples.append((time.perf_counter() - start) * 1e3)
-        if after:
-            after()
     return {"median_ms": statistics.median(samples), "min_ms": min(samples), "max_ms": max(samples), "repeats": repeats}
 
 
@@ -60,15 +59,15 @@ def main():
     results = []
     with torch.inference_mode():
         x8 = ids(1, 8)
-        results.append({"name": "forward_b1_t8", **timed(lambda: model(x8), args.device, args.warmup, args.repeats)})
+        results.append({"name": "forward_b1_t8", **timed(lambda _: model(x8), args.device, args.warmup, args.repeats)})
         x128 = ids(1, 128)
-        results.append({"name": "prefill_b1_t128", **timed(lambda: model(x128, logits_to_keep=1), args.device, args.warmup, args.repeats)})
+        results.append({"name": "prefill_b1_t128", **timed(lambda _: model(x128, logits_to_keep=1), args.device, args.warmup, args.repeats)})
         for batch in (1, 8, 16):
             cache = model(ids(batch, 32), use_cache=True, logits_to_keep=1).past_key_values
             step = ids(batch, 1)
-            # Each timed step appends one position; cropping back to 32 keeps the context fixed.
-            r = timed(lambda: model(step, past_key_values=cache, use_cache=True, logits_to_keep=1),
-                      args.device, args.warmup, args.repeats, after=lambda: cache.crop(32))
+            # Each timed step decodes column 33 from its own copy of the 32-column cache.
+            r = timed(lambda c: model(step, past_key_values=c, use_cache=True, logits_to_keep=1),
+                      args.device, args.warmup, args.repeats, setup=lambda: copy.deepcopy(cache))
             results.append({"name": f"decode_b{batch}_ctx32", **r})
 
     report = {"threads": torch.get_num_threads(), "device": args.device, "dtype": args.dtype,

@@ -25,8 +25,10 @@ pub mod kernels;
 pub mod linear;
 pub mod model;
 pub mod profile;
+pub mod serve;
 pub mod tokenizer;
 pub mod weights;
+pub mod work;
 
 pub use config::Config;
 pub use device::DeviceChoice;

@@ -11,6 +11,7 @@ use candle_nn::VarBuilder;
 
 use crate::error::Result;
 use crate::kernels;
+use crate::work;
 
 /// How a weight of logical shape (in, out) is held in memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,7 +72,10 @@ impl Linear {
 
     /// `x` (tokens, in) times the weight, without the bias.
     pub fn matmul(&self, x: &Tensor) -> Result<Tensor> {
-        let _s = profiler::op_shapes(self.op_name, &[x.dims(), self.weight.dims()]);
+        let (m, k) = x.dims2()?;
+        let n = self.weight.elem_count() / k;
+        let (flops, bytes) = work::matmul(1, m, k, n, x.dtype().size_in_bytes());
+        let _s = profiler::op_shapes(self.op_name, &[x.dims(), self.weight.dims()]).with_work(flops, bytes);
         Ok(match self.layout {
             Layout::OutIn => x.matmul(&self.weight.t()?)?,
             Layout::InOut => x.matmul(&self.weight)?,
@@ -82,7 +86,8 @@ impl Linear {
     /// add is a slow single-threaded pass; candle's op elsewhere).
     pub fn add_bias(&self, h: Tensor) -> Result<Tensor> {
         let Some(b) = &self.bias else { return Ok(h) };
-        let _s = profiler::op_shapes("bias_add", &[h.dims()]);
+        let (flops, bytes) = work::elementwise(h.elem_count(), 1, 1, b.elem_count(), h.dtype().size_in_bytes());
+        let _s = profiler::op_shapes("bias_add", &[h.dims()]).with_work(flops, bytes);
         if h.device().is_cpu() {
             kernels::bias_add_(&h, b)?;
             Ok(h)
@@ -95,7 +100,8 @@ impl Linear {
     pub fn add_bias_and_residual(&self, h: Tensor, residual: &Tensor) -> Result<Tensor> {
         let Some(b) = &self.bias else { return residual_add(&h, residual) };
         if h.device().is_cpu() {
-            let _s = profiler::op_shapes("bias_residual_add", &[h.dims(), residual.dims()]);
+            let (flops, bytes) = work::elementwise(h.elem_count(), 2, 2, b.elem_count(), h.dtype().size_in_bytes());
+            let _s = profiler::op_shapes("bias_residual_add", &[h.dims(), residual.dims()]).with_work(flops, bytes);
             kernels::bias_residual_(&h, b, residual)?;
             Ok(h)
         } else {
@@ -111,6 +117,7 @@ impl Linear {
 
 /// The stock residual connection, `x + y`.
 pub fn residual_add(x: &Tensor, y: &Tensor) -> Result<Tensor> {
-    let _s = profiler::op_shapes("residual_add", &[x.dims(), y.dims()]);
+    let (flops, bytes) = work::elementwise(x.elem_count(), 1, 2, 0, x.dtype().size_in_bytes());
+    let _s = profiler::op_shapes("residual_add", &[x.dims(), y.dims()]).with_work(flops, bytes);
     Ok((x + y)?)
 }

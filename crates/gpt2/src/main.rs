@@ -32,6 +32,9 @@ enum Command {
     /// Profile a forward pass: print the top-ops table and write report.json, trace.json
     /// and flamegraph.svg.
     Profile(ProfileArgs),
+    /// Serve an OpenAI-compatible API (/v1/completions, /v1/models, /health) with a
+    /// batching scheduler.
+    Serve(gpt2::serve::ServeArgs),
 }
 
 #[derive(clap::Args)]
@@ -135,6 +138,7 @@ fn main() -> ExitCode {
         Command::Logits(args) => logits(args),
         Command::Bench(args) => bench_cmd(args),
         Command::Profile(args) => profile_cmd(args),
+        Command::Serve(args) => gpt2::serve::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -13,6 +13,7 @@ use candle_nn::VarBuilder;
 use crate::config::{Activation, Config};
 use crate::error::{Error, Result};
 use crate::linear::Linear;
+use crate::work;
 
 /// Which positions get logits: all of them (what `model(ids)` returns in PyTorch; the
 /// profiling exercise), or only the last (generation: the other rows would be thrown away).
@@ -98,7 +99,9 @@ impl LayerNorm {
     }
 
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        let _s = profiler::op_shapes("layer_norm", &[x.dims()]);
+        // Mean, variance, normalise, scale and shift: about 8 FLOPs per value.
+        let (flops, bytes) = work::elementwise(x.elem_count(), 8, 1, 2 * self.weight.elem_count(), x.dtype().size_in_bytes());
+        let _s = profiler::op_shapes("layer_norm", &[x.dims()]).with_work(flops, bytes);
         Ok(candle_nn::ops::layer_norm(x, &self.weight, &self.bias, self.eps)?)
     }
 }
@@ -140,7 +143,9 @@ impl Attention {
             cache.append(&k, &v)?
         };
         let scores = {
-            let _s = profiler::op_shapes("attn_qk", &[q.dims(), k.dims()]);
+            let (b, h, t, d) = q.dims4()?;
+            let (flops, bytes) = work::matmul(b * h, t, d, k.dim(2)?, q.dtype().size_in_bytes());
+            let _s = profiler::op_shapes("attn_qk", &[q.dims(), k.dims()]).with_work(flops, bytes);
             let scale = 1.0 / (self.head_dim as f64).sqrt();
             (q * scale)?.matmul(&k.t()?)?
         };
@@ -153,11 +158,15 @@ impl Attention {
             None => scores,
         };
         let probs = {
-            let _s = profiler::op_shapes("softmax", &[scores.dims()]);
+            // Max, subtract, exponential, sum, divide.
+            let (flops, bytes) = work::elementwise(scores.elem_count(), 5, 1, 0, scores.dtype().size_in_bytes());
+            let _s = profiler::op_shapes("softmax", &[scores.dims()]).with_work(flops, bytes);
             candle_nn::ops::softmax_last_dim(&scores)?
         };
         let y = {
-            let _s = profiler::op_shapes("attn_v", &[probs.dims(), v.dims()]);
+            let (b, h, t, s) = probs.dims4()?;
+            let (flops, bytes) = work::matmul(b * h, t, s, self.head_dim, probs.dtype().size_in_bytes());
+            let _s = profiler::op_shapes("attn_v", &[probs.dims(), v.dims()]).with_work(flops, bytes);
             probs.matmul(&v)?
         };
         let y = {
@@ -168,6 +177,10 @@ impl Attention {
         self.c_proj.add_bias_and_residual(out, residual)
     }
 }
+
+/// FLOPs of one tanh-GELU value: x³, the polynomial, the tanh (counted as 4), the final
+/// product; an estimate, as PyTorch's own counts for element-wise ops are.
+const GELU_FLOPS: usize = 10;
 
 struct Mlp {
     c_fc: Linear,
@@ -191,13 +204,15 @@ impl Mlp {
         let fused_here = h.device().is_cpu() && self.activation == Activation::GeluTanh;
         let h = match act {
             MlpActivation::Fused if fused_here => {
-                let _s = profiler::op_shapes("bias_gelu", &[h.dims()]);
+                let (flops, bytes) = work::elementwise(h.elem_count(), GELU_FLOPS + 1, 1, h.dim(1)?, h.dtype().size_in_bytes());
+                let _s = profiler::op_shapes("bias_gelu", &[h.dims()]).with_work(flops, bytes);
                 crate::kernels::bias_gelu_(&h, self.c_fc.bias())?;
                 h
             }
             MlpActivation::Stock | MlpActivation::Fused => {
                 let h = self.c_fc.add_bias(h)?;
-                let _s = profiler::op_shapes("gelu", &[h.dims()]);
+                let (flops, bytes) = work::elementwise(h.elem_count(), GELU_FLOPS, 1, 0, h.dtype().size_in_bytes());
+                let _s = profiler::op_shapes("gelu", &[h.dims()]).with_work(flops, bytes);
                 match self.activation {
                     Activation::GeluTanh => h.gelu()?,
                     Activation::GeluErf => h.gelu_erf()?,

@@ -103,10 +103,11 @@ pub fn write_exports(profile: &Profile, options: TableOptions, dir: &Path) -> Re
         folded: dir.join("stacks.folded"),
         flamegraph: dir.join("flamegraph.svg"),
     };
-    let fail = |path: &Path, e: profiler::ProfilerError| Error::Input(format!("cannot write {}: {e}", path.display()));
-    profile.report_with(options).write_json(&out.report).map_err(|e| fail(&out.report, e))?;
-    profile.chrome_trace(&out.trace).map_err(|e| fail(&out.trace, e))?;
+    // The profiler's errors already name the file.
+    let fail = |e: profiler::ProfilerError| Error::Input(e.to_string());
+    profile.report_with(options).write_json(&out.report).map_err(fail)?;
+    profile.chrome_trace(&out.trace).map_err(fail)?;
     std::fs::write(&out.folded, profile.folded_stacks()).map_err(|e| Error::io(&out.folded, e))?;
-    profile.flamegraph_svg(&out.flamegraph).map_err(|e| fail(&out.flamegraph, e))?;
+    profile.flamegraph_svg(&out.flamegraph).map_err(fail)?;
     Ok(out)
 }

@@ -207,6 +207,14 @@ fn random_weights(cfg: &Config) -> Result<HashMap<String, Tensor>> {
     Ok(w)
 }
 
+/// A model with `cfg`'s shapes and the synthetic checkpoint's seeded weights, built in
+/// memory without touching the disk (tests, benchmarks, servers under test).
+pub fn synthetic_model(cfg: &Config, device: &Device, dtype: DType) -> Result<Model> {
+    crate::device::check_dtype(device, dtype)?;
+    let vb = VarBuilder::from_tensors(random_weights(cfg)?, dtype, device);
+    Model::load(vb, cfg)
+}
+
 /// Reads the checkpoint's config and weights onto `device` as `dtype`. Every failure names
 /// the file it came from.
 pub fn load(ckpt: &Checkpoint, device: &Device, dtype: DType) -> Result<Model> {
