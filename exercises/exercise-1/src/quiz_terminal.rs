@@ -1,0 +1,152 @@
+//! A quiz in the terminal: asks the questions of one of the book's quiz files (the same file
+//! the grader reads, parsed with the grader's parser) and writes the answers into the
+//! exercise's `answers.toml`, keeping its comments. Without a terminal it explains how to fill
+//! `answers.toml` by hand instead.
+
+use anyhow::{bail, Context, Result};
+use grader::quiz::{BankQuestion, QuestionKind, QuizFile};
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::Path;
+
+/// Reads and parses a quiz file of the book.
+pub fn load(path: &Path) -> Result<QuizFile> {
+    let text = std::fs::read_to_string(path).with_context(|| {
+        format!("cannot read the quiz file {}: run the exercise from your copy of the course (the book's quizzes live in book/src/quizzes/)", path.display())
+    })?;
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    QuizFile::parse(&text, &name, &path.display().to_string()).map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+/// The prompt with its line breaks folded, as one paragraph.
+fn paragraph(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Prints a question and its numbered options.
+fn show(out: &mut impl Write, number: usize, total: usize, q: &BankQuestion) -> Result<()> {
+    writeln!(out, "\nQuestion {number} of {total} ({})", q.id)?;
+    writeln!(out, "{}", paragraph(&q.prompt))?;
+    for (i, option) in q.options().iter().enumerate() {
+        writeln!(out, "  {}) {}", i + 1, paragraph(option))?;
+    }
+    Ok(())
+}
+
+/// Asks every question on the terminal; returns (id, answer) for each question answered.
+fn ask(quiz: &QuizFile) -> Result<Vec<(String, String)>> {
+    let stdin = std::io::stdin();
+    let mut lines = stdin.lock().lines();
+    let mut out = std::io::stdout().lock();
+    let mut answers = Vec::new();
+    let total = quiz.questions.len();
+    for (index, q) in quiz.questions.iter().enumerate() {
+        show(&mut out, index + 1, total, q)?;
+        let options = q.options();
+        loop {
+            match &q.kind {
+                QuestionKind::MultipleChoice { .. } => write!(out, "Your choice (1-{}, Enter to skip): ", options.len())?,
+                _ => write!(out, "Your answer (one or two sentences, Enter to skip): ")?,
+            }
+            out.flush()?;
+            let Some(line) = lines.next() else {
+                // End of input: keep what was answered so far.
+                writeln!(out)?;
+                return Ok(answers);
+            };
+            let line = line.context("cannot read your answer from the terminal")?;
+            let line = line.trim();
+            if line.is_empty() {
+                break;
+            }
+            if options.is_empty() {
+                answers.push((q.id.clone(), line.to_string()));
+                break;
+            }
+            match line.parse::<usize>() {
+                Ok(n) if (1..=options.len()).contains(&n) => {
+                    answers.push((q.id.clone(), paragraph(&options[n - 1])));
+                    break;
+                }
+                _ => writeln!(out, "Type a number from 1 to {}, or press Enter to skip.", options.len())?,
+            }
+        }
+    }
+    Ok(answers)
+}
+
+/// Sets `[quiz] id = "answer"` for each answer in `answers.toml`, keeping the rest of the file
+/// (comments included) as it is.
+pub fn record(answers_path: &Path, answers: &[(String, String)]) -> Result<()> {
+    let text = match std::fs::read_to_string(answers_path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", answers_path.display())),
+    };
+    let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| {
+        anyhow::anyhow!(
+            "{} is not valid TOML ({}): fix it by hand, or restore it with `course reset`",
+            answers_path.display(),
+            e.to_string().trim()
+        )
+    })?;
+    let quiz = doc.entry("quiz").or_insert(toml_edit::table());
+    let Some(quiz) = quiz.as_table_like_mut() else {
+        bail!("{}: `quiz` is not a table; restore the file with `course reset`", answers_path.display());
+    };
+    for (id, answer) in answers {
+        match quiz.get_mut(id) {
+            // Replace the value but keep the comment that may follow it on the line.
+            Some(item) if item.is_value() => {
+                let decor = item.as_value().map(|v| v.decor().clone());
+                *item = toml_edit::value(answer.as_str());
+                if let (Some(decor), Some(v)) = (decor, item.as_value_mut()) {
+                    *v.decor_mut() = decor;
+                }
+            }
+            _ => {
+                quiz.insert(id, toml_edit::value(answer.as_str()));
+            }
+        }
+    }
+    std::fs::write(answers_path, doc.to_string()).with_context(|| format!("cannot write {}", answers_path.display()))
+}
+
+/// Explains how to answer without a terminal: every question with its options, and the file to
+/// edit.
+fn explain_by_hand(quiz: &QuizFile, answers_path: &Path) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "No terminal to ask you in (standard input is not a TTY), so here are the questions to answer by hand.")?;
+    for (index, q) in quiz.questions.iter().enumerate() {
+        show(&mut out, index + 1, quiz.questions.len(), q)?;
+    }
+    writeln!(out, "\nWrite your answers in {}, under [quiz], one line per question id:", answers_path.display())?;
+    for q in &quiz.questions {
+        let example = match &q.kind {
+            QuestionKind::MultipleChoice { .. } => "the text of the option you choose, e.g. \"".to_string() + &paragraph(&q.options()[0]) + "\"",
+            _ => "one or two sentences in quotes".to_string(),
+        };
+        writeln!(out, "  {} = {example}", q.id)?;
+    }
+    writeln!(out, "Or run the exercise again in a terminal to be asked one question at a time.")?;
+    Ok(())
+}
+
+/// Asks the quiz (or explains how to answer by hand) and records the answers.
+pub fn run(quiz_path: &Path, answers_path: &Path, check_command: &str) -> Result<()> {
+    let quiz = load(quiz_path)?;
+    if quiz.questions.is_empty() {
+        bail!("{} holds no questions: tell the instructor", quiz_path.display());
+    }
+    if !std::io::stdin().is_terminal() {
+        return explain_by_hand(&quiz, answers_path);
+    }
+    println!("{} questions from {}. Answers go into {}.", quiz.questions.len(), quiz_path.display(), answers_path.display());
+    let answers = ask(&quiz)?;
+    if answers.is_empty() {
+        println!("\nNo answers given; {} is unchanged.", answers_path.display());
+        return Ok(());
+    }
+    record(answers_path, &answers)?;
+    println!("\nWrote {} answer(s) to {}. Grade them with `{check_command}`.", answers.len(), answers_path.display());
+    Ok(())
+}

@@ -1,0 +1,112 @@
+//! Exercise 3: Profile a forward pass — the PyTorch Profiler recipe's "try it", in candle.
+//!
+//! Loads GPT-2 (the real checkpoint by default; offline, the synthetic one with GPT-2 small's
+//! shapes, with a notice), runs forward passes under the profiler, prints the top-ops table
+//! sorted by self CPU time (self CUDA time on a GPU) and saves the profile to
+//! results/report.json, the file `course check 3` grades your answers against.
+//!
+//! TODO (you): run it (`cargo run -p exercise-3`), read the table, and fill in answers.toml:
+//! the three ops with the largest self time with their shares, and one sentence on what you
+//! would attack first to cut the step time by 10%.
+
+use anyhow::{Context, Result};
+use clap::Parser;
+use gpt2::cli::ModelArgs;
+use gpt2::profile::{profile_forward, write_exports, CudaTiming, ForwardProfile};
+use gpt2::MlpActivation;
+use profiler::{SortBy, TableOptions};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    about = "Exercise 3: profile a GPT-2 forward pass, print the top ops and write results/report.json",
+    long_about = "Exercise 3: Profile a forward pass.\n\n\
+        Loads GPT-2 (--model gpt2 downloads openai-community/gpt2 once; offline it falls back to a synthetic \
+        checkpoint with the same shapes, whose timings are just as real), runs warm-up forwards, then profiles \
+        forward passes op by op. Prints the table sorted by self CPU time (self CUDA time on a GPU) and writes \
+        results/report.json, trace.json (open it in ui.perfetto.dev), stacks.folded and flamegraph.svg.\n\n\
+        Then fill in answers.toml from the table and run `course check 3`."
+)]
+struct Args {
+    #[command(flatten)]
+    model: ModelArgs,
+    /// Sequences in the batch.
+    #[arg(long, default_value_t = 1)]
+    batch: usize,
+    /// Tokens per sequence.
+    #[arg(long, default_value_t = 8)]
+    seq: usize,
+    /// Forwards run first and not recorded (allocations, thread pools, kernel set-up).
+    #[arg(long, default_value_t = 2)]
+    warmup: usize,
+    /// Forwards recorded; the table's times are totals over them.
+    #[arg(long, default_value_t = 5)]
+    active: usize,
+    /// Rows printed (results/report.json holds every row).
+    #[arg(long, default_value_t = 10)]
+    row_limit: usize,
+    /// The exercise folder whose results/ receives the profile [default: this exercise's folder].
+    #[arg(long, value_name = "DIR")]
+    exercise_dir: Option<PathBuf>,
+}
+
+fn main() -> ExitCode {
+    match run(Args::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: Args) -> Result<()> {
+    let results = args.exercise_dir.unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR"))).join("results");
+
+    // ANCHOR: load
+    // GPT-2 small from the hub (or its cache); offline, the synthetic checkpoint, with a notice.
+    let loaded = args.model.load().context("cannot load GPT-2")?;
+    let mut model = loaded.model;
+    // Candle's own ops for the MLP's bias add and GELU, one after the other: the unfused
+    // starting point that exercises 4 and 5 work on.
+    model.set_mlp_activation(MlpActivation::Stock);
+    if loaded.checkpoint.synthetic {
+        println!("(synthetic weights: every timing is real, the model's outputs are not)");
+    }
+    // ANCHOR_END: load
+
+    // ANCHOR: profile
+    // Like PyTorch's `schedule(wait=0, warmup=2, active=5)`: warm-up forwards are run and
+    // thrown away, then the active ones are recorded, op by op.
+    let spec = ForwardProfile {
+        batch: args.batch,
+        seq: args.seq,
+        warmup: args.warmup,
+        active: args.active,
+        record_shapes: true,
+        with_flops: false,
+        cuda_timing: CudaTiming::Events,
+    };
+    let profile = profile_forward(&model, &spec)?;
+
+    // On a GPU the kernels run asynchronously: rank by the time they took on the device.
+    let on_cuda = model.device().is_cuda();
+    let options = TableOptions {
+        sort_by: if on_cuda { SortBy::SelfCudaTimeTotal } else { SortBy::SelfCpuTimeTotal },
+        row_limit: Some(args.row_limit),
+        ..TableOptions::default()
+    };
+    println!("forward pass B={} T={}: {} recorded after {} warm-up", args.batch, args.seq, args.active, args.warmup);
+    print!("{}", profile.table(options));
+    let files = write_exports(&profile, options, &results)?;
+    // ANCHOR_END: profile
+
+    println!("\nwrote {} (graded by `course check 3`),", files.report.display());
+    println!("      {} (open in https://ui.perfetto.dev) and {}", files.trace.display(), files.flamegraph.display());
+    println!(
+        "Next: copy the first three rows' names and {} shares into answers.toml, add your sentence, then `course check 3`.",
+        if on_cuda { "Self CUDA %" } else { "Self CPU %" }
+    );
+    Ok(())
+}

@@ -1,0 +1,128 @@
+//! Exercise 4: Read a profile as a budget.
+//!
+//! Applies your savings arithmetic (src/budget.rs) twice: to the chapter's illustrative 40 ms
+//! decode step (explicitly not measured), and to your own profile from exercise 3
+//! (exercise-3/results/report.json), ranked by the column its device is ranked by.
+//!
+//! TODO (you): the functions in src/budget.rs, then run this and fill in answers.toml.
+
+mod budget;
+
+use anyhow::{bail, Result};
+use clap::Parser;
+use profiler::{DeviceKind, Report};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// The chapter's illustrative decode step: (line, ms). Not a measurement.
+const ILLUSTRATIVE: [(&str, f64); 4] =
+    [("matmuls", 22.0), ("attention", 10.0), ("activations and elementwise", 6.0), ("everything else", 2.0)];
+const ACTIVATIONS: usize = 2;
+
+#[derive(Parser)]
+#[command(
+    about = "Exercise 4: apply your savings arithmetic to the illustrative 40 ms step and to your exercise-3 profile",
+    long_about = "Exercise 4: Read a profile as a budget.\n\n\
+        Prints the chapter's illustrative 40 ms decode step as a budget and what removing two thirds of its \
+        activations line saves, computed with your functions in src/budget.rs. Then reads your own profile \
+        (exercise-3/results/report.json, written by `course run 3`) and prints, for its top ops, the share, the \
+        ceiling of any saving and the saving if your fix removed --fraction of the op.\n\n\
+        Then fill in answers.toml and run `course check 4`."
+)]
+struct Args {
+    /// The fraction of an op's time your fix would remove, 0 to 1.
+    #[arg(long, default_value_t = 2.0 / 3.0)]
+    fraction: f64,
+    /// The op you would attack (its row name in your profile); shown in detail.
+    #[arg(long)]
+    op: Option<String>,
+    /// Rows of your profile to show.
+    #[arg(long, default_value_t = 8)]
+    rows: usize,
+    /// Your profile [default: exercise-3/results/report.json next to this exercise].
+    #[arg(long, value_name = "FILE")]
+    profile: Option<PathBuf>,
+    /// This exercise's folder [default: this exercise's folder]; the profile is looked for in
+    /// ../exercise-3/results/ from it.
+    #[arg(long, value_name = "DIR")]
+    exercise_dir: Option<PathBuf>,
+}
+
+fn main() -> ExitCode {
+    match run(Args::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn bar(pct: f64) -> String {
+    "█".repeat((pct / 2.0).round().max(0.0) as usize)
+}
+
+fn illustrative(fraction_of_activations: f64) {
+    let step_ms: f64 = ILLUSTRATIVE.iter().map(|(_, ms)| ms).sum();
+    println!("The illustrative {step_ms} ms decode step (not measured):");
+    for (name, ms) in ILLUSTRATIVE {
+        let share = budget::share_pct(ms, step_ms);
+        println!("  {name:<28} {ms:>5.1} ms {share:>6.2}%  {}", bar(share));
+    }
+    let (name, line_ms) = ILLUSTRATIVE[ACTIVATIONS];
+    let saved = budget::saving_ms(line_ms, fraction_of_activations);
+    println!(
+        "Removing {:.0}% of \"{name}\" saves {saved:.2} ms = {:.2}% of the step; the step becomes {:.2} ms.\n",
+        fraction_of_activations * 100.0,
+        budget::saving_pct(saved, step_ms),
+        budget::new_step_ms(step_ms, saved)
+    );
+}
+
+/// The self-time share of a row in the column its device ranks by.
+fn share_of(report: &Report, row: &profiler::ReportRow) -> f64 {
+    match report.device {
+        DeviceKind::Cuda => row.self_cuda_pct.unwrap_or(0.0),
+        DeviceKind::Cpu => row.self_cpu_pct,
+    }
+}
+
+fn run(args: Args) -> Result<()> {
+    if !(args.fraction > 0.0 && args.fraction <= 1.0) {
+        bail!("--fraction is the part of the op your fix removes, above 0 and at most 1 (e.g. 0.67); got {}", args.fraction);
+    }
+    illustrative(2.0 / 3.0);
+
+    let dir = args.exercise_dir.unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
+    let path = args.profile.unwrap_or_else(|| dir.join("../exercise-3/results/report.json"));
+    if !path.is_file() {
+        bail!("{} does not exist: do exercise 3 first (`course run 3` profiles a forward pass and writes it)", path.display());
+    }
+    let report = Report::read_json(&path).map_err(|e| anyhow::anyhow!("{e}: run exercise 3 again (`course run 3`) to rewrite it"))?;
+    let column = match report.device {
+        DeviceKind::Cuda => "self CUDA",
+        DeviceKind::Cpu => "self CPU",
+    };
+    println!("Your profile ({}), ranked by {column} time:", path.display());
+    println!("  {:<28} {:>8} {:>10} {:>22}", "op", "share", "ceiling", format!("saving at {:.0}% removed", args.fraction * 100.0));
+    for row in report.rows.iter().take(args.rows) {
+        let share = share_of(&report, row);
+        let saving = budget::step_saving_pct(share, args.fraction);
+        println!("  {:<28} {share:>7.2}% {share:>9.2}% {saving:>21.2}%", row.name);
+    }
+    if let Some(op) = &args.op {
+        let wanted = op.trim().to_lowercase();
+        let Some(row) = report.rows.iter().find(|r| r.name.to_lowercase() == wanted) else {
+            bail!("`{op}` is not a row of {}: use a name from the table above", path.display());
+        };
+        let share = share_of(&report, row);
+        println!(
+            "\nAttacking `{}` ({share:.2}% of {column} time): removing {:.0}% of it saves {:.2}% of the step.",
+            row.name,
+            args.fraction * 100.0,
+            budget::step_saving_pct(share, args.fraction)
+        );
+    }
+    println!("\nNext: fill in answers.toml ([illustrative] and [own]), then `course check 4`.");
+    Ok(())
+}
