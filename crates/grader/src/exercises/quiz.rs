@@ -18,7 +18,9 @@ pub fn check(ctx: &mut Ctx<'_>, key: &QuizKey) {
         };
         let rubric = key.rubrics.get(&id);
         let points = rubric.map_or(1.0, |r| r.points);
-        let label = summary(&question.prompt);
+        // The id first: prompts often end with the question, so a shortened prompt alone
+        // would hide which scenario it was.
+        let label = format!("{id}: {}", summary(&question.prompt));
         let result = QuestionResult::new(id.clone(), label, points);
         // Answers belong under [quiz]; one written at the top level is accepted too.
         let path = match &ctx.answers {
@@ -48,7 +50,7 @@ pub fn check(ctx: &mut Ctx<'_>, key: &QuizKey) {
 /// The first sentence-ish of a prompt, for the report's question column.
 pub(crate) fn summary(prompt: &str) -> String {
     let flat = prompt.split_whitespace().collect::<Vec<_>>().join(" ");
-    const MAX: usize = 72;
+    const MAX: usize = 64;
     if flat.chars().count() <= MAX {
         flat
     } else {
