@@ -1,26 +1,42 @@
 #!/usr/bin/env bash
-# The whole test suite, from a fresh clone: installs what the tests need, builds every
-# binary and test once (release profile, so `course run` reuses the same build), runs them.
+# The whole test suite, from a fresh clone. Installs what the tests need (cargo-nextest,
+# mdBook + mdbook-quiz into target/tools, Chromium and Python packages as the scripts need
+# them), builds every binary and test once in the release profile (the same profile
+# `course run` uses, so nothing is compiled twice), then runs:
+#   1. the Rust tests of every crate, exercise and solution (cargo nextest);
+#   2. the book: build with quiz validation, link and include checks, a headless-Chromium quiz test;
+#   3. the real-client check: the official `openai` Python package against `gpt2 serve`;
+#   4. the exercises: each untouched exercise fails `course check`, each solution passes it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
+started=$SECONDS
 
-step() { printf '\n==> %s\n' "$*"; }
+step() { printf '\n==> [%dm%02ds] %s\n' $(((SECONDS - started) / 60)) $(((SECONDS - started) % 60)) "$*"; }
 
 if ! cargo nextest --version >/dev/null 2>&1; then
   step "installing cargo-nextest"
   cargo install --locked cargo-nextest
 fi
 
-step "building every package and test (release)"
+step "building every package, binary and test (release)"
 cargo build --release --workspace --all-targets
 
-step "running the Rust tests"
+step "Rust tests"
 cargo nextest run --release --workspace --no-fail-fast
 
-for extra in scripts/test-book.sh; do
-  if [ -x "$extra" ]; then
-    step "$extra"
-    "$extra"
-  fi
-done
+step "book tools (mdBook, mdbook-quiz)"
+scripts/install-book-tools.sh
+
+step "book: build, links, includes, quiz bank, browser"
+scripts/test-book.sh
+
+step "openai client against gpt2 serve"
+python3 scripts/openai-client-check.py --binary target/release/gpt2
+
+if [ -x scripts/check-exercises.sh ]; then
+  step "exercises and solutions through course check"
+  scripts/check-exercises.sh
+fi
+
+step "all test suites passed"

@@ -51,10 +51,19 @@ pub fn time_case(name: &str, device: &Device, warmup: usize, repeats: usize, mut
         device.synchronize()?;
         ms.push(start.elapsed().as_secs_f64() * 1e3);
     }
-    ms.sort_by(f64::total_cmp);
-    let n = ms.len();
-    let median = if n % 2 == 1 { ms[n / 2] } else { (ms[n / 2 - 1] + ms[n / 2]) / 2.0 };
-    Ok(CaseResult { name: name.to_string(), median_ms: median, min_ms: ms[0], max_ms: ms[n - 1], repeats: n })
+    let median = median(&mut ms);
+    Ok(CaseResult { name: name.to_string(), median_ms: median, min_ms: ms[0], max_ms: ms[ms.len() - 1], repeats: ms.len() })
+}
+
+/// The median of a non-empty sample (sorts it in place).
+pub fn median(xs: &mut [f64]) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    let n = xs.len();
+    if n % 2 == 1 {
+        xs[n / 2]
+    } else {
+        (xs[n / 2 - 1] + xs[n / 2]) / 2.0
+    }
 }
 
 /// Seeded ids that exist in any vocabulary of at least 256 tokens.

@@ -73,6 +73,10 @@ struct ProfileArgs {
     /// Folder for report.json, trace.json, stacks.folded and flamegraph.svg.
     #[arg(long, default_value = "target/profile")]
     out: PathBuf,
+    /// Instead of a table, measure the profiler's own cost: N forwards with and N without
+    /// recording, alternating, and compare their medians.
+    #[arg(long, value_name = "N")]
+    overhead: Option<usize>,
     #[command(flatten)]
     model: ModelArgs,
 }
@@ -283,6 +287,14 @@ fn profile_cmd(args: ProfileArgs) -> Result<()> {
         with_flops: args.with_flops,
         cuda_timing: args.cuda_timing,
     };
+    if let Some(repeats) = args.overhead {
+        let o = gpt2::profile::measure_overhead(model, &spec, repeats)?;
+        println!(
+            "forward B={} T={}: unprofiled median {:.3} ms, profiled median {:.3} ms over {} alternating repeats: overhead {:+.2}%",
+            args.batch, args.seq, o.plain_ms, o.profiled_ms, o.repeats, o.percent()
+        );
+        return Ok(());
+    }
     let profile = gpt2::profile::profile_forward(model, &spec)?;
     let default_sort = if on_cuda { SortBy::SelfCudaTimeTotal } else { SortBy::SelfCpuTimeTotal };
     let options = TableOptions {

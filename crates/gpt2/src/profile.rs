@@ -84,6 +84,48 @@ fn attach_device_timer(prof: Profiler, _device: &candle_core::Device, _timing: C
     Ok(prof)
 }
 
+/// The profiler's cost on a forward pass: medians of the same forward run with and
+/// without recording.
+#[derive(Debug, Clone, Copy)]
+pub struct Overhead {
+    pub plain_ms: f64,
+    pub profiled_ms: f64,
+    pub repeats: usize,
+}
+
+impl Overhead {
+    pub fn percent(&self) -> f64 {
+        (self.profiled_ms / self.plain_ms - 1.0) * 100.0
+    }
+}
+
+/// Alternates unprofiled and profiled forwards `repeats` times each (after `p.warmup`
+/// untimed pairs), so drift in the machine's speed hits both sides alike.
+pub fn measure_overhead(model: &Model, p: &ForwardProfile, repeats: usize) -> Result<Overhead> {
+    use std::time::Instant;
+    let ids = sample_ids(p.batch, p.seq, model.config().vocab_size);
+    let forward = || model.forward(&ids, &mut model.new_cache(p.batch, p.seq), Logits::AllPositions).map(drop);
+    let options = Options { schedule: Schedule::new(0, 0, 1, 1), record_shapes: p.record_shapes, ..Options::default() };
+    let (mut plain, mut profiled) = (Vec::new(), Vec::new());
+    for i in 0..p.warmup + repeats.max(1) {
+        let start = Instant::now();
+        forward()?;
+        model.device().synchronize()?;
+        let plain_ms = start.elapsed().as_secs_f64() * 1e3;
+        let mut prof = attach_device_timer(Profiler::new(options.clone()), model.device(), p.cuda_timing)?;
+        let start = Instant::now();
+        prof.step(forward)?;
+        model.device().synchronize()?;
+        let profiled_ms = start.elapsed().as_secs_f64() * 1e3;
+        drop(prof.finish());
+        if i >= p.warmup {
+            plain.push(plain_ms);
+            profiled.push(profiled_ms);
+        }
+    }
+    Ok(Overhead { plain_ms: crate::bench::median(&mut plain), profiled_ms: crate::bench::median(&mut profiled), repeats: plain.len() })
+}
+
 /// The files a profile is exported to.
 #[derive(Debug, Clone)]
 pub struct Exports {
