@@ -29,6 +29,8 @@ pub struct Entry {
 pub struct StudentResult {
     pub student: String,
     pub file_name: String,
+    /// Name of the feedback page in `OUT/feedback/` (unique, safe on every file system).
+    pub feedback_file: String,
     /// Problems of the submission as a whole.
     pub problems: Vec<Problem>,
     pub reports: Vec<ExerciseReport>,
@@ -105,6 +107,9 @@ pub fn discover(cohort_dir: &Path, skip: Option<&Path>, warnings: &mut Vec<Strin
             file_name.clone()
         } else if file_type.is_file() && archive_kind(&file_name).is_some() {
             strip_archive_extension(&file_name)
+        } else if file_type.is_symlink() {
+            warnings.push(format!("skipped {file_name}: a link (links are not followed; copy the submission in)"));
+            continue;
         } else {
             warnings.push(format!("skipped {file_name}: not a folder, .zip or .tar.gz"));
             continue;
@@ -125,9 +130,9 @@ fn strip_archive_extension(name: &str) -> String {
     name.to_string()
 }
 
-/// A name safe as a file name on every system.
+/// A name safe as a file name on every system (letters of any script are kept).
 pub fn safe_file_stem(student: &str) -> String {
-    let stem: String = student.chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') { c } else { '_' }).collect();
+    let stem: String = student.chars().map(|c| if c.is_alphanumeric() || matches!(c, '-' | '_' | '.') { c } else { '_' }).collect();
     let stem = stem.trim_start_matches('.').to_string();
     if stem.is_empty() { "student".to_string() } else { stem }
 }
@@ -138,7 +143,7 @@ pub fn safe_file_stem(student: &str) -> String {
 fn disambiguate(entries: &mut [Entry]) -> BTreeMap<String, Problem> {
     let mut by_key: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     for (i, e) in entries.iter().enumerate() {
-        by_key.entry(safe_file_stem(&e.student).to_lowercase()).or_default().push(i);
+        by_key.entry(e.student.to_lowercase()).or_default().push(i);
     }
     let mut problems = BTreeMap::new();
     for indices in by_key.values().filter(|v| v.len() > 1) {
@@ -164,7 +169,13 @@ fn disambiguate(entries: &mut [Entry]) -> BTreeMap<String, Problem> {
 pub fn grade_entry(grader: &Grader, entry: &Entry) -> StudentResult {
     let submission = load_entry(grader, entry);
     let reports = grader.grade_all(&submission);
-    StudentResult { student: entry.student.clone(), file_name: entry.file_name.clone(), problems: submission.problems, reports }
+    StudentResult {
+        student: entry.student.clone(),
+        file_name: entry.file_name.clone(),
+        feedback_file: format!("{}.md", safe_file_stem(&entry.student)),
+        problems: submission.problems,
+        reports,
+    }
 }
 
 fn load_entry(grader: &Grader, entry: &Entry) -> Submission {
@@ -206,6 +217,7 @@ pub fn grade_entries(grader: &Grader, entries: &[Entry], threads: usize) -> Vec<
             r.unwrap_or_else(|| StudentResult {
                 student: e.student.clone(),
                 file_name: e.file_name.clone(),
+                feedback_file: format!("{}.md", safe_file_stem(&e.student)),
                 problems: vec![Problem::new(ProblemKind::Archive, Some(Location::file(e.file_name.clone())), "the grader failed on this submission", "report this to the course authors; grade it by hand")],
                 reports: Vec::new(),
             })
@@ -225,6 +237,18 @@ pub fn grade_cohort(grader: &Grader, cohort_dir: &Path, options: &CohortOptions<
     let mut entries = discover(cohort_dir, Some(options.out_dir), &mut cohort.warnings)?;
     let duplicates = disambiguate(&mut entries);
     cohort.students = grade_entries(grader, &entries, options.threads);
+    // Distinct names can still share a file name (case, or replaced characters): number them.
+    let mut taken = BTreeSet::new();
+    for student in &mut cohort.students {
+        let stem = safe_file_stem(&student.student);
+        let mut candidate = format!("{stem}.md");
+        let mut n = 2;
+        while !taken.insert(candidate.to_lowercase()) {
+            candidate = format!("{stem}-{n}.md");
+            n += 1;
+        }
+        student.feedback_file = candidate;
+    }
     for student in &mut cohort.students {
         if let Some(problem) = duplicates.get(&student.student) {
             student.problems.insert(0, problem.clone());
@@ -252,7 +276,7 @@ fn write_outputs(grader: &Grader, cohort: &Cohort, out_dir: &Path) -> Result<(),
     write_atomically(&path, csv.as_bytes()).map_err(|e| CohortError(format!("{}: cannot write the gradebook: {e}", path.display())))?;
     let feedback_dir = out_dir.join("feedback");
     for student in &cohort.students {
-        let path = feedback_dir.join(format!("{}.md", safe_file_stem(&student.student)));
+        let path = feedback_dir.join(&student.feedback_file);
         write_atomically(&path, feedback_markdown(student).as_bytes())
             .map_err(|e| CohortError(format!("{}: cannot write the feedback: {e}", path.display())))?;
     }

@@ -142,7 +142,7 @@ fn a_bad_cohort_is_graded_student_by_student() {
     let csv = std::fs::read_to_string(out.join("gradebook.csv")).unwrap();
     insta::assert_snapshot!("gradebook_csv", csv);
     for student in &cohort.students {
-        let feedback = out.join("feedback").join(format!("{}.md", grader::cohort::safe_file_stem(&student.student)));
+        let feedback = out.join("feedback").join(&student.feedback_file);
         assert!(feedback.is_file(), "{}", feedback.display());
     }
     let erin = std::fs::read_to_string(out.join("feedback/erin.md")).unwrap();
@@ -190,4 +190,23 @@ fn overrides_win_and_survive_a_regrade() {
 fn a_malformed_overrides_file_names_its_line() {
     let err = Overrides::parse("[[override]]\nstudent = \"bob\"\nexercise = \"three\"\n", "overrides.toml").unwrap_err();
     assert!(err.0.starts_with("overrides.toml:3:"), "{}", err.0);
+}
+
+#[test]
+fn names_that_share_a_file_name_get_distinct_feedback_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    let cohort_dir = dir.path().join("cohort");
+    for name in ["a b", "a_b", "Åsa"] {
+        let mut files = BTreeMap::new();
+        files.insert("exercise-1/answers.toml".to_string(), PERFECT_EX1.to_string());
+        write_tree(&cohort_dir.join(name), &files);
+    }
+    let out = dir.path().join("grades");
+    let cohort = grade_cohort(&grader(), &cohort_dir, &CohortOptions { out_dir: &out, overrides: &Overrides::default(), threads: 1 }).unwrap();
+    let pages: Vec<&str> = cohort.students.iter().map(|s| s.feedback_file.as_str()).collect();
+    assert_eq!(pages, ["a_b.md", "a_b-2.md", "Åsa.md"]);
+    assert!(cohort.students.iter().all(|s| s.problems.is_empty()), "distinct names are not duplicates");
+    for page in pages {
+        assert!(out.join("feedback").join(page).is_file());
+    }
 }
