@@ -1,0 +1,225 @@
+#!/usr/bin/env bash
+# Lints the course's exercises, as rustlings' `dev check` does for its own:
+#   - every untouched exercise builds, answers `--help`, and `course check N` FAILS on it with a
+#     message that says what to do next;
+#   - every solution, run for real (synthetic GPT-2, small sizes), writes its results and
+#     answers, and `course check N` PASSES on them;
+#   - exercise 1's terminal quiz (under a pseudo-terminal) writes answers that pass.
+# Ends with "N passed, M failed" and exits non-zero on any failure.
+#
+# How `course check` runs on a copy: each check gets a temporary course root holding
+# exercises/info.toml and copies of the exercise folders (the untouched exercises' tracked files,
+# or the solutions' files and their fresh results), with book/ and crates/ linked from this
+# checkout. `course check` builds and tests the exercise's package with `cargo` in the course
+# root; the temporary root is not a cargo workspace, so CARGO points `course` at a small wrapper
+# that runs the same cargo command here, on the real package (exercise-N, or solution-N when the
+# copy holds the solution). The grading itself is `course`'s own, on the copy's files.
+#
+# Uses only release builds (target/release/course, exercise-N, solution-N, gpt2).
+set -uo pipefail
+
+repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$repo_root" || exit 1
+
+passed=0
+failed=0
+server_pid=""
+tmp="$(mktemp -d)"
+
+pass() { passed=$((passed + 1)); echo "ok   $*"; }
+fail() { failed=$((failed + 1)); echo "FAIL $*"; }
+
+finish() {
+  if [[ -n "$server_pid" ]] && kill -0 "$server_pid" 2>/dev/null; then
+    kill "$server_pid" 2>/dev/null
+    wait "$server_pid" 2>/dev/null
+  fi
+  rm -rf "$tmp"
+  echo "$passed passed, $failed failed"
+  if ((failed > 0)); then exit 1; fi
+  exit 0
+}
+trap finish EXIT
+
+abort() { fail "$*"; exit 1; }
+
+# Prints a log when a step fails, so the reason is in the test output.
+show_log() { sed 's/^/     | /' "$1" | tail -n "${2:-40}"; }
+
+numbers=(1 2 3 4 5 6 7)
+bin="$repo_root/target/release"
+
+# --- build -----------------------------------------------------------------------------------
+packages=(-p course -p gpt2)
+for n in "${numbers[@]}"; do packages+=(-p "exercise-$n" -p "solution-$n"); done
+if cargo build --release "${packages[@]}" >"$tmp/build.log" 2>&1; then
+  pass "build: course, gpt2, exercise-1..7 and solution-1..7 (release)"
+else
+  show_log "$tmp/build.log"
+  abort "build: cargo build --release ${packages[*]}"
+fi
+
+# --- the cargo wrapper `course` calls --------------------------------------------------------
+# `course check N` runs `cargo build|test --release -p exercise-N` in the course root; this runs
+# it here instead, with exercise-N renamed to $CHECK_PACKAGE_PREFIX-N.
+cat >"$tmp/cargo-in-checkout" <<EOF
+#!/usr/bin/env bash
+args=()
+for a in "\$@"; do
+  case "\$a" in
+    exercise-[0-9]*) a="\${CHECK_PACKAGE_PREFIX:-exercise}-\${a#exercise-}" ;;
+  esac
+  args+=("\$a")
+done
+cd "$repo_root" && exec cargo "\${args[@]}"
+EOF
+chmod +x "$tmp/cargo-in-checkout"
+
+# make_root DIR KIND: a course root whose exercise folders are copies of the untouched exercises'
+# tracked files (KIND=exercises) or of the solutions' tracked files (KIND=solutions).
+make_root() {
+  local dir="$1" kind="$2" n file
+  mkdir -p "$dir/exercises"
+  cp exercises/info.toml "$dir/exercises/"
+  ln -s "$repo_root/book" "$dir/book"
+  ln -s "$repo_root/crates" "$dir/crates"
+  for n in "${numbers[@]}"; do
+    while IFS= read -r file; do
+      mkdir -p "$dir/exercises/exercise-$n/$(dirname "${file#"$kind/exercise-$n/"}")"
+      cp "$file" "$dir/exercises/exercise-$n/${file#"$kind/exercise-$n/"}"
+    done < <(git ls-files "$kind/exercise-$n")
+  done
+}
+
+# course_check ROOT PREFIX N LOG: runs `course --root ROOT check N`; returns its exit code.
+course_check() {
+  CARGO="$tmp/cargo-in-checkout" CHECK_PACKAGE_PREFIX="$2" NO_COLOR=1 \
+    "$bin/course" --root "$1" check "$3" >"$4" 2>&1
+}
+
+# expect_text LOG TEXT...: every TEXT occurs in LOG.
+expect_text() {
+  local log="$1" text
+  shift
+  for text in "$@"; do
+    grep -qF -- "$text" "$log" || { echo "     missing from the output: $text"; return 1; }
+  done
+}
+
+# --- untouched exercises: build, --help, and a check that fails helpfully --------------------
+untouched="$tmp/untouched"
+make_root "$untouched" exercises
+declare -A expected_failure=(
+  [1]="not answered|Not passed yet|course hint 1"
+  [2]="tests fail|percentile: write it in exercises/exercise-2/src/stats.rs"
+  [3]="this results file is missing|course run 3|Not passed yet"
+  [4]="tests fail|share_pct: write it in exercises/exercise-4/src/budget.rs"
+  [5]="tests fail|fused_bias_gelu is not written yet"
+  [6]="not answered|Not passed yet|course hint 6"
+  [7]="this results file is missing|course run 7|Not passed yet"
+)
+for n in "${numbers[@]}"; do
+  if "$bin/exercise-$n" --help >"$tmp/help.log" 2>&1 && expect_text "$tmp/help.log" "Usage:" "Exercise $n"; then
+    pass "exercise-$n --help"
+  else
+    show_log "$tmp/help.log"
+    fail "exercise-$n --help"
+  fi
+  log="$tmp/untouched-$n.log"
+  course_check "$untouched" exercise "$n" "$log"
+  rc=$?
+  IFS='|' read -r -a texts <<<"${expected_failure[$n]}"
+  if ((rc != 0)) && expect_text "$log" "${texts[@]}"; then
+    pass "untouched exercise $n: course check $n fails and says what to do (${expected_failure[$n]})"
+  else
+    show_log "$log"
+    fail "untouched exercise $n: course check $n should fail (exit $rc) with: ${expected_failure[$n]}"
+  fi
+done
+
+# Exercise 1 without a terminal explains how to fill answers.toml by hand.
+if "$bin/exercise-1" --exercise-dir "$untouched/exercises/exercise-1" </dev/null >"$tmp/notty.log" 2>&1 &&
+  expect_text "$tmp/notty.log" "not a TTY" "ntq-6 =" "answers.toml"; then
+  pass "exercise-1 without a terminal explains how to answer by hand"
+else
+  show_log "$tmp/notty.log"
+  fail "exercise-1 without a terminal"
+fi
+
+# --- solutions: run them for real, then check them ------------------------------------------
+solved="$tmp/solved"
+make_root "$solved" solutions
+dir_of() { echo "$solved/exercises/exercise-$1"; }
+
+run_solution() { # N LABEL COMMAND...
+  local n="$1" label="$2"
+  shift 2
+  if "$@" >"$tmp/solution-$n.log" 2>&1; then
+    pass "solution-$n runs: $label"
+  else
+    show_log "$tmp/solution-$n.log"
+    fail "solution-$n runs: $label"
+  fi
+}
+
+run_solution 2 "batch 8 vs 16, synthetic GPT-2, 3 repeats of 4 tokens" \
+  "$bin/solution-2" --model synthetic --prompt-len 8 --output-len 4 --warmup 1 --repeats 3 --exercise-dir "$(dir_of 2)"
+run_solution 3 "profile a forward pass, synthetic GPT-2" \
+  "$bin/solution-3" --model synthetic --exercise-dir "$(dir_of 3)"
+run_solution 4 "budget of the illustrative table and of solution 3's profile" \
+  "$bin/solution-4" --exercise-dir "$(dir_of 4)"
+run_solution 5 "fused op checked, profiled both ways, benchmarked" \
+  "$bin/solution-5" --model synthetic --prompt-len 8 --output-len 4 --warmup 1 --repeats 3 --exercise-dir "$(dir_of 5)"
+
+# Exercise 7 needs `gpt2 serve`: start it on a free port and wait until it answers.
+"$bin/gpt2" serve --model synthetic --port 0 --max-batch-size 8 >"$tmp/serve.log" 2>&1 &
+server_pid=$!
+base_url=""
+for _ in $(seq 1 120); do
+  base_url="$(grep -oE 'http://127\.0\.0\.1:[0-9]+' "$tmp/serve.log" | head -n 1)"
+  if [[ -n "$base_url" ]] && curl -sf "$base_url/health" >/dev/null 2>&1; then break; fi
+  base_url=""
+  kill -0 "$server_pid" 2>/dev/null || break
+  sleep 0.5
+done
+if [[ -n "$base_url" ]]; then
+  pass "gpt2 serve --model synthetic answers at $base_url"
+  run_solution 7 "open loop at 2 and 4 requests/s against gpt2 serve" \
+    "$bin/solution-7" --base-url "$base_url" --rate 2 --requests 8 --max-tokens 4 --prompt-words 8 --no-progress --exercise-dir "$(dir_of 7)"
+else
+  show_log "$tmp/serve.log"
+  fail "gpt2 serve did not start, so solution 7 cannot be run"
+fi
+kill "$server_pid" 2>/dev/null
+wait "$server_pid" 2>/dev/null
+server_pid=""
+
+for n in "${numbers[@]}"; do
+  log="$tmp/solved-$n.log"
+  if course_check "$solved" solution "$n" "$log" && expect_text "$log" "Exercise $n passes"; then
+    pass "solution $n: course check $n passes"
+  else
+    show_log "$log" 60
+    fail "solution $n: course check $n should pass"
+  fi
+done
+
+# --- exercise 1 in a terminal: the answers it writes are graded ------------------------------
+# `script` gives the program a pseudo-terminal; the options are shown sorted (1 = Benchmark,
+# 2 = Profile), and these are the right answers.
+if command -v script >/dev/null 2>&1; then
+  quiz="$tmp/quiz"
+  make_root "$quiz" exercises
+  printf '1\n2\n1\n2\n1\n2\n' |
+    script -qec "'$bin/exercise-1' --exercise-dir '$quiz/exercises/exercise-1'" /dev/null >"$tmp/tty.log" 2>&1
+  if expect_text "$quiz/exercises/exercise-1/answers.toml" 'ntq-1 = "Benchmark"' 'ntq-6 = "Profile"' "# For each scenario" &&
+    course_check "$quiz" exercise 1 "$tmp/tty-check.log"; then
+    pass "exercise-1 in a terminal writes answers.toml (comments kept) and the right answers pass"
+  else
+    show_log "$tmp/tty.log"
+    show_log "$tmp/tty-check.log"
+    fail "exercise-1 in a terminal"
+  fi
+else
+  echo "skip exercise-1 in a terminal: \`script\` (util-linux) is not installed"
+fi
