@@ -54,9 +54,10 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..))]
     pub queue_size: u32,
 
-    /// After a batch's first request arrives, wait this long (ms) for more to fill it.
-    /// 0 starts at once with whatever is waiting.
-    #[arg(long, default_value_t = 0)]
+    /// After a batch's first request arrives, wait up to this long (ms) for more to fill it.
+    /// Requests that arrive together (a burst, or clients resubmitting as a batch ends) then
+    /// share one batch instead of the first one starting alone; a full batch never waits.
+    #[arg(long, default_value_t = 5)]
     pub batch_wait_ms: u64,
 
     /// Name clients must send as `model` [default: the --model value].
