@@ -9,20 +9,15 @@ use crate::report::QuestionResult;
 pub fn check(ctx: &mut Ctx<'_>, key: &TrafficKey) {
     // The target: the key's when it sets one (graded), else the learner's own.
     let stated = ctx.number("target_p90_ttft_ms");
-    let target = match (key.target_p90_ttft_ms, &stated) {
-        (Some(t), _) => {
+    let target = match (key.target_p90_ttft_ms, stated) {
+        (Some(t), stated) => {
             let q = QuestionResult::new("target_p90_ttft_ms", "The P90 TTFT target, ms", 1.0);
-            let got = match stated {
-                Got::Answered(v) => Got::Answered(v),
-                Got::Unanswered => Got::Unanswered,
-                Got::Invalid(r) => Got::Invalid(r),
-            };
-            ctx.push(number_question(got, Ok(t), 1e-9, 0.0, "the exercise's target", q));
+            ctx.push(number_question(stated, Ok(t), 1e-9, 0.0, "the exercise's target", q));
             Ok(t)
         }
-        (None, Got::Answered(t)) if *t > 0.0 => Ok(*t),
+        (None, Got::Answered(t)) if t > 0.0 => Ok(t),
         (None, Got::Answered(_)) => Err("cannot be checked: target_p90_ttft_ms must be above 0".to_string()),
-        (None, Got::Invalid(reason)) => Err(reason.clone()),
+        (None, Got::Invalid(reason)) => Err(reason),
         (None, Got::Unanswered) => Err("cannot be checked: write the target in target_p90_ttft_ms".to_string()),
     };
 
