@@ -72,9 +72,12 @@ pub fn write_latency_cdf(path: &Path, runs: &[&Run]) -> Result<()> {
             } else {
                 chart.draw_series(LineSeries::new(points.iter().copied(), style))?
             };
-            let legend_color = *color;
+            // The legend sample is two strokes: touching for a solid line, apart for a dashed one.
+            let (legend_color, gap) = (*color, if *dashed { 4 } else { 0 });
             drawn.label(name.as_str()).legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], legend_color.stroke_width(2))
+                EmptyElement::at((x, y))
+                    + PathElement::new(vec![(0, 0), (8, 0)], legend_color.stroke_width(2))
+                    + PathElement::new(vec![(8 + gap, 0), (20, 0)], legend_color.stroke_width(2))
             });
         }
         chart

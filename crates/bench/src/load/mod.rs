@@ -298,9 +298,13 @@ fn progress_bar(config: &LoadConfig) -> ProgressBar {
             ProgressStyle::with_template("{bar:40} {pos}/{len} requests  {elapsed_precise} (eta {eta})")
                 .unwrap_or_else(|_| ProgressStyle::default_bar()),
         ),
-        Bound::DurationS(_) => ProgressBar::new_spinner().with_style(
-            ProgressStyle::with_template("{spinner} {pos} requests done  {elapsed_precise}")
-                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-        ),
+        Bound::DurationS(_) => {
+            let bar = ProgressBar::new_spinner().with_style(
+                ProgressStyle::with_template("{spinner} {pos} requests done  {elapsed_precise}")
+                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+            );
+            bar.enable_steady_tick(Duration::from_millis(200));
+            bar
+        }
     }
 }
