@@ -26,6 +26,7 @@ pub mod linear;
 pub mod model;
 pub mod profile;
 pub mod serve;
+pub mod skinny_matmul;
 pub mod tokenizer;
 pub mod weights;
 pub mod work;

@@ -11,6 +11,7 @@ use candle_nn::VarBuilder;
 
 use crate::error::Result;
 use crate::kernels;
+use crate::skinny_matmul;
 use crate::work;
 
 /// How a weight of logical shape (in, out) is held in memory.
@@ -77,6 +78,7 @@ impl Linear {
         let (flops, bytes) = work::matmul(1, m, k, n, x.dtype().size_in_bytes());
         let _s = profiler::op_shapes(self.op_name, &[x.dims(), self.weight.dims()]).with_work(flops, bytes);
         Ok(match self.layout {
+            Layout::OutIn if skinny_matmul::applies(x, &self.weight) => skinny_matmul::matmul(x, &self.weight)?,
             Layout::OutIn => x.matmul(&self.weight.t()?)?,
             Layout::InOut => x.matmul(&self.weight)?,
         })
