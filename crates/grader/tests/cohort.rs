@@ -58,6 +58,11 @@ fn build_cohort(dir: &Path) -> std::path::PathBuf {
     bob.insert("exercise-1/answers.toml".into(), "[quiz]\nntq-1 = \"Benchmark\"\nntq-2 = \"Benchmark\"\n".into());
     bob.insert("exercise-3/answers.toml".into(), "[[top_ops]]\nname = \"matmul\"\nshare_pct = 52\n[plan]\nattack_first = \"The gelu op, because it is memory-bound.\"\n".into());
     bob.remove("exercise-7/results/rate-2x/bench.json");
+    // bob looked at exercise 4's solution before passing it (his progress file says so).
+    bob.insert(
+        ".course-progress.json".into(),
+        r#"{"format": 1, "exercises": {"4": {"passed": true, "solution_viewed": true, "solution_viewed_before_pass": true}}}"#.into(),
+    );
     zip_files(&cohort.join("bob.zip"), &bob, "exercises/", |_| {});
 
     // carol: the untouched templates, as a tar.gz.
@@ -133,6 +138,9 @@ fn a_bad_cohort_is_graded_student_by_student() {
     assert_eq!(cohort.warnings, ["skipped notes.txt: not a folder, .zip or .tar.gz"]);
     let by_name = |n: &str| cohort.students.iter().find(|s| s.student == n).unwrap();
     assert_eq!(by_name("alice").passed(), 7, "{:?}", by_name("alice").flags());
+    assert!(by_name("bob").flags().contains(&"solution-early:4".to_string()), "{:?}", by_name("bob").flags());
+    let bob_feedback = std::fs::read_to_string(out.join("feedback/bob.md")).unwrap();
+    assert!(bob_feedback.contains("the solution was shown before this exercise passed"));
     assert!(by_name("erin").problems.iter().filter(|p| p.kind == grader::ProblemKind::Escapes).count() >= 3, "{:?}", by_name("erin").problems);
     assert!(by_name("frank").problems.iter().any(|p| p.kind == grader::ProblemKind::Archive && p.message.contains("archive bomb")));
     // erin's other files were still graded from the archive, in memory.
