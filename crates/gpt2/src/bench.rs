@@ -151,7 +151,7 @@ pub struct LayoutResult {
 
 /// Times `x (m × in) · W (in × out)` with W stored (out, in) and used transposed, and with
 /// W stored contiguous (in, out), for each GPT-2 small matrix at the batch sizes generation
-/// and prefill use. The model's `Layout::for_shape` encodes the winners.
+/// and prefill use, with the kernels the model would use for each (`Layout::for_device`).
 pub fn run_layout_cases(device: &Device, warmup: usize, repeats: usize) -> Result<Vec<LayoutResult>> {
     let shapes = [("c_attn", 768, 2304), ("attn.c_proj", 768, 768), ("c_fc", 768, 3072), ("mlp.c_proj", 3072, 768), ("lm_head", 768, 50257)];
     let mut rows = Vec::new();
