@@ -163,3 +163,79 @@ fn grade_writes_the_gradebook_and_refuses_a_bad_key() {
     assert_eq!(o.status.code(), Some(1));
     assert!(text(&o).contains("key.toml"), "{}", text(&o));
 }
+
+#[test]
+fn reset_in_a_git_clone_restores_the_committed_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = course_copy(dir.path());
+    let git = |args: &[&str]| {
+        let o = Command::new("git").args(["-c", "user.name=t", "-c", "user.email=t@example.com"]).args(args).current_dir(&root).output().unwrap();
+        assert!(o.status.success(), "git {args:?}: {}", text(&o));
+    };
+    git(&["init", "-q"]);
+    git(&["add", "."]);
+    git(&["commit", "-q", "-m", "start"]);
+    write(&root.join("exercises/exercise-1/answers.toml"), PERFECT_EX1);
+    write(&root.join("exercises/exercise-1/src/main.rs"), "fn main() { /* my work */ }\n");
+    let o = course(&root, &["reset", "1", "--yes"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("answers.toml") && text(&o).contains("main.rs"), "lists what it restores: {}", text(&o));
+    assert_eq!(std::fs::read_to_string(root.join("exercises/exercise-1/answers.toml")).unwrap(), template(1));
+    assert!(!std::fs::read_to_string(root.join("exercises/exercise-1/src/main.rs")).unwrap().contains("my work"));
+    let o = course(&root, &["reset", "1", "--yes"]);
+    assert!(text(&o).contains("already has its starting files"), "{}", text(&o));
+}
+
+/// Wait until the child's output (both streams) contains `pattern`, or give up after a
+/// generous limit (this checks behaviour, not speed).
+fn wait_for(lines: &std::sync::mpsc::Receiver<String>, seen: &mut String, pattern: &str) -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while !seen.contains(pattern) {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match lines.recv_timeout(left) {
+            Ok(line) => {
+                seen.push_str(&line);
+                seen.push('\n');
+            }
+            Err(_) => return false,
+        }
+    }
+    true
+}
+
+#[test]
+fn watch_rechecks_on_save_and_moves_on_when_it_passes() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let root = course_copy(dir.path());
+    let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("course-cli-target");
+    let mut child = Command::new(BIN)
+        .args(["watch"])
+        .current_dir(&root)
+        .env("CARGO_TARGET_DIR", target)
+        .env("NO_COLOR", "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    for stream in [Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>, Box::new(child.stderr.take().unwrap())] {
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stream).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+    }
+    let mut seen = String::new();
+    let first = wait_for(&rx, &mut seen, "Watching");
+    if first {
+        write(&root.join("exercises/exercise-1/answers.toml"), PERFECT_EX1);
+    }
+    let moved_on = first && wait_for(&rx, &mut seen, "Watching exercise 2 next");
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(first, "watch did not start: {seen}");
+    assert!(moved_on, "watch did not re-check and move on: {seen}");
+    assert!(seen.contains("NOT PASSED") && seen.contains("PASSED"), "{seen}");
+}
