@@ -27,9 +27,12 @@ pub fn cdf_points(samples: &[f64]) -> Vec<(f64, f64)> {
     sorted.into_iter().enumerate().map(|(i, x)| (x, (i + 1) as f64 / n)).collect()
 }
 
+/// One curve: its legend name, its points, whether it is dashed, its colour.
+type Curve = (String, Vec<(f64, f64)>, bool, RGBColor);
+
 /// Write the CDF plot of every run's TTFT (solid) and E2EL (dashed) to `path`.
 pub fn write_latency_cdf(path: &Path, runs: &[&Run]) -> Result<()> {
-    let series: Vec<(String, Vec<(f64, f64)>, bool, RGBColor)> = runs
+    let series: Vec<Curve> = runs
         .iter()
         .enumerate()
         .flat_map(|(i, run)| {
