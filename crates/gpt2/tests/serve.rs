@@ -222,6 +222,12 @@ async fn no_body_can_panic_the_server() {
         let status = response.status().as_u16();
         assert!(status == 200 || status == 400, "{}: {status}", String::from_utf8_lossy(&body[..body.len().min(80)]));
     }
+    // Past axum's 2 MB body limit: refused before parsing, still with an OpenAI-style body.
+    let huge = json!({"model": MODEL, "prompt": "x".repeat(3 << 20)}).to_string();
+    let response = post(&server.url, huge).await;
+    assert_eq!(response.status(), 413);
+    let error: Value = response.json().await.unwrap();
+    assert!(error["error"]["message"].as_str().unwrap().contains("body"), "{error}");
     let health = reqwest::get(format!("{}/health", server.url)).await.unwrap();
     assert_eq!(health.status(), 200, "still serving");
     server.stop().await;
