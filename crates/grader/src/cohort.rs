@@ -277,7 +277,7 @@ fn write_outputs(grader: &Grader, cohort: &Cohort, out_dir: &Path) -> Result<(),
     let feedback_dir = out_dir.join("feedback");
     for student in &cohort.students {
         let path = feedback_dir.join(&student.feedback_file);
-        write_atomically(&path, feedback_markdown(student).as_bytes())
+        crate::atomic::write_replacing_quickly(&path, feedback_markdown(student).as_bytes())
             .map_err(|e| CohortError(format!("{}: cannot write the feedback: {e}", path.display())))?;
     }
     Ok(())
