@@ -52,9 +52,10 @@ pub fn terminal(report: &ExerciseReport, colour: bool) -> String {
     let _ = writeln!(out, "{}", paint(&title, bold, colour));
     for q in &report.questions {
         let head = format!("{} {:<10}", marker(q.outcome), q.outcome.label());
-        let _ = write!(out, "  {} {:>7}  {}", paint(&head, style(q.outcome), colour), points(q), q.label);
+        // The id is the answers.toml field (or quiz question) and what overrides refer to.
+        let _ = write!(out, "  {} {:>7}  {}: {}", paint(&head, style(q.outcome), colour), points(q), q.id, q.label);
         if let Some(answer) = &q.answer {
-            let _ = write!(out, ": {}", one_line(answer));
+            let _ = write!(out, "  → {}", one_line(answer));
         }
         let _ = writeln!(out);
         if !q.reason.is_empty() && q.outcome != Outcome::Unanswered {
@@ -114,7 +115,7 @@ pub fn markdown(report: &ExerciseReport) -> String {
                 why = format!("overridden by the instructor (autograder: {}): {}", show(o.autograded_points), md_cell(&o.reason));
             }
             let answer = q.answer.as_deref().map(|a| format!("`{}`", md_cell(a).replace('`', "'"))).unwrap_or_default();
-            let _ = writeln!(out, "| {} {} | {} | {answer} | {} | {why} |", marker(q.outcome), q.outcome.label(), md_cell(&q.label), points(q));
+            let _ = writeln!(out, "| {} {} | `{}` {} | {answer} | {} | {why} |", marker(q.outcome), q.outcome.label(), q.id, md_cell(&q.label), points(q));
         }
         let _ = writeln!(out);
     }

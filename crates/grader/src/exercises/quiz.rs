@@ -18,9 +18,7 @@ pub fn check(ctx: &mut Ctx<'_>, key: &QuizKey) {
         };
         let rubric = key.rubrics.get(&id);
         let points = rubric.map_or(1.0, |r| r.points);
-        // The id first: prompts often end with the question, so a shortened prompt alone
-        // would hide which scenario it was.
-        let label = format!("{id}: {}", summary(&question.prompt));
+        let label = summary(&question.prompt);
         let result = QuestionResult::new(id.clone(), label, points);
         // Answers belong under [quiz]; one written at the top level is accepted too.
         let path = match &ctx.answers {
