@@ -107,3 +107,16 @@ proptest! {
         }
     }
 }
+
+/// Deep nesting is a classic way to overflow a parser's stack: it must be refused, not crash.
+#[test]
+fn deeply_nested_files_are_refused_not_a_crash() {
+    let depth = 100_000;
+    let toml_text = format!("a = {}{}", "[".repeat(depth), "]".repeat(depth));
+    let _ = Answers::parse(&toml_text, "answers.toml");
+    let inline = format!("a = {}1{}", "{b = ".repeat(depth), "}".repeat(depth));
+    let _ = Answers::parse(&inline, "answers.toml");
+    let json = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+    assert!(ProfileReport::parse(&json, "report.json").is_err());
+    assert!(BenchReport::parse(&json, "bench.json").is_err());
+}
