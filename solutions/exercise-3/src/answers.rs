@@ -62,7 +62,13 @@ fn set_in(table: &mut Table, parts: &[&str], answer: &Answer) -> Result<()> {
             if let Some(decor) = decor {
                 *value.decor_mut() = decor;
             }
-            table.insert(last, Item::Value(value));
+            // Replace the value in place: the key keeps the comment lines above it.
+            match table.get_mut(last) {
+                Some(item) => *item = Item::Value(value),
+                None => {
+                    table.insert(last, Item::Value(value));
+                }
+            }
             Ok(())
         }
         [head, rest @ ..] => {
