@@ -1,6 +1,7 @@
 //! Workshop grading: one folder, `.zip` or `.tar.gz` per student in a cohort folder. Every
 //! student is graded whatever the others submitted; each bad submission becomes that student's
-//! recorded problem. Writes `gradebook.csv` (atomically) and `feedback/STUDENT.md`.
+//! recorded problem. Writes `gradebook.csv` and `gradebook.json` (atomically) and
+//! `feedback/STUDENT.md`.
 
 use crate::archive::{archive_kind, read_archive};
 use crate::atomic::write_atomically;
@@ -25,7 +26,7 @@ pub struct Entry {
     pub path: PathBuf,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct StudentResult {
     pub student: String,
     pub file_name: String,
@@ -274,6 +275,10 @@ fn write_outputs(grader: &Grader, cohort: &Cohort, out_dir: &Path) -> Result<(),
     let csv = gradebook_csv(grader, cohort)?;
     let path = out_dir.join("gradebook.csv");
     write_atomically(&path, csv.as_bytes()).map_err(|e| CohortError(format!("{}: cannot write the gradebook: {e}", path.display())))?;
+    // The same results for tools (a dashboard, a learning platform's import).
+    let json = serde_json::to_string_pretty(&cohort.students).map_err(|e| CohortError(format!("cannot write the gradebook: {e}")))?;
+    let path = out_dir.join("gradebook.json");
+    write_atomically(&path, json.as_bytes()).map_err(|e| CohortError(format!("{}: cannot write the gradebook: {e}", path.display())))?;
     let feedback_dir = out_dir.join("feedback");
     for student in &cohort.students {
         let path = feedback_dir.join(&student.feedback_file);

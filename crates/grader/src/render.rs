@@ -154,3 +154,34 @@ pub fn markdown(report: &ExerciseReport) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::QuestionResult;
+
+    fn report() -> ExerciseReport {
+        let mut r = ExerciseReport {
+            exercise: 1,
+            title: "T".into(),
+            device: None,
+            questions: vec![QuestionResult::new("q", "a question", 1.0).answer("x").right("")],
+            problems: Vec::new(),
+            notes: Vec::new(),
+            points: 0.0,
+            max_points: 0.0,
+            pass_mark: 1.0,
+            passed: false,
+            solution_viewed_early: false,
+        };
+        r.total();
+        r
+    }
+
+    #[test]
+    fn colour_only_when_asked() {
+        assert!(terminal(&report(), true).contains("\x1b["));
+        assert!(!terminal(&report(), false).contains('\x1b'));
+        assert!(!markdown(&report()).contains('\x1b'));
+    }
+}

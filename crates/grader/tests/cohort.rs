@@ -149,6 +149,9 @@ fn a_bad_cohort_is_graded_student_by_student() {
 
     let csv = std::fs::read_to_string(out.join("gradebook.csv")).unwrap();
     insta::assert_snapshot!("gradebook_csv", csv);
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("gradebook.json")).unwrap()).unwrap();
+    assert_eq!(json.as_array().unwrap().len(), cohort.students.len());
+    assert_eq!(json[0]["reports"][0]["questions"][0]["id"], "ntq-1");
     for student in &cohort.students {
         let feedback = out.join("feedback").join(&student.feedback_file);
         assert!(feedback.is_file(), "{}", feedback.display());
