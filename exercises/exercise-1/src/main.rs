@@ -37,7 +37,8 @@ struct Args {
 fn main() -> ExitCode {
     let args = Args::parse();
     let dir = args.exercise_dir.unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
-    let quiz = args.quiz.unwrap_or_else(|| PathBuf::from(QUIZ));
+    // Shown in messages: the path without the ../.. that leads from this package to the book.
+    let quiz = args.quiz.unwrap_or_else(|| std::fs::canonicalize(QUIZ).unwrap_or_else(|_| PathBuf::from(QUIZ)));
     match quiz_terminal::run(&quiz, &dir.join("answers.toml"), "course check 1") {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
