@@ -184,5 +184,14 @@ async fn shutdown_signal() {
         _ = ctrl_c => {},
         _ = terminate => {},
     }
-    eprintln!("gpt2 serve: shutting down: no new connections; finishing the requests already accepted");
+    eprintln!(
+        "gpt2 serve: shutting down: no new connections; finishing the requests already accepted \
+         (Ctrl-C again to exit at once)"
+    );
+    tokio::spawn(async {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!("gpt2 serve: second Ctrl-C: exiting without finishing the requests in flight");
+            std::process::exit(130);
+        }
+    });
 }
