@@ -69,7 +69,9 @@ impl BiasActivation for FusedBiasGelu {
 pub fn max_abs_error(x: &Tensor, bias: &Tensor) -> candle_core::Result<f32> {
     let unfused = x.broadcast_add(bias)?.gelu()?;
     let fused = FusedBiasGelu.forward(x, bias)?;
-    (fused - unfused)?.abs()?.flatten_all()?.max(0)?.to_scalar::<f32>()
+    let diff: Vec<f32> = (fused - unfused)?.abs()?.flatten_all()?.to_vec1()?;
+    // A NaN anywhere is the worst error of all: keep it rather than let `max` skip it.
+    Ok(diff.into_iter().fold(0.0, |worst, d| if d.is_nan() || worst.is_nan() { f32::NAN } else { worst.max(d) }))
 }
 
 #[cfg(test)]
