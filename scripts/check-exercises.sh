@@ -203,7 +203,8 @@ server_pid=$!
 base_url=""
 for _ in $(seq 1 120); do
   base_url="$(grep -oE 'http://127\.0\.0\.1:[0-9]+' "$tmp/serve.log" | head -n 1)"
-  if [[ -n "$base_url" ]] && curl -sf "$base_url/health" >/dev/null 2>&1; then break; fi
+  # The server prints its address once it listens; /health confirms it where curl exists.
+  if [[ -n "$base_url" ]] && { ! command -v curl >/dev/null 2>&1 || curl -sf "$base_url/health" >/dev/null 2>&1; }; then break; fi
   base_url=""
   kill -0 "$server_pid" 2>/dev/null || break
   sleep 0.5
