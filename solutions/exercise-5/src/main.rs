@@ -93,6 +93,14 @@ fn run(args: Args) -> Result<()> {
     let results = dir.join("results");
     std::fs::create_dir_all(&results).with_context(|| format!("cannot create {}", results.display()))?;
 
+    if cfg!(debug_assertions) {
+        // Your op is compiled in this package; in a build without --release it is not
+        // optimised, while candle's ops are, so the comparison would be unfair to it.
+        println!(
+            "Note: this is a debug build, so your fused op runs unoptimised and its timings are not representative.\n\
+             For the profile and the benchmark, run `cargo run --release -p exercise-5` (or `course run 5`).\n"
+        );
+    }
     println!("1. Is the fused op correct?");
     let max_abs_error = check_correctness(&results.join("fused_check.json"))?;
 
