@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# CI guard: proves the `cuda` feature still compiles, on a machine with no GPU and no CUDA.
+#
+#   scripts/check-cuda.sh            # compute capability 90 (Hopper)
+#   CUDA_COMPUTE_CAP=80 scripts/check-cuda.sh
+#   scripts/check-cuda.sh --full     # also compile candle's static GGUF/MoE kernel library
+#
+# `cargo check` (no code generation, no link) of the packages that hold CUDA-only code: gpt2
+# (device opening, the profiler hook-up) and profiler (CUDA event and sync timing, NVTX
+# ranges), plus the exercises and solutions whose `cuda` feature is part of their build
+# record. The compiler is the pinned CUDA 13.0 nvcc from PyPI (scripts/cuda/env.sh), the
+# same one scripts/build-cuda.sh uses. candle-kernels' build script compiles its PTX kernels
+# with it; the static library of quantized GGUF/MoE kernels, which only a link would read, is
+# stood in for by scripts/cuda/nvcc-check-mode (empty objects) unless --full is given: it is
+# most of a cold run. Own target folders (target/cuda-check, target/cuda-check-full): the
+# CPU build in target/release is left alone, and a warm run only re-checks what changed.
+set -euo pipefail
+source "$(dirname "$0")/cuda/env.sh"
+cd "$CUDA_REPO_ROOT"
+
+full=false
+case "${1:-}" in
+  -h | --help)
+    sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
+    exit 0
+    ;;
+  --full) full=true ;;
+  "") ;;
+  *) cuda_die "unknown argument \"$1\" (see scripts/check-cuda.sh --help)" ;;
+esac
+
+cuda_venv_install "${CUDA_COMPILER_PACKAGES[@]}"
+cuda_compute_cap
+cuda_export_toolchain
+target_dir=$CUDA_REPO_ROOT/target/cuda-check
+if $full; then
+  target_dir=$CUDA_REPO_ROOT/target/cuda-check-full
+  unset NVCC
+else
+  export CUDA_CHECK_REAL_NVCC=$CUDA_TREE/bin/nvcc
+  export NVCC=$CUDA_REPO_ROOT/scripts/cuda/nvcc-check-mode
+  cuda_log "candle's GGUF/MoE static kernel library is not compiled (never linked by a check; --full compiles it)"
+fi
+
+packages=(gpt2 profiler)
+features=(gpt2/cuda profiler/cuda profiler/nvtx)
+for dir in exercises/* solutions/*; do
+  [ -f "$dir/Cargo.toml" ] || continue
+  grep -q '^cuda *=' "$dir/Cargo.toml" || continue
+  name=$(sed -n 's/^name *= *"\(.*\)"/\1/p' "$dir/Cargo.toml" | head -n 1)
+  packages+=("$name")
+  features+=("$name/cuda")
+done
+
+args=()
+for p in "${packages[@]}"; do args+=(-p "$p"); done
+feature_list=$(IFS=,; echo "${features[*]}")
+cuda_log "cargo check --release --locked ${args[*]} --features $feature_list (target folder $target_dir)"
+started=$SECONDS
+CARGO_TARGET_DIR=$target_dir cargo check --release --locked "${args[@]}" --features "$feature_list"
+cuda_log "the CUDA code compiles ($((SECONDS - started)) s)"

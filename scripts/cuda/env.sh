@@ -1,0 +1,75 @@
+# Shared by scripts/build-cuda.sh and scripts/check-cuda.sh (sourced, not run).
+#
+# Gives a CUDA 13.0 toolchain from PyPI in a virtual environment under target/, so the
+# `cuda` feature builds on a machine with no GPU and no system CUDA. Every package is pinned
+# to the same CUDA release: a newer nvidia-nvvm emits PTX the pinned ptxas rejects
+# ("Unsupported .version 9.5"), and PTX newer than the GPU's driver will not load
+# (CUDA 13.0 is the level of driver 580). See ../shared/notes/cuda-toolchain.md.
+
+CUDA_REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+CUDA_VENV=${CUDA_VENV:-$CUDA_REPO_ROOT/target/cuda-venv}
+
+# The compiler: nvcc, ptxas, NVVM, headers (cuda_fp16.h, cub/thrust via cccl) and cudart.
+CUDA_COMPILER_PACKAGES=(
+  nvidia-cuda-nvcc==13.0.88
+  nvidia-nvvm==13.0.88
+  nvidia-cuda-crt==13.0.88
+  nvidia-cuda-runtime==13.0.96
+  nvidia-cuda-cccl==13.0.85
+)
+# What a linked binary needs besides the driver (cudarc links them by name).
+CUDA_LINK_PACKAGES=(
+  nvidia-cuda-nvrtc==13.0.88
+  nvidia-curand==10.4.0.35
+  nvidia-cublas==13.0.2.14
+)
+
+cuda_log() { printf '[cuda] %s\n' "$*" >&2; }
+cuda_die() { printf '[cuda] error: %s\n' "$*" >&2; exit 1; }
+
+# cuda_venv_install PACKAGE==VERSION...: create the venv if needed and install the pins that
+# are not already there (a second run does not touch the network).
+cuda_venv_install() {
+  if [ ! -x "$CUDA_VENV/bin/python" ]; then
+    cuda_log "creating virtual environment $CUDA_VENV"
+    python3 -m venv "$CUDA_VENV" ||
+      cuda_die "python3 -m venv failed: install python3-venv (Debian: apt-get install python3-venv) and rerun"
+  fi
+  local installed missing=() pkg
+  installed=$("$CUDA_VENV/bin/python" -m pip freeze --disable-pip-version-check 2>/dev/null || true)
+  for pkg in "$@"; do
+    grep -qixF "$pkg" <<<"$installed" || missing+=("$pkg")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    cuda_log "pip install ${missing[*]}"
+    "$CUDA_VENV/bin/python" -m pip install --quiet --disable-pip-version-check "$@" ||
+      cuda_die "pip could not install the pinned CUDA packages into $CUDA_VENV (is PyPI reachable?)"
+  fi
+  CUDA_TREE=$("$CUDA_VENV/bin/python" -c 'import nvidia, os; print(os.path.join(nvidia.__path__[0], "cu13"))') ||
+    cuda_die "the nvidia packages in $CUDA_VENV have no cu13 folder; delete $CUDA_VENV and rerun"
+  [ -x "$CUDA_TREE/bin/nvcc" ] || cuda_die "no nvcc at $CUDA_TREE/bin/nvcc; delete $CUDA_VENV and rerun"
+}
+
+# cuda_compute_cap [VALUE]: validate and export CUDA_COMPUTE_CAP (default 90, Hopper).
+cuda_compute_cap() {
+  local cap=${1:-${CUDA_COMPUTE_CAP:-90}}
+  case "$cap" in
+    75) cuda_log "compute capability 75 (Turing: T4, RTX 20xx)" ;;
+    80) cuda_log "compute capability 80 (Ampere: A100, A30)" ;;
+    86) cuda_log "compute capability 86 (Ampere: A10, A40, RTX 30xx)" ;;
+    89) cuda_log "compute capability 89 (Ada: L4, L40S, RTX 40xx)" ;;
+    90) cuda_log "compute capability 90 (Hopper: H100, H200; candle's kernels build as sm_90a, which loads on Hopper only)" ;;
+    *) cuda_die "compute capability \"$cap\" is not one this course builds for: use 90 (H100/H200), 89 (L4, RTX 40xx), 86 (A10, RTX 30xx), 80 (A100) or 75 (T4)" ;;
+  esac
+  export CUDA_COMPUTE_CAP=$cap
+}
+
+# cuda_export_toolchain: put the PyPI toolchain where candle-kernels (cudaforge) and
+# cudarc's build scripts look for it.
+cuda_export_toolchain() {
+  export CUDA_ROOT=$CUDA_TREE CUDA_PATH=$CUDA_TREE CUDA_HOME=$CUDA_TREE
+  export PATH=$CUDA_TREE/bin:$PATH
+  # Compile kernels with as many threads as cargo may use (default: every core).
+  export CUDAFORGE_THREADS=${CUDAFORGE_THREADS:-${CARGO_BUILD_JOBS:-$(nproc)}}
+  cuda_log "nvcc: $(nvcc --version | tail -n 2 | head -n 1)"
+}
