@@ -22,8 +22,10 @@ fi
 step "building every package, binary and test (release)"
 cargo build --release --workspace --all-targets
 
-step "Rust tests"
-cargo nextest run --release --workspace --no-fail-fast
+# The untouched exercises' own tests fail on purpose (they are the learner's to-do list);
+# check-exercises.sh below proves that they fail and that the solutions pass.
+step "Rust tests (every crate and solution)"
+cargo nextest run --release --workspace --no-fail-fast -E 'not package(/^exercise-/)' 
 
 step "book tools (mdBook, mdbook-quiz)"
 scripts/install-book-tools.sh
@@ -34,9 +36,7 @@ scripts/test-book.sh
 step "openai client against gpt2 serve"
 python3 scripts/openai-client-check.py --binary target/release/gpt2
 
-if [ -x scripts/check-exercises.sh ]; then
-  step "exercises and solutions through course check"
-  scripts/check-exercises.sh
-fi
+step "exercises and solutions through course check"
+scripts/check-exercises.sh
 
 step "all test suites passed"
