@@ -73,6 +73,10 @@ struct ProfileArgs {
     /// Folder for report.json, trace.json, stacks.folded and flamegraph.svg.
     #[arg(long, default_value = "target/profile")]
     out: PathBuf,
+    /// The MLP's bias + GELU: the engine's fused kernel, or candle's stock ops one after
+    /// the other (what exercise 3 profiles and exercise 5 replaces).
+    #[arg(long, value_enum, default_value_t = Mlp::Fused)]
+    mlp: Mlp,
     /// Instead of a table, measure the profiler's own cost: N forwards with and N without
     /// recording, alternating, and compare their medians.
     #[arg(long, value_name = "N")]
@@ -274,8 +278,18 @@ fn model_weight_bytes(model: &gpt2::Model) -> usize {
     params * model.dtype().size_in_bytes()
 }
 
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Mlp {
+    Fused,
+    Stock,
+}
+
 fn profile_cmd(args: ProfileArgs) -> Result<()> {
-    let loaded = args.model.load()?;
+    let mut loaded = args.model.load()?;
+    loaded.model.set_mlp_activation(match args.mlp {
+        Mlp::Fused => gpt2::MlpActivation::Fused,
+        Mlp::Stock => gpt2::MlpActivation::Stock,
+    });
     let model = &loaded.model;
     let on_cuda = model.device().is_cuda();
     let spec = ForwardProfile {
