@@ -6,7 +6,8 @@
 #   1. the Rust tests of every crate, exercise and solution (cargo nextest);
 #   2. the book: build with quiz validation, link and include checks, a headless-Chromium quiz test;
 #   3. the real-client check: the official `openai` Python package against `gpt2 serve`;
-#   4. the exercises: each untouched exercise fails `course check`, each solution passes it.
+#   4. the exercises: each untouched exercise fails `course check`, each solution passes it;
+#   5. the CUDA code compiles (no GPU needed: nvcc and the CUDA headers come from PyPI).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
@@ -38,5 +39,8 @@ python3 scripts/openai-client-check.py --binary target/release/gpt2
 
 step "exercises and solutions through course check"
 scripts/check-exercises.sh
+
+step "CUDA code compiles (cargo check --features cuda with PyPI's nvcc)"
+scripts/check-cuda.sh
 
 step "all test suites passed"
