@@ -14,6 +14,8 @@ use std::path::PathBuf;
         current exercise whenever you save.\n\n\
         Instructors: `course grade COHORT_DIR` grades a whole workshop into gradebook.csv and one feedback page \
         per student.\n\n\
+        Engineers: `course bench --base-url URL --rate R` measures a server under load (P90 TTFT and more, with \
+        noise bounds); `course bench --compare A/bench.json B/bench.json` says whether B is faster.\n\n\
         The course root is the folder holding exercises/info.toml, found by walking up from the current folder \
         (or given with --root)."
 )]
@@ -99,4 +101,6 @@ pub enum Command {
         #[arg(long)]
         threads: Option<usize>,
     },
+    // No doc comment here: the bench crate's own help (BenchArgs) is the command's help.
+    Bench(bench::cli::BenchArgs),
 }

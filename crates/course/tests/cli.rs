@@ -55,7 +55,8 @@ const PERFECT_EX1: &str = "[quiz]\nntq-1 = \"Benchmark\"\nntq-2 = \"Profile\"\nn
 #[test]
 fn help_works_for_every_command() {
     for args in [vec!["--help"], vec!["list", "--help"], vec!["run", "--help"], vec!["check", "--help"], vec!["hint", "--help"],
-                 vec!["watch", "--help"], vec!["reset", "--help"], vec!["solution", "--help"], vec!["grade", "--help"]] {
+                 vec!["watch", "--help"], vec!["reset", "--help"], vec!["solution", "--help"], vec!["grade", "--help"],
+                 vec!["bench", "--help"]] {
         let o = Command::new(BIN).args(&args).output().unwrap();
         assert!(o.status.success(), "{args:?}: {}", text(&o));
     }
@@ -238,4 +239,15 @@ fn watch_rechecks_on_save_and_moves_on_when_it_passes() {
     assert!(first, "watch did not start: {seen}");
     assert!(moved_on, "watch did not re-check and move on: {seen}");
     assert!(seen.contains("NOT PASSED") && seen.contains("PASSED"), "{seen}");
+}
+
+#[test]
+fn bench_runs_outside_a_course_and_compares_two_files() {
+    // `course bench` is the bench crate's client; here only its wiring is checked: it needs no
+    // course copy, and a bad comparison is an error with exit code 1.
+    let dir = tempfile::tempdir().unwrap();
+    let o = course(dir.path(), &["bench", "--compare", "missing-a.json", "missing-b.json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("missing-a.json"), "{}", text(&o));
+    assert!(!text(&o).contains("exercises/info.toml"), "bench must not look for a course: {}", text(&o));
 }

@@ -17,19 +17,21 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 pub fn dispatch(cli: Cli) -> Result<ExitCode> {
-    // `grade` may run outside a course copy only with --root; everything else needs the root too.
-    let root = crate::root::find(cli.root.as_deref())?;
-    let course = Course::open(root)?;
+    // Every command but `bench` reads the course: exercises/info.toml, found from the current
+    // folder or --root. The load client measures any server and needs no course copy.
+    let root = cli.root.as_deref();
+    let open = || -> Result<Course> { Course::open(crate::root::find(root)?) };
     match cli.command {
-        Command::List => list::list(&course),
-        Command::Run { n, args } => run::run(&course, n, &args),
-        Command::Check { n, format } => check::check(&course, n, format),
-        Command::Hint { n } => hint::hint(&course, n),
-        Command::Watch { exercise } => watch::watch(&course, exercise),
-        Command::Reset { n, yes } => reset::reset(&course, n, yes),
-        Command::Solution { n, force } => solution::solution(&course, n, force),
+        Command::Bench(args) => bench::cli::run(args),
+        Command::List => list::list(&open()?),
+        Command::Run { n, args } => run::run(&open()?, n, &args),
+        Command::Check { n, format } => check::check(&open()?, n, format),
+        Command::Hint { n } => hint::hint(&open()?, n),
+        Command::Watch { exercise } => watch::watch(&open()?, exercise),
+        Command::Reset { n, yes } => reset::reset(&open()?, n, yes),
+        Command::Solution { n, force } => solution::solution(&open()?, n, force),
         Command::Grade { cohort_dir, key, overrides, out, threads } => {
-            grade::grade(&course, &cohort_dir, key.as_deref(), overrides.as_deref(), &out, threads)
+            grade::grade(&open()?, &cohort_dir, key.as_deref(), overrides.as_deref(), &out, threads)
         }
     }
 }
