@@ -102,5 +102,5 @@ pub enum Command {
         threads: Option<usize>,
     },
     // No doc comment here: the bench crate's own help (BenchArgs) is the command's help.
-    Bench(bench::cli::BenchArgs),
+    Bench(Box<bench::cli::BenchArgs>),
 }

@@ -22,7 +22,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
     let root = cli.root.as_deref();
     let open = || -> Result<Course> { Course::open(crate::root::find(root)?) };
     match cli.command {
-        Command::Bench(args) => bench::cli::run(args),
+        Command::Bench(args) => bench::cli::run(*args),
         Command::List => list::list(&open()?),
         Command::Run { n, args } => run::run(&open()?, n, &args),
         Command::Check { n, format } => check::check(&open()?, n, format),
