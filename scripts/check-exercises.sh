@@ -50,28 +50,44 @@ numbers=(1 2 3 4 5 6 7)
 bin="$repo_root/target/release"
 
 # --- build -----------------------------------------------------------------------------------
-packages=(-p course -p gpt2)
-for n in "${numbers[@]}"; do packages+=(-p "exercise-$n" -p "solution-$n"); done
-if cargo build --release "${packages[@]}" >"$tmp/build.log" 2>&1; then
-  pass "build: course, gpt2, exercise-1..7 and solution-1..7 (release)"
+# The whole workspace, as test.sh builds it: naming packages one by one would resolve
+# dependency features differently and compile them again.
+if cargo build --release --workspace --all-targets >"$tmp/build.log" 2>&1; then
+  pass "build: the workspace, course, gpt2, exercise-1..7 and solution-1..7 included (release)"
 else
   show_log "$tmp/build.log"
-  abort "build: cargo build --release ${packages[*]}"
+  abort "build: cargo build --release --workspace --all-targets"
 fi
 
 # --- the cargo wrapper `course` calls --------------------------------------------------------
 # `course check N` runs `cargo build|test --release -p exercise-N` in the course root; this runs
 # it here instead, with exercise-N renamed to $CHECK_PACKAGE_PREFIX-N.
+#
+# Cargo resolves dependency features from the packages a command names, so `-p exercise-N`
+# alone would compile candle and friends again with a different feature set (many minutes
+# each, on two cores). The wrapper therefore builds and tests as the whole workspace, which
+# test.sh has already compiled, and runs only the package's own tests (nextest's filter).
 cat >"$tmp/cargo-in-checkout" <<EOF
 #!/usr/bin/env bash
-args=()
-for a in "\$@"; do
-  case "\$a" in
-    exercise-[0-9]*) a="\${CHECK_PACKAGE_PREFIX:-exercise}-\${a#exercise-}" ;;
+sub="\$1"; shift
+package=""
+while [ \$# -gt 0 ]; do
+  case "\$1" in
+    -p) package="\$2"; shift ;;
+    --release) ;;
+    *) echo "cargo-in-checkout: unexpected argument \$1" >&2; exit 2 ;;
   esac
-  args+=("\$a")
+  shift
 done
-cd "$repo_root" && exec cargo "\${args[@]}"
+case "\$package" in
+  exercise-[0-9]*) package="\${CHECK_PACKAGE_PREFIX:-exercise}-\${package#exercise-}" ;;
+esac
+cd "$repo_root" || exit 2
+case "\$sub" in
+  build) exec cargo build --release --workspace --all-targets ;;
+  test) exec cargo nextest run --release --workspace --no-fail-fast -E "package(\$package)" ;;
+  *) echo "cargo-in-checkout: unexpected subcommand \$sub" >&2; exit 2 ;;
+esac
 EOF
 chmod +x "$tmp/cargo-in-checkout"
 
