@@ -1,10 +1,9 @@
 //! GPT-2's dense layers and the memory layout of their weights.
 //!
 //! The checkpoint stores `Conv1D` weights as (in, out). That is a storage format, not a
-//! requirement. On the CPU every weight is kept as (out, in): a product with one row of
-//! activations then runs through gemm's matrix-vector path and one with 2–16 rows through
-//! the skinny kernel (`skinny_matmul`), both reading each weight row once at memory speed,
-//! and decode steps are what generation spends its time in. `gpt2 bench --layouts` times
+//! requirement. On the CPU every weight is kept as (out, in): a product with 1–16 rows of
+//! activations (decode steps, which generation spends its time in) then runs through the
+//! skinny kernel (`skinny_matmul`), which reads each weight row once. `gpt2 bench --layouts` times
 //! every GPT-2 weight shape both ways at M = 1, 8, 16 and 128 to check that choice.
 
 use candle_core::{Device, Tensor};
