@@ -22,6 +22,7 @@ pub mod overrides;
 pub mod problem;
 pub mod progress;
 pub mod quiz;
+pub mod quiz_terminal;
 pub mod render;
 pub mod report;
 pub mod results;

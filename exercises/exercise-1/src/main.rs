@@ -7,7 +7,7 @@
 //! TODO (you): answer the six scenarios. Run this program in a terminal to be asked one at a
 //! time (it writes answers.toml), or edit answers.toml by hand; then `course check 1`.
 
-mod quiz_terminal;
+use grader::quiz_terminal;
 
 use clap::Parser;
 use std::path::PathBuf;

@@ -6,7 +6,7 @@
 //!
 //! Solution: the program is the exercise's; the answers are in this folder's answers.toml.
 
-mod quiz_terminal;
+use grader::quiz_terminal;
 
 use clap::Parser;
 use std::path::PathBuf;

@@ -1,10 +1,10 @@
-//! A quiz in the terminal: asks the questions of one of the book's quiz files (the same file
+//! A quiz in the terminal, for the exercises that ask the book's questions (1 and 6): asks the questions of one of the book's quiz files (the same file
 //! the grader reads, parsed with the grader's parser) and writes the answers into the
 //! exercise's `answers.toml`, keeping its comments. Without a terminal it explains how to fill
 //! `answers.toml` by hand instead.
 
 use anyhow::{bail, Context, Result};
-use grader::quiz::{BankQuestion, QuestionKind, QuizFile};
+use crate::quiz::{BankQuestion, QuestionKind, QuizFile};
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
 
