@@ -77,6 +77,10 @@ struct ProfileArgs {
     /// the other (what exercise 3 profiles and exercise 5 replaces).
     #[arg(long, value_enum, default_value_t = Mlp::Fused)]
     mlp: Mlp,
+    /// Instead of profiling, compare two report.json files: each op's self time before and
+    /// after, and the change (e.g. without and with a fused kernel).
+    #[arg(long, num_args = 2, value_names = ["BEFORE", "AFTER"])]
+    compare: Option<Vec<PathBuf>>,
     /// Instead of a table, measure the profiler's own cost: N forwards with and N without
     /// recording, alternating, and compare their medians.
     #[arg(long, value_name = "N")]
@@ -285,6 +289,12 @@ enum Mlp {
 }
 
 fn profile_cmd(args: ProfileArgs) -> Result<()> {
+    if let Some(paths) = &args.compare {
+        let before = profiler::Report::read_json(&paths[0])?;
+        let after = profiler::Report::read_json(&paths[1])?;
+        print!("{}", profiler::compare(&before, &after));
+        return Ok(());
+    }
     let mut loaded = args.model.load()?;
     loaded.model.set_mlp_activation(match args.mlp {
         Mlp::Fused => gpt2::MlpActivation::Fused,

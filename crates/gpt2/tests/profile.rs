@@ -79,3 +79,31 @@ fn gpt2_profile_writes_the_three_exports() {
     assert!(trace.to_string().contains("lm_head"));
     assert!(std::fs::read_to_string(out.path().join("flamegraph.svg")).unwrap().contains("<svg"));
 }
+
+#[test]
+fn gpt2_profile_compares_two_reports() {
+    let cache = tempfile::tempdir().unwrap();
+    let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    for (dir, mlp) in dirs.iter().zip(["stock", "fused"]) {
+        let run = std::process::Command::new(env!("CARGO_BIN_EXE_gpt2"))
+            .args(["profile", "--model", "synthetic-tiny", "--device", "cpu", "--mlp", mlp, "--out"])
+            .arg(dir.path())
+            .env("GPT2_COURSE_CACHE", cache.path())
+            .output()
+            .unwrap();
+        assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    }
+    let run = std::process::Command::new(env!("CARGO_BIN_EXE_gpt2"))
+        .args(["profile", "--compare"])
+        .arg(dirs[0].path().join("report.json"))
+        .arg(dirs[1].path().join("report.json"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    // The stock run's gelu and the fused run's bias_gelu both appear, each on one side only.
+    assert!(stdout.contains("gelu") && stdout.contains("bias_gelu"), "{stdout}");
+    let missing = std::process::Command::new(env!("CARGO_BIN_EXE_gpt2")).args(["profile", "--compare", "/nonexistent/a.json", "/nonexistent/b.json"]).output().unwrap();
+    assert!(!missing.status.success());
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("/nonexistent/a.json"));
+}
