@@ -15,6 +15,7 @@ pub mod atomic;
 pub mod checks;
 pub mod cohort;
 pub mod exercises;
+pub mod fill_answers;
 pub mod grade;
 pub mod key;
 pub mod manifest;

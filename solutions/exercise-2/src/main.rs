@@ -8,7 +8,7 @@
 //!
 //! Solution: src/stats.rs is written, and this run fills in answers.toml from its own results.
 
-mod answers;
+use grader::fill_answers as answers;
 mod generation;
 mod stats;
 

@@ -1,4 +1,5 @@
-//! The reference solution fills its answers.toml from its own results, the way a learner copies
+//! Filling an answers.toml in place, for the reference solutions (2, 3, 4, 5, 7), which write
+//! their answers from their own results, the way a learner copies
 //! them from the printed tables: values are set in place, the template's comments are kept.
 
 use anyhow::{bail, Context, Result};
