@@ -4,8 +4,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
-use clap::Args;
+use clap::{Args, Subcommand};
 
+use crate::budget::{self, BudgetArgs};
 use crate::compare::{compare_runs, MetricChoice};
 use crate::environment::{Environment, Target};
 use crate::load::{self, Bound, LoadConfig, Prompt, Traffic};
@@ -28,9 +29,13 @@ use crate::stats;
 /// Examples:
 ///   course bench --base-url http://127.0.0.1:8000 --model gpt2 --rate 4 --requests 200 --out b8
 ///   course bench --compare b8/bench.json b16/bench.json --metric ttft_ms.p90
+///   course bench budget --report target/profile/report.json --svg budget.svg
 #[derive(Args, Debug, Clone)]
-#[command(verbatim_doc_comment)]
+#[command(verbatim_doc_comment, args_conflicts_with_subcommands = true)]
 pub struct BenchArgs {
+    #[command(subcommand)]
+    pub command: Option<BenchCommand>,
+
     /// Compare two bench.json files instead of running: prints B/A with its 95% interval and a
     /// verdict (faster, slower, within noise).
     #[arg(long, num_args = 2, value_names = ["A_JSON", "B_JSON"], help_heading = "Compare")]
@@ -127,8 +132,18 @@ pub struct BenchArgs {
     pub no_progress: bool,
 }
 
+/// What `course bench` does besides measuring a server.
+#[derive(Subcommand, Debug, Clone)]
+pub enum BenchCommand {
+    // No doc comment here: BudgetArgs' own doc is the subcommand's help.
+    Budget(BudgetArgs),
+}
+
 /// Run `course bench` with parsed arguments. Errors are for people: they say what to do next.
 pub fn run(args: BenchArgs) -> Result<ExitCode> {
+    if let Some(BenchCommand::Budget(budget_args)) = &args.command {
+        return budget::run(budget_args);
+    }
     match &args.compare {
         Some(paths) => run_compare(&args, paths),
         None => run_load(&args),

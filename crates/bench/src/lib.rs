@@ -8,10 +8,13 @@
 //!   Poisson arrivals or closed-loop concurrency, streamed responses).
 //! - [`inprocess`]: the same metrics for a generation function called directly.
 //! - [`report`], [`plot`], [`environment`]: `bench.json`, `latency.svg`, and where it ran.
+//! - [`budget`]: a profiler report grouped into the book's budget lines, as a bar chart.
 //! - [`cli`]: `course bench`.
 //!
-//! This crate knows nothing of GPT-2 or candle: callers hand it closures and URLs.
+//! This crate knows nothing of GPT-2 or candle: callers hand it closures and URLs (and
+//! [`budget`] reads the profiler's report.json, not the model).
 
+pub mod budget;
 pub mod cli;
 pub mod compare;
 pub mod environment;
