@@ -40,7 +40,9 @@ const LIMIT: f32 = 1e-5;
         into the MLP (results/fused/), and prints the difference.\n\
         3. Benchmarks generation end to end both ways and compares output tokens per second with a noise bound \
         (results/bench.json, results/latency.svg).\n\n\
-        Then fill in answers.toml and run `course check 5`. The fused op runs on the CPU."
+        Then fill in answers.toml and run `course check 5`.\n\n\
+        The fused op runs on the CPU, and on a GPU when the exercise is built with `--features cuda` (its kernel is \
+        src/fused_bias_gelu.cu): `cargo run --release -p exercise-5 --features cuda -- --device cuda`."
 )]
 struct Args {
     #[command(flatten)]
@@ -99,17 +101,15 @@ fn run(args: Args) -> Result<()> {
              For the profile and the benchmark, run `cargo run --release -p exercise-5` (or `course run 5`).\n"
         );
     }
-    println!("1. Is the fused op correct?");
-    check_correctness(&results.join("fused_check.json"))?;
-
     let loaded = args.model.load().context("cannot load GPT-2")?;
     let mut model = loaded.model;
-    if !model.device().is_cpu() {
-        bail!("this exercise's fused op runs on the CPU only: run it with --device cpu");
-    }
     if loaded.checkpoint.synthetic {
         println!("(synthetic weights: every timing is real, the model's outputs are not)");
     }
+    let on_cuda = model.device().is_cuda();
+
+    println!("1. Is the fused op correct? (on the {})", if on_cuda { "GPU: src/fused_bias_gelu.cu" } else { "CPU" });
+    check_correctness(model.device(), &results.join("fused_check.json"))?;
     let stock = MlpActivation::Stock;
     let fused = MlpActivation::Custom(Arc::new(fused::FusedBiasGelu));
 
@@ -127,7 +127,11 @@ fn run(args: Args) -> Result<()> {
     let metric = MetricChoice::parse("output_tokens_per_s")?;
     let comparison = compare_runs(&run_a, &run_b, metric, args.threshold, args.seed)?;
     println!("\n{}", bench::report::comparison_text(&comparison, &run_a.label, &run_b.label));
-    let target = Target { device: Some("cpu".into()), cargo_features: vec![], dtype: Some(format!("{:?}", model.dtype()).to_lowercase()) };
+    let target = Target {
+        device: Some(device_name(model.device()).into()),
+        cargo_features: if cfg!(feature = "cuda") { vec!["cuda".into()] } else { vec![] },
+        dtype: Some(format!("{:?}", model.dtype()).to_lowercase()),
+    };
     let mut report = Report::new(Environment::capture(target), vec![run_a, run_b]);
     report.comparison = Some(comparison);
     report.write(&results.join("bench.json"))?;
@@ -137,17 +141,32 @@ fn run(args: Args) -> Result<()> {
     Ok(())
 }
 
-/// Compares the fused op with the unfused ops on random inputs of GPT-2 small's MLP shapes and
+/// The device as results files name it.
+fn device_name(device: &Device) -> &'static str {
+    if device.is_cuda() {
+        "cuda"
+    } else {
+        "cpu"
+    }
+}
+
+/// Compares the fused op with the unfused ops on random f32 inputs of GPT-2 small's MLP shapes,
+/// on the device the model runs on (the op the profile and the benchmark will time), and
 /// writes the largest difference; refuses to go on when it is over the limit.
-fn check_correctness(path: &Path) -> Result<()> {
-    let device = Device::Cpu;
+fn check_correctness(device: &Device, path: &Path) -> Result<()> {
+    let (source, test) = if device.is_cuda() {
+        ("src/fused_bias_gelu.cu", "cargo test --release -p exercise-5 --features cuda")
+    } else {
+        ("src/fused.rs", "cargo test --release -p exercise-5")
+    };
     let mut worst = 0f32;
     for tokens in [1, 8, 64] {
-        let x = Tensor::randn(0f32, 3.0, (tokens, 3072), &device)?;
-        let bias = Tensor::randn(0f32, 1.0, 3072, &device)?;
+        // Drawn on the CPU, so both devices check the same numbers.
+        let x = Tensor::randn(0f32, 3.0, (tokens, 3072), &Device::Cpu)?.to_device(device)?;
+        let bias = Tensor::randn(0f32, 1.0, 3072, &Device::Cpu)?.to_device(device)?;
         let err = fused::max_abs_error(&x, &bias)?;
         if err.is_nan() {
-            bail!("your fused op produced NaN on a {tokens}x3072 input where the unfused ops did not: fix src/fused.rs (`cargo test --release -p exercise-5`)");
+            bail!("your fused op produced NaN on a {tokens}x3072 input where the unfused ops did not: fix {source} (`{test}`)");
         }
         worst = worst.max(err);
     }
@@ -157,12 +176,12 @@ fn check_correctness(path: &Path) -> Result<()> {
         "max_abs_error": worst,
         "limit": LIMIT,
         "shape": [64, 3072],
-        "device": "cpu",
+        "device": device_name(device),
     });
     std::fs::write(path, serde_json::to_string_pretty(&json)? + "\n").with_context(|| format!("cannot write {}", path.display()))?;
     println!("largest difference from broadcast_add + gelu: {worst:e} (limit {LIMIT:e}); wrote {}", path.display());
     if worst > LIMIT {
-        bail!("your fused op differs from the unfused ops by {worst:e}, over the limit of {LIMIT:e}: fix src/fused.rs before measuring it (`cargo test --release -p exercise-5`)");
+        bail!("your fused op differs from the unfused ops by {worst:e}, over the limit of {LIMIT:e}: fix {source} before measuring it (`{test}`)");
     }
     Ok(())
 }
@@ -173,7 +192,9 @@ fn profile(model: &mut Model, activation: &MlpActivation, args: &Args, dir: &Pat
     model.set_mlp_activation(activation.clone());
     let spec = ForwardProfile { batch: 1, seq: args.seq, warmup: 2, active: args.active, record_shapes: true, with_flops: false, cuda_timing: CudaTiming::Events };
     let profile = profile_forward(model, &spec)?;
-    let options = TableOptions { sort_by: SortBy::SelfCpuTimeTotal, row_limit: Some(8), ..TableOptions::default() };
+    // A GPU's question is where its time goes: sort by self CUDA time there.
+    let sort_by = if model.device().is_cuda() { SortBy::SelfCudaTimeTotal } else { SortBy::SelfCpuTimeTotal };
+    let options = TableOptions { sort_by, row_limit: Some(8), ..TableOptions::default() };
     println!("\n{}:", dir.display());
     print!("{}", profile.table(options));
     let files = write_exports(&profile, options, dir)?;

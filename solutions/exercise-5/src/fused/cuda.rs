@@ -1,0 +1,80 @@
+//! The CUDA plumbing of the fused op (built with `--features cuda` only): load the PTX that
+//! build.rs compiled from src/fused_bias_gelu.cu and launch its kernel with one thread per
+//! element. The fusion itself is the kernel's body; nothing here needs changing.
+
+use candle_core::backend::BackendStorage;
+use candle_core::cuda_backend::cudarc::driver::{CudaSlice, DeviceRepr, LaunchConfig, PushKernelArg, ValidAsZeroBits};
+use candle_core::cuda_backend::{kernel_name, Map2, WrapErr};
+use candle_core::{CudaDevice, CudaStorage, DType, Layout, Shape, WithDType};
+
+use super::NAME;
+
+/// `FUSED_BIAS_GELU`: the PTX text of src/fused_bias_gelu.cu, written by build.rs.
+mod ptx {
+    include!(concat!(env!("OUT_DIR"), "/ptx.rs"));
+}
+
+/// The name the device caches the loaded module under (one per crate, so the exercise's and
+/// the solution's kernels never stand in for each other).
+const MODULE: &str = concat!(env!("CARGO_PKG_NAME"), "::fused_bias_gelu");
+
+/// Threads per block: with one thread per element, any multiple of the warp size works.
+const BLOCK: u32 = 256;
+
+/// `gelu_tanh(x + bias)` on the GPU; the same checks as the CPU path, then one launch.
+pub fn forward(s1: &CudaStorage, l1: &Layout, s2: &CudaStorage, l2: &Layout) -> candle_core::Result<(CudaStorage, Shape)> {
+    match (s1.dtype(), s2.dtype()) {
+        (x, b) if x != b => candle_core::bail!("{NAME}: x is {x:?} but bias is {b:?}; give both the same dtype"),
+        (DType::F32 | DType::F16 | DType::BF16, _) => {}
+        (other, _) => candle_core::bail!("{NAME}: the CUDA kernel takes f32, f16 or bf16, not {other:?}"),
+    }
+    let width = super::row_width(l1, l2)?;
+    let device = s1.device();
+    let slice = Launch { width }.map(&s1.slice, l1, &s2.slice, l2, device)?;
+    Ok((CudaStorage { slice, device: device.clone() }, l1.shape().clone()))
+}
+
+/// One launch of `fused_bias_gelu_<dtype>`, for whichever dtype the storage holds.
+struct Launch {
+    width: usize,
+}
+
+impl Map2 for Launch {
+    fn f<T: DeviceRepr + WithDType + ValidAsZeroBits>(
+        &self,
+        x: &CudaSlice<T>,
+        l1: &Layout,
+        bias: &CudaSlice<T>,
+        l2: &Layout,
+        device: &CudaDevice,
+    ) -> candle_core::Result<CudaSlice<T>> {
+        let (Some((x0, x1)), Some((b0, b1))) = (l1.contiguous_offsets(), l2.contiguous_offsets()) else {
+            candle_core::bail!("{NAME}: expects contiguous tensors");
+        };
+        let n = x1 - x0;
+        // The kernel indexes with 32-bit integers; the last block may run past `n` by up to
+        // BLOCK - 1 threads, which must not wrap around either.
+        let (Ok(n32), Ok(width32)) = (i32::try_from(n), u32::try_from(self.width)) else {
+            candle_core::bail!("{NAME}: {n} elements is more than the kernel's 32-bit indexing covers");
+        };
+        let (n32, x, bias) = (n32 as u32, x.slice(x0..x1), bias.slice(b0..b1));
+        // SAFETY: the launch below writes every one of the n elements before anyone reads them.
+        let mut out = unsafe { device.alloc::<T>(n) }?;
+        if n == 0 {
+            return Ok(out);
+        }
+        let func = device.get_or_load_custom_func(&kernel_name::<T>("fused_bias_gelu"), MODULE, ptx::FUSED_BIAS_GELU)?;
+        let config = LaunchConfig { grid_dim: (n32.div_ceil(BLOCK), 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 };
+        let mut launch = func.builder();
+        launch.arg(&x);
+        launch.arg(&bias);
+        launch.arg(&mut out);
+        launch.arg(&n32);
+        launch.arg(&width32);
+        // SAFETY: the arguments match the kernel's signature
+        // (const T*, const T*, T*, unsigned int, unsigned int), and every pointer covers the
+        // elements the kernel reads or writes: n of x and out, width of bias.
+        unsafe { launch.launch(config) }.w()?;
+        Ok(out)
+    }
+}
