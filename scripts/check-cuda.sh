@@ -14,6 +14,9 @@
 # stood in for by scripts/cuda/nvcc-check-mode (empty objects) unless --full is given: it is
 # most of a cold run. Own target folders (target/cuda-check, target/cuda-check-full): the
 # CPU build in target/release is left alone, and a warm run only re-checks what changed.
+# Then the logic of scripts/gpu-check.sh, which only a GPU machine runs for real: its unit
+# tests (scripts/gpu-check/test_gpu_check.py) and its CPU mode on target/release/gpt2 (parity,
+# profile in both timing modes, bench and the one JSON, in about 15 s), when that binary exists.
 set -euo pipefail
 source "$(dirname "$0")/cuda/env.sh"
 cd "$CUDA_REPO_ROOT"
@@ -21,7 +24,7 @@ cd "$CUDA_REPO_ROOT"
 full=false
 case "${1:-}" in
   -h | --help)
-    sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'
     exit 0
     ;;
   --full) full=true ;;
@@ -59,3 +62,14 @@ cuda_log "cargo check --release --locked ${args[*]} --features $feature_list (ta
 started=$SECONDS
 CARGO_TARGET_DIR=$target_dir cargo check --release --locked "${args[@]}" --features "$feature_list"
 cuda_log "the CUDA code compiles ($((SECONDS - started)) s)"
+
+cuda_log "scripts/gpu-check.sh's logic: unit tests, then its CPU mode"
+python3 -B -m unittest discover -s scripts/gpu-check
+if [ -x target/release/gpt2 ]; then
+  # The summary goes to the terminal; the step logs (tables) to a file.
+  scripts/gpu-check.sh --device cpu --bin-dir target/release --out target/gpu-check-cpu 2>target/gpu-check-cpu.log ||
+    cuda_die "scripts/gpu-check.sh --device cpu failed: see target/gpu-check-cpu.log and target/gpu-check-cpu/logs/"
+  cuda_log "gpu-check's CPU mode passed (target/gpu-check-cpu/gpu-check.json)"
+else
+  cuda_log "no target/release/gpt2 (cargo build --release -p gpt2): gpu-check's CPU mode not run"
+fi

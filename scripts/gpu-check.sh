@@ -1,0 +1,302 @@
+#!/usr/bin/env bash
+# Checks the course's GPU figures in one command, on a machine with an NVIDIA GPU and the
+# binaries scripts/build-cuda.sh built (it rebuilds nothing and needs no network):
+#
+#   scripts/gpu-check.sh                                  # binaries from target/cuda/release
+#   scripts/gpu-check.sh --bin-dir DIR                    # or from DIR (gpt2, or gpt2.xz from --pack)
+#   scripts/gpu-check.sh --device cpu --bin-dir target/release   # the same steps on the CPU (CI)
+#   scripts/gpu-check.sh --pack DIR                       # copy the CUDA binaries, xz-compressed, to DIR
+#
+# Steps, each under its own `timeout`, all in under 5 minutes on an H100/H200:
+#   1. preflight: nvidia-smi answers, libcuda.so.1 (the driver) and the CUDA 13 libraries load;
+#   2. parity: `gpt2 logits --json` on CUDA (f32, f16, bf16) against the CPU (f32) on the same
+#      weights and ids, for the committed tiny fixture and the synthetic GPT-2 small. Bounds:
+#      f32 max |error| <= 1e-3; f16 <= 2e-2 and bf16 <= 1e-1 of max(1, max |CPU logit|);
+#   3. profile: `gpt2 profile` (synthetic GPT-2 small, B=1 T=8) with --cuda-timing events and
+#      with --cuda-timing sync: both tables, and their total wall times;
+#   4. bench: `gpt2 bench` (forward, prefill, decode at B=1, 8, 16) in each --bench-dtypes;
+#   5. PyTorch, when `torch.cuda.is_available()`: scripts/torch-reference.py and
+#      scripts/torch-profile.py on the same GPU, and the ratios gpt2 / torch.
+# Everything goes to ONE JSON (OUT/gpu-check.json, default target/gpu-check), next to each step's
+# log; a summary is printed at the end. Exit status: 0 passed, 1 a check failed, 2 cannot run.
+#
+# Options:
+#   --bin-dir DIR        folder holding gpt2 (or gpt2.xz) [target/cuda/release]
+#   --out DIR            where the logs, reports and gpu-check.json go [target/gpu-check]
+#   --device cuda|cpu    cpu: the same pipeline on the CPU (f32 only, one timed run per case),
+#                        which proves the script's logic in CI [cuda]
+#   --model NAME|DIR     model for profile and bench: synthetic (GPT-2 small's shapes, seeded
+#                        weights: no download), gpt2 (the hub checkpoint, if cached) or a folder [synthetic]
+#   --bench-dtypes LIST  comma-separated dtypes for gpt2 bench and torch-reference [f32,bf16]
+#   --cuda-lib-dir DIR   folder with libcublas.so.13, libcurand.so.10, libnvrtc.so.13,
+#                        libcudart.so.13 (else found in target/cuda-venv or Python's nvidia wheels)
+#   --python PYTHON      Python for the PyTorch step [python3]
+#   --no-torch           skip the PyTorch step
+#   --pack DIR           instead of checking: xz-compress gpt2, exercise-3 and solution-3 from
+#                        --bin-dir into DIR, to carry to a GPU machine (about 9 MB each)
+set -uo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+helper=$repo/scripts/gpu-check/gpu_check.py
+export PYTHONDONTWRITEBYTECODE=1
+
+die() { printf 'gpu-check: error: %s\n' "$*" >&2; exit 2; }
+log() { printf '[gpu-check] %s\n' "$*" >&2; }
+
+bin_dir=$repo/target/cuda/release
+out=$repo/target/gpu-check
+device=cuda
+model=synthetic
+bench_dtypes=f32,bf16
+cuda_lib_dir=
+python=python3
+torch=true
+pack=
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --bin-dir | --out | --device | --model | --bench-dtypes | --cuda-lib-dir | --python | --pack)
+      [ $# -ge 2 ] || die "$1 needs a value (see scripts/gpu-check.sh --help)"
+      case "$1" in
+        --bin-dir) bin_dir=$2 ;;
+        --out) out=$2 ;;
+        --device) device=$2 ;;
+        --model) model=$2 ;;
+        --bench-dtypes) bench_dtypes=$2 ;;
+        --cuda-lib-dir) cuda_lib_dir=$2 ;;
+        --python) python=$2 ;;
+        --pack) pack=$2 ;;
+      esac
+      shift 2
+      ;;
+    --no-torch) torch=false; shift ;;
+    -h | --help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "$0"; exit 0 ;;
+    *) die "unknown argument \"$1\" (see scripts/gpu-check.sh --help)" ;;
+  esac
+done
+case "$device" in cuda | cpu) ;; *) die "--device must be cuda or cpu, not \"$device\"" ;; esac
+IFS=, read -r -a dtypes <<<"$bench_dtypes"
+for d in "${dtypes[@]}"; do
+  case "$d" in f32 | f16 | bf16) ;; *) die "--bench-dtypes: unknown dtype \"$d\" (use f32, f16, bf16)" ;; esac
+done
+command -v python3 >/dev/null || die "python3 is needed (standard library only) to compare logits and write the JSON"
+
+if [ -n "$pack" ]; then
+  mkdir -p "$pack" || die "cannot create $pack"
+  [ -x "$bin_dir/gpt2" ] || die "no gpt2 binary in $bin_dir: build it with scripts/build-cuda.sh, or give --bin-dir"
+  # gpt2 is what the check runs; exercise 3 and its solution profile on CUDA too (`--device cuda`).
+  for b in gpt2 exercise-3 solution-3; do
+    [ -x "$bin_dir/$b" ] || continue
+    xz -T0 -3 -c "$bin_dir/$b" >"$pack/$b.xz" || die "xz failed on $bin_dir/$b"
+    log "packed $pack/$b.xz ($(($(stat -c %s "$pack/$b.xz") / 1024 / 1024)) MB)"
+  done
+  [ -f "$bin_dir/cuda-build.txt" ] && cp "$bin_dir/cuda-build.txt" "$pack/"
+  log "on the GPU machine: scripts/gpu-check.sh --bin-dir $pack"
+  exit 0
+fi
+
+# A fresh output folder: stale files from an earlier run would be read as this run's.
+rm -rf "$out" && mkdir -p "$out/steps" "$out/parity" "$out/logs" "$out/bin" || die "cannot create $out"
+out=$(cd "$out" && pwd)
+started=$SECONDS
+
+# ---- steps -----------------------------------------------------------------------------------
+order=0
+failed_required=false
+# first_error LOG: the program's `error: ...` line (a backtrace may follow it), else the last line.
+first_error() {
+  { grep -m 1 -E '^(error|gpu-check: error|Traceback)' "$1" || grep -v '^\s*$' "$1" | tail -n 1; } | cut -c1-240
+}
+
+# run_step NAME GROUP TIMEOUT_S COMMAND...: runs COMMAND with stdout+stderr to logs/NAME.log,
+# records steps/NN-NAME.json, prints one line. Returns the command's status.
+run_step() {
+  local name=$1 group=$2 limit=$3 status rc message start
+  shift 3
+  order=$((order + 1))
+  start=$(date +%s.%N)
+  timeout --kill-after=10 "$limit" "$@" >"$out/logs/$name.log" 2>&1
+  rc=$?
+  local seconds
+  seconds=$(python3 -c "import sys; print(round($(date +%s.%N) - $start, 2))")
+  if [ $rc -eq 0 ]; then
+    status=ok message=
+  elif [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+    status=timeout message="stopped after ${limit} s"
+  else
+    status=failed
+    message="exit $rc: $(first_error "$out/logs/$name.log")"
+  fi
+  record_step "$name" "$group" "$status" "$rc" "$seconds" "$message"
+  if [ "$status" = ok ]; then
+    log "ok      $name (${seconds} s)"
+  else
+    log "$status  $name: $message (log: $out/logs/$name.log)"
+    case "$group" in preflight | parity | profile | bench) failed_required=true ;; esac
+  fi
+  return $rc
+}
+
+# record_step NAME GROUP STATUS RC SECONDS MESSAGE
+record_step() {
+  python3 - "$out/steps/$(printf '%02d' "$order")-$1.json" "$order" "$@" <<'EOF'
+import json, sys
+path, order, name, group, status, rc, seconds, message = sys.argv[1:9]
+json.dump({"order": int(order), "name": name, "group": group, "status": status, "rc": int(rc),
+           "seconds": float(seconds), "message": message, "log": f"logs/{name}.log"}, open(path, "w"), indent=2)
+EOF
+}
+
+skip_step() {
+  order=$((order + 1))
+  record_step "$1" "$2" skipped 0 0 "$3"
+  log "skipped $1: $3"
+}
+
+# ---- the binary ------------------------------------------------------------------------------
+gpt2=$bin_dir/gpt2
+if [ ! -x "$gpt2" ] && [ -f "$bin_dir/gpt2.xz" ]; then
+  xz -dc "$bin_dir/gpt2.xz" >"$out/bin/gpt2" && chmod +x "$out/bin/gpt2" || die "cannot unpack $bin_dir/gpt2.xz (is xz installed?)"
+  gpt2=$out/bin/gpt2
+fi
+[ -x "$gpt2" ] || die "no gpt2 binary in $bin_dir: build it with scripts/build-cuda.sh (CUDA) or cargo build --release -p gpt2 (CPU), or give --bin-dir"
+
+# ---- preflight -------------------------------------------------------------------------------
+gpu_line=
+if [ "$device" = cuda ]; then
+  command -v nvidia-smi >/dev/null ||
+    die "nvidia-smi not found: this machine has no NVIDIA driver (or it is not on PATH). The CUDA check needs an NVIDIA GPU; on a CPU machine run scripts/gpu-check.sh --device cpu --bin-dir target/release"
+  gpu_line=$(timeout 30 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -n 1) ||
+    die "nvidia-smi failed: $gpu_line (is a GPU visible to this machine or container?)"
+  if ! ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1' &&
+    ! python3 -c 'import ctypes; ctypes.CDLL("libcuda.so.1")' 2>/dev/null; then
+    die "libcuda.so.1 (the NVIDIA driver library) cannot be loaded: the driver is not installed or not mounted into this container; add its folder to LD_LIBRARY_PATH"
+  fi
+  # The CUDA 13 libraries cudarc links against: from --cuda-lib-dir, this checkout's
+  # target/cuda-venv, or the nvidia wheels of a Python install (PyTorch for CUDA 13 has them).
+  missing_libs() { ldd "$gpt2" 2>/dev/null | awk '/not found/ {print $1}' | tr '\n' ' '; }
+  if [ -n "$(missing_libs)" ]; then
+    candidates=()
+    [ -n "$cuda_lib_dir" ] && candidates+=("$cuda_lib_dir")
+    for d in "$repo"/target/cuda-venv/lib/python3*/site-packages/nvidia/cu13/lib; do [ -d "$d" ] && candidates+=("$d"); done
+    for py in "$python" python3; do
+      while IFS= read -r d; do [ -n "$d" ] && candidates+=("$d"); done < <("$py" - 2>/dev/null <<'EOF'
+import glob, os
+try:
+    import nvidia
+except ImportError:
+    raise SystemExit
+for root in nvidia.__path__:
+    for d in sorted(glob.glob(os.path.join(root, "*", "lib"))):
+        print(d)
+EOF
+      )
+    done
+    for d in "${candidates[@]}"; do
+      [ -n "$(missing_libs)" ] || break
+      for lib in $(missing_libs); do
+        if [ -e "$d/$lib" ]; then
+          export LD_LIBRARY_PATH=$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+          log "CUDA libraries from $d"
+          break
+        fi
+      done
+    done
+    [ -z "$(missing_libs)" ] ||
+      die "$gpt2 needs $(missing_libs)but they are not on LD_LIBRARY_PATH: give --cuda-lib-dir with the CUDA 13.0 libraries (scripts/build-cuda.sh's target/cuda-venv/lib/python3*/site-packages/nvidia/cu13/lib, or pip's nvidia-cublas nvidia-curand nvidia-cuda-nvrtc nvidia-cuda-runtime for CUDA 13)"
+  fi
+  log "GPU: $gpu_line"
+fi
+if ! run_step preflight preflight 60 "$gpt2" logits --model synthetic-tiny --device "$device" --ids 1,2,3; then
+  grep -q 'libcuda.so.1: cannot open' "$out/logs/preflight.log" &&
+    die "$gpt2 is a CUDA build: it links the NVIDIA driver library (libcuda.so.1) and cannot start without it, even for --device cpu (candle 0.11 links cudarc's libraries at load time). Run it on the GPU machine, or give --bin-dir target/release (a CPU build)"
+  die "gpt2 cannot run on $device: $(first_error "$out/logs/preflight.log") (whole output: $out/logs/preflight.log)"
+fi
+
+python3 - "$out/meta.json" "$device" "$gpu_line" "$gpt2" "$bin_dir" "$model" "$bench_dtypes" <<'EOF'
+import json, os, platform, sys, time
+path, device, gpu, gpt2, bin_dir, model, dtypes = sys.argv[1:8]
+build = os.path.join(bin_dir, "cuda-build.txt")
+meta = {"device_mode": device, "gpu": gpu or None, "host": platform.node(), "cpus": os.cpu_count(),
+        "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "gpt2": gpt2, "model": model,
+        "bench_dtypes": dtypes.split(","),
+        "cuda_build": open(build).read().split("\n") if os.path.isfile(build) else None}
+json.dump(meta, open(path, "w"), indent=2)
+EOF
+
+# ---- parity ----------------------------------------------------------------------------------
+# "The quick brown fox jumps over the lazy" in GPT-2's vocabulary; for the tiny fixture
+# (vocabulary 512) the same ids modulo 512.
+small_ids=464,2068,7586,21831,18045,625,262,16931
+tiny_ids=464,20,418,327,125,113,262,35
+parity_dtypes=(f32 f16 bf16)
+[ "$device" = cpu ] && parity_dtypes=(f32)
+parity() { # LABEL MODEL IDS
+  local label=$1 m=$2 ids=$3 dtype
+  run_step "logits-$label-cpu" parity 120 sh -c "\"\$0\" logits --model \"\$1\" --device cpu --ids \"\$2\" --json >\"\$3\"" \
+    "$gpt2" "$m" "$ids" "$out/parity/$label-cpu.logits" || return
+  for dtype in "${parity_dtypes[@]}"; do
+    run_step "logits-$label-$device-$dtype" parity 120 sh -c "\"\$0\" logits --model \"\$1\" --device \"\$2\" --dtype \"\$3\" --ids \"\$4\" --json >\"\$5\"" \
+      "$gpt2" "$m" "$device" "$dtype" "$ids" "$out/parity/$label-$device-$dtype.logits" || continue
+    run_step "parity-$label-$dtype" parity 60 python3 "$helper" compare --model "$label" --dtype "$dtype" \
+      --ref "$out/parity/$label-cpu.logits" --got "$out/parity/$label-$device-$dtype.logits" --out "$out/parity/$label-$dtype.json"
+  done
+}
+parity tiny-fixture "$repo/crates/gpt2/tests/fixtures/tiny-gpt2" "$tiny_ids"
+if [ "$device" = cuda ]; then
+  parity synthetic-small synthetic "$small_ids"
+else
+  skip_step parity-synthetic-small parity "GPT-2 small parity on CPU against itself proves nothing; the tiny fixture checks the pipeline"
+fi
+
+# ---- profile: events and sync ----------------------------------------------------------------
+# On the CPU (CI) the fewest steps that still exercise the pipeline; timing modes are CUDA's.
+profile_steps=(--warmup 3 --active 10)
+[ "$device" = cpu ] && profile_steps=(--warmup 1 --active 2)
+for mode in events sync; do
+  run_step "profile-$mode" profile 180 "$gpt2" profile --model "$model" --device "$device" --cuda-timing "$mode" \
+    --batch 1 --seq 8 "${profile_steps[@]}" --out "$out/profile-$mode"
+  sed -n '1,/^wrote /p' "$out/logs/profile-$mode.log" | sed "s/^/  [$mode] /" >&2
+done
+
+# ---- bench -----------------------------------------------------------------------------------
+bench_args=()
+[ "$device" = cpu ] && bench_args=(--warmup 0 --repeats 1)
+for dtype in "${dtypes[@]}"; do
+  if [ "$device" = cpu ] && [ "$dtype" != f32 ]; then
+    skip_step "bench-$dtype" bench "$dtype runs on CUDA only"
+    continue
+  fi
+  run_step "bench-$dtype" bench 180 "$gpt2" bench --model "$model" --device "$device" --dtype "$dtype" "${bench_args[@]}" --json "$out/bench-$dtype.json" &&
+    grep -v '^\s*$' "$out/logs/bench-$dtype.log" | sed "s/^/  [bench $dtype] /" >&2
+done
+
+# ---- PyTorch on the same GPU -----------------------------------------------------------------
+torch_reason=
+if ! $torch; then
+  torch_reason="--no-torch"
+elif [ "$device" != cuda ]; then
+  torch_reason="--device cpu: the PyTorch comparison is for the GPU"
+elif ! torch_version=$(timeout 60 "$python" -c 'import torch, transformers, sys; print(torch.__version__); sys.exit(0 if torch.cuda.is_available() else 3)' 2>&1); then
+  torch_reason="$python: no PyTorch with CUDA and transformers here ($(tail -n 1 <<<"$torch_version"))"
+elif [ $((SECONDS - started)) -gt 200 ]; then
+  torch_reason="the 5-minute budget: $((SECONDS - started)) s already spent"
+fi
+if [ -n "$torch_reason" ]; then
+  python3 -c 'import json, sys; json.dump({"available": False, "reason": sys.argv[2]}, open(sys.argv[1], "w"))' "$out/torch-status.json" "$torch_reason"
+  skip_step torch torch "$torch_reason"
+else
+  python3 -c 'import json, sys; json.dump({"available": True, "version": sys.argv[2]}, open(sys.argv[1], "w"))' "$out/torch-status.json" "$(tail -n 1 <<<"$torch_version")"
+  for dtype in "${dtypes[@]}"; do
+    run_step "torch-reference-$dtype" torch 150 "$python" "$repo/scripts/torch-reference.py" --device cuda --dtype "$dtype" \
+      --json "$out/torch-reference-$dtype.json"
+  done
+  run_step torch-profile torch 150 "$python" "$repo/scripts/torch-profile.py" --device cuda --batch 1 --seq 8 --warmup 3 --active 10 \
+    --json "$out/torch-profile.json"
+fi
+
+# ---- one JSON, summary -----------------------------------------------------------------------
+log "finished the steps in $((SECONDS - started)) s"
+python3 "$helper" assemble --work "$out" --out "$out/gpu-check.json"
+status=$?
+[ $status -eq 0 ] && $failed_required && status=1
+exit $status
