@@ -3,7 +3,10 @@
 #   1. builds it with mdBook + mdbook-quiz (which validates every quiz file),
 #   2. checks every internal link and anchor in the built HTML,
 #   3. checks the question bank's contract with the grader (ids, choices, one quiz per chapter),
-#   4. serves the built book on a loopback port and opens it in headless Chromium, answers a
+#   4. checks the book's pictures: every file in book/src/images is a well-formed SVG that a
+#      chapter shows, and every command of scripts/make-pictures.sh still works (its --quick
+#      mode, into a temporary folder: the tiny model, under a second once built),
+#   5. serves the built book on a loopback port and opens it in headless Chromium, answers a
 #      quiz question right and one wrong, and asserts what the quiz shows; saves a screenshot
 #      to target/book-quiz.png.
 # Ends with "N passed, M failed" and exits non-zero on any failure.
@@ -129,6 +132,47 @@ if python3 -c "import torch, transformers" 2>/dev/null; then
 else
   echo "skip $recipe not run: torch and transformers are not installed (optional)"
 fi
+
+# --- pictures -------------------------------------------------------------------------------
+# check_links.py above already fails on a picture a chapter shows but the book lacks; this
+# checks the other way round (no stale picture left behind) and that each one parses.
+if python3 - book/src <<'PY'
+import sys, xml.etree.ElementTree as ET
+from pathlib import Path
+src = Path(sys.argv[1])
+chapters = "\n".join(p.read_text(encoding="utf-8") for p in src.rglob("*.md"))
+problems = []
+pictures = sorted((src / "images").glob("*")) if (src / "images").is_dir() else []
+for picture in pictures:
+    if f"images/{picture.name}" not in chapters:
+        problems.append(f"{picture}: no chapter shows it (embed it or delete it)")
+    if picture.suffix == ".svg":
+        try:
+            root = ET.parse(picture).getroot()
+            if not root.tag.endswith("svg"):
+                problems.append(f"{picture}: the root element is <{root.tag}>, not <svg>")
+        except ET.ParseError as e:
+            problems.append(f"{picture}: not well-formed XML ({e}); rerun scripts/make-pictures.sh")
+for p in problems:
+    print(f"FAIL {p}")
+print(f"{len(pictures)} pictures checked")
+sys.exit(1 if problems else 0)
+PY
+then
+  pass "every picture in book/src/images is a well-formed SVG that a chapter shows"
+else
+  fail "every picture in book/src/images is a well-formed SVG that a chapter shows"
+fi
+
+# The commands behind the pictures (gpt2 profile, course bench budget, exercise 2's solution)
+# still run and draw: the script's --quick mode, into a temporary folder.
+pictures_dir="$(mktemp -d)"
+if run_quiet scripts/make-pictures.sh --quick --out "$pictures_dir"; then
+  pass "scripts/make-pictures.sh --quick: every command behind the book's pictures runs and draws an SVG"
+else
+  fail "scripts/make-pictures.sh --quick: every command behind the book's pictures runs and draws an SVG (its output is above)"
+fi
+rm -rf "$pictures_dir"
 
 # --- the book in a real browser --------------------------------------------------------------
 port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')"

@@ -186,8 +186,9 @@ pub fn write_svg(path: &Path, budgets: &[Budget]) -> Result<()> {
     if budgets.is_empty() {
         bail!("nothing to draw: no budget given");
     }
+    // Sized for a book page (about 750 px wide): the fonts stay readable when it is scaled down.
     let panel_height = 230;
-    let root = SVGBackend::new(path, (900, panel_height * budgets.len() as u32)).into_drawing_area();
+    let root = SVGBackend::new(path, (800, panel_height * budgets.len() as u32)).into_drawing_area();
     let draw = || -> Result<(), Box<dyn std::error::Error + '_>> {
         root.fill(&WHITE)?;
         for (panel, budget) in root.split_evenly((budgets.len(), 1)).iter().zip(budgets) {
@@ -211,11 +212,11 @@ fn draw_panel<'a>(area: &Panel<'a>, budget: &Budget) -> Result<(), Box<dyn std::
     let inside = |pct: f64| pct > 78.0;
     let names: Vec<&'static str> = budget.lines.iter().map(|l| l.line.name()).collect();
     let mut chart = ChartBuilder::on(area)
-        .caption(&budget.title, ("sans-serif", 17))
+        .caption(&budget.title, ("sans-serif", 18))
         .margin(12)
         .margin_right(24)
         .x_label_area_size(34)
-        .y_label_area_size(200)
+        .y_label_area_size(215)
         // An integer range is inclusive here: 0..n-1 makes n segments, one per line.
         .build_cartesian_2d(0.0..100.0, (0..n - 1).into_segmented())?;
     chart
@@ -225,11 +226,12 @@ fn draw_panel<'a>(area: &Panel<'a>, budget: &Budget) -> Result<(), Box<dyn std::
         .x_labels(11)
         .x_label_formatter(&|v| format!("{v:.0}"))
         .x_desc("share of the step (%)")
+        .x_label_style(("sans-serif", 14))
         .y_label_formatter(&|v| match v {
             SegmentValue::CenterOf(i) if (0..n).contains(i) => names[(n - 1 - i) as usize].to_string(),
             _ => String::new(),
         })
-        .y_label_style(("sans-serif", 15))
+        .y_label_style(("sans-serif", 16))
         .draw()?;
     chart.draw_series(budget.lines.iter().enumerate().map(|(i, l)| {
         let mut bar = Rectangle::new(
@@ -239,7 +241,7 @@ fn draw_panel<'a>(area: &Panel<'a>, budget: &Budget) -> Result<(), Box<dyn std::
         bar.set_margin(8, 8, 0, 0);
         bar
     }))?;
-    let outside = TextStyle::from(("sans-serif", 14).into_font()).pos(Pos::new(HPos::Left, VPos::Center));
+    let outside = TextStyle::from(("sans-serif", 15).into_font()).pos(Pos::new(HPos::Left, VPos::Center));
     let within = outside.clone().pos(Pos::new(HPos::Right, VPos::Center)).color(&WHITE);
     chart.draw_series(budget.lines.iter().enumerate().map(|(i, l)| {
         let text = format!("{} ms ({})", fmt_ms(l.ms), fmt_pct(l.share_pct));

@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# Regenerates the book's pictures with the project's own commands, so that they match what a
+# learner sees when running the same commands:
+#   flamegraph-gpt2-forward.svg   gpt2 profile (one GPT-2 small forward, synthetic weights, CPU)
+#   budget.svg                    course bench budget (the illustrative step and that profile)
+#   latency-batch-8-vs-16.svg     exercise 2's measurement (solution-2: batch 8 vs 16, in process)
+# Timings are real and come from the machine that runs this script.
+set -euo pipefail
+
+usage() {
+  cat <<'EOF'
+Usage: scripts/make-pictures.sh [--quick] [--out DIR] [--no-build]
+
+Regenerates the book's three pictures with the project's own release binaries and prints
+what it wrote:
+  flamegraph-gpt2-forward.svg  `gpt2 profile --model synthetic --device cpu --mlp stock`
+                               (one GPT-2 small forward, B=1 T=8, as in exercise 3)
+  budget.svg                   `course bench budget --report <that profile's report.json>`
+                               (the book's illustrative 40 ms step beside the measured one)
+  latency-batch-8-vs-16.svg    `solution-2 --model synthetic` (exercise 2: in-process
+                               generation at batch 8 and 16; TTFT and E2EL CDFs)
+
+Options:
+  --out DIR   where to write the pictures [default: book/src/images; with --quick:
+              target/pictures-quick]
+  --quick     a check that every command still works, in seconds: the tiny synthetic model
+              and few repeats (the pictures are not for the book)
+  --no-build  use the binaries in target/release as they are (default: build gpt2, course and
+              solution-2 with `cargo build --release` first, so the pictures match the code;
+              with --quick, only when one is missing)
+  -h, --help  this help
+
+A full run takes about a minute on a 2-core machine. The timings in the pictures are the
+machine's own: run it on an idle machine before committing the pictures.
+EOF
+}
+
+repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$repo_root"
+
+quick=0
+build=auto
+out=""
+while (($# > 0)); do
+  case "$1" in
+    --quick) quick=1 ;;
+    --no-build) build=no ;;
+    --out)
+      if (($# < 2)) || [[ -z "$2" ]]; then
+        echo "make-pictures: --out needs a folder, e.g. --out book/src/images" >&2
+        exit 2
+      fi
+      out="$2"
+      shift
+      ;;
+    --out=*) out="${1#--out=}" ;;
+    -h | --help)
+      usage
+      exit 0
+      ;;
+    *)
+      echo "make-pictures: unknown argument '$1' (see scripts/make-pictures.sh --help)" >&2
+      exit 2
+      ;;
+  esac
+  shift
+done
+if [[ -z "$out" ]]; then
+  if ((quick)); then out=target/pictures-quick; else out=book/src/images; fi
+fi
+mkdir -p "$out" || {
+  echo "make-pictures: cannot create the output folder $out" >&2
+  exit 1
+}
+
+# --- binaries ---------------------------------------------------------------------------------
+bin=target/release
+binaries=(gpt2 course solution-2)
+missing=()
+for b in "${binaries[@]}"; do
+  [[ -x "$bin/$b" ]] || missing+=("$b")
+done
+if [[ "$build" == auto ]] && { ((!quick)) || ((${#missing[@]} > 0)); }; then
+  echo "make-pictures: cargo build --release -p gpt2 -p course -p solution-2"
+  if ! cargo build --release -p gpt2 -p course -p solution-2; then
+    echo "make-pictures: the build failed (see cargo's error above); fix it, or rerun with --no-build to use the binaries already in $bin" >&2
+    exit 1
+  fi
+elif ((${#missing[@]} > 0)); then
+  echo "make-pictures: ${missing[*]} not found in $bin: build them with \`cargo build --release -p gpt2 -p course -p solution-2\` or drop --no-build" >&2
+  exit 1
+fi
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/make-pictures.XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+
+# A command as one would type it: arguments with spaces in double quotes.
+shown() {
+  local a words=()
+  for a in "$@"; do
+    if [[ "$a" == *" "* ]]; then words+=("\"$a\""); else words+=("$a"); fi
+  done
+  echo "${words[*]}"
+}
+
+# Runs one step's command; on failure prints its output and names the step.
+step() {
+  local name="$1"
+  shift
+  echo "make-pictures: $name: $(shown "$@")"
+  if ! "$@" >"$work/step.log" 2>&1; then
+    cat "$work/step.log" >&2
+    echo "make-pictures: the $name step failed (its output is above); the command was: $(shown "$@")" >&2
+    exit 1
+  fi
+}
+
+if ((quick)); then
+  model=synthetic-tiny
+  model_name="tiny GPT-2"
+  profile_steps=(--warmup 1 --active 2)
+  bench_sizes=(--repeats 2 --output-len 4 --prompt-len 8)
+else
+  model=synthetic
+  model_name="GPT-2 small"
+  profile_steps=(--warmup 2 --active 5)
+  bench_sizes=(--repeats 10)
+fi
+
+# --- 1. flame graph of one forward: exercise 3's settings (B=1, T=8, the stock MLP) -----------
+step "flame graph" "$bin/gpt2" profile --model "$model" --device cpu --mlp stock --batch 1 --seq 8 \
+  "${profile_steps[@]}" --out "$work/profile"
+cp "$work/profile/flamegraph.svg" "$out/flamegraph-gpt2-forward.svg"
+
+# --- 2. the budget: the illustrative step beside that profile ------------------------------------
+step "budget chart" "$bin/course" bench budget --report "$work/profile/report.json" \
+  --label "$model_name forward (B=1, T=8, CPU)" --svg "$out/budget.svg"
+
+# --- 3. batch 8 versus 16: exercise 2's measurement, done by its solution -----------------------
+# The solution fills in answers.toml next to its results, so it gets a copy of the template.
+mkdir -p "$work/exercise-2"
+cp exercises/exercise-2/answers.toml "$work/exercise-2/"
+step "latency CDF" "$bin/solution-2" --model "$model" --device cpu "${bench_sizes[@]}" \
+  --exercise-dir "$work/exercise-2"
+cp "$work/exercise-2/results/latency.svg" "$out/latency-batch-8-vs-16.svg"
+
+# Every picture must be a drawing, not an empty file.
+for f in flamegraph-gpt2-forward.svg budget.svg latency-batch-8-vs-16.svg; do
+  if ! grep -q '<svg' "$out/$f"; then
+    echo "make-pictures: $out/$f is not an SVG drawing; rerun and read the step's output" >&2
+    exit 1
+  fi
+done
+
+echo "make-pictures: wrote"
+for f in flamegraph-gpt2-forward.svg budget.svg latency-batch-8-vs-16.svg; do
+  printf '  %s (%s bytes)\n' "$out/$f" "$(wc -c <"$out/$f" | tr -d ' ')"
+done
+cpu="$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2 | sed 's/^ *//' || true)"
+echo "make-pictures: timings from this machine (${cpu:-unknown CPU}, $(nproc) cores, model $model)"
