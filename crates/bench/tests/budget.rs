@@ -193,3 +193,17 @@ fn a_missing_output_folder_is_named() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("no/such/dir") && stderr.contains("does not exist"), "{stderr}");
 }
+
+#[test]
+fn no_illustrative_draws_only_the_report_and_needs_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("own.svg");
+    let out = bench_bin().args(["budget", "--no-illustrative", "--report"]).arg(fixture()).arg("--svg").arg(&svg).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let drawn = std::fs::read_to_string(&svg).unwrap();
+    assert!(!drawn.contains("not measured") && drawn.contains("Your profile"), "only the report's panel");
+
+    let out = bench_bin().args(["budget", "--no-illustrative"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "nothing would be left to draw");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--report"));
+}
