@@ -9,7 +9,7 @@ set -euo pipefail
 
 usage() {
   cat <<'EOF'
-Usage: scripts/make-pictures.sh [--quick] [--out DIR] [--no-build]
+Usage: scripts/make-pictures.sh [--quick] [--out DIR] [--build]
 
 Regenerates the book's three pictures with the project's own release binaries and prints
 what it wrote:
@@ -25,13 +25,14 @@ Options:
               target/pictures-quick]
   --quick     a check that every command still works, in seconds: the tiny synthetic model
               and few repeats (the pictures are not for the book)
-  --no-build  use the binaries in target/release as they are (default: build gpt2, course and
-              solution-2 with `cargo build --release` first, so the pictures match the code;
-              with --quick, only when one is missing)
+  --build     rebuild gpt2, course and solution-2 first (`cargo build --release -p gpt2
+              -p course -p solution-2`) even when they exist, so the pictures match the code
+              as it is now [default: build them only when one is missing]
   -h, --help  this help
 
 A full run takes about a minute on a 2-core machine. The timings in the pictures are the
-machine's own: run it on an idle machine before committing the pictures.
+machine's own: before committing the pictures, build the current code (--build, or the
+test suite's build) and run this on an otherwise idle machine.
 EOF
 }
 
@@ -39,12 +40,12 @@ repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo_root"
 
 quick=0
-build=auto
+build=0
 out=""
 while (($# > 0)); do
   case "$1" in
     --quick) quick=1 ;;
-    --no-build) build=no ;;
+    --build) build=1 ;;
     --out)
       if (($# < 2)) || [[ -z "$2" ]]; then
         echo "make-pictures: --out needs a folder, e.g. --out book/src/images" >&2
@@ -80,15 +81,13 @@ missing=()
 for b in "${binaries[@]}"; do
   [[ -x "$bin/$b" ]] || missing+=("$b")
 done
-if [[ "$build" == auto ]] && { ((!quick)) || ((${#missing[@]} > 0)); }; then
+if ((build)) || ((${#missing[@]} > 0)); then
+  if ((${#missing[@]} > 0)); then echo "make-pictures: not built yet: ${missing[*]}"; fi
   echo "make-pictures: cargo build --release -p gpt2 -p course -p solution-2"
   if ! cargo build --release -p gpt2 -p course -p solution-2; then
-    echo "make-pictures: the build failed (see cargo's error above); fix it, or rerun with --no-build to use the binaries already in $bin" >&2
+    echo "make-pictures: the build failed (cargo's error is above): fix it and rerun" >&2
     exit 1
   fi
-elif ((${#missing[@]} > 0)); then
-  echo "make-pictures: ${missing[*]} not found in $bin: build them with \`cargo build --release -p gpt2 -p course -p solution-2\` or drop --no-build" >&2
-  exit 1
 fi
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/make-pictures.XXXXXX")"
