@@ -1,6 +1,6 @@
 //! The command line (clap). `--help` on every command says what it does and what it reads.
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
 #[derive(Debug, Parser)]
@@ -27,6 +27,18 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// How an exercise is built (run, check, watch).
+#[derive(Debug, Clone, Args)]
+pub struct BuildArgs {
+    /// Cargo features of the exercise, comma-separated. `cuda` builds it with candle's CUDA
+    /// backend (exercises 2, 3 and 5; then run it with `-- --device cuda`): it needs nvcc (the
+    /// CUDA toolkit, or scripts/build-cuda.sh's PyPI toolchain) and builds into target/cuda,
+    /// next to the CPU build. An exercise without the feature is built without it.
+    /// Default: the COURSE_FEATURES environment variable.
+    #[arg(long, value_name = "LIST")]
+    pub features: Option<String>,
+}
+
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum Format {
     /// For people, with colour on a terminal.
@@ -40,18 +52,23 @@ pub enum Command {
     /// Show every exercise with its status, score, hints used and chapter.
     List,
     /// Build and run exercise N in release (`cargo run --release -p exercise-N`); extra arguments go to it.
+    /// On an NVIDIA GPU: `course run 3 --features cuda -- --device cuda`.
     Run {
         /// Exercise number.
         n: u32,
+        #[command(flatten)]
+        build: BuildArgs,
         /// Arguments passed to the exercise, after `--`.
         #[arg(last = true)]
         args: Vec<String>,
     },
     /// Check exercise N: build, run its tests (if it has any), grade answers.toml and results/*.json.
-    /// Exits 0 only when the exercise passes.
+    /// Exits 0 only when the exercise passes. A CUDA run's results are graded by self CUDA time.
     Check {
         /// Exercise number.
         n: u32,
+        #[command(flatten)]
+        build: BuildArgs,
         /// How to print the report.
         #[arg(long, value_enum, default_value = "terminal")]
         format: Format,
@@ -66,6 +83,8 @@ pub enum Command {
         /// Watch this exercise instead of the current one.
         #[arg(long)]
         exercise: Option<u32>,
+        #[command(flatten)]
+        build: BuildArgs,
     },
     /// Restore exercise N's starting files (from git) after asking; your results/ are kept.
     Reset {

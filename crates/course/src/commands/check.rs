@@ -2,6 +2,7 @@
 //! has any) → grade answers.toml and results/*.json → report. Exit 0 only when it passes.
 
 use super::Course;
+use crate::cargo::Build;
 use crate::cli::Format;
 use anyhow::Result;
 use grader::submission::{Limits, Submission};
@@ -9,7 +10,7 @@ use grader::{ExerciseReport, Grader};
 use std::process::ExitCode;
 
 /// Run the pipeline; `Ok(None)` when the build or the tests failed (already reported).
-pub fn pipeline(course: &Course, n: u32) -> Result<Option<ExerciseReport>> {
+pub fn pipeline(course: &Course, n: u32, build: &Build) -> Result<Option<ExerciseReport>> {
     let exercise = course.exercise(n)?;
     // Load the question bank and the key first: a broken course should say so before a build.
     let grader = Grader::load(&course.root, None)?;
@@ -20,15 +21,16 @@ pub fn pipeline(course: &Course, n: u32) -> Result<Option<ExerciseReport>> {
             exercise.dir
         );
     }
-    eprintln!("==> [1/3] build: cargo build --release -p {}", exercise.package);
-    if !crate::cargo::run(&course.root, "build", &exercise.package, &[])?.success() {
+    let build = build.for_package(&exercise.package, &course.path(&exercise.dir).join("Cargo.toml"));
+    eprintln!("==> [1/3] build: cargo build --release -p {}{}", exercise.package, build.describe());
+    if !crate::cargo::run(&course.root, "build", &exercise.package, &build, &[])?.success() {
         eprintln!("==> exercise-{n} does not build: fix the first compiler error above, then check again.");
         record_attempt(course, n, None)?;
         return Ok(None);
     }
     if exercise.test {
-        eprintln!("==> [2/3] test: cargo test --release -p {}", exercise.package);
-        if !crate::cargo::run(&course.root, "test", &exercise.package, &[])?.success() {
+        eprintln!("==> [2/3] test: cargo test --release -p {}{}", exercise.package, build.describe());
+        if !crate::cargo::run(&course.root, "test", &exercise.package, &build, &[])?.success() {
             eprintln!("==> exercise-{n}'s tests fail: the first failing test above says what to fix.");
             record_attempt(course, n, None)?;
             return Ok(None);
@@ -66,8 +68,8 @@ pub fn print(report: &ExerciseReport, format: Format) {
     }
 }
 
-pub fn check(course: &Course, n: u32, format: Format) -> Result<ExitCode> {
-    let Some(report) = pipeline(course, n)? else { return Ok(ExitCode::FAILURE) };
+pub fn check(course: &Course, n: u32, build: &Build, format: Format) -> Result<ExitCode> {
+    let Some(report) = pipeline(course, n, build)? else { return Ok(ExitCode::FAILURE) };
     print(&report, format);
     if report.passed {
         if let Some(next) = course.manifest.exercise(n + 1) {

@@ -9,6 +9,7 @@ mod run;
 mod solution;
 mod watch;
 
+use crate::cargo::Build;
 use crate::cli::{Cli, Command};
 use anyhow::{Context, Result};
 use grader::manifest::{ExerciseInfo, Manifest, MANIFEST_PATH};
@@ -24,10 +25,10 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Bench(args) => bench::cli::run(*args),
         Command::List => list::list(&open()?),
-        Command::Run { n, args } => run::run(&open()?, n, &args),
-        Command::Check { n, format } => check::check(&open()?, n, format),
+        Command::Run { n, build, args } => run::run(&open()?, n, &Build::from_flag(build.features.as_deref()), &args),
+        Command::Check { n, build, format } => check::check(&open()?, n, &Build::from_flag(build.features.as_deref()), format),
         Command::Hint { n } => hint::hint(&open()?, n),
-        Command::Watch { exercise } => watch::watch(&open()?, exercise),
+        Command::Watch { exercise, build } => watch::watch(&open()?, exercise, &Build::from_flag(build.features.as_deref())),
         Command::Reset { n, yes } => reset::reset(&open()?, n, yes),
         Command::Solution { n, force } => solution::solution(&open()?, n, force),
         Command::Grade { cohort_dir, key, overrides, out, threads } => {

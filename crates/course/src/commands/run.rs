@@ -1,13 +1,15 @@
 //! `course run N`: build and run the exercise in release, passing arguments through.
 
 use super::Course;
+use crate::cargo::Build;
 use anyhow::Result;
 use std::process::ExitCode;
 
-pub fn run(course: &Course, n: u32, args: &[String]) -> Result<ExitCode> {
+pub fn run(course: &Course, n: u32, build: &Build, args: &[String]) -> Result<ExitCode> {
     let exercise = course.exercise(n)?;
-    eprintln!("==> cargo run --release -p {}", exercise.package);
-    let status = crate::cargo::run(&course.root, "run", &exercise.package, args)?;
+    let build = build.for_package(&exercise.package, &course.path(&exercise.dir).join("Cargo.toml"));
+    eprintln!("==> cargo run --release -p {}{}", exercise.package, build.describe());
+    let status = crate::cargo::run(&course.root, "run", &exercise.package, &build, args)?;
     if status.success() {
         eprintln!("==> Done. When its results are written, grade it with `course check {n}`.");
         Ok(ExitCode::SUCCESS)

@@ -3,6 +3,7 @@
 
 use super::check::{pipeline, print};
 use super::Course;
+use crate::cargo::Build;
 use crate::cli::Format;
 use anyhow::{Context, Result};
 use notify_debouncer_mini::{new_debouncer, notify::RecursiveMode, DebounceEventResult};
@@ -10,7 +11,7 @@ use std::process::ExitCode;
 use std::sync::mpsc;
 use std::time::Duration;
 
-pub fn watch(course: &Course, exercise: Option<u32>) -> Result<ExitCode> {
+pub fn watch(course: &Course, exercise: Option<u32>, build: &Build) -> Result<ExitCode> {
     let mut n = match exercise {
         Some(n) => course.exercise(n)?.number,
         None => course.current(&course.progress()?),
@@ -20,7 +21,7 @@ pub fn watch(course: &Course, exercise: Option<u32>) -> Result<ExitCode> {
     loop {
         let dir = course.path(&course.exercise(n)?.dir);
         debouncer.watcher().watch(&dir, RecursiveMode::Recursive).with_context(|| format!("cannot watch {}", dir.display()))?;
-        let passed = check_once(course, n)?;
+        let passed = check_once(course, n, build)?;
         if passed {
             debouncer.watcher().unwatch(&dir).ok();
             match course.manifest.exercise(n + 1) {
@@ -49,12 +50,12 @@ pub fn watch(course: &Course, exercise: Option<u32>) -> Result<ExitCode> {
     }
 }
 
-fn check_once(course: &Course, n: u32) -> Result<bool> {
+fn check_once(course: &Course, n: u32, build: &Build) -> Result<bool> {
     if crate::term::colour() {
         // Clear the screen so each check starts at the top, as rustlings does.
         print!("\x1b[2J\x1b[H");
     }
-    match pipeline(course, n)? {
+    match pipeline(course, n, build)? {
         Some(report) => {
             print(&report, Format::Terminal);
             Ok(report.passed)
