@@ -147,24 +147,44 @@ pub struct LayoutResult {
     pub out_dim: usize,
     pub out_in_ms: f64,
     pub in_out_ms: f64,
+    /// The AVX-512 kernel's panels; absent where the CPU has no AVX-512, and on CUDA.
+    pub packed_ms: Option<f64>,
 }
 
-/// Times `x (m × in) · W (in × out)` with W stored (out, in) and used transposed, and with
-/// W stored contiguous (in, out), for each GPT-2 small matrix at the batch sizes generation
-/// and prefill use, with the kernels the model would use for each (`Layout::for_device`).
+impl LayoutResult {
+    /// The fastest layout's name, as `gpt2 bench --layouts` prints it.
+    pub fn fastest(&self) -> &'static str {
+        let mut best = ("(out,in)", self.out_in_ms);
+        for (name, ms) in [("(in,out)", Some(self.in_out_ms)), ("packed", self.packed_ms)] {
+            if let Some(ms) = ms.filter(|&ms| ms < best.1) {
+                best = (name, ms);
+            }
+        }
+        best.0
+    }
+}
+
+/// Times `x (m × in) · W (in × out)` with W stored (out, in) and used transposed, with W
+/// stored contiguous (in, out), and (f32 on an AVX-512 CPU) with W packed, for each GPT-2 small
+/// matrix at the batch sizes generation and prefill use, with the kernels the model would use
+/// for each (see `linear`).
 pub fn run_layout_cases(device: &Device, warmup: usize, repeats: usize) -> Result<Vec<LayoutResult>> {
     let shapes = [("c_attn", 768, 2304), ("attn.c_proj", 768, 768), ("c_fc", 768, 3072), ("mlp.c_proj", 3072, 768), ("lm_head", 768, 50257)];
     let mut rows = Vec::new();
     for (matrix, din, dout) in shapes {
         let w = Tensor::randn(0f32, 0.02, (din, dout), device)?;
-        let by_layout = [Linear::with_layout(w.clone(), None, Layout::OutIn)?, Linear::with_layout(w, None, Layout::InOut)?];
+        let mut by_layout = vec![Linear::with_layout(w.clone(), None, Layout::OutIn)?, Linear::with_layout(w.clone(), None, Layout::InOut)?];
+        if Layout::for_device(device, w.dtype()) == Layout::Packed {
+            by_layout.push(Linear::with_layout(w, None, Layout::Packed)?);
+        }
         for m in [1, 8, 16, 128] {
             let x = Tensor::randn(0f32, 1.0, (m, din), device)?;
-            let mut ms = [0.0; 2];
-            for (slot, lin) in ms.iter_mut().zip(&by_layout) {
-                *slot = time_case(matrix, device, warmup, repeats, || lin.matmul(&x).map(drop))?.median_ms;
+            let mut ms = Vec::new();
+            for lin in &by_layout {
+                ms.push(time_case(matrix, device, warmup, repeats, || lin.matmul(&x).map(drop))?.median_ms);
             }
-            rows.push(LayoutResult { matrix: matrix.to_string(), m, in_dim: din, out_dim: dout, out_in_ms: ms[0], in_out_ms: ms[1] });
+            let (out_in_ms, in_out_ms, packed_ms) = (ms[0], ms[1], ms.get(2).copied());
+            rows.push(LayoutResult { matrix: matrix.to_string(), m, in_dim: din, out_dim: dout, out_in_ms, in_out_ms, packed_ms });
         }
     }
     Ok(rows)

@@ -24,6 +24,7 @@ pub mod generate;
 pub mod kernels;
 pub mod linear;
 pub mod model;
+pub mod packed_matmul;
 pub mod profile;
 pub mod serve;
 pub mod skinny_matmul;

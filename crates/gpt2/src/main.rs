@@ -226,10 +226,11 @@ fn bench_cmd(args: BenchArgs) -> Result<()> {
     let threads = candle_core::utils::get_num_threads();
     if args.layouts {
         let rows = bench::run_layout_cases(&device, args.warmup, args.repeats)?;
-        println!("{:<12} {:>4} {:>12} {:>14} {:>14}  faster", "matrix", "M", "in x out", "(out,in) ms", "(in,out) ms");
+        println!("{:<12} {:>4} {:>12} {:>12} {:>12} {:>12}  fastest", "matrix", "M", "in x out", "(out,in) ms", "(in,out) ms", "packed ms");
         for r in &rows {
-            let faster = if r.out_in_ms <= r.in_out_ms { "(out,in)" } else { "(in,out)" };
-            println!("{:<12} {:>4} {:>12} {:>14.3} {:>14.3}  {faster}", r.matrix, r.m, format!("{}x{}", r.in_dim, r.out_dim), r.out_in_ms, r.in_out_ms);
+            let packed = r.packed_ms.map_or("-".to_string(), |ms| format!("{ms:.3}"));
+            let shape = format!("{}x{}", r.in_dim, r.out_dim);
+            println!("{:<12} {:>4} {shape:>12} {:>12.3} {:>12.3} {packed:>12}  {}", r.matrix, r.m, r.out_in_ms, r.in_out_ms, r.fastest());
         }
         if let Some(path) = &args.json {
             std::fs::write(path, serde_json::to_string_pretty(&rows)?).with_context(|| format!("cannot write {}", path.display()))?;

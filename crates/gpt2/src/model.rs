@@ -12,7 +12,9 @@ use candle_nn::VarBuilder;
 
 use crate::config::{Activation, Config};
 use crate::error::{Error, Result};
+use crate::kernels;
 use crate::linear::Linear;
+use crate::packed_matmul::{self, Rhs};
 use crate::work;
 
 /// Which positions get logits: all of them (what `model(ids)` returns in PyTorch; the
@@ -147,7 +149,11 @@ impl Attention {
             let (flops, bytes) = work::matmul(b * h, t, d, k.dim(2)?, q.dtype().size_in_bytes());
             let _s = profiler::op_shapes("attn_qk", &[q.dims(), k.dims()]).with_work(flops, bytes);
             let scale = 1.0 / (self.head_dim as f64).sqrt();
-            (q * scale)?.matmul(&k.t()?)?
+            if cpu_kernels(&q) {
+                packed_matmul::batched_matmul(&q, &k, Rhs::Transposed, scale as f32)?
+            } else {
+                (q * scale)?.matmul(&k.t()?)?
+            }
         };
         let scores = match mask {
             Some(mask) => {
@@ -161,13 +167,23 @@ impl Attention {
             // Max, subtract, exponential, sum, divide.
             let (flops, bytes) = work::elementwise(scores.elem_count(), 5, 1, 0, scores.dtype().size_in_bytes());
             let _s = profiler::op_shapes("softmax", &[scores.dims()]).with_work(flops, bytes);
-            candle_nn::ops::softmax_last_dim(&scores)?
+            if scores.device().is_cpu() && scores.dtype() == DType::F32 {
+                // `scores` was just computed: nothing else holds it.
+                kernels::softmax_last_dim_(&scores)?;
+                scores
+            } else {
+                candle_nn::ops::softmax_last_dim(&scores)?
+            }
         };
         let y = {
             let (b, h, t, s) = probs.dims4()?;
             let (flops, bytes) = work::matmul(b * h, t, s, self.head_dim, probs.dtype().size_in_bytes());
             let _s = profiler::op_shapes("attn_v", &[probs.dims(), v.dims()]).with_work(flops, bytes);
-            probs.matmul(&v)?
+            if cpu_kernels(&probs) {
+                packed_matmul::batched_matmul(&probs, &v, Rhs::AsIs, 1.0)?
+            } else {
+                probs.matmul(&v)?
+            }
         };
         let y = {
             let _s = profiler::op("merge_heads");
@@ -176,6 +192,12 @@ impl Attention {
         let out = self.c_proj.matmul(&y)?;
         self.c_proj.add_bias_and_residual(out, residual)
     }
+}
+
+/// Whether attention's products on `t` run through the packed AVX-512 kernel (f32 on a CPU
+/// that has it) rather than candle's batched gemm, which is slow at these small shapes.
+fn cpu_kernels(t: &Tensor) -> bool {
+    t.device().is_cpu() && t.dtype() == DType::F32 && packed_matmul::available()
 }
 
 /// FLOPs of one tanh-GELU value: x³, the polynomial, the tanh (counted as 4), the final
@@ -285,7 +307,7 @@ impl Model {
         let blocks = (0..cfg.n_layer).map(|i| Block::load(vb.pp(format!("h.{i}")), cfg)).collect::<Result<Vec<_>>>()?;
         let ln_f = LayerNorm::load(vb.pp("ln_f"), cfg)?;
         // The head is tied to the token embedding: the same (vocab, n_embd) matrix.
-        let lm_head = Linear::tied(wte.clone());
+        let lm_head = Linear::tied(wte.clone())?;
         Ok(Self { wte, wpe, blocks, ln_f, lm_head, cfg: cfg.clone(), activation: MlpActivation::default() })
     }
 
