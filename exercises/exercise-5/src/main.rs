@@ -101,15 +101,18 @@ fn run(args: Args) -> Result<()> {
              For the profile and the benchmark, run `cargo run --release -p exercise-5` (or `course run 5`).\n"
         );
     }
+    // The op is checked first, on the device the model will run on (the op the profile and the
+    // benchmark time), so a wrong op stops the run before GPT-2 is even downloaded.
+    let device = args.model.device.open().context("cannot open the device")?;
+    let on_cuda = device.is_cuda();
+    println!("1. Is the fused op correct? (on the {})", if on_cuda { "GPU: src/fused_bias_gelu.cu" } else { "CPU" });
+    check_correctness(&device, &results.join("fused_check.json"))?;
+
     let loaded = args.model.load().context("cannot load GPT-2")?;
     let mut model = loaded.model;
     if loaded.checkpoint.synthetic {
         println!("(synthetic weights: every timing is real, the model's outputs are not)");
     }
-    let on_cuda = model.device().is_cuda();
-
-    println!("1. Is the fused op correct? (on the {})", if on_cuda { "GPU: src/fused_bias_gelu.cu" } else { "CPU" });
-    check_correctness(model.device(), &results.join("fused_check.json"))?;
     let stock = MlpActivation::Stock;
     let fused = MlpActivation::Custom(Arc::new(fused::FusedBiasGelu));
 
@@ -150,9 +153,8 @@ fn device_name(device: &Device) -> &'static str {
     }
 }
 
-/// Compares the fused op with the unfused ops on random f32 inputs of GPT-2 small's MLP shapes,
-/// on the device the model runs on (the op the profile and the benchmark will time), and
-/// writes the largest difference; refuses to go on when it is over the limit.
+/// Compares the fused op with the unfused ops on random f32 inputs of GPT-2 small's MLP shapes
+/// on `device`, and writes the largest difference; refuses to go on when it is over the limit.
 fn check_correctness(device: &Device, path: &Path) -> Result<()> {
     let (source, test) = if device.is_cuda() {
         ("src/fused_bias_gelu.cu", "cargo test --release -p exercise-5 --features cuda")
