@@ -15,7 +15,9 @@
 #   3. profile: `gpt2 profile` (synthetic GPT-2 small, B=1 T=8) with --cuda-timing events and
 #      with --cuda-timing sync: both tables, and their total wall times;
 #   4. bench: `gpt2 bench` (forward, prefill, decode at B=1, 8, 16) in each --bench-dtypes;
-#   5. PyTorch, when `torch.cuda.is_available()`: scripts/torch-reference.py and
+#   5. exercise 3 on the GPU, graded: solution-3 --device cuda fills a submission, `course grade`
+#      grades it (it must pass, ranked by self CUDA time); needs solution-3 in --bin-dir;
+#   6. PyTorch, when `torch.cuda.is_available()`: scripts/torch-reference.py and
 #      scripts/torch-profile.py on the same GPU, and the ratios gpt2 / torch.
 # Everything goes to ONE JSON (OUT/gpu-check.json, default target/gpu-check), next to each step's
 # log; a summary is printed at the end. Exit status: 0 passed, 1 a check failed, 2 cannot run.
@@ -32,8 +34,9 @@
 #                        libcudart.so.13 (else found in target/cuda-venv or Python's nvidia wheels)
 #   --python PYTHON      Python for the PyTorch step [python3]
 #   --no-torch           skip the PyTorch step
-#   --pack DIR           instead of checking: xz-compress gpt2, exercise-3 and solution-3 from
-#                        --bin-dir into DIR, to carry to a GPU machine (about 9 MB each)
+#   --pack DIR           instead of checking: xz-compress gpt2, solution-3, course and exercise-3
+#                        from --bin-dir into DIR, to carry to a GPU machine (about 9 MB each,
+#                        course 1 MB)
 set -uo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -83,8 +86,9 @@ command -v python3 >/dev/null || die "python3 is needed (standard library only) 
 if [ -n "$pack" ]; then
   mkdir -p "$pack" || die "cannot create $pack"
   [ -x "$bin_dir/gpt2" ] || die "no gpt2 binary in $bin_dir: build it with scripts/build-cuda.sh, or give --bin-dir"
-  # gpt2 is what the check runs; exercise 3 and its solution profile on CUDA too (`--device cuda`).
-  for b in gpt2 exercise-3 solution-3; do
+  # gpt2 is what the check runs; solution-3 profiles on CUDA and course grades its results
+  # (course itself has no CUDA code); exercise-3 is what a learner would run there.
+  for b in gpt2 solution-3 course exercise-3; do
     [ -x "$bin_dir/$b" ] || continue
     xz -T0 -3 -c "$bin_dir/$b" >"$pack/$b.xz" || die "xz failed on $bin_dir/$b"
     log "packed $pack/$b.xz ($(($(stat -c %s "$pack/$b.xz") / 1024 / 1024)) MB)"
@@ -152,13 +156,19 @@ skip_step() {
   log "skipped $1: $3"
 }
 
-# ---- the binary ------------------------------------------------------------------------------
-gpt2=$bin_dir/gpt2
-if [ ! -x "$gpt2" ] && [ -f "$bin_dir/gpt2.xz" ]; then
-  xz -dc "$bin_dir/gpt2.xz" >"$out/bin/gpt2" && chmod +x "$out/bin/gpt2" || die "cannot unpack $bin_dir/gpt2.xz (is xz installed?)"
-  gpt2=$out/bin/gpt2
-fi
-[ -x "$gpt2" ] || die "no gpt2 binary in $bin_dir: build it with scripts/build-cuda.sh (CUDA) or cargo build --release -p gpt2 (CPU), or give --bin-dir"
+# ---- the binaries ----------------------------------------------------------------------------
+# find_bin NAME: the path of NAME in --bin-dir, unpacked from NAME.xz (--pack) if need be; empty
+# when there is neither.
+find_bin() {
+  if [ -x "$bin_dir/$1" ]; then
+    echo "$bin_dir/$1"
+  elif [ -f "$bin_dir/$1.xz" ]; then
+    xz -dc "$bin_dir/$1.xz" >"$out/bin/$1" && chmod +x "$out/bin/$1" || die "cannot unpack $bin_dir/$1.xz (is xz installed?)"
+    echo "$out/bin/$1"
+  fi
+}
+gpt2=$(find_bin gpt2) || exit 2
+[ -n "$gpt2" ] || die "no gpt2 binary in $bin_dir: build it with scripts/build-cuda.sh (CUDA) or cargo build --release -p gpt2 (CPU), or give --bin-dir"
 
 # ---- preflight -------------------------------------------------------------------------------
 gpu_line=
@@ -269,6 +279,24 @@ for dtype in "${dtypes[@]}"; do
   run_step "bench-$dtype" bench 180 "$gpt2" bench --model "$model" --device "$device" --dtype "$dtype" "${bench_args[@]}" --json "$out/bench-$dtype.json" &&
     grep -v '^\s*$' "$out/logs/bench-$dtype.log" | sed "s/^/  [bench $dtype] /" >&2
 done
+
+# ---- exercise 3 on the device, graded ----------------------------------------------------------
+# The solution profiles like a learner's run and fills answers.toml from its report; `course grade`
+# reads the results as an instructor's grading would (it never runs code), so a pass proves the
+# grader accepts this device's report.json, ranked by its self time column.
+solution3=$(find_bin solution-3) || exit 2
+course_bin=$(find_bin course) || exit 2
+[ -n "$course_bin" ] || { [ -x "$repo/target/release/course" ] && course_bin=$repo/target/release/course; }
+if [ -z "$solution3" ] || [ -z "$course_bin" ]; then
+  skip_step exercise-3 exercise "no solution-3 or course binary in $bin_dir (scripts/build-cuda.sh builds both; --pack packs them)"
+else
+  submission=$out/cohort/gpu-check/exercises/exercise-3
+  mkdir -p "$submission" && cp "$repo/exercises/exercise-3/answers.toml" "$submission/"
+  exercise_steps=(--warmup 2 --active 5)
+  [ "$device" = cpu ] && exercise_steps=(--warmup 1 --active 1)
+  run_step exercise-3-run exercise 180 "$solution3" --model "$model" --device "$device" "${exercise_steps[@]}" --exercise-dir "$submission" &&
+    run_step exercise-3-grade exercise 60 "$course_bin" --root "$repo" grade "$out/cohort" --out "$out/grades"
+fi
 
 # ---- PyTorch on the same GPU -----------------------------------------------------------------
 torch_reason=

@@ -29,8 +29,8 @@ BOUNDS = {
     "bf16": {"metric": "scaled_max_err", "limit": 1e-1},
 }
 
-# Steps whose failure fails the whole check; the others (PyTorch, the exercise) are extras.
-REQUIRED_STEPS = ("preflight", "parity", "profile", "bench")
+# Steps whose failure fails the whole check; PyTorch's are extras (a skipped step never fails).
+REQUIRED_STEPS = ("preflight", "parity", "profile", "bench", "exercise")
 
 
 class CheckError(Exception):
@@ -152,6 +152,24 @@ def ratios(ours, theirs):
     return {name: ours[name] / theirs[name] for name in ours if name in theirs and theirs[name] > 0}
 
 
+def graded_exercise(gradebook, path, device_mode, number=3):
+    """Exercise `number` of the one student in `course grade`'s gradebook.json, and what is
+    wrong with it: it must pass, graded in the column of the device it ran on."""
+    try:
+        report = next(r for r in gradebook[0]["reports"] if r["exercise"] == number)
+    except (IndexError, KeyError, TypeError, StopIteration):
+        raise CheckError(f"{path}: no exercise {number} report for the submission")
+    record = {k: report.get(k) for k in ("exercise", "device", "points", "max_points", "passed")}
+    record["problems"] = [p.get("message", str(p)) if isinstance(p, dict) else str(p) for p in report.get("problems") or []]
+    expected = "CUDA" if device_mode == "cuda" else "CPU"
+    wrong = []
+    if not record["passed"]:
+        wrong.append(f"exercise {number} did not pass grading: {record['points']}/{record['max_points']} {'; '.join(record['problems'])}".rstrip())
+    if record["device"] != expected:
+        wrong.append(f"exercise {number} was graded as a {record['device']} run, expected {expected}")
+    return record, wrong
+
+
 def load_steps(work):
     steps = []
     folder = os.path.join(work, "steps")
@@ -190,6 +208,12 @@ def assemble(work):
     ev, sy = result["profile"].get("events"), result["profile"].get("sync")
     if ev and sy and ev["wall_us_total"] > 0:
         result["profile"]["sync_over_events_wall"] = sy["wall_us_total"] / ev["wall_us_total"]
+
+    gradebook = os.path.join(work, "grades", "gradebook.json")
+    if os.path.isfile(gradebook):
+        record, wrong = graded_exercise(read_json(gradebook, "course grade's gradebook"), gradebook, meta.get("device_mode"))
+        result["exercise"] = record
+        failures.extend(wrong)
 
     ours_by_dtype = {}
     for name in sorted(os.listdir(work)):
@@ -253,6 +277,9 @@ def summary(result):
             )
     if "sync_over_events_wall" in result["profile"]:
         lines.append(f"  sync mode wall / events mode wall = {result['profile']['sync_over_events_wall']:.2f}")
+    if result.get("exercise"):
+        e = result["exercise"]
+        lines.append(f"exercise 3 graded by course grade: {'passed' if e['passed'] else 'NOT passed'}, {e['points']}/{e['max_points']}, ranked as a {e['device']} run")
     for dtype, report in result["bench"].items():
         cases = "  ".join(f"{r['name']} {r['median_ms']:.3f}" for r in report["results"])
         lines.append(f"bench {dtype} (median ms): {cases}")

@@ -36,6 +36,14 @@ def bench_report(scale):
     return {"device": "Cuda", "dtype": "f32", "results": [{"name": "forward_b1_t8", "median_ms": 2.0 * scale}, {"name": "decode_b8_ctx32", "median_ms": 4.0 * scale}]}
 
 
+def gradebook(device, passed):
+    """`course grade`'s gradebook.json for one student, as much of it as gpu-check reads."""
+    reports = [{"exercise": 1, "device": None, "points": 0.0, "max_points": 6.0, "passed": False, "problems": []},
+               {"exercise": 3, "device": device, "points": 9.0 if passed else 3.0, "max_points": 9.0, "passed": passed,
+                "problems": [] if passed else [{"message": "row 1 of a CUDA run has no self CUDA time"}]}]
+    return [{"student": "gpu-check", "reports": reports}]
+
+
 class Compare(unittest.TestCase):
     ref = [[0.5, -1.25, 2.0], [3.0, 0.0, -0.5]]
 
@@ -117,6 +125,7 @@ class Assemble(unittest.TestCase):
         write(os.path.join(d, "profile-events", "report.json"), profile_report("cuda", 1000.0, [600.0, 300.0, 100.0]))
         write(os.path.join(d, "profile-sync", "report.json"), profile_report("cuda", 3000.0, [600.0, 300.0, 100.0]))
         write(os.path.join(d, "bench-f32.json"), bench_report(1.0))
+        write(os.path.join(d, "grades", "gradebook.json"), gradebook("CUDA", True))
         if torch:
             write(os.path.join(d, "torch-status.json"), {"available": True, "version": "2.11.0"})
             write(os.path.join(d, "torch-reference-f32.json"), bench_report(0.5))
@@ -141,6 +150,7 @@ class Assemble(unittest.TestCase):
             text = gpu_check.summary(r)
             self.assertIn("sync mode wall / events mode wall = 3.00", text)
             self.assertIn("PASSED", text)
+            self.assertIn("exercise 3 graded by course grade: passed, 9.0/9.0, ranked as a CUDA run", text)
             # A failed optional step (PyTorch) is shown but does not fail the check.
             self.assertIn("failed   torch-reference-f32", text)
 
@@ -154,6 +164,16 @@ class Assemble(unittest.TestCase):
             text = gpu_check.summary(r)
             self.assertIn("torch: not run (no torch)", text)
             self.assertIn("FAILED", text)
+
+    def test_the_graded_exercise_must_pass_in_the_devices_column(self):
+        ok, wrong = gpu_check.graded_exercise(gradebook("CUDA", True), "g.json", "cuda")
+        self.assertEqual((ok["passed"], ok["device"], wrong), (True, "CUDA", []))
+        _, wrong = gpu_check.graded_exercise(gradebook("CPU", True), "g.json", "cuda")
+        self.assertEqual(wrong, ["exercise 3 was graded as a CPU run, expected CUDA"])
+        _, wrong = gpu_check.graded_exercise(gradebook("CUDA", False), "g.json", "cuda")
+        self.assertIn("did not pass grading: 3.0/9.0 row 1 of a CUDA run has no self CUDA time", wrong[0])
+        with self.assertRaisesRegex(gpu_check.CheckError, "no exercise 3 report"):
+            gpu_check.graded_exercise([{"reports": []}], "g.json", "cuda")
 
     def test_cpu_profile_ranks_by_self_cpu(self):
         s = gpu_check.profile_summary(profile_report("cpu", 1000.0), "report.json")
