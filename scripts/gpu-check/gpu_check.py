@@ -55,8 +55,11 @@ def logit_rows(value, path):
     for i, row in enumerate(value):
         if len(row) != width:
             raise CheckError(f"{path}: position {i} has {len(row)} logits, position 0 has {width}")
-        for x in row:
-            if not isinstance(x, (int, float)) or isinstance(x, bool):
+        for j, x in enumerate(row):
+            if x is None:
+                # serde_json writes NaN and infinities as null: count them as non-finite.
+                row[j] = math.nan
+            elif not isinstance(x, (int, float)) or isinstance(x, bool):
                 raise CheckError(f"{path}: position {i} holds {x!r}, not a number")
     return value
 

@@ -83,6 +83,11 @@ class Compare(unittest.TestCase):
         self.assertEqual(r["non_finite"], 2)
         self.assertFalse(r["pass"])
 
+    def test_null_from_serde_json_counts_as_non_finite(self):
+        got = gpu_check.logit_rows([[None, -1.25, 2.0], [3.0, 0.0, -0.5]], "got.json")
+        r = gpu_check.compare(self.ref, got, "f32")
+        self.assertEqual((r["non_finite"], r["pass"]), (1, False))
+
     def test_top1_agreement_counts_positions(self):
         got = [[0.5, -1.25, 2.0], [-3.0, 0.0, -0.5]]
         self.assertEqual(gpu_check.compare(self.ref, got, "bf16")["top1_agreement"], 0.5)
