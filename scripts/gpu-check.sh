@@ -98,7 +98,11 @@ if [ -n "$pack" ]; then
   exit 0
 fi
 
-# A fresh output folder: stale files from an earlier run would be read as this run's.
+# A fresh output folder: stale files from an earlier run would be read as this run's. Only an
+# earlier check's folder (or an empty one) is cleared.
+if [ -d "$out" ] && [ -n "$(ls -A "$out")" ] && [ ! -d "$out/steps" ]; then
+  die "--out $out is not empty and holds no earlier gpu-check run: give a new or empty folder"
+fi
 rm -rf "$out" && mkdir -p "$out/steps" "$out/parity" "$out/logs" "$out/bin" || die "cannot create $out"
 out=$(cd "$out" && pwd)
 started=$SECONDS
@@ -147,7 +151,7 @@ run_step() {
     log "ok      $name (${seconds} s)"
   else
     log "$status  $name: $message (log: $out/logs/$name.log)"
-    case "$group" in preflight | parity | profile | bench) failed_required=true ;; esac
+    case "$group" in preflight | parity | profile | bench | exercise) failed_required=true ;; esac
   fi
   return $rc
 }
