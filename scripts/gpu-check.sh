@@ -98,6 +98,10 @@ if [ -n "$pack" ]; then
   exit 0
 fi
 
+# One run per output folder at a time: a second would clear the first one's files.
+mkdir -p "$(dirname "$out")" || die "cannot create $(dirname "$out")"
+exec 9>"$out.lock" || die "cannot write $out.lock"
+flock -n 9 || die "another gpu-check is writing to $out right now: wait for it, or give another --out"
 # A fresh output folder: stale files from an earlier run would be read as this run's. Only an
 # earlier check's folder (or an empty one) is cleared.
 if [ -d "$out" ] && [ -n "$(ls -A "$out")" ] && [ ! -d "$out/steps" ]; then
