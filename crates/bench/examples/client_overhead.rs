@@ -1,54 +1,298 @@
-//! How much latency does the load client itself add? Measure it against a server that answers
-//! instantly: every millisecond reported there is the client's (plus loopback TCP).
+//! How much latency does the load client itself add to each request? Measure it against a server
+//! that answers instantly and says how long it took:
 //!
 //!     cargo run --release -p bench --example client_overhead -- [RATE] [REQUESTS]
 //!
 //! Defaults: 500 requests/s, 2500 requests (5 s), Poisson arrivals, one streamed token per
-//! request. Prints the distribution of E2EL (send → last byte, an upper bound on the client's
-//! added latency) and of the open-loop dispatch lag (how late each request left compared with
-//! its scheduled arrival).
+//! request (plus the usage chunk and `[DONE]`, as vLLM sends them).
+//!
+//! The server is a few lines of blocking code on its own OS threads, not an async server in the
+//! client's runtime: it shares no scheduler with the client, exactly as if it were another process
+//! (on Linux both are kernel threads; a thread keeps one clock for both sides). It stamps each
+//! request when the last byte of it has been read and again when the whole response is ready to be
+//! written (one `write`), so for every request
+//!
+//!     added = client-seen E2EL − server time (request read → response ready)
+//!
+//! is what the client costs: building and writing the request, waking up to read the answer,
+//! parsing the SSE stream, plus the loopback round trip and the wake-ups of both threads, which
+//! any client pays. That last part is measured on its own by a **floor**: a bare blocking socket
+//! that sends the same bytes to the same kind of server on the same Poisson schedule. The
+//! client's own share is the difference between the two.
+//!
+//! Lateness is reported separately: `dispatch lag` is how long after its Poisson arrival time each
+//! request was actually sent. It shifts arrivals; it is never part of a measured latency.
 
-#[path = "../tests/support/mod.rs"]
-mod support;
+use std::io::{self, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
 
+use anyhow::Context;
 use bench::load::{self, Bound, LoadConfig, Prompt, Traffic};
 use bench::stats::percentile;
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+use rand_distr::{Distribution, Exp};
+use serde_json::{json, Value};
+
+/// When the server had a whole request and when it handed the whole answer to the kernel.
+#[derive(Clone, Copy)]
+struct Stamp {
+    received: Instant,
+    answered: Instant,
+}
+
+type Stamps = Arc<Mutex<Vec<Stamp>>>;
+
+/// Start the instant server on a free loopback port: one thread accepts, one thread per connection
+/// answers (the client keeps its connections alive, so there are only a handful).
+fn start_server() -> io::Result<(String, Stamps)> {
+    let listener = TcpListener::bind("127.0.0.1:0")?;
+    let url = format!("http://{}", listener.local_addr()?);
+    let stamps: Stamps = Arc::default();
+    let kept = stamps.clone();
+    thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let stamps = kept.clone();
+            let _ = thread::Builder::new().name("instant-server".into()).spawn(move || {
+                // A connection closed by the client ends here; nothing to report.
+                let _ = serve(stream, &stamps);
+            });
+        }
+    });
+    Ok((url, stamps))
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+/// Answer HTTP/1.1 requests on one keep-alive connection until the client closes it.
+fn serve(mut stream: TcpStream, stamps: &Mutex<Vec<Stamp>>) -> io::Result<()> {
+    stream.set_nodelay(true)?;
+    let mut buf = Vec::with_capacity(64 * 1024);
+    let mut chunk = [0u8; 16 * 1024];
+    loop {
+        // Read one request: the head up to the blank line, then Content-Length bytes of body.
+        let (body_at, length) = loop {
+            if let Some(end) = find(&buf, b"\r\n\r\n") {
+                let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+                let length = head
+                    .lines()
+                    .find_map(|l| l.strip_prefix("content-length:"))
+                    .and_then(|v| v.trim().parse::<usize>().ok())
+                    .unwrap_or(0);
+                break (end + 4, length);
+            }
+            let n = stream.read(&mut chunk)?;
+            if n == 0 {
+                return Ok(());
+            }
+            buf.extend_from_slice(&chunk[..n]);
+        };
+        while buf.len() < body_at + length {
+            let n = stream.read(&mut chunk)?;
+            if n == 0 {
+                return Ok(());
+            }
+            buf.extend_from_slice(&chunk[..n]);
+        }
+        let received = Instant::now();
+        let serial = {
+            let mut stamps = stamps.lock().unwrap_or_else(|e| e.into_inner());
+            stamps.push(Stamp { received, answered: received });
+            stamps.len() - 1
+        };
+        let body: Value = serde_json::from_slice(&buf[body_at..body_at + length]).unwrap_or(Value::Null);
+        buf.drain(..body_at + length);
+        let response = answer(&body, serial);
+        // Stamped before the write: once the bytes are in the kernel the client may read them
+        // before this thread runs again. The write's loopback delivery is transport, and the floor
+        // below pays it too.
+        let answered = Instant::now();
+        stamps.lock().unwrap_or_else(|e| e.into_inner())[serial].answered = answered;
+        stream.write_all(&response)?;
+    }
+}
+
+/// The streamed answer: `max_tokens` one-token chunks, the usage chunk when asked for, `[DONE]`.
+/// `usage.prompt_tokens` carries the server's number for the request, so that the client's record
+/// of it can be paired with the server's stamps exactly.
+fn answer(body: &Value, serial: usize) -> Vec<u8> {
+    let n = body["max_tokens"].as_u64().unwrap_or(1).max(1);
+    let mut events = String::new();
+    for i in 0..n {
+        let finish = if i + 1 == n { json!("length") } else { Value::Null };
+        let chunk = json!({"object": "text_completion", "choices": [{"index": 0, "text": format!(" t{i}"), "finish_reason": finish}]});
+        events.push_str(&format!("data: {chunk}\n\n"));
+    }
+    if body["stream_options"]["include_usage"] == true {
+        let usage = json!({"object": "text_completion", "choices": [], "usage": {"prompt_tokens": serial, "completion_tokens": n, "total_tokens": serial as u64 + n}});
+        events.push_str(&format!("data: {usage}\n\n"));
+    }
+    events.push_str("data: [DONE]\n\n");
+    let mut out = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\ncontent-length: {}\r\n\r\n",
+        events.len()
+    )
+    .into_bytes();
+    out.extend_from_slice(events.as_bytes());
+    out
+}
+
+/// One request seen from both ends.
+struct Timed {
+    /// When the client started sending and when it had the whole answer.
+    start: Instant,
+    end: Instant,
+    server: Stamp,
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn print_row(name: &str, xs: &[f64]) {
+    let p = |q| percentile(xs, q).unwrap_or(f64::NAN);
+    println!(
+        "  {name:<34} P50 {:>7.3}  P90 {:>7.3}  P99 {:>7.3}  max {:>7.3}",
+        p(50.0),
+        p(90.0),
+        p(99.0),
+        p(100.0)
+    );
+}
+
+/// The subtraction, request by request: client-seen E2EL minus the server's own time, and the two
+/// legs it is made of (to the server, and back).
+fn print_split(timed: &[Timed]) -> Vec<f64> {
+    let col = |f: &dyn Fn(&Timed) -> Duration| timed.iter().map(|t| ms(f(t))).collect::<Vec<f64>>();
+    print_row("E2EL, as the client saw it (ms)", &col(&|t| t.end - t.start));
+    print_row("server time (ms)", &col(&|t| t.server.answered - t.server.received));
+    let added = col(&|t| (t.end - t.start) - (t.server.answered - t.server.received));
+    print_row("added = E2EL − server time (ms)", &added);
+    print_row("  of which: send → server has it", &col(&|t| t.server.received - t.start));
+    print_row("  of which: answer ready → parsed", &col(&|t| t.end - t.server.answered));
+    added
+}
+
+/// The floor: the same request bytes from a bare blocking socket on one keep-alive connection, on
+/// the same Poisson schedule. Returns (start, end) of each request.
+fn floor_run(url: &str, body: &Value, rate: f64, requests: usize) -> anyhow::Result<Vec<(Instant, Instant)>> {
+    let addr = url.trim_start_matches("http://");
+    let mut stream = TcpStream::connect(addr)?;
+    stream.set_nodelay(true)?;
+    let body = body.to_string();
+    let request = format!(
+        "POST /v1/completions HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\naccept: */*\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let gaps = Exp::new(rate)?;
+    let mut rng = StdRng::seed_from_u64(1);
+    let mut buf = vec![0u8; 64 * 1024];
+    let begin = Instant::now();
+    let mut due = 0.0;
+    let mut out = Vec::with_capacity(requests);
+    for _ in 0..requests {
+        let at = begin + Duration::from_secs_f64(due);
+        if let Some(wait) = at.checked_duration_since(Instant::now()) {
+            thread::sleep(wait);
+        }
+        let start = Instant::now();
+        stream.write_all(request.as_bytes())?;
+        // Read the head, then the body to its Content-Length.
+        let mut got = 0;
+        let total = loop {
+            let n = stream.read(&mut buf[got..])?;
+            anyhow::ensure!(n > 0, "the floor's server closed the connection");
+            got += n;
+            if let Some(end) = find(&buf[..got], b"\r\n\r\n") {
+                let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+                let length: usize = head
+                    .lines()
+                    .find_map(|l| l.strip_prefix("content-length:"))
+                    .and_then(|v| v.trim().parse().ok())
+                    .context("the floor's server sent no content-length")?;
+                break end + 4 + length;
+            }
+        };
+        while got < total {
+            let n = stream.read(&mut buf[got..])?;
+            anyhow::ensure!(n > 0, "the floor's server closed the connection mid-body");
+            got += n;
+        }
+        out.push((start, Instant::now()));
+        due += gaps.sample(&mut rng);
+    }
+    Ok(out)
+}
 
 fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
     let rate: f64 = args.next().map(|a| a.parse()).transpose()?.unwrap_or(500.0);
     let requests: usize = args.next().map(|a| a.parse()).transpose()?.unwrap_or(2500);
-    // The server gets its own runtime, as it would be its own process: the client's runtime
-    // then schedules nothing but the client.
-    let server_runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build()?;
-    let (url, _) = server_runtime.block_on(support::start(support::Behaviour { model: "instant", ..Default::default() }));
+
+    let (url, stamps) = start_server()?;
+    let config = LoadConfig {
+        base_url: url,
+        model: "instant".into(),
+        traffic: Traffic::OpenLoop { rate, seed: 1 },
+        bound: Bound::Requests(requests),
+        prompt: Prompt::RandomWords { words: 32, seed: 1 },
+        max_tokens: 1,
+        ignore_eos: true,
+        include_usage: true,
+        temperature: 0.0,
+        warmup: 20,
+        timeout_s: 30.0,
+        api_key: None,
+        // As `course bench` runs: the bar is drawn when stderr is a terminal.
+        progress: true,
+    };
+    // The runtime `course bench` runs the client on: tokio's default, one worker per core.
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    runtime.block_on(async {
-        let config = LoadConfig {
-            base_url: url,
-            model: "instant".into(),
-            traffic: Traffic::OpenLoop { rate, seed: 1 },
-            bound: Bound::Requests(requests),
-            prompt: Prompt::RandomWords { words: 32, seed: 1 },
-            max_tokens: 1,
-            ignore_eos: true,
-            include_usage: true,
-            temperature: 0.0,
-            warmup: 20,
-            timeout_s: 30.0,
-            api_key: None,
-            progress: false,
-        };
-        let out = load::run(&config).await?;
-        let ok: Vec<_> = out.records.iter().filter(|r| r.ok).collect();
-        let e2el: Vec<f64> = ok.iter().map(|r| r.e2el_ms).collect();
-        let lag: Vec<f64> = out.records.iter().filter_map(|r| r.dispatch_lag_ms).collect();
-        println!("{} requests at {rate} req/s ({} ok) in {:.2} s, achieved {:.1} req/s",
-            out.records.len(), ok.len(), out.duration_s, ok.len() as f64 / out.duration_s);
-        for (name, xs) in [("E2EL against an instant server (ms)", &e2el), ("dispatch lag (ms)", &lag)] {
-            let p = |q| percentile(xs, q).unwrap_or(f64::NAN);
-            println!("{name:<40} P50 {:.3}  P90 {:.3}  P99 {:.3}  max {:.3}", p(50.0), p(90.0), p(99.0), p(100.0));
-        }
-        anyhow::Ok(())
-    })
+    let out = runtime.block_on(load::run(&config))?;
+    drop(runtime);
+    let stamped = stamps.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let at = |offset_ms: f64| out.started + Duration::from_secs_f64(offset_ms / 1000.0);
+    let mut timed = Vec::new();
+    for r in out.records.iter().filter(|r| r.ok) {
+        let server = r.prompt_tokens.and_then(|serial| stamped.get(serial)).context("a request came back without its server stamp")?;
+        timed.push(Timed { start: at(r.start_ms), end: at(r.start_ms + r.e2el_ms), server: *server });
+    }
+    let lag: Vec<f64> = out.records.iter().filter_map(|r| r.dispatch_lag_ms).collect();
+    println!(
+        "load client: {} requests at {rate} req/s ({} ok) in {:.2} s, achieved {:.1} req/s",
+        out.records.len(),
+        timed.len(),
+        out.duration_s,
+        timed.len() as f64 / out.duration_s
+    );
+    let added = print_split(&timed);
+    print_row("dispatch lag (ms, not in latency)", &lag);
+
+    let (floor_url, floor_stamps) = start_server()?;
+    let floor = floor_run(&floor_url, &config.body(0), rate, requests)?;
+    let floor_stamped = floor_stamps.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    anyhow::ensure!(floor_stamped.len() == floor.len(), "the floor's server saw {} requests, not {}", floor_stamped.len(), floor.len());
+    // One connection, one request at a time: the server's n-th stamp is the n-th request.
+    let floor: Vec<Timed> = floor.iter().zip(&floor_stamped).map(|(&(start, end), &server)| Timed { start, end, server }).collect();
+    println!("floor: the same requests from a bare blocking socket, same schedule");
+    let floor_added = print_split(&floor);
+
+    let p = |xs: &[f64], q| percentile(xs, q).unwrap_or(f64::NAN);
+    println!(
+        "client overhead at {rate} req/s: added P50 {:.3} / P90 {:.3} / P99 {:.3} ms \
+         (floor P50 {:.3} / P90 {:.3} / P99 {:.3} ms; target: added P99 < 1 ms)",
+        p(&added, 50.0),
+        p(&added, 90.0),
+        p(&added, 99.0),
+        p(&floor_added, 50.0),
+        p(&floor_added, 90.0),
+        p(&floor_added, 99.0),
+    );
+    Ok(())
 }
+

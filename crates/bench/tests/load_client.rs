@@ -53,6 +53,58 @@ async fn open_loop_streams_every_request_and_times_each_token() {
     assert!(starts.windows(2).all(|w| w[0] <= w[1]), "records are in send order");
 }
 
+/// Each record keeps both times: when the request was due on the seeded Poisson schedule
+/// (`start_ms - dispatch_lag_ms`) and when it was actually sent (`start_ms`, where its latencies
+/// start). The schedule itself is exactly the seeded one, however late the sends were.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_loop_keeps_the_seeded_schedule_apart_from_the_actual_sends() {
+    use rand::SeedableRng;
+    use rand_distr::Distribution;
+    let (url, _) = support::start(behaviour()).await;
+    let (rate, seed, n) = (300.0, 11, 30);
+    let cfg = config(&url, Traffic::OpenLoop { rate, seed }, Bound::Requests(n));
+    let out = load::run(&cfg).await.unwrap();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let gaps = rand_distr::Exp::new(rate).unwrap();
+    let mut due_ms = 0.0;
+    let mut expected = Vec::new();
+    for _ in 0..n {
+        expected.push(due_ms);
+        due_ms += gaps.sample(&mut rng) * 1000.0;
+    }
+    let mut intended: Vec<f64> = out.records.iter().map(|r| r.start_ms - r.dispatch_lag_ms.unwrap()).collect();
+    intended.sort_by(f64::total_cmp);
+    for (got, want) in intended.iter().zip(&expected) {
+        assert!((got - want).abs() < 1e-6, "due at {want} ms, recorded {got} ms");
+    }
+    assert!(out.records.iter().all(|r| r.dispatch_lag_ms.unwrap() >= 0.0), "nothing leaves before it is due");
+    assert!(out.started.elapsed().as_secs_f64() >= out.duration_s);
+}
+
+/// With the progress bar on (drawn from its own thread), the run still ends and counts every
+/// request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_with_the_progress_bar_on_finishes() {
+    let (url, _) = support::start(behaviour()).await;
+    for bound in [Bound::Requests(6), Bound::DurationS(0.05)] {
+        let mut cfg = config(&url, Traffic::ClosedLoop { concurrency: 2 }, bound);
+        cfg.progress = true;
+        let out = load::run(&cfg).await.unwrap();
+        assert!(!out.records.is_empty() && out.records.iter().all(|r| r.ok));
+    }
+}
+
+/// The bytes on the wire are the documented JSON body.
+#[test]
+fn the_wire_body_is_the_json_body() {
+    let cfg = config("http://127.0.0.1:1", Traffic::OpenLoop { rate: 1.0, seed: 1 }, Bound::Requests(1));
+    let sent: serde_json::Value = serde_json::from_slice(&cfg.body_bytes(7)).unwrap();
+    assert_eq!(sent, cfg.body(7));
+    for field in ["model", "prompt", "max_tokens", "temperature", "stream", "stream_options", "ignore_eos"] {
+        assert!(sent.get(field).is_some(), "{field}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn closed_loop_never_exceeds_its_concurrency() {
     let (url, counters) = support::start(behaviour()).await;

@@ -9,22 +9,24 @@
 //! The run ends after `--requests N` requests or `--duration S` seconds of arrivals; requests in
 //! flight are always allowed to finish, and the run's duration runs until the last one does.
 
+mod progress;
 mod request;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Result};
-use indicatif::{ProgressBar, ProgressStyle};
+use anyhow::{bail, Context, Result};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Exp};
 use serde::Serialize;
 use serde_json::{json, Value};
+use tokio::runtime::Handle;
 use tokio::sync::mpsc;
 
 use crate::metrics::RequestRecord;
+use progress::Progress;
 
 pub use request::send;
 
@@ -96,6 +98,12 @@ impl LoadConfig {
         body
     }
 
+    /// [`LoadConfig::body`] serialised, as it goes on the wire.
+    pub fn body_bytes(&self, index: usize) -> Vec<u8> {
+        // Serialising a `Value` cannot fail: its keys are strings.
+        serde_json::to_vec(&self.body(index)).unwrap_or_default()
+    }
+
     fn validate(&self) -> Result<()> {
         match self.traffic {
             Traffic::OpenLoop { rate, .. } if !(rate.is_finite() && rate > 0.0) => {
@@ -163,24 +171,33 @@ impl Prompt {
 pub struct LoadOutcome {
     pub records: Vec<RequestRecord>,
     pub duration_s: f64,
+    /// The instant the timed run began: every record's `start_ms` counts from here.
+    pub started: Instant,
 }
 
 /// Run the benchmark. Errors only when the set-up is wrong (bad flags, or the warm-up request
 /// fails); failures during the run are recorded per request.
+///
+/// Works on any tokio runtime. `course bench` gives it tokio's default multi-threaded one (one
+/// worker per core): on a busy machine a request whose worker is descheduled can still be driven
+/// by the other, which measured better at P99 than a single-threaded runtime (see
+/// `examples/client_overhead.rs`).
 pub async fn run(config: &LoadConfig) -> Result<LoadOutcome> {
     config.validate()?;
+    let url = config.completions_url();
+    let url = reqwest::Url::parse(&url)
+        .with_context(|| format!("--base-url `{}` does not make a valid URL ({url})", config.base_url))?;
     let client = reqwest::Client::builder()
         .timeout(Duration::from_secs_f64(config.timeout_s))
         .tcp_nodelay(true)
         .pool_max_idle_per_host(usize::MAX)
         .build()?;
-    let url = config.completions_url();
 
     for i in 0..config.warmup {
         // Warm-up prompts come from the far end of the index range, so that a server with
         // prefix caching has not seen any timed prompt before.
-        let body = config.body(usize::MAX - i);
-        let r = send(&client, &url, config.api_key.as_deref(), &body, Instant::now()).await;
+        let body = config.body_bytes(usize::MAX - i);
+        let r = send(&client, &url, config.api_key.as_deref(), body, Instant::now()).await;
         if !r.ok {
             bail!(
                 "warm-up request {} to {url} failed: {}\nnext step: check that the server is up, \
@@ -188,77 +205,97 @@ pub async fn run(config: &LoadConfig) -> Result<LoadOutcome> {
                  (GET {}/v1/models lists them)",
                 i + 1,
                 r.error.unwrap_or_default(),
-                url.trim_end_matches("/v1/completions")
+                url.as_str().trim_end_matches("/v1/completions")
             );
         }
     }
 
-    let bar = progress_bar(config);
     let (tx, mut rx) = mpsc::unbounded_channel::<RequestRecord>();
     let run_start = Instant::now();
     let shared = Arc::new(Shared { client, url, config: config.clone(), run_start });
     let driver = match config.traffic {
         Traffic::OpenLoop { rate, seed } => {
-            tokio::spawn(open_loop(shared, rate, seed, config.bound, tx))
+            let pacer = Pacer { shared, rate, seed, bound: config.bound, tx, runtime: Handle::current() };
+            tokio::task::spawn_blocking(move || pacer.run())
         }
         Traffic::ClosedLoop { concurrency } => {
             tokio::spawn(closed_loop(shared, concurrency, config.bound, tx))
         }
     };
+    let progress = Progress::start(config);
     let mut records = Vec::new();
     while let Some(record) = rx.recv().await {
-        bar.inc(1);
+        progress.done_one();
         records.push(record);
     }
     let duration_s = run_start.elapsed().as_secs_f64();
     driver.await?;
-    bar.finish_and_clear();
+    progress.finish();
     records.sort_by(|a, b| a.start_ms.total_cmp(&b.start_ms));
-    Ok(LoadOutcome { records, duration_s })
+    Ok(LoadOutcome { records, duration_s, started: run_start })
 }
 
 struct Shared {
     client: reqwest::Client,
-    url: String,
+    url: reqwest::Url,
     config: LoadConfig,
     run_start: Instant,
 }
 
 impl Shared {
-    async fn send(&self, index: usize) -> RequestRecord {
-        let body = self.config.body(index);
-        send(&self.client, &self.url, self.config.api_key.as_deref(), &body, self.run_start).await
+    /// Send a prepared body; the clock starts inside, just before the request is handed over.
+    async fn send(&self, body: Vec<u8>) -> RequestRecord {
+        send(&self.client, &self.url, self.config.api_key.as_deref(), body, self.run_start).await
     }
 }
 
-async fn open_loop(
+/// Open-loop arrivals, paced by an OS thread of their own.
+///
+/// tokio's timer ticks once a millisecond: a `sleep_until` wakes up to 1 ms late, and every
+/// arrival that falls inside one tick is released at the same instant, so Poisson traffic would
+/// reach the server in bursts. The pacer thread sleeps with the OS's high-resolution timer
+/// instead, prepares each request's body before its arrival time, and hands it to the runtime
+/// when it is due. Each record keeps both times: `start_ms` (actually sent, where every latency
+/// starts) and `start_ms - dispatch_lag_ms` (the Poisson arrival time).
+struct Pacer {
     shared: Arc<Shared>,
     rate: f64,
     seed: u64,
     bound: Bound,
     tx: mpsc::UnboundedSender<RequestRecord>,
-) {
-    let mut rng = StdRng::seed_from_u64(seed);
-    let gaps = Exp::new(rate).expect("rate validated positive");
-    let mut arrival_s = 0.0f64;
-    let mut sent = 0usize;
-    loop {
-        match bound {
-            Bound::Requests(n) if sent >= n => break,
-            Bound::DurationS(d) if arrival_s >= d => break,
-            _ => {}
+    runtime: Handle,
+}
+
+impl Pacer {
+    fn run(self) {
+        let mut rng = StdRng::seed_from_u64(self.seed);
+        let gaps = Exp::new(self.rate).expect("rate validated positive");
+        let mut arrival_s = 0.0f64;
+        let mut index = 0usize;
+        loop {
+            match self.bound {
+                Bound::Requests(n) if index >= n => break,
+                Bound::DurationS(d) if arrival_s >= d => break,
+                _ => {}
+            }
+            if self.tx.is_closed() {
+                break; // the run was abandoned
+            }
+            let body = self.shared.config.body_bytes(index);
+            let due = self.shared.run_start + Duration::from_secs_f64(arrival_s);
+            if let Some(wait) = due.checked_duration_since(Instant::now()) {
+                std::thread::sleep(wait);
+            }
+            let (shared, tx) = (self.shared.clone(), self.tx.clone());
+            let due_ms = arrival_s * 1000.0;
+            self.runtime.spawn(async move {
+                let mut record = shared.send(body).await;
+                record.dispatch_lag_ms = Some(record.start_ms - due_ms);
+                let _ = tx.send(record);
+            });
+            index += 1;
+            arrival_s += gaps.sample(&mut rng);
         }
-        let due = shared.run_start + Duration::from_secs_f64(arrival_s);
-        tokio::time::sleep_until(due.into()).await;
-        let lag_ms = due.elapsed().as_secs_f64() * 1000.0;
-        let (shared, tx) = (shared.clone(), tx.clone());
-        tokio::spawn(async move {
-            let mut record = shared.send(sent).await;
-            record.dispatch_lag_ms = Some(lag_ms);
-            let _ = tx.send(record);
-        });
-        sent += 1;
-        arrival_s += gaps.sample(&mut rng);
     }
 }
 
@@ -282,29 +319,10 @@ async fn closed_loop(
                 if !more {
                     break;
                 }
-                let _ = tx.send(shared.send(index).await);
+                let body = shared.config.body_bytes(index);
+                let _ = tx.send(shared.send(body).await);
             }
         });
     }
     while workers.join_next().await.is_some() {}
-}
-
-fn progress_bar(config: &LoadConfig) -> ProgressBar {
-    if !config.progress {
-        return ProgressBar::hidden();
-    }
-    match config.bound {
-        Bound::Requests(n) => ProgressBar::new(n as u64).with_style(
-            ProgressStyle::with_template("{bar:40} {pos}/{len} requests  {elapsed_precise} (eta {eta})")
-                .unwrap_or_else(|_| ProgressStyle::default_bar()),
-        ),
-        Bound::DurationS(_) => {
-            let bar = ProgressBar::new_spinner().with_style(
-                ProgressStyle::with_template("{spinner} {pos} requests done  {elapsed_precise}")
-                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-            );
-            bar.enable_steady_tick(Duration::from_millis(200));
-            bar
-        }
-    }
 }

@@ -53,13 +53,17 @@ fn snippet(s: &str) -> String {
     }
 }
 
-/// Send `body` to `url` and time it. `run_start` anchors `start_ms`. Never fails: a failure is a
-/// record with `ok: false` and the reason, because a failed request is a result too.
+/// Send `body` (JSON, already serialised) to `url` and time it. `run_start` anchors `start_ms`.
+/// Never fails: a failure is a record with `ok: false` and the reason, because a failed request
+/// is a result too.
+///
+/// The clock starts here, after the body was built: preparing a request is not part of its
+/// latency, as in vLLM's benchmark, which builds all its requests before the run.
 pub async fn send(
     client: &reqwest::Client,
-    url: &str,
+    url: &reqwest::Url,
     api_key: Option<&str>,
-    body: &Value,
+    body: Vec<u8>,
     run_start: Instant,
 ) -> RequestRecord {
     let sent = Instant::now();
@@ -70,7 +74,10 @@ pub async fn send(
         record.error = Some(why);
     };
 
-    let mut request = client.post(url).json(body);
+    let mut request = client
+        .post(url.clone())
+        .header(reqwest::header::CONTENT_TYPE, "application/json")
+        .body(body);
     if let Some(key) = api_key {
         request = request.bearer_auth(key);
     }
