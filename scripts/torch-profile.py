@@ -19,6 +19,7 @@ import statistics
 import time
 
 import torch
+from torch.autograd import DeviceType
 from torch.profiler import ProfilerActivity, profile, schedule
 from transformers import GPT2Config, GPT2LMHeadModel
 
@@ -101,7 +102,9 @@ def write_json(args, averages, on_cuda):
         "active_steps": args.active,
         "totals": {
             "self_cpu_us": sum(float(e.self_cpu_time_total) for e in averages),
-            "self_cuda_us": sum(self_device_us(e) for e in averages) if on_cuda else None,
+            # As the table's "Self CUDA time total": the kernels' own rows only (an op's row
+            # repeats the time of the kernels it launched).
+            "self_cuda_us": sum(self_device_us(e) for e in averages if e.device_type == DeviceType.CUDA) if on_cuda else None,
         },
         "rows": [{"name": e.key, "calls": e.count, "self_cpu_us": float(e.self_cpu_time_total),
                   "self_cuda_us": self_device_us(e) if on_cuda else None} for e in rows[:args.row_limit]],
