@@ -104,7 +104,11 @@ impl LayerNorm {
         // Mean, variance, normalise, scale and shift: about 8 FLOPs per value.
         let (flops, bytes) = work::elementwise(x.elem_count(), 8, 1, 2 * self.weight.elem_count(), x.dtype().size_in_bytes());
         let _s = profiler::op_shapes("layer_norm", &[x.dims()]).with_work(flops, bytes);
-        Ok(candle_nn::ops::layer_norm(x, &self.weight, &self.bias, self.eps)?)
+        if x.device().is_cpu() && x.dtype() == DType::F32 {
+            Ok(kernels::layer_norm(x, &self.weight, &self.bias, self.eps)?)
+        } else {
+            Ok(candle_nn::ops::layer_norm(x, &self.weight, &self.bias, self.eps)?)
+        }
     }
 }
 
