@@ -137,10 +137,16 @@ mod tests {
         // The same shapes as on the CPU, plus one that is not a multiple of the block size
         // and a row wider than a block.
         for (tokens, width) in [(1, 3072), (8, 3072), (64, 3072), (5, 7), (3, 1000)] {
-            let x = Tensor::randn(0f32, 3.0, (tokens, width), &Device::Cpu).unwrap().to_device(&cuda).unwrap();
-            let bias = Tensor::randn(0f32, 1.0, width, &Device::Cpu).unwrap().to_device(&cuda).unwrap();
+            let x_cpu = Tensor::randn(0f32, 3.0, (tokens, width), &Device::Cpu).unwrap();
+            let bias_cpu = Tensor::randn(0f32, 1.0, width, &Device::Cpu).unwrap();
+            let (x, bias) = (x_cpu.to_device(&cuda).unwrap(), bias_cpu.to_device(&cuda).unwrap());
             let err = max_abs_error(&x, &bias).unwrap();
             assert!(err <= 1e-5, "CUDA {tokens}x{width}: largest difference {err} is over 1e-5");
+            // And across devices: the kernel against candle's unfused ops on the CPU.
+            let cpu = x_cpu.broadcast_add(&bias_cpu).unwrap().gelu().unwrap();
+            let gpu = FusedBiasGelu.forward(&x, &bias).unwrap().to_device(&Device::Cpu).unwrap();
+            let err = (gpu - cpu).unwrap().abs().unwrap().flatten_all().unwrap().max(0).unwrap().to_scalar::<f32>().unwrap();
+            assert!(err <= 1e-5, "CUDA {tokens}x{width}: {err} from the CPU's unfused ops, over 1e-5");
         }
     }
 
