@@ -101,7 +101,9 @@ fi
 # One run per output folder at a time: a second would clear the first one's files.
 mkdir -p "$(dirname "$out")" || die "cannot create $(dirname "$out")"
 exec 9>"$out.lock" || die "cannot write $out.lock"
-flock -n 9 || die "another gpu-check is writing to $out right now: wait for it, or give another --out"
+if command -v flock >/dev/null; then
+  flock -n 9 || die "another gpu-check is writing to $out right now: wait for it, or give another --out"
+fi
 # A fresh output folder: stale files from an earlier run would be read as this run's. Only an
 # earlier check's folder (or an empty one) is cleared.
 if [ -d "$out" ] && [ -n "$(ls -A "$out")" ] && [ ! -d "$out/steps" ]; then
@@ -183,7 +185,10 @@ find_bin() {
   if [ -x "$bin_dir/$1" ]; then
     echo "$bin_dir/$1"
   elif [ -f "$bin_dir/$1.xz" ]; then
-    xz -dc "$bin_dir/$1.xz" >"$out/bin/$1" && chmod +x "$out/bin/$1" || die "cannot unpack $bin_dir/$1.xz (is xz installed?)"
+    # xz if installed, else Python's lzma module (a bare GPU image may lack xz-utils).
+    { if command -v xz >/dev/null; then xz -dc "$bin_dir/$1.xz"; else
+      python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), sys.stdout.buffer)' "$bin_dir/$1.xz"; fi
+    } >"$out/bin/$1" && chmod +x "$out/bin/$1" || die "cannot unpack $bin_dir/$1.xz"
     echo "$out/bin/$1"
   fi
 }
