@@ -105,11 +105,9 @@ impl PackedWeight {
         let out_ptr = OutPtr(out.as_mut_ptr());
         (0..panels.div_ceil(per_task)).into_par_iter().for_each(|task| {
             let first = task * per_task;
-            for p in first..(first + per_task).min(panels) {
-                // SAFETY: `available` was checked by the caller; tasks write disjoint columns of
-                // `out` (panel p owns columns 32p..32p+32), and `out` outlives the parallel loop.
-                unsafe { self.panel_product(&xs, m, p, &out_ptr) };
-            }
+            // SAFETY: `available` was checked by the caller; tasks write disjoint columns of
+            // `out` (panel p owns columns 32p..32p+32), and `out` outlives the parallel loop.
+            unsafe { self.panels_product(&xs, m, first..(first + per_task).min(panels), &out_ptr) };
         });
         Tensor::from_vec(out, (m, self.n), &Device::Cpu)
     }
@@ -118,33 +116,48 @@ impl PackedWeight {
     fn product_here(&self, xs: &[f32], m: usize, out: &mut [f32]) {
         assert_eq!(out.len(), m * self.n, "packed matmul: output of the wrong size");
         let out_ptr = OutPtr(out.as_mut_ptr());
-        for p in 0..self.n.div_ceil(NR) {
-            // SAFETY: `available` was checked by the caller; `out` holds m × n values.
-            unsafe { self.panel_product(xs, m, p, &out_ptr) };
+        // SAFETY: `available` was checked by the caller; `out` holds m × n values.
+        unsafe { self.panels_product(xs, m, 0..self.n.div_ceil(NR), &out_ptr) };
+    }
+
+    /// Columns `32 · panels.start .. 32 · panels.end` of the product, for every row of `x`.
+    unsafe fn panels_product(&self, xs: &[f32], m: usize, panels: std::ops::Range<usize>, out: &OutPtr) {
+        let slices = (0..self.k).step_by(KC);
+        if m <= MR {
+            // One row block (a decode step): stream each panel from memory once, front to back.
+            for p in panels {
+                for k0 in slices.clone() {
+                    self.tile(xs, m, p, k0, 0, out);
+                }
+            }
+        } else {
+            // Several row blocks: slice by slice of k, so that x's slice stays in L2 while the
+            // panels pass (a whole x of 128 × 3072 does not fit beside them).
+            for k0 in slices {
+                for p in panels.clone() {
+                    for r0 in (0..m).step_by(MR) {
+                        self.tile(xs, m, p, k0, r0, out);
+                    }
+                }
+            }
         }
     }
 
-    /// Columns `32p .. 32p + 32` of the product, for every row of `x`.
-    unsafe fn panel_product(&self, xs: &[f32], m: usize, p: usize, out: &OutPtr) {
+    /// Rows `r0 .. r0 + MR` and columns `32p .. 32p + 32` of the product, from the slice of `k`
+    /// that starts at `k0` (added to what the earlier slices left in `out`).
+    unsafe fn tile(&self, xs: &[f32], m: usize, p: usize, k0: usize, r0: usize, out: &OutPtr) {
         let k = self.k;
-        let panel = floats(&self.panels[p * 2 * k..(p + 1) * 2 * k]);
-        let columns = NR.min(self.n - p * NR);
-        for k0 in (0..k).step_by(KC) {
-            let kc = KC.min(k - k0);
-            for r0 in (0..m).step_by(MR) {
-                let rows = MR.min(m - r0);
-                let tile = Tile {
-                    x: xs.as_ptr().add(r0 * k + k0 * rows),
-                    panel: panel.as_ptr().add(k0 * NR),
-                    depth: kc,
-                    out: out.0.add(r0 * self.n + p * NR),
-                    ldo: self.n,
-                    columns,
-                    accumulate: k0 > 0,
-                };
-                tile.run(rows);
-            }
-        }
+        let rows = MR.min(m - r0);
+        let tile = Tile {
+            x: xs.as_ptr().add(r0 * k + k0 * rows),
+            panel: floats(&self.panels[p * 2 * k..(p + 1) * 2 * k]).as_ptr().add(k0 * NR),
+            depth: KC.min(k - k0),
+            out: out.0.add(r0 * self.n + p * NR),
+            ldo: self.n,
+            columns: NR.min(self.n - p * NR),
+            accumulate: k0 > 0,
+        };
+        tile.run(rows);
     }
 }
 
