@@ -16,9 +16,14 @@
 //!
 //! is what the client costs: building and writing the request, waking up to read the answer,
 //! parsing the SSE stream, plus the loopback round trip and the wake-ups of both threads, which
-//! any client pays. That last part is measured on its own by a **floor**: a bare blocking socket
-//! that sends the same bytes to the same kind of server on the same Poisson schedule. The
-//! client's own share is the difference between the two.
+//! any client pays. That last part is measured on its own by two **floors** that send the same
+//! bytes to the same kind of server on the same Poisson schedule, one request at a time on one
+//! connection: a bare blocking socket, and a bare tokio socket on the client's runtime. Between
+//! them and the client sit, in turn, the async runtime and the HTTP stack (reqwest, hyper).
+//!
+//! On a machine that other work keeps busy the P99 of all three is set by the OS scheduler (how
+//! long a woken thread waits for a core), not by code: compare the client's tail with the floors'
+//! in the same run before blaming the client.
 //!
 //! Lateness is reported separately: `dispatch lag` is how long after its Poisson arrival time each
 //! request was actually sent. It shifts arrivals; it is never part of a measured latency.
@@ -171,7 +176,7 @@ fn print_split(timed: &[Timed]) -> Vec<f64> {
     let col = |f: &dyn Fn(&Timed) -> Duration| timed.iter().map(|t| ms(f(t))).collect::<Vec<f64>>();
     print_row("E2EL, as the client saw it (ms)", &col(&|t| t.end - t.start));
     print_row("server time (ms)", &col(&|t| t.server.answered - t.server.received));
-    let added = col(&|t| (t.end - t.start) - (t.server.answered - t.server.received));
+    let added = col(&|t| (t.end - t.start).saturating_sub(t.server.answered - t.server.received));
     print_row("added = E2EL − server time (ms)", &added);
     print_row("  of which: send → server has it", &col(&|t| t.server.received - t.start));
     print_row("  of which: answer ready → parsed", &col(&|t| t.end - t.server.answered));
@@ -184,11 +189,7 @@ fn floor_run(url: &str, body: &Value, rate: f64, requests: usize) -> anyhow::Res
     let addr = url.trim_start_matches("http://");
     let mut stream = TcpStream::connect(addr)?;
     stream.set_nodelay(true)?;
-    let body = body.to_string();
-    let request = format!(
-        "POST /v1/completions HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\naccept: */*\r\ncontent-length: {}\r\n\r\n{body}",
-        body.len()
-    );
+    let request = request_bytes(addr, body);
     let gaps = Exp::new(rate)?;
     let mut rng = StdRng::seed_from_u64(1);
     let mut buf = vec![0u8; 64 * 1024];
@@ -201,32 +202,85 @@ fn floor_run(url: &str, body: &Value, rate: f64, requests: usize) -> anyhow::Res
             thread::sleep(wait);
         }
         let start = Instant::now();
-        stream.write_all(request.as_bytes())?;
-        // Read the head, then the body to its Content-Length.
+        stream.write_all(&request)?;
         let mut got = 0;
-        let total = loop {
+        let mut total = usize::MAX;
+        while got < total {
             let n = stream.read(&mut buf[got..])?;
             anyhow::ensure!(n > 0, "the floor's server closed the connection");
             got += n;
-            if let Some(end) = find(&buf[..got], b"\r\n\r\n") {
-                let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
-                let length: usize = head
-                    .lines()
-                    .find_map(|l| l.strip_prefix("content-length:"))
-                    .and_then(|v| v.trim().parse().ok())
-                    .context("the floor's server sent no content-length")?;
-                break end + 4 + length;
+            if total == usize::MAX {
+                total = response_length(&buf[..got])?.unwrap_or(usize::MAX);
             }
-        };
-        while got < total {
-            let n = stream.read(&mut buf[got..])?;
-            anyhow::ensure!(n > 0, "the floor's server closed the connection mid-body");
-            got += n;
         }
         out.push((start, Instant::now()));
         due += gaps.sample(&mut rng);
     }
     Ok(out)
+}
+
+/// The same floor on tokio: one async socket on the runtime the client uses. Between the two floors
+/// and the client sit, in turn, the async runtime and then the HTTP stack (reqwest and hyper).
+async fn async_floor_run(url: &str, body: &Value, rate: f64, requests: usize) -> anyhow::Result<Vec<(Instant, Instant)>> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = url.trim_start_matches("http://");
+    let mut stream = tokio::net::TcpStream::connect(addr).await?;
+    stream.set_nodelay(true)?;
+    let request = request_bytes(addr, body);
+    let gaps = Exp::new(rate)?;
+    let mut rng = StdRng::seed_from_u64(1);
+    let mut buf = vec![0u8; 64 * 1024];
+    let begin = Instant::now();
+    let mut due = 0.0;
+    let mut out = Vec::with_capacity(requests);
+    for _ in 0..requests {
+        tokio::time::sleep_until((begin + Duration::from_secs_f64(due)).into()).await;
+        let start = Instant::now();
+        stream.write_all(&request).await?;
+        let mut got = 0;
+        let mut total = usize::MAX;
+        while got < total {
+            let n = stream.read(&mut buf[got..]).await?;
+            anyhow::ensure!(n > 0, "the floor's server closed the connection");
+            got += n;
+            if total == usize::MAX {
+                total = response_length(&buf[..got])?.unwrap_or(usize::MAX);
+            }
+        }
+        out.push((start, Instant::now()));
+        due += gaps.sample(&mut rng);
+    }
+    Ok(out)
+}
+
+/// One `POST /v1/completions` as bare bytes, headers as reqwest sends them.
+fn request_bytes(addr: &str, body: &Value) -> Vec<u8> {
+    let body = body.to_string();
+    format!(
+        "POST /v1/completions HTTP/1.1\r\ncontent-type: application/json\r\naccept: */*\r\nhost: {addr}\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
+
+/// Total length of the response in `buf` (head and body), once its head is complete.
+fn response_length(buf: &[u8]) -> anyhow::Result<Option<usize>> {
+    let Some(end) = find(buf, b"\r\n\r\n") else { return Ok(None) };
+    let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+    let length: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|v| v.trim().parse().ok())
+        .context("the floor's server sent no content-length")?;
+    Ok(Some(end + 4 + length))
+}
+
+/// Pair a floor's requests with its server's stamps: one connection, one request at a time, so
+/// the server's n-th stamp is the n-th request.
+fn pair(spans: &[(Instant, Instant)], stamps: &Stamps) -> anyhow::Result<Vec<Timed>> {
+    let stamps = stamps.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    anyhow::ensure!(stamps.len() == spans.len(), "the floor's server saw {} requests, not {}", stamps.len(), spans.len());
+    Ok(spans.iter().zip(&stamps).map(|(&(start, end), &server)| Timed { start, end, server }).collect())
 }
 
 fn main() -> anyhow::Result<()> {
@@ -254,7 +308,6 @@ fn main() -> anyhow::Result<()> {
     // The runtime `course bench` runs the client on: tokio's default, one worker per core.
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let out = runtime.block_on(load::run(&config))?;
-    drop(runtime);
     let stamped = stamps.lock().unwrap_or_else(|e| e.into_inner()).clone();
     let at = |offset_ms: f64| out.started + Duration::from_secs_f64(offset_ms / 1000.0);
     let mut timed = Vec::new();
@@ -274,25 +327,20 @@ fn main() -> anyhow::Result<()> {
     print_row("dispatch lag (ms, not in latency)", &lag);
 
     let (floor_url, floor_stamps) = start_server()?;
-    let floor = floor_run(&floor_url, &config.body(0), rate, requests)?;
-    let floor_stamped = floor_stamps.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    anyhow::ensure!(floor_stamped.len() == floor.len(), "the floor's server saw {} requests, not {}", floor_stamped.len(), floor.len());
-    // One connection, one request at a time: the server's n-th stamp is the n-th request.
-    let floor: Vec<Timed> = floor.iter().zip(&floor_stamped).map(|(&(start, end), &server)| Timed { start, end, server }).collect();
+    let floor = pair(&floor_run(&floor_url, &config.body(0), rate, requests)?, &floor_stamps)?;
     println!("floor: the same requests from a bare blocking socket, same schedule");
     let floor_added = print_split(&floor);
 
-    let p = |xs: &[f64], q| percentile(xs, q).unwrap_or(f64::NAN);
-    println!(
-        "client overhead at {rate} req/s: added P50 {:.3} / P90 {:.3} / P99 {:.3} ms \
-         (floor P50 {:.3} / P90 {:.3} / P99 {:.3} ms; target: added P99 < 1 ms)",
-        p(&added, 50.0),
-        p(&added, 90.0),
-        p(&added, 99.0),
-        p(&floor_added, 50.0),
-        p(&floor_added, 90.0),
-        p(&floor_added, 99.0),
-    );
+    let (async_url, async_stamps) = start_server()?;
+    let spans = runtime.block_on(async_floor_run(&async_url, &config.body(0), rate, requests))?;
+    println!("async floor: the same from one tokio socket on the client's runtime");
+    let async_added = print_split(&pair(&spans, &async_stamps)?);
+
+    let p = |xs: &[f64]| {
+        let q = |q| percentile(xs, q).unwrap_or(f64::NAN);
+        format!("P50 {:.3} / P90 {:.3} / P99 {:.3} ms", q(50.0), q(90.0), q(99.0))
+    };
+    println!("client overhead at {rate} req/s: added {}; target P99 < 1 ms", p(&added));
+    println!("  floors: blocking socket {}; tokio socket {}", p(&floor_added), p(&async_added));
     Ok(())
 }
-
