@@ -55,8 +55,9 @@ async fn open_loop_streams_every_request_and_times_each_token() {
 
 /// Each record keeps both times: when the request was due on the seeded Poisson schedule
 /// (`start_ms - dispatch_lag_ms`) and when it was actually sent (`start_ms`, where its latencies
-/// start). The schedule itself is exactly the seeded one, however late the sends were.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+/// start). The schedule itself is exactly the seeded one, however late the sends were. (On a
+/// single-threaded runtime, to show the pacer thread works there too.)
+#[tokio::test(flavor = "current_thread")]
 async fn open_loop_keeps_the_seeded_schedule_apart_from_the_actual_sends() {
     use rand::SeedableRng;
     use rand_distr::Distribution;
