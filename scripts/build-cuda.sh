@@ -5,6 +5,8 @@
 #   scripts/build-cuda.sh                      # for Hopper (H100, H200): compute capability 90
 #   scripts/build-cuda.sh --compute-cap 80     # A100; 89 for L4 / RTX 40xx, 86, 75 also accepted
 #   CUDA_COMPUTE_CAP=89 scripts/build-cuda.sh  # the same, through the environment
+#   scripts/build-cuda.sh --nvtx               # also NVTX ranges named like the profiler's rows,
+#                                              # for Nsight Systems (`nsys profile --trace=cuda,nvtx`)
 #
 # What it does, each step skipped when already done (rerun it at will, or after a failure):
 #   1. a virtual environment target/cuda-venv with the pinned CUDA 13.0 packages from PyPI
@@ -18,13 +20,15 @@
 # On the GPU machine the binaries need the NVIDIA driver (libcuda.so.1, driver 580 or newer
 # for CUDA 13.0) and, on LD_LIBRARY_PATH, the folder holding libcublas.so.13, libcublasLt.so.13,
 # libcurand.so.10, libnvrtc.so.13 and libcudart.so.13 (this venv's nvidia/cu13/lib, or the
-# same files from a PyTorch install built for CUDA 13).
+# same files from a PyTorch install built for CUDA 13). With --nvtx every binary also needs
+# libnvtx3interop.so.1 (pip's nvidia-nvtx for CUDA 13, in the same folder).
 set -euo pipefail
 source "$(dirname "$0")/cuda/env.sh"
 source "$(dirname "$0")/cuda/link-stubs.sh"
 cd "$CUDA_REPO_ROOT"
 
 cap=${CUDA_COMPUTE_CAP:-90}
+nvtx=false
 while [ $# -gt 0 ]; do
   case "$1" in
     --compute-cap)
@@ -36,8 +40,12 @@ while [ $# -gt 0 ]; do
       cap=${1#*=}
       shift
       ;;
+    --nvtx)
+      nvtx=true
+      shift
+      ;;
     -h | --help)
-      sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'
+      sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'
       exit 0
       ;;
     *) cuda_die "unknown argument \"$1\" (see scripts/build-cuda.sh --help)" ;;
@@ -45,7 +53,9 @@ while [ $# -gt 0 ]; do
 done
 
 cuda_compute_cap "$cap"
-cuda_venv_install "${CUDA_COMPILER_PACKAGES[@]}" "${CUDA_LINK_PACKAGES[@]}"
+extra_packages=()
+$nvtx && extra_packages=("${CUDA_NVTX_PACKAGES[@]}")
+cuda_venv_install "${CUDA_COMPILER_PACKAGES[@]}" "${CUDA_LINK_PACKAGES[@]}" "${extra_packages[@]}"
 cuda_export_toolchain
 target_dir=${CUDA_TARGET_DIR:-$CUDA_REPO_ROOT/target/cuda}
 cuda_link_stubs "$target_dir/stub"
@@ -54,6 +64,9 @@ cuda_link_stubs "$target_dir/stub"
 # so one folder holds a complete GPU set.
 packages=(gpt2 course)
 features=(gpt2/cuda)
+# The profiler's NVTX ranges (gpt2's `nvtx` feature turns on profiler/nvtx for every binary
+# built here, since Cargo unifies features across them).
+$nvtx && features+=(gpt2/nvtx)
 for dir in exercises/* solutions/*; do
   [ -f "$dir/Cargo.toml" ] || continue
   grep -q '^cuda *=' "$dir/Cargo.toml" || continue

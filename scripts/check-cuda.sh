@@ -47,7 +47,7 @@ else
 fi
 
 packages=(gpt2 profiler)
-features=(gpt2/cuda profiler/cuda profiler/nvtx)
+features=(gpt2/cuda gpt2/nvtx profiler/cuda profiler/nvtx)
 for dir in exercises/* solutions/*; do
   [ -f "$dir/Cargo.toml" ] || continue
   grep -q '^cuda *=' "$dir/Cargo.toml" || continue

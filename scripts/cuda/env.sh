@@ -23,6 +23,12 @@ CUDA_LINK_PACKAGES=(
   nvidia-curand==10.4.0.35
   nvidia-cublas==13.0.2.14
 )
+# For `scripts/build-cuda.sh --nvtx`: cudarc's `nvtx` links NVTX 2's libnvToolsExt, which
+# CUDA 13 no longer ships; its wheel has libnvtx3interop.so.1, which exports the same NVTX 2
+# functions (nvtxRangePushA, nvtxRangePop, ...).
+CUDA_NVTX_PACKAGES=(
+  nvidia-nvtx==13.0.85
+)
 
 cuda_log() { printf '[cuda] %s\n' "$*" >&2; }
 cuda_die() { printf '[cuda] error: %s\n' "$*" >&2; exit 1; }

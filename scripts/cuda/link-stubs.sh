@@ -6,7 +6,8 @@
 # This fills $CUDA_TREE/lib/stubs, a folder cudarc's build script already puts on the link
 # path when it exists (it is the toolkit's own place for link-time stand-ins), so no -L in
 # RUSTFLAGS (which would rebuild every crate) and no linker wrapper are needed:
-#   * unversioned names (libcublas.so -> ../libcublas.so.13, ...) for `-lcublas` to find;
+#   * unversioned names (libcublas.so -> ../libcublas.so.13, ...) for `-lcublas` to find, and
+#     libnvToolsExt.so -> ../libnvtx3interop.so.1 when nvidia-nvtx is installed (--nvtx);
 #   * libcuda.so, a stand-in with soname libcuda.so.1 that defines every driver function
 #     cudarc declares. The binary records libcuda.so.1 as needed; on the GPU machine the
 #     real driver provides it. Were the stand-in ever loaded, each call would return
@@ -24,6 +25,11 @@ cuda_link_stubs() {
     [ -n "$versioned" ] || cuda_die "no lib$lib.so.N in $CUDA_TREE/lib: delete $CUDA_VENV and rerun"
     ln -sfn "../$versioned" "$stubs/lib$lib.so"
   done
+  # `-lnvToolsExt` (cudarc's nvtx feature, build-cuda.sh --nvtx) resolves to the NVTX 3 interop
+  # library; the binary then records its soname, libnvtx3interop.so.1.
+  if [ -e "$CUDA_TREE/lib/libnvtx3interop.so.1" ]; then
+    ln -sfn ../libnvtx3interop.so.1 "$stubs/libnvToolsExt.so"
+  fi
 
   # The driver functions cudarc can call: every `fn cuXxx(` in its extern "C" blocks (a
   # superset of what the binary uses, so candle's generic code is covered as well).
