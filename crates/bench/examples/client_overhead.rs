@@ -30,6 +30,7 @@
 
 use std::io::{self, Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -51,15 +52,25 @@ struct Stamp {
 
 type Stamps = Arc<Mutex<Vec<Stamp>>>;
 
+/// A running instant server.
+struct Server {
+    url: String,
+    stamps: Stamps,
+    /// TCP connections accepted: few means the client reuses them (keep-alive, pooled).
+    connections: Arc<AtomicUsize>,
+}
+
 /// Start the instant server on a free loopback port: one thread accepts, one thread per connection
 /// answers (the client keeps its connections alive, so there are only a handful).
-fn start_server() -> io::Result<(String, Stamps)> {
+fn start_server() -> io::Result<Server> {
     let listener = TcpListener::bind("127.0.0.1:0")?;
     let url = format!("http://{}", listener.local_addr()?);
     let stamps: Stamps = Arc::default();
-    let kept = stamps.clone();
+    let connections = Arc::new(AtomicUsize::new(0));
+    let (kept, counted) = (stamps.clone(), connections.clone());
     thread::spawn(move || {
         for stream in listener.incoming().flatten() {
+            counted.fetch_add(1, Ordering::Relaxed);
             let stamps = kept.clone();
             let _ = thread::Builder::new().name("instant-server".into()).spawn(move || {
                 // A connection closed by the client ends here; nothing to report.
@@ -67,7 +78,7 @@ fn start_server() -> io::Result<(String, Stamps)> {
             });
         }
     });
-    Ok((url, stamps))
+    Ok(Server { url, stamps, connections })
 }
 
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
@@ -288,9 +299,9 @@ fn main() -> anyhow::Result<()> {
     let rate: f64 = args.next().map(|a| a.parse()).transpose()?.unwrap_or(500.0);
     let requests: usize = args.next().map(|a| a.parse()).transpose()?.unwrap_or(2500);
 
-    let (url, stamps) = start_server()?;
+    let server = start_server()?;
     let config = LoadConfig {
-        base_url: url,
+        base_url: server.url.clone(),
         model: "instant".into(),
         traffic: Traffic::OpenLoop { rate, seed: 1 },
         bound: Bound::Requests(requests),
@@ -308,7 +319,7 @@ fn main() -> anyhow::Result<()> {
     // The runtime `course bench` runs the client on: tokio's default, one worker per core.
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let out = runtime.block_on(load::run(&config))?;
-    let stamped = stamps.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let stamped = server.stamps.lock().unwrap_or_else(|e| e.into_inner()).clone();
     let at = |offset_ms: f64| out.started + Duration::from_secs_f64(offset_ms / 1000.0);
     let mut timed = Vec::new();
     for r in out.records.iter().filter(|r| r.ok) {
@@ -317,24 +328,25 @@ fn main() -> anyhow::Result<()> {
     }
     let lag: Vec<f64> = out.records.iter().filter_map(|r| r.dispatch_lag_ms).collect();
     println!(
-        "load client: {} requests at {rate} req/s ({} ok) in {:.2} s, achieved {:.1} req/s",
+        "load client: {} requests at {rate} req/s ({} ok) in {:.2} s, achieved {:.1} req/s, over {} connections",
         out.records.len(),
         timed.len(),
         out.duration_s,
-        timed.len() as f64 / out.duration_s
+        timed.len() as f64 / out.duration_s,
+        server.connections.load(Ordering::Relaxed)
     );
     let added = print_split(&timed);
     print_row("dispatch lag (ms, not in latency)", &lag);
 
-    let (floor_url, floor_stamps) = start_server()?;
-    let floor = pair(&floor_run(&floor_url, &config.body(0), rate, requests)?, &floor_stamps)?;
+    let floor_server = start_server()?;
+    let floor = pair(&floor_run(&floor_server.url, &config.body(0), rate, requests)?, &floor_server.stamps)?;
     println!("floor: the same requests from a bare blocking socket, same schedule");
     let floor_added = print_split(&floor);
 
-    let (async_url, async_stamps) = start_server()?;
-    let spans = runtime.block_on(async_floor_run(&async_url, &config.body(0), rate, requests))?;
+    let async_server = start_server()?;
+    let spans = runtime.block_on(async_floor_run(&async_server.url, &config.body(0), rate, requests))?;
     println!("async floor: the same from one tokio socket on the client's runtime");
-    let async_added = print_split(&pair(&spans, &async_stamps)?);
+    let async_added = print_split(&pair(&spans, &async_server.stamps)?);
 
     let p = |xs: &[f64]| {
         let q = |q| percentile(xs, q).unwrap_or(f64::NAN);
