@@ -208,7 +208,9 @@ if [ "$device" = cuda ]; then
   fi
   # The CUDA 13 libraries cudarc links against: from --cuda-lib-dir, this checkout's
   # target/cuda-venv, or the nvidia wheels of a Python install (PyTorch for CUDA 13 has them).
-  missing_libs() { ldd "$gpt2" 2>/dev/null | awk '/not found/ {print $1}' | tr '\n' ' '; }
+  # Libraries only: NVIDIA's libnvtx3interop.so.1 (an --nvtx build) carries an auxiliary
+  # entry "visibility=hidden" that ldd lists as not found and the loader ignores.
+  missing_libs() { ldd "$gpt2" 2>/dev/null | awk '/not found/ && $1 ~ /^lib.*\.so/ {print $1}' | tr '\n' ' '; }
   if [ -n "$(missing_libs)" ]; then
     candidates=()
     [ -n "$cuda_lib_dir" ] && candidates+=("$cuda_lib_dir")
