@@ -179,9 +179,9 @@ pub struct LoadOutcome {
 /// fails); failures during the run are recorded per request.
 ///
 /// Works on any tokio runtime. `course bench` gives it tokio's default multi-threaded one (one
-/// worker per core): on a busy machine a request whose worker is descheduled can still be driven
-/// by the other, which measured better at P99 than a single-threaded runtime (see
-/// `examples/client_overhead.rs`).
+/// worker per core): on a busy 2-core machine its P99 overhead was lower in more runs than on a
+/// single-threaded runtime, whose one thread stalls every request in flight when the OS
+/// descheduled it (`examples/client_overhead.rs` measures it).
 pub async fn run(config: &LoadConfig) -> Result<LoadOutcome> {
     config.validate()?;
     let url = config.completions_url();
