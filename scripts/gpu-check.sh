@@ -89,8 +89,11 @@ if [ -n "$pack" ]; then
   # gpt2 is what the check runs; solution-3 profiles on CUDA and course grades its results
   # (course itself has no CUDA code); exercise-3 is what a learner would run there.
   for b in gpt2 solution-3 course exercise-3; do
-    [ -x "$bin_dir/$b" ] || continue
-    xz -T0 -3 -c "$bin_dir/$b" >"$pack/$b.xz" || die "xz failed on $bin_dir/$b"
+    src=$bin_dir/$b
+    # course has no CUDA code: the CPU build is smaller and needs no CUDA library.
+    [ "$b" = course ] && [ -x "$repo/target/release/course" ] && src=$repo/target/release/course
+    [ -x "$src" ] || continue
+    xz -T0 -3 -c "$src" >"$pack/$b.xz" || die "xz failed on $src"
     log "packed $pack/$b.xz ($(($(stat -c %s "$pack/$b.xz") / 1024 / 1024)) MB)"
   done
   [ -f "$bin_dir/cuda-build.txt" ] && cp "$bin_dir/cuda-build.txt" "$pack/"
