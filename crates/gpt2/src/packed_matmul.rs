@@ -123,33 +123,44 @@ impl PackedWeight {
     /// Columns `32 · panels.start .. 32 · panels.end` of the product, for every row of `x`.
     unsafe fn panels_product(&self, xs: &[f32], m: usize, panels: std::ops::Range<usize>, out: &OutPtr) {
         let slices = (0..self.k).step_by(KC);
+        let k = self.k;
         if m <= MR {
-            // One row block (a decode step): stream each panel from memory once, front to back.
+            // One row block (a decode step): stream each panel from memory once, front to back;
+            // the next slice is the one that follows in memory.
             for p in panels {
                 for k0 in slices.clone() {
-                    self.tile(xs, m, p, k0, 0, out);
+                    self.tile(xs, m, (p, k0), 0, self.slice(p, k0).wrapping_add(KC.min(k - k0) * NR), out);
                 }
             }
         } else {
             // Several row blocks: slice by slice of k, so that x's slice stays in L2 while the
-            // panels pass (a whole x of 128 × 3072 does not fit beside them).
+            // panels pass (a whole x of 128 × 3072 does not fit beside them); the next slice is
+            // the next panel's.
             for k0 in slices {
                 for p in panels.clone() {
+                    let next = self.slice(p + 1, k0);
                     for r0 in (0..m).step_by(MR) {
-                        self.tile(xs, m, p, k0, r0, out);
+                        self.tile(xs, m, (p, k0), r0, next, out);
                     }
                 }
             }
         }
     }
 
-    /// Rows `r0 .. r0 + MR` and columns `32p .. 32p + 32` of the product, from the slice of `k`
-    /// that starts at `k0` (added to what the earlier slices left in `out`).
-    unsafe fn tile(&self, xs: &[f32], m: usize, p: usize, k0: usize, r0: usize, out: &OutPtr) {
+    /// Where panel `p`'s slice from step `k0` starts (computed without a bounds check: the
+    /// slice after the last panel is only ever prefetched).
+    fn slice(&self, p: usize, k0: usize) -> *const f32 {
+        self.panels.as_ptr().cast::<f32>().wrapping_add(p * NR * self.k + k0 * NR)
+    }
+
+    /// Rows `r0 .. r0 + MR` and columns `32p .. 32p + 32` of the product, from panel `p`'s slice
+    /// of `k` that starts at `k0` (added to what the earlier slices left in `out`).
+    unsafe fn tile(&self, xs: &[f32], m: usize, (p, k0): (usize, usize), r0: usize, next: *const f32, out: &OutPtr) {
         let k = self.k;
         let rows = MR.min(m - r0);
         let tile = Tile {
             x: xs.as_ptr().add(r0 * k + k0 * rows),
+            next,
             panel: floats(&self.panels[p * 2 * k..(p + 1) * 2 * k]).as_ptr().add(k0 * NR),
             depth: KC.min(k - k0),
             out: out.0.add(r0 * self.n + p * NR),
@@ -239,6 +250,9 @@ unsafe impl Sync for OutPtr {}
 struct Tile {
     /// Row block of [`pack_rows`], at the first step: `x[r][kk]` is at `kk * rows + r`.
     x: *const f32,
+    /// The panel slice the next tiles will read (prefetched; may point past the panels,
+    /// which a prefetch ignores).
+    next: *const f32,
     panel: *const f32,
     depth: usize,
     out: *mut f32,
@@ -273,21 +287,17 @@ impl Tile {
 #[cfg(target_arch = "x86_64")]
 mod avx512 {
     use super::{Tile, NR};
-
-    /// How many steps of `k` ahead to prefetch: 64 steps are 8 KiB of panel, a few hundred
-    /// nanoseconds of arithmetic, which covers a miss to memory.
-    const PREFETCH_STEPS: usize = 64;
     use std::arch::x86_64::*;
 
     #[target_feature(enable = "avx512f")]
     pub unsafe fn kernel<const ROWS: usize>(t: &Tile) {
         let mut acc = [[_mm512_setzero_ps(); 2]; ROWS];
         for kk in 0..t.depth {
-            // Fetch the panel well ahead (into the next slice or panel at the end), so that a
-            // decode step's stream from memory overlaps the arithmetic instead of stalling it.
-            let ahead = t.panel.wrapping_add((kk + PREFETCH_STEPS) * NR);
-            _mm_prefetch::<_MM_HINT_T0>(ahead.cast());
-            _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(16).cast());
+            // One step of the next slice into L2 per step of this one, so that the weights'
+            // stream from memory overlaps the arithmetic instead of stalling it.
+            let next = t.next.wrapping_add(kk * NR);
+            _mm_prefetch::<_MM_HINT_T1>(next.cast());
+            _mm_prefetch::<_MM_HINT_T1>(next.wrapping_add(16).cast());
             let b0 = _mm512_load_ps(t.panel.add(kk * NR));
             let b1 = _mm512_load_ps(t.panel.add(kk * NR + 16));
             for (r, acc) in acc.iter_mut().enumerate() {
