@@ -173,6 +173,17 @@ def graded_exercise(gradebook, path, device_mode, number=3):
     return record, wrong
 
 
+def log_text(work, name, limit=8000):
+    """A step's printed output (a profile table, say), so the one JSON holds what was shown."""
+    path = os.path.join(work, "logs", f"{name}.log")
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+    except OSError:
+        return None
+    return text if len(text) <= limit else "...\n" + text[-limit:]
+
+
 def load_steps(work):
     steps = []
     folder = os.path.join(work, "steps")
@@ -208,6 +219,7 @@ def assemble(work):
         path = os.path.join(work, f"profile-{mode}", "report.json")
         if os.path.isfile(path):
             result["profile"][mode] = profile_summary(read_json(path, "gpt2 profile's report"), path)
+            result["profile"][mode]["table"] = log_text(work, f"profile-{mode}")
     ev, sy = result["profile"].get("events"), result["profile"].get("sync")
     if ev and sy and ev["wall_us_total"] > 0:
         result["profile"]["sync_over_events_wall"] = sy["wall_us_total"] / ev["wall_us_total"]
@@ -244,6 +256,7 @@ def assemble(work):
     if os.path.isfile(torch_profile):
         tp = read_json(torch_profile, "torch-profile.py's report")
         torch["profile"] = tp
+        torch["profile_table"] = log_text(work, "torch-profile")
         if ev and ev.get("self_cuda_us_total") and (tp.get("totals") or {}).get("self_cuda_us"):
             ours_step = ev["self_cuda_us_total"] / ev["active_steps"]
             theirs_step = tp["totals"]["self_cuda_us"] / max(int(tp.get("active_steps", 1)), 1)

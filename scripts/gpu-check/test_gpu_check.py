@@ -131,6 +131,9 @@ class Assemble(unittest.TestCase):
         write(os.path.join(d, "profile-sync", "report.json"), profile_report("cuda", 3000.0, [600.0, 300.0, 100.0]))
         write(os.path.join(d, "bench-f32.json"), bench_report(1.0))
         write(os.path.join(d, "grades", "gradebook.json"), gradebook("CUDA", True))
+        os.makedirs(os.path.join(d, "logs"), exist_ok=True)
+        with open(os.path.join(d, "logs", "profile-events.log"), "w") as f:
+            f.write("Name  Self CUDA %\nmatmul  60.00%\n" + "x" * 9000)
         if torch:
             write(os.path.join(d, "torch-status.json"), {"available": True, "version": "2.11.0"})
             write(os.path.join(d, "torch-reference-f32.json"), bench_report(0.5))
@@ -150,6 +153,9 @@ class Assemble(unittest.TestCase):
             self.assertEqual([o["name"] for o in ev["top"]], ["matmul", "gelu"])
             self.assertAlmostEqual(ev["top"][0]["share_pct"], 60.0)
             self.assertAlmostEqual(ev["device_ms_per_step"], 0.5)
+            # The printed table travels in the JSON, its end kept when it is long.
+            self.assertTrue(ev["table"].startswith("...\n") and ev["table"].endswith("x" * 100))
+            self.assertIsNone(r["profile"]["sync"]["table"])
             self.assertEqual(r["torch"]["bench_ratio_gpt2_over_torch"]["f32"], {"forward_b1_t8": 2.0, "decode_b8_ctx32": 2.0})
             self.assertAlmostEqual(r["torch"]["profile_device_ms_per_step"]["ratio_gpt2_over_torch"], 1.0)
             text = gpu_check.summary(r)
