@@ -28,6 +28,9 @@ const NR: usize = 32;
 const MR: usize = 12;
 /// Depth of one pass: a `KC × NR` panel slice is 32 KiB, inside a 48 KiB L1.
 const KC: usize = 256;
+/// Up to this many values (256 KiB), `x` stays in a 1–2 MiB L2 whatever the loop order, and
+/// the panels are streamed in memory order.
+const X_IN_L2: usize = 64 * 1024;
 
 /// One cache line of floats; the panels are built from these so every vector load is aligned.
 #[derive(Clone, Copy)]
@@ -124,16 +127,20 @@ impl PackedWeight {
     unsafe fn panels_product(&self, xs: &[f32], m: usize, panels: std::ops::Range<usize>, out: &OutPtr) {
         let slices = (0..self.k).step_by(KC);
         let k = self.k;
-        if m <= MR {
-            // One row block (a decode step): stream each panel from memory once, front to back;
-            // the next slice is the one that follows in memory.
+        if m * k <= X_IN_L2 {
+            // A small x (decode steps, up to 16 rows and more): stream each panel from memory
+            // once, front to back, every row block reading a slice while it is in L1; the next
+            // slice is the one that follows in memory.
             for p in panels {
                 for k0 in slices.clone() {
-                    self.tile(xs, m, (p, k0), 0, self.slice(p, k0).wrapping_add(KC.min(k - k0) * NR), out);
+                    let next = self.slice(p, k0).wrapping_add(KC.min(k - k0) * NR);
+                    for r0 in (0..m).step_by(MR) {
+                        self.tile(xs, m, (p, k0), r0, next, out);
+                    }
                 }
             }
         } else {
-            // Several row blocks: slice by slice of k, so that x's slice stays in L2 while the
+            // A large x (a prefill): slice by slice of k, so that x's slice stays in L2 while the
             // panels pass (a whole x of 128 × 3072 does not fit beside them); the next slice is
             // the next panel's.
             for k0 in slices {
@@ -364,8 +371,9 @@ mod tests {
             return;
         }
         // Row counts across the 12-row tiles, k across the 256-deep slices, n with a
-        // partial last panel (under and over 16 columns).
-        for (m, k, n) in [(1, 768, 50257), (2, 64, 192), (8, 768, 2304), (13, 3072, 768), (16, 768, 1003), (5, 100, 7), (128, 300, 41), (25, 1, 33)] {
+        // partial last panel (under and over 16 columns); x small enough to stream the panels
+        // in memory order, and large enough (the last two) for the k-slice-major order.
+        for (m, k, n) in [(1, 768, 50257), (2, 64, 192), (8, 768, 2304), (13, 3072, 768), (16, 768, 1003), (5, 100, 7), (128, 300, 41), (25, 1, 33), (130, 600, 70), (128, 768, 2304)] {
             let x = Tensor::randn(0f32, 1.0, (m, k), &Device::Cpu).unwrap();
             let w = Tensor::randn(0f32, 0.05, (n, k), &Device::Cpu).unwrap();
             let packed = PackedWeight::pack(&w).unwrap();
