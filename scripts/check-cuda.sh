@@ -59,9 +59,9 @@ done
 args=()
 for p in "${packages[@]}"; do args+=(-p "$p"); done
 feature_list=$(IFS=,; echo "${features[*]}")
-cuda_log "cargo check --release --locked ${args[*]} --features $feature_list (target folder $target_dir)"
+cuda_log "cargo check --release --locked --all-targets ${args[*]} --features $feature_list (target folder $target_dir)"
 started=$SECONDS
-CARGO_TARGET_DIR=$target_dir cargo check --release --locked "${args[@]}" --features "$feature_list"
+CARGO_TARGET_DIR=$target_dir cargo check --release --locked --all-targets "${args[@]}" --features "$feature_list"
 cuda_log "the CUDA code compiles ($((SECONDS - started)) s)"
 
 cuda_log "scripts/gpu-check.sh's logic: unit tests, then its CPU mode"
