@@ -70,14 +70,15 @@ impl PackedWeight {
         let w = w.flatten_all()?.to_vec1::<f32>()?;
         let mut packed = Self::zeroed(n, k);
         // Each panel is 2k lines: fill them in parallel, one panel per task.
-        packed.panels.par_chunks_mut(2 * k).enumerate().for_each(|(p, panel)| fill_panel(panel, p, n, k, |c, kk| w[c * k + kk]));
+        // (max(1): with k = 0 there are no lines and nothing to fill.)
+        packed.panels.par_chunks_mut(2 * k.max(1)).enumerate().for_each(|(p, panel)| fill_panel(panel, p, n, k, |c, kk| w[c * k + kk]));
         Ok(packed)
     }
 
     /// Packs, on this thread, the (n, k) matrix whose element (c, kk) is `value(c, kk)`.
     fn pack_with(n: usize, k: usize, value: impl Fn(usize, usize) -> f32) -> Self {
         let mut packed = Self::zeroed(n, k);
-        packed.panels.chunks_mut(2 * k).enumerate().for_each(|(p, panel)| fill_panel(panel, p, n, k, &value));
+        packed.panels.chunks_mut(2 * k.max(1)).enumerate().for_each(|(p, panel)| fill_panel(panel, p, n, k, &value));
         packed
     }
 
@@ -101,26 +102,27 @@ impl PackedWeight {
         let xs = pack_rows(cpu_f32(&storage, layout)?, m, k);
         drop(storage);
 
-        let mut out = vec![0f32; m * self.n];
         let panels = self.n.div_ceil(NR);
         // A few tasks per thread, so that a thread slowed by the machine is caught up by the others.
         let per_task = panels.div_ceil(rayon::current_num_threads() * 4).max(1);
-        let out_ptr = OutPtr(out.as_mut_ptr());
-        (0..panels.div_ceil(per_task)).into_par_iter().for_each(|task| {
-            let first = task * per_task;
-            // SAFETY: `available` was checked by the caller; tasks write disjoint columns of
-            // `out` (panel p owns columns 32p..32p+32), and `out` outlives the parallel loop.
-            unsafe { self.panels_product(&xs, m, first..(first + per_task).min(panels), &out_ptr) };
+        let out = written_output(m * self.n, k, |out| {
+            (0..panels.div_ceil(per_task)).into_par_iter().for_each(|task| {
+                let first = task * per_task;
+                // SAFETY: `available` was checked by the caller; tasks write disjoint columns of
+                // `out` (panel p owns columns 32p..32p+32), which holds m × n values.
+                unsafe { self.panels_product(&xs, m, first..(first + per_task).min(panels), out) };
+            })
         });
         Tensor::from_vec(out, (m, self.n), &Device::Cpu)
     }
 
-    /// The whole product on this thread, into `out` (m × n); `xs` comes from [`pack_rows`].
-    fn product_here(&self, xs: &[f32], m: usize, out: &mut [f32]) {
-        assert_eq!(out.len(), m * self.n, "packed matmul: output of the wrong size");
-        let out_ptr = OutPtr(out.as_mut_ptr());
-        // SAFETY: `available` was checked by the caller; `out` holds m × n values.
-        unsafe { self.panels_product(xs, m, 0..self.n.div_ceil(NR), &out_ptr) };
+    /// The whole product on this thread, into the m × n values at `out`; `xs` comes from
+    /// [`pack_rows`].
+    ///
+    /// # Safety
+    /// `out` must be valid for m × n writes that no other thread makes.
+    unsafe fn product_here(&self, xs: &[f32], m: usize, out: &OutPtr) {
+        self.panels_product(xs, m, 0..self.n.div_ceil(NR), out);
     }
 
     /// Columns `32 · panels.start .. 32 · panels.end` of the product, for every row of `x`.
@@ -212,9 +214,8 @@ pub fn batched_matmul(a: &Tensor, b: &Tensor, rhs: Rhs, scale: f32) -> Result<Te
     let av = cpu_f32(&a_storage, a_layout)?;
     let bv = cpu_f32(&b_storage, b_layout)?;
 
-    let mut out = vec![0f32; count * m * n];
-    if m * n > 0 {
-        out.par_chunks_mut(m * n).enumerate().for_each(|(i, out)| {
+    let out = written_output(count * m * n, k, |out| {
+        (0..count).into_par_iter().for_each(|i| {
             let (a, b) = (&av[i * m * k..(i + 1) * m * k], &bv[i * n * k..(i + 1) * n * k]);
             let packed = match rhs {
                 Rhs::Transposed => PackedWeight::pack_with(n, k, |c, kk| b[c * k + kk]),
@@ -224,12 +225,29 @@ pub fn batched_matmul(a: &Tensor, b: &Tensor, rhs: Rhs, scale: f32) -> Result<Te
             if scale != 1.0 {
                 xs.iter_mut().for_each(|v| *v *= scale);
             }
-            packed.product_here(&xs, m, out);
-        });
-    }
+            // SAFETY: product i owns the m × n values from i · m · n of the count · m · n.
+            unsafe { packed.product_here(&xs, m, &OutPtr(out.0.wrapping_add(i * m * n))) };
+        })
+    });
     let mut shape = dims[..rank - 2].to_vec();
     shape.extend([m, n]);
     Tensor::from_vec(out, shape, &Device::Cpu)
+}
+
+/// A buffer of `len` values that `write` fills through the pointer it is given, every value
+/// written at least once: a product's first slice of k stores, the later ones add. Not zeroed
+/// beforehand: for a prefill's outputs (megabytes a call) that pass cost a tenth of the product.
+/// With `k == 0` no slice runs and the product is zeros.
+fn written_output(len: usize, k: usize, write: impl FnOnce(&OutPtr)) -> Vec<f32> {
+    if k == 0 {
+        return vec![0.0; len];
+    }
+    let mut out = Vec::with_capacity(len);
+    write(&OutPtr(out.as_mut_ptr()));
+    // SAFETY: `write` wrote all `len` values (every row block and every panel's columns are
+    // stored by the k slice that starts at 0).
+    unsafe { out.set_len(len) };
+    out
 }
 
 /// The contiguous f32 values a CPU tensor's storage holds for `layout`.
@@ -338,14 +356,22 @@ mod avx512 {
 /// k-major: `x[r0 + r][kk]` is at `r0 * k + kk * rows + r`.
 fn pack_rows(xs: &[f32], m: usize, k: usize) -> Vec<f32> {
     let mut packed = vec![0f32; m * k];
-    for r0 in (0..m).step_by(MR) {
-        let rows = MR.min(m - r0);
-        let block = &mut packed[r0 * k..(r0 + rows) * k];
+    if k == 0 {
+        return packed;
+    }
+    let fill = |(b, block): (usize, &mut [f32])| {
+        let (r0, rows) = (b * MR, block.len() / k);
         for r in 0..rows {
             for (kk, &v) in xs[(r0 + r) * k..(r0 + r + 1) * k].iter().enumerate() {
                 block[kk * rows + r] = v;
             }
         }
+    };
+    // A prefill's x is megabytes: regroup it on every thread.
+    if m * k > X_IN_L2 {
+        packed.par_chunks_mut(MR * k).enumerate().for_each(fill);
+    } else {
+        packed.chunks_mut(MR * k).enumerate().for_each(fill);
     }
     packed
 }
@@ -410,6 +436,19 @@ mod tests {
         let a = Tensor::zeros((2, 3, 4), candle_core::DType::F32, &dev).unwrap();
         let b = Tensor::zeros((2, 5, 4), candle_core::DType::F32, &dev).unwrap();
         assert!(batched_matmul(&a, &b, Rhs::AsIs, 1.0).unwrap_err().to_string().contains("inner dimensions"));
+    }
+
+    #[test]
+    fn an_empty_inner_dimension_gives_zeros() {
+        if !available() {
+            eprintln!("no AVX-512 on this CPU: nothing to check");
+            return;
+        }
+        let x = Tensor::zeros((3, 0), candle_core::DType::F32, &Device::Cpu).unwrap();
+        let w = Tensor::zeros((5, 0), candle_core::DType::F32, &Device::Cpu).unwrap();
+        let y = PackedWeight::pack(&w).unwrap().matmul(&x).unwrap();
+        assert_eq!(y.dims(), [3, 5]);
+        assert_eq!(y.abs().unwrap().sum_all().unwrap().to_scalar::<f32>().unwrap(), 0.0);
     }
 
     #[test]
