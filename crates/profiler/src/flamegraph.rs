@@ -49,6 +49,9 @@ impl Profile {
         let mut options = inferno::flamegraph::Options::default();
         options.title = "Profiler scopes (host self time)".to_string();
         options.count_name = "ns".to_string();
+        // Book-page width: inferno's default 1200 px is scaled down to about 7 px text in the
+        // course's pages; 800 px keeps labels readable there and in a browser tab.
+        options.image_width = Some(800);
         let fail = |message: String| ProfilerError::FlameGraph { path: path.to_path_buf(), message };
         if folded.is_empty() {
             return Err(fail("the profile has no recorded time (no active step ran)".to_string()));
