@@ -57,6 +57,11 @@ impl Line {
 pub const ILLUSTRATIVE: [(Line, f64); 4] =
     [(Line::Matmuls, 22.0), (Line::Attention, 10.0), (Line::Activations, 6.0), (Line::Other, 2.0)];
 
+/// One line of [`ILLUSTRATIVE`], in ms.
+pub fn illustrative_ms(line: Line) -> f64 {
+    ILLUSTRATIVE.iter().find(|(l, _)| *l == line).map_or(0.0, |(_, ms)| *ms)
+}
+
 /// The budget line a profiler row belongs to, by its op name.
 ///
 /// The names are the scopes the `gpt2` crate opens (`matmul`, `lm_head`, `attn_qk`, …). Any

@@ -14,10 +14,10 @@ use profiler::{DeviceKind, Report};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// The chapter's illustrative decode step: (line, ms). Not a measurement.
-const ILLUSTRATIVE: [(&str, f64); 4] =
-    [("matmuls", 22.0), ("attention", 10.0), ("activations and elementwise", 6.0), ("everything else", 2.0)];
-const ACTIVATIONS: usize = 2;
+// The chapter's illustrative decode step (not a measurement): the same table the book's bar
+// chart is drawn from.
+use bench::budget::{illustrative_ms, Line, ILLUSTRATIVE};
+
 
 #[derive(Parser)]
 #[command(
@@ -65,11 +65,12 @@ fn bar(pct: f64) -> String {
 fn illustrative(fraction_of_activations: f64) {
     let step_ms: f64 = ILLUSTRATIVE.iter().map(|(_, ms)| ms).sum();
     println!("The illustrative {step_ms} ms decode step (not measured):");
-    for (name, ms) in ILLUSTRATIVE {
+    for (line, ms) in ILLUSTRATIVE {
         let share = budget::share_pct(ms, step_ms);
-        println!("  {name:<28} {ms:>5.1} ms {share:>6.2}%  {}", bar(share));
+        println!("  {:<28} {ms:>5.1} ms {share:>6.2}%  {}", line.name(), bar(share));
     }
-    let (name, line_ms) = ILLUSTRATIVE[ACTIVATIONS];
+    let name = Line::Activations.name();
+    let line_ms = illustrative_ms(Line::Activations);
     let saved = budget::saving_ms(line_ms, fraction_of_activations);
     println!(
         "Removing {:.0}% of \"{name}\" saves {saved:.2} ms = {:.2}% of the step; the step becomes {:.2} ms.\n",
