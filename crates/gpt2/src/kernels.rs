@@ -199,6 +199,54 @@ pub fn softmax_last_dim_(h: &Tensor) -> Result<()> {
     h.inplace_op1(&SoftmaxLastDim)
 }
 
+/// Attention scores `[batch, heads, queries, keys]` set to `value` where the mask
+/// `[batch, 1, queries, keys]` (u8, shared by the heads) is non-zero.
+struct MaskFill {
+    value: f32,
+}
+
+impl candle_core::InplaceOp2 for MaskFill {
+    fn name(&self) -> &'static str {
+        "mask"
+    }
+    fn cpu_fwd(&self, s1: &mut CpuStorage, l1: &Layout, s2: &CpuStorage, l2: &Layout) -> Result<()> {
+        let (CpuStorage::U8(mask), Some((a, b))) = (s2, l2.contiguous_offsets()) else {
+            candle_core::bail!("mask: expects a contiguous u8 mask")
+        };
+        let mask = &mask[a..b];
+        let &[batch, heads, queries, keys] = l1.dims() else { candle_core::bail!("mask: scores must be [batch, heads, queries, keys], got {:?}", l1.dims()) };
+        if l2.dims() != [batch, 1, queries, keys] {
+            candle_core::bail!("mask: {:?} does not fit scores {:?}", l2.dims(), l1.dims());
+        }
+        let scores = slice_mut(s1, l1, self.name())?;
+        let value = self.value;
+        if keys > 0 {
+            for_rows(
+                scores,
+                keys,
+                #[inline(always)]
+                |row, r| {
+                    // Row r is query r % queries of head (r / queries) % heads of sequence r / (heads · queries).
+                    let m = (r / (heads * queries)) * queries + r % queries;
+                    row.iter_mut().zip(&mask[m * keys..(m + 1) * keys]).for_each(|(v, &blocked)| {
+                        if blocked != 0 {
+                            *v = value
+                        }
+                    });
+                },
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Sets `scores` (`[batch, heads, queries, keys]`, contiguous f32 on the CPU) to `value` where
+/// `mask` (`[batch, 1, queries, keys]`, u8) is non-zero, in place: candle's `where_cond`
+/// broadcasts the mask and writes a fresh tensor.
+pub fn mask_fill_(scores: &Tensor, mask: &Tensor, value: f32) -> Result<()> {
+    scores.inplace_op2(mask, &MaskFill { value })
+}
+
 /// LayerNorm over each row, in place: `(x − mean) / √(var + eps) · weight + bias`.
 struct LayerNormRows {
     eps: f32,
@@ -394,6 +442,23 @@ mod tests {
             let d = (&got - &expect).unwrap().abs().unwrap().max_all().unwrap().to_scalar::<f64>().unwrap();
             assert!(d <= 5e-6, "{rows}x{width}: max |diff| {d}");
         }
+    }
+
+    #[test]
+    fn mask_fill_matches_where_cond() {
+        let dev = Device::Cpu;
+        let (b, h, t, s) = (2, 3, 5, 7);
+        let scores = Tensor::randn(0f32, 1.0, (b, h, t, s), &dev).unwrap();
+        let mask: Vec<u8> = (0..b * t * s).map(|i| u8::from(i % 3 == 0)).collect();
+        let mask = Tensor::from_vec(mask, (b, 1, t, s), &dev).unwrap();
+        let blocked = Tensor::new(f32::MIN, &dev).unwrap().broadcast_as((b, h, t, s)).unwrap();
+        let expect = mask.broadcast_as((b, h, t, s)).unwrap().where_cond(&blocked, &scores).unwrap();
+        let got = scores.copy().unwrap();
+        mask_fill_(&got, &mask, f32::MIN).unwrap();
+        let same = got.eq(&expect).unwrap().to_dtype(candle_core::DType::F32).unwrap().min_all().unwrap().to_scalar::<f32>().unwrap();
+        assert_eq!(same, 1.0);
+        let wrong = Tensor::zeros((b, 1, t, s + 1), candle_core::DType::U8, &dev).unwrap();
+        assert!(mask_fill_(&got, &wrong, 0.0).unwrap_err().to_string().contains("does not fit"));
     }
 
     #[test]

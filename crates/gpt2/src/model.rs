@@ -162,8 +162,14 @@ impl Attention {
         let scores = match mask {
             Some(mask) => {
                 let _s = profiler::op("mask");
-                let blocked = Tensor::new(most_negative(scores.dtype()), scores.device())?.to_dtype(scores.dtype())?.broadcast_as(scores.shape())?;
-                mask.broadcast_as(scores.shape())?.where_cond(&blocked, &scores)?
+                if scores.device().is_cpu() && scores.dtype() == DType::F32 {
+                    // `scores` was just computed: nothing else holds it.
+                    kernels::mask_fill_(&scores, mask, f32::MIN)?;
+                    scores
+                } else {
+                    let blocked = Tensor::new(most_negative(scores.dtype()), scores.device())?.to_dtype(scores.dtype())?.broadcast_as(scores.shape())?;
+                    mask.broadcast_as(scores.shape())?.where_cond(&blocked, &scores)?
+                }
             }
             None => scores,
         };
