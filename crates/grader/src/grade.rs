@@ -71,36 +71,14 @@ impl Grader {
     /// Grade one exercise. Never fails: every problem with the files is in the report.
     pub fn grade_exercise(&self, submission: &Submission, number: u32) -> ExerciseReport {
         let Some(info) = self.manifest.exercise(number) else {
-            return ExerciseReport {
-                exercise: number,
-                title: format!("exercise {number}"),
-                device: None,
-                questions: Vec::new(),
-                problems: vec![Problem::new(ProblemKind::Missing, None, format!("there is no exercise {number}"), "see `course list`")],
-                notes: Vec::new(),
-                points: 0.0,
-                max_points: 0.0,
-                pass_mark: 1.0,
-                passed: false,
-                solution_viewed_early: false,
-            };
+            let mut report = ExerciseReport::new(number, format!("exercise {number}"), 1.0);
+            report.problems.push(Problem::new(ProblemKind::Missing, None, format!("there is no exercise {number}"), "see `course list`"));
+            return report;
         };
         let Some(key) = self.key.exercise(number) else {
             // Key::load refuses a key without a section per exercise; a key built for another
             // manifest still must not bring the grader down.
-            let mut report = ExerciseReport {
-                exercise: number,
-                title: info.title.clone(),
-                device: None,
-                questions: Vec::new(),
-                problems: Vec::new(),
-                notes: Vec::new(),
-                points: 0.0,
-                max_points: 0.0,
-                pass_mark: 1.0,
-                passed: false,
-                solution_viewed_early: false,
-            };
+            let mut report = ExerciseReport::new(number, info.title.clone(), 1.0);
             report.problems.push(Problem::new(
                 ProblemKind::Missing,
                 None,
@@ -109,22 +87,8 @@ impl Grader {
             ));
             return report;
         };
-        let mut report = ExerciseReport {
-            exercise: number,
-            title: info.title.clone(),
-            device: None,
-            questions: Vec::new(),
-            problems: Vec::new(),
-            notes: Vec::new(),
-            points: 0.0,
-            max_points: 0.0,
-            pass_mark: key.pass_mark(),
-            passed: false,
-            solution_viewed_early: submission
-                .progress
-                .as_ref()
-                .is_some_and(|p| p.exercise(number).solution_viewed_before_pass),
-        };
+        let mut report = ExerciseReport::new(number, info.title.clone(), key.pass_mark());
+        report.solution_viewed_early = submission.progress.as_ref().is_some_and(|p| p.exercise(number).solution_viewed_before_pass);
         let answers_rel = info.answers_path();
         let shown = submission.display(&answers_rel);
         let answers = match submission.file(&answers_rel) {

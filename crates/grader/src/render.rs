@@ -161,19 +161,8 @@ mod tests {
     use crate::report::QuestionResult;
 
     fn report() -> ExerciseReport {
-        let mut r = ExerciseReport {
-            exercise: 1,
-            title: "T".into(),
-            device: None,
-            questions: vec![QuestionResult::new("q", "a question", 1.0).answer("x").right("")],
-            problems: Vec::new(),
-            notes: Vec::new(),
-            points: 0.0,
-            max_points: 0.0,
-            pass_mark: 1.0,
-            passed: false,
-            solution_viewed_early: false,
-        };
+        let mut r = ExerciseReport::new(1, "T", 1.0);
+        r.questions.push(QuestionResult::new("q", "a question", 1.0).answer("x").right(""));
         r.total();
         r
     }

@@ -138,6 +138,23 @@ pub struct ExerciseReport {
 }
 
 impl ExerciseReport {
+    /// A report with nothing graded yet: no questions, no points, not passed.
+    pub fn new(exercise: u32, title: impl Into<String>, pass_mark: f64) -> Self {
+        Self {
+            exercise,
+            title: title.into(),
+            device: None,
+            questions: Vec::new(),
+            problems: Vec::new(),
+            notes: Vec::new(),
+            points: 0.0,
+            max_points: 0.0,
+            pass_mark,
+            passed: false,
+            solution_viewed_early: false,
+        }
+    }
+
     /// Recompute the total and the pass from the questions.
     pub fn total(&mut self) {
         self.points = round2(self.questions.iter().map(|q| q.points).sum());
