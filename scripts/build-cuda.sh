@@ -67,16 +67,8 @@ features=(gpt2/cuda)
 # The profiler's NVTX ranges (gpt2's `nvtx` feature turns on profiler/nvtx for every binary
 # built here, since Cargo unifies features across them).
 $nvtx && features+=(gpt2/nvtx)
-for dir in exercises/* solutions/*; do
-  [ -f "$dir/Cargo.toml" ] || continue
-  grep -q '^cuda *=' "$dir/Cargo.toml" || continue
-  name=$(sed -n 's/^name *= *"\(.*\)"/\1/p' "$dir/Cargo.toml" | head -n 1)
-  packages+=("$name")
-  features+=("$name/cuda")
-done
-args=()
-for p in "${packages[@]}"; do args+=(-p "$p"); done
-feature_list=$(IFS=,; echo "${features[*]}")
+cuda_add_exercises
+cuda_cargo_args
 
 cuda_log "cargo build --release --locked ${args[*]} --features $feature_list (target folder $target_dir)"
 started=$SECONDS

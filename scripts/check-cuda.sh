@@ -48,17 +48,9 @@ fi
 
 packages=(gpt2 profiler)
 features=(gpt2/cuda gpt2/nvtx profiler/cuda profiler/nvtx)
-for dir in exercises/* solutions/*; do
-  [ -f "$dir/Cargo.toml" ] || continue
-  grep -q '^cuda *=' "$dir/Cargo.toml" || continue
-  name=$(sed -n 's/^name *= *"\(.*\)"/\1/p' "$dir/Cargo.toml" | head -n 1)
-  packages+=("$name")
-  features+=("$name/cuda")
-done
+cuda_add_exercises
 
-args=()
-for p in "${packages[@]}"; do args+=(-p "$p"); done
-feature_list=$(IFS=,; echo "${features[*]}")
+cuda_cargo_args
 cuda_log "cargo check --release --locked --all-targets ${args[*]} --features $feature_list (target folder $target_dir)"
 started=$SECONDS
 CARGO_TARGET_DIR=$target_dir cargo check --release --locked --all-targets "${args[@]}" --features "$feature_list"

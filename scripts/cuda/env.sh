@@ -31,6 +31,29 @@ CUDA_NVTX_PACKAGES=(
 )
 
 cuda_log() { printf '[cuda] %s\n' "$*" >&2; }
+
+# cuda_add_exercises: appends every exercise and solution with a `cuda` feature to the arrays
+# `packages` (package names) and `features` (NAME/cuda), as build-cuda.sh and check-cuda.sh
+# both build them.
+cuda_add_exercises() {
+  local dir name
+  for dir in "$CUDA_REPO_ROOT"/exercises/* "$CUDA_REPO_ROOT"/solutions/*; do
+    [ -f "$dir/Cargo.toml" ] || continue
+    grep -q '^cuda *=' "$dir/Cargo.toml" || continue
+    name=$(sed -n 's/^name *= *"\(.*\)"/\1/p' "$dir/Cargo.toml" | head -n 1)
+    packages+=("$name")
+    features+=("$name/cuda")
+  done
+}
+
+# cuda_cargo_args: sets `args` (-p NAME for each of `packages`) and `feature_list` (`features`
+# joined by commas) for a cargo command line.
+cuda_cargo_args() {
+  local p
+  args=()
+  for p in "${packages[@]}"; do args+=(-p "$p"); done
+  feature_list=$(IFS=,; echo "${features[*]}")
+}
 cuda_die() { printf '[cuda] error: %s\n' "$*" >&2; exit 1; }
 
 # cuda_venv_install PACKAGE==VERSION...: create the venv if needed and install the pins that
