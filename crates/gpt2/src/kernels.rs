@@ -20,6 +20,15 @@ fn slice<'a>(s: &'a CpuStorage, l: &Layout, op: &str) -> Result<&'a [f32]> {
     }
 }
 
+/// The contiguous f32 values a CPU tensor's storage holds for `layout` (the kernels of
+/// `packed_matmul` and `skinny_matmul` read their operands through this too).
+pub(crate) fn cpu_f32<'a>(storage: &'a candle_core::Storage, layout: &Layout, op: &str) -> Result<&'a [f32]> {
+    match storage {
+        candle_core::Storage::Cpu(cpu) => slice(cpu, layout, op),
+        _ => candle_core::bail!("{op}: expects a tensor on the CPU"),
+    }
+}
+
 fn slice_mut<'a>(s: &'a mut CpuStorage, l: &Layout, op: &str) -> Result<&'a mut [f32]> {
     match (s, l.contiguous_offsets()) {
         (CpuStorage::F32(v), Some((a, b))) => Ok(&mut v[a..b]),

@@ -39,7 +39,7 @@ impl Layout {
     pub fn for_device(device: &Device, dtype: DType) -> Self {
         if device.is_cuda() {
             Layout::InOut
-        } else if dtype == DType::F32 && packed_matmul::available() {
+        } else if packed_matmul::runs_on(device, dtype) {
             Layout::Packed
         } else {
             Layout::OutIn

@@ -153,7 +153,8 @@ impl Attention {
             let (flops, bytes) = work::matmul(b * h, t, d, k.dim(2)?, q.dtype().size_in_bytes());
             let _s = profiler::op_shapes("attn_qk", &[q.dims(), k.dims()]).with_work(flops, bytes);
             let scale = 1.0 / (self.head_dim as f64).sqrt();
-            if cpu_kernels(&q) {
+            // candle's batched gemm is slow at attention's small shapes; the packed kernel is not.
+            if packed_matmul::runs_on(q.device(), q.dtype()) {
                 packed_matmul::batched_matmul(&q, &k, Rhs::Transposed, scale as f32)?
             } else {
                 (q * scale)?.matmul(&k.t()?)?
@@ -189,7 +190,7 @@ impl Attention {
             let (b, h, t, s) = probs.dims4()?;
             let (flops, bytes) = work::matmul(b * h, t, s, self.head_dim, probs.dtype().size_in_bytes());
             let _s = profiler::op_shapes("attn_v", &[probs.dims(), v.dims()]).with_work(flops, bytes);
-            if cpu_kernels(&probs) {
+            if packed_matmul::runs_on(probs.device(), probs.dtype()) {
                 packed_matmul::batched_matmul(&probs, &v, Rhs::AsIs, 1.0)?
             } else {
                 probs.matmul(&v)?
@@ -202,12 +203,6 @@ impl Attention {
         let out = self.c_proj.matmul(&y)?;
         self.c_proj.add_bias_and_residual(out, residual)
     }
-}
-
-/// Whether attention's products on `t` run through the packed AVX-512 kernel (f32 on a CPU
-/// that has it) rather than candle's batched gemm, which is slow at these small shapes.
-fn cpu_kernels(t: &Tensor) -> bool {
-    t.device().is_cpu() && t.dtype() == DType::F32 && packed_matmul::available()
 }
 
 /// FLOPs of one tanh-GELU value: x³, the polynomial, the tanh (counted as 4), the final

@@ -20,7 +20,9 @@
 //! panels. A small `x` (a decode step) streams each panel from memory once, in memory order; a
 //! large one (a prefill) goes slice by slice of `k`, so its slice stays in L2.
 
-use candle_core::{Device, Result, Tensor};
+use candle_core::{DType, Device, Result, Tensor};
+
+use crate::kernels::cpu_f32;
 use rayon::prelude::*;
 
 /// Output columns per panel: two 16-float vectors.
@@ -64,11 +66,17 @@ pub fn available() -> bool {
     }
 }
 
+/// Whether products of `dtype` tensors on `device` run through this kernel (f32 on a CPU
+/// that has AVX-512).
+pub fn runs_on(device: &Device, dtype: DType) -> bool {
+    device.is_cpu() && dtype == DType::F32 && available()
+}
+
 impl PackedWeight {
     /// Packs a contiguous f32 `w_out_in` of shape (n, k) on the CPU.
     pub fn pack(w_out_in: &Tensor) -> Result<Self> {
         let (n, k) = w_out_in.dims2()?;
-        let w = w_out_in.to_dtype(candle_core::DType::F32)?.contiguous()?;
+        let w = w_out_in.to_dtype(DType::F32)?.contiguous()?;
         let w = w.flatten_all()?.to_vec1::<f32>()?;
         let mut packed = Self::zeroed(n, k);
         // Each panel is 2k lines: fill them in parallel, one panel per task.
@@ -101,7 +109,7 @@ impl PackedWeight {
         }
         let x = x.contiguous()?;
         let (storage, layout) = x.storage_and_layout();
-        let xs = pack_rows(cpu_f32(&storage, layout)?, m, k);
+        let xs = pack_rows(cpu_f32(&storage, layout, "packed matmul")?, m, k);
         drop(storage);
 
         let panels = self.n.div_ceil(NR);
@@ -213,8 +221,8 @@ pub fn batched_matmul(a: &Tensor, b: &Tensor, rhs: Rhs, scale: f32) -> Result<Te
     let (a, b) = (a.contiguous()?, b.contiguous()?);
     let (a_storage, a_layout) = a.storage_and_layout();
     let (b_storage, b_layout) = b.storage_and_layout();
-    let av = cpu_f32(&a_storage, a_layout)?;
-    let bv = cpu_f32(&b_storage, b_layout)?;
+    let av = cpu_f32(&a_storage, a_layout, "batched matmul")?;
+    let bv = cpu_f32(&b_storage, b_layout, "batched matmul")?;
 
     let out = written_output(count * m * n, k, |out| {
         (0..count).into_par_iter().for_each(|i| {
@@ -250,13 +258,6 @@ fn written_output(len: usize, k: usize, write: impl FnOnce(&OutPtr)) -> Vec<f32>
     // stored by the k slice that starts at 0).
     unsafe { out.set_len(len) };
     out
-}
-
-/// The contiguous f32 values a CPU tensor's storage holds for `layout`.
-fn cpu_f32<'a>(storage: &'a candle_core::Storage, layout: &candle_core::Layout) -> Result<&'a [f32]> {
-    let candle_core::Storage::Cpu(cpu) = storage else { candle_core::bail!("packed matmul: operand is not on the CPU") };
-    let (start, end) = layout.contiguous_offsets().ok_or_else(|| candle_core::Error::Msg("packed matmul: operand is not contiguous".into()))?;
-    Ok(&cpu.as_slice::<f32>()?[start..end])
 }
 
 /// Writes panel `p` of an (n, k) matrix given element by element.

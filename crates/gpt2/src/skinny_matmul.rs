@@ -47,9 +47,7 @@ pub fn matmul(x: &Tensor, w_out_in: &Tensor) -> Result<Tensor> {
     let xs = x.flatten_all()?.to_vec1::<f32>()?;
     let w = w_out_in.contiguous()?;
     let (storage, layout) = w.storage_and_layout();
-    let candle_core::Storage::Cpu(cpu) = &*storage else { candle_core::bail!("skinny matmul: weight is not on the CPU") };
-    let (start, end) = layout.contiguous_offsets().ok_or_else(|| candle_core::Error::Msg("skinny matmul: weight not contiguous".into()))?;
-    let ws = &cpu.as_slice::<f32>()?[start..end];
+    let ws = crate::kernels::cpu_f32(&storage, layout, "skinny matmul")?;
 
     // Computed column-block by column-block into (n × m), then transposed: each task owns
     // a contiguous slice of the output.
