@@ -47,18 +47,29 @@ impl Layout {
     }
 }
 
-/// The weight in its layout.
+/// The weight, held in its layout.
 enum Weight {
-    Tensor(Tensor),
+    /// (out, in), used through a transposed view.
+    OutIn(Tensor),
+    /// (in, out).
+    InOut(Tensor),
+    /// Panels of (out, in) for `packed_matmul`.
     Packed(PackedWeight),
+}
+
+impl Weight {
+    /// The shape as the layout stores it, as PyTorch's profiler shows an input's shape.
+    fn stored_dims(&self) -> Result<(usize, usize)> {
+        Ok(match self {
+            Weight::OutIn(w) | Weight::InOut(w) => w.dims2()?,
+            Weight::Packed(w) => w.dims(),
+        })
+    }
 }
 
 pub struct Linear {
     weight: Weight,
-    /// (in, out).
-    dims: (usize, usize),
     bias: Option<Tensor>,
-    layout: Layout,
     /// The profiler row its product is counted under.
     op_name: &'static str,
 }
@@ -74,32 +85,22 @@ impl Linear {
 
     /// The output head, tied to the token embedding `wte` (vocab, n_embd) = (out, in).
     pub fn tied(wte: Tensor) -> Result<Self> {
-        let (vocab, n_embd) = wte.dims2()?;
-        let layout = match Layout::for_device(wte.device(), wte.dtype()) {
-            // wte is already (out, in): on CUDA too, where cuBLAS takes the transposed view.
-            Layout::InOut | Layout::OutIn => Layout::OutIn,
-            Layout::Packed => Layout::Packed,
-        };
-        let weight = match layout {
+        let weight = match Layout::for_device(wte.device(), wte.dtype()) {
             Layout::Packed => Weight::Packed(PackedWeight::pack(&wte)?),
-            _ => Weight::Tensor(wte),
+            // wte is already (out, in): on CUDA too, where cuBLAS takes the transposed view.
+            Layout::InOut | Layout::OutIn => Weight::OutIn(wte),
         };
-        Ok(Self { weight, dims: (n_embd, vocab), bias: None, layout, op_name: "lm_head" })
+        Ok(Self { weight, bias: None, op_name: "lm_head" })
     }
 
     /// `in_out` is the (in, out) weight; it is copied into `layout` once.
     pub fn with_layout(in_out: Tensor, bias: Option<Tensor>, layout: Layout) -> Result<Self> {
-        let dims = in_out.dims2()?;
         let weight = match layout {
-            Layout::InOut => Weight::Tensor(in_out.contiguous()?),
-            Layout::OutIn => Weight::Tensor(in_out.t()?.contiguous()?),
+            Layout::InOut => Weight::InOut(in_out.contiguous()?),
+            Layout::OutIn => Weight::OutIn(in_out.t()?.contiguous()?),
             Layout::Packed => Weight::Packed(PackedWeight::pack(&in_out.t()?)?),
         };
-        Ok(Self { weight, dims, bias, layout, op_name: "matmul" })
-    }
-
-    pub fn layout(&self) -> Layout {
-        self.layout
+        Ok(Self { weight, bias, op_name: "matmul" })
     }
 
     pub fn bias(&self) -> &Tensor {
@@ -109,19 +110,16 @@ impl Linear {
     /// `x` (tokens, in) times the weight, without the bias.
     pub fn matmul(&self, x: &Tensor) -> Result<Tensor> {
         let (m, k) = x.dims2()?;
-        let (_, n) = self.dims;
+        let (rows, cols) = self.weight.stored_dims()?;
+        // Output features: the columns of an (in, out) weight, the rows of the others.
+        let n = if let Weight::InOut(_) = self.weight { cols } else { rows };
         let (flops, bytes) = work::matmul(1, m, k, n, x.dtype().size_in_bytes());
-        // The weight's shape as the layout stores it, as PyTorch's profiler shows input shapes.
-        let stored = match self.layout {
-            Layout::InOut => [k, n],
-            Layout::OutIn | Layout::Packed => [n, k],
-        };
-        let _s = profiler::op_shapes(self.op_name, &[x.dims(), &stored]).with_work(flops, bytes);
-        Ok(match (&self.weight, self.layout) {
-            (Weight::Packed(w), _) => w.matmul(x)?,
-            (Weight::Tensor(w), Layout::OutIn) if skinny_matmul::applies(x, w) => skinny_matmul::matmul(x, w)?,
-            (Weight::Tensor(w), Layout::OutIn) => x.matmul(&w.t()?)?,
-            (Weight::Tensor(w), _) => x.matmul(w)?,
+        let _s = profiler::op_shapes(self.op_name, &[x.dims(), &[rows, cols]]).with_work(flops, bytes);
+        Ok(match &self.weight {
+            Weight::Packed(w) => w.matmul(x)?,
+            Weight::OutIn(w) if skinny_matmul::applies(x, w) => skinny_matmul::matmul(x, w)?,
+            Weight::OutIn(w) => x.matmul(&w.t()?)?,
+            Weight::InOut(w) => x.matmul(w)?,
         })
     }
 
