@@ -9,7 +9,8 @@ use candle_core::IndexOp;
 use candle_transformers::generation::{LogitsProcessor, Sampling as Strategy};
 
 use crate::error::{Error, Result};
-use crate::model::{Cache, Logits, Model};
+use crate::cache::Cache;
+use crate::model::{Logits, Model};
 
 /// How the next token is chosen. `temperature` 0 is greedy (argmax).
 #[derive(Debug, Clone, PartialEq)]

@@ -16,6 +16,7 @@
 //! ```
 
 pub mod bench;
+pub mod cache;
 pub mod cli;
 pub mod config;
 pub mod device;
@@ -36,6 +37,7 @@ pub use config::Config;
 pub use device::DeviceChoice;
 pub use error::{Error, Result};
 pub use generate::{generate, Completion, FinishReason, Flow, Request, Sampling, TokenEvent};
-pub use model::{Cache, Logits, Model, MlpActivation};
+pub use cache::Cache;
+pub use model::{Logits, Model, MlpActivation};
 pub use tokenizer::Tokenizer;
 pub use weights::WeightSource;

@@ -10,6 +10,7 @@ use candle_core::{DType, Device, IndexOp, Tensor};
 use candle_nn::kv_cache::KvCache;
 use candle_nn::VarBuilder;
 
+use crate::cache::Cache;
 use crate::config::{Activation, Config};
 use crate::error::{Error, Result};
 use crate::kernels;
@@ -44,45 +45,6 @@ pub trait BiasActivation: Send + Sync {
     /// The name its profiler row gets, e.g. `fused_bias_gelu`.
     fn name(&self) -> &'static str;
     fn forward(&self, x: &Tensor, bias: &Tensor) -> candle_core::Result<Tensor>;
-}
-
-/// The per-layer key/value cache of a batch being decoded, plus each row's left padding.
-///
-/// Rows of different prompt lengths are left-padded to a common length, so every row's
-/// next token lands at the same column; `pads[r]` leading positions of row `r` are never
-/// attended to, and row `r`'s position ids start at 0 on its first real token.
-#[derive(Clone)]
-pub struct Cache {
-    layers: Vec<KvCache>,
-    pads: Vec<usize>,
-    len: usize,
-}
-
-impl Cache {
-    /// `capacity` is the number of columns the batch will reach (padded prompt + new
-    /// tokens): the cache allocates that once instead of GPT-2's full context for every row.
-    pub fn new(cfg: &Config, pads: Vec<usize>, capacity: usize) -> Self {
-        let capacity = capacity.max(1);
-        Self { layers: (0..cfg.n_layer).map(|_| KvCache::new(2, capacity)).collect(), pads, len: 0 }
-    }
-
-    /// A cache for `batch` rows without padding.
-    pub fn unpadded(cfg: &Config, batch: usize, capacity: usize) -> Self {
-        Self::new(cfg, vec![0; batch], capacity)
-    }
-
-    /// Number of positions already cached.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    pub fn batch(&self) -> usize {
-        self.pads.len()
-    }
 }
 
 struct LayerNorm {
