@@ -11,9 +11,40 @@
 #      to target/book-quiz.png.
 # Ends with "N passed, M failed" and exits non-zero on any failure.
 #
+#   scripts/test-book.sh           # everything above
+#   scripts/test-book.sh --quick   # steps 1-4 without running make-pictures.sh, and no browser
+#
 # Installs what it needs when missing: the book tools (scripts/install-book-tools.sh, into
-# target/tools), Debian's chromium (apt-get), and the test's npm packages (book/tests).
+# target/tools), Debian's chromium (apt-get), and the test's npm packages (book/tests); --quick
+# needs only the book tools and python3.
 set -uo pipefail
+
+quick=0
+for arg in "$@"; do
+  case "$arg" in
+    --quick) quick=1 ;;
+    -h | --help)
+      cat <<'EOF'
+Usage: scripts/test-book.sh [--quick]
+
+Builds the course book and tests it: the build log, every include, every internal link and
+anchor, the question bank's contract with the grader, the PyTorch recipe, the pictures, and
+(without --quick) the commands behind the pictures and a quiz answered in headless Chromium.
+
+Options:
+  --quick     skip the slow steps: scripts/make-pictures.sh --quick (it builds release
+              binaries) and the browser test (it installs chromium and npm packages). For
+              checking a prose or quiz edit in seconds; run the full mode before a release.
+  -h, --help  this help
+EOF
+      exit 0
+      ;;
+    *)
+      echo "test-book: unknown argument '$arg' (try --help)" >&2
+      exit 2
+      ;;
+  esac
+done
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo_root" || exit 1
@@ -57,24 +88,28 @@ run_quiet scripts/install-book-tools.sh ||
   abort "book tools installed (run scripts/install-book-tools.sh and read its error)"
 export PATH="$repo_root/target/tools/bin:$PATH"
 
-if ! command -v chromium >/dev/null 2>&1; then
-  echo "test-book: chromium not found; installing Debian's chromium package"
-  sudo_cmd=()
-  if [[ "$(id -u)" != 0 ]]; then sudo_cmd=(sudo); fi
-  run_quiet "${sudo_cmd[@]}" apt-get update &&
-    run_quiet env DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y --no-install-recommends chromium ||
-    abort "chromium installed (apt-get install chromium failed; install it by hand and rerun)"
-fi
-chromium_path="$(command -v chromium)"
+# The browser and its npm packages are needed only by the last step, which --quick skips.
+chromium_path=""
+if ((!quick)); then
+  if ! command -v chromium >/dev/null 2>&1; then
+    echo "test-book: chromium not found; installing Debian's chromium package"
+    sudo_cmd=()
+    if [[ "$(id -u)" != 0 ]]; then sudo_cmd=(sudo); fi
+    run_quiet "${sudo_cmd[@]}" apt-get update &&
+      run_quiet env DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y --no-install-recommends chromium ||
+      abort "chromium installed (apt-get install chromium failed; install it by hand and rerun)"
+  fi
+  chromium_path="$(command -v chromium)"
 
-if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
-  abort "node and npm available (install Node.js 18 or newer)"
-fi
-if [[ ! -d book/tests/node_modules/puppeteer-core ]] ||
-  [[ book/tests/package-lock.json -nt book/tests/node_modules/.package-lock.json ]]; then
-  echo "test-book: installing the browser test's npm packages (book/tests)"
-  (cd book/tests && PUPPETEER_SKIP_DOWNLOAD=1 run_quiet npm ci --no-audit --no-fund) ||
-    abort "npm packages installed in book/tests (npm ci failed; check that npm's registry is reachable)"
+  if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+    abort "node and npm available (install Node.js 18 or newer)"
+  fi
+  if [[ ! -d book/tests/node_modules/puppeteer-core ]] ||
+    [[ book/tests/package-lock.json -nt book/tests/node_modules/.package-lock.json ]]; then
+    echo "test-book: installing the browser test's npm packages (book/tests)"
+    (cd book/tests && PUPPETEER_SKIP_DOWNLOAD=1 run_quiet npm ci --no-audit --no-fund) ||
+      abort "npm packages installed in book/tests (npm ci failed; check that npm's registry is reachable)"
+  fi
 fi
 
 # --- build, links, question bank -------------------------------------------------------------
@@ -162,6 +197,11 @@ then
   pass "every picture in book/src/images is a well-formed SVG that a chapter shows"
 else
   fail "every picture in book/src/images is a well-formed SVG that a chapter shows"
+fi
+
+if ((quick)); then
+  echo "skip scripts/make-pictures.sh --quick and the browser test (--quick)"
+  exit 0 # the EXIT trap prints the counts
 fi
 
 # The commands behind the pictures (gpt2 profile, course bench budget, exercise 2's solution)
