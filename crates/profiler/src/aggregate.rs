@@ -7,7 +7,7 @@
 //! it, or to the step); in the module view ops are folded into their module (an op outside
 //! every module stays a row of its own); the full view counts every scope.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 use std::str::FromStr;
 
@@ -120,6 +120,9 @@ pub struct Row {
     pub device_total_ns: Option<u64>,
     pub flops: Option<u64>,
     pub bytes: Option<u64>,
+    /// The kernel labels of the row's ranges ([`crate::Scope::with_kernel`]): one label, or
+    /// the distinct labels in sorted order joined by `+` when calls ran on different kernels.
+    pub kernel: Option<String>,
 }
 
 /// Rows plus the totals their percentages are taken of.
@@ -139,13 +142,22 @@ pub struct KeyAverages {
 
 type Key = (String, Option<String>);
 
+/// The distinct kernel labels seen per row while the steps are added.
+type Kernels = HashMap<Key, BTreeSet<&'static str>>;
+
 impl Profile {
     /// Group events into rows for `view`, sorted by `sort_by` (decreasing; ties by name).
     pub fn key_averages(&self, view: View, group_by_input_shape: bool, sort_by: SortBy) -> KeyAverages {
         let has_device = self.has_device_times();
         let mut rows: HashMap<Key, Row> = HashMap::new();
+        let mut kernels: Kernels = HashMap::new();
         for step in &self.steps {
-            add_step(step, view, group_by_input_shape, has_device, &mut rows);
+            add_step(step, view, group_by_input_shape, has_device, &mut rows, &mut kernels);
+        }
+        for (key, labels) in kernels {
+            if let Some(row) = rows.get_mut(&key) {
+                row.kernel = Some(labels.into_iter().collect::<Vec<_>>().join("+"));
+            }
         }
         let mut rows: Vec<Row> = rows.into_values().collect();
         sort_rows(&mut rows, sort_by);
@@ -191,6 +203,7 @@ fn new_row(name: &str, shapes: Option<String>, has_device: bool) -> Row {
         device_total_ns: has_device.then_some(0),
         flops: None,
         bytes: None,
+        kernel: None,
     }
 }
 
@@ -204,7 +217,14 @@ fn add_work(row: &mut Row, flops: Option<u64>, bytes: Option<u64>) {
 }
 
 /// Add one step's events to the rows.
-fn add_step(step: &Step, view: View, grouped: bool, has_device: bool, rows: &mut HashMap<Key, Row>) {
+fn add_step(
+    step: &Step,
+    view: View,
+    grouped: bool,
+    has_device: bool,
+    rows: &mut HashMap<Key, Row>,
+    kernels: &mut Kernels,
+) {
     let n = step.events.len();
     // Whether each event is a row in this view, and its nearest visible ancestor
     // (`None`: the step itself). Parents precede children, so one pass suffices.
@@ -261,13 +281,16 @@ fn add_step(step: &Step, view: View, grouped: bool, has_device: bool, rows: &mut
     }
 
     for (i, e) in step.events.iter().enumerate() {
-        // Work belongs to the row the event's time is folded into.
+        // Work and kernel labels belong to the row the event's time is folded into.
         let owner = if visible[i] { Some(i) } else { view_parent[i] };
-        if e.flops.is_some() || e.bytes.is_some() {
+        if e.flops.is_some() || e.bytes.is_some() || e.kernel.is_some() {
             let key = match owner {
                 Some(o) => key_of(step.events[o].name, &step.events[o].shapes),
                 None => root_key.clone(),
             };
+            if let Some(k) = e.kernel {
+                kernels.entry(key.clone()).or_default().insert(k);
+            }
             let shapes = key.1.clone();
             let row = rows.entry(key).or_insert_with(|| new_row(owner.map_or(STEP_ROW, |o| step.events[o].name), shapes, has_device));
             add_work(row, e.flops, e.bytes);

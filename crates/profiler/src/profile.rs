@@ -19,6 +19,8 @@ pub struct Event {
     pub shapes: Option<String>,
     pub flops: Option<u64>,
     pub bytes: Option<u64>,
+    /// The kernel label given with [`crate::Scope::with_kernel`].
+    pub kernel: Option<&'static str>,
     /// Device start and end, nanoseconds since the step's device start, when device timing
     /// was on and worked.
     pub device_ns: Option<(u64, u64)>,

@@ -253,6 +253,7 @@ fn build_step(
             shapes: e.shapes.map(|range| r.shapes_text(range)),
             flops: e.flops,
             bytes: e.bytes,
+            kernel: e.kernel,
             device_ns: match (device_start, at(e.device_start), at(e.device_end)) {
                 (Some(base), Some(s), Some(t)) if device_ns.is_some() => {
                     Some((s.saturating_sub(base), t.saturating_sub(base)))

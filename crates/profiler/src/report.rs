@@ -54,6 +54,9 @@ pub struct ReportRow {
     pub self_cuda_pct: Option<f64>,
     pub flops: Option<u64>,
     pub bytes: Option<u64>,
+    /// The kernel label(s) of the row's ranges, distinct labels sorted and joined by `+`.
+    #[serde(default)]
+    pub kernel: Option<String>,
 }
 
 fn us(ns: u64) -> f64 {
@@ -89,6 +92,7 @@ impl Report {
                 },
                 flops: r.flops,
                 bytes: r.bytes,
+                kernel: r.kernel.clone(),
             })
             .collect();
         Report {

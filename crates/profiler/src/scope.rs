@@ -66,6 +66,17 @@ impl Scope {
         }
         self
     }
+
+    /// Attach the label of the kernel that ran this range (`"packed-avx512"`, `"cublas"`,
+    /// `"candle"`…; the caller's own names). The report shows it per row, so a reader can
+    /// tell which implementation a row's time and rates belong to.
+    #[inline]
+    pub fn with_kernel(self, kernel: &'static str) -> Self {
+        if self.is_active() {
+            with_recorder(self.generation, |r| r.events[self.index as usize].kernel = Some(kernel));
+        }
+        self
+    }
 }
 
 impl Drop for Scope {
@@ -153,6 +164,7 @@ pub(crate) struct RawEvent {
     pub shapes: Option<(u32, u32)>,
     pub flops: Option<u64>,
     pub bytes: Option<u64>,
+    pub kernel: Option<&'static str>,
     pub device_start: Option<u32>,
     pub device_end: Option<u32>,
 }
@@ -230,6 +242,7 @@ impl Recorder {
             shapes,
             flops: None,
             bytes: None,
+            kernel: None,
             device_start,
             device_end: None,
         });
@@ -379,7 +392,7 @@ mod tests {
         assert!(!is_recording());
         let s = op("matmul");
         assert!(!s.is_active());
-        let s = s.with_work(10, 20);
+        let s = s.with_work(10, 20).with_kernel("candle");
         assert!(!s.is_active());
         assert_eq!(op!("x", 1 + 1), 2);
     }

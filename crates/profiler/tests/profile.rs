@@ -46,6 +46,27 @@ fn op_view_self_time_is_total_minus_direct_children() {
 }
 
 #[test]
+fn kernel_labels_are_kept_per_row_distinct_and_sorted() {
+    let p = fixture::profile(false);
+    let k = p.key_averages(View::Op, false, SortBy::SelfCpuTimeTotal);
+    // Two matmul calls per step on two kernels: both labels, sorted, once each.
+    assert_eq!(row(&k.rows, "matmul").kernel.as_deref(), Some("candle-gemm+packed-avx512"));
+    assert_eq!(row(&k.rows, "bias_add").kernel.as_deref(), Some("avx512"));
+    assert_eq!(row(&k.rows, "softmax").kernel, None);
+    assert_eq!(row(&k.rows, STEP_ROW).kernel, None);
+    let by_shape = p.key_averages(View::Op, true, SortBy::SelfCpuTimeTotal);
+    let matmuls: Vec<Option<&str>> =
+        by_shape.rows.iter().filter(|r| r.name == "matmul").map(|r| r.kernel.as_deref()).collect();
+    assert_eq!(matmuls, [Some("packed-avx512"), Some("candle-gemm")]);
+    // In the module view a module's row holds the kernels of the ops folded into it.
+    let m = p.key_averages(View::Module, false, SortBy::SelfCpuTimeTotal);
+    assert_eq!(row(&m.rows, "block").kernel.as_deref(), Some("avx512+candle-gemm+packed-avx512"));
+    let report = p.report();
+    let matmul = report.rows.iter().find(|r| r.name == "matmul").unwrap();
+    assert_eq!(matmul.kernel.as_deref(), Some("candle-gemm+packed-avx512"));
+}
+
+#[test]
 fn module_view_folds_ops_into_their_module() {
     let p = fixture::profile(false);
     let k = p.key_averages(View::Module, false, SortBy::SelfCpuTimeTotal);
@@ -224,7 +245,7 @@ fn report_json_round_trips_and_follows_the_schema() {
     let first = &v["rows"][0];
     for field in [
         "name", "input_shapes", "calls", "self_cpu_us", "cpu_total_us", "self_cpu_pct", "self_cuda_us",
-        "cuda_total_us", "self_cuda_pct", "flops", "bytes",
+        "cuda_total_us", "self_cuda_pct", "flops", "bytes", "kernel",
     ] {
         assert!(first.get(field).is_some(), "row field {field} missing");
     }
@@ -270,6 +291,7 @@ fn chrome_trace_holds_steps_and_scopes_on_host_and_device_tracks() {
     assert_eq!(matmul["ts"], 18.0);
     assert_eq!(matmul["dur"], 40.0);
     assert_eq!(matmul["args"]["input_shapes"], "[[1, 8, 768], [768, 2304]]");
+    assert_eq!(matmul["args"]["kernel"], "packed-avx512");
     let device_matmul = complete.iter().find(|e| e["name"] == "matmul" && e["tid"] == 2).unwrap();
     assert_eq!(device_matmul["dur"], 50.0);
     assert!(events.iter().any(|e| e["ph"] == "M" && e["args"]["name"] == "CUDA stream"));
