@@ -3,6 +3,7 @@
 
 use crate::device::{DeviceKind, Timing};
 use crate::environment::Environment;
+use crate::roofline::Ceilings;
 use crate::scope::Kind;
 
 /// One closed range in a step.
@@ -68,9 +69,18 @@ pub struct Profile {
     /// Things the reader must know (device timing failures, nested profilers); printed
     /// under the table.
     pub warnings: Vec<String>,
+    /// The machine's measured ceilings, handed in by the caller; with them every row that
+    /// declared its work gets a roofline.
+    pub ceilings: Option<Ceilings>,
 }
 
 impl Profile {
+    /// Attach the machine's measured ceilings (the same as [`crate::Profiler::with_ceilings`],
+    /// for a profile already finished).
+    pub fn set_ceilings(&mut self, ceilings: Ceilings) {
+        self.ceilings = Some(ceilings);
+    }
+
     /// Number of active steps the profile holds.
     pub fn active_steps(&self) -> usize {
         self.steps.len()

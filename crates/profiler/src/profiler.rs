@@ -4,6 +4,7 @@ use crate::clock::{Clock, MonotonicClock};
 use crate::device::{DeviceKind, DeviceTimer, Timing};
 use crate::environment::Environment;
 use crate::profile::{Event, Profile, Step};
+use crate::roofline::Ceilings;
 use crate::schedule::{Phase, Schedule};
 use crate::scope::{self, Recorder};
 
@@ -58,6 +59,7 @@ pub struct Profiler {
     current: Option<Phase>,
     steps: Vec<Step>,
     warnings: Vec<String>,
+    ceilings: Option<Ceilings>,
 }
 
 impl Profiler {
@@ -70,12 +72,20 @@ impl Profiler {
             current: None,
             steps: Vec::new(),
             warnings: Vec::new(),
+            ceilings: None,
         }
     }
 
     /// Use another host clock (tests inject a [`crate::ManualClock`]).
     pub fn with_clock(mut self, clock: impl Clock + 'static) -> Self {
         self.clock = Some(Box::new(clock));
+        self
+    }
+
+    /// The machine's measured ceilings (memory bandwidth, peak throughput), measured by the
+    /// caller: the profile's rows that declared work get a roofline against them.
+    pub fn with_ceilings(mut self, ceilings: Ceilings) -> Self {
+        self.ceilings = Some(ceilings);
         self
     }
 
@@ -215,6 +225,7 @@ impl Profiler {
             with_flops: self.options.with_flops,
             environment: Environment::detect(self.options.threads, timing),
             warnings: std::mem::take(&mut self.warnings),
+            ceilings: self.ceilings.take(),
         }
     }
 }

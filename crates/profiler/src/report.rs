@@ -10,6 +10,7 @@ use crate::device::DeviceKind;
 use crate::environment::Environment;
 use crate::error::ProfilerError;
 use crate::profile::Profile;
+use crate::roofline::{row_roofline, Ceilings, RowRoofline, TimeBasis};
 
 /// The schema identifier written in every report. Bump the number on any incompatible
 /// change and describe it in REPORT.md.
@@ -25,6 +26,12 @@ pub struct Report {
     pub active_steps: usize,
     pub environment: Environment,
     pub totals: Totals,
+    /// The measured ceilings the rows' rooflines are taken against; null without them.
+    #[serde(default)]
+    pub ceilings: Option<Ceilings>,
+    /// The profile's warnings (device timing failures, refused nested profilers).
+    #[serde(default)]
+    pub warnings: Vec<String>,
     pub rows: Vec<ReportRow>,
 }
 
@@ -57,6 +64,10 @@ pub struct ReportRow {
     /// The kernel label(s) of the row's ranges, distinct labels sorted and joined by `+`.
     #[serde(default)]
     pub kernel: Option<String>,
+    /// Achieved rates against the ceilings; null without ceilings, without declared work,
+    /// or without time.
+    #[serde(default)]
+    pub roofline: Option<RowRoofline>,
 }
 
 fn us(ns: u64) -> f64 {
@@ -74,6 +85,15 @@ fn pct(part: u64, whole: u64) -> f64 {
 impl Report {
     /// Build a report from key averages of `profile`.
     pub fn from_key_averages(profile: &Profile, k: &KeyAverages) -> Report {
+        // Work happens over a row's whole range: rates divide by its total time, on the
+        // device's clock when the device did the work (as the table's columns do).
+        let on_device = k.self_device_total_ns.is_some();
+        let basis = if on_device { TimeBasis::CudaStream } else { TimeBasis::Cpu };
+        let roofline = |r: &crate::aggregate::Row| -> Option<RowRoofline> {
+            let ceilings = profile.ceilings.as_ref()?;
+            let time_ns = if on_device { r.device_total_ns? } else { r.cpu_total_ns };
+            row_roofline(r.flops.unwrap_or(0), r.bytes?, us(time_ns), basis, ceilings)
+        };
         let rows = k
             .rows
             .iter()
@@ -93,6 +113,7 @@ impl Report {
                 flops: r.flops,
                 bytes: r.bytes,
                 kernel: r.kernel.clone(),
+                roofline: roofline(r),
             })
             .collect();
         Report {
@@ -108,6 +129,8 @@ impl Report {
                 self_cuda_us: k.self_device_total_ns.map(us),
                 wall_us: us(k.wall_ns),
             },
+            ceilings: profile.ceilings.clone(),
+            warnings: profile.warnings.clone(),
             rows,
         }
     }

@@ -3,7 +3,8 @@
 mod fixture;
 
 use profiler::{
-    ManualClock, Options, Profiler, Report, Row, Schedule, SortBy, TableOptions, View, STEP_ROW,
+    Bound, ManualClock, Options, Profiler, Report, ReportRow, Row, Schedule, SortBy, TableOptions, TimeBasis, View,
+    STEP_ROW,
 };
 
 fn row<'a>(rows: &'a [Row], name: &str) -> &'a Row {
@@ -64,6 +65,63 @@ fn kernel_labels_are_kept_per_row_distinct_and_sorted() {
     let report = p.report();
     let matmul = report.rows.iter().find(|r| r.name == "matmul").unwrap();
     assert_eq!(matmul.kernel.as_deref(), Some("candle-gemm+packed-avx512"));
+}
+
+fn report_row<'a>(report: &'a Report, name: &str, shapes: &str) -> &'a ReportRow {
+    report
+        .rows
+        .iter()
+        .find(|r| r.name == name && r.input_shapes.as_deref() == Some(shapes))
+        .unwrap_or_else(|| panic!("no row {name} {shapes}"))
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() < 1e-6 * b.abs().max(1.0)
+}
+
+#[test]
+fn rows_with_work_get_a_roofline_over_their_total_cpu_time() {
+    let p = fixture::profile_with_ceilings(false);
+    let report = p.report_with(TableOptions { group_by_input_shape: true, ..TableOptions::default() });
+    assert_eq!(report.ceilings.as_ref(), Some(&fixture::ceilings()));
+    // The big matmul: 2 × 28,311,552 FLOP and 2 × 7,176,192 bytes in 2 × 40 µs.
+    let m = report_row(&report, "matmul", "[[1, 8, 768], [768, 2304]]").roofline.as_ref().unwrap();
+    assert_eq!(m.time_basis, TimeBasis::Cpu);
+    assert!(close(m.gflops_per_s, 56_623_104.0 / 80_000.0), "{m:?}");
+    assert!(close(m.gbytes_per_s, 14_352_384.0 / 80_000.0), "{m:?}");
+    assert!(close(m.intensity, 56_623_104.0 / 14_352_384.0));
+    assert_eq!(m.bound, Bound::Compute, "3.95 FLOP/B is right of the 3.75 ridge");
+    assert!(close(m.roofline_gflops_per_s, 750.0));
+    assert!(close(m.pct_of_roofline, 100.0 * m.gflops_per_s / 750.0));
+    assert!(close(m.pct_of_memory_roofline, 100.0 * m.gbytes_per_s / 200.0));
+    // bias_add: 2 × 18,432 FLOP, 2 × 156,672 bytes in 2 × 4 µs.
+    let b = report_row(&report, "bias_add", "[[1, 8, 2304], [2304]]").roofline.as_ref().unwrap();
+    assert_eq!(b.bound, Bound::Memory);
+    assert!(close(b.gbytes_per_s, 313_344.0 / 8_000.0));
+    assert!(close(b.roofline_gflops_per_s, 200.0 * 36_864.0 / 313_344.0));
+    assert!(close(b.pct_of_roofline, b.pct_of_memory_roofline));
+    // Rows that declared no work have none, kernel label or not.
+    let small = report_row(&report, "matmul", "[[1, 8, 768], [768, 768]]");
+    assert_eq!((small.kernel.as_deref(), &small.roofline), (Some("candle-gemm"), &None));
+    assert!(report.rows.iter().filter(|r| r.name != "matmul" && r.name != "bias_add").all(|r| r.roofline.is_none()));
+}
+
+#[test]
+fn a_cuda_profile_takes_rates_over_stream_time() {
+    let p = fixture::profile_with_ceilings(true);
+    let report = p.report_with(TableOptions { group_by_input_shape: true, ..TableOptions::default() });
+    let m = report_row(&report, "matmul", "[[1, 8, 768], [768, 2304]]").roofline.as_ref().unwrap();
+    // The device took 50 µs per call where the host took 40.
+    assert_eq!(m.time_basis, TimeBasis::CudaStream);
+    assert!(close(m.gflops_per_s, 56_623_104.0 / 100_000.0), "{m:?}");
+}
+
+#[test]
+fn without_ceilings_there_are_no_rooflines() {
+    let report = fixture::profile(false).report();
+    assert_eq!(report.ceilings, None);
+    assert!(report.rows.iter().all(|r| r.roofline.is_none()));
+    assert!(report.warnings.is_empty());
 }
 
 #[test]
@@ -386,6 +444,8 @@ fn a_failing_device_timer_leaves_host_times_and_says_why() {
     assert_eq!(row(&k.rows, "a").self_cpu_ns, 2 * US);
     assert_eq!(row(&k.rows, "b").self_cpu_ns, 3 * US);
     assert!(p.table(TableOptions::default()).contains("Warning: step 0: device timing failed"));
+    // The report carries the warning, so a reader of report.json sees it too.
+    assert_eq!(p.report().warnings, p.warnings);
 }
 
 #[test]
