@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# The gpt2, profiler, bench and grader tests on aarch64 Linux — the CPU kind of Apple Silicon
+# and ARM laptops, where the engine runs its portable path — cross-compiled on this x86-64
+# machine and run under qemu-user, so a regression there fails CI before it reaches a learner.
+#
+# Installs what it needs (Debian's cross gcc, qemu-user and binfmt-support; the Rust target).
+# The test executables run through cargo's target runner; the binaries that CLI tests spawn
+# (gpt2, course) are aarch64 too, and the kernel hands them to qemu through binfmt_misc, which
+# this script mounts and enables (it needs root, as CI has). Without binfmt_misc it still runs
+# every test that spawns nothing and says which ones it left out.
+#
+#   scripts/test-aarch64.sh [--help]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+case "${1:-}" in
+-h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+"") ;;
+*) echo "test-aarch64.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
+esac
+
+target=aarch64-unknown-linux-gnu
+sysroot=/usr/aarch64-linux-gnu
+
+if ! command -v aarch64-linux-gnu-gcc >/dev/null || ! command -v qemu-aarch64 >/dev/null || ! command -v update-binfmts >/dev/null; then
+  echo "installing the aarch64 cross compiler, qemu-user and binfmt-support (Debian packages)"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user qemu-user-binfmt binfmt-support >/dev/null
+fi
+rustup target list --installed | grep -qx "$target" || rustup target add "$target"
+
+# Spawned aarch64 binaries: binfmt_misc runs them through qemu, which finds the aarch64
+# loader and libc under QEMU_LD_PREFIX.
+if [ ! -e /proc/sys/fs/binfmt_misc/register ]; then
+  mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc 2>/dev/null || true
+fi
+if [ -e /proc/sys/fs/binfmt_misc/register ] && [ ! -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ]; then
+  update-binfmts --enable qemu-aarch64 >/dev/null 2>&1 || true
+fi
+filter='all()'
+if [ ! -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ]; then
+  echo "binfmt_misc is not available here: leaving out the tests that spawn the gpt2 or course binary (binary(cli) and the serve tests)"
+  filter='not (binary(cli) | binary(serve) | binary(serve_throughput) | binary(binary))'
+fi
+
+export QEMU_LD_PREFIX="$sysroot"
+export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc
+export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="qemu-aarch64 -L $sysroot"
+export CC_aarch64_unknown_linux_gnu=aarch64-linux-gnu-gcc
+export AR_aarch64_unknown_linux_gnu=aarch64-linux-gnu-ar
+
+cargo nextest run --release --target "$target" -p gpt2 -p profiler -p bench -p grader --no-fail-fast -E "$filter"
