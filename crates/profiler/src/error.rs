@@ -10,7 +10,7 @@ pub enum ProfilerError {
     Read { path: PathBuf, source: std::io::Error },
     #[error("{path} is not a profiler report: {source} (line {line}, column {column}). Regenerate it with `gpt2 profile`.", line = source.line(), column = source.column())]
     Parse { path: PathBuf, source: serde_json::Error },
-    #[error("{path} has schema `{found}`, this profiler reads `{expected}`. Regenerate it with this version's `gpt2 profile`.")]
+    #[error("{path} has schema `{found}`, but this profiler reads `{expected}` (see crates/profiler/REPORT.md, section Changes). Re-run the profile that wrote it (`gpt2 profile --out DIR`, or the exercise's own run) to regenerate it.")]
     Schema { path: PathBuf, found: String, expected: &'static str },
     #[error("cannot draw the flame graph {path}: {message}")]
     FlameGraph { path: PathBuf, message: String },

@@ -35,7 +35,7 @@ pub use environment::{unoptimised_build, Environment};
 pub use error::ProfilerError;
 pub use profile::{Event, Profile, Step};
 pub use profiler::{Options, Profiler};
-pub use report::{Report, ReportRow, Totals, SCHEMA};
+pub use report::{CudaTimeBasis, Report, ReportRow, Totals, SCHEMA};
 pub use roofline::{Bound, Ceilings, RowRoofline, TimeBasis};
 pub use schedule::{Phase, Schedule};
 pub use scope::{format_shapes, is_recording, module, op, op_shapes, Kind, Scope};

@@ -14,7 +14,7 @@ use crate::roofline::{row_roofline, Ceilings, RowRoofline, TimeBasis};
 
 /// The schema identifier written in every report. Bump the number on any incompatible
 /// change and describe it in REPORT.md.
-pub const SCHEMA: &str = "profiler-report/1";
+pub const SCHEMA: &str = "profiler-report/2";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Report {
@@ -27,10 +27,8 @@ pub struct Report {
     pub environment: Environment,
     pub totals: Totals,
     /// The measured ceilings the rows' rooflines are taken against; null without them.
-    #[serde(default)]
     pub ceilings: Option<Ceilings>,
     /// The profile's warnings (device timing failures, refused nested profilers).
-    #[serde(default)]
     pub warnings: Vec<String>,
     pub rows: Vec<ReportRow>,
 }
@@ -42,8 +40,21 @@ pub struct Totals {
     pub self_cpu_us: f64,
     /// Σ self CUDA time, or null without device timing.
     pub self_cuda_us: Option<f64>,
+    /// What the CUDA times measure, or null without device timing.
+    pub cuda_time_basis: Option<CudaTimeBasis>,
     /// Σ of the active steps' wall times.
     pub wall_us: f64,
+}
+
+/// What the CUDA columns measure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CudaTimeBasis {
+    /// The stream's time between two marks (a pair of CUDA events, or two synchronises):
+    /// it includes the time the stream sat idle waiting for the host to launch the next
+    /// kernel, so it is not kernel time (what CUPTI-based profilers such as PyTorch's sum).
+    /// At small batch a GPU mostly waits for launches and this column looks like the CPU's.
+    Stream,
 }
 
 /// One row; times in microseconds summed over the active steps, percentages of the
@@ -62,11 +73,9 @@ pub struct ReportRow {
     pub flops: Option<u64>,
     pub bytes: Option<u64>,
     /// The kernel label(s) of the row's ranges, distinct labels sorted and joined by `+`.
-    #[serde(default)]
     pub kernel: Option<String>,
     /// Achieved rates against the ceilings; null without ceilings, without declared work,
     /// or without time.
-    #[serde(default)]
     pub roofline: Option<RowRoofline>,
 }
 
@@ -127,6 +136,7 @@ impl Report {
             totals: Totals {
                 self_cpu_us: us(k.self_cpu_total_ns),
                 self_cuda_us: k.self_device_total_ns.map(us),
+                cuda_time_basis: on_device.then_some(CudaTimeBasis::Stream),
                 wall_us: us(k.wall_ns),
             },
             ceilings: profile.ceilings.clone(),

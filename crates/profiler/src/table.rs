@@ -150,7 +150,12 @@ pub fn render(report: &Report, row_limit: Option<usize>, with_flops: bool, warni
     out.push('\n');
     out.push_str(&format!("Self CPU time total: {}\n", format_us(total_self_cpu)));
     if let Some(cuda) = report.totals.self_cuda_us {
-        out.push_str(&format!("Self CUDA time total: {}\n", format_us(cuda)));
+        // Event pairs on the stream time the stream, idle waits for launches included: not
+        // the kernel time a CUPTI-based profiler sums. Say so where the figure is printed.
+        out.push_str(&format!(
+            "Self CUDA time total (stream time, waits for launches included; not kernel time): {}\n",
+            format_us(cuda)
+        ));
     }
     let steps = report.active_steps;
     out.push_str(&format!(

@@ -291,7 +291,7 @@ fn report_json_round_trips_and_follows_the_schema() {
     assert_eq!(back, report);
 
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    assert_eq!(v["schema"], "profiler-report/1");
+    assert_eq!(v["schema"], "profiler-report/2");
     assert_eq!(v["device"], "cpu");
     assert_eq!(v["sort_by"], "self_cpu_time_total");
     assert_eq!(v["view"], "op");
@@ -300,16 +300,51 @@ fn report_json_round_trips_and_follows_the_schema() {
     assert_eq!(v["environment"]["threads"], 2);
     assert_eq!(v["environment"]["timing"], "host");
     assert!(v["totals"]["self_cuda_us"].is_null());
+    assert!(v["totals"]["cuda_time_basis"].is_null());
+    assert!(v["ceilings"].is_null());
+    assert_eq!(v["warnings"], serde_json::json!([]));
     let first = &v["rows"][0];
     for field in [
         "name", "input_shapes", "calls", "self_cpu_us", "cpu_total_us", "self_cpu_pct", "self_cuda_us",
-        "cuda_total_us", "self_cuda_pct", "flops", "bytes", "kernel",
+        "cuda_total_us", "self_cuda_pct", "flops", "bytes", "kernel", "roofline",
     ] {
         assert!(first.get(field).is_some(), "row field {field} missing");
     }
     assert_eq!(first["name"], "matmul");
     assert_eq!(first["input_shapes"], "[[1, 8, 768], [768, 2304]]");
     assert_eq!(first["flops"], 2 * 2 * 8 * 768 * 2304);
+    assert_eq!(first["kernel"], "packed-avx512");
+    assert!(first["roofline"].is_null(), "no ceilings, no roofline");
+}
+
+#[test]
+fn a_cuda_report_with_ceilings_round_trips_and_names_its_time_basis() {
+    let p = fixture::profile_with_ceilings(true);
+    let report = p.report();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("report.json");
+    report.write_json(&path).unwrap();
+    // serde_json reads floats back to within an ulp or so (no `float_roundtrip`), so the
+    // computed rates are compared with a tolerance, everything else exactly.
+    let back = Report::read_json(&path).unwrap();
+    assert_eq!((&back.ceilings, &back.totals, &back.warnings), (&report.ceilings, &report.totals, &report.warnings));
+    for (b, r) in back.rows.iter().zip(&report.rows) {
+        assert_eq!((&b.name, &b.kernel, b.flops, b.bytes), (&r.name, &r.kernel, r.flops, r.bytes));
+        match (&b.roofline, &r.roofline) {
+            (Some(x), Some(y)) => {
+                assert_eq!((x.time_basis, x.bound), (y.time_basis, y.bound));
+                assert!(close(x.gbytes_per_s, y.gbytes_per_s) && close(x.pct_of_roofline, y.pct_of_roofline));
+            }
+            (x, y) => assert_eq!(x, y),
+        }
+    }
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(v["totals"]["cuda_time_basis"], "stream");
+    assert_eq!(v["ceilings"]["mem_read_gbps"], 200.0);
+    assert_eq!(v["ceilings"]["kernels"], "avx512");
+    let bias = v["rows"].as_array().unwrap().iter().find(|r| r["name"] == "bias_add").unwrap();
+    assert_eq!(bias["roofline"]["time_basis"], "cuda-stream");
+    assert_eq!(bias["roofline"]["bound"], "memory");
 }
 
 #[test]
@@ -319,6 +354,13 @@ fn reading_a_wrong_file_says_what_and_where() {
     std::fs::write(&path, r#"{"schema": "profiler-report/0"}"#).unwrap();
     let err = Report::read_json(&path).unwrap_err().to_string();
     assert!(err.contains("old.json") && err.contains("profiler-report/0") && err.contains("gpt2 profile"), "{err}");
+    // A complete report of the previous version is refused too, with the way out.
+    let mut old = serde_json::to_value(fixture::profile(false).report()).unwrap();
+    old["schema"] = "profiler-report/1".into();
+    std::fs::write(&path, old.to_string()).unwrap();
+    let err = Report::read_json(&path).unwrap_err().to_string();
+    assert!(err.contains("old.json") && err.contains("profiler-report/1") && err.contains("profiler-report/2"), "{err}");
+    assert!(err.contains("Re-run the profile"), "{err}");
     std::fs::write(&path, "{ not json").unwrap();
     let err = Report::read_json(&path).unwrap_err().to_string();
     assert!(err.contains("old.json") && err.contains("line 1"), "{err}");
