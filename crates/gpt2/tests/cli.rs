@@ -85,6 +85,16 @@ fn cuda_in_a_cpu_build_says_how_to_get_it() {
     assert!(stderr.contains("no CUDA support") && stderr.contains("--features cuda"), "{stderr}");
 }
 
+#[cfg(not(feature = "cuda"))]
+#[test]
+fn auto_in_a_cpu_build_says_why_it_runs_on_the_cpu_in_one_line() {
+    let out = gpt2(&["logits", "--model", fixture_dir().to_str().unwrap(), "--device", "auto", "--ids", "1"], &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    let notes: Vec<&str> = stderr.lines().filter(|l| l.starts_with("cuda: ")).collect();
+    assert_eq!(notes, ["cuda: this build has no CUDA support (built without --features cuda); using the CPU"], "{stderr}");
+}
+
 #[test]
 fn generate_without_a_tokenizer_explains_why() {
     let out = gpt2(&["generate", "--model", fixture_dir().to_str().unwrap(), "--device", "cpu", "--prompt", "hi"], &[]);
