@@ -5,6 +5,7 @@
 use crate::aggregate::{SortBy, View};
 use crate::environment::unoptimised_build;
 use crate::report::{Report, ReportRow};
+use crate::roofline::{giga_per_second, Ceilings};
 
 /// How to group, sort and cut the table (and the report).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -16,7 +17,8 @@ pub struct TableOptions {
     pub group_by_input_shape: bool,
     pub view: View,
     /// Show achieved GFLOP/s and GB/s for rows whose scopes declared their work (also on
-    /// when the profiler's `Options::with_flops` was).
+    /// when the profiler's `Options::with_flops` was). With ceilings the roofline columns,
+    /// which include these two, are always shown.
     pub with_flops: bool,
 }
 
@@ -49,17 +51,37 @@ fn cut(s: &str, width: usize) -> String {
     }
 }
 
-/// Achieved rate in units of 1e9 per second, from a count over a time in microseconds.
-fn giga_per_second(count: Option<u64>, us: f64) -> String {
-    match count {
-        Some(c) if us > 0.0 => format!("{:.2}", c as f64 / (us * 1e3)),
-        _ => String::new(),
-    }
+/// A rate from [`giga_per_second`], or a blank cell.
+fn rate_cell(count: Option<u64>, us: f64) -> String {
+    giga_per_second(count, us).map(|r| format!("{r:.2}")).unwrap_or_default()
 }
 
-/// Render `report` as a table. `warnings` are printed under the footers.
-pub fn render(report: &Report, row_limit: Option<usize>, with_flops: bool, warnings: &[String]) -> String {
+/// The footer lines that say what the roofline columns were measured against.
+fn ceilings_footer(c: &Ceilings, on_device: bool) -> String {
+    format!(
+        "Ceilings ({}, {} threads, kernels {}, {} build): read bandwidth {:.2} GB/s ({}); \
+         peak {:.2} GFLOP/s ({}); ridge at {:.2} FLOP/B.\n\
+         Roofline % = achieved GFLOP/s / min(peak, bandwidth x FLOP/B), rates over each row's total {}; \
+         Bound: the lower roof at the row's FLOP/B.\n",
+        c.device,
+        c.threads,
+        c.kernels,
+        c.build,
+        c.mem_read_gbps,
+        c.bandwidth_how,
+        c.peak_gflops,
+        c.peak_how,
+        c.ridge_intensity(),
+        if on_device { "CUDA time (stream time)" } else { "CPU time" },
+    )
+}
+
+/// Render `report` as a table, its warnings under the footers. With ceilings the roofline
+/// columns follow the PyTorch-style ones; without them `with_flops` adds GFLOP/s and GB/s.
+pub fn render(report: &Report, row_limit: Option<usize>, with_flops: bool) -> String {
     let device = report.has_device_times();
+    let roofline = report.ceilings.is_some();
+    let with_flops = with_flops && !roofline;
     let shapes = report.grouped_by_input_shape;
     let total_self_cpu = report.totals.self_cpu_us;
     let rows: Vec<&ReportRow> = report.rows.iter().take(row_limit.unwrap_or(usize::MAX)).collect();
@@ -72,6 +94,9 @@ pub fn render(report: &Report, row_limit: Option<usize>, with_flops: bool, warni
     header.push("# of Calls");
     if with_flops {
         header.extend(["GFLOP/s", "GB/s"]);
+    }
+    if roofline {
+        header.extend(["Kernel", "GFLOP/s", "GB/s", "FLOP/B", "Roofline %", "Bound"]);
     }
     if shapes {
         header.push("Input Shapes");
@@ -103,10 +128,23 @@ pub fn render(report: &Report, row_limit: Option<usize>, with_flops: bool, warni
             c.push(r.calls.to_string());
             if with_flops {
                 // Work happens over the whole range: rate over its total time, device time
-                // when the device did the work.
+                // when the device did the work (as the roofline's rates are taken).
                 let time = if device { r.cuda_total_us.unwrap_or(0.0) } else { r.cpu_total_us };
-                c.push(giga_per_second(r.flops, time));
-                c.push(giga_per_second(r.bytes, time));
+                c.push(rate_cell(r.flops, time));
+                c.push(rate_cell(r.bytes, time));
+            }
+            if roofline {
+                c.push(r.kernel.clone().unwrap_or_default());
+                match &r.roofline {
+                    Some(x) => c.extend([
+                        format!("{:.2}", x.gflops_per_s),
+                        format!("{:.2}", x.gbytes_per_s),
+                        format!("{:.2}", x.intensity),
+                        format!("{:.1}%", x.pct_of_roofline),
+                        x.bound.to_string(),
+                    ]),
+                    None => c.extend(std::iter::repeat_n(String::new(), 5)),
+                }
             }
             if shapes {
                 c.push(cut(r.input_shapes.as_deref().unwrap_or("[]"), MAX_SHAPES_WIDTH));
@@ -171,7 +209,10 @@ pub fn render(report: &Report, row_limit: Option<usize>, with_flops: bool, warni
     if matches!(report.sort_by, SortBy::SelfCudaTimeTotal | SortBy::CudaTimeTotal) && !device {
         out.push_str("No CUDA times were recorded: rows are sorted by the CPU times instead.\n");
     }
-    for w in warnings {
+    if let Some(c) = &report.ceilings {
+        out.push_str(&ceilings_footer(c, device));
+    }
+    for w in &report.warnings {
         out.push_str(&format!("Warning: {w}\n"));
     }
     out
@@ -181,14 +222,15 @@ impl crate::profile::Profile {
     /// The key-averages table, PyTorch style.
     pub fn table(&self, options: TableOptions) -> String {
         let report = self.report_with(options);
-        render(&report, options.row_limit, options.with_flops || self.with_flops, &self.warnings)
+        render(&report, options.row_limit, options.with_flops || self.with_flops)
     }
 }
 
 impl Report {
-    /// The table of a report read back from disk.
+    /// The table of a report read back from disk: the same table the profile printed
+    /// (roofline columns when the report has ceilings, its warnings under the footers).
     pub fn table(&self, row_limit: Option<usize>, with_flops: bool) -> String {
-        render(self, row_limit, with_flops, &[])
+        render(self, row_limit, with_flops)
     }
 }
 

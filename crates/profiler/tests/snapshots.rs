@@ -50,3 +50,27 @@ fn compare_before_and_after() {
     after.totals.self_cpu_us = after.rows.iter().map(|r| r.self_cpu_us).sum();
     insta::assert_snapshot!(compare(&before, &after));
 }
+
+#[test]
+fn table_with_roofline_columns() {
+    let p = fixture::profile_with_ceilings(false);
+    insta::assert_snapshot!(p.table(TableOptions { group_by_input_shape: true, ..TableOptions::default() }));
+}
+
+#[test]
+fn table_with_roofline_columns_on_stream_time() {
+    let p = fixture::profile_with_ceilings(true);
+    insta::assert_snapshot!(p.table(TableOptions { sort_by: SortBy::SelfCudaTimeTotal, ..TableOptions::default() }));
+}
+
+#[test]
+fn a_report_read_back_from_disk_prints_the_same_table() {
+    for p in [fixture::profile(false), fixture::profile_with_ceilings(false), fixture::profile_with_ceilings(true)] {
+        let options = TableOptions { group_by_input_shape: true, with_flops: true, ..TableOptions::default() };
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("report.json");
+        p.report_with(options).write_json(&path).unwrap();
+        let back = profiler::Report::read_json(&path).unwrap();
+        assert_eq!(back.table(None, true), p.table(options));
+    }
+}
