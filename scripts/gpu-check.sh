@@ -3,28 +3,44 @@
 # binaries scripts/build-cuda.sh built (it rebuilds nothing and needs no network):
 #
 #   scripts/gpu-check.sh                                  # binaries from target/cuda/release
-#   scripts/gpu-check.sh --bin-dir DIR                    # or from DIR (gpt2, or gpt2.xz from --pack)
+#   scripts/gpu-check.sh --bin-dir DIR --out DIR          # or from DIR (gpt2, or gpt2.xz from --pack)
 #   scripts/gpu-check.sh --device cpu --bin-dir target/release   # the same steps on the CPU (CI)
 #   scripts/gpu-check.sh --pack DIR                       # copy the CUDA binaries, xz-compressed, to DIR
 #
 # Steps, each under its own `timeout`, all within a budget of 285 s (GPU_CHECK_BUDGET_S):
-#   1. preflight: nvidia-smi answers, libcuda.so.1 (the driver) and the CUDA 13 libraries load;
+#   1. preflight: nvidia-smi answers; the driver is 580 or newer (CUDA 13.0's PTX needs it) and
+#      the GPU's compute capability runs the build's architecture (cuda-build.txt; sm_90a, the
+#      default, loads on Hopper only); libcuda.so.1 and the CUDA 13 libraries load; gpt2 starts.
+#      On a failure it writes ldd of each binary, the library search path and nvidia-smi's
+#      output to logs/preflight-diagnostics.log, then stops;
 #   2. parity: `gpt2 logits --json` on CUDA (f32, f16, bf16) against the CPU (f32) on the same
 #      weights and ids, for the committed tiny fixture and the synthetic GPT-2 small. Bounds:
 #      f32 max |error| <= 1e-3; f16 <= 2e-2 and bf16 <= 1e-1 of max(1, max |CPU logit|);
 #   3. profile: `gpt2 profile` (synthetic GPT-2 small, B=1 T=8) with --cuda-timing events and
-#      with --cuda-timing sync: both tables, and their total wall times;
-#   4. bench: `gpt2 bench` (forward, prefill, decode at B=1, 8, 16) in each --bench-dtypes;
-#   5. exercise 3 on the GPU, graded: solution-3 --device cuda fills a submission, `course grade`
-#      grades it (it must pass, ranked by self CUDA time); needs solution-3 in --bin-dir;
-#   6. PyTorch, when `torch.cuda.is_available()`: scripts/torch-reference.py and
-#      scripts/torch-profile.py on the same GPU, and the ratios gpt2 / torch.
-# Everything goes to ONE JSON (OUT/gpu-check.json, default target/gpu-check), next to each step's
-# log; a summary is printed at the end. Exit status: 0 passed, 1 a check failed, 2 cannot run.
+#      with --cuda-timing sync: both tables, and their total wall times. A step fails unless its
+#      report.json is a CUDA report whose self CUDA total (stream time) is positive and at most
+#      1.1x its wall time; the report's warnings are shown;
+#   4. exercise 5's tests: solution-5's `--features cuda` test binary (its kernel against
+#      candle's unfused ops, f32 and half precision); a test that finds no GPU fails the step;
+#   5. bench: `gpt2 bench` (forward, prefill, decode at B=1, 8, 16) in each --bench-dtypes;
+#   6. exercise 3 on the GPU, graded: solution-3 --device cuda fills a submission, `course grade`
+#      grades it (it must pass, ranked by self CUDA time);
+#   7. Nsight Compute, when `ncu` is on PATH: one launch of exercise 5's fused kernel (64x3072
+#      f32), its memory throughput as % of peak and its achieved occupancy (ncu.json);
+#   8. PyTorch, when `torch.cuda.is_available()`: scripts/torch-reference.py and
+#      scripts/torch-profile.py on the same GPU, and the bench ratios gpt2 / torch (the same
+#      quantity on both sides: host-clock latency to a finished result). The profiles' self
+#      CUDA totals are shown side by side, never divided: gpt2's is stream time, PyTorch's is
+#      CUPTI's kernel time.
+# Everything goes under --out, and the run ends with two files there: gpu-check.json (every
+# result, the step list, the printed tables) and gpu-check-files.tar.xz (the logs, reports and
+# records it was assembled from), so a machine that returns only a few files from one folder
+# brings all of it back. A summary is printed at the end. Exit status: 0 passed, 1 a check
+# failed, 2 cannot run.
 #
 # Options:
 #   --bin-dir DIR        folder holding gpt2 (or gpt2.xz) [target/cuda/release]
-#   --out DIR            where the logs, reports and gpu-check.json go [target/gpu-check]
+#   --out DIR            the run's folder: gpu-check.json and gpu-check-files.tar.xz [target/gpu-check]
 #   --device cuda|cpu    cpu: the same pipeline on the CPU (f32 only, one timed run per case),
 #                        which proves the script's logic in CI [cuda]
 #   --model NAME|DIR     model for profile and bench: synthetic (GPT-2 small's shapes, seeded
@@ -34,9 +50,12 @@
 #                        libcudart.so.13 (else found in target/cuda-venv or Python's nvidia wheels)
 #   --python PYTHON      Python for the PyTorch step [python3]
 #   --no-torch           skip the PyTorch step
-#   --pack DIR           instead of checking: xz-compress gpt2, solution-3, course and exercise-3
-#                        from --bin-dir into DIR, to carry to a GPU machine (about 9 MB each,
-#                        course 1 MB)
+#   --pack DIR           instead of checking: xz-compress gpt2, solution-3, solution-5, its CUDA
+#                        test binary (solution-5-tests), course (the CPU build's when there is
+#                        one: it needs no CUDA library) and exercise-3 from --bin-dir into DIR, to
+#                        carry to a GPU machine; DIR/bundle.json lists them with their sizes. It
+#                        refuses a bundle that, with the repository's files, exceeds the 64 MiB
+#                        a device run carries
 set -uo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -86,34 +105,51 @@ command -v python3 >/dev/null || die "python3 is needed (standard library only) 
 if [ -n "$pack" ]; then
   mkdir -p "$pack" || die "cannot create $pack"
   [ -x "$bin_dir/gpt2" ] || die "no gpt2 binary in $bin_dir: build it with scripts/build-cuda.sh, or give --bin-dir"
-  # gpt2 is what the check runs; solution-3 profiles on CUDA and course grades its results
-  # (course itself has no CUDA code); exercise-3 is what a learner would run there.
-  for b in gpt2 solution-3 course exercise-3; do
+  # gpt2 is what the check runs; solution-3 profiles on CUDA and course grades its results;
+  # solution-5-tests runs exercise 5's kernel against candle's ops (and under ncu) and
+  # solution-5 is the whole exercise; exercise-3 is what a learner would run there (optional).
+  cpu_build=${GPU_CHECK_CPU_BUILD:-$repo/target/release}
+  for b in gpt2 solution-3 course solution-5 solution-5-tests exercise-3; do
     src=$bin_dir/$b
     # course has no CUDA code: the CPU build is smaller and needs no CUDA library.
-    [ "$b" = course ] && [ -x "$repo/target/release/course" ] && src=$repo/target/release/course
-    [ -x "$src" ] || continue
-    xz -T0 -3 -c "$src" >"$pack/$b.xz" || die "xz failed on $src"
-    log "packed $pack/$b.xz ($(($(stat -c %s "$pack/$b.xz") / 1024 / 1024)) MB)"
+    [ "$b" = course ] && [ -x "$cpu_build/course" ] && src=$cpu_build/course
+    if [ ! -x "$src" ]; then
+      [ "$b" = exercise-3 ] && continue
+      die "no $b in $bin_dir: scripts/build-cuda.sh builds it (solution-5-tests is solution-5's --features cuda test binary)"
+    fi
+    xz -T0 -6 -c "$src" >"$pack/$b.xz" || die "xz failed on $src"
   done
   [ -f "$bin_dir/cuda-build.txt" ] && cp "$bin_dir/cuda-build.txt" "$pack/"
-  log "on the GPU machine: scripts/gpu-check.sh --bin-dir $pack"
+  # The device machine carries the repository's files (tracked, and untracked but not
+  # ignored) together with the bundle.
+  tree_bytes=0
+  if git -C "$repo" rev-parse --git-dir >/dev/null 2>&1; then
+    tree_bytes=$(cd "$repo" && git ls-files -z --cached --others --exclude-standard |
+      xargs -0 stat -c %s 2>/dev/null | awk '{s += $1} END {print s + 0}')
+  fi
+  python3 "$helper" bundle --dir "$pack" --tree-bytes "$tree_bytes" || exit 2
+  log "on the GPU machine: scripts/gpu-check.sh --bin-dir $pack --out DIR"
   exit 0
 fi
 
-# One run per output folder at a time: a second would clear the first one's files.
-mkdir -p "$(dirname "$out")" || die "cannot create $(dirname "$out")"
-exec 9>"$out.lock" || die "cannot write $out.lock"
+# The run's folder. One run per folder at a time (the lock is on the folder itself, so nothing
+# is written beside it). It starts empty, since stale files would be read as this run's: only
+# an earlier check's folder (its gpu-check.json, or an interrupted run's steps/) or an empty
+# one is cleared.
+mkdir -p "$out" || die "cannot create $out"
+out=$(cd "$out" && pwd)
+exec 9<"$out" || die "cannot open $out"
 if command -v flock >/dev/null; then
   flock -n 9 || die "another gpu-check is writing to $out right now: wait for it, or give another --out"
 fi
-# A fresh output folder: stale files from an earlier run would be read as this run's. Only an
-# earlier check's folder (or an empty one) is cleared.
-if [ -d "$out" ] && [ -n "$(ls -A "$out")" ] && [ ! -d "$out/steps" ]; then
+if [ -n "$(ls -A "$out")" ] && [ ! -e "$out/gpu-check.json" ] && [ ! -d "$out/steps" ]; then
   die "--out $out is not empty and holds no earlier gpu-check run: give a new or empty folder"
 fi
-rm -rf "$out" && mkdir -p "$out/steps" "$out/parity" "$out/logs" "$out/bin" || die "cannot create $out"
-out=$(cd "$out" && pwd)
+find "$out" -mindepth 1 -maxdepth 1 -exec rm -rf {} + && mkdir -p "$out/steps" "$out/parity" "$out/logs" ||
+  die "cannot clear $out"
+# Binaries unpacked from --pack's .xz files are inputs, not results: they stay out of --out.
+bin_tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpu-check-bin.XXXXXX") || die "cannot create a temporary folder"
+trap 'rm -rf "$bin_tmp"' EXIT
 started=$SECONDS
 # Seconds for all steps together (the issue's bound is 5 minutes).
 budget=${GPU_CHECK_BUDGET_S:-285}
@@ -126,6 +162,9 @@ first_error() {
   { grep -m 1 -E '^(error|gpu-check: error|Traceback)' "$1" || grep -v '^\s*$' "$1" | tail -n 1; } | cut -c1-240
 }
 
+# required GROUP: whether a failure in GROUP fails the check (Nsight Compute and PyTorch are extras).
+required() { case "$1" in preflight | parity | profile | bench | exercise) return 0 ;; *) return 1 ;; esac; }
+
 # run_step NAME GROUP TIMEOUT_S COMMAND...: runs COMMAND with stdout+stderr to logs/NAME.log,
 # records steps/NN-NAME.json, prints one line. Returns the command's status.
 run_step() {
@@ -137,7 +176,7 @@ run_step() {
     order=$((order + 1))
     record_step "$name" "$group" timeout 124 0 "not run: the ${budget} s budget is spent"
     log "timeout $name: not run, the ${budget} s budget is spent"
-    [ "$group" = torch ] || failed_required=true
+    required "$group" && failed_required=true
     return 1
   fi
   [ "$limit" -le $left ] || limit=$left
@@ -159,8 +198,8 @@ run_step() {
   if [ "$status" = ok ]; then
     log "ok      $name (${seconds} s)"
   else
-    log "$status  $name: $message (log: $out/logs/$name.log)"
-    case "$group" in preflight | parity | profile | bench | exercise) failed_required=true ;; esac
+    log "$status  $name: $message (log: logs/$name.log)"
+    required "$group" && failed_required=true
   fi
   return $rc
 }
@@ -191,23 +230,114 @@ find_bin() {
     # xz if installed, else Python's lzma module (a bare GPU image may lack xz-utils).
     { if command -v xz >/dev/null; then xz -dc "$bin_dir/$1.xz"; else
       python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), sys.stdout.buffer)' "$bin_dir/$1.xz"; fi
-    } >"$out/bin/$1" && chmod +x "$out/bin/$1" || die "cannot unpack $bin_dir/$1.xz"
-    echo "$out/bin/$1"
+    } >"$bin_tmp/$1" && chmod +x "$bin_tmp/$1" || die "cannot unpack $bin_dir/$1.xz"
+    echo "$bin_tmp/$1"
   fi
 }
 gpt2=$(find_bin gpt2) || exit 2
 [ -n "$gpt2" ] || die "no gpt2 binary in $bin_dir: build it with scripts/build-cuda.sh (CUDA) or cargo build --release -p gpt2 (CPU), or give --bin-dir"
+solution3=$(find_bin solution-3) || exit 2
+course_bin=$(find_bin course) || exit 2
+[ -n "$course_bin" ] || { [ -x "$repo/target/release/course" ] && course_bin=$repo/target/release/course; }
+solution5_tests=$(find_bin solution-5-tests) || exit 2
+binaries=("$gpt2")
+for b in "$solution3" "$course_bin" "$solution5_tests"; do [ -n "$b" ] && binaries+=("$b"); done
+
+# ---- the end: one JSON, one archive ----------------------------------------------------------
+# finish STATUS: writes gpu-check.json (and prints the summary), packs everything else into
+# gpu-check-files.tar.xz, and exits with STATUS, or with the checks' own status when STATUS is 0.
+finish() {
+  local status=$1 rc
+  log "finished the steps in $((SECONDS - started)) s"
+  python3 "$helper" assemble --work "$out" --out "$out/gpu-check.json"
+  rc=$?
+  [ $rc -eq 0 ] && $failed_required && rc=1
+  [ "$status" -ne 0 ] && rc=$status
+  python3 "$helper" archive --work "$out" >&2 ||
+    log "could not pack the logs into one archive: they stay in $out as they are"
+  log "results: $out/gpu-check.json and $out/gpu-check-files.tar.xz"
+  exit $rc
+}
+
+# write_meta: the run's description (written again once nvidia-smi has named the GPU).
+write_meta() {
+  python3 - "$out/meta.json" "$device" "$gpu_line" "$gpt2" "$bin_dir" "$model" "$bench_dtypes" <<'EOF'
+import json, os, platform, sys, time
+path, device, gpu, gpt2, bin_dir, model, dtypes = sys.argv[1:8]
+build, bundle = os.path.join(bin_dir, "cuda-build.txt"), os.path.join(bin_dir, "bundle.json")
+meta = {"device_mode": device, "gpu": gpu or None, "host": platform.node(), "cpus": os.cpu_count(),
+        "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "gpt2": gpt2, "model": model,
+        "bench_dtypes": dtypes.split(","),
+        "cuda_build": open(build).read().split("\n") if os.path.isfile(build) else None,
+        "bundle": json.load(open(bundle)) if os.path.isfile(bundle) else None}
+json.dump(meta, open(path, "w"), indent=2)
+EOF
+}
+
+# preflight_failed MESSAGE: what the binaries need and what this machine has, into
+# logs/preflight-diagnostics.log; then the run ends (status 2) with its two files.
+preflight_failed() {
+  printf 'gpu-check: error: %s\n' "$1" >&2
+  {
+    echo "# gpu-check's preflight failed: $1"
+    for b in "${binaries[@]}"; do
+      echo
+      echo "## ldd $b"
+      ldd "$b" 2>&1
+    done
+    echo
+    echo "## the library search path"
+    echo "LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}"
+    echo "the loader cache's CUDA libraries (ldconfig -p):"
+    ldconfig -p 2>/dev/null | grep -E 'libcuda\.|libcublas|libcurand|libnvrtc|libcudart|libnvtx|libnvToolsExt' || echo "(none)"
+    echo
+    echo "## nvidia-smi"
+    if command -v nvidia-smi >/dev/null; then timeout 30 nvidia-smi 2>&1; else echo "nvidia-smi: not found on PATH ($PATH)"; fi
+  } >"$out/logs/preflight-diagnostics.log" 2>&1
+  log "ldd, the library path and nvidia-smi's output: logs/preflight-diagnostics.log (in the archive)"
+  failed_required=true
+  finish 2
+}
+
+# fail_preflight_step NAME MESSAGE: a preflight check that is no command of its own failed.
+fail_preflight_step() {
+  order=$((order + 1))
+  record_step "$1" preflight failed 2 0 "$2"
+  preflight_failed "$2"
+}
+
+# build_arch: what the kernels are built for, from build-cuda.sh's cuda-build.txt.
+build_arch() {
+  local file=$bin_dir/cuda-build.txt arch cap
+  arch=$(sed -n 's/^arch=//p' "$file" 2>/dev/null | head -n 1)
+  cap=$(sed -n 's/^compute_cap=//p' "$file" 2>/dev/null | head -n 1)
+  if [ -n "$arch" ]; then
+    echo "$arch"
+  elif [ -n "$cap" ]; then
+    # A build that recorded only its compute capability: cudaforge adds "a" from 90 on.
+    if [ "$cap" -ge 90 ]; then echo "sm_${cap}a"; else echo "sm_$cap"; fi
+  else
+    log "no cuda-build.txt in $bin_dir: assuming the default architecture, sm_90a"
+    echo sm_90a
+  fi
+}
 
 # ---- preflight -------------------------------------------------------------------------------
 gpu_line=
+write_meta
 if [ "$device" = cuda ]; then
   command -v nvidia-smi >/dev/null ||
-    die "nvidia-smi not found: this machine has no NVIDIA driver (or it is not on PATH). The CUDA check needs an NVIDIA GPU; on a CPU machine run scripts/gpu-check.sh --device cpu --bin-dir target/release"
-  gpu_line=$(timeout 30 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -n 1) ||
-    die "nvidia-smi failed: $gpu_line (is a GPU visible to this machine or container?)"
+    fail_preflight_step preflight-gpu "nvidia-smi not found: this machine has no NVIDIA driver (or it is not on PATH). The CUDA check needs an NVIDIA GPU; on a CPU machine run scripts/gpu-check.sh --device cpu --bin-dir target/release"
+  gpu_line=$(timeout 30 nvidia-smi --query-gpu=name,driver_version,compute_cap,memory.total --format=csv,noheader 2>&1 | head -n 1) ||
+    fail_preflight_step preflight-gpu "nvidia-smi failed: $gpu_line (is a GPU visible to this machine or container?)"
+  write_meta
+  log "GPU: $gpu_line"
+  arch=$(build_arch)
+  run_step preflight-gpu preflight 30 python3 "$helper" preflight --gpu "$gpu_line" --arch "$arch" --out "$out/preflight.json" ||
+    preflight_failed "this GPU cannot run these binaries: $(first_error "$out/logs/preflight-gpu.log")"
   if ! ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1' &&
     ! python3 -c 'import ctypes; ctypes.CDLL("libcuda.so.1")' 2>/dev/null; then
-    die "libcuda.so.1 (the NVIDIA driver library) cannot be loaded: the driver is not installed or not mounted into this container; add its folder to LD_LIBRARY_PATH"
+    fail_preflight_step preflight-libcuda "libcuda.so.1 (the NVIDIA driver library) cannot be loaded: the driver is not installed or not mounted into this container; add its folder to LD_LIBRARY_PATH"
   fi
   # The CUDA 13 libraries cudarc links against: from --cuda-lib-dir, this checkout's
   # target/cuda-venv, or the nvidia wheels of a Python install (PyTorch for CUDA 13 has them).
@@ -242,26 +372,14 @@ EOF
       done
     done
     [ -z "$(missing_libs)" ] ||
-      die "$gpt2 needs $(missing_libs)but they are not on LD_LIBRARY_PATH: give --cuda-lib-dir with the CUDA 13.0 libraries (scripts/build-cuda.sh's target/cuda-venv/lib/python3*/site-packages/nvidia/cu13/lib, or pip's nvidia-cublas nvidia-curand nvidia-cuda-nvrtc nvidia-cuda-runtime for CUDA 13)"
+      fail_preflight_step preflight-libraries "$gpt2 needs $(missing_libs)but they are not on LD_LIBRARY_PATH: give --cuda-lib-dir with the CUDA 13.0 libraries (scripts/build-cuda.sh's target/cuda-venv/lib/python3*/site-packages/nvidia/cu13/lib, or pip's nvidia-cublas nvidia-curand nvidia-cuda-nvrtc nvidia-cuda-runtime for CUDA 13)"
   fi
-  log "GPU: $gpu_line"
 fi
 if ! run_step preflight preflight 60 "$gpt2" logits --model synthetic-tiny --device "$device" --ids 1,2,3; then
   grep -q 'libcuda.so.1: cannot open' "$out/logs/preflight.log" &&
-    die "$gpt2 is a CUDA build: it links the NVIDIA driver library (libcuda.so.1) and cannot start without it, even for --device cpu (candle 0.11 links cudarc's libraries at load time). Run it on the GPU machine, or give --bin-dir target/release (a CPU build)"
-  die "gpt2 cannot run on $device: $(first_error "$out/logs/preflight.log") (whole output: $out/logs/preflight.log)"
+    preflight_failed "$gpt2 is a CUDA build: it links the NVIDIA driver library (libcuda.so.1) and cannot start without it, even for --device cpu (candle 0.11 links cudarc's libraries at load time). Run it on the GPU machine, or give --bin-dir target/release (a CPU build)"
+  preflight_failed "gpt2 cannot run on $device: $(first_error "$out/logs/preflight.log") (whole output: logs/preflight.log in the archive)"
 fi
-
-python3 - "$out/meta.json" "$device" "$gpu_line" "$gpt2" "$bin_dir" "$model" "$bench_dtypes" <<'EOF'
-import json, os, platform, sys, time
-path, device, gpu, gpt2, bin_dir, model, dtypes = sys.argv[1:8]
-build = os.path.join(bin_dir, "cuda-build.txt")
-meta = {"device_mode": device, "gpu": gpu or None, "host": platform.node(), "cpus": os.cpu_count(),
-        "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "gpt2": gpt2, "model": model,
-        "bench_dtypes": dtypes.split(","),
-        "cuda_build": open(build).read().split("\n") if os.path.isfile(build) else None}
-json.dump(meta, open(path, "w"), indent=2)
-EOF
 
 # ---- parity ----------------------------------------------------------------------------------
 # "The quick brown fox jumps over the lazy" in GPT-2's vocabulary; for the tiny fixture
@@ -290,6 +408,8 @@ fi
 
 # ---- profile: events and sync ----------------------------------------------------------------
 # On the CPU (CI) the fewest steps that still exercise the pipeline; timing modes are CUDA's.
+# Whether each report's device times are usable is judged when the JSON is assembled
+# (gpu_check.py device_timing_problems): that fails the step.
 profile_steps=(--warmup 3 --active 10)
 [ "$device" = cpu ] && profile_steps=(--warmup 1 --active 2)
 for mode in events sync; do
@@ -297,6 +417,22 @@ for mode in events sync; do
     --batch 1 --seq 8 "${profile_steps[@]}" --out "$out/profile-$mode"
   sed -n '1,/^wrote /p' "$out/logs/profile-$mode.log" | sed "s/^/  [$mode] /" >&2
 done
+
+# ---- exercise 5's kernel on the device ----------------------------------------------------------
+# solution-5's unit tests, built with --features cuda: the fused kernel against candle's unfused
+# ops on the GPU (f32, f16, bf16). One thread, so the output of each test stays next to it;
+# --nocapture, so a test that found no GPU is seen saying so (gpu_check.py rust-tests).
+if [ "$device" != cuda ]; then
+  skip_step exercise-5-tests exercise "solution-5's CUDA tests need the GPU (its CPU tests run in scripts/check-exercises.sh)"
+elif [ -z "$solution5_tests" ]; then
+  order=$((order + 1))
+  record_step exercise-5-tests exercise failed 2 0 "no solution-5-tests in $bin_dir: rebuild with scripts/build-cuda.sh and pack again"
+  failed_required=true
+  log "failed  exercise-5-tests: no solution-5-tests in $bin_dir"
+else
+  run_step exercise-5-tests exercise 120 "$solution5_tests" --test-threads 1 --nocapture
+  run_step exercise-5-tests-read exercise 30 python3 "$helper" rust-tests --log "$out/logs/exercise-5-tests.log" --out "$out/exercise-5-tests.json"
+fi
 
 # ---- bench -----------------------------------------------------------------------------------
 bench_args=()
@@ -314,9 +450,6 @@ done
 # The solution profiles like a learner's run and fills answers.toml from its report; `course grade`
 # reads the results as an instructor's grading would (it never runs code), so a pass proves the
 # grader accepts this device's report.json, ranked by its self time column.
-solution3=$(find_bin solution-3) || exit 2
-course_bin=$(find_bin course) || exit 2
-[ -n "$course_bin" ] || { [ -x "$repo/target/release/course" ] && course_bin=$repo/target/release/course; }
 if [ -z "$solution3" ] || [ -z "$course_bin" ]; then
   skip_step exercise-3 exercise "no solution-3 or course binary in $bin_dir (scripts/build-cuda.sh builds both; --pack packs them)"
 else
@@ -326,6 +459,24 @@ else
   [ "$device" = cpu ] && exercise_steps=(--warmup 1 --active 1)
   run_step exercise-3-run exercise 180 "$solution3" --model "$model" --device "$device" "${exercise_steps[@]}" --exercise-dir "$submission" &&
     run_step exercise-3-grade exercise 60 "$course_bin" --root "$repo" grade "$out/cohort" --out "$out/grades"
+fi
+
+# ---- Nsight Compute: one launch of exercise 5's fused kernel ------------------------------------
+# The tier-3 view, where the tool exists. The CUDA test launches the fused kernel twice per
+# shape (the op against candle's, then against the CPU) over 1x3072, 8x3072, 64x3072, ...:
+# skipping four launches profiles the first 64x3072 f32 one (a 64-token prompt through GPT-2
+# small's MLP width). ncu.json records the launch's grid, so the summary says which it was.
+if [ "$device" != cuda ]; then
+  skip_step ncu ncu "Nsight Compute profiles GPU kernels"
+elif ! command -v ncu >/dev/null; then
+  skip_step ncu ncu "no ncu (Nsight Compute) on PATH"
+elif [ -z "$solution5_tests" ]; then
+  skip_step ncu ncu "no solution-5-tests to profile"
+else
+  run_step ncu-fused-kernel ncu 120 ncu --csv --kernel-name regex:fused_bias_gelu --launch-skip 4 --launch-count 1 \
+    --metrics "$(python3 "$helper" ncu-metrics)" \
+    "$solution5_tests" --exact fused::tests::matches_the_unfused_ops_within_1e_5_on_cuda --test-threads 1 &&
+    run_step ncu-read ncu 30 python3 "$helper" ncu --log "$out/logs/ncu-fused-kernel.log" --out "$out/ncu.json"
 fi
 
 # ---- PyTorch on the same GPU -----------------------------------------------------------------
@@ -352,9 +503,4 @@ else
     --json "$out/torch-profile.json"
 fi
 
-# ---- one JSON, summary -----------------------------------------------------------------------
-log "finished the steps in $((SECONDS - started)) s"
-python3 "$helper" assemble --work "$out" --out "$out/gpu-check.json"
-status=$?
-[ $status -eq 0 ] && $failed_required && status=1
-exit $status
+finish 0

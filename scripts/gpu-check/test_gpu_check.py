@@ -1,12 +1,21 @@
-"""Unit tests of gpu_check.py (run: python3 -m unittest discover -s scripts/gpu-check)."""
+"""Unit tests of gpu_check.py and of gpu-check.sh's --pack and --out layout (run:
+python3 -B -m unittest discover -s scripts/gpu-check)."""
 import contextlib
 import io
 import json
 import os
+import subprocess
+import tarfile
 import tempfile
 import unittest
 
 import gpu_check
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCRIPT = os.path.join(HERE, "..", "gpu-check.sh")
+# A report.json that `gpt2 profile --device cpu` wrote (tiny fixture, 2 active steps): what a
+# CUDA check must refuse, and what a CPU one reads.
+RECORDED_CPU_REPORT = os.path.join(HERE, "fixtures", "gpt2-profile-cpu.json")
 
 
 def write(path, value):
@@ -15,7 +24,7 @@ def write(path, value):
         json.dump(value, f)
 
 
-def profile_report(device, wall_us, cuda_rows=None):
+def profile_report(device, wall_us, cuda_rows=None, warnings=()):
     """A small report.json as `gpt2 profile` writes it (two active steps)."""
     rows = [
         {"name": "matmul", "calls": 4, "self_cpu_us": 0.6 * wall_us, "self_cuda_us": cuda_rows and cuda_rows[0]},
@@ -23,11 +32,13 @@ def profile_report(device, wall_us, cuda_rows=None):
         {"name": "gelu", "calls": 2, "self_cpu_us": 0.3 * wall_us, "self_cuda_us": cuda_rows and cuda_rows[1]},
     ]
     return {
-        "schema": "profiler-report/1",
+        "schema": "profiler-report/2",
         "device": device,
         "active_steps": 2,
-        "environment": {"timing": "cuda-events" if cuda_rows else "host"},
-        "totals": {"self_cpu_us": wall_us, "self_cuda_us": sum(cuda_rows) if cuda_rows else None, "wall_us": wall_us},
+        "environment": {"timing": "cuda-events" if device == "cuda" else "host"},
+        "totals": {"self_cpu_us": wall_us, "self_cuda_us": sum(cuda_rows) if cuda_rows else None,
+                   "cuda_time_basis": "stream" if cuda_rows else None, "wall_us": wall_us},
+        "warnings": list(warnings),
         "rows": rows,
     }
 
@@ -146,19 +157,25 @@ class Assemble(unittest.TestCase):
             self.work(d)
             r = gpu_check.assemble(d)
             self.assertTrue(r["passed"], r["failures"])
-            self.assertEqual(r["schema"], "gpu-check/1")
+            self.assertEqual(r["schema"], "gpu-check/2")
             self.assertEqual(r["profile"]["sync_over_events_wall"], 3.0)
             ev = r["profile"]["events"]
             self.assertEqual(ev["ranked_by"], "self_cuda_us")
             self.assertEqual([o["name"] for o in ev["top"]], ["matmul", "gelu"])
             self.assertAlmostEqual(ev["top"][0]["share_pct"], 60.0)
-            self.assertAlmostEqual(ev["device_ms_per_step"], 0.5)
+            self.assertAlmostEqual(ev["self_cuda_ms_per_step"], 0.5)
+            self.assertEqual((ev["cuda_time_basis"], ev["timing_problems"]), ("stream", []))
             # The printed table travels in the JSON, its end kept when it is long.
             self.assertTrue(ev["table"].startswith("...\n") and ev["table"].endswith("x" * 100))
             self.assertIsNone(r["profile"]["sync"]["table"])
             self.assertEqual(r["torch"]["bench_ratio_gpt2_over_torch"]["f32"], {"forward_b1_t8": 2.0, "decode_b8_ctx32": 2.0})
-            self.assertAlmostEqual(r["torch"]["profile_device_ms_per_step"]["ratio_gpt2_over_torch"], 1.0)
+            # Stream time and CUPTI kernel time side by side, never divided.
+            p = r["torch"]["profile_ms_per_step"]
+            self.assertEqual((p["gpt2_self_cuda_ms"], p["torch_self_cuda_ms"]), (0.5, 0.5))
+            self.assertFalse([k for k in p if "ratio" in k], p)
             text = gpu_check.summary(r)
+            self.assertIn("gpt2 0.500 ms of stream time, torch 0.500 ms of kernel time (not the same quantity, so not divided", text)
+            self.assertIn("self CUDA (stream time) 0.5 ms/step", text)
             self.assertIn("sync mode wall / events mode wall = 3.00", text)
             self.assertIn("PASSED", text)
             self.assertIn("exercise 3 graded by course grade: passed, 9.0/9.0, ranked as a CUDA run", text)
@@ -189,10 +206,16 @@ class Assemble(unittest.TestCase):
     def test_cpu_profile_ranks_by_self_cpu(self):
         s = gpu_check.profile_summary(profile_report("cpu", 1000.0), "report.json")
         self.assertEqual(s["ranked_by"], "self_cpu_us")
-        self.assertIsNone(s["device_ms_per_step"])
+        self.assertIsNone(s["self_cuda_ms_per_step"])
+        self.assertIsNone(s["cuda_time_basis"])
         self.assertEqual(s["top"][0]["name"], "matmul")
-        with self.assertRaisesRegex(gpu_check.CheckError, "not a profiler-report/1"):
+        with self.assertRaisesRegex(gpu_check.CheckError, "not a gpt2 profile report"):
             gpu_check.profile_summary({"schema": "x"}, "report.json")
+        # Reports from before the warnings and the time basis still read.
+        old = profile_report("cpu", 1000.0)
+        old["schema"] = "profiler-report/1"
+        del old["warnings"]
+        self.assertEqual(gpu_check.profile_summary(old, "report.json")["warnings"], [])
 
     def test_assemble_writes_one_json(self):
         with tempfile.TemporaryDirectory() as d:
@@ -203,6 +226,272 @@ class Assemble(unittest.TestCase):
             self.assertIn("PASSED", printed.getvalue())
             with open(out) as f:
                 self.assertTrue(json.load(f)["passed"])
+
+
+
+class DeviceTiming(unittest.TestCase):
+    """The profile step's rule: a CUDA check needs a CUDA report with 0 < self CUDA <= 1.1 x wall."""
+
+    def recorded_cpu_report(self):
+        return gpu_check.read_json(RECORDED_CPU_REPORT, "a recorded CPU report")
+
+    def summary(self, report):
+        return gpu_check.profile_summary(report, "report.json")
+
+    def test_a_recorded_cpu_report_fails_a_cuda_check(self):
+        problems = gpu_check.device_timing_problems(self.summary(self.recorded_cpu_report()), "cuda")
+        self.assertEqual(problems, ["a cpu report, not a CUDA one", "no self CUDA times (device timing did not run or failed)"])
+
+    def test_the_same_report_is_what_a_cpu_check_expects(self):
+        self.assertEqual(gpu_check.device_timing_problems(self.summary(self.recorded_cpu_report()), "cpu"), [])
+        self.assertEqual(gpu_check.device_timing_problems(self.summary(profile_report("cuda", 10.0, [1.0, 1.0, 1.0])), "cpu"),
+                         ["a cuda report from a --device cpu run"])
+
+    def test_failed_event_timing_fails_and_quotes_the_warning(self):
+        report = profile_report("cuda", 1000.0, None, warnings=["cuda events: CUDA_ERROR_INVALID_HANDLE; no CUDA times"])
+        problems = gpu_check.device_timing_problems(self.summary(report), "cuda")
+        self.assertEqual(problems[0], "no self CUDA times (device timing did not run or failed)")
+        self.assertIn("CUDA_ERROR_INVALID_HANDLE", problems[-1])
+
+    def test_the_total_must_be_positive_and_within_1_1_times_the_wall(self):
+        def problems(cuda_total):
+            return gpu_check.device_timing_problems(self.summary(profile_report("cuda", 1000.0, [cuda_total, 0.0, 0.0])), "cuda")
+        self.assertEqual(problems(1000.0), [])
+        self.assertEqual(problems(1099.0), [])
+        self.assertIn("1.20x the wall time", problems(1200.0)[0])
+        self.assertIn("not positive", problems(-1.0)[0])
+        report = profile_report("cuda", 1000.0, [0.0, 0.0, 0.0])
+        report["totals"]["self_cuda_us"] = 0.0
+        self.assertIn("self CUDA total 0 us is not positive", gpu_check.device_timing_problems(self.summary(report), "cuda")[0])
+
+    def test_assemble_fails_the_profile_step_of_a_cuda_run_given_a_cpu_report(self):
+        with tempfile.TemporaryDirectory() as d:
+            Assemble().work(d)
+            write(os.path.join(d, "steps", "09-profile-events.json"), {"order": 9, "name": "profile-events", "group": "profile", "status": "ok", "seconds": 1.0, "rc": 0, "message": "", "log": "logs/profile-events.log"})
+            with open(RECORDED_CPU_REPORT) as f, open(os.path.join(d, "profile-events", "report.json"), "w") as g:
+                g.write(f.read())
+            r = gpu_check.assemble(d)
+            self.assertFalse(r["passed"])
+            step = next(s for s in r["steps"] if s["name"] == "profile-events")
+            self.assertEqual(step["status"], "failed")
+            self.assertEqual(r["failures"], ["step profile-events: failed (report.json: a cpu report, not a CUDA one; "
+                                             "no self CUDA times (device timing did not run or failed))"])
+            self.assertIn("FAILED", gpu_check.summary(r))
+
+
+class Preflight(unittest.TestCase):
+    def test_driver_versions_parse(self):
+        self.assertEqual(gpu_check.parse_driver_version("580.65.06"), (580, 65, 6))
+        self.assertEqual(gpu_check.parse_driver_version(" 575.57 "), (575, 57))
+        self.assertEqual(gpu_check.parse_driver_version("590"), (590,))
+        self.assertIsNone(gpu_check.parse_driver_version("[N/A]"))
+        self.assertEqual(gpu_check.parse_compute_cap("9.0"), 90)
+        self.assertEqual(gpu_check.parse_compute_cap("10.0"), 100)
+        self.assertIsNone(gpu_check.parse_compute_cap("[N/A]"))
+
+    def test_an_h200_with_driver_580_runs_the_sm_90a_build(self):
+        r = gpu_check.preflight("NVIDIA H200, 580.65.06, 9.0, 143771 MiB", "sm_90a")
+        self.assertTrue(r["pass"], r["problems"])
+        self.assertEqual((r["gpu"], r["driver_version"], r["compute_cap"]), ("NVIDIA H200", [580, 65, 6], 90))
+
+    def test_an_older_driver_is_named_with_the_version_it_needs(self):
+        r = gpu_check.preflight("NVIDIA H100 80GB HBM3, 570.133.20, 9.0, 81559 MiB", "sm_90a")
+        self.assertFalse(r["pass"])
+        self.assertEqual(r["problems"], ["NVIDIA driver 570.133.20 is too old: the binaries are built with CUDA 13.0, whose PTX "
+                                         "needs driver 580 or newer (update the driver, or rebuild with an older CUDA)"])
+
+    def test_sm_90a_loads_on_hopper_only(self):
+        a100 = gpu_check.preflight("NVIDIA A100-SXM4-80GB, 580.82.07, 8.0, 81920 MiB", "sm_90a")
+        self.assertFalse(a100["pass"])
+        self.assertIn("NVIDIA A100-SXM4-80GB is Ampere (A100, A30), but the kernels are built for sm_90a (Hopper (H100, H200) only)", a100["problems"][0])
+        self.assertIn("scripts/build-cuda.sh --arch sm_80", a100["problems"][0])
+        b200 = gpu_check.preflight("NVIDIA B200, 580.82.07, 10.0, 183359 MiB", "sm_90a")
+        self.assertIn("--arch sm_100a", b200["problems"][0])
+        # Plain PTX is compiled by the driver for newer GPUs.
+        self.assertTrue(gpu_check.preflight("NVIDIA H200, 580.65.06, 9.0, 143771 MiB", "sm_80")["pass"])
+        self.assertFalse(gpu_check.preflight("Tesla T4, 580.65.06, 7.5, 15360 MiB", "sm_80")["pass"])
+
+    def test_unreadable_answers_are_errors(self):
+        with self.assertRaisesRegex(gpu_check.CheckError, "cannot read nvidia-smi's answer"):
+            gpu_check.preflight("No devices were found", "sm_90a")
+        with self.assertRaisesRegex(gpu_check.CheckError, "not of the form sm_90a"):
+            gpu_check.preflight("NVIDIA H200, 580.65.06, 9.0, 1 MiB", "90")
+        r = gpu_check.preflight("NVIDIA H200, 580.65.06, [N/A], 1 MiB", "sm_90a")
+        self.assertIn("no compute capability", r["problems"][0])
+
+
+LIBTEST_OK = """
+running 7 tests
+test fused::tests::a_bias_of_the_wrong_width_is_an_error ... ok
+test fused::tests::half_precision_on_cuda_rounds_only_the_result ... ok
+test fused::tests::keeps_the_shape ... ok
+test fused::tests::matches_the_unfused_ops_within_1e_5 ... ok
+test fused::tests::matches_the_unfused_ops_within_1e_5_on_cuda ... ok
+test fused::tests::saturates_like_gelu ... ok
+test tests::other ... ok
+
+test result: ok. 7 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 1.52s
+"""
+
+
+class RustTests(unittest.TestCase):
+    def test_all_passed_on_cuda(self):
+        r = gpu_check.rust_tests(LIBTEST_OK)
+        self.assertTrue(r["pass"], r["problems"])
+        self.assertEqual((r["passed"], r["failed"]), (7, 0))
+        self.assertIn("fused::tests::matches_the_unfused_ops_within_1e_5_on_cuda", r["tests"])
+
+    def test_a_cuda_test_that_found_no_gpu_is_a_failure_though_libtest_says_ok(self):
+        log = LIBTEST_OK.replace(
+            "test fused::tests::half_precision_on_cuda_rounds_only_the_result ... ok",
+            "test fused::tests::half_precision_on_cuda_rounds_only_the_result ... half_precision_on_cuda_rounds_only_the_result: "
+            "SKIPPED on CUDA, CUDA was not available (no device); only the CPU op was checked\nok")
+        r = gpu_check.rust_tests(log)
+        self.assertFalse(r["pass"])
+        self.assertEqual(r["problems"], ["half_precision_on_cuda_rounds_only_the_result skipped its CUDA part (no GPU answered)"])
+
+    def test_failures_a_crash_and_a_cpu_test_binary_fail(self):
+        failed = LIBTEST_OK.replace("_on_cuda ... ok", "_on_cuda ... FAILED").replace("ok. 7 passed; 0 failed", "FAILED. 6 passed; 1 failed")
+        self.assertEqual(gpu_check.rust_tests(failed)["problems"], ["1 test(s) failed"])
+        self.assertIn("did not finish", gpu_check.rust_tests("running 7 tests\nSegmentation fault")["problems"][0])
+        cpu_only = "\n".join(l for l in LIBTEST_OK.splitlines() if "_on_cuda" not in l).replace("7 passed", "5 passed")
+        self.assertEqual(gpu_check.rust_tests(cpu_only)["problems"], ["no *_on_cuda test ran: is this the --features cuda test binary?"])
+
+
+NCU_LOG = """==PROF== Connected to process 4242 (/tmp/gpu-check-bin/solution-5-tests)
+running 1 test
+==PROF== Profiling "fused_bias_gelu_f32" - 0: 0%....50%....100% - 9 passes
+test fused::tests::matches_the_unfused_ops_within_1e_5_on_cuda ... ok
+==PROF== Disconnected from process 4242
+"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"
+"0","4242","solution-5-tests","127.0.0.1","fused_bias_gelu_f32","1","13","(256, 1, 1)","(768, 1, 1)","0","9.0","Command line profiler metrics","dram__bytes.sum","byte","1,572,864"
+"0","4242","solution-5-tests","127.0.0.1","fused_bias_gelu_f32","1","13","(256, 1, 1)","(768, 1, 1)","0","9.0","Command line profiler metrics","gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed","%","21.5"
+"0","4242","solution-5-tests","127.0.0.1","fused_bias_gelu_f32","1","13","(256, 1, 1)","(768, 1, 1)","0","9.0","Command line profiler metrics","sm__warps_active.avg.pct_of_peak_sustained_active","%","61.25"
+"0","4242","solution-5-tests","127.0.0.1","fused_bias_gelu_f32","1","13","(256, 1, 1)","(768, 1, 1)","0","9.0","Command line profiler metrics","gpu__time_duration.sum","nsecond","4,128"
+"""
+
+
+class Ncu(unittest.TestCase):
+    # Made-up numbers in ncu's CSV layout: they test the parsing only.
+    def test_the_first_kernel_is_summarised_from_mixed_output(self):
+        r = gpu_check.ncu_summary(NCU_LOG)
+        self.assertEqual((r["kernel"], r["grid_size"], r["block_size"], r["cc"]), ("fused_bias_gelu_f32", "(768, 1, 1)", "(256, 1, 1)", "9.0"))
+        m = r["metrics"]
+        self.assertEqual(m["memory_throughput_pct_of_peak"], {"value": 21.5, "unit": "%"})
+        self.assertEqual(m["achieved_occupancy_pct"]["value"], 61.25)
+        self.assertEqual(m["dram_bytes"]["value"], 1572864.0)
+        self.assertEqual(m["duration"], {"value": 4128.0, "unit": "nsecond"})
+
+    def test_no_table_says_why(self):
+        with self.assertRaisesRegex(gpu_check.CheckError, "ERR_NVGPUCTRPERM"):
+            gpu_check.ncu_summary("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU Performance Counters")
+        header = NCU_LOG.splitlines()[5]
+        with self.assertRaisesRegex(gpu_check.CheckError, "no rows"):
+            gpu_check.ncu_summary(header + "\n")
+        only_dram = "\n".join(NCU_LOG.splitlines()[:7])
+        with self.assertRaisesRegex(gpu_check.CheckError, "lacks memory_throughput_pct_of_peak, achieved_occupancy_pct"):
+            gpu_check.ncu_summary(only_dram)
+
+
+class Archive(unittest.TestCase):
+    def test_the_folder_ends_with_the_json_and_one_archive_of_the_rest(self):
+        with tempfile.TemporaryDirectory() as d:
+            Assemble().work(d)
+            write(os.path.join(d, gpu_check.RESULT_NAME), {"passed": True})
+            before = sorted(os.path.relpath(os.path.join(root, f), d) for root, _, files in os.walk(d) for f in files)
+            members = gpu_check.archive(d)
+            self.assertEqual(sorted(os.listdir(d)), [gpu_check.ARCHIVE_NAME, gpu_check.RESULT_NAME])
+            with tarfile.open(os.path.join(d, gpu_check.ARCHIVE_NAME)) as tar:
+                files = sorted(m.name for m in tar.getmembers() if m.isfile())
+                self.assertIn("logs/profile-events.log", members)
+                self.assertEqual(files, [f for f in before if f != gpu_check.RESULT_NAME])
+                self.assertTrue(tar.extractfile("logs/profile-events.log").read().startswith(b"Name  Self CUDA %"))
+
+
+def run_script(*args, env=None):
+    full_env = dict(os.environ, **(env or {}))
+    return subprocess.run(["bash", SCRIPT, *args], capture_output=True, text=True, env=full_env, timeout=120)
+
+
+def fake_binary(path, body="echo fake"):
+    with open(path, "w") as f:
+        f.write(f"#!/bin/sh\n{body}\n")
+    os.chmod(path, 0o755)
+
+
+class Bundle(unittest.TestCase):
+    def test_pack_carries_solution_5_and_its_cuda_tests_and_says_the_size(self):
+        with tempfile.TemporaryDirectory() as d:
+            bins, pack = os.path.join(d, "bin"), os.path.join(d, "bundle")
+            os.makedirs(bins)
+            for name in ("gpt2", "solution-3", "course", "exercise-3", "solution-5", "solution-5-tests"):
+                fake_binary(os.path.join(bins, name), f"echo {name}")
+            with open(os.path.join(bins, "cuda-build.txt"), "w") as f:
+                f.write("arch=sm_90a\n")
+            run = run_script("--pack", pack, "--bin-dir", bins, env={"GPU_CHECK_CPU_BUILD": os.path.join(d, "none")})
+            self.assertEqual(run.returncode, 0, run.stderr)
+            record = gpu_check.read_json(os.path.join(pack, "bundle.json"), "the bundle listing")
+            self.assertEqual(sorted(record["files"]), ["course.xz", "cuda-build.txt", "exercise-3.xz", "gpt2.xz", "solution-3.xz",
+                                                       "solution-5-tests.xz", "solution-5.xz"])
+            self.assertEqual(record["bundle_bytes"], sum(os.path.getsize(os.path.join(pack, n)) for n in record["files"]))
+            self.assertTrue(record["fits"])
+            self.assertIn("solution-5-tests.xz", run.stdout)
+            self.assertRegex(run.stdout, r"bundle +\d+\.\d MiB")
+
+    def test_pack_refuses_a_build_without_exercise_5s_test_binary(self):
+        with tempfile.TemporaryDirectory() as d:
+            bins = os.path.join(d, "bin")
+            os.makedirs(bins)
+            for name in ("gpt2", "solution-3", "course", "solution-5"):
+                fake_binary(os.path.join(bins, name))
+            run = run_script("--pack", os.path.join(d, "bundle"), "--bin-dir", bins, env={"GPU_CHECK_CPU_BUILD": os.path.join(d, "none")})
+            self.assertEqual(run.returncode, 2)
+            self.assertIn("solution-5-tests", run.stderr)
+
+    def test_an_oversized_bundle_is_refused(self):
+        with tempfile.TemporaryDirectory() as d:
+            for name in gpu_check.BUNDLE_REQUIRED:
+                with open(os.path.join(d, name), "wb") as f:
+                    f.write(b"x" * 1024)
+            self.assertEqual(gpu_check.bundle(d, 0)["bundle_bytes"], 5 * 1024)
+            with self.assertRaisesRegex(gpu_check.CheckError, "over the 64.0 MiB a device machine carries"):
+                gpu_check.bundle(d, gpu_check.CARRY_LIMIT_BYTES - 1024)
+            os.remove(os.path.join(d, "solution-5-tests.xz"))
+            with self.assertRaisesRegex(gpu_check.CheckError, "solution-5-tests.xz missing"):
+                gpu_check.bundle(d, 0)
+
+
+class OutLayout(unittest.TestCase):
+    def test_a_preflight_failure_still_ends_with_the_json_and_the_archive_holding_the_diagnostics(self):
+        with tempfile.TemporaryDirectory() as d:
+            bins, out = os.path.join(d, "bin"), os.path.join(d, "out")
+            os.makedirs(bins)
+            fake_binary(os.path.join(bins, "gpt2"), "echo 'error: this gpt2 cannot start' >&2; exit 3")
+            run = run_script("--device", "cpu", "--bin-dir", bins, "--out", out, "--no-torch")
+            self.assertEqual(run.returncode, 2, run.stderr)
+            self.assertEqual(sorted(os.listdir(out)), [gpu_check.ARCHIVE_NAME, gpu_check.RESULT_NAME])
+            result = gpu_check.read_json(os.path.join(out, gpu_check.RESULT_NAME), "the result")
+            self.assertFalse(result["passed"])
+            self.assertIn("error: this gpt2 cannot start", " ".join(result["failures"]))
+            with tarfile.open(os.path.join(out, gpu_check.ARCHIVE_NAME)) as tar:
+                names = tar.getnames()
+                self.assertIn("logs/preflight.log", names)
+                diagnostics = tar.extractfile("logs/preflight-diagnostics.log").read().decode()
+            for part in ("ldd " + os.path.join(bins, "gpt2"), "LD_LIBRARY_PATH=", "nvidia-smi"):
+                self.assertIn(part, diagnostics)
+            # A second run into the same folder clears the first one's files.
+            again = run_script("--device", "cpu", "--bin-dir", bins, "--out", out, "--no-torch")
+            self.assertEqual(again.returncode, 2, again.stderr)
+            self.assertEqual(sorted(os.listdir(out)), [gpu_check.ARCHIVE_NAME, gpu_check.RESULT_NAME])
+
+    def test_a_folder_of_other_files_is_refused(self):
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "precious.txt"), "w") as f:
+                f.write("keep me")
+            run = run_script("--device", "cpu", "--bin-dir", d, "--out", d)
+            self.assertEqual(run.returncode, 2)
+            self.assertIn("is not empty and holds no earlier gpu-check run", run.stderr)
+            self.assertTrue(os.path.exists(os.path.join(d, "precious.txt")))
 
 
 if __name__ == "__main__":
