@@ -7,7 +7,7 @@
 use std::time::Instant;
 
 use candle_core::{Device, Tensor};
-use gpt2::{packed_matmul, skinny_matmul};
+use gpt2::cpu::{packed_matmul, skinny_matmul, KernelPath};
 
 fn main() -> candle_core::Result<()> {
     let dev = Device::Cpu;
@@ -16,7 +16,7 @@ fn main() -> candle_core::Result<()> {
     println!("{:<12} {:>4} {:>9} {:>9} {:>9} {:>8} {:>8}", "matrix", "M", "gemm ms", "skinny ms", "packed ms", "gemm GF", "pack GF");
     for (name, k, n) in [("c_attn", 768, 2304), ("attn.c_proj", 768, 768), ("c_fc", 768, 3072), ("mlp.c_proj", 3072, 768), ("lm_head", 768, 50257)] {
         let w = Tensor::randn(0f32, 0.02, (n, k), &dev)?;
-        let packed = packed_matmul::available().then(|| packed_matmul::PackedWeight::pack(&w)).transpose()?;
+        let packed = KernelPath::Avx512.is_supported().then(|| packed_matmul::PackedWeight::pack(&w)).transpose()?;
         for &m in &ms {
             let x = Tensor::randn(0f32, 1.0, (m, k), &dev)?;
             let mut times = [Vec::new(), Vec::new(), Vec::new()];

@@ -28,6 +28,9 @@ pub struct Report {
     pub threads: usize,
     pub device: String,
     pub dtype: String,
+    /// The CPU kernel path (`avx512`, `avx2`, `portable`), or `cuda`.
+    #[serde(default)]
+    pub kernels: String,
     pub synthetic_weights: bool,
     pub results: Vec<CaseResult>,
     /// Memory read bandwidth measured on this machine, and the decode floor it implies

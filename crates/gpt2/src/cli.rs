@@ -2,6 +2,7 @@
 
 use candle_core::DType;
 
+use crate::cpu::KernelPath;
 use crate::device::{parse_dtype, DeviceChoice};
 use crate::error::Result;
 use crate::model::Model;
@@ -43,5 +44,38 @@ impl ModelArgs {
         let model = weights::load(&checkpoint, &device, self.dtype)?;
         let tokenizer = weights::load_tokenizer(&checkpoint)?;
         Ok(Loaded { model, tokenizer, checkpoint })
+    }
+}
+
+/// `--kernels`: which CPU kernel path a command runs (see `gpt2::cpu`), shared by `gpt2 bench`
+/// and `gpt2 profile`.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct KernelArgs {
+    /// CPU kernels: `avx512` (packed AVX-512 matmul), `avx2` (AVX2 skinny matmul and
+    /// candle's gemm), `portable` (candle's own ops only, as on a CPU without AVX2), or
+    /// `auto` (the widest this CPU supports) [default: $GPT2_CPU_KERNELS, else auto].
+    #[arg(long, value_name = "auto|avx512|avx2|portable", value_parser = parse_kernels)]
+    pub kernels: Option<Kernels>,
+}
+
+/// A `--kernels` value: `auto` or one path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Kernels(pub Option<KernelPath>);
+
+fn parse_kernels(s: &str) -> std::result::Result<Kernels, String> {
+    KernelPath::parse(s).map(Kernels)
+}
+
+impl KernelArgs {
+    /// Makes the flag's path the run's (before the model loads: weights are laid out for it)
+    /// and returns the path the run takes; without the flag, `GPT2_CPU_KERNELS` decides.
+    pub fn apply(&self) -> Result<KernelPath> {
+        match self.kernels {
+            Some(Kernels(path)) => {
+                KernelPath::force(path.unwrap_or_else(KernelPath::widest))?;
+                Ok(KernelPath::selected())
+            }
+            None => KernelPath::configured(),
+        }
     }
 }

@@ -1,15 +1,18 @@
 //! GPT-2's dense layers and the memory layout of their weights.
 //!
 //! The checkpoint stores `Conv1D` weights as (in, out). That is a storage format, not a
-//! requirement; each weight is laid out once, at load time, the way its device multiplies
-//! fastest:
-//! - CPUs with AVX-512: packed into column panels for our own kernel (`packed_matmul`), which
-//!   runs every GPT-2 product, from a one-row decode step to a 128-token prefill, 1.2–3× faster
-//!   than candle's gemm on the development machine;
-//! - other CPUs: (out, in), so that a product with 1–16 rows of activations (decode steps)
-//!   runs through the AVX2 skinny kernel (`skinny_matmul`) and larger ones through candle's
-//!   gemm with a transposed view;
+//! requirement; each weight is laid out once, at load time, the way its device (and on the
+//! CPU, the run's kernel path, `cpu::KernelPath`) multiplies fastest:
+//! - the `avx512` path: packed into column panels for our own kernel (`cpu::packed_matmul`),
+//!   which runs every GPT-2 product, from a one-row decode step to a 128-token prefill,
+//!   1.2–3× faster than candle's gemm on the development machine;
+//! - the `avx2` path: (out, in), so that a product with 1–16 rows of activations (decode
+//!   steps) runs through the AVX2 skinny kernel (`cpu::skinny_matmul`) and larger ones through
+//!   candle's gemm with a transposed view;
+//! - the `portable` path: (out, in) too, every product through candle's gemm;
 //! - CUDA: the checkpoint's (in, out), which cuBLAS reads at full speed.
+//!
+//! Each product's profiler row is tagged with the kernel that ran (`ops::label`).
 //!
 //! `gpt2 bench --layouts` times every GPT-2 weight shape in each layout at M = 1, 8, 16 and 128
 //! to check those choices on the machine at hand.
@@ -17,10 +20,10 @@
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
 
+use crate::cpu::packed_matmul::PackedWeight;
+use crate::cpu::{skinny_matmul, KernelPath};
 use crate::error::Result;
-use crate::kernels;
-use crate::packed_matmul::{self, PackedWeight};
-use crate::skinny_matmul;
+use crate::ops::{self, label};
 use crate::work;
 
 /// How a weight of logical shape (in, out) is held in memory.
@@ -39,11 +42,20 @@ impl Layout {
     pub fn for_device(device: &Device, dtype: DType) -> Self {
         if device.is_cuda() {
             Layout::InOut
-        } else if packed_matmul::runs_on(device, dtype) {
+        } else if KernelPath::selected() == KernelPath::Avx512 && dtype == DType::F32 {
             Layout::Packed
         } else {
             Layout::OutIn
         }
+    }
+
+    /// [`Layout::for_device`] for a weight being loaded: where `GPT2_CPU_KERNELS` names a path
+    /// this CPU cannot run, loading stops with that error instead of running another path.
+    fn at_load(device: &Device, dtype: DType) -> Result<Self> {
+        if device.is_cpu() {
+            KernelPath::configured()?;
+        }
+        Ok(Self::for_device(device, dtype))
     }
 }
 
@@ -79,13 +91,13 @@ impl Linear {
     pub fn load(vb: VarBuilder, in_dim: usize, out_dim: usize) -> Result<Self> {
         let stored = vb.get((in_dim, out_dim), "weight")?;
         let bias = vb.get(out_dim, "bias")?;
-        let layout = Layout::for_device(vb.device(), stored.dtype());
+        let layout = Layout::at_load(vb.device(), stored.dtype())?;
         Self::with_layout(stored, Some(bias), layout)
     }
 
     /// The output head, tied to the token embedding `wte` (vocab, n_embd) = (out, in).
     pub fn tied(wte: Tensor) -> Result<Self> {
-        let weight = match Layout::for_device(wte.device(), wte.dtype()) {
+        let weight = match Layout::at_load(wte.device(), wte.dtype())? {
             Layout::Packed => Weight::Packed(PackedWeight::pack(&wte)?),
             // wte is already (out, in): on CUDA too, where cuBLAS takes the transposed view.
             Layout::InOut | Layout::OutIn => Weight::OutIn(wte),
@@ -114,51 +126,39 @@ impl Linear {
         // Output features: the columns of an (in, out) weight, the rows of the others.
         let n = if let Weight::InOut(_) = self.weight { cols } else { rows };
         let (flops, bytes) = work::matmul(1, m, k, n, x.dtype().size_in_bytes());
-        let _s = profiler::op_shapes(self.op_name, &[x.dims(), &[rows, cols]]).with_work(flops, bytes);
+        // (out, in) weights take the skinny kernel where it applies, unless the path is candle's only.
+        let skinny = matches!(&self.weight, Weight::OutIn(w) if KernelPath::selected() != KernelPath::Portable && skinny_matmul::applies(x, w));
+        let kernel = match self.weight {
+            Weight::Packed(_) => label::PACKED_AVX512,
+            _ if skinny => label::SKINNY_AVX2,
+            _ => label::gemm(x.device()),
+        };
+        let _s = profiler::op_shapes(self.op_name, &[x.dims(), &[rows, cols]]).with_work(flops, bytes).with_kernel(kernel);
         Ok(match &self.weight {
             Weight::Packed(w) => w.matmul(x)?,
-            Weight::OutIn(w) if skinny_matmul::applies(x, w) => skinny_matmul::matmul(x, w)?,
+            Weight::OutIn(w) if skinny => skinny_matmul::matmul(x, w)?,
             Weight::OutIn(w) => x.matmul(&w.t()?)?,
             Weight::InOut(w) => x.matmul(w)?,
         })
     }
 
-    /// Adds the bias to a fresh product `h` (in place on the CPU, where candle's broadcast
-    /// add is a slow single-threaded pass; candle's op elsewhere).
+    /// Adds the bias to a fresh product `h`.
     pub fn add_bias(&self, h: Tensor) -> Result<Tensor> {
-        let Some(b) = &self.bias else { return Ok(h) };
-        let (flops, bytes) = work::elementwise(h.elem_count(), 1, 1, b.elem_count(), h.dtype().size_in_bytes());
-        let _s = profiler::op_shapes("bias_add", &[h.dims()]).with_work(flops, bytes);
-        if h.device().is_cpu() {
-            kernels::bias_add_(&h, b)?;
-            Ok(h)
-        } else {
-            Ok(h.broadcast_add(b)?)
+        match &self.bias {
+            Some(b) => ops::bias_add(h, b),
+            None => Ok(h),
         }
     }
 
-    /// `h + bias + residual` for a fresh product `h`: one fused pass on the CPU.
+    /// `h + bias + residual` for a fresh product `h` (one fused pass on the CPU).
     pub fn add_bias_and_residual(&self, h: Tensor, residual: &Tensor) -> Result<Tensor> {
-        let Some(b) = &self.bias else { return residual_add(&h, residual) };
-        if h.device().is_cpu() {
-            let (flops, bytes) = work::elementwise(h.elem_count(), 2, 2, b.elem_count(), h.dtype().size_in_bytes());
-            let _s = profiler::op_shapes("bias_residual_add", &[h.dims(), residual.dims()]).with_work(flops, bytes);
-            kernels::bias_residual_(&h, b, residual)?;
-            Ok(h)
-        } else {
-            let h = self.add_bias(h)?;
-            residual_add(&h, residual)
+        match &self.bias {
+            Some(b) => ops::bias_residual_add(h, b, residual),
+            None => ops::residual_add(&h, residual),
         }
     }
 
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
         self.add_bias(self.matmul(x)?)
     }
-}
-
-/// The stock residual connection, `x + y`.
-pub fn residual_add(x: &Tensor, y: &Tensor) -> Result<Tensor> {
-    let (flops, bytes) = work::elementwise(x.elem_count(), 1, 2, 0, x.dtype().size_in_bytes());
-    let _s = profiler::op_shapes("residual_add", &[x.dims(), y.dims()]).with_work(flops, bytes);
-    Ok((x + y)?)
 }

@@ -140,6 +140,8 @@ struct BenchArgs {
     #[arg(long)]
     layouts: bool,
     #[command(flatten)]
+    kernels: gpt2::cli::KernelArgs,
+    #[command(flatten)]
     model: ModelArgs,
 }
 
@@ -220,6 +222,7 @@ fn logits(args: LogitsArgs) -> Result<()> {
 }
 
 fn bench_cmd(args: BenchArgs) -> Result<()> {
+    args.kernels.apply()?;
     let loaded = args.model.load()?;
     let model = &loaded.model;
     let device = model.device().clone();
@@ -254,12 +257,13 @@ fn bench_cmd(args: BenchArgs) -> Result<()> {
         threads,
         device: format!("{:?}", device.location()),
         dtype: format!("{:?}", model.dtype()).to_lowercase(),
+        kernels: gpt2::cpu::run_kernels(&device).to_string(),
         synthetic_weights: loaded.checkpoint.synthetic,
         results,
         memory_read_gb_per_s: bandwidth,
         decode_floor_ms: floor,
     };
-    println!("gpt2 bench: {} threads, {}, {}{}", report.threads, report.device, report.dtype, if report.synthetic_weights { ", synthetic weights" } else { "" });
+    println!("gpt2 bench: {} threads, {}, {}, {} kernels{}", report.threads, report.device, report.dtype, report.kernels, if report.synthetic_weights { ", synthetic weights" } else { "" });
     println!("{:<20} {:>11} {:>11} {:>11}", "case", "median ms", "min ms", "max ms");
     for r in &report.results {
         println!("{:<20} {:>11.2} {:>11.2} {:>11.2}", r.name, r.median_ms, r.min_ms, r.max_ms);

@@ -105,3 +105,47 @@ fn ragged_rows_are_refused() {
     let err = model.forward(&[vec![1, 2, 3], vec![1, 2]], &mut model.new_cache(2, 3), Logits::LastPosition).unwrap_err().to_string();
     assert!(err.contains("row 1 has 2 ids"), "{err}");
 }
+
+/// `gpt2 logits` on the tiny fixture with `GPT2_CPU_KERNELS` and extra flags.
+fn logits_with_kernels(env: &str, extra: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_gpt2"))
+        .args(["logits", "--ids", "1,2", "--device", "cpu", "--model"])
+        .arg(fixture_dir())
+        .args(extra)
+        .env("GPT2_CPU_KERNELS", env)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_kernel_path_that_is_not_one_is_named_with_the_choices() {
+    let run = logits_with_kernels("sse9", &[]);
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert!(!run.status.success());
+    assert!(err.contains("GPT2_CPU_KERNELS") && err.contains("sse9") && err.contains("avx2") && err.contains("portable"), "{err}");
+    // A path that every CPU has, in any case, runs.
+    let run = logits_with_kernels("Portable", &[]);
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+}
+
+#[test]
+fn a_kernel_path_the_cpu_lacks_is_refused_with_what_it_has() {
+    let Some(missing) = gpt2::cpu::KernelPath::ALL.into_iter().find(|p| !p.is_supported()) else {
+        // Every path runs here; the message itself is checked in `gpt2::cpu`'s tests.
+        let run = logits_with_kernels("avx512", &[]);
+        assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+        return;
+    };
+    let run = logits_with_kernels(missing.name(), &[]);
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert!(!run.status.success());
+    assert!(err.contains(&format!("GPT2_CPU_KERNELS={}", missing.name())) && err.contains("it supports"), "{err}");
+}
+
+#[test]
+fn a_bad_kernels_flag_is_refused_before_anything_loads() {
+    let run = std::process::Command::new(env!("CARGO_BIN_EXE_gpt2")).args(["bench", "--kernels", "sse9", "--model", "synthetic"]).output().unwrap();
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert!(!run.status.success());
+    assert!(err.contains("--kernels") && err.contains("sse9") && err.contains("portable"), "{err}");
+}

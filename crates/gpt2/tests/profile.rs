@@ -46,7 +46,7 @@ fn the_table_reads_by_op_and_by_module() {
     let p = ForwardProfile { batch: 2, seq: 5, warmup: 1, active: 2, ..ForwardProfile::default() };
     let profile = profile_forward(&model, &p).unwrap();
     let ops = names(View::Op, &profile);
-    for op in ["embedding", "layer_norm", "matmul", "bias_add", "attn_qk", "mask", "softmax", "attn_v", "gelu", "bias_residual_add", "lm_head"] {
+    for op in ["embedding", "layer_norm", "matmul", "bias_add", "attn_qk", "mask_build", "mask_apply", "softmax", "attn_v", "gelu", "bias_residual_add", "lm_head"] {
         assert!(ops.iter().any(|n| n == op), "op {op} missing from {ops:?}");
     }
     let modules = names(View::Module, &profile);

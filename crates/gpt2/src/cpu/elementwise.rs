@@ -4,30 +4,17 @@
 //! allocating a fresh output and (for the broadcast) walking it element by element on one
 //! thread; on GPT-2 small at T=128 they cost more than a quarter of the forward pass. These
 //! kernels do the same arithmetic in one pass over the freshly computed matmul output,
-//! in place, split across threads. On other devices the callers use candle's own ops.
+//! in place, split across threads. Each takes the [`KernelPath`] whose instructions it is
+//! compiled for; `crate::ops` calls them on the `avx512` and `avx2` paths and candle's own ops
+//! elsewhere (the `portable` path, CUDA).
 
 use candle_core::{CpuStorage, Layout, Result, Tensor};
 use rayon::prelude::*;
 
+use super::{f32_slice as slice, KernelPath};
+
 /// Below this many elements a single thread is faster than waking the pool.
 const PARALLEL_MIN: usize = 1 << 15;
-
-/// The contiguous f32 slice a layout views, or an error naming the op.
-fn slice<'a>(s: &'a CpuStorage, l: &Layout, op: &str) -> Result<&'a [f32]> {
-    match (s, l.contiguous_offsets()) {
-        (CpuStorage::F32(v), Some((a, b))) => Ok(&v[a..b]),
-        _ => candle_core::bail!("{op}: expects a contiguous f32 tensor"),
-    }
-}
-
-/// The contiguous f32 values a CPU tensor's storage holds for `layout` (the kernels of
-/// `packed_matmul` and `skinny_matmul` read their operands through this too).
-pub(crate) fn cpu_f32<'a>(storage: &'a candle_core::Storage, layout: &Layout, op: &str) -> Result<&'a [f32]> {
-    match storage {
-        candle_core::Storage::Cpu(cpu) => slice(cpu, layout, op),
-        _ => candle_core::bail!("{op}: expects a tensor on the CPU"),
-    }
-}
 
 fn slice_mut<'a>(s: &'a mut CpuStorage, l: &Layout, op: &str) -> Result<&'a mut [f32]> {
     match (s, l.contiguous_offsets()) {
@@ -37,12 +24,13 @@ fn slice_mut<'a>(s: &'a mut CpuStorage, l: &Layout, op: &str) -> Result<&'a mut 
 }
 
 /// Applies `f(row, row_index)` to each row of width `width`, on several threads when the
-/// tensor is large enough to pay for it, with `f` compiled for the widest vectors the CPU has.
-fn for_rows(data: &mut [f32], width: usize, f: impl Fn(&mut [f32], usize) + Sync) {
-    // Dispatched row by row: the body handed to `widest` must be inlined into its wide copy
-    // whole, and library loops around `f` (chunk iterators, rayon) are not always inlined.
+/// tensor is large enough to pay for it, with `f` compiled for `path`'s vectors.
+fn for_rows(path: KernelPath, data: &mut [f32], width: usize, f: impl Fn(&mut [f32], usize) + Sync) {
+    // Dispatched row by row: the body handed to `compiled_for` must be inlined into its wide
+    // copy whole, and library loops around `f` (chunk iterators, rayon) are not always inlined.
     let row = |(i, row): (usize, &mut [f32])| {
-        widest(
+        compiled_for(
+            path,
             #[inline(always)]
             || f(row, i),
         )
@@ -54,13 +42,14 @@ fn for_rows(data: &mut [f32], width: usize, f: impl Fn(&mut [f32], usize) + Sync
     }
 }
 
-/// Runs `f` compiled for AVX-512, or AVX2 with FMA, when the CPU has them. The crate is built
-/// for baseline x86-64 (every learner's machine runs it), where loops vectorise four floats
-/// wide; `f` is inlined into a copy of this function built for the wider vectors, so the same
-/// loops run 8 or 16 wide (the softmax of a 128-token prefill: 0.55 ms a layer on one thread
-/// with SSE2, see `softmax_matches_candles` for the figures).
+/// Runs `f` compiled for AVX-512 or for AVX2 with FMA, as `path` says, or for the baseline
+/// (`Portable`). The crate is built for baseline x86-64 (every learner's machine runs it),
+/// where loops vectorise four floats wide; `f` is inlined into a copy of this function built
+/// for the wider vectors, so the same loops run 8 or 16 wide (the softmax of a 128-token
+/// prefill: 0.55 ms a layer on one thread with SSE2, see `softmax_matches_candles` for the
+/// figures). A path the CPU lacks runs the baseline copy.
 #[inline(always)]
-fn widest<R>(f: impl FnOnce() -> R) -> R {
+fn compiled_for<R>(path: KernelPath, f: impl FnOnce() -> R) -> R {
     #[cfg(target_arch = "x86_64")]
     {
         #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
@@ -71,20 +60,23 @@ fn widest<R>(f: impl FnOnce() -> R) -> R {
         unsafe fn avx2<R>(f: impl FnOnce() -> R) -> R {
             f()
         }
-        if std::arch::is_x86_feature_detected!("avx512f") && std::arch::is_x86_feature_detected!("avx512dq") {
+        match path {
             // SAFETY: the CPU has the features the copy was built for.
-            return unsafe { avx512(f) };
-        }
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+            KernelPath::Avx512 if path.is_supported() => return unsafe { avx512(f) },
             // SAFETY: as above.
-            return unsafe { avx2(f) };
+            KernelPath::Avx2 if path.is_supported() => return unsafe { avx2(f) },
+            _ => {}
         }
     }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = path;
     f()
 }
 
 /// `h += bias`, row by row.
-struct BiasAdd;
+struct BiasAdd {
+    path: KernelPath,
+}
 
 impl candle_core::InplaceOp2 for BiasAdd {
     fn name(&self) -> &'static str {
@@ -94,6 +86,7 @@ impl candle_core::InplaceOp2 for BiasAdd {
         let bias = slice(s2, l2, self.name())?;
         let h = slice_mut(s1, l1, self.name())?;
         for_rows(
+            self.path,
             h,
             bias.len(),
             #[inline(always)]
@@ -104,7 +97,9 @@ impl candle_core::InplaceOp2 for BiasAdd {
 }
 
 /// `h = gelu_tanh(h + bias)`: GPT-2's MLP activation fused with the bias before it.
-struct BiasGelu;
+struct BiasGelu {
+    path: KernelPath,
+}
 
 impl candle_core::InplaceOp2 for BiasGelu {
     fn name(&self) -> &'static str {
@@ -114,6 +109,7 @@ impl candle_core::InplaceOp2 for BiasGelu {
         let bias = slice(s2, l2, self.name())?;
         let h = slice_mut(s1, l1, self.name())?;
         for_rows(
+            self.path,
             h,
             bias.len(),
             #[inline(always)]
@@ -124,7 +120,9 @@ impl candle_core::InplaceOp2 for BiasGelu {
 }
 
 /// `h = h + bias + residual`: a projection's bias fused with the residual add after it.
-struct BiasResidual;
+struct BiasResidual {
+    path: KernelPath,
+}
 
 impl candle_core::InplaceOp3 for BiasResidual {
     fn name(&self) -> &'static str {
@@ -139,6 +137,7 @@ impl candle_core::InplaceOp3 for BiasResidual {
         }
         let width = bias.len();
         for_rows(
+            self.path,
             h,
             width,
             #[inline(always)]
@@ -154,7 +153,9 @@ impl candle_core::InplaceOp3 for BiasResidual {
 /// Softmax over the last dimension, in place. Candle's CPU softmax calls libm's `exp` once per
 /// value; at a 128-token prefill (12 heads × 128 × 128 scores a layer) that took 1.1 ms a layer,
 /// as long as the two attention products together.
-struct SoftmaxLastDim;
+struct SoftmaxLastDim {
+    path: KernelPath,
+}
 
 impl candle_core::InplaceOp1 for SoftmaxLastDim {
     fn name(&self) -> &'static str {
@@ -165,6 +166,7 @@ impl candle_core::InplaceOp1 for SoftmaxLastDim {
         let h = slice_mut(s, l, self.name())?;
         if width > 0 {
             for_rows(
+                self.path,
                 h,
                 width,
                 #[inline(always)]
@@ -204,14 +206,15 @@ fn softmax_row(row: &mut [f32]) {
 }
 
 /// Softmax over the last dimension of `h`, in place (contiguous f32 on the CPU).
-pub fn softmax_last_dim_(h: &Tensor) -> Result<()> {
-    h.inplace_op1(&SoftmaxLastDim)
+pub fn softmax_last_dim_(h: &Tensor, path: KernelPath) -> Result<()> {
+    h.inplace_op1(&SoftmaxLastDim { path })
 }
 
 /// Attention scores `[batch, heads, queries, keys]` set to `value` where the mask
 /// `[batch, 1, queries, keys]` (u8, shared by the heads) is non-zero.
 struct MaskFill {
     value: f32,
+    path: KernelPath,
 }
 
 impl candle_core::InplaceOp2 for MaskFill {
@@ -231,6 +234,7 @@ impl candle_core::InplaceOp2 for MaskFill {
         let value = self.value;
         if keys > 0 {
             for_rows(
+                self.path,
                 scores,
                 keys,
                 #[inline(always)]
@@ -252,13 +256,14 @@ impl candle_core::InplaceOp2 for MaskFill {
 /// Sets `scores` (`[batch, heads, queries, keys]`, contiguous f32 on the CPU) to `value` where
 /// `mask` (`[batch, 1, queries, keys]`, u8) is non-zero, in place: candle's `where_cond`
 /// broadcasts the mask and writes a fresh tensor.
-pub fn mask_fill_(scores: &Tensor, mask: &Tensor, value: f32) -> Result<()> {
-    scores.inplace_op2(mask, &MaskFill { value })
+pub fn mask_fill_(scores: &Tensor, mask: &Tensor, value: f32, path: KernelPath) -> Result<()> {
+    scores.inplace_op2(mask, &MaskFill { value, path })
 }
 
 /// LayerNorm over each row, in place: `(x − mean) / √(var + eps) · weight + bias`.
 struct LayerNormRows {
     eps: f32,
+    path: KernelPath,
 }
 
 impl candle_core::InplaceOp3 for LayerNormRows {
@@ -274,6 +279,7 @@ impl candle_core::InplaceOp3 for LayerNormRows {
         }
         let eps = self.eps;
         for_rows(
+            self.path,
             h,
             weight.len(),
             #[inline(always)]
@@ -302,25 +308,25 @@ fn lane_sum(values: &[f32], f: impl Fn(f32) -> f32) -> f32 {
 
 /// LayerNorm of each row of `x` (contiguous f32 on the CPU) into a new tensor. Candle's
 /// CPU layer norm sums each row one value at a time; this one sums 16 lanes at once.
-pub fn layer_norm(x: &Tensor, weight: &Tensor, bias: &Tensor, eps: f32) -> Result<Tensor> {
+pub fn layer_norm(x: &Tensor, weight: &Tensor, bias: &Tensor, eps: f32, path: KernelPath) -> Result<Tensor> {
     let y = x.copy()?;
-    y.inplace_op3(weight, bias, &LayerNormRows { eps })?;
+    y.inplace_op3(weight, bias, &LayerNormRows { eps, path })?;
     Ok(y)
 }
 
 /// `h += bias` in place (`h` is `[tokens, width]`, contiguous f32 on the CPU).
-pub fn bias_add_(h: &Tensor, bias: &Tensor) -> Result<()> {
-    h.inplace_op2(bias, &BiasAdd)
+pub fn bias_add_(h: &Tensor, bias: &Tensor, path: KernelPath) -> Result<()> {
+    h.inplace_op2(bias, &BiasAdd { path })
 }
 
 /// `h = gelu_tanh(h + bias)` in place.
-pub fn bias_gelu_(h: &Tensor, bias: &Tensor) -> Result<()> {
-    h.inplace_op2(bias, &BiasGelu)
+pub fn bias_gelu_(h: &Tensor, bias: &Tensor, path: KernelPath) -> Result<()> {
+    h.inplace_op2(bias, &BiasGelu { path })
 }
 
 /// `h += bias + residual` in place.
-pub fn bias_residual_(h: &Tensor, bias: &Tensor, residual: &Tensor) -> Result<()> {
-    h.inplace_op3(bias, residual, &BiasResidual)
+pub fn bias_residual_(h: &Tensor, bias: &Tensor, residual: &Tensor, path: KernelPath) -> Result<()> {
+    h.inplace_op3(bias, residual, &BiasResidual { path })
 }
 
 /// GELU with the tanh approximation, `0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))`, written
@@ -365,6 +371,11 @@ mod tests {
     use super::*;
     use candle_core::{Device, Tensor};
 
+    /// Every compiled copy this CPU can run: the paths it supports (`portable` is the baseline copy).
+    fn paths() -> Vec<KernelPath> {
+        KernelPath::supported()
+    }
+
     #[test]
     fn exp_is_accurate_where_gelu_is_not_saturated() {
         // Past |x| ≈ 20 the sigmoid in gelu_tanh is 0 or 1 to f32 precision; there the
@@ -384,27 +395,27 @@ mod tests {
     fn fused_kernels_match_candles_unfused_ops() {
         let dev = Device::Cpu;
         // Large enough to take the multi-threaded path too.
-        for rows in [3, 64] {
+        for (rows, path) in [3, 64].into_iter().flat_map(|r| paths().into_iter().map(move |p| (r, p))) {
             let h = Tensor::randn(0f32, 3.0, (rows, 768), &dev).unwrap();
             let b = Tensor::randn(0f32, 1.0, 768, &dev).unwrap();
             let r = Tensor::randn(0f32, 1.0, (rows, 768), &dev).unwrap();
             let close = |a: &Tensor, e: &Tensor| {
                 let d = (a - e).unwrap().abs().unwrap().max_all().unwrap().to_scalar::<f32>().unwrap();
-                assert!(d <= 1e-5, "max |diff| {d}");
+                assert!(d <= 1e-5, "{path}, {rows} rows: max |diff| {d}");
             };
             let expect = h.broadcast_add(&b).unwrap().gelu().unwrap();
             let got = h.copy().unwrap();
-            bias_gelu_(&got, &b).unwrap();
+            bias_gelu_(&got, &b, path).unwrap();
             close(&got, &expect);
 
             let expect = h.broadcast_add(&b).unwrap();
             let got = h.copy().unwrap();
-            bias_add_(&got, &b).unwrap();
+            bias_add_(&got, &b, path).unwrap();
             close(&got, &expect);
 
             let expect = (h.broadcast_add(&b).unwrap() + &r).unwrap();
             let got = h.copy().unwrap();
-            bias_residual_(&got, &b, &r).unwrap();
+            bias_residual_(&got, &b, &r, path).unwrap();
             close(&got, &expect);
         }
     }
@@ -425,10 +436,12 @@ mod tests {
             }
             let h = Tensor::from_vec(h, (rows, width), &dev).unwrap();
             let expect = candle_nn::ops::softmax_last_dim(&h).unwrap();
-            let got = h.copy().unwrap();
-            softmax_last_dim_(&got).unwrap();
-            let d = (&got - &expect).unwrap().abs().unwrap().max_all().unwrap().to_scalar::<f32>().unwrap();
-            assert!(d <= 1e-6, "{rows}x{width}: max |diff| {d}");
+            for path in paths() {
+                let got = h.copy().unwrap();
+                softmax_last_dim_(&got, path).unwrap();
+                let d = (&got - &expect).unwrap().abs().unwrap().max_all().unwrap().to_scalar::<f32>().unwrap();
+                assert!(d <= 1e-6, "{path}, {rows}x{width}: max |diff| {d}");
+            }
         }
     }
 
@@ -447,9 +460,11 @@ mod tests {
             let var = centred.sqr().unwrap().mean_keepdim(1).unwrap();
             let normed = centred.broadcast_div(&(var + 1e-5).unwrap().sqrt().unwrap()).unwrap();
             let expect = normed.broadcast_mul(&f64s(&w)).unwrap().broadcast_add(&f64s(&b)).unwrap();
-            let got = f64s(&layer_norm(&x, &w, &b, 1e-5).unwrap());
-            let d = (&got - &expect).unwrap().abs().unwrap().max_all().unwrap().to_scalar::<f64>().unwrap();
-            assert!(d <= 5e-6, "{rows}x{width}: max |diff| {d}");
+            for path in paths() {
+                let got = f64s(&layer_norm(&x, &w, &b, 1e-5, path).unwrap());
+                let d = (&got - &expect).unwrap().abs().unwrap().max_all().unwrap().to_scalar::<f64>().unwrap();
+                assert!(d <= 5e-6, "{path}, {rows}x{width}: max |diff| {d}");
+            }
         }
     }
 
@@ -462,18 +477,20 @@ mod tests {
         let mask = Tensor::from_vec(mask, (b, 1, t, s), &dev).unwrap();
         let blocked = Tensor::new(f32::MIN, &dev).unwrap().broadcast_as((b, h, t, s)).unwrap();
         let expect = mask.broadcast_as((b, h, t, s)).unwrap().where_cond(&blocked, &scores).unwrap();
-        let got = scores.copy().unwrap();
-        mask_fill_(&got, &mask, f32::MIN).unwrap();
-        let same = got.eq(&expect).unwrap().to_dtype(candle_core::DType::F32).unwrap().min_all().unwrap().to_scalar::<f32>().unwrap();
-        assert_eq!(same, 1.0);
-        let wrong = Tensor::zeros((b, 1, t, s + 1), candle_core::DType::U8, &dev).unwrap();
-        assert!(mask_fill_(&got, &wrong, 0.0).unwrap_err().to_string().contains("does not fit"));
+        for path in paths() {
+            let got = scores.copy().unwrap();
+            mask_fill_(&got, &mask, f32::MIN, path).unwrap();
+            let same = got.eq(&expect).unwrap().to_dtype(candle_core::DType::F32).unwrap().min_all().unwrap().to_scalar::<f32>().unwrap();
+            assert_eq!(same, 1.0, "{path}");
+            let wrong = Tensor::zeros((b, 1, t, s + 1), candle_core::DType::U8, &dev).unwrap();
+            assert!(mask_fill_(&got, &wrong, 0.0, path).unwrap_err().to_string().contains("does not fit"));
+        }
     }
 
     #[test]
     fn non_contiguous_input_is_an_error_not_garbage() {
         let h = Tensor::zeros((8, 4), candle_core::DType::F32, &Device::Cpu).unwrap().t().unwrap();
         let b = Tensor::zeros(8, candle_core::DType::F32, &Device::Cpu).unwrap();
-        assert!(bias_add_(&h, &b).unwrap_err().to_string().contains("contiguous"));
+        assert!(bias_add_(&h, &b, KernelPath::Portable).unwrap_err().to_string().contains("contiguous"));
     }
 }

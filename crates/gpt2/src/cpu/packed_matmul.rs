@@ -21,9 +21,9 @@
 //! large one (a prefill) goes slice by slice of `k`, so its slice stays in L2.
 
 use candle_core::{DType, Device, Result, Tensor};
-
-use crate::kernels::cpu_f32;
 use rayon::prelude::*;
+
+use super::{cpu_f32, KernelPath};
 
 /// Output columns per panel: two 16-float vectors.
 const NR: usize = 32;
@@ -54,22 +54,12 @@ impl std::fmt::Debug for PackedWeight {
     }
 }
 
-/// Whether this CPU can run the kernel.
-pub fn available() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::arch::is_x86_feature_detected!("avx512f")
+/// The kernel's instructions, checked before any of it runs (the CPU may lack them).
+fn check_cpu(op: &str) -> Result<()> {
+    if !KernelPath::Avx512.is_supported() {
+        candle_core::bail!("{op}: this CPU has no AVX-512; use the avx2 or portable kernel path")
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
-}
-
-/// Whether products of `dtype` tensors on `device` run through this kernel (f32 on a CPU
-/// that has AVX-512).
-pub fn runs_on(device: &Device, dtype: DType) -> bool {
-    device.is_cpu() && dtype == DType::F32 && available()
+    Ok(())
 }
 
 impl PackedWeight {
@@ -101,8 +91,9 @@ impl PackedWeight {
         (self.n, self.k)
     }
 
-    /// `x (m × k) · Wᵀ → (m × n)`, f32 on the CPU. Callers check [`available`] first.
+    /// `x (m × k) · Wᵀ → (m × n)`, f32 on a CPU with AVX-512.
     pub fn matmul(&self, x: &Tensor) -> Result<Tensor> {
+        check_cpu("packed matmul")?;
         let (m, k) = x.dims2()?;
         if k != self.k {
             candle_core::bail!("packed matmul: x has {k} columns, the weight {}", self.k)
@@ -118,7 +109,7 @@ impl PackedWeight {
         let out = written_output(m * self.n, k, |out| {
             (0..panels.div_ceil(per_task)).into_par_iter().for_each(|task| {
                 let first = task * per_task;
-                // SAFETY: `available` was checked by the caller; tasks write disjoint columns of
+                // SAFETY: `check_cpu` passed; tasks write disjoint columns of
                 // `out` (panel p owns columns 32p..32p+32), which holds m × n values.
                 unsafe { self.panels_product(&xs, m, first..(first + per_task).min(panels), out) };
             })
@@ -203,8 +194,9 @@ pub enum Rhs {
 /// `scale · a[i] · b[i]` (or `· b[i]ᵀ`) for every leading index `i`: `a` is (…, m, k), f32 on the
 /// CPU. Attention's products are many and small (one per sequence and head, e.g. 12 of
 /// 128 × 64 × 128 in a prefill): each runs whole on one thread, the products in parallel.
-/// Callers check [`available`] first.
+/// Needs AVX-512, like [`PackedWeight::matmul`].
 pub fn batched_matmul(a: &Tensor, b: &Tensor, rhs: Rhs, scale: f32) -> Result<Tensor> {
+    check_cpu("batched matmul")?;
     let dims = a.dims();
     let rank = dims.len();
     if rank < 2 || b.rank() != rank || b.dims()[..rank - 2] != dims[..rank - 2] {
@@ -235,7 +227,7 @@ pub fn batched_matmul(a: &Tensor, b: &Tensor, rhs: Rhs, scale: f32) -> Result<Te
             if scale != 1.0 {
                 xs.iter_mut().for_each(|v| *v *= scale);
             }
-            // SAFETY: product i owns the m × n values from i · m · n of the count · m · n.
+            // SAFETY: `check_cpu` passed; product i owns the m × n values from i · m · n of the count · m · n.
             unsafe { packed.product_here(&xs, m, &OutPtr(out.0.wrapping_add(i * m * n))) };
         })
     });
@@ -308,7 +300,7 @@ impl Tile {
             _ => unreachable!("tiles have 1 to {MR} rows"),
         }
         #[cfg(not(target_arch = "x86_64"))]
-        unreachable!("`available` is false off x86-64 (rows {rows})")
+        unreachable!("`check_cpu` fails off x86-64 (rows {rows})")
     }
 }
 
@@ -395,7 +387,7 @@ mod tests {
 
     #[test]
     fn matches_candles_matmul() {
-        if !available() {
+        if !KernelPath::Avx512.is_supported() {
             eprintln!("no AVX-512 on this CPU: the packed kernel is not used here, nothing to compare");
             return;
         }
@@ -416,7 +408,7 @@ mod tests {
 
     #[test]
     fn batched_products_match_candles() {
-        if !available() {
+        if !KernelPath::Avx512.is_supported() {
             eprintln!("no AVX-512 on this CPU: the packed kernel is not used here, nothing to compare");
             return;
         }
@@ -443,7 +435,7 @@ mod tests {
 
     #[test]
     fn an_empty_inner_dimension_gives_zeros() {
-        if !available() {
+        if !KernelPath::Avx512.is_supported() {
             eprintln!("no AVX-512 on this CPU: nothing to check");
             return;
         }
@@ -456,7 +448,7 @@ mod tests {
 
     #[test]
     fn rejects_a_mismatched_inner_dimension() {
-        if !available() {
+        if !KernelPath::Avx512.is_supported() {
             eprintln!("no AVX-512 on this CPU: nothing to check");
             return;
         }

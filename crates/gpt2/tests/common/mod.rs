@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use candle_core::{DType, Device};
+use gpt2::cpu::{KernelPath, ENV};
 use gpt2::weights::{self, Checkpoint};
 use gpt2::Model;
 
@@ -13,6 +14,22 @@ pub fn fixture_dir() -> PathBuf {
 
 pub fn fixture() -> Checkpoint {
     Checkpoint { dir: fixture_dir(), synthetic: false }
+}
+
+/// Runs `check` once per kernel path, with that path forced, so a model it loads is laid out
+/// and run for it: every path this CPU supports, or only the one `GPT2_CPU_KERNELS` names.
+/// Tests of one process take turns (the path is process-wide).
+pub fn on_each_path(mut check: impl FnMut(KernelPath)) {
+    static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let paths = match std::env::var(ENV).ok().map(|v| KernelPath::parse(&v)) {
+        Some(Ok(Some(path))) => vec![path],
+        _ => KernelPath::supported(),
+    };
+    for path in paths {
+        KernelPath::force(path).unwrap();
+        check(path);
+    }
 }
 
 pub fn tiny_model() -> Model {

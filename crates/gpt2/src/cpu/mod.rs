@@ -1,0 +1,225 @@
+//! The engine's own CPU kernels, and which of them a run may use.
+//!
+//! - [`packed_matmul`]: `x · Wᵀ` with `W` packed into column panels, AVX-512 (every linear
+//!   layer and both attention products on an AVX-512 CPU);
+//! - [`skinny_matmul`]: `x · Wᵀ` for 1–16 rows of `x`, AVX2 (decode steps on an AVX2 CPU);
+//! - [`elementwise`]: in-place LayerNorm, softmax, mask, bias, bias + GELU and bias +
+//!   residual passes, compiled for AVX-512 or AVX2.
+//!
+//! A run takes one [`KernelPath`]: the widest the CPU supports, or the one forced by
+//! `GPT2_CPU_KERNELS` (or `--kernels`), so that a machine with AVX-512 can run, test and time
+//! what a laptop without it runs. `crate::ops` reads the path and picks each op's kernel.
+
+pub mod elementwise;
+pub mod packed_matmul;
+pub mod skinny_matmul;
+
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::OnceLock;
+
+use candle_core::{CpuStorage, Device, Layout, Storage};
+
+use crate::error::{Error, Result};
+
+/// The environment variable that forces a kernel path: `auto` (the default), `avx512`,
+/// `avx2` or `portable`.
+pub const ENV: &str = "GPT2_CPU_KERNELS";
+
+/// Which CPU kernels a run uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum KernelPath {
+    /// The packed AVX-512 matmul for every product, element-wise kernels 16 floats wide.
+    Avx512,
+    /// The AVX2 skinny matmul for 1–16 rows and candle's gemm above, element-wise kernels
+    /// 8 floats wide: most laptops without AVX-512.
+    Avx2,
+    /// Candle's own CPU ops only: what a CPU without AVX2 (and aarch64, today) runs.
+    Portable,
+}
+
+impl KernelPath {
+    /// Widest first.
+    pub const ALL: [KernelPath; 3] = [KernelPath::Avx512, KernelPath::Avx2, KernelPath::Portable];
+
+    /// The name `GPT2_CPU_KERNELS`, `--kernels` and the reports use.
+    pub fn name(self) -> &'static str {
+        match self {
+            KernelPath::Avx512 => "avx512",
+            KernelPath::Avx2 => "avx2",
+            KernelPath::Portable => "portable",
+        }
+    }
+
+    /// `auto` is `None`: the widest path the CPU supports.
+    pub fn parse(s: &str) -> std::result::Result<Option<KernelPath>, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "" | "auto" => Ok(None),
+            name => KernelPath::ALL.into_iter().find(|p| p.name() == name).map(Some).ok_or_else(|| format!("`{s}` is not a kernel path: use auto, avx512, avx2 or portable")),
+        }
+    }
+
+    /// Whether this CPU has the instructions the path's kernels are compiled for.
+    pub fn is_supported(self) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::is_x86_feature_detected as has;
+            let avx2 = has!("avx2") && has!("fma");
+            match self {
+                KernelPath::Avx512 => avx2 && has!("avx512f") && has!("avx512dq") && has!("avx512vl"),
+                KernelPath::Avx2 => avx2,
+                KernelPath::Portable => true,
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            self == KernelPath::Portable
+        }
+    }
+
+    /// The paths this CPU can run, widest first (`portable` always).
+    pub fn supported() -> Vec<KernelPath> {
+        KernelPath::ALL.into_iter().filter(|p| p.is_supported()).collect()
+    }
+
+    /// The widest path this CPU supports: what `auto` runs.
+    pub fn widest() -> KernelPath {
+        KernelPath::supported()[0]
+    }
+
+    /// Makes `path` the run's path (overriding `GPT2_CPU_KERNELS`), or explains why this CPU
+    /// cannot run it. Weights are laid out for the path when a model loads: force it first.
+    pub fn force(path: KernelPath) -> Result<()> {
+        if !path.is_supported() {
+            return Err(Error::Device(unsupported(path, &format!("the `{}` kernel path", path.name()))));
+        }
+        FORCED.store(path as u8, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// The run's path: the forced one, else `GPT2_CPU_KERNELS`'s, else the widest the CPU
+    /// supports. A value of the variable that is not a path, or not one this CPU has, reads
+    /// as `auto` here; loading a model reports it ([`KernelPath::configured`]).
+    pub fn selected() -> KernelPath {
+        KernelPath::configured().unwrap_or_else(|_| KernelPath::widest())
+    }
+
+    /// Like [`KernelPath::selected`], but a bad `GPT2_CPU_KERNELS` is an error that names it.
+    pub fn configured() -> Result<KernelPath> {
+        if let Some(&path) = KernelPath::ALL.get(FORCED.load(Ordering::Relaxed) as usize) {
+            return Ok(path);
+        }
+        from_env().clone().map_err(Error::Device)
+    }
+}
+
+impl std::fmt::Display for KernelPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The forced path's index in [`KernelPath::ALL`], or `NOT_FORCED`.
+static FORCED: AtomicU8 = AtomicU8::new(NOT_FORCED);
+const NOT_FORCED: u8 = u8::MAX;
+
+/// `GPT2_CPU_KERNELS`, read once.
+fn from_env() -> &'static std::result::Result<KernelPath, String> {
+    static FROM_ENV: OnceLock<std::result::Result<KernelPath, String>> = OnceLock::new();
+    FROM_ENV.get_or_init(|| {
+        let Ok(value) = std::env::var(ENV) else { return Ok(KernelPath::widest()) };
+        match KernelPath::parse(&value) {
+            Ok(None) => Ok(KernelPath::widest()),
+            Ok(Some(path)) if path.is_supported() => Ok(path),
+            Ok(Some(path)) => Err(unsupported(path, &format!("{ENV}={value}"))),
+            Err(e) => Err(format!("{ENV}: {e} (or unset it)")),
+        }
+    })
+}
+
+/// Why `what` cannot run here, and what to use instead.
+fn unsupported(path: KernelPath, what: &str) -> String {
+    let needs = match path {
+        KernelPath::Avx512 => "AVX-512 (F, DQ, VL) with AVX2 and FMA",
+        _ => "AVX2 and FMA",
+    };
+    let has: Vec<&str> = KernelPath::supported().iter().map(|p| p.name()).collect();
+    format!(
+        "{what} needs {needs}, which this CPU ({}) lacks; it supports {}: set {ENV} (or --kernels) to one of those, or to auto",
+        cpu_model().unwrap_or_else(|| std::env::consts::ARCH.to_string()),
+        has.join(", ")
+    )
+}
+
+fn cpu_model() -> Option<String> {
+    let text = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    text.lines().find(|l| l.starts_with("model name")).and_then(|l| l.split_once(':')).map(|(_, v)| v.trim().to_string())
+}
+
+/// What a report records as the run's kernels: the CPU path's name, or `cuda`.
+pub fn run_kernels(device: &Device) -> &'static str {
+    if device.is_cuda() {
+        "cuda"
+    } else {
+        KernelPath::selected().name()
+    }
+}
+
+/// The contiguous f32 values a CPU tensor's storage holds for `layout`, or an error naming
+/// the op (every kernel here reads its operands through this).
+pub(crate) fn cpu_f32<'a>(storage: &'a Storage, layout: &Layout, op: &str) -> candle_core::Result<&'a [f32]> {
+    match storage {
+        Storage::Cpu(cpu) => f32_slice(cpu, layout, op),
+        _ => candle_core::bail!("{op}: expects a tensor on the CPU"),
+    }
+}
+
+pub(crate) fn f32_slice<'a>(s: &'a CpuStorage, l: &Layout, op: &str) -> candle_core::Result<&'a [f32]> {
+    match (s, l.contiguous_offsets()) {
+        (CpuStorage::F32(v), Some((a, b))) => Ok(&v[a..b]),
+        _ => candle_core::bail!("{op}: expects a contiguous f32 tensor"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_parse_back() {
+        for p in KernelPath::ALL {
+            assert_eq!(KernelPath::parse(p.name()), Ok(Some(p)));
+        }
+        assert_eq!(KernelPath::parse("auto"), Ok(None));
+        assert_eq!(KernelPath::parse(" AVX2 "), Ok(Some(KernelPath::Avx2)));
+        let err = KernelPath::parse("sse4").unwrap_err();
+        assert!(err.contains("sse4") && err.contains("portable"), "{err}");
+    }
+
+    #[test]
+    fn portable_is_always_supported_and_last() {
+        let s = KernelPath::supported();
+        assert_eq!(s.last(), Some(&KernelPath::Portable));
+        assert_eq!(KernelPath::widest(), s[0]);
+        // Narrower paths than a supported one are supported too.
+        let first = KernelPath::ALL.iter().position(|p| *p == s[0]).unwrap();
+        assert_eq!(s, KernelPath::ALL[first..].to_vec());
+    }
+
+    #[test]
+    fn an_unsupported_path_is_refused_with_what_the_cpu_has() {
+        let msg = unsupported(KernelPath::Avx512, "GPT2_CPU_KERNELS=avx512");
+        assert!(msg.starts_with("GPT2_CPU_KERNELS=avx512 needs AVX-512") && msg.contains("it supports") && msg.contains("portable"), "{msg}");
+        match KernelPath::ALL.into_iter().find(|p| !p.is_supported()) {
+            Some(missing) => {
+                let err = KernelPath::force(missing).unwrap_err().to_string();
+                assert!(err.contains(ENV) && err.contains(missing.name()), "{err}");
+            }
+            // Every path runs here: forcing the narrowest one works (and is undone).
+            None => {
+                KernelPath::force(KernelPath::Portable).unwrap();
+                assert_eq!(KernelPath::selected(), KernelPath::Portable);
+                KernelPath::force(KernelPath::widest()).unwrap();
+            }
+        }
+    }
+}

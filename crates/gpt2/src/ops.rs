@@ -1,0 +1,336 @@
+//! The forward pass's ops, one function per profiler row, so that `model.rs` reads like the
+//! paper while each row of a profile still says what ran.
+//!
+//! Each function owns its row: it opens the profiler scope (the row's name), attaches the
+//! work it does (FLOPs and bytes, counted with [`work`]), picks the kernel (the engine's own
+//! CPU kernels on the run's [`KernelPath`], candle's ops elsewhere) and tags the row with the
+//! [`label`] of the kernel that ran. On every CPU path the rows are the same; only their
+//! kernel differs. The dense layers' products are `Linear`'s (`linear.rs`), tagged the same way.
+
+use std::sync::Arc;
+
+use candle_core::{DType, Device, IndexOp, Tensor};
+use candle_nn::kv_cache::KvCache;
+
+use crate::config::Activation;
+use crate::cpu::packed_matmul::{self, Rhs};
+use crate::cpu::{elementwise, KernelPath};
+use crate::error::Result;
+use crate::work;
+
+/// What a row's `kernel` column says ran.
+pub mod label {
+    /// `cpu::packed_matmul`: the AVX-512 kernel over weights packed at load.
+    pub const PACKED_AVX512: &str = "packed-avx512";
+    /// `cpu::skinny_matmul`: the AVX2 kernel for 1–16 rows.
+    pub const SKINNY_AVX2: &str = "skinny-avx2";
+    /// Candle's CPU matmul.
+    pub const CANDLE_GEMM: &str = "candle-gemm";
+    /// `cpu::elementwise`, compiled 16 or 8 floats wide.
+    pub const AVX512: &str = "avx512";
+    pub const AVX2: &str = "avx2";
+    /// Candle's stock CPU op.
+    pub const CANDLE: &str = "candle";
+    /// Candle's CUDA matmul.
+    pub const CUBLAS: &str = "cublas";
+    /// Candle's stock CUDA op.
+    pub const CANDLE_CUDA: &str = "candle-cuda";
+    /// A caller's op ([`super::MlpActivation::Custom`]).
+    pub const CUSTOM: &str = "custom";
+
+    /// Candle's own op on `device`.
+    pub fn stock(device: &candle_core::Device) -> &'static str {
+        if device.is_cuda() {
+            CANDLE_CUDA
+        } else {
+            CANDLE
+        }
+    }
+
+    /// Candle's matmul on `device`.
+    pub fn gemm(device: &candle_core::Device) -> &'static str {
+        if device.is_cuda() {
+            CUBLAS
+        } else {
+            CANDLE_GEMM
+        }
+    }
+}
+
+/// The path our element-wise kernels run `t` on, or `None` where candle's op does (another
+/// device or dtype, or the `portable` path).
+fn elementwise_path(t: &Tensor) -> Option<KernelPath> {
+    let path = KernelPath::selected();
+    (t.device().is_cpu() && t.dtype() == DType::F32 && path != KernelPath::Portable).then_some(path)
+}
+
+/// The label of an element-wise row: our kernel's width, or candle's op.
+fn elementwise_label(path: Option<KernelPath>, device: &Device) -> &'static str {
+    match path {
+        Some(KernelPath::Avx512) => label::AVX512,
+        Some(KernelPath::Avx2) => label::AVX2,
+        Some(KernelPath::Portable) | None => label::stock(device),
+    }
+}
+
+/// Whether attention's products of `t` run through the packed kernel.
+fn packed_attention(t: &Tensor) -> bool {
+    t.device().is_cpu() && t.dtype() == DType::F32 && KernelPath::selected() == KernelPath::Avx512
+}
+
+/// The token and position embeddings of `ids` (one row per sequence), summed: `[tokens, n_embd]`.
+pub fn embedding(wte: &Tensor, wpe: &Tensor, ids: &[Vec<u32>], positions: Vec<u32>) -> Result<Tensor> {
+    let device = wte.device();
+    let _s = profiler::op_shapes("embedding", &[&[ids.len(), ids.first().map_or(0, Vec::len)]]).with_kernel(label::stock(device));
+    let flat: Vec<u32> = ids.iter().flatten().copied().collect();
+    let tok = wte.index_select(&Tensor::new(flat, device)?, 0)?;
+    let pos = wpe.index_select(&Tensor::new(positions, device)?, 0)?;
+    Ok((tok + pos)?)
+}
+
+/// `(x − mean) / √(var + eps) · weight + bias` over each row of `x`.
+pub fn layer_norm(x: &Tensor, weight: &Tensor, bias: &Tensor, eps: f32) -> Result<Tensor> {
+    // Mean, variance, normalise, scale and shift: about 8 FLOPs per value.
+    let (flops, bytes) = work::elementwise(x.elem_count(), 8, 1, 2 * weight.elem_count(), x.dtype().size_in_bytes());
+    let path = elementwise_path(x);
+    let _s = profiler::op_shapes("layer_norm", &[x.dims()]).with_work(flops, bytes).with_kernel(elementwise_label(path, x.device()));
+    Ok(match path {
+        Some(path) => elementwise::layer_norm(x, weight, bias, eps, path)?,
+        None => candle_nn::ops::layer_norm(x, weight, bias, eps)?,
+    })
+}
+
+/// The fused `[tokens, 3 · n_embd]` projection split into queries, keys and values, each
+/// `[batch, n_head, seq, head_dim]`.
+pub fn split_heads(qkv: &Tensor, batch: usize, n_head: usize, head_dim: usize) -> Result<(Tensor, Tensor, Tensor)> {
+    let _s = profiler::op("split_heads").with_kernel(label::stock(qkv.device()));
+    let seq = qkv.dim(0)? / batch;
+    let qkv = qkv.reshape((batch, seq, 3, n_head, head_dim))?;
+    let head = |i: usize| -> candle_core::Result<Tensor> { qkv.i((.., .., i))?.transpose(1, 2)?.contiguous() };
+    Ok((head(0)?, head(1)?, head(2)?))
+}
+
+/// Appends the new keys and values to the layer's cache; returns all of them so far.
+pub fn kv_cache(cache: &mut KvCache, k: &Tensor, v: &Tensor) -> Result<(Tensor, Tensor)> {
+    let _s = profiler::op("kv_cache").with_kernel(label::stock(k.device()));
+    Ok(cache.append(k, v)?)
+}
+
+/// The attention scores `q · kᵀ / √head_dim`, `[batch, heads, queries, keys]`.
+pub fn attn_scores(q: &Tensor, k: &Tensor) -> Result<Tensor> {
+    let (b, h, t, d) = q.dims4()?;
+    let (flops, bytes) = work::matmul(b * h, t, d, k.dim(2)?, q.dtype().size_in_bytes());
+    let scale = 1.0 / (d as f64).sqrt();
+    // candle's batched gemm is slow at attention's small shapes; the packed kernel is not.
+    let packed = packed_attention(q);
+    let kernel = if packed { label::PACKED_AVX512 } else { label::gemm(q.device()) };
+    let _s = profiler::op_shapes("attn_qk", &[q.dims(), k.dims()]).with_work(flops, bytes).with_kernel(kernel);
+    Ok(if packed { packed_matmul::batched_matmul(q, k, Rhs::Transposed, scale as f32)? } else { (q * scale)?.matmul(&k.t()?)? })
+}
+
+/// `[batch, 1, seq, past + seq]`, true where query column `past + i` may not see key column
+/// `j`: keys in its future or in its row's padding (`pads[r]` leading columns of row `r`).
+/// `None` when nothing is masked (one new column and no padding: the usual decode step),
+/// which skips [`mask_apply`] entirely.
+pub fn mask_build(pads: &[usize], past: usize, seq: usize, device: &Device) -> Result<Option<Tensor>> {
+    let _s = profiler::op("mask_build").with_kernel(label::stock(device));
+    if seq == 1 && pads.iter().all(|&p| p == 0) {
+        return Ok(None);
+    }
+    let total = past + seq;
+    let mut mask = Vec::with_capacity(pads.len() * seq * total);
+    for &pad in pads {
+        for i in 0..seq {
+            let query = past + i;
+            mask.extend((0..total).map(|key| u8::from(key > query || key < pad)));
+        }
+    }
+    Ok(Some(Tensor::from_vec(mask, (pads.len(), 1, seq, total), device)?))
+}
+
+/// `scores` with the positions `mask` blocks set to the most negative finite value (see
+/// [`most_negative`]); `scores` unchanged without a mask.
+pub fn mask_apply(scores: Tensor, mask: Option<&Tensor>) -> Result<Tensor> {
+    let Some(mask) = mask else { return Ok(scores) };
+    let path = elementwise_path(&scores);
+    let _s = profiler::op("mask_apply").with_kernel(elementwise_label(path, scores.device()));
+    Ok(match path {
+        Some(path) => {
+            // `scores` was just computed: nothing else holds it.
+            elementwise::mask_fill_(&scores, mask, most_negative(scores.dtype()), path)?;
+            scores
+        }
+        None => {
+            let blocked = Tensor::new(most_negative(scores.dtype()), scores.device())?.to_dtype(scores.dtype())?.broadcast_as(scores.shape())?;
+            mask.broadcast_as(scores.shape())?.where_cond(&blocked, &scores)?
+        }
+    })
+}
+
+/// The most negative finite value of `dtype`: masked scores are replaced by it (not set to
+/// -inf) so that a row with nothing to attend to (a padding position) softmaxes to finite
+/// values instead of NaN, which would leak into the padding's keys and values.
+fn most_negative(dtype: DType) -> f32 {
+    match dtype {
+        DType::F16 => -65504.0,
+        DType::BF16 => -3.38e38,
+        _ => f32::MIN,
+    }
+}
+
+/// Softmax over the keys (the last dimension) of fresh `scores`.
+pub fn softmax(scores: Tensor) -> Result<Tensor> {
+    // Max, subtract, exponential, sum, divide.
+    let (flops, bytes) = work::elementwise(scores.elem_count(), 5, 1, 0, scores.dtype().size_in_bytes());
+    let path = elementwise_path(&scores);
+    let _s = profiler::op_shapes("softmax", &[scores.dims()]).with_work(flops, bytes).with_kernel(elementwise_label(path, scores.device()));
+    Ok(match path {
+        Some(path) => {
+            // `scores` was just computed: nothing else holds it.
+            elementwise::softmax_last_dim_(&scores, path)?;
+            scores
+        }
+        None => candle_nn::ops::softmax_last_dim(&scores)?,
+    })
+}
+
+/// The attention output `probs · v`, `[batch, heads, queries, head_dim]`.
+pub fn attn_values(probs: &Tensor, v: &Tensor) -> Result<Tensor> {
+    let (b, h, t, s) = probs.dims4()?;
+    let (flops, bytes) = work::matmul(b * h, t, s, v.dim(3)?, probs.dtype().size_in_bytes());
+    let packed = packed_attention(probs);
+    let kernel = if packed { label::PACKED_AVX512 } else { label::gemm(probs.device()) };
+    let _s = profiler::op_shapes("attn_v", &[probs.dims(), v.dims()]).with_work(flops, bytes).with_kernel(kernel);
+    Ok(if packed { packed_matmul::batched_matmul(probs, v, Rhs::AsIs, 1.0)? } else { probs.matmul(v)? })
+}
+
+/// `[batch, heads, seq, head_dim]` back to `[batch · seq, heads · head_dim]`.
+pub fn merge_heads(y: &Tensor) -> Result<Tensor> {
+    let _s = profiler::op("merge_heads").with_kernel(label::stock(y.device()));
+    let (b, h, t, d) = y.dims4()?;
+    Ok(y.transpose(1, 2)?.reshape((b * t, h * d))?)
+}
+
+/// `h + bias` for a fresh product `h` (in place on the CPU, where candle's broadcast add is a
+/// slow single-threaded pass).
+pub fn bias_add(h: Tensor, bias: &Tensor) -> Result<Tensor> {
+    let (flops, bytes) = work::elementwise(h.elem_count(), 1, 1, bias.elem_count(), h.dtype().size_in_bytes());
+    let path = elementwise_path(&h);
+    let _s = profiler::op_shapes("bias_add", &[h.dims()]).with_work(flops, bytes).with_kernel(elementwise_label(path, h.device()));
+    Ok(match path {
+        Some(path) => {
+            elementwise::bias_add_(&h, bias, path)?;
+            h
+        }
+        None => h.broadcast_add(bias)?,
+    })
+}
+
+/// The residual connection `x + y`.
+pub fn residual_add(x: &Tensor, y: &Tensor) -> Result<Tensor> {
+    let (flops, bytes) = work::elementwise(x.elem_count(), 1, 2, 0, x.dtype().size_in_bytes());
+    let _s = profiler::op_shapes("residual_add", &[x.dims(), y.dims()]).with_work(flops, bytes).with_kernel(label::stock(x.device()));
+    Ok((x + y)?)
+}
+
+/// `h + bias + residual` for a fresh product `h`: one row on the CPU (one fused pass with our
+/// kernels, candle's two ops on the `portable` path), `bias_add` then `residual_add` elsewhere.
+pub fn bias_residual_add(h: Tensor, bias: &Tensor, residual: &Tensor) -> Result<Tensor> {
+    if !h.device().is_cpu() {
+        return residual_add(&bias_add(h, bias)?, residual);
+    }
+    let (flops, bytes) = work::elementwise(h.elem_count(), 2, 2, bias.elem_count(), h.dtype().size_in_bytes());
+    let path = elementwise_path(&h);
+    let _s = profiler::op_shapes("bias_residual_add", &[h.dims(), residual.dims()]).with_work(flops, bytes).with_kernel(elementwise_label(path, h.device()));
+    Ok(match path {
+        Some(path) => {
+            elementwise::bias_residual_(&h, bias, residual, path)?;
+            h
+        }
+        None => (h.broadcast_add(bias)? + residual)?,
+    })
+}
+
+/// FLOPs of one tanh-GELU value: x³, the polynomial, the tanh (counted as 4), the final
+/// product; an estimate, as PyTorch's own counts for element-wise ops are.
+const GELU_FLOPS: usize = 10;
+
+/// How the MLP applies its bias and activation.
+#[derive(Clone, Default)]
+pub enum MlpActivation {
+    /// Candle's own ops, one after the other: a broadcast bias add, then GELU. The
+    /// starting point of exercise 5.
+    Stock,
+    /// Bias and GELU as one `bias_gelu` row on the CPU (`gelu_new` models): the engine's fused
+    /// kernel on the `avx512` and `avx2` paths, candle's two ops on `portable`; elsewhere `Stock`.
+    #[default]
+    Fused,
+    /// A caller's kernel (exercise 5 plugs the learner's fused op in here).
+    Custom(Arc<dyn BiasActivation>),
+}
+
+/// A replacement for the MLP's `bias_add` + activation pair: `x` is `[tokens, n_inner]`,
+/// `bias` is `[n_inner]`.
+pub trait BiasActivation: Send + Sync {
+    /// The name its profiler row gets, e.g. `fused_bias_gelu`.
+    fn name(&self) -> &'static str;
+    fn forward(&self, x: &Tensor, bias: &Tensor) -> candle_core::Result<Tensor>;
+}
+
+/// The MLP's `activation(h + bias)` for a fresh product `h`, the way `how` says.
+pub fn bias_activation(h: Tensor, bias: &Tensor, activation: Activation, how: &MlpActivation) -> Result<Tensor> {
+    match how {
+        MlpActivation::Fused if h.device().is_cpu() && activation == Activation::GeluTanh => bias_gelu(h, bias),
+        MlpActivation::Stock | MlpActivation::Fused => gelu(&bias_add(h, bias)?, activation),
+        MlpActivation::Custom(op) => {
+            let _s = profiler::op_shapes(op.name(), &[h.dims()]).with_kernel(label::CUSTOM);
+            Ok(op.forward(&h, bias)?)
+        }
+    }
+}
+
+/// `gelu_tanh(h + bias)` as one row, on the CPU.
+fn bias_gelu(h: Tensor, bias: &Tensor) -> Result<Tensor> {
+    let (flops, bytes) = work::elementwise(h.elem_count(), GELU_FLOPS + 1, 1, h.dim(1)?, h.dtype().size_in_bytes());
+    let path = elementwise_path(&h);
+    let _s = profiler::op_shapes("bias_gelu", &[h.dims()]).with_work(flops, bytes).with_kernel(elementwise_label(path, h.device()));
+    Ok(match path {
+        Some(path) => {
+            elementwise::bias_gelu_(&h, bias, path)?;
+            h
+        }
+        None => h.broadcast_add(bias)?.gelu()?,
+    })
+}
+
+/// The config's activation (its row is `gelu` whichever it is), with candle's op.
+fn gelu(h: &Tensor, activation: Activation) -> Result<Tensor> {
+    let (flops, bytes) = work::elementwise(h.elem_count(), GELU_FLOPS, 1, 0, h.dtype().size_in_bytes());
+    let _s = profiler::op_shapes("gelu", &[h.dims()]).with_work(flops, bytes).with_kernel(label::stock(h.device()));
+    Ok(match activation {
+        Activation::GeluTanh => h.gelu()?,
+        Activation::GeluErf => h.gelu_erf()?,
+        Activation::Relu => h.relu()?,
+    })
+}
+
+/// The last position of each sequence of `x` (`[batch · seq, width]`): `[batch, width]`.
+pub fn last_position(x: &Tensor, batch: usize) -> Result<Tensor> {
+    let _s = profiler::op("last_position").with_kernel(label::stock(x.device()));
+    let (n, width) = x.dims2()?;
+    let seq = n / batch;
+    Ok(x.reshape((batch, seq, width))?.i((.., seq - 1))?.contiguous()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mask_blocks_the_future_and_the_padding() {
+        let m = mask_build(&[1], 0, 3, &Device::Cpu).unwrap().unwrap();
+        let m: Vec<Vec<u8>> = m.i((0, 0)).unwrap().to_vec2().unwrap();
+        assert_eq!(m, vec![vec![1, 1, 1], vec![1, 0, 1], vec![1, 0, 0]]);
+        assert!(mask_build(&[0, 0], 5, 1, &Device::Cpu).unwrap().is_none());
+    }
+}

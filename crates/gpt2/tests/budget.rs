@@ -1,0 +1,125 @@
+//! The rows a profile of GPT-2 emits, read against the two places that name them: the
+//! budget's lines (`bench::budget::line_of`, which the book's budget chapter and `course bench
+//! budget` use) and the kernel labels of the contract. A scope renamed in `gpt2::ops` without
+//! the budget would silently fall into "everything else"; these tests catch that.
+
+mod common;
+
+use candle_core::{DType, Device};
+use common::on_each_path;
+use gpt2::cpu::KernelPath;
+use gpt2::{Cache, Config, Logits, MlpActivation, Model};
+use profiler::{Options, Profiler, Schedule, SortBy, View, STEP_ROW};
+
+/// The ops the budget chapter deliberately leaves on "everything else": the embedding lookup
+/// and the slice that keeps the last position. Every other op row must land on a named line.
+const OTHER_BY_DESIGN: [&str; 2] = ["embedding", "last_position"];
+
+/// Every label a row may carry (the contract's vocabulary).
+const LABELS: [&str; 9] = ["packed-avx512", "skinny-avx2", "candle-gemm", "avx512", "avx2", "candle", "cublas", "candle-cuda", "custom"];
+
+/// The op rows (name, kernel) of one recorded step that covers every op: a padded two-row
+/// prefill with logits for all positions (the mask is built and applied), then a decode
+/// step for the last position only.
+fn op_rows(model: &Model) -> Vec<(String, Option<String>)> {
+    let mut prof = Profiler::new(Options { schedule: Schedule::new(0, 0, 1, 1), ..Options::default() });
+    while !prof.is_done() {
+        prof.step(|| {
+            let mut cache = Cache::new(model.config(), vec![0, 2], 7);
+            model.forward(&[vec![5, 6, 7, 8, 9, 10], vec![0, 0, 7, 8, 9, 10]], &mut cache, Logits::AllPositions)?;
+            model.forward(&[vec![11], vec![11]], &mut cache, Logits::LastPosition).map(drop)
+        })
+        .unwrap();
+    }
+    let rows = prof.finish().key_averages(View::Op, false, SortBy::SelfCpuTimeTotal).rows;
+    rows.into_iter().filter(|r| r.name != STEP_ROW).map(|r| (r.name, r.kernel)).collect()
+}
+
+fn synthetic(activation: MlpActivation) -> Model {
+    let mut model = gpt2::weights::synthetic_model(&Config::tiny(), &Device::Cpu, DType::F32).unwrap();
+    model.set_mlp_activation(activation);
+    model
+}
+
+#[test]
+fn every_op_row_lands_on_a_named_budget_line() {
+    on_each_path(|path| {
+        for (activation, name) in [(MlpActivation::Stock, "stock"), (MlpActivation::Fused, "fused")] {
+            let rows = op_rows(&synthetic(activation));
+            let names: Vec<&str> = rows.iter().map(|(n, _)| n.as_str()).collect();
+            // The step covered the ops it was built to: both mask rows, both activations' rows.
+            for expected in ["embedding", "mask_build", "mask_apply", "softmax", "attn_qk", "attn_v", "last_position", "lm_head"] {
+                assert!(names.contains(&expected), "{path}, {name} MLP: no {expected} row in {names:?}");
+            }
+            let activation_row = if name == "stock" { "gelu" } else { "bias_gelu" };
+            assert!(names.contains(&activation_row), "{path}, {name} MLP: no {activation_row} row in {names:?}");
+            for op in &names {
+                let line = bench::budget::line_of(op);
+                if OTHER_BY_DESIGN.contains(op) {
+                    assert_eq!(line, bench::budget::Line::Other, "{op} moved off \"everything else\": update OTHER_BY_DESIGN and the chapter");
+                } else {
+                    assert_ne!(line, bench::budget::Line::Other, "{path}, {name} MLP: op row {op} falls into \"everything else\"; map it in bench::budget::line_of");
+                }
+            }
+        }
+    });
+}
+
+#[test]
+fn a_renamed_scope_would_be_caught() {
+    // The check above is only as good as `line_of` is strict: a name it does not know is "other".
+    assert_eq!(bench::budget::line_of("mask_fill"), bench::budget::Line::Other);
+    assert_eq!(bench::budget::line_of("attn_scores"), bench::budget::Line::Other);
+}
+
+#[test]
+fn every_op_row_says_which_kernel_ran() {
+    on_each_path(|path| {
+        let rows = op_rows(&synthetic(MlpActivation::Fused));
+        let kernel = |op: &str| rows.iter().find(|(n, _)| n == op).and_then(|(_, k)| k.clone()).unwrap_or_else(|| panic!("{path}: no kernel on {op}: {rows:?}"));
+        for (op, k) in &rows {
+            let k = k.as_deref().unwrap_or_else(|| panic!("{path}: row {op} has no kernel label"));
+            assert!(k.split('+').all(|l| LABELS.contains(&l)), "{path}: {op} ran on {k}, not a contract label");
+        }
+        // The path decides: the dense layers' products (a 12-row prefill and a 2-row decode
+        // step), attention's products and the element-wise ops.
+        let (matmul, attention, elementwise) = match path {
+            KernelPath::Avx512 => ("packed-avx512", "packed-avx512", "avx512"),
+            KernelPath::Avx2 => ("skinny-avx2", "candle-gemm", "avx2"),
+            KernelPath::Portable => ("candle-gemm", "candle-gemm", "candle"),
+        };
+        assert_eq!(kernel("matmul"), matmul, "{path}");
+        assert_eq!(kernel("lm_head"), matmul, "{path}");
+        for op in ["attn_qk", "attn_v"] {
+            assert_eq!(kernel(op), attention, "{path}: {op}");
+        }
+        for op in ["layer_norm", "mask_apply", "softmax", "bias_gelu", "bias_residual_add"] {
+            assert_eq!(kernel(op), elementwise, "{path}: {op}");
+        }
+        for op in ["embedding", "split_heads", "kv_cache", "merge_heads", "mask_build", "last_position"] {
+            assert_eq!(kernel(op), "candle", "{path}: {op}");
+        }
+    });
+}
+
+#[test]
+fn a_prefill_on_the_avx2_path_takes_candles_gemm() {
+    if !KernelPath::Avx2.is_supported() {
+        eprintln!("no AVX2 on this CPU: nothing to check");
+        return;
+    }
+    on_each_path(|path| {
+        if path != KernelPath::Avx2 {
+            return;
+        }
+        // 2 × 6 = 12 rows: the skinny kernel (1–16 rows); 3 × 6 = 18: candle's gemm.
+        let model = synthetic(MlpActivation::Fused);
+        let mut prof = Profiler::new(Options { schedule: Schedule::new(0, 0, 1, 1), ..Options::default() });
+        while !prof.is_done() {
+            prof.step(|| model.forward(&vec![vec![1; 6]; 3], &mut model.new_cache(3, 6), Logits::AllPositions).map(drop)).unwrap();
+        }
+        let rows = prof.finish().key_averages(View::Op, false, SortBy::SelfCpuTimeTotal).rows;
+        let matmul = rows.iter().find(|r| r.name == "matmul").unwrap();
+        assert_eq!(matmul.kernel.as_deref(), Some("candle-gemm"));
+    });
+}
