@@ -74,3 +74,37 @@ fn a_report_read_back_from_disk_prints_the_same_table() {
         assert_eq!(back.table(None, true), p.table(options));
     }
 }
+
+#[test]
+fn compare_shows_the_roofline_columns_before_and_after() {
+    let before = fixture::profile_with_ceilings(false).report();
+    // "After": matmul moved to one kernel and takes 0.8x the time; bias_add was fused away.
+    let mut after = before.clone();
+    let ceilings = fixture::ceilings();
+    for row in &mut after.rows {
+        if row.name == "matmul" {
+            row.self_cpu_us *= 0.8;
+            row.cpu_total_us *= 0.8;
+            row.kernel = Some("packed-avx512".into());
+            row.roofline = profiler::roofline::row_roofline(
+                row.flops.unwrap(),
+                row.bytes.unwrap(),
+                row.cpu_total_us,
+                profiler::TimeBasis::Cpu,
+                &ceilings,
+            );
+        }
+    }
+    after.rows.retain(|r| r.name != "bias_add");
+    let fused = profiler::roofline::row_roofline(36_864, 160_000, 6.0, profiler::TimeBasis::Cpu, &ceilings);
+    after.rows.push(profiler::ReportRow {
+        name: "fused_bias_gelu".into(),
+        self_cpu_us: 6.0,
+        cpu_total_us: 6.0,
+        kernel: Some("avx512".into()),
+        roofline: fused,
+        ..before.rows[0].clone()
+    });
+    after.totals.self_cpu_us = after.rows.iter().map(|r| r.self_cpu_us).sum();
+    insta::assert_snapshot!(compare(&before, &after));
+}
