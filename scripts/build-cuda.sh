@@ -2,11 +2,17 @@
 # Builds the course's binaries with candle's CUDA backend on any Linux x86-64 machine, GPU or
 # not, system CUDA or not.
 #
-#   scripts/build-cuda.sh                      # for Hopper (H100, H200): compute capability 90
-#   scripts/build-cuda.sh --compute-cap 80     # A100; 89 for L4 / RTX 40xx, 86, 75 also accepted
-#   CUDA_COMPUTE_CAP=89 scripts/build-cuda.sh  # the same, through the environment
+#   scripts/build-cuda.sh                      # for Hopper (H100, H200): sm_90a, the default
+#   scripts/build-cuda.sh --arch sm_80         # A100 (its PTX also runs on Hopper and newer);
+#                                              # sm_89 for L4 / RTX 40xx, sm_86, sm_75 also accepted
+#   CUDA_ARCH=sm_89 scripts/build-cuda.sh      # the same, through the environment
+#   scripts/build-cuda.sh --compute-cap 80     # the same as --arch sm_80 (90 is sm_90a)
 #   scripts/build-cuda.sh --nvtx               # also NVTX ranges named like the profiler's rows,
 #                                              # for Nsight Systems (`nsys profile --trace=cuda,nvtx`)
+#
+# The target architecture is what nvcc compiles every kernel for: candle's (CUDA_COMPUTE_CAP)
+# and exercise 5's (CUDA_ARCH, read by its build.rs), both set from --arch. sm_90a code loads on
+# Hopper only; scripts/gpu-check.sh reads it back from cuda-build.txt and refuses another GPU.
 #
 # What it does, each step skipped when already done (rerun it at will, or after a failure):
 #   1. a virtual environment target/cuda-venv with the pinned CUDA 13.0 packages from PyPI
@@ -14,7 +20,9 @@
 #   2. the link folder: unversioned library names and a libcuda.so stand-in (no driver here);
 #   3. `cargo build --release --features cuda` of gpt2, course and every exercise and solution
 #      that has a `cuda` feature, into target/cuda (override: CUDA_TARGET_DIR), so the CPU
-#      build in target/release is untouched.
+#      build in target/release is untouched;
+#   4. solution-5's unit tests with the same features (`cargo test --no-run`), copied to
+#      solution-5-tests next to the binaries: gpu-check runs them on the GPU.
 # Then it prints each binary, its size and the libraries it needs.
 #
 # On the GPU machine the binaries need the NVIDIA driver (libcuda.so.1, driver 580 or newer
@@ -27,17 +35,17 @@ source "$(dirname "$0")/cuda/env.sh"
 source "$(dirname "$0")/cuda/link-stubs.sh"
 cd "$CUDA_REPO_ROOT"
 
-cap=${CUDA_COMPUTE_CAP:-90}
+arch=
 nvtx=false
 while [ $# -gt 0 ]; do
   case "$1" in
-    --compute-cap)
-      [ $# -ge 2 ] || cuda_die "--compute-cap needs a value: 90, 89, 86, 80 or 75"
-      cap=$2
+    --arch | --compute-cap)
+      [ $# -ge 2 ] || cuda_die "$1 needs a value: sm_90a, sm_89, sm_86, sm_80 or sm_75 (or 90, 89, 86, 80, 75)"
+      arch=$2
       shift 2
       ;;
-    --compute-cap=*)
-      cap=${1#*=}
+    --arch=* | --compute-cap=*)
+      arch=${1#*=}
       shift
       ;;
     --nvtx)
@@ -45,14 +53,14 @@ while [ $# -gt 0 ]; do
       shift
       ;;
     -h | --help)
-      sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'
+      sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'
       exit 0
       ;;
     *) cuda_die "unknown argument \"$1\" (see scripts/build-cuda.sh --help)" ;;
   esac
 done
 
-cuda_compute_cap "$cap"
+cuda_target "$arch"
 extra_packages=()
 $nvtx && extra_packages=("${CUDA_NVTX_PACKAGES[@]}")
 cuda_venv_install "${CUDA_COMPILER_PACKAGES[@]}" "${CUDA_LINK_PACKAGES[@]}" "${extra_packages[@]}"
@@ -74,9 +82,24 @@ cuda_log "cargo build --release --locked ${args[*]} --features $feature_list (ta
 started=$SECONDS
 CARGO_TARGET_DIR=$target_dir cargo build --release --locked "${args[@]}" --features "$feature_list"
 cuda_log "built in $((SECONDS - started)) s"
-
 bin_dir=$target_dir/release
+
+# solution-5's unit tests compare exercise 5's kernel with candle's unfused ops on the GPU. The
+# same packages and features as above, so Cargo reuses what it built (a different set would
+# resolve other features and rebuild candle); --bin limits it to solution-5's test harness.
+cuda_log "cargo test --no-run --bin solution-5 (solution-5's CUDA tests, same features)"
+tests_json=$(CARGO_TARGET_DIR=$target_dir cargo test --release --locked --no-run "${args[@]}" --features "$feature_list" \
+  --bin solution-5 --message-format json-render-diagnostics) || cuda_die "solution-5's tests did not build (the errors are above)"
+tests_exe=$(python3 -c '
+import json, sys
+exes = [m["executable"] for m in map(json.loads, sys.stdin)
+        if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "solution-5" and m["profile"]["test"] and m.get("executable")]
+print(exes[-1] if exes else "")' <<<"$tests_json")
+[ -n "$tests_exe" ] || cuda_die "cargo built no test executable for solution-5"
+cp "$tests_exe" "$bin_dir/solution-5-tests"
+
 {
+  echo "arch=$CUDA_ARCH"
   echo "compute_cap=$CUDA_COMPUTE_CAP"
   echo "nvcc=$(nvcc --version | tail -n 2 | head -n 1)"
   echo "packages=${packages[*]}"
@@ -84,8 +107,8 @@ bin_dir=$target_dir/release
 } >"$bin_dir/cuda-build.txt"
 
 echo
-echo "CUDA binaries (compute capability $CUDA_COMPUTE_CAP) in $bin_dir:"
-for p in "${packages[@]}"; do
+echo "CUDA binaries ($CUDA_ARCH) in $bin_dir:"
+for p in "${packages[@]}" solution-5-tests; do
   # Binary names: gpt2 and course are named after their package; so are the exercises.
   bin=$bin_dir/$p
   [ -x "$bin" ] || { echo "  $p: no binary at $bin"; continue; }
@@ -101,3 +124,5 @@ echo
 echo "To run on a GPU machine:"
 echo "  export LD_LIBRARY_PATH=$CUDA_TREE/lib:\$LD_LIBRARY_PATH   # or the same CUDA 13 libraries from PyTorch"
 echo "  $bin_dir/gpt2 logits --device cuda"
+echo "or carry them: scripts/gpu-check.sh --pack target/gpu-bundle, then there"
+echo "  scripts/gpu-check.sh --bin-dir target/gpu-bundle --out DIR"

@@ -79,18 +79,26 @@ cuda_venv_install() {
   [ -x "$CUDA_TREE/bin/nvcc" ] || cuda_die "no nvcc at $CUDA_TREE/bin/nvcc; delete $CUDA_VENV and rerun"
 }
 
-# cuda_compute_cap [VALUE]: validate and export CUDA_COMPUTE_CAP (default 90, Hopper).
-cuda_compute_cap() {
-  local cap=${1:-${CUDA_COMPUTE_CAP:-90}}
-  case "$cap" in
-    75) cuda_log "compute capability 75 (Turing: T4, RTX 20xx)" ;;
-    80) cuda_log "compute capability 80 (Ampere: A100, A30)" ;;
-    86) cuda_log "compute capability 86 (Ampere: A10, A40, RTX 30xx)" ;;
-    89) cuda_log "compute capability 89 (Ada: L4, L40S, RTX 40xx)" ;;
-    90) cuda_log "compute capability 90 (Hopper: H100, H200; candle's kernels build as sm_90a, which loads on Hopper only)" ;;
-    *) cuda_die "compute capability \"$cap\" is not one this course builds for: use 90 (H100/H200), 89 (L4, RTX 40xx), 86 (A10, RTX 30xx), 80 (A100) or 75 (T4)" ;;
+# cuda_target [ARCH]: validate the target architecture and export it twice: CUDA_ARCH (read by
+# exercise 5's build.rs) and CUDA_COMPUTE_CAP (read by candle-kernels through cudaforge), so
+# candle's kernels and exercise 5's are built for the same GPU. ARCH is nvcc's form (sm_90a) or
+# a compute capability (90); without it CUDA_ARCH, then CUDA_COMPUTE_CAP, then sm_90a. cudaforge
+# adds the "a" (architecture-specific code) from 90 on, so 90 is always sm_90a: PTX that loads
+# on Hopper (H100, H200) only, while sm_80 PTX is compiled by the driver for any GPU from Ampere on.
+cuda_target() {
+  local value=${1:-${CUDA_ARCH:-${CUDA_COMPUTE_CAP:-sm_90a}}} arch what
+  case "${value#sm_}" in
+    75) arch=sm_75 what="Turing: T4, RTX 20xx; also runs on every newer GPU" ;;
+    80) arch=sm_80 what="Ampere: A100, A30; also runs on every newer GPU" ;;
+    86) arch=sm_86 what="Ampere: A10, A40, RTX 30xx; also runs on every newer GPU" ;;
+    89) arch=sm_89 what="Ada: L4, L40S, RTX 40xx; also runs on Hopper and newer" ;;
+    90 | 90a) arch=sm_90a what="Hopper: H100, H200 only" ;;
+    *) cuda_die "target architecture \"$value\" is not one this course builds for: use sm_90a (H100/H200, the default), sm_89 (L4, RTX 40xx), sm_86 (A10, RTX 30xx), sm_80 (A100; its PTX also runs on Hopper) or sm_75 (T4)" ;;
   esac
-  export CUDA_COMPUTE_CAP=$cap
+  cuda_log "target architecture $arch ($what)"
+  export CUDA_ARCH=$arch
+  arch=${arch#sm_}
+  export CUDA_COMPUTE_CAP=${arch%a}
 }
 
 # cuda_export_toolchain: put the PyPI toolchain where candle-kernels (cudaforge) and

@@ -54,6 +54,8 @@ ARCHIVE_NAME = "gpu-check-files.tar.xz"
 
 # What the device machine carries in all: the repository's tracked files and the bundle.
 CARRY_LIMIT_BYTES = 64 * 1024 * 1024
+# The largest file it returns (the parity logits are most of the archive: about 7 MB).
+RETURN_FILE_LIMIT_BYTES = 16 * 1024 * 1024
 # Files --pack must write; exercise-3.xz and cuda-build.txt come along when present.
 BUNDLE_REQUIRED = ("gpt2.xz", "solution-3.xz", "course.xz", "solution-5.xz", "solution-5-tests.xz")
 
@@ -665,7 +667,10 @@ def main(argv=None):
             return 0
         if args.command == "archive":
             members = archive(args.work)
-            print(f"packed {len(members)} files and folders into {os.path.join(args.work, ARCHIVE_NAME)}")
+            path = os.path.join(args.work, ARCHIVE_NAME)
+            print(f"packed {len(members)} files and folders into {path} ({mib(os.path.getsize(path))})")
+            if os.path.getsize(path) > RETURN_FILE_LIMIT_BYTES:
+                print(f"gpu-check: warning: {path} is over the {mib(RETURN_FILE_LIMIT_BYTES)} a device run returns per file", file=sys.stderr)
             return 0
         if args.command == "bundle":
             record = bundle(args.dir, args.tree_bytes)
