@@ -420,7 +420,8 @@ done
 
 # ---- exercise 5's kernel on the device ----------------------------------------------------------
 # solution-5's unit tests, built with --features cuda: the fused kernel against candle's unfused
-# ops on the GPU (f32, f16, bf16). One thread, so the output of each test stays next to it;
+# ops on the GPU (f32, f16, bf16): the fused module's tests only (others may read files by
+# the build machine's paths). One thread, so the output of each test stays next to it;
 # --nocapture, so a test that found no GPU is seen saying so (gpu_check.py rust-tests).
 if [ "$device" != cuda ]; then
   skip_step exercise-5-tests exercise "solution-5's CUDA tests need the GPU (its CPU tests run in scripts/check-exercises.sh)"
@@ -430,7 +431,7 @@ elif [ -z "$solution5_tests" ]; then
   failed_required=true
   log "failed  exercise-5-tests: no solution-5-tests in $bin_dir"
 else
-  run_step exercise-5-tests exercise 120 "$solution5_tests" --test-threads 1 --nocapture
+  run_step exercise-5-tests exercise 120 "$solution5_tests" fused:: --test-threads 1 --nocapture
   run_step exercise-5-tests-read exercise 30 python3 "$helper" rust-tests --log "$out/logs/exercise-5-tests.log" --out "$out/exercise-5-tests.json"
 fi
 
