@@ -241,6 +241,71 @@ fn watch_rechecks_on_save_and_moves_on_when_it_passes() {
     assert!(seen.contains("NOT PASSED") && seen.contains("PASSED"), "{seen}");
 }
 
+/// Collect the child's output for `quiet` (the checks it runs meanwhile are what is counted).
+fn collect_for(lines: &std::sync::mpsc::Receiver<String>, seen: &mut String, quiet: std::time::Duration) {
+    let until = std::time::Instant::now() + quiet;
+    while let Some(left) = until.checked_duration_since(std::time::Instant::now()) {
+        match lines.recv_timeout(left) {
+            Ok(line) => {
+                seen.push_str(&line);
+                seen.push('\n');
+            }
+            Err(_) => break,
+        }
+    }
+}
+
+#[test]
+fn watch_left_alone_checks_once_and_an_edit_checks_once_more() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let root = course_copy(dir.path());
+    let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("course-cli-target");
+    let mut child = Command::new(BIN)
+        .args(["watch"])
+        .current_dir(&root)
+        .env("CARGO_TARGET_DIR", target)
+        .env("NO_COLOR", "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    for stream in [Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>, Box::new(child.stderr.take().unwrap())] {
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stream).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+    }
+    // Each failed check ends with this line.
+    let checks = |seen: &str| seen.matches("for changes (Ctrl-C to stop)").count();
+    let mut seen = String::new();
+    let started = wait_for(&rx, &mut seen, "for changes (Ctrl-C to stop)");
+    // Left alone: the check's own reads (cargo fingerprints the package) must not re-trigger it.
+    collect_for(&rx, &mut seen, std::time::Duration::from_secs(6));
+    let alone = checks(&seen);
+    // Saving the same bytes again is not a change either.
+    write(&root.join("exercises/exercise-1/answers.toml"), &template(1));
+    collect_for(&rx, &mut seen, std::time::Duration::from_secs(3));
+    let same_bytes = checks(&seen);
+    // A real edit (still not passing) checks exactly once more.
+    write(&root.join("exercises/exercise-1/answers.toml"), "[quiz]\nntq-1 = \"Benchmark\"\n");
+    let mut later = String::new();
+    let rechecked = wait_for(&rx, &mut later, "for changes (Ctrl-C to stop)");
+    collect_for(&rx, &mut later, std::time::Duration::from_secs(6));
+    let after_edit = same_bytes + checks(&later);
+    seen.push_str(&later);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(started, "watch did not start: {seen}");
+    assert_eq!(alone, 1, "a watch left alone checked {alone} times: {seen}");
+    assert_eq!(same_bytes, 1, "rewriting the same bytes re-checked: {seen}");
+    assert!(rechecked, "the edit was not checked: {seen}");
+    assert_eq!(after_edit, 2, "one edit gave {} checks: {seen}", after_edit - 1);
+}
+
 #[test]
 fn bench_runs_outside_a_course_and_compares_two_files() {
     // `course bench` is the bench crate's client; here only its wiring is checked: it needs no

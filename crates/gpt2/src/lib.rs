@@ -17,6 +17,7 @@
 
 pub mod bench;
 pub mod cache;
+pub mod ceilings;
 pub mod cli;
 pub mod config;
 pub mod device;
@@ -27,6 +28,7 @@ pub mod linear;
 pub mod model;
 pub mod ops;
 pub mod profile;
+#[cfg(feature = "serve")]
 pub mod serve;
 pub mod tokenizer;
 pub mod weights;
