@@ -92,7 +92,8 @@ tests_json=$(CARGO_TARGET_DIR=$target_dir cargo test --release --locked --no-run
   --bin solution-5 --message-format json-render-diagnostics) || cuda_die "solution-5's tests did not build (the errors are above)"
 tests_exe=$(python3 -c '
 import json, sys
-exes = [m["executable"] for m in map(json.loads, sys.stdin)
+messages = [json.loads(line) for line in sys.stdin if line.startswith("{")]
+exes = [m["executable"] for m in messages
         if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "solution-5" and m["profile"]["test"] and m.get("executable")]
 print(exes[-1] if exes else "")' <<<"$tests_json")
 [ -n "$tests_exe" ] || cuda_die "cargo built no test executable for solution-5"
