@@ -30,10 +30,16 @@ fn main() {
             .collect(),
     );
     let module = median((0..RUNS).map(|_| per_iteration_ns(N, |_| { drop(black_box(profiler::module("block"))); })).collect());
+    let labelled = median(
+        (0..RUNS)
+            .map(|_| per_iteration_ns(N, |i| { drop(black_box(profiler::op("matmul").with_work(i, i).with_kernel("avx512"))); }))
+            .collect(),
+    );
     println!("inactive scope, ns per create+drop (loop overhead {baseline:.2} ns subtracted):");
     println!("  op        {:.2}", op - baseline);
     println!("  op_shapes {:.2}", op_shapes - baseline);
     println!("  module    {:.2}", module - baseline);
+    println!("  op + with_work + with_kernel {:.2}", labelled - baseline);
 
     // Recording: steps of 1,000 scopes (a forward pass has a few hundred), recorded as
     // warm-up steps so that memory is reused as in a real run.
@@ -54,7 +60,9 @@ fn main() {
     };
     let op_active = recording(false, &|| drop(black_box(profiler::op("matmul"))));
     let shapes_active = recording(true, &|| drop(black_box(profiler::op_shapes("matmul", &[shape, shape]))));
+    let labelled_active = recording(false, &|| drop(black_box(profiler::op("matmul").with_work(1, 2).with_kernel("avx512"))));
     println!("recording scope, ns per create+drop (median over {STEPS} steps of {PER_STEP} scopes):");
     println!("  op                          {op_active:.1}");
     println!("  op_shapes (shapes recorded) {shapes_active:.1}");
+    println!("  op + with_work + with_kernel {labelled_active:.1}");
 }
