@@ -33,8 +33,10 @@ impl DeviceChoice {
             Self::Cpu => Ok(Device::Cpu),
             Self::Cuda => try_cuda().map_err(|why| Error::Device(format!("{why}: {}", cuda_next_step()))),
             Self::Auto => Ok(try_cuda().unwrap_or_else(|why| {
-                // Auto is the default device: a run that lands on the CPU says why, once.
-                eprintln!("{}", auto_fallback_line(&why));
+                // Auto is the default device: a run that lands on the CPU says why, once per
+                // process (a program may open its device more than once).
+                static SAID: std::sync::Once = std::sync::Once::new();
+                SAID.call_once(|| eprintln!("{}", auto_fallback_line(&why)));
                 Device::Cpu
             })),
         }
