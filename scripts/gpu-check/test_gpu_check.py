@@ -484,6 +484,29 @@ class OutLayout(unittest.TestCase):
             self.assertEqual(again.returncode, 2, again.stderr)
             self.assertEqual(sorted(os.listdir(out)), [gpu_check.ARCHIVE_NAME, gpu_check.RESULT_NAME])
 
+    def test_a_cuda_preflight_refuses_a_gpu_the_build_cannot_run_on_and_says_why(self):
+        # A stand-in nvidia-smi on PATH: an A100 with a recent driver, sm_90a binaries.
+        with tempfile.TemporaryDirectory() as d:
+            bins, out, tools = (os.path.join(d, n) for n in ("bin", "out", "tools"))
+            os.makedirs(bins)
+            os.makedirs(tools)
+            fake_binary(os.path.join(bins, "gpt2"), "echo 'gpt2 must not run: the preflight stops first' >&2; exit 9")
+            with open(os.path.join(bins, "cuda-build.txt"), "w") as f:
+                f.write("arch=sm_90a\ncompute_cap=90\n")
+            fake_binary(os.path.join(tools, "nvidia-smi"),
+                        'case "$1" in --query-gpu=*) echo "NVIDIA A100-SXM4-80GB, 580.82.07, 8.0, 81920 MiB" ;; *) echo "fake nvidia-smi table" ;; esac')
+            run = run_script("--bin-dir", bins, "--out", out, "--no-torch", env={"PATH": tools + os.pathsep + os.environ["PATH"]})
+            self.assertEqual(run.returncode, 2, run.stderr)
+            self.assertIn("Ampere (A100, A30), but the kernels are built for sm_90a", run.stderr)
+            self.assertEqual(sorted(os.listdir(out)), [gpu_check.ARCHIVE_NAME, gpu_check.RESULT_NAME])
+            result = gpu_check.read_json(os.path.join(out, gpu_check.RESULT_NAME), "the result")
+            self.assertEqual(result["preflight"]["compute_cap"], 80)
+            self.assertEqual([s["name"] for s in result["steps"]], ["preflight-gpu"])
+            self.assertIn("preflight: driver 580.82.07, compute capability 8.0, binaries for sm_90a (CUDA 13.0): NOT usable", run.stdout)
+            with tarfile.open(os.path.join(out, gpu_check.ARCHIVE_NAME)) as tar:
+                diagnostics = tar.extractfile("logs/preflight-diagnostics.log").read().decode()
+            self.assertIn("fake nvidia-smi table", diagnostics)
+
     def test_a_folder_of_other_files_is_refused(self):
         with tempfile.TemporaryDirectory() as d:
             with open(os.path.join(d, "precious.txt"), "w") as f:

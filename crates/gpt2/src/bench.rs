@@ -107,38 +107,8 @@ pub fn run_model_cases(model: &Model, warmup: usize, repeats: usize, mut progres
     Ok(results)
 }
 
-/// Reads a buffer larger than any cache `rounds` times with `threads` threads and returns
-/// the best bandwidth seen, in GB/s: the denominator of the decode floor.
-pub fn memory_read_bandwidth(threads: usize, rounds: usize) -> f64 {
-    let len: usize = 256 << 20; // 1 GiB of f32
-    let data: Vec<f32> = (0..len).map(|i| (i % 7) as f32).collect();
-    let chunk = len.div_ceil(threads.max(1));
-    let mut best = 0f64;
-    for _ in 0..rounds.max(1) {
-        let start = Instant::now();
-        let total: f32 = std::thread::scope(|s| {
-            let parts: Vec<_> = data.chunks(chunk).map(|c| s.spawn(move || sum_lanes(c))).collect();
-            parts.into_iter().map(|p| p.join().unwrap_or(0.0)).sum()
-        });
-        let secs = start.elapsed().as_secs_f64();
-        std::hint::black_box(total);
-        best = best.max((len * 4) as f64 / secs / 1e9);
-    }
-    best
-}
-
-/// A sum with eight independent accumulators, so the loop is bound by memory, not by the
-/// latency of one floating-point add chain.
-fn sum_lanes(xs: &[f32]) -> f32 {
-    let mut acc = [0f32; 8];
-    let mut chunks = xs.chunks_exact(8);
-    for c in &mut chunks {
-        for (a, x) in acc.iter_mut().zip(c) {
-            *a += x;
-        }
-    }
-    acc.iter().sum::<f32>() + chunks.remainder().iter().sum::<f32>()
-}
+/// The memory read bandwidth, measured where the profile's ceilings are (one measurement).
+pub use crate::ceilings::memory_read_bandwidth;
 
 /// One row of `gpt2 bench --layouts`: a GPT-2 weight shape at one batch size, timed with
 /// each memory layout.

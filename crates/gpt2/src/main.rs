@@ -85,6 +85,12 @@ struct ProfileArgs {
     /// recording, alternating, and compare their medians.
     #[arg(long, value_name = "N")]
     overhead: Option<usize>,
+    /// Measure this machine's ceilings (memory bandwidth, peak matmul throughput) again
+    /// instead of reading them from the cache (e.g. after measuring on a busy machine).
+    #[arg(long)]
+    remeasure_ceilings: bool,
+    #[command(flatten)]
+    kernels: gpt2::cli::KernelArgs,
     #[command(flatten)]
     model: ModelArgs,
 }
@@ -300,6 +306,7 @@ fn profile_cmd(args: ProfileArgs) -> Result<()> {
         print!("{}", profiler::compare(&before, &after));
         return Ok(());
     }
+    args.kernels.apply()?;
     let mut loaded = args.model.load()?;
     loaded.model.set_mlp_activation(match args.mlp {
         Mlp::Fused => gpt2::MlpActivation::Fused,
@@ -324,7 +331,8 @@ fn profile_cmd(args: ProfileArgs) -> Result<()> {
         );
         return Ok(());
     }
-    let profile = gpt2::profile::profile_forward(model, &spec)?;
+    let ceilings = gpt2::profile::machine_ceilings(model, args.remeasure_ceilings);
+    let profile = gpt2::profile::profile_forward_with(model, &spec, ceilings)?;
     let default_sort = if on_cuda { SortBy::SelfCudaTimeTotal } else { SortBy::SelfCpuTimeTotal };
     let options = TableOptions {
         sort_by: args.sort_by.unwrap_or(default_sort),
@@ -340,5 +348,7 @@ fn profile_cmd(args: ProfileArgs) -> Result<()> {
     print!("{}", profile.table(options));
     let out = gpt2::profile::write_exports(&profile, options, &args.out)?;
     println!("\nwrote {}, {}, {} and {}", out.report.display(), out.trace.display(), out.folded.display(), out.flamegraph.display());
+    // Written first, so the failed run's report (with its warnings) can be read.
+    gpt2::profile::check_device_timing(&profile)?;
     Ok(())
 }

@@ -4,10 +4,12 @@
 //! that are not counted, then active forwards that are. On CUDA, op times come from CUDA
 //! events recorded on candle's stream (or, in sync mode, from synchronising around every
 //! op); host clocks around asynchronous launches would time the launches, not the kernels.
+//! The profile carries this machine's measured ceilings ([`crate::ceilings`]), so every op
+//! that declared its work gets a roofline: what bounds it, and how close it came.
 
 use std::path::{Path, PathBuf};
 
-use profiler::{DeviceKind, Options, Profile, Profiler, Schedule, TableOptions};
+use profiler::{Ceilings, DeviceKind, Options, Profile, Profiler, Schedule, TableOptions, Timing};
 
 use crate::error::{Error, Result};
 use crate::model::{Logits, Model};
@@ -48,8 +50,29 @@ pub fn sample_ids(batch: usize, seq: usize, vocab: usize) -> Vec<Vec<u32>> {
 }
 
 /// Runs `model(ids)` (logits for every position, as in PyTorch's recipe) under the
-/// profiler and returns the recorded profile.
+/// profiler and returns the recorded profile, with this machine's ceilings: read from the
+/// cache, or measured once (a note on standard error says so).
 pub fn profile_forward(model: &Model, p: &ForwardProfile) -> Result<Profile> {
+    let ceilings = machine_ceilings(model, false);
+    profile_forward_with(model, p, ceilings)
+}
+
+/// This machine's ceilings for `model`'s device and dtype (see [`crate::ceilings`]), notes
+/// on standard error. A measurement that fails is one line there too: the profile is still
+/// worth having without its roofline columns.
+pub fn machine_ceilings(model: &Model, remeasure: bool) -> Option<Ceilings> {
+    let mut note = |line: &str| eprintln!("{line}");
+    match crate::ceilings::for_device(model.device(), model.dtype(), remeasure, &mut note) {
+        Ok(c) => Some(c),
+        Err(e) => {
+            eprintln!("warning: cannot measure this machine's ceilings ({e}); the table has no roofline columns");
+            None
+        }
+    }
+}
+
+/// [`profile_forward`] with the ceilings given (`None`: no roofline columns).
+pub fn profile_forward_with(model: &Model, p: &ForwardProfile, ceilings: Option<Ceilings>) -> Result<Profile> {
     let ids = sample_ids(p.batch, p.seq, model.config().vocab_size);
     let device = model.device();
     let options = Options {
@@ -60,6 +83,9 @@ pub fn profile_forward(model: &Model, p: &ForwardProfile) -> Result<Profile> {
         threads: Some(candle_core::utils::get_num_threads()),
     };
     let mut prof = attach_device_timer(Profiler::new(options), device, p.cuda_timing)?;
+    if let Some(c) = ceilings {
+        prof = prof.with_ceilings(c);
+    }
     while !prof.is_done() {
         prof.step(|| model.forward(&ids, &mut model.new_cache(p.batch, p.seq), Logits::AllPositions).map(drop))?;
     }
@@ -84,6 +110,27 @@ fn attach_device_timer(prof: Profiler, _device: &candle_core::Device, _timing: C
     Ok(prof)
 }
 
+/// An error when a profile of a CUDA run lacks device times for any step (the profiler
+/// warned, e.g. an event failed): its table would fall back to host clocks around
+/// asynchronous launches, which time the launches, not the kernels. `gpt2 profile` still
+/// writes the report (its `warnings` say what failed) and then exits non-zero.
+pub fn check_device_timing(profile: &Profile) -> Result<()> {
+    if profile.device != DeviceKind::Cuda {
+        return Ok(());
+    }
+    let failed: Vec<&str> = profile.warnings.iter().filter(|w| w.contains("device timing failed")).map(String::as_str).collect();
+    let untimed = profile.timing == Timing::Host || !profile.has_device_times();
+    if failed.is_empty() && !untimed {
+        return Ok(());
+    }
+    let why = if failed.is_empty() { "no device timer was attached".to_string() } else { failed.join("; ") };
+    Err(Error::Device(format!(
+        "CUDA device timing failed, so the self CUDA column is missing or partial: {why}. \
+         Next step: rerun with `--cuda-timing sync` (host clock after a synchronise around every op), \
+         and check the driver with `nvidia-smi`"
+    )))
+}
+
 /// The profiler's cost on a forward pass: medians of the same forward run with and
 /// without recording.
 #[derive(Debug, Clone, Copy)]
@@ -105,19 +152,22 @@ pub fn measure_overhead(model: &Model, p: &ForwardProfile, repeats: usize) -> Re
     use std::time::Instant;
     let ids = sample_ids(p.batch, p.seq, model.config().vocab_size);
     let forward = || model.forward(&ids, &mut model.new_cache(p.batch, p.seq), Logits::AllPositions).map(drop);
-    let options = Options { schedule: Schedule::new(0, 0, 1, 1), record_shapes: p.record_shapes, ..Options::default() };
+    let runs = p.warmup + repeats.max(1);
+    // One profiler and one device timer for every run: a CUDA timer creates its events on
+    // first use and re-records them afterwards, so building it per run would time about
+    // 1,100 event creations inside each profiled forward.
+    let options = Options { schedule: Schedule::new(0, 0, runs, 1), record_shapes: p.record_shapes, ..Options::default() };
+    let mut prof = attach_device_timer(Profiler::new(options), model.device(), p.cuda_timing)?;
     let (mut plain, mut profiled) = (Vec::new(), Vec::new());
-    for i in 0..p.warmup + repeats.max(1) {
+    for i in 0..runs {
         let start = Instant::now();
         forward()?;
         model.device().synchronize()?;
         let plain_ms = start.elapsed().as_secs_f64() * 1e3;
-        let mut prof = attach_device_timer(Profiler::new(options.clone()), model.device(), p.cuda_timing)?;
         let start = Instant::now();
         prof.step(forward)?;
         model.device().synchronize()?;
         let profiled_ms = start.elapsed().as_secs_f64() * 1e3;
-        drop(prof.finish());
         if i >= p.warmup {
             plain.push(plain_ms);
             profiled.push(profiled_ms);
