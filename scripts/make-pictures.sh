@@ -4,6 +4,7 @@
 #   flamegraph-gpt2-forward.svg   gpt2 profile (one GPT-2 small forward, synthetic weights, CPU)
 #   budget.svg                    course bench budget (the illustrative step and that profile)
 #   latency-batch-8-vs-16.svg     exercise 2's measurement (solution-2: batch 8 vs 16, in process)
+#   exercise-3-table.txt          exercise 3's table with its roofline columns and ceilings footer
 # Timings are real and come from the machine that runs this script.
 set -euo pipefail
 
@@ -11,23 +12,29 @@ usage() {
   cat <<'EOF'
 Usage: scripts/make-pictures.sh [--quick] [--out DIR] [--build]
 
-Regenerates the book's three pictures with the project's own release binaries and prints
-what it wrote:
-  flamegraph-gpt2-forward.svg  `gpt2 profile --model synthetic --device cpu --mlp stock`
-                               (one GPT-2 small forward, B=1 T=8, as in exercise 3)
+Regenerates the book's three pictures and exercise 3's table with the project's own release
+binaries and prints what it wrote:
+  flamegraph-gpt2-forward.svg  `gpt2 profile --model synthetic --device cpu --mlp stock
+                               --remeasure-ceilings` (one GPT-2 small forward, B=1 T=8, as in
+                               exercise 3; the machine's ceilings are measured again first, so
+                               they come from the same quiet machine as the timings, and cached)
   budget.svg                   `course bench budget --report <that profile's report.json>`
                                (the book's illustrative 40 ms step beside the measured one)
   latency-batch-8-vs-16.svg    `solution-2 --model synthetic` (exercise 2: in-process
                                generation at batch 8 and 16; TTFT and E2EL CDFs)
+  exercise-3-table.txt         `exercise-3 --model synthetic --device cpu`: what a learner's
+                               `cargo run -p exercise-3` prints (the table with its roofline
+                               columns and the ceilings footer); the budget chapter includes it
 
 Options:
   --out DIR   where to write the pictures [default: book/src/images; with --quick:
               target/pictures-quick]
   --quick     a check that every command still works, in seconds: the tiny synthetic model
               and few repeats (the pictures are not for the book)
-  --build     rebuild gpt2, course and solution-2 first (`cargo build --release -p gpt2
-              -p course -p solution-2`) even when they exist, so the pictures match the code
-              as it is now [default: build them only when one is missing]
+  --build     rebuild gpt2, course, solution-2 and exercise-3 first (`cargo build --release
+              -p gpt2 -p course -p solution-2 -p exercise-3`) even when they exist, so the
+              pictures match the code as it is now [default: build them only when one is
+              missing]
   -h, --help  this help
 
 A full run takes about a minute on a 2-core machine. The timings in the pictures are the
@@ -76,15 +83,15 @@ mkdir -p "$out" || {
 
 # --- binaries ---------------------------------------------------------------------------------
 bin=target/release
-binaries=(gpt2 course solution-2)
+binaries=(gpt2 course solution-2 exercise-3)
 missing=()
 for b in "${binaries[@]}"; do
   [[ -x "$bin/$b" ]] || missing+=("$b")
 done
 if ((build)) || ((${#missing[@]} > 0)); then
   if ((${#missing[@]} > 0)); then echo "make-pictures: not built yet: ${missing[*]}"; fi
-  echo "make-pictures: cargo build --release -p gpt2 -p course -p solution-2"
-  if ! cargo build --release -p gpt2 -p course -p solution-2; then
+  echo "make-pictures: cargo build --release -p gpt2 -p course -p solution-2 -p exercise-3"
+  if ! cargo build --release -p gpt2 -p course -p solution-2 -p exercise-3; then
     echo "make-pictures: the build failed (cargo's error is above): fix it and rerun" >&2
     exit 1
   fi
@@ -119,16 +126,18 @@ if ((quick)); then
   model_name="tiny GPT-2"
   profile_steps=(--warmup 1 --active 2)
   bench_sizes=(--repeats 2 --output-len 4 --prompt-len 8)
+  ceilings=()
 else
   model=synthetic
   model_name="GPT-2 small"
   profile_steps=(--warmup 2 --active 5)
   bench_sizes=(--repeats 10)
+  ceilings=(--remeasure-ceilings)
 fi
 
 # --- 1. flame graph of one forward: exercise 3's settings (B=1, T=8, the stock MLP) -----------
 step "flame graph" "$bin/gpt2" profile --model "$model" --device cpu --mlp stock --batch 1 --seq 8 \
-  "${profile_steps[@]}" --out "$work/profile"
+  "${profile_steps[@]}" "${ceilings[@]}" --out "$work/profile"
 cp "$work/profile/flamegraph.svg" "$out/flamegraph-gpt2-forward.svg"
 
 # --- 2. the budget: the illustrative step beside that profile ------------------------------------
@@ -143,6 +152,18 @@ step "latency CDF" "$bin/solution-2" --model "$model" --device cpu "${bench_size
   --exercise-dir "$work/exercise-2"
 cp "$work/exercise-2/results/latency.svg" "$out/latency-batch-8-vs-16.svg"
 
+# --- 4. exercise 3's table: what `cargo run -p exercise-3` prints, with the ceilings just measured -
+# Its results go to a scratch copy of the exercise folder; the printed paths are shown as a
+# learner's checkout has them (exercises/exercise-3/...), not as this machine's scratch folder.
+mkdir -p "$work/exercise-3"
+step "exercise 3 table" "$bin/exercise-3" --model "$model" --device cpu "${profile_steps[@]}" \
+  --exercise-dir "$work/exercise-3"
+sed "s|$work/exercise-3|exercises/exercise-3|g" "$work/step.log" >"$out/exercise-3-table.txt"
+if ! grep -q 'Roofline %' "$out/exercise-3-table.txt"; then
+  echo "make-pictures: exercise 3 printed no roofline columns (its output: $out/exercise-3-table.txt)" >&2
+  exit 1
+fi
+
 # Every picture must be a drawing, not an empty file.
 for f in flamegraph-gpt2-forward.svg budget.svg latency-batch-8-vs-16.svg; do
   if ! grep -q '<svg' "$out/$f"; then
@@ -152,7 +173,7 @@ for f in flamegraph-gpt2-forward.svg budget.svg latency-batch-8-vs-16.svg; do
 done
 
 echo "make-pictures: wrote"
-for f in flamegraph-gpt2-forward.svg budget.svg latency-batch-8-vs-16.svg; do
+for f in flamegraph-gpt2-forward.svg budget.svg latency-batch-8-vs-16.svg exercise-3-table.txt; do
   printf '  %s (%s bytes)\n' "$out/$f" "$(wc -c <"$out/$f" | tr -d ' ')"
 done
 cpu="$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2 | sed 's/^ *//' || true)"

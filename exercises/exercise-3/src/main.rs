@@ -2,12 +2,13 @@
 //!
 //! Loads GPT-2 (the real checkpoint by default; offline, the synthetic one with GPT-2 small's
 //! shapes, with a notice), runs forward passes under the profiler, prints the top-ops table
-//! sorted by self CPU time (self CUDA time on a GPU) and saves the profile to
-//! results/report.json, the file `course check 3` grades your answers against.
+//! sorted by self CPU time (self CUDA time on a GPU) with each op's roofline (against this
+//! machine's measured ceilings) and saves the profile to results/report.json, the file
+//! `course check 3` grades your answers against.
 //!
 //! TODO (you): run it (`cargo run -p exercise-3`), read the table, and fill in answers.toml:
-//! the three ops with the largest self time with their shares, and one sentence on what you
-//! would attack first to cut the step time by 10%.
+//! the three ops with the largest self time with their shares, and your plan to cut the step
+//! time by 10%: the op to attack, the cut you expect, the mechanism, and why.
 
 use anyhow::{Context, Result};
 use clap::Parser;
@@ -24,7 +25,9 @@ use std::process::ExitCode;
     long_about = "Exercise 3: Profile a forward pass.\n\n\
         Loads GPT-2 (--model gpt2 downloads openai-community/gpt2 once; offline it falls back to a synthetic \
         checkpoint with the same shapes, whose timings are just as real), runs warm-up forwards, then profiles \
-        forward passes op by op. Prints the table sorted by self CPU time (self CUDA time on a GPU) and writes \
+        forward passes op by op. Prints the table sorted by self CPU time (self CUDA time on a GPU), with each \
+        op's roofline against this machine's ceilings (memory bandwidth and peak matmul throughput, measured \
+        once and cached; `gpt2 profile --remeasure-ceilings` measures them again), and writes \
         results/report.json, trace.json (open it in ui.perfetto.dev), stacks.folded and flamegraph.svg.\n\n\
         Then fill in answers.toml from the table and run `course check 3`."
 )]
@@ -78,7 +81,10 @@ fn run(args: Args) -> Result<()> {
 
     // ANCHOR: profile
     // Like PyTorch's `schedule(wait=0, warmup=2, active=5)`: warm-up forwards are run and
-    // thrown away, then the active ones are recorded, op by op.
+    // thrown away, then the active ones are recorded, op by op. The profile also carries this
+    // machine's ceilings (measured once, then read from the course's cache), so each op that
+    // declares its work gets a roofline: its GFLOP/s and GB/s, the % of what it could reach
+    // at its arithmetic intensity, and whether memory or compute bounds it.
     let spec = ForwardProfile {
         batch: args.batch,
         seq: args.seq,
@@ -105,7 +111,8 @@ fn run(args: Args) -> Result<()> {
     println!("\nwrote {} (graded by `course check 3`),", files.report.display());
     println!("      {} (open in https://ui.perfetto.dev) and {}", files.trace.display(), files.flamegraph.display());
     println!(
-        "Next: copy the first three rows' names and {} shares into answers.toml, add your sentence, then `course check 3`.",
+        "Next: copy the first three rows' names and {} shares into answers.toml; for your plan, read the \
+         Roofline % and Bound columns before you choose a mechanism; then `course check 3`.",
         if on_cuda { "Self CUDA %" } else { "Self CPU %" }
     );
     Ok(())
