@@ -1,52 +1,24 @@
 //! The tracing layer on a model we did not instrument: a tiny, randomly initialised Llama
 //! from candle-transformers, whose `with_tracing` wrappers and blocks open spans.
+//!
+//! The model, its seeded weights and the recording are those of
+//! `examples/candle_transformers.rs`, included here so the example is what is tested.
 
-use candle_core::{DType, Device, Tensor};
-use candle_nn::{VarBuilder, VarMap};
-use candle_transformers::models::llama::{Cache, Llama, LlamaConfig};
-use profiler::{Kind, Options, Profiler, ProfilerLayer, Schedule, SortBy, View, STEP_ROW};
+#[allow(dead_code)]
+#[path = "../examples/candle_transformers.rs"]
+mod example;
+
+use candle_core::Device;
+use profiler::{Kind, Options, Profiler, ProfilerLayer, SortBy, View, STEP_ROW};
 use tracing_subscriber::layer::SubscriberExt;
 
-const LAYERS: u64 = 2;
+const LAYERS: u64 = example::LAYERS as u64;
 const STEPS: u64 = 3;
-
-fn tiny_llama(device: &Device) -> (Llama, Cache) {
-    let config: LlamaConfig = serde_json::from_value(serde_json::json!({
-        "hidden_size": 64,
-        "intermediate_size": 128,
-        "vocab_size": 256,
-        "num_hidden_layers": LAYERS,
-        "num_attention_heads": 4,
-        "num_key_value_heads": 2,
-        "rms_norm_eps": 1e-5,
-        "max_position_embeddings": 64,
-    }))
-    .expect("a valid tiny Llama config");
-    let config = config.into_config(false);
-    let varmap = VarMap::new();
-    let vb = VarBuilder::from_varmap(&varmap, DType::F32, device);
-    let model = Llama::load(vb, &config).expect("random weights load");
-    let cache = Cache::new(false, DType::F32, &config, device).expect("cache");
-    (model, cache)
-}
 
 #[test]
 fn spans_of_a_candle_transformers_model_fill_the_table() {
-    let subscriber = tracing_subscriber::registry().with(ProfilerLayer::new());
-    // Spans are made when the model is built: the subscriber must be in place before.
-    let profile = tracing::subscriber::with_default(subscriber, || {
-        let device = Device::Cpu;
-        let (model, mut cache) = tiny_llama(&device);
-        let tokens = Tensor::new(&[[1u32, 5, 9, 2, 7, 3, 4, 8]], &device).unwrap();
-        let options =
-            Options { schedule: Schedule::new(0, 1, STEPS as usize, 1), ..Options::default() };
-        let mut prof = Profiler::new(options);
-        while !prof.is_done() {
-            let logits = prof.step(|| model.forward(&tokens, 0, &mut cache)).unwrap();
-            assert_eq!(logits.dims(), [1, 256]);
-        }
-        prof.finish()
-    });
+    let (profile, logits) = example::record(STEPS as usize, example::SEED).unwrap();
+    assert_eq!(logits.dims(), [1, example::VOCAB]);
     assert_eq!(profile.active_steps(), STEPS as usize);
 
     let ops = profile.key_averages(View::Op, false, SortBy::SelfCpuTimeTotal);
@@ -73,6 +45,39 @@ fn spans_of_a_candle_transformers_model_fill_the_table() {
     assert_eq!(step.events[attn.parent.unwrap()].name, "block");
     let table = profile.table(profiler::TableOptions::default());
     assert!(table.contains("linear") && table.contains("rms-norm"), "{table}");
+}
+
+#[test]
+fn the_seeded_weights_give_the_same_logits_every_build_and_differ_by_seed() {
+    let device = Device::Cpu;
+    let logits = |seed: u64| -> Vec<f32> {
+        let (model, mut cache) = example::tiny_llama(&device, seed).unwrap();
+        let tokens = example::prompt(&device).unwrap();
+        model.forward(&tokens, 0, &mut cache).unwrap().flatten_all().unwrap().to_vec1().unwrap()
+    };
+    let first = logits(example::SEED);
+    assert_eq!(first, logits(example::SEED));
+    assert_ne!(first, logits(example::SEED + 1));
+    assert!(first.iter().all(|x| x.is_finite()));
+    // Random weights, not all one value: the logits are spread out.
+    let (lo, hi) = first.iter().fold((f32::MAX, f32::MIN), |(lo, hi), &x| (lo.min(x), hi.max(x)));
+    assert!(hi > lo, "{lo} {hi}");
+}
+
+#[test]
+fn the_example_prints_the_table_and_writes_report_trace_and_flame_graph() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("nested/out");
+    let w = example::run(&out).unwrap();
+    assert!(w.table.contains("Self CPU time total") && w.table.contains("linear"), "{}", w.table);
+    let report = profiler::Report::read_json(&w.report).unwrap();
+    assert_eq!(report.active_steps, 3);
+    assert!(report.rows.iter().any(|r| r.name == "rms-norm"));
+    let trace: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&w.trace).unwrap()).unwrap();
+    let events = trace["traceEvents"].as_array().unwrap();
+    assert!(events.iter().any(|e| e["name"] == "attn" && e["cat"] == "module"));
+    let svg = std::fs::read_to_string(&w.flamegraph).unwrap();
+    assert!(svg.contains("<svg") && svg.contains("linear"));
 }
 
 #[test]
