@@ -374,10 +374,14 @@ def graded_exercise(gradebook, path, device_mode, number=3):
         raise CheckError(f"{path}: no exercise {number} report for the submission")
     record = {k: report.get(k) for k in ("exercise", "device", "points", "max_points", "passed")}
     record["problems"] = [p.get("message", str(p)) if isinstance(p, dict) else str(p) for p in report.get("problems") or []]
+    # The questions that lost points, so a failed grading says where.
+    record["lost"] = [f"{q.get('id')} ({q.get('outcome')})" for q in report.get("questions") or []
+                      if isinstance(q, dict) and (q.get("points") or 0) < (q.get("max_points") or 0)]
     expected = "CUDA" if device_mode == "cuda" else "CPU"
     wrong = []
     if not record["passed"]:
-        wrong.append(f"exercise {number} did not pass grading: {record['points']}/{record['max_points']} {'; '.join(record['problems'])}".rstrip())
+        lost = f" lost: {', '.join(record['lost'])}" if record["lost"] else ""
+        wrong.append(f"exercise {number} did not pass grading: {record['points']}/{record['max_points']} {'; '.join(record['problems'])}".rstrip() + lost)
     if record["device"] != expected:
         wrong.append(f"exercise {number} was graded as a {record['device']} run, expected {expected}")
     return record, wrong

@@ -49,8 +49,10 @@ def bench_report(scale):
 
 def gradebook(device, passed):
     """`course grade`'s gradebook.json for one student, as much of it as gpu-check reads."""
+    questions = [{"id": "top_ops.0.name", "outcome": "right", "points": 1.0, "max_points": 1.0},
+                 {"id": "plan.mechanism", "outcome": "right" if passed else "unanswered", "points": 3.0 if passed else 0.0, "max_points": 3.0}]
     reports = [{"exercise": 1, "device": None, "points": 0.0, "max_points": 6.0, "passed": False, "problems": []},
-               {"exercise": 3, "device": device, "points": 9.0 if passed else 3.0, "max_points": 9.0, "passed": passed,
+               {"exercise": 3, "device": device, "points": 9.0 if passed else 3.0, "max_points": 9.0, "passed": passed, "questions": questions,
                 "problems": [] if passed else [{"message": "row 1 of a CUDA run has no self CUDA time"}]}]
     return [{"student": "gpu-check", "reports": reports}]
 
@@ -199,7 +201,7 @@ class Assemble(unittest.TestCase):
         _, wrong = gpu_check.graded_exercise(gradebook("CPU", True), "g.json", "cuda")
         self.assertEqual(wrong, ["exercise 3 was graded as a CPU run, expected CUDA"])
         _, wrong = gpu_check.graded_exercise(gradebook("CUDA", False), "g.json", "cuda")
-        self.assertIn("did not pass grading: 3.0/9.0 row 1 of a CUDA run has no self CUDA time", wrong[0])
+        self.assertIn("did not pass grading: 3.0/9.0 row 1 of a CUDA run has no self CUDA time lost: plan.mechanism (unanswered)", wrong[0])
         with self.assertRaisesRegex(gpu_check.CheckError, "no exercise 3 report"):
             gpu_check.graded_exercise([{"reports": []}], "g.json", "cuda")
 
