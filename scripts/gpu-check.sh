@@ -474,8 +474,9 @@ elif ! command -v ncu >/dev/null; then
 elif [ -z "$solution5_tests" ]; then
   skip_step ncu ncu "no solution-5-tests to profile"
 else
-  # --clock-control none: the GPU keeps its own clocks, as in every other step (ncu's default
-  # locks them to base, which would make its duration disagree with the rest of the run).
+  # --clock-control none: the GPU keeps its own clocks. ncu's default locks them to base,
+  # which changes a shared card's settings and makes its duration disagree with every other
+  # step's.
   run_step ncu-fused-kernel ncu 120 ncu --csv --clock-control none --kernel-name regex:fused_bias_gelu --launch-skip 4 --launch-count 1 \
     --metrics "$(python3 "$helper" ncu-metrics)" \
     "$solution5_tests" --exact fused::tests::matches_the_unfused_ops_within_1e_5_on_cuda --test-threads 1 &&
