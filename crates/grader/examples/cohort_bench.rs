@@ -25,7 +25,7 @@ fn main() {
     for i in 0..students {
         let mut files = support::perfect_files();
         // Vary the answers: every third student gets exercise 1 partly wrong, every fifth an
-        // empty exercise 4, every seventh a different attack sentence.
+        // empty exercise 4, every seventh a different plan.
         if i % 3 == 0 {
             files.insert("exercise-1/answers.toml".into(), "[quiz]\nntq-1 = \"Profile\"\nntq-2 = \"Profile\"\n".into());
         }
@@ -35,7 +35,7 @@ fn main() {
         if i % 7 == 0 {
             files.insert(
                 "exercise-3/answers.toml".into(),
-                support::PERFECT_EX3_CPU.replace("Attack gelu first", "Start with the matmul because it is the biggest line"),
+                support::perfect_ex3_cpu().replace("attack = \"lm_head\"", "attack = \"matmul\""),
             );
         }
         let name = format!("student-{i:04}");

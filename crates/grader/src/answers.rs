@@ -151,6 +151,21 @@ impl Answers {
         }
     }
 
+    /// A yes/no answer: `true`/`false`, or the text "yes"/"no" ("true"/"false").
+    pub fn flag(&self, path: &str) -> Field<bool> {
+        match self.node(path) {
+            None => Field::Unanswered,
+            Some(Node { value: NodeValue::Bool(b), .. }) => Field::Answered(*b),
+            Some(Node { value: NodeValue::Text(t), .. }) if t.trim().is_empty() => Field::Unanswered,
+            Some(node @ Node { value: NodeValue::Text(t), .. }) => match t.trim().to_lowercase().as_str() {
+                "yes" | "true" => Field::Answered(true),
+                "no" | "false" => Field::Answered(false),
+                _ => Field::Invalid(self.wrong_type(path, node, "yes or no (or true/false)")),
+            },
+            Some(node) => Field::Invalid(self.wrong_type(path, node, "yes or no (or true/false)")),
+        }
+    }
+
     /// A choice answer: one text, or a list of texts for a multi-select question.
     pub fn choices(&self, path: &str) -> Field<Vec<String>> {
         match self.node(path) {

@@ -37,6 +37,8 @@ struct Scan {
     candidates: BTreeMap<String, Vec<u8>>,
     oversized: BTreeSet<String>,
     links: BTreeSet<String>,
+    /// Modification times of the candidates, where the format records them in UTC (tar).
+    modified: BTreeMap<String, std::time::SystemTime>,
     problems: Vec<Problem>,
     total: u64,
 }
@@ -104,6 +106,9 @@ pub fn read_archive(path: &Path, kind: ArchiveKind, display_name: &str, wanted: 
             let shown = submission.display(rel);
             submission.insert_problem(rel, crate::submission::too_large(&shown, limits.max_file_bytes));
         } else if let Some(bytes) = scan.candidates.remove(&full) {
+            if let Some(at) = scan.modified.get(&full) {
+                submission.set_modified(rel, *at);
+            }
             submission.insert_bytes(rel, bytes, limits);
         }
     }
@@ -256,6 +261,10 @@ fn scan_tar_gz(file: std::fs::File, archive: &str, wanted: &Wanted, limits: &Lim
             continue;
         }
         if scan.note_path(&components, wanted, is_dir) {
+            // 0 is what tools write when they record no time.
+            if let Some(secs) = entry.header().mtime().ok().filter(|s| *s > 0) {
+                scan.modified.insert(components.join("/"), std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs));
+            }
             let result = read_entry(&mut entry, components.join("/"), limits, scan);
             if let Err(e) = result {
                 return Err(if e.to_string().contains("expansion cap") { bomb(limits) } else { format!("entry {name} cannot be read: {e}") });

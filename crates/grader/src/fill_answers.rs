@@ -10,6 +10,13 @@ use toml_edit::{DocumentMut, Item, Table, Value};
 pub enum Answer {
     Number(f64),
     Text(String),
+    Flag(bool),
+}
+
+impl From<bool> for Answer {
+    fn from(v: bool) -> Self {
+        Answer::Flag(v)
+    }
 }
 
 impl From<f64> for Answer {
@@ -36,12 +43,20 @@ fn to_value(answer: &Answer) -> Value {
         // the tolerances (a relative one for tiny errors, an absolute one for shares).
         Answer::Number(v) => Value::from(format!("{v:.6e}").parse::<f64>().unwrap_or(*v)),
         Answer::Text(t) => Value::from(t.as_str()),
+        Answer::Flag(b) => Value::from(*b),
     }
 }
 
 /// Sets each `path = answer` in answers.toml. A path is dotted (`comparison.ratio`); a number
 /// after an array of tables picks its entry (`top_ops.0.name`).
 pub fn fill(answers_path: &Path, answers: &[(String, Answer)]) -> Result<()> {
+    set(answers_path, answers)?;
+    println!("(solution) filled in {}", answers_path.display());
+    Ok(())
+}
+
+/// [`fill`] without the solution's notice (for `course run`, which records a prediction).
+pub fn set(answers_path: &Path, answers: &[(String, Answer)]) -> Result<()> {
     let text = std::fs::read_to_string(answers_path).with_context(|| format!("cannot read {}", answers_path.display()))?;
     let mut doc: DocumentMut = text.parse().with_context(|| format!("{} is not valid TOML", answers_path.display()))?;
     for (path, answer) in answers {
@@ -49,7 +64,6 @@ pub fn fill(answers_path: &Path, answers: &[(String, Answer)]) -> Result<()> {
         set_in(doc.as_table_mut(), &parts, answer).with_context(|| format!("{}: cannot set `{path}`", answers_path.display()))?;
     }
     std::fs::write(answers_path, doc.to_string()).with_context(|| format!("cannot write {}", answers_path.display()))?;
-    println!("(solution) filled in {}", answers_path.display());
     Ok(())
 }
 

@@ -115,13 +115,15 @@ impl Grader {
                 None
             }
         };
+        // One set of mechanism thresholds for every exercise that judges a mechanism.
+        let mechanism = self.key.mechanism().cloned().unwrap_or_else(crate::key::default_mechanism);
         let mut ctx = Ctx { info, submission, bank: &self.bank, answers, report };
         match key {
             ExerciseKey::Quiz(k) => exercises::quiz::check(&mut ctx, k),
             ExerciseKey::BenchVerdict(k) => exercises::bench_verdict::check(&mut ctx, k),
             ExerciseKey::TopOps(k) => exercises::top_ops::check(&mut ctx, k),
-            ExerciseKey::Budget(k) => exercises::budget::check(&mut ctx, k),
-            ExerciseKey::Fuse(k) => exercises::fuse::check(&mut ctx, k),
+            ExerciseKey::Budget(k) => exercises::budget::check(&mut ctx, k, &mechanism),
+            ExerciseKey::Fuse(k) => exercises::fuse::check(&mut ctx, k, &mechanism),
             ExerciseKey::Traffic(k) => exercises::traffic::check(&mut ctx, k),
         }
         let mut report = ctx.report;

@@ -37,9 +37,39 @@ pub struct TopOpsKey {
     pub pass_mark: f64,
     /// How far a share may be from the report's, in percentage points.
     pub share_tolerance_pct: f64,
-    /// Grades `plan.attack_first`; `{top_ops}` in a synonym list stands for the names of the
-    /// learner's own top three ops.
-    pub attack_first: Rubric,
+    /// Points of the plan's questions and of the prediction.
+    pub plan: PlanPoints,
+    /// The thresholds the plan's mechanism is judged by (see `crate::plan_rule`).
+    pub mechanism: MechanismKey,
+    /// Reads `plan.why`: it only flags an answer for review, it never gives or takes points.
+    /// `{top_ops}` in a synonym list stands for the names of the learner's own top three ops.
+    pub why: Rubric,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlanPoints {
+    pub attack: f64,
+    pub mechanism: f64,
+    pub expected_cut: f64,
+    pub prediction: f64,
+}
+
+/// When a mechanism agrees with a row's measured roofline (percentages of the row's rooflines;
+/// µs per call for launch overhead). See `crate::plan_rule` for how each is used.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MechanismKey {
+    /// memory-traffic is wrong below this % of the memory roofline...
+    pub not_memory_below_pct: f64,
+    /// ...right above this one, and accepted but flagged for review in between.
+    pub memory_above_pct: f64,
+    /// slow-kernel is right below this % of the row's roofline...
+    pub slow_kernel_below_pct: f64,
+    /// ...wrong above this one (the op is near what the hardware allows), flagged in between.
+    pub near_roofline_above_pct: f64,
+    /// launch-overhead is right only when a call takes less than this, in µs.
+    pub launch_overhead_below_us: f64,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -53,6 +83,8 @@ pub struct BudgetKey {
     pub share_tolerance_pct: f64,
     /// Tolerance of `own.saving_pct` against `op_share_pct × removed_fraction`.
     pub arithmetic_tolerance_pct: f64,
+    /// The step-time cut the exercise asks for, in %: does any single line reach it?
+    pub target_cut_pct: f64,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -64,6 +96,8 @@ pub struct FuseKey {
     /// Relative tolerance of the learner's max_abs_error against fused_check.json.
     pub error_rel_tolerance: f64,
     pub share_tolerance_pct: f64,
+    /// Relative tolerance of the roofline figures the learner copies (GB/s, % of roofline).
+    pub roofline_rel_tolerance: f64,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -162,6 +196,15 @@ impl Key {
         self.exercises.get(&number)
     }
 
+    /// The mechanism thresholds, written once in the key (exercise 3's `[exercise-3.mechanism]`)
+    /// and used by every exercise that judges a mechanism (3, 4 and 5).
+    pub fn mechanism(&self) -> Option<&MechanismKey> {
+        self.exercises.values().find_map(|k| match k {
+            ExerciseKey::TopOps(t) => Some(&t.mechanism),
+            _ => None,
+        })
+    }
+
     /// Quiz folders to search, the key's own first.
     pub fn quiz_dirs(&self, root: &Path) -> Vec<PathBuf> {
         vec![self.dir.join("quizzes"), crate::quiz::book_quiz_dir(root)]
@@ -173,6 +216,17 @@ fn section_as<T: DeserializeOwned>(section: &toml::Value, display_path: &str, na
         .clone()
         .try_into()
         .map_err(|e: toml::de::Error| KeyError(format!("{display_path}: [{name}]: {}", e.message().trim())))
+}
+
+/// The default key, compiled in: for the reference solutions, which apply the course's rule to
+/// their own results with the same thresholds `course check` grades them by.
+pub const DEFAULT_KEY_TOML: &str = include_str!("../key/key.toml");
+
+/// The default key's mechanism thresholds.
+pub fn default_mechanism() -> MechanismKey {
+    let table: toml::Table = toml::from_str(DEFAULT_KEY_TOML).expect("the compiled-in key.toml is valid TOML (tested)");
+    let section = table.get("exercise-3").and_then(|t| t.get("mechanism")).cloned().expect("key.toml has [exercise-3.mechanism] (tested)");
+    section.try_into().expect("[exercise-3.mechanism] has every threshold (tested)")
 }
 
 #[cfg(test)]
@@ -187,5 +241,6 @@ mod tests {
         for exercise in &manifest.exercises {
             assert!(key.exercise(exercise.number).is_some());
         }
+        assert_eq!(key.mechanism(), Some(&default_mechanism()));
     }
 }

@@ -20,6 +20,8 @@ pub mod grade;
 pub mod key;
 pub mod manifest;
 pub mod overrides;
+pub mod plan_rule;
+pub mod prediction;
 pub mod problem;
 pub mod progress;
 pub mod quiz;

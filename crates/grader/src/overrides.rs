@@ -6,7 +6,7 @@
 //! [[override]]
 //! student = "alice"
 //! exercise = 3
-//! question = "plan.attack_first"   # the question id the report shows
+//! question = "plan.mechanism"      # the question id the report shows
 //! points = 3
 //! reason = "Right idea in other words"
 //! ```

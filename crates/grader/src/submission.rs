@@ -74,9 +74,22 @@ pub struct Submission {
     /// `exercise-N` folders present.
     pub folders: BTreeSet<String>,
     pub progress: Option<Progress>,
+    /// When each file read was last modified, where the submission says (a folder's files and
+    /// a tar's entries do; a zip's local times without a zone are not trusted).
+    pub(crate) modified: BTreeMap<String, std::time::SystemTime>,
 }
 
 impl Submission {
+    /// When the file was last modified, if the submission records it.
+    pub fn modified(&self, rel: &str) -> Option<std::time::SystemTime> {
+        self.modified.get(rel).copied()
+    }
+
+    /// Record a file's modification time (tests, and archives that carry one).
+    pub fn set_modified(&mut self, rel: &str, at: std::time::SystemTime) {
+        self.modified.insert(rel.to_string(), at);
+    }
+
     pub fn display(&self, rel: &str) -> String {
         if self.display_root.is_empty() {
             rel.to_string()
@@ -233,8 +246,13 @@ fn read_wanted(s: &mut Submission, base_dir: &Path, jail: &Path, wanted: &Wanted
                 s.insert_problem(rel, Problem::new(ProblemKind::Malformed, Some(Location::file(shown)), "this is not a regular file", "replace it by the file"));
             }
             Ok(m) if m.len() > limits.max_file_bytes => s.insert_problem(rel, too_large(&shown, limits.max_file_bytes)),
-            Ok(_) => match std::fs::read(&resolved) {
-                Ok(bytes) => s.insert_bytes(rel, bytes, limits),
+            Ok(m) => match std::fs::read(&resolved) {
+                Ok(bytes) => {
+                    if let Ok(at) = m.modified() {
+                        s.set_modified(rel, at);
+                    }
+                    s.insert_bytes(rel, bytes, limits)
+                }
                 Err(e) => s.insert_problem(rel, Problem::new(ProblemKind::Missing, Some(Location::file(shown)), format!("cannot read this file: {e}"), "check its permissions")),
             },
             Err(e) => s.insert_problem(rel, Problem::new(ProblemKind::Missing, Some(Location::file(shown)), format!("cannot read this file: {e}"), "check its permissions")),

@@ -57,3 +57,46 @@ fn a_real_cuda_report_passes_and_ranks_by_self_cuda() {
         assert_eq!(names, ["matmul", "softmax", "gelu"], "{sort_by:?}");
     }
 }
+
+/// With ceilings, declared work and kernel labels: the grader reads the same roofline columns,
+/// kernels and ceilings the profiler wrote, and its consistency checks accept them.
+#[test]
+fn a_real_report_with_ceilings_carries_kernels_and_rooflines() {
+    let host = ManualClock::new();
+    let ceilings = profiler::Ceilings {
+        device: "test cpu".into(),
+        threads: 2,
+        kernels: "avx512".into(),
+        build: "release".into(),
+        mem_read_gbps: 20.0,
+        peak_gflops: 400.0,
+        bandwidth_how: "test".into(),
+        peak_how: "test".into(),
+    };
+    let options = Options { schedule: Schedule::new(0, 1, 3, 1), threads: Some(2), ..Options::default() };
+    let mut prof = Profiler::new(options).with_clock(host.clone()).with_ceilings(ceilings);
+    for _ in 0..4 {
+        prof.step(|| {
+            {
+                let _s = profiler::op("matmul").with_work(8_000_000, 2_000_000).with_kernel("packed-avx512");
+                host.advance_us(400);
+            }
+            {
+                let _s = profiler::op("gelu").with_work(240_000, 196_608).with_kernel("candle");
+                host.advance_us(300);
+            }
+            profiler::op!("mask", host.advance_us(20));
+        });
+    }
+    let text = prof.finish().report_with(TableOptions::default()).to_json();
+    let report = ProfileReport::parse(&text, "report.json").unwrap_or_else(|p| panic!("{p}\n{text}"));
+    let ceilings = report.ceilings.as_ref().expect("ceilings");
+    assert_eq!(ceilings.mem_read_gbps, 20.0);
+    let gelu = report.find("gelu").unwrap().1;
+    assert_eq!(gelu.kernel.as_deref(), Some("candle"));
+    let roofline = gelu.roofline.as_ref().expect("gelu declared work");
+    // 196 608 bytes in 300 µs: 0.655 GB/s, 3.3% of 20 GB/s.
+    assert!((roofline.gbytes_per_s - 0.196_608 / 0.3).abs() < 1e-6, "{roofline:?}");
+    assert!((roofline.pct_of_memory_roofline - 100.0 * roofline.gbytes_per_s / 20.0).abs() < 1e-9);
+    assert!(report.find("mask").unwrap().1.roofline.is_none(), "no work, no roofline");
+}

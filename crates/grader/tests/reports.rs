@@ -4,14 +4,24 @@
 mod support;
 
 use grader::render;
-use grader::submission::Submission;
 use grader::{ExerciseReport, Grader};
 use std::collections::BTreeMap;
 use support::*;
 
 fn grade(files: BTreeMap<String, String>) -> Vec<ExerciseReport> {
     let grader: Grader = grader();
-    grader.grade_all(&Submission::from_texts("exercises", files))
+    grader.grade_all(&submission(files))
+}
+
+/// A report with one JSON edit applied (a learner editing their results by hand).
+fn edited(report: &str, edit: impl FnOnce(&mut serde_json::Value)) -> String {
+    let mut value: serde_json::Value = serde_json::from_str(report).unwrap();
+    edit(&mut value);
+    serde_json::to_string_pretty(&value).unwrap()
+}
+
+fn row<'a>(report: &'a mut serde_json::Value, name: &str) -> &'a mut serde_json::Value {
+    report["rows"].as_array_mut().unwrap().iter_mut().find(|r| r["name"] == name).unwrap()
 }
 
 fn terminal_all(reports: &[ExerciseReport]) -> String {
@@ -45,9 +55,9 @@ fn partial_submission() {
             ("exercise-1/answers.toml", "[quiz]\nntq-1 = \"Benchmark\"\nntq-2 = \"Benchmark\"\nntq-3 = \"benchmarking\"\nntq-4 = \"Nsight\"\nntq-5 = \"\"\n"),
             (
                 "exercise-3/answers.toml",
-                "[[top_ops]]\nname = \"matmul\"\nshare_pct = 60\n[[top_ops]]\nname = \"add\"\nshare_pct = 11\n[[top_ops]]\nname = \"attention\"\nshare_pct = 5\n[plan]\nattack_first = \"gelu is memory-bound, so fuse it.\"\n",
+                "[[top_ops]]\nname = \"matmul\"\nshare_pct = 60\n[[top_ops]]\nname = \"add\"\nshare_pct = 11\n[[top_ops]]\nname = \"attention\"\nshare_pct = 5\n[plan]\nattack = \"gelu\"\nexpected_cut_pct = 10\nmechanism = \"memory-traffic\"\nwhy = \"gelu is memory-bound, so fuse it.\"\n",
             ),
-            ("exercise-4/answers.toml", "[illustrative]\nactivations_share_pct = 15\nsaving_ms = 6\nsaving_pct = 15\nnew_step_ms = \"36\"\n[own]\nop = \"gelu\"\nop_share_pct = 26\nremoved_fraction = 66.7\nsaving_pct = 17\n"),
+            ("exercise-4/answers.toml", "[illustrative]\nactivations_share_pct = 15\nsaving_ms = 6\nsaving_pct = 15\nnew_step_ms = \"36\"\n[own]\nop = \"gelu\"\nop_share_pct = 7.29\nremoved_fraction = 66.7\nsaving_pct = 4.86\n[lines]\nlargest = \"attention\"\nlargest_ceiling_pct = 3\none_line_gives_target = \"no\"\n"),
         ],
     );
     let reports = grade(files);
@@ -61,7 +71,7 @@ fn empty_submission_is_the_untouched_templates() {
     let grader = grader();
     let files: BTreeMap<String, String> =
         grader.manifest.exercises.iter().map(|e| (e.answers_path(), e.answers_template.clone())).collect();
-    let reports = grader.grade_all(&Submission::from_texts("exercises", files));
+    let reports = grader.grade_all(&submission(files));
     for r in &reports {
         assert!(!r.passed);
         assert_eq!(r.points, 0.0);
@@ -80,7 +90,7 @@ fn malformed_files_name_file_line_and_column() {
             ("exercise-1/answers.toml", "[quiz]\nntq-1 = Benchmark\n"),
             ("exercise-2/answers.toml", "[comparison]\nratio = \"fast\"\nverdict = 3\n"),
             ("exercise-2/results/bench.json", "{\"schema\": \"bench-report/1\",\n \"runs\": [\n"),
-            ("exercise-3/results/report.json", "{\"schema\": \"profiler-report/1\", \"device\": \"tpu\"}"),
+            ("exercise-3/results/report.json", "{\"schema\": \"profiler-report/2\", \"device\": \"tpu\"}"),
         ],
     );
     let reports = grade(files);
@@ -90,15 +100,26 @@ fn malformed_files_name_file_line_and_column() {
 #[test]
 fn tampered_results_are_not_trusted() {
     // Shares that do not add up: the gelu row claims more than its time.
-    let shares = cpu_profile().replace("\"self_cpu_pct\": 26.0", "\"self_cpu_pct\": 36.0");
+    let shares = edited(&cpu_profile(), |r| row(r, "gelu")["self_cpu_pct"] = 17.29.into());
     // A ranking that contradicts the rows: the first two rows swapped.
     let swapped = profile_json("cpu", &[("gelu", 2600.0, None), ("matmul", 5200.0, None), ("add", 1100.0, None)]);
     // Totals that disagree with the rows.
-    let totals = cpu_profile().replace("\"self_cpu_us\": 10000.0", "\"self_cpu_us\": 20000.0");
+    let totals = edited(&cpu_profile(), |r| r["totals"]["self_cpu_us"] = 20000.0.into());
+    // A roofline figure edited to pass: gelu claimed at 60% of its memory roofline.
+    let roofline = edited(&cpu_profile(), |r| row(r, "gelu")["roofline"]["pct_of_memory_roofline"] = 60.0.into());
+    // ... and its rate edited with it, to match: the rate no longer matches the bytes and time.
+    let rate = edited(&cpu_profile(), |r| {
+        let gelu = row(r, "gelu");
+        gelu["roofline"]["gbytes_per_s"] = 13.2.into();
+        gelu["roofline"]["pct_of_memory_roofline"] = 60.0.into();
+        gelu["roofline"]["pct_of_roofline"] = 60.0.into();
+    });
+    // An old report, from before the roofline columns.
+    let old = cpu_profile().replace("profiler-report/2", "profiler-report/1");
     // A verdict its own interval contradicts.
     let verdict = bench_json("faster", 0.99, (0.95, 1.04), 40.0);
     let mut out = String::new();
-    for (case, report_json) in [("shares", shares), ("ranking", swapped), ("totals", totals)] {
+    for (case, report_json) in [("shares", shares), ("ranking", swapped), ("totals", totals), ("roofline", roofline), ("rate", rate), ("old", old)] {
         assert_ne!(report_json, cpu_profile(), "the {case} case must change the file");
         let reports = grade(with(perfect_files(), &[("exercise-3/results/report.json", &report_json)]));
         assert!(reports[2].problems.iter().any(|p| p.kind == grader::ProblemKind::Tampered), "{case}");
@@ -113,8 +134,13 @@ fn tampered_results_are_not_trusted() {
 #[test]
 fn cpu_and_cuda_runs_rank_by_their_own_column() {
     let cpu = grade(perfect_files());
-    let cuda_answers = "[[top_ops]]\nname = \"matmul\"\nshare_pct = 60\n[[top_ops]]\nname = \"softmax\"\nshare_pct = 20\n[[top_ops]]\nname = \"gelu\"\nshare_pct = 15\n[plan]\nattack_first = \"Fuse the softmax kernel first: it takes 20% of GPU time and is limited by memory bandwidth.\"\n";
-    let cuda = grade(with(perfect_files(), &[("exercise-3/results/report.json", &cuda_profile()), ("exercise-3/answers.toml", cuda_answers)]));
+    // On the GPU at B=8, T=128 lm_head is compute-bound (67.6% of its roofline) and computes
+    // logits for 1024 positions where generation needs 8: skipping that is right there.
+    let cuda_answers = perfect_ex3(
+        &[("matmul", 60.97), ("lm_head", 28.82), ("layer_norm", 1.66)],
+        "[plan]\nattack = \"lm_head\"\nexpected_cut_pct = 18\nmechanism = \"wasted-work\"\nwhy = \"lm_head takes 29% of GPU time computing logits for every position, while only the last one is read.\"\n",
+    );
+    let cuda = grade(with(perfect_files(), &[("exercise-3/results/report.json", &cuda_profile()), ("exercise-3/answers.toml", &cuda_answers)]));
     assert!(cpu[2].passed && cuda[2].passed);
     assert_eq!(cpu[2].device.as_deref(), Some("CPU"));
     assert_eq!(cuda[2].device.as_deref(), Some("CUDA"));

@@ -5,6 +5,7 @@
 pub mod bench_verdict;
 pub mod budget;
 pub mod fuse;
+pub mod plan;
 pub mod quiz;
 pub mod top_ops;
 pub mod traffic;
@@ -16,6 +17,7 @@ use crate::problem::{Location, Problem, ProblemKind};
 use crate::quiz::QuestionBank;
 use crate::report::{ExerciseReport, QuestionResult};
 use crate::results::bench_report::BenchReport;
+use crate::results::budget_lines::BudgetLines;
 use crate::results::fused_check::FusedCheck;
 use crate::results::profile_report::ProfileReport;
 use crate::submission::{FileState, Submission};
@@ -61,6 +63,10 @@ impl<'a> Ctx<'a> {
 
     pub fn choices(&mut self, path: &str) -> Got<Vec<String>> {
         self.field(|a| a.choices(path))
+    }
+
+    pub fn flag(&mut self, path: &str) -> Got<bool> {
+        self.field(|a| a.flag(path))
     }
 
     /// Read a results file by role; on failure the problem is recorded once and the reason
@@ -116,6 +122,11 @@ impl<'a> Ctx<'a> {
     pub fn bench(&mut self, role: &str) -> Result<BenchReport, String> {
         let (text, shown) = self.results_text(role)?;
         BenchReport::parse(&text, &shown).map_err(|p| self.record(p))
+    }
+
+    pub fn budget_lines(&mut self, role: &str, profile: &ProfileReport) -> Result<BudgetLines, String> {
+        let (text, shown) = self.results_text(role)?;
+        BudgetLines::parse(&text, &shown, profile).map_err(|p| self.record(p))
     }
 
     pub fn fused_check(&mut self, role: &str) -> Result<FusedCheck, String> {

@@ -1,11 +1,14 @@
-//! Exercise 3: the top three ops of the learner's own profile with their shares, device-aware
-//! (self CPU on a CPU run, self CUDA on a CUDA run), and a sentence on what to attack first,
-//! graded by the key's rubric.
+//! Exercise 3: the prediction made before the profile ran, the top three ops of the learner's
+//! own profile with their shares, device-aware (self CPU on a CPU run, self CUDA on a CUDA
+//! run), and a plan graded by the course's arithmetic (`crate::plan_rule`) against that same
+//! profile.
 
+use super::plan::{cut_question, mechanism_question, why_question};
 use super::{Ctx, Got, NOT_ANSWERED};
 use crate::checks::number::{show, within};
-use crate::checks::short_answer::grade_by_rubric;
 use crate::key::TopOpsKey;
+use crate::plan_rule;
+use crate::prediction;
 use crate::report::QuestionResult;
 use crate::results::profile_report::{op_key, ProfileReport};
 
@@ -33,16 +36,136 @@ pub fn check(ctx: &mut Ctx<'_>, key: &TopOpsKey) {
         let q = QuestionResult::new(format!("top_ops.{rank}.share_pct"), format!("The {ordinal} op's share, %"), 1.0);
         ctx.push(share_question(share, &profile, rank, named.as_deref(), key.share_tolerance_pct, q));
     }
-    let sentence = ctx.text("plan.attack_first");
-    let q = QuestionResult::new("plan.attack_first", "What to attack first for a 10% cut, and why", key.attack_first.points);
-    let q = match sentence {
+    plan_questions(ctx, key, &profile);
+    prediction_question(ctx, key, &profile);
+}
+
+/// `[plan]`: the op to attack, the mechanism, the cut expected, and why.
+fn plan_questions(ctx: &mut Ctx<'_>, key: &TopOpsKey, profile: &Result<ProfileReport, String>) {
+    let attack = ctx.text("plan.attack");
+    let q = QuestionResult::new("plan.attack", "The op you would attack first for a 10% cut", key.plan.attack);
+    let mut op = None;
+    let q = match attack {
         Got::Unanswered => q.unanswered(NOT_ANSWERED),
         Got::Invalid(reason) => q.wrong(reason),
-        Got::Answered(text) => {
-            let top: Vec<String> = profile.as_ref().map(|p| p.top(3).iter().map(|o| o.name.clone()).collect()).unwrap_or_default();
-            let expand = move |phrase: &str| (phrase == "{top_ops}").then(|| top.clone());
-            grade_by_rubric(&key.attack_first, &text, &expand, q.answer(text.clone()))
+        Got::Answered(name) => {
+            let q = q.answer(name.clone());
+            match profile {
+                Err(reason) => q.wrong(reason.clone()),
+                Ok(p) => match p.find(&name) {
+                    Some((rank, row)) => {
+                        op = Some(row.clone());
+                        q.right(format!("#{} by {} in {}, {} of the step", rank + 1, p.device.column(), p.file, plan_rule::pct(row.share_pct)))
+                    }
+                    None => {
+                        let rows: Vec<String> = p.top(6).iter().map(|o| format!("`{}`", o.name)).collect();
+                        q.wrong(format!("`{name}` is not a row of {}; its largest rows are {}", p.file, rows.join(", ")))
+                    }
+                },
+            }
         }
+    };
+    ctx.push(q);
+
+    let mechanism = ctx.text("plan.mechanism");
+    let q = QuestionResult::new("plan.mechanism", "What holds that op back (the mechanism)", key.plan.mechanism);
+    let (q, assessment) = mechanism_question(mechanism, profile.as_ref().ok(), op.as_ref(), &key.mechanism, q);
+    ctx.push(q);
+
+    let cut = ctx.number("plan.expected_cut_pct");
+    let q = QuestionResult::new("plan.expected_cut_pct", "The step-time cut you expect, %", key.plan.expected_cut);
+    ctx.push(cut_question(cut, op.as_ref(), assessment.as_ref(), 10.0, q));
+
+    let why = ctx.text("plan.why");
+    let top: Vec<String> = profile.as_ref().map(|p| p.top(3).iter().map(|o| o.name.clone()).collect()).unwrap_or_default();
+    ctx.push(why_question(why, &key.why, top));
+}
+
+/// `[prediction]`: made before results/report.json was written, and shown beside it.
+fn prediction_question(ctx: &mut Ctx<'_>, key: &TopOpsKey, profile: &Result<ProfileReport, String>) {
+    let q = QuestionResult::new("prediction.made_first", "Your prediction, made before the profile ran", key.plan.prediction);
+    let op = ctx.text("prediction.op");
+    let share = match ctx.number("prediction.share_pct") {
+        Got::Answered(v) => Some(v),
+        _ => None,
+    };
+    let made_at = ctx.text("prediction.made_at");
+    let existed = ctx.flag("prediction.report_existed");
+    let op = match op {
+        Got::Unanswered => {
+            ctx.report.notes.push(
+                "no prediction recorded: `course run 3` asks for one in the terminal before the profile runs (delete results/report.json \
+                 first if it exists, so the prediction comes before the measurement)"
+                    .to_string(),
+            );
+            ctx.push(q.unanswered(NOT_ANSWERED));
+            return;
+        }
+        Got::Invalid(reason) => {
+            ctx.push(q.wrong(reason));
+            return;
+        }
+        Got::Answered(op) => op,
+    };
+    let shown = match share {
+        Some(s) => format!("{op} at {}%", show(s)),
+        None => op.clone(),
+    };
+    let q = q.answer(shown);
+    let beside = match profile {
+        Ok(p) => format!(". {}", prediction::beside_measurement(&op, share, p)),
+        Err(_) => String::new(),
+    };
+    let made_at = match made_at {
+        Got::Answered(text) => match prediction::parse_time(&text) {
+            Some(at) => at,
+            None => {
+                ctx.push(q.wrong(format!("`prediction.made_at` is {text:?}, not a time `course run 3` wrote{beside}")));
+                return;
+            }
+        },
+        Got::Invalid(reason) => {
+            ctx.push(q.wrong(reason));
+            return;
+        }
+        Got::Unanswered => {
+            ctx.push(q.wrong(format!("`prediction.made_at` is empty: a prediction counts when `course run 3` recorded when it was made{beside}")));
+            return;
+        }
+    };
+    let when = prediction::format_time(made_at);
+    match existed {
+        Got::Answered(false) => {}
+        Got::Answered(true) => {
+            ctx.push(q.wrong(format!(
+                "made {when}, when results/report.json already existed: a prediction made after a measurement can be read off it \
+                 (delete results/report.json, clear [prediction] and `course run 3` again){beside}"
+            )));
+            return;
+        }
+        Got::Invalid(reason) => {
+            ctx.push(q.wrong(reason));
+            return;
+        }
+        Got::Unanswered => {
+            ctx.push(q.wrong(format!("`prediction.report_existed` is empty: `course run 3` records whether a report existed{beside}")));
+            return;
+        }
+    }
+    let Some(rel) = ctx.info.result_path("profile") else {
+        ctx.push(q.wrong("the exercise manifest declares no `profile` results file; tell the instructor"));
+        return;
+    };
+    let q = match ctx.submission.modified(&rel) {
+        Some(written) if made_at < written => {
+            q.right(format!("made {when}, before results/report.json was written ({}){beside}", prediction::format_time(written)))
+        }
+        Some(written) => q.wrong(format!(
+            "made {when}, but results/report.json was written at {}, before it: predict first, then profile{beside}",
+            prediction::format_time(written)
+        )),
+        // A zip records local times without a zone: only the recorded "no report yet" is left.
+        None => q.right(format!("made {when}, when no report existed (this submission does not record when results/report.json was written){beside}")),
     };
     ctx.push(q);
 }

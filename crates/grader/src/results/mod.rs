@@ -5,6 +5,7 @@
 //! checked for consistency: a results file that contradicts itself is reported as tampered.
 
 pub mod bench_report;
+pub mod budget_lines;
 pub mod fused_check;
 pub mod profile_report;
 

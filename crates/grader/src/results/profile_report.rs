@@ -1,14 +1,22 @@
-//! The profiler's `report.json` (schema `profiler-report/1`, documented in
+//! The profiler's `report.json` (schema `profiler-report/2`, documented in
 //! crates/profiler/REPORT.md), and its consistency checks.
 //!
 //! Device-aware: a CPU run ranks ops by self CPU time, a CUDA run by self CUDA time; the
 //! shares, the ranking and the totals are all checked in the device's column.
+//!
+//! Version 2 adds the device's measured `ceilings`, the run's `warnings`, and per row the
+//! `kernel` it ran on and its `roofline` (rates, intensity, % of the roofline it reached). The
+//! profiler computes the roofline columns; the grader only checks that they agree with each
+//! other and with the ceilings, so an edited figure is reported as tampered.
 
 use super::{close, parse_json, tampered};
 use crate::problem::Problem;
 use serde::{Deserialize, Serialize};
 
-pub const SCHEMA: &str = "profiler-report/1";
+pub const SCHEMA: &str = "profiler-report/2";
+
+/// The schema before the roofline columns: refused with its own next step.
+const OLD_SCHEMA: &str = "profiler-report/1";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -34,6 +42,64 @@ impl Device {
     }
 }
 
+/// The device's measured ceilings, as the profile recorded them (crates/profiler/REPORT.md).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+pub struct Ceilings {
+    #[serde(default)]
+    pub device: String,
+    #[serde(default)]
+    pub threads: usize,
+    /// The run's kernel path (`avx512`, `avx2`, `portable`, `cuda`).
+    #[serde(default)]
+    pub kernels: String,
+    #[serde(default)]
+    pub build: String,
+    /// Measured memory read bandwidth, GB/s.
+    pub mem_read_gbps: f64,
+    /// Measured peak matmul throughput the engine reaches, GFLOP/s.
+    pub peak_gflops: f64,
+    #[serde(default)]
+    pub bandwidth_how: String,
+    #[serde(default)]
+    pub peak_how: String,
+}
+
+/// Which side of the ridge point a row's intensity is on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Bound {
+    Memory,
+    Compute,
+}
+
+impl Bound {
+    pub fn name(self) -> &'static str {
+        match self {
+            Bound::Memory => "memory",
+            Bound::Compute => "compute",
+        }
+    }
+}
+
+/// A row's roofline columns.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+pub struct Roofline {
+    /// Which total the rates divide by: `cpu` or `cuda-stream`.
+    #[serde(default)]
+    pub time_basis: String,
+    pub gflops_per_s: f64,
+    pub gbytes_per_s: f64,
+    /// FLOP per byte.
+    pub intensity: f64,
+    /// min(peak, bandwidth × intensity), GFLOP/s.
+    pub roofline_gflops_per_s: f64,
+    /// 100 × achieved GFLOP/s / roofline.
+    pub pct_of_roofline: f64,
+    /// 100 × achieved GB/s / measured read bandwidth.
+    pub pct_of_memory_roofline: f64,
+    pub bound: Bound,
+}
+
 #[derive(Debug, Clone, Deserialize)]
 struct RawReport {
     schema: String,
@@ -42,6 +108,10 @@ struct RawReport {
     sort_by: Option<String>,
     #[serde(default)]
     environment: Option<RawEnvironment>,
+    #[serde(default)]
+    ceilings: Option<Ceilings>,
+    #[serde(default)]
+    warnings: Vec<String>,
     totals: RawTotals,
     rows: Vec<RawRow>,
 }
@@ -74,16 +144,37 @@ struct RawRow {
     self_cuda_us: Option<f64>,
     #[serde(default)]
     self_cuda_pct: Option<f64>,
+    #[serde(default)]
+    flops: Option<f64>,
+    #[serde(default)]
+    bytes: Option<f64>,
+    #[serde(default)]
+    kernel: Option<String>,
+    #[serde(default)]
+    roofline: Option<Roofline>,
 }
 
 /// One row as the device ranks it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RankedOp {
     pub name: String,
-    /// Self time in the device's column, in µs.
+    /// Self time in the device's column, in µs (summed over the active steps).
     pub self_us: f64,
     /// Share of the sum of self times in the device's column, in percent.
     pub share_pct: f64,
+    /// Ranges recorded (over the active steps), when the report says.
+    pub calls: Option<f64>,
+    /// The kernel label(s) the row ran on (`packed-avx512`, `candle`, `custom`, ...).
+    pub kernel: Option<String>,
+    /// The roofline columns; None when the row declared no work or there are no ceilings.
+    pub roofline: Option<Roofline>,
+}
+
+impl RankedOp {
+    /// Mean self time per call in the device's column, µs.
+    pub fn us_per_call(&self) -> Option<f64> {
+        self.calls.filter(|c| *c >= 1.0).map(|c| self.self_us / c)
+    }
 }
 
 /// A consistent profile, ranked by the device's self time.
@@ -93,6 +184,12 @@ pub struct ProfileReport {
     pub device: Device,
     /// "debug" when the profiled program was built without optimisations.
     pub build: Option<String>,
+    /// The device's measured ceilings; None when the run measured none.
+    pub ceilings: Option<Ceilings>,
+    /// What the profiler warned about (a busy machine, a debug build...).
+    pub warnings: Vec<String>,
+    /// The `ProfilerStep*` row (time no op covers), kept out of `ops`.
+    pub step: Option<RankedOp>,
     /// The ops, largest self time (in the device's column) first. The `ProfilerStep*` row is
     /// left out: it is the time no op covers, not an op (its share still counts in the total).
     pub ops: Vec<RankedOp>,
@@ -128,7 +225,14 @@ const TOTALS_ABS_TOLERANCE_US: f64 = 1.0;
 impl ProfileReport {
     /// Parse and check a report; any inconsistency is a `Tampered` problem.
     pub fn parse(text: &str, file: &str) -> Result<ProfileReport, Problem> {
-        let raw: RawReport = parse_json(text, file, "profiler report (profiler-report/1)", REGENERATE)?;
+        let raw: RawReport = parse_json(text, file, "profiler report (profiler-report/2)", REGENERATE)?;
+        if raw.schema == OLD_SCHEMA {
+            return Err(tampered(
+                file,
+                format!("this report is {OLD_SCHEMA:?}, from before the roofline columns; the grader reads {SCHEMA:?}"),
+                "profile again with this version of the course (`course run`), which writes the ceilings and the roofline columns",
+            ));
+        }
         if raw.schema != SCHEMA {
             return Err(tampered(file, format!("the schema is {:?}, but the grader reads {SCHEMA:?}", raw.schema), REGENERATE));
         }
@@ -156,7 +260,23 @@ impl ProfileReport {
                     REGENERATE,
                 ));
             }
-            ops.push(RankedOp { name: row.name.clone(), self_us, share_pct });
+            if let Some(roofline) = &row.roofline {
+                check_roofline(roofline, raw.ceilings.as_ref(), index, &row.name, file)?;
+                check_rates(roofline, row, index, file)?;
+            }
+            ops.push(RankedOp {
+                name: row.name.clone(),
+                self_us,
+                share_pct,
+                calls: row.calls,
+                kernel: row.kernel.clone(),
+                roofline: row.roofline.clone(),
+            });
+        }
+        if let Some(c) = &raw.ceilings {
+            if !(c.mem_read_gbps.is_finite() && c.mem_read_gbps > 0.0 && c.peak_gflops.is_finite() && c.peak_gflops > 0.0) {
+                return Err(tampered(file, "the ceilings' bandwidth and peak must be positive numbers".into(), REGENERATE));
+            }
         }
         let column = device.column();
         // The rows must be sorted by the key the report declares (by default the device's self
@@ -232,12 +352,16 @@ impl ProfileReport {
             }
         }
         // Rank by the device's self time whatever the table's order; ties by name.
+        let step = ops.iter().find(|op| is_step_row(&op.name)).cloned();
         ops.retain(|op| !is_step_row(&op.name));
         ops.sort_by(|a, b| b.self_us.total_cmp(&a.self_us).then_with(|| a.name.cmp(&b.name)));
         Ok(ProfileReport {
             file: file.to_string(),
             device,
             build: raw.environment.and_then(|e| e.build),
+            ceilings: raw.ceilings,
+            warnings: raw.warnings,
+            step,
             ops,
         })
     }
@@ -248,9 +372,109 @@ impl ProfileReport {
         self.ops.iter().enumerate().find(|(_, op)| op_key(&op.name) == wanted)
     }
 
+    /// Every row with this name, the `ProfilerStep*` row included.
+    pub fn row(&self, name: &str) -> Option<&RankedOp> {
+        self.find(name).map(|(_, op)| op).or(self.step.as_ref().filter(|s| op_key(&s.name) == op_key(name)))
+    }
+
     pub fn top(&self, n: usize) -> &[RankedOp] {
         &self.ops[..n.min(self.ops.len())]
     }
+}
+
+// The roofline columns are printed from the same numbers, so they agree closely; a figure
+// edited by hand does not.
+const ROOFLINE_REL_TOLERANCE: f64 = 0.02;
+const ROOFLINE_ABS_TOLERANCE: f64 = 0.05;
+
+/// A row's roofline columns must agree with each other and with the ceilings (the formulas of
+/// crates/profiler/REPORT.md); the profiler computes them, the grader only checks them.
+fn check_roofline(r: &Roofline, ceilings: Option<&Ceilings>, index: usize, name: &str, file: &str) -> Result<(), Problem> {
+    let row = format!("row {} (`{name}`)", index + 1);
+    let Some(c) = ceilings else {
+        return Err(tampered(file, format!("{row} has roofline columns, but the report records no ceilings to read them against"), REGENERATE));
+    };
+    let values = [r.gflops_per_s, r.gbytes_per_s, r.intensity, r.roofline_gflops_per_s, r.pct_of_roofline, r.pct_of_memory_roofline];
+    if values.iter().any(|v| !v.is_finite() || *v < 0.0) {
+        return Err(tampered(file, format!("{row} has a negative or non-finite roofline figure"), REGENERATE));
+    }
+    let agree = |a: f64, b: f64| close(a, b, ROOFLINE_ABS_TOLERANCE, ROOFLINE_REL_TOLERANCE);
+    let memory_pct = 100.0 * r.gbytes_per_s / c.mem_read_gbps;
+    if !agree(r.pct_of_memory_roofline, memory_pct) {
+        return Err(tampered(
+            file,
+            format!(
+                "{row} claims {:.2}% of the memory roofline, but {:.3} GB/s of the measured {:.2} GB/s is {memory_pct:.2}%",
+                r.pct_of_memory_roofline, r.gbytes_per_s, c.mem_read_gbps
+            ),
+            REGENERATE,
+        ));
+    }
+    let roof = c.peak_gflops.min(c.mem_read_gbps * r.intensity);
+    if !agree(r.roofline_gflops_per_s, roof) {
+        return Err(tampered(
+            file,
+            format!("{row} claims a roofline of {:.3} GFLOP/s, but min(peak, bandwidth × intensity) is {roof:.3}", r.roofline_gflops_per_s),
+            REGENERATE,
+        ));
+    }
+    if r.roofline_gflops_per_s > 0.0 && !agree(r.pct_of_roofline, 100.0 * r.gflops_per_s / r.roofline_gflops_per_s) {
+        return Err(tampered(
+            file,
+            format!(
+                "{row} claims {:.2}% of its roofline, but {:.3} of {:.3} GFLOP/s is {:.2}%",
+                r.pct_of_roofline,
+                r.gflops_per_s,
+                r.roofline_gflops_per_s,
+                100.0 * r.gflops_per_s / r.roofline_gflops_per_s
+            ),
+            REGENERATE,
+        ));
+    }
+    // Right at the ridge either side is honest.
+    let ridge = c.peak_gflops / c.mem_read_gbps;
+    let expected = if r.intensity < ridge { Bound::Memory } else { Bound::Compute };
+    if r.bound != expected && !close(r.intensity, ridge, 1e-9, ROOFLINE_REL_TOLERANCE) {
+        return Err(tampered(
+            file,
+            format!(
+                "{row} is marked {}-bound, but its intensity {:.3} FLOP/byte is on the {} side of the ridge ({ridge:.3})",
+                r.bound.name(),
+                r.intensity,
+                expected.name()
+            ),
+            REGENERATE,
+        ));
+    }
+    Ok(())
+}
+
+/// The rates are the row's declared work over its total time on the roofline's time basis
+/// (crates/profiler/src/roofline.rs): a rate edited by hand no longer matches them.
+fn check_rates(r: &Roofline, row: &RawRow, index: usize, file: &str) -> Result<(), Problem> {
+    let total_us = match r.time_basis.as_str() {
+        "cuda-stream" => row.cuda_total_us,
+        _ => row.cpu_total_us,
+    };
+    let Some(total_us) = total_us.filter(|t| *t > 0.0) else { return Ok(()) };
+    let agree = |a: f64, b: f64| close(a, b, 1e-6, ROOFLINE_REL_TOLERANCE);
+    for (what, count, rate) in [("bytes", row.bytes, r.gbytes_per_s), ("flops", row.flops, r.gflops_per_s)] {
+        if let Some(count) = count {
+            let expected = count / (total_us * 1e3);
+            if !agree(rate, expected) {
+                return Err(tampered(
+                    file,
+                    format!(
+                        "row {} (`{}`) claims a rate of {rate:.4} G{what}/s, but {count} {what} over {total_us:.1} µs is {expected:.4}",
+                        index + 1,
+                        row.name
+                    ),
+                    REGENERATE,
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// How op names are compared: case and surrounding whitespace and backticks do not matter.

@@ -28,8 +28,9 @@ pub fn grader() -> Grader {
     Grader::new(manifest, bank, key).expect("grader")
 }
 
-/// A consistent profiler-report/1: shares of the device's column, totals equal to the rows.
-/// Rows are (name, self CPU µs, self CUDA µs) in the order given.
+/// A consistent profiler-report/2 without ceilings (so no roofline columns): shares of the
+/// device's column, totals equal to the rows. Rows are (name, self CPU µs, self CUDA µs) in the
+/// order given.
 pub fn profile_json(device: &str, rows: &[(&str, f64, Option<f64>)]) -> String {
     let cpu_sum: f64 = rows.iter().map(|r| r.1).sum();
     let cuda_sum: f64 = rows.iter().filter_map(|r| r.2).sum();
@@ -41,13 +42,13 @@ pub fn profile_json(device: &str, rows: &[(&str, f64, Option<f64>)]) -> String {
                 "self_cpu_us": cpu, "cpu_total_us": cpu, "self_cpu_pct": round2(cpu / cpu_sum * 100.0),
                 "self_cuda_us": cuda, "cuda_total_us": cuda,
                 "self_cuda_pct": cuda.map(|c| round2(c / cuda_sum * 100.0)),
-                "flops": null, "bytes": null
+                "flops": null, "bytes": null, "kernel": null, "roofline": null
             })
         })
         .collect();
     let sort_by = if device == "cuda" { "self_cuda_time_total" } else { "self_cpu_time_total" };
     serde_json::to_string_pretty(&serde_json::json!({
-        "schema": "profiler-report/1", "device": device, "sort_by": sort_by, "view": "op",
+        "schema": "profiler-report/2", "device": device, "sort_by": sort_by, "view": "op", "ceilings": null, "warnings": [],
         "grouped_by_input_shape": false, "active_steps": 5,
         "environment": {"threads": 2, "os": "linux", "arch": "x86_64", "cpu": "test cpu", "build": "release",
                         "features": [], "timing": if device == "cuda" { "cuda-events" } else { "host" }, "crate_version": "0.1.0"},
@@ -61,17 +62,28 @@ fn round2(x: f64) -> f64 {
     (x * 100.0).round() / 100.0
 }
 
-/// The CPU profile of the perfect learner: matmul 52%, gelu 26%, add 11%, softmax 6%, layer_norm 5%.
-pub fn cpu_profile() -> String {
-    profile_json("cpu", &[("matmul", 5200.0, None), ("gelu", 2600.0, None), ("add", 1100.0, None), ("softmax", 600.0, None), ("layer_norm", 500.0, None)])
+/// A committed report fixture (tests/fixtures/reports, written by make-fixtures.py there).
+pub fn fixture_report(name: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/reports").join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-/// The same model on CUDA: ranked by self CUDA time, whatever the CPU column says.
+/// The CPU profile of the perfect learner, from the 2-core AVX-512 machine (B=1, T=8, stock
+/// MLP): matmul 65.17%, lm_head 22.02%, gelu 7.29% (0.57 GB/s, 2.6% of the 22 GB/s read
+/// bandwidth), with the ceilings and every row's roofline columns.
+pub fn cpu_profile() -> String {
+    fixture_report("cpu-b1-t8-stock-mlp.json")
+}
+
+/// The same CPU run with exercise 5's fused op in the MLP (`fused_bias_gelu`, 14 GB/s).
+pub fn cpu_fused_profile() -> String {
+    fixture_report("cpu-b1-t8-fused.json")
+}
+
+/// A CUDA run (H200-sized, B=8, T=128): ranked by self CUDA time; the element-wise ops sit
+/// near the memory roofline (gelu at 69.7%).
 pub fn cuda_profile() -> String {
-    profile_json(
-        "cuda",
-        &[("matmul", 300.0, Some(6000.0)), ("softmax", 250.0, Some(2000.0)), ("gelu", 400.0, Some(1500.0)), ("add", 350.0, Some(500.0))],
-    )
+    fixture_report("cuda-b8-t128-stock-mlp.json")
 }
 
 pub fn bench_json(verdict: &str, ratio: f64, ci: (f64, f64), p90_ttft_ms: f64) -> String {
@@ -87,20 +99,34 @@ pub fn bench_json(verdict: &str, ratio: f64, ci: (f64, f64), p90_ttft_ms: f64) -
 
 pub const PERFECT_EX1: &str = "[quiz]\nntq-1 = \"Benchmark\"\nntq-2 = \"Profile\"\nntq-3 = \"Benchmark\"\nntq-4 = \"Profile\"\nntq-5 = \"Benchmark\"\nntq-6 = \"Profile\"\n";
 pub const PERFECT_EX2: &str = "[comparison]\nratio = 0.82\nverdict = \"faster\"\n";
-pub const PERFECT_EX3_CPU: &str = r#"[[top_ops]]
-name = "matmul"
-share_pct = 52.0
-[[top_ops]]
-name = "gelu"
-share_pct = 26.0
-[[top_ops]]
-name = "add"
-share_pct = 11.0
-[plan]
-attack_first = "Attack gelu first: it takes 26% of the step but does little math, so fusing it with the bias add cuts its memory traffic."
-"#;
-pub const PERFECT_EX4: &str = "[illustrative]\nactivations_share_pct = 15\nsaving_ms = 4\nsaving_pct = 10\nnew_step_ms = 36\n[own]\nop = \"gelu\"\nop_share_pct = 26\nremoved_fraction = 0.5\nsaving_pct = 13\n";
-pub const PERFECT_EX5: &str = "[fused_check]\nmax_abs_error = 3.2e-7\n[profile]\nactivation_op = \"gelu\"\nshare_before_pct = 26\nfused_op = \"fused_bias_gelu\"\nshare_after_pct = 4.55\n[benchmark]\nverdict = \"faster\"\n";
+/// The prediction `course run 3` records, made before the report was written (see
+/// [`REPORT_WRITTEN`]).
+pub const PREDICTION: &str = "[prediction]\nop = \"matmul\"\nshare_pct = 50\nmade_at = \"Mon, 01 Jan 2024 09:03:12 GMT\"\nreport_existed = false\n";
+
+/// When the fixtures' exercise-3/results/report.json was written: a minute after [`PREDICTION`].
+pub fn report_written() -> std::time::SystemTime {
+    std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_704_099_792 + 60)
+}
+
+/// The plan the course's rule accepts on [`cpu_profile`]: lm_head at 56.7% of its memory
+/// roofline, so halving its bytes is memory traffic, and 10% is within its 22% share.
+pub const PERFECT_PLAN_CPU: &str = "[plan]\nattack = \"lm_head\"\nexpected_cut_pct = 10\nmechanism = \"memory-traffic\"\nwhy = \"lm_head takes 22% of the step and streams its 154 MB weight matrix at 57% of the read bandwidth, so storing it in bf16 halves the bytes it reads.\"\n";
+
+pub fn perfect_ex3(top: &[(&str, f64)], plan: &str) -> String {
+    let mut out = PREDICTION.to_string();
+    for (name, share) in top {
+        out.push_str(&format!("[[top_ops]]\nname = \"{name}\"\nshare_pct = {share}\n"));
+    }
+    out.push_str(plan);
+    out
+}
+
+pub fn perfect_ex3_cpu() -> String {
+    perfect_ex3(&[("matmul", 65.17), ("lm_head", 22.02), ("gelu", 7.29)], PERFECT_PLAN_CPU)
+}
+
+pub const PERFECT_EX4: &str = "[illustrative]\nactivations_share_pct = 15\nsaving_ms = 4\nsaving_pct = 10\nnew_step_ms = 36\n[own]\nop = \"lm_head\"\nop_share_pct = 22.02\nremoved_fraction = 0.45\nsaving_pct = 9.909\n[lines]\nlargest = \"matmuls\"\nlargest_ceiling_pct = 87.19\none_line_gives_target = \"yes\"\n";
+pub const PERFECT_EX5: &str = "[fused_check]\nmax_abs_error = 3.2e-7\n[profile]\nactivation_op = \"gelu\"\nshare_before_pct = 7.29\nfused_op = \"fused_bias_gelu\"\nshare_after_pct = 0.34\n[roofline]\ngbytes_per_s_before = 0.57\ngbytes_per_s_after = 14.0\npct_of_roofline_before = 2.59\npct_of_roofline_after = 63.6\nmechanism = \"slow-kernel\"\n[benchmark]\nverdict = \"faster\"\n";
 pub const PERFECT_EX6: &str = "[quiz]\ncy-double-traffic = \"Benchmark at twice the load\"\ncy-slower-than-vllm = \"Profile your serving code\"\ncy-nsight-ttft = \"No: change the configuration and benchmark\"\ncy-6ms-before-22ms = \"The activations do little math, so their time is memory traffic that fusing removes, while the matmuls are already near peak.\"\n";
 pub const PERFECT_EX7: &str = "target_p90_ttft_ms = 200\np90_ttft_ms_at_rate = 120\np90_ttft_ms_at_double = 260\ntarget_holds_at_double = \"no\"\n";
 
@@ -113,22 +139,58 @@ pub fn perfect_files() -> BTreeMap<String, String> {
     put("exercise-1/answers.toml", PERFECT_EX1.into());
     put("exercise-2/answers.toml", PERFECT_EX2.into());
     put("exercise-2/results/bench.json", bench_json("faster", 0.82, (0.78, 0.86), 40.0));
-    put("exercise-3/answers.toml", PERFECT_EX3_CPU.into());
+    put("exercise-3/answers.toml", perfect_ex3_cpu());
     put("exercise-3/results/report.json", cpu_profile());
     put("exercise-4/answers.toml", PERFECT_EX4.into());
+    put("exercise-4/results/budget.json", budget_json(&cpu_profile()));
     put("exercise-5/answers.toml", PERFECT_EX5.into());
     put("exercise-5/results/fused_check.json", r#"{"schema": "fused-check/1", "max_abs_error": 3.2e-7, "shape": [8, 3072], "device": "cpu"}"#.into());
     put("exercise-5/results/unfused/report.json", cpu_profile());
-    put(
-        "exercise-5/results/fused/report.json",
-        profile_json("cpu", &[("matmul", 5200.0, None), ("add", 1100.0, None), ("softmax", 600.0, None), ("layer_norm", 500.0, None), ("fused_bias_gelu", 350.0, None)]),
-    );
+    put("exercise-5/results/fused/report.json", cpu_fused_profile());
     put("exercise-5/results/bench.json", bench_json("faster", 0.9, (0.86, 0.93), 40.0));
     put("exercise-6/answers.toml", PERFECT_EX6.into());
     put("exercise-7/answers.toml", PERFECT_EX7.into());
     put("exercise-7/results/rate-1x/bench.json", bench_json("within_noise", 1.0, (0.97, 1.03), 120.0));
     put("exercise-7/results/rate-2x/bench.json", bench_json("within_noise", 1.0, (0.97, 1.03), 260.0));
     f
+}
+
+/// The learner's submission as a grader reads it, with exercise 3's report written at
+/// [`report_written`] (the prediction is graded against that time).
+pub fn submission(files: BTreeMap<String, String>) -> grader::Submission {
+    let mut s = grader::Submission::from_texts("exercises", files);
+    s.set_modified("exercise-3/results/report.json", report_written());
+    s
+}
+
+/// Exercise 4's results/budget.json for a report: the budget lines as bench::budget groups
+/// them (the grader checks them against the report).
+pub fn budget_json(report: &str) -> String {
+    let report: serde_json::Value = serde_json::from_str(report).unwrap();
+    let cuda = report["device"] == "cuda";
+    let column = if cuda { "self_cuda_pct" } else { "self_cpu_pct" };
+    let mut lines: BTreeMap<&str, (f64, Vec<String>)> = BTreeMap::new();
+    for row in report["rows"].as_array().unwrap() {
+        let name = row["name"].as_str().unwrap();
+        let line = match name {
+            "matmul" | "lm_head" | "linear" => "matmuls",
+            "attn_qk" | "softmax" | "attn_v" | "mask" | "split_heads" | "merge_heads" | "kv_cache" => "attention",
+            "bias_add" | "bias_residual_add" | "residual_add" | "layer_norm" => "activations and elementwise",
+            n if n.contains("gelu") => "activations and elementwise",
+            _ => "everything else",
+        };
+        let entry = lines.entry(line).or_default();
+        entry.0 += row[column].as_f64().unwrap();
+        entry.1.push(name.to_string());
+    }
+    let lines: Vec<serde_json::Value> = ["matmuls", "attention", "activations and elementwise", "everything else"]
+        .iter()
+        .map(|l| {
+            let (share, ops) = lines.get(l).cloned().unwrap_or_default();
+            serde_json::json!({"line": l, "share_pct": share, "ops": ops})
+        })
+        .collect();
+    serde_json::to_string_pretty(&serde_json::json!({"schema": "budget-lines/1", "profile": "../exercise-3/results/report.json", "lines": lines})).unwrap()
 }
 
 /// Write files under `dir/exercises/`.

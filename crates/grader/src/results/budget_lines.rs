@@ -1,0 +1,90 @@
+//! Exercise 4's `results/budget.json`: the learner's exercise-3 profile grouped into the budget
+//! chapter's lines (matmuls, attention, activations and element-wise ops, everything else), as
+//! the bench crate's `bench::budget` groups rows. Schema `budget-lines/1`, written by exercise 4:
+//!
+//! ```json
+//! {"schema": "budget-lines/1", "profile": "../exercise-3/results/report.json",
+//!  "lines": [{"line": "matmuls", "share_pct": 87.2, "ops": ["lm_head", "matmul"]}, ...]}
+//! ```
+//!
+//! The grader does not know which op belongs on which line (that is `bench::budget`'s one job);
+//! it checks that each line's share is the sum of its ops' shares in the report it came from,
+//! and that the lines cover the report's rows once.
+
+use super::profile_report::ProfileReport;
+use super::{parse_json, tampered};
+use crate::problem::Problem;
+use serde::Deserialize;
+use std::collections::BTreeSet;
+
+pub const SCHEMA: &str = "budget-lines/1";
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct BudgetLine {
+    pub line: String,
+    pub share_pct: f64,
+    #[serde(default)]
+    pub ops: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct BudgetLines {
+    pub schema: String,
+    pub lines: Vec<BudgetLine>,
+}
+
+const REGENERATE: &str = "regenerate it with `course run 4` (after `course run 3`); never edit results by hand";
+const LINE_TOLERANCE_PCT: f64 = 0.5;
+
+impl BudgetLines {
+    /// Parse and check against the profile the lines were made from.
+    pub fn parse(text: &str, file: &str, profile: &ProfileReport) -> Result<BudgetLines, Problem> {
+        let lines: BudgetLines = parse_json(text, file, "budget lines file (budget-lines/1)", REGENERATE)?;
+        if lines.schema != SCHEMA {
+            return Err(tampered(file, format!("the schema is {:?}, but the grader reads {SCHEMA:?}", lines.schema), REGENERATE));
+        }
+        if lines.lines.is_empty() {
+            return Err(tampered(file, "it has no lines".into(), REGENERATE));
+        }
+        let mut seen = BTreeSet::new();
+        for line in &lines.lines {
+            let mut sum = 0.0;
+            for op in &line.ops {
+                let Some(row) = profile.row(op) else {
+                    return Err(tampered(
+                        file,
+                        format!("line `{}` lists `{op}`, which is not a row of {}: it was made from another profile", line.line, profile.file),
+                        REGENERATE,
+                    ));
+                };
+                if !seen.insert(row.name.clone()) {
+                    return Err(tampered(file, format!("`{}` is on two lines", row.name), REGENERATE));
+                }
+                sum += row.share_pct;
+            }
+            if !line.share_pct.is_finite() || (line.share_pct - sum).abs() > LINE_TOLERANCE_PCT {
+                return Err(tampered(
+                    file,
+                    format!(
+                        "line `{}` claims {:.2}% of the step, but its ops have {sum:.2}% in {}: it was made from another profile",
+                        line.line, line.share_pct, profile.file
+                    ),
+                    REGENERATE,
+                ));
+            }
+        }
+        let total: f64 = lines.lines.iter().map(|l| l.share_pct).sum();
+        if (total - 100.0).abs() > 1.0 {
+            return Err(tampered(file, format!("the lines add up to {total:.2}%, not 100%: a row of {} is on no line", profile.file), REGENERATE));
+        }
+        Ok(lines)
+    }
+
+    /// The line with the largest share (the first such line on a tie).
+    pub fn largest(&self) -> Option<&BudgetLine> {
+        self.lines.iter().fold(None, |best: Option<&BudgetLine>, l| match best {
+            Some(b) if b.share_pct >= l.share_pct => Some(b),
+            _ => Some(l),
+        })
+    }
+}
