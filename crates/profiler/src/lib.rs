@@ -6,7 +6,10 @@
 //! JSON [`Report`], a Chrome trace and a flame graph. Self time is total time minus the
 //! direct children's total, as in PyTorch. [`ProfilerLayer`] feeds the same recorder from
 //! `tracing` spans, so models that open spans (candle-transformers' `with_tracing`
-//! wrappers) can be profiled without editing them.
+//! wrappers) can be profiled without editing them. With the machine's measured
+//! [`Ceilings`] handed in ([`Profiler::with_ceilings`]), every row that declared its work
+//! ([`Scope::with_work`]) gets a [`RowRoofline`], computed in [`roofline`] alone, and
+//! [`Scope::with_kernel`] labels which kernel a row ran on.
 
 mod aggregate;
 mod chrome_trace;

@@ -117,6 +117,17 @@ fn a_cuda_profile_takes_rates_over_stream_time() {
 }
 
 #[test]
+fn ceilings_from_another_thread_count_are_called_out_under_the_table() {
+    let mut p = fixture::profile(false);
+    let table = |p: &profiler::Profile| p.table(TableOptions::default());
+    p.set_ceilings(fixture::ceilings());
+    assert!(!table(&p).contains("measured with"), "{}", table(&p));
+    p.set_ceilings(profiler::Ceilings { threads: 8, ..fixture::ceilings() });
+    let t = table(&p);
+    assert!(t.contains("measured with 8 threads in a release build, this profile ran with 2 threads"), "{t}");
+}
+
+#[test]
 fn without_ceilings_there_are_no_rooflines() {
     let report = fixture::profile(false).report();
     assert_eq!(report.ceilings, None);
