@@ -309,3 +309,21 @@ fn lm_head_profile_at_eight_positions_and_at_one() {
     let diff = last8.iter().zip(&only).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
     assert!(diff <= 1e-4, "the last row of M=8 and M=1 differ by {diff}");
 }
+
+#[test]
+fn gpt2_profile_overhead_times_every_repeat_with_one_profiler() {
+    let (cache, out) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let run = gpt2_profile(cache.path(), out.path(), &["--overhead", "3"]);
+    let (stdout, stderr) = (String::from_utf8_lossy(&run.stdout), String::from_utf8_lossy(&run.stderr));
+    assert!(run.status.success(), "{stderr}");
+    assert!(stdout.contains("over 3 alternating repeats: overhead"), "{stdout}");
+    // The overhead needs no ceilings: nothing is measured.
+    assert!(!stderr.contains("measuring"), "{stderr}");
+
+    // In process: the medians are of the repeats only (warm-up runs left out).
+    let model = gpt2::weights::synthetic_model(&Config::tiny(), &Device::Cpu, DType::F32).unwrap();
+    let p = ForwardProfile { warmup: 2, ..ForwardProfile::default() };
+    let o = gpt2::profile::measure_overhead(&model, &p, 4).unwrap();
+    assert_eq!(o.repeats, 4);
+    assert!(o.plain_ms > 0.0 && o.profiled_ms > 0.0 && o.percent().is_finite(), "{o:?}");
+}
