@@ -28,8 +28,9 @@ use crate::linear::{Layout, Linear};
 pub use profiler::Ceilings;
 
 /// Bump when a measurement changes, so files measured the old way are measured again
-/// (2: a 1 GiB or larger buffer, best of 5, instead of 512 MiB, best of 3).
-const CACHE_VERSION: u32 = 2;
+/// (2: a 1 GiB or larger buffer, best of 5, instead of 512 MiB, best of 3; 3: summed with
+/// the CPU's widest vectors).
+const CACHE_VERSION: u32 = 3;
 
 /// What a measurement depends on; one cache file per key.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -240,11 +241,43 @@ pub fn memory_read_bandwidth(threads: usize, rounds: usize) -> f64 {
     best
 }
 
-/// A sum with sixteen independent accumulators, so the loop is bound by memory, not by the
-/// latency of one floating-point add chain.
+/// Sums `xs` with the widest vectors this CPU has: a narrow loop (SSE2 is all a default
+/// x86-64 build assumes) is bound by its adds before memory on a fast machine (on the
+/// development machine, 21.5 GB/s against 25 with AVX-512 on the same 1 GiB).
 fn sum_lanes(xs: &[f32]) -> f32 {
-    let mut acc = [0f32; 16];
-    let mut chunks = xs.chunks_exact(16);
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU has the instructions the function is compiled for (checked above).
+            return unsafe { sum_lanes_avx512(xs) };
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: as above.
+            return unsafe { sum_lanes_avx2(xs) };
+        }
+    }
+    sum_lanes_portable(xs)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn sum_lanes_avx512(xs: &[f32]) -> f32 {
+    sum_lanes_portable(xs)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn sum_lanes_avx2(xs: &[f32]) -> f32 {
+    sum_lanes_portable(xs)
+}
+
+/// 64 independent accumulators (four vectors of 16, eight of 8), so the loop waits on memory,
+/// not on the latency of one add chain. Inlined into the callers above, it is compiled for
+/// their instruction sets.
+#[inline(always)]
+fn sum_lanes_portable(xs: &[f32]) -> f32 {
+    let mut acc = [0f32; 64];
+    let mut chunks = xs.chunks_exact(64);
     for c in &mut chunks {
         for (a, x) in acc.iter_mut().zip(c) {
             *a += x;
@@ -486,6 +519,15 @@ mod tests {
             assert_eq!((calls, c.mem_read_gbps), (1, 22.0), "{why}");
             assert!(notes[0].contains(why), "{why}: {notes:?}");
         }
+    }
+
+    #[test]
+    fn the_ceilings_bandwidth_sum_is_the_sum() {
+        let xs: Vec<f32> = (0..1000).map(|i| (i % 7) as f32).collect();
+        let expected: f32 = xs.iter().sum();
+        assert_eq!(sum_lanes(&xs), expected);
+        assert_eq!(sum_lanes(&xs[..37]), xs[..37].iter().sum::<f32>());
+        assert_eq!(sum_lanes(&[]), 0.0);
     }
 
     #[test]
