@@ -58,7 +58,8 @@ struct ProfileArgs {
     /// One row per op and input shape.
     #[arg(long)]
     group_by_input_shape: bool,
-    /// Show achieved GFLOP/s and GB/s per op.
+    /// Show achieved GFLOP/s and GB/s per op (always shown, with the roofline columns, when
+    /// this machine's ceilings are known: they are measured once and cached).
     #[arg(long)]
     with_flops: bool,
     /// Forwards run before recording (not counted).
