@@ -153,12 +153,18 @@ step "latency CDF" "$bin/solution-2" --model "$model" --device cpu "${bench_size
 cp "$work/exercise-2/results/latency.svg" "$out/latency-batch-8-vs-16.svg"
 
 # --- 4. exercise 3's table: what `cargo run -p exercise-3` prints, with the ceilings just measured -
-# Its results go to a scratch copy of the exercise folder; the printed paths are shown as a
-# learner's checkout has them (exercises/exercise-3/...), not as this machine's scratch folder.
+# Its standard output only (notes such as a first measurement of the ceilings go to standard
+# error). Its results go to a scratch copy of the exercise folder; the printed paths are shown
+# as a learner's checkout has them (exercises/exercise-3/...), not as this machine's scratch folder.
 mkdir -p "$work/exercise-3"
-step "exercise 3 table" "$bin/exercise-3" --model "$model" --device cpu "${profile_steps[@]}" \
-  --exercise-dir "$work/exercise-3"
-sed "s|$work/exercise-3|exercises/exercise-3|g" "$work/step.log" >"$out/exercise-3-table.txt"
+table_cmd=("$bin/exercise-3" --model "$model" --device cpu "${profile_steps[@]}" --exercise-dir "$work/exercise-3")
+echo "make-pictures: exercise 3 table: $(shown "${table_cmd[@]}")"
+if ! "${table_cmd[@]}" >"$work/exercise-3.out" 2>"$work/step.log"; then
+  cat "$work/exercise-3.out" "$work/step.log" >&2
+  echo "make-pictures: the exercise 3 table step failed (its output is above); the command was: $(shown "${table_cmd[@]}")" >&2
+  exit 1
+fi
+sed "s|$work/exercise-3|exercises/exercise-3|g" "$work/exercise-3.out" >"$out/exercise-3-table.txt"
 if ! grep -q 'Roofline %' "$out/exercise-3-table.txt"; then
   echo "make-pictures: exercise 3 printed no roofline columns (its output: $out/exercise-3-table.txt)" >&2
   exit 1
