@@ -5,7 +5,11 @@
 #   - every solution, run for real (synthetic GPT-2, small sizes), writes its results and
 #     answers, and `course check N` PASSES on them;
 #   - exercise 1's terminal quiz (under a pseudo-terminal) writes answers that pass.
+#   - exercise 3's prediction, asked by `course run 3` under a pseudo-terminal, is recorded.
 # Ends with "N passed, M failed" and exits non-zero on any failure.
+#
+# `--only 3,4,5` checks those exercises only (their solutions still run in order, so 4 reads
+# 3's results: give 3 with 4). The build is the whole workspace either way.
 #
 # How `course check` runs on a copy: each check gets a temporary course root holding
 # exercises/info.toml and copies of the exercise folders (the untouched exercises' tracked files,
@@ -47,6 +51,16 @@ abort() { fail "$*"; exit 1; }
 show_log() { sed 's/^/     | /' "$1" | tail -n "${2:-40}"; }
 
 numbers=(1 2 3 4 5 6 7)
+if [[ "${1:-}" == "--only" && -n "${2:-}" ]]; then
+  IFS=',' read -r -a numbers <<<"$2"
+elif [[ "${1:-}" == "--help" || "${1:-}" == "-h" ]]; then
+  sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'
+  exit 0
+elif [[ -n "${1:-}" ]]; then
+  echo "usage: scripts/check-exercises.sh [--only 3,4,5]" >&2
+  exit 2
+fi
+wants() { [[ " ${numbers[*]} " == *" $1 "* ]]; }
 bin="$repo_root/target/release"
 
 # --- build -----------------------------------------------------------------------------------
@@ -61,7 +75,9 @@ fi
 
 # --- the cargo wrapper `course` calls --------------------------------------------------------
 # `course check N` runs `cargo build|test --release -p exercise-N` in the course root; this runs
-# it here instead, with exercise-N renamed to $CHECK_PACKAGE_PREFIX-N.
+# it here instead, with exercise-N renamed to $CHECK_PACKAGE_PREFIX-N. `course run N` runs
+# `cargo run --release -p exercise-N -- ARGS`: this runs the built binary on the copy's folder
+# ($CHECK_EXERCISE_DIR).
 #
 # Cargo resolves dependency features from the packages a command names, so `-p exercise-N`
 # alone would compile candle and friends again with a different feature set (many minutes
@@ -75,6 +91,7 @@ while [ \$# -gt 0 ]; do
   case "\$1" in
     -p) package="\$2"; shift ;;
     --release) ;;
+    --) shift; break ;;
     *) echo "cargo-in-checkout: unexpected argument \$1" >&2; exit 2 ;;
   esac
   shift
@@ -86,6 +103,7 @@ cd "$repo_root" || exit 2
 case "\$sub" in
   build) exec cargo build --release --workspace --all-targets ;;
   test) exec cargo nextest run --release --workspace --no-fail-fast -E "package(\$package)" ;;
+  run) exec "$repo_root/target/release/\$package" --exercise-dir "\$CHECK_EXERCISE_DIR" "\$@" ;;
   *) echo "cargo-in-checkout: unexpected subcommand \$sub" >&2; exit 2 ;;
 esac
 EOF
@@ -180,7 +198,9 @@ for n in "${numbers[@]}"; do
 done
 
 # Exercise 1 without a terminal explains how to fill answers.toml by hand.
-if "$bin/exercise-1" --exercise-dir "$untouched/exercises/exercise-1" </dev/null >"$tmp/notty.log" 2>&1 &&
+if ! wants 1; then
+  :
+elif "$bin/exercise-1" --exercise-dir "$untouched/exercises/exercise-1" </dev/null >"$tmp/notty.log" 2>&1 &&
   expect_text "$tmp/notty.log" "not a TTY" "ntq-6 =" "answers.toml"; then
   pass "exercise-1 without a terminal explains how to answer by hand"
 else
@@ -204,16 +224,17 @@ run_solution() { # N LABEL COMMAND...
   fi
 }
 
-run_solution 2 "batch 8 vs 16, synthetic GPT-2, 3 repeats of 4 tokens" \
+wants 2 && run_solution 2 "batch 8 vs 16, synthetic GPT-2, 3 repeats of 4 tokens" \
   "$bin/solution-2" --model synthetic --prompt-len 8 --output-len 4 --warmup 1 --repeats 3 --exercise-dir "$(dir_of 2)"
-run_solution 3 "profile a forward pass, synthetic GPT-2" \
+wants 3 && run_solution 3 "profile a forward pass, synthetic GPT-2" \
   "$bin/solution-3" --model synthetic --exercise-dir "$(dir_of 3)"
-run_solution 4 "budget of the illustrative table and of solution 3's profile" \
+wants 4 && run_solution 4 "budget of the illustrative table and of solution 3's profile" \
   "$bin/solution-4" --exercise-dir "$(dir_of 4)"
-run_solution 5 "fused op checked, profiled both ways, benchmarked" \
+wants 5 && run_solution 5 "fused op checked, profiled both ways, benchmarked" \
   "$bin/solution-5" --model synthetic --prompt-len 8 --output-len 4 --warmup 1 --repeats 3 --exercise-dir "$(dir_of 5)"
 
 # Exercise 7 needs `gpt2 serve`: start it on a free port and wait until it answers.
+if wants 7; then
 "$bin/gpt2" serve --model synthetic --port 0 --max-batch-size 8 >"$tmp/serve.log" 2>&1 &
 server_pid=$!
 base_url=""
@@ -236,6 +257,7 @@ fi
 kill "$server_pid" 2>/dev/null
 wait "$server_pid" 2>/dev/null
 server_pid=""
+fi
 
 for n in "${numbers[@]}"; do
   log="$tmp/solved-$n.log"
@@ -247,10 +269,28 @@ for n in "${numbers[@]}"; do
   fi
 done
 
+# --- exercise 3's prediction in a terminal ---------------------------------------------------
+# `course run 3` asks before the profile runs; the answers go into [prediction] with the time and
+# whether a report existed (none did), and the run ends with the guess beside the measurement.
+if wants 3 && command -v script >/dev/null 2>&1; then
+  predict="$tmp/predict"
+  make_root "$predict" exercises
+  printf 'matmul\n60\n' |
+    CARGO="$tmp/cargo-in-checkout" CHECK_EXERCISE_DIR="$predict/exercises/exercise-3" NO_COLOR=1 \
+      script -qec "'$bin/course' --root '$predict' run 3 -- --model synthetic" /dev/null >"$tmp/predict.log" 2>&1
+  if expect_text "$predict/exercises/exercise-3/answers.toml" 'op = "matmul"' 'share_pct = 60' 'report_existed = false' 'made_at = "' &&
+    expect_text "$tmp/predict.log" 'You predicted `matmul` at 60.0%'; then
+    pass "exercise-3: course run 3 in a terminal records the prediction before the profile and shows it beside the measurement"
+  else
+    show_log "$tmp/predict.log"
+    fail "exercise-3: course run 3's prediction in a terminal"
+  fi
+fi
+
 # --- exercise 1 in a terminal: the answers it writes are graded ------------------------------
 # `script` gives the program a pseudo-terminal; the options are shown sorted (1 = Benchmark,
 # 2 = Profile), and these are the right answers.
-if command -v script >/dev/null 2>&1; then
+if wants 1 && command -v script >/dev/null 2>&1; then
   quiz="$tmp/quiz"
   make_root "$quiz" exercises
   printf '1\n2\n1\n2\n1\n2\n' |

@@ -283,15 +283,23 @@ pub fn bias_activation(h: Tensor, bias: &Tensor, activation: Activation, how: &M
         MlpActivation::Fused if h.device().is_cpu() && activation == Activation::GeluTanh => bias_gelu(h, bias),
         MlpActivation::Stock | MlpActivation::Fused => gelu(&bias_add(h, bias)?, activation),
         MlpActivation::Custom(op) => {
-            let _s = profiler::op_shapes(op.name(), &[h.dims()]).with_kernel(label::CUSTOM);
+            // A caller's bias + activation does the fused op's work: its row gets a roofline too.
+            let (flops, bytes) = bias_gelu_work(&h)?;
+            let _s = profiler::op_shapes(op.name(), &[h.dims()]).with_work(flops, bytes).with_kernel(label::CUSTOM);
             Ok(op.forward(&h, bias)?)
         }
     }
 }
 
 /// `gelu_tanh(h + bias)` as one row, on the CPU.
+/// The work of a bias add and GELU in one pass over `h` (`[tokens, n_inner]`): read `h` and
+/// the bias once, write once.
+fn bias_gelu_work(h: &Tensor) -> Result<(u64, u64)> {
+    Ok(work::elementwise(h.elem_count(), GELU_FLOPS + 1, 1, h.dim(1)?, h.dtype().size_in_bytes()))
+}
+
 fn bias_gelu(h: Tensor, bias: &Tensor) -> Result<Tensor> {
-    let (flops, bytes) = work::elementwise(h.elem_count(), GELU_FLOPS + 1, 1, h.dim(1)?, h.dtype().size_in_bytes());
+    let (flops, bytes) = bias_gelu_work(&h)?;
     let path = elementwise_path(&h);
     let _s = profiler::op_shapes("bias_gelu", &[h.dims()]).with_work(flops, bytes).with_kernel(elementwise_label(path, h.device()));
     Ok(match path {

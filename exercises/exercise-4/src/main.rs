@@ -8,15 +8,18 @@
 
 mod budget;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use clap::Parser;
 use profiler::{DeviceKind, Report};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 // The chapter's illustrative decode step (not a measurement): the same table the book's bar
-// chart is drawn from.
-use bench::budget::{illustrative_ms, Line, ILLUSTRATIVE};
+// chart is drawn from; and the one grouping of a profile's rows into its budget lines.
+use bench::budget::{from_report, illustrative_ms, Line, ILLUSTRATIVE};
+
+/// The step-time cut the exercise asks for, in %.
+const TARGET_PCT: f64 = 10.0;
 
 
 #[derive(Parser)]
@@ -26,7 +29,9 @@ use bench::budget::{illustrative_ms, Line, ILLUSTRATIVE};
         Prints the chapter's illustrative 40 ms decode step as a budget and what removing two thirds of its \
         activations line saves, computed with your functions in src/budget.rs. Then reads your own profile \
         (exercise-3/results/report.json, written by `course run 3`) and prints, for its top ops, the share, the \
-        ceiling of any saving and the saving if your fix removed --fraction of the op.\n\n\
+        ceiling of any saving and the saving if your fix removed --fraction of the op; then groups it into the \
+        chapter's budget lines (results/budget.json) with the most each line can save, and says whether any \
+        single line can give a 10% cut.\n\n\
         Then fill in answers.toml and run `course check 4`."
 )]
 struct Args {
@@ -80,6 +85,43 @@ fn illustrative(fraction_of_activations: f64) {
     );
 }
 
+/// The ceiling rule on the budget lines of your profile: a line saves at most its share. Writes
+/// the lines (results/budget.json, which `course check 4` reads) and says plainly whether any
+/// single line can give the cut asked for.
+fn budget_lines(report: &Report, path: &std::path::Path) -> Result<()> {
+    let budget = from_report(report, "your profile")?;
+    println!("\nYour profile as a budget ({}):", budget.title);
+    println!("  {:<28} {:>8} {:>18}", "line", "share", "the most it saves");
+    for line in &budget.lines {
+        println!("  {:<28} {:>7.2}% {:>17.2}%", line.line.name(), line.share_pct, line.share_pct);
+    }
+    let largest = budget.lines.iter().max_by(|a, b| a.share_pct.total_cmp(&b.share_pct));
+    match largest {
+        Some(l) if l.share_pct >= TARGET_PCT => {
+            let able: Vec<&str> = budget.lines.iter().filter(|l| l.share_pct >= TARGET_PCT).map(|l| l.line.name()).collect();
+            println!("A {TARGET_PCT}% cut can come from one line: {} (a fix must still remove that much of it).", able.join(", "));
+        }
+        Some(l) => println!(
+            "No single line can give {TARGET_PCT}% of this step: the largest, \"{}\", has only {:.2}%. A {TARGET_PCT}% cut needs fixes on several lines.",
+            l.line.name(),
+            l.share_pct
+        ),
+        None => {}
+    }
+    let lines: Vec<serde_json::Value> = budget
+        .lines
+        .iter()
+        .map(|l| serde_json::json!({"line": l.line.name(), "ms": l.ms, "share_pct": l.share_pct, "ops": l.ops}))
+        .collect();
+    let json = serde_json::json!({"schema": "budget-lines/1", "profile": "../exercise-3/results/report.json", "step_ms": budget.step_ms, "lines": lines});
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
+    }
+    std::fs::write(path, serde_json::to_string_pretty(&json)? + "\n").with_context(|| format!("cannot write {}", path.display()))?;
+    println!("wrote {} (graded by `course check 4`)", path.display());
+    Ok(())
+}
+
 /// The self-time share of a row in the column its device ranks by.
 fn share_of(report: &Report, row: &profiler::ReportRow) -> f64 {
     match report.device {
@@ -111,6 +153,7 @@ fn run(args: Args) -> Result<()> {
         let saving = budget::step_saving_pct(share, args.fraction);
         println!("  {:<28} {share:>7.2}% {share:>9.2}% {saving:>21.2}%", row.name);
     }
+    budget_lines(&report, &dir.join("results/budget.json"))?;
     if let Some(op) = &args.op {
         let wanted = op.trim().to_lowercase();
         let Some(row) = report.rows.iter().find(|r| r.name.to_lowercase() == wanted) else {

@@ -2,16 +2,22 @@
 //!
 //! Loads GPT-2 (the real checkpoint by default; offline, the synthetic one with GPT-2 small's
 //! shapes, with a notice), runs forward passes under the profiler, prints the top-ops table
-//! sorted by self CPU time (self CUDA time on a GPU) and saves the profile to
-//! results/report.json, the file `course check 3` grades your answers against.
+//! sorted by self CPU time (self CUDA time on a GPU) with each op's roofline (against this
+//! machine's measured ceilings) and saves the profile to results/report.json, the file
+//! `course check 3` grades your answers against.
 //!
-//! Solution: the same program; after the run it fills in answers.toml from its own
-//! results/report.json (the top three rows and their shares) and writes the sentence.
+//! Solution: the same program. Before the profile runs it records a prediction (when none is
+//! recorded yet), as `course run 3` asks a learner to; after the run it fills in answers.toml
+//! from its own results/report.json: the top three rows and their shares, and the plan the
+//! course's own rule (`grader::plan_rule`, the one `course check 3` grades by) accepts with the
+//! largest possible cut, expecting 10% when that plan allows it and the honest smaller cut when
+//! no plan does. On another machine or device the plan may differ: that is the point.
 
 use grader::fill_answers as answers;
+use grader::plan_rule::{self, Assessment, Mechanism};
+use grader::results::profile_report::ProfileReport;
 
 use anyhow::{Context, Result};
-use answers::Answer;
 use clap::Parser;
 use gpt2::cli::ModelArgs;
 use gpt2::profile::{profile_forward, write_exports, CudaTiming, ForwardProfile};
@@ -26,7 +32,9 @@ use std::process::ExitCode;
     long_about = "Exercise 3: Profile a forward pass.\n\n\
         Loads GPT-2 (--model gpt2 downloads openai-community/gpt2 once; offline it falls back to a synthetic \
         checkpoint with the same shapes, whose timings are just as real), runs warm-up forwards, then profiles \
-        forward passes op by op. Prints the table sorted by self CPU time (self CUDA time on a GPU) and writes \
+        forward passes op by op. Prints the table sorted by self CPU time (self CUDA time on a GPU), with each \
+        op's roofline against this machine's ceilings (memory bandwidth and peak matmul throughput, measured \
+        once and cached; `gpt2 profile --remeasure-ceilings` measures them again), and writes \
         results/report.json, trace.json (open it in ui.perfetto.dev), stacks.folded and flamegraph.svg.\n\n\
         Then fill in answers.toml from the table and run `course check 3`."
 )]
@@ -66,6 +74,7 @@ fn main() -> ExitCode {
 fn run(args: Args) -> Result<()> {
     let dir = args.exercise_dir.unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
     let results = dir.join("results");
+    predict(&dir)?;
 
     // ANCHOR: load
     // GPT-2 small from the hub (or its cache); offline, the synthetic checkpoint, with a notice.
@@ -81,7 +90,10 @@ fn run(args: Args) -> Result<()> {
 
     // ANCHOR: profile
     // Like PyTorch's `schedule(wait=0, warmup=2, active=5)`: warm-up forwards are run and
-    // thrown away, then the active ones are recorded, op by op.
+    // thrown away, then the active ones are recorded, op by op. The profile also carries this
+    // machine's ceilings (measured once, then read from the course's cache), so each op that
+    // declares its work gets a roofline: its GFLOP/s and GB/s, the % of what it could reach
+    // at its arithmetic intensity, and whether memory or compute bounds it.
     let spec = ForwardProfile {
         batch: args.batch,
         seq: args.seq,
@@ -112,24 +124,66 @@ fn run(args: Args) -> Result<()> {
     Ok(())
 }
 
-/// The answers, read from the saved report as a learner reads the table: the first three rows
-/// by the device's self time, and what to attack first.
-fn fill_answers(report_path: &std::path::Path, answers_path: &std::path::Path) -> Result<()> {
-    let report = profiler::Report::read_json(report_path).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let on_cuda = report.device == profiler::DeviceKind::Cuda;
-    let share = |row: &profiler::ReportRow| if on_cuda { row.self_cuda_pct.unwrap_or(0.0) } else { row.self_cpu_pct };
-    let mut answers: Vec<(String, Answer)> = Vec::new();
-    for (i, row) in report.rows.iter().take(3).enumerate() {
-        answers.push((format!("top_ops.{i}.name"), row.name.as_str().into()));
-        answers.push((format!("top_ops.{i}.share_pct"), share(row).into()));
+/// A prediction written down before the profile runs, unless one is recorded already: the
+/// matmuls hold most of GPT-2's weights, so they are the guess.
+fn predict(dir: &std::path::Path) -> Result<()> {
+    let path = dir.join("answers.toml");
+    let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    let recorded = grader::answers::Answers::parse(&text, &path.display().to_string())
+        .map(|a| a.text("prediction.op").answered().is_some())
+        .unwrap_or(false);
+    if recorded {
+        return Ok(());
     }
-    // The unfused activation: GELU and the bias add before it, both element-wise.
-    let activation: f64 = report.rows.iter().filter(|r| r.name == "gelu" || r.name == "bias_add").map(share).sum();
-    let sentence = format!(
-        "Attack the gelu activation first: with the bias_add before it, it takes {activation:.1}% of the self {} time while doing little math, \
-         so fusing the bias add and GELU into one kernel removes a whole pass of memory reads and writes.",
-        if on_cuda { "CUDA" } else { "CPU" }
-    );
-    answers.push(("plan.attack_first".into(), sentence.into()));
+    let existed = dir.join("results/report.json").exists();
+    answers::fill(&path, &grader::prediction::record("matmul", Some(60.0), std::time::SystemTime::now(), existed))
+}
+
+/// The answers, read from the saved report with the grader's own reader and rule.
+fn fill_answers(report_path: &std::path::Path, answers_path: &std::path::Path) -> Result<()> {
+    let text = std::fs::read_to_string(report_path).with_context(|| format!("cannot read {}", report_path.display()))?;
+    let report = ProfileReport::parse(&text, &report_path.display().to_string()).map_err(|p| anyhow::anyhow!("{p}"))?;
+    let mut answers: Vec<(String, answers::Answer)> = Vec::new();
+    for (i, op) in report.top(3).iter().enumerate() {
+        answers.push((format!("top_ops.{i}.name"), op.name.as_str().into()));
+        answers.push((format!("top_ops.{i}.share_pct"), op.share_pct.into()));
+    }
+    let key = grader::key::default_mechanism();
+    let Some((plan, cut)) = plan_rule::best_plan(&report, &key, 10.0) else {
+        anyhow::bail!("the course's rule accepts no plan on {}: profile with work counts and ceilings", report_path.display());
+    };
+    println!("(solution) the plan: {} by {} ({}); {}", plan.op.name, plan.mechanism.name(), plan.judgement.reason, plan.arithmetic);
+    answers.push(("plan.attack".into(), plan.op.name.as_str().into()));
+    answers.push(("plan.expected_cut_pct".into(), cut.into()));
+    answers.push(("plan.mechanism".into(), plan.mechanism.name().into()));
+    answers.push(("plan.why".into(), why(&plan, cut).into()));
     answers::fill(answers_path, &answers)
+}
+
+/// One sentence from the measured figures: the share, the rate, and what the fix changes.
+fn why(plan: &Assessment, cut: f64) -> String {
+    let op = &plan.op.name;
+    let share = plan_rule::pct(plan.op.share_pct);
+    let roofline = plan.op.roofline.as_ref();
+    let memory = roofline.map(|r| plan_rule::pct(r.pct_of_memory_roofline)).unwrap_or_default();
+    let of_roofline = roofline.map(|r| plan_rule::pct(r.pct_of_roofline)).unwrap_or_default();
+    let cut = plan_rule::pct(cut);
+    match plan.mechanism {
+        Mechanism::MemoryTraffic => format!(
+            "`{op}` takes {share} of the step and moves its bytes at {memory} of the measured read bandwidth, so its time is mostly \
+             reading memory: halving the bytes it reads (bf16 weights) can cut about {cut}, within its share."
+        ),
+        Mechanism::SlowKernel => format!(
+            "`{op}` takes {share} of the step but reaches only {of_roofline} of its roofline, so its kernel is slow for its work: a \
+             vectorised kernel can cut up to {cut}."
+        ),
+        Mechanism::WastedWork => format!(
+            "`{op}` takes {share} of the step doing work the step does not need; skipping it leaves its memory traffic ({memory} of the \
+             read bandwidth), so it can cut about {cut}."
+        ),
+        Mechanism::LaunchOverhead => format!(
+            "`{op}` takes {share} of the step in calls of a few microseconds each, mostly launch overhead: fewer, larger calls can cut \
+             about {cut}."
+        ),
+    }
 }

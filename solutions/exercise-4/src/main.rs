@@ -5,20 +5,25 @@
 //! (exercise-3/results/report.json), ranked by the column its device is ranked by.
 //!
 //! Solution: src/budget.rs is written, and this run fills in answers.toml: the illustrative
-//! figures, and for the own profile the unfused GELU with two thirds of it removed.
+//! figures; for the own profile the plan the course's rule accepts with the largest cut (the
+//! same rule `course check` grades by), expecting 10% of the step where it allows that; and the
+//! ceiling rule on the budget lines.
 
 use grader::fill_answers as answers;
 mod budget;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use clap::Parser;
 use profiler::{DeviceKind, Report};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 // The chapter's illustrative decode step (not a measurement): the same table the book's bar
-// chart is drawn from.
-use bench::budget::{illustrative_ms, Line, ILLUSTRATIVE};
+// chart is drawn from; and the one grouping of a profile's rows into its budget lines.
+use bench::budget::{from_report, illustrative_ms, Line, ILLUSTRATIVE};
+
+/// The step-time cut the exercise asks for, in %.
+const TARGET_PCT: f64 = 10.0;
 
 
 #[derive(Parser)]
@@ -28,7 +33,9 @@ use bench::budget::{illustrative_ms, Line, ILLUSTRATIVE};
         Prints the chapter's illustrative 40 ms decode step as a budget and what removing two thirds of its \
         activations line saves, computed with your functions in src/budget.rs. Then reads your own profile \
         (exercise-3/results/report.json, written by `course run 3`) and prints, for its top ops, the share, the \
-        ceiling of any saving and the saving if your fix removed --fraction of the op.\n\n\
+        ceiling of any saving and the saving if your fix removed --fraction of the op; then groups it into the \
+        chapter's budget lines (results/budget.json) with the most each line can save, and says whether any \
+        single line can give a 10% cut.\n\n\
         Then fill in answers.toml and run `course check 4`."
 )]
 struct Args {
@@ -82,6 +89,43 @@ fn illustrative(fraction_of_activations: f64) {
     );
 }
 
+/// The ceiling rule on the budget lines of your profile: a line saves at most its share. Writes
+/// the lines (results/budget.json, which `course check 4` reads) and says plainly whether any
+/// single line can give the cut asked for.
+fn budget_lines(report: &Report, path: &std::path::Path) -> Result<()> {
+    let budget = from_report(report, "your profile")?;
+    println!("\nYour profile as a budget ({}):", budget.title);
+    println!("  {:<28} {:>8} {:>18}", "line", "share", "the most it saves");
+    for line in &budget.lines {
+        println!("  {:<28} {:>7.2}% {:>17.2}%", line.line.name(), line.share_pct, line.share_pct);
+    }
+    let largest = budget.lines.iter().max_by(|a, b| a.share_pct.total_cmp(&b.share_pct));
+    match largest {
+        Some(l) if l.share_pct >= TARGET_PCT => {
+            let able: Vec<&str> = budget.lines.iter().filter(|l| l.share_pct >= TARGET_PCT).map(|l| l.line.name()).collect();
+            println!("A {TARGET_PCT}% cut can come from one line: {} (a fix must still remove that much of it).", able.join(", "));
+        }
+        Some(l) => println!(
+            "No single line can give {TARGET_PCT}% of this step: the largest, \"{}\", has only {:.2}%. A {TARGET_PCT}% cut needs fixes on several lines.",
+            l.line.name(),
+            l.share_pct
+        ),
+        None => {}
+    }
+    let lines: Vec<serde_json::Value> = budget
+        .lines
+        .iter()
+        .map(|l| serde_json::json!({"line": l.line.name(), "ms": l.ms, "share_pct": l.share_pct, "ops": l.ops}))
+        .collect();
+    let json = serde_json::json!({"schema": "budget-lines/1", "profile": "../exercise-3/results/report.json", "step_ms": budget.step_ms, "lines": lines});
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
+    }
+    std::fs::write(path, serde_json::to_string_pretty(&json)? + "\n").with_context(|| format!("cannot write {}", path.display()))?;
+    println!("wrote {} (graded by `course check 4`)", path.display());
+    Ok(())
+}
+
 /// The self-time share of a row in the column its device ranks by.
 fn share_of(report: &Report, row: &profiler::ReportRow) -> f64 {
     match report.device {
@@ -113,6 +157,7 @@ fn run(args: Args) -> Result<()> {
         let saving = budget::step_saving_pct(share, args.fraction);
         println!("  {:<28} {share:>7.2}% {share:>9.2}% {saving:>21.2}%", row.name);
     }
+    budget_lines(&report, &dir.join("results/budget.json"))?;
     if let Some(op) = &args.op {
         let wanted = op.trim().to_lowercase();
         let Some(row) = report.rows.iter().find(|r| r.name.to_lowercase() == wanted) else {
@@ -126,23 +171,43 @@ fn run(args: Args) -> Result<()> {
             budget::step_saving_pct(share, args.fraction)
         );
     }
-    fill_answers(&report, &dir.join("answers.toml"), args.op.as_deref(), args.fraction)?;
+    fill_answers(&path, &dir.join("answers.toml"), args.op.as_deref(), args.fraction)?;
     println!("Next: `course check 4`.");
     Ok(())
 }
 
-/// The answers: the illustrative figures from the functions, and for the own profile the op to
-/// attack (--op, or else the unfused `gelu`, the activation exercise 5 fuses), its share, the
-/// fraction removed and the saving.
-fn fill_answers(report: &Report, answers_path: &std::path::Path, op: Option<&str>, fraction: f64) -> Result<()> {
+/// The answers: the illustrative figures from the functions; for the own profile the plan the
+/// course's own rule (`grader::plan_rule`, as `course check 3` and `4` grade) accepts with the
+/// largest possible cut, or the op given with --op; and the budget lines just written.
+fn fill_answers(profile_path: &std::path::Path, answers_path: &std::path::Path, op: Option<&str>, fraction: f64) -> Result<()> {
+    use grader::plan_rule;
+    use grader::results::profile_report::ProfileReport;
     let step_ms: f64 = ILLUSTRATIVE.iter().map(|(_, ms)| ms).sum();
     let line_ms = illustrative_ms(Line::Activations);
     let saved = budget::saving_ms(line_ms, 2.0 / 3.0);
-    let wanted = op.unwrap_or("gelu").to_lowercase();
-    let Some(row) = report.rows.iter().find(|r| r.name.to_lowercase() == wanted).or(report.rows.first()) else {
-        bail!("the profile has no rows: run exercise 3 again");
+    let text = std::fs::read_to_string(profile_path).with_context(|| format!("cannot read {}", profile_path.display()))?;
+    let report = ProfileReport::parse(&text, &profile_path.display().to_string()).map_err(|p| anyhow::anyhow!("{p}"))?;
+    let (row, fraction) = match op {
+        Some(name) => {
+            let Some((_, row)) = report.find(name) else { bail!("`{name}` is not a row of {}", profile_path.display()) };
+            (row.clone(), fraction)
+        }
+        None => {
+            let key = grader::key::default_mechanism();
+            let Some((plan, cut)) = plan_rule::best_plan(&report, &key, TARGET_PCT) else {
+                bail!("the course's rule accepts no plan on {}", profile_path.display());
+            };
+            println!("(solution) {} by {}: {}", plan.op.name, plan.mechanism.name(), plan.arithmetic);
+            let fraction = cut / plan.op.share_pct;
+            (plan.op, fraction)
+        }
     };
-    let share = share_of(report, row);
+    let share = row.share_pct;
+    // The lines as written to results/budget.json: the largest is the most any line can save.
+    let budget = from_report(&Report::read_json(profile_path).map_err(|e| anyhow::anyhow!("{e}"))?, "your profile")?;
+    let Some(largest) = budget.lines.iter().max_by(|a, b| a.share_pct.total_cmp(&b.share_pct)) else {
+        bail!("the profile has no budget lines");
+    };
     let answers: Vec<(String, answers::Answer)> = vec![
         ("illustrative.activations_share_pct".into(), budget::share_pct(line_ms, step_ms).into()),
         ("illustrative.saving_ms".into(), saved.into()),
@@ -152,6 +217,9 @@ fn fill_answers(report: &Report, answers_path: &std::path::Path, op: Option<&str
         ("own.op_share_pct".into(), share.into()),
         ("own.removed_fraction".into(), fraction.into()),
         ("own.saving_pct".into(), budget::step_saving_pct(share, fraction).into()),
+        ("lines.largest".into(), largest.line.name().into()),
+        ("lines.largest_ceiling_pct".into(), largest.share_pct.into()),
+        ("lines.one_line_gives_target".into(), (if largest.share_pct >= TARGET_PCT { "yes" } else { "no" }).into()),
     ];
     answers::fill(answers_path, &answers)
 }

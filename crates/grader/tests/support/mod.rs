@@ -68,22 +68,52 @@ pub fn fixture_report(name: &str) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-/// The CPU profile of the perfect learner, from the 2-core AVX-512 machine (B=1, T=8, stock
-/// MLP): matmul 65.17%, lm_head 22.02%, gelu 7.29% (0.57 GB/s, 2.6% of the 22 GB/s read
-/// bandwidth), with the ceilings and every row's roofline columns.
+/// The CPU profile of the perfect learner: a real `gpt2 profile --model synthetic --mlp stock`
+/// run on the 2-core AVX-512 development machine (B=1, T=8), with its ceilings and every row's
+/// roofline columns: matmul 60.9%, lm_head 20.0% (at 90% of its memory roofline), gelu 13.4%
+/// (0.57 GB/s, 2% of the read bandwidth).
 pub fn cpu_profile() -> String {
     fixture_report("cpu-b1-t8-stock-mlp.json")
 }
 
-/// The same CPU run with exercise 5's fused op in the MLP (`fused_bias_gelu`, 14 GB/s).
-pub fn cpu_fused_profile() -> String {
-    fixture_report("cpu-b1-t8-fused.json")
+/// Exercise 5's two profiles from one real run of its solution on the same machine: the stock
+/// MLP, and the learner's `fused_bias_gelu` plugged in.
+pub fn cpu_unfused_profile() -> String {
+    fixture_report("ex5-cpu-unfused.json")
 }
 
-/// A CUDA run (H200-sized, B=8, T=128): ranked by self CUDA time; the element-wise ops sit
-/// near the memory roofline (gelu at 69.7%).
+pub fn cpu_fused_profile() -> String {
+    fixture_report("ex5-cpu-fused.json")
+}
+
+/// An illustrative CUDA run (H200-sized, B=8, T=128, hand-written: see make-fixtures.py there):
+/// ranked by self CUDA time; the element-wise ops sit near the memory roofline (gelu at 69.7%).
 pub fn cuda_profile() -> String {
     fixture_report("cuda-b8-t128-stock-mlp.json")
+}
+
+/// A row of a report fixture: (share in the device's column, the roofline object).
+pub fn fixture_row(report: &str, name: &str) -> (f64, serde_json::Value) {
+    let v: serde_json::Value = serde_json::from_str(report).unwrap();
+    let column = if v["device"] == "cuda" { "self_cuda_pct" } else { "self_cpu_pct" };
+    let row = v["rows"].as_array().unwrap().iter().find(|r| r["name"] == name).unwrap_or_else(|| panic!("no {name} row"));
+    (row[column].as_f64().unwrap(), row["roofline"].clone())
+}
+
+/// The top three ops of a report fixture, with their shares.
+pub fn fixture_top3(report: &str) -> Vec<(String, f64)> {
+    let v: serde_json::Value = serde_json::from_str(report).unwrap();
+    let column = if v["device"] == "cuda" { "self_cuda_pct" } else { "self_cpu_pct" };
+    let mut rows: Vec<(String, f64)> = v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["name"] != "ProfilerStep*")
+        .map(|r| (r["name"].as_str().unwrap().to_string(), r[column].as_f64().unwrap()))
+        .collect();
+    rows.sort_by(|a, b| b.1.total_cmp(&a.1));
+    rows.truncate(3);
+    rows
 }
 
 pub fn bench_json(verdict: &str, ratio: f64, ci: (f64, f64), p90_ttft_ms: f64) -> String {
@@ -108,9 +138,9 @@ pub fn report_written() -> std::time::SystemTime {
     std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_704_099_792 + 60)
 }
 
-/// The plan the course's rule accepts on [`cpu_profile`]: lm_head at 56.7% of its memory
-/// roofline, so halving its bytes is memory traffic, and 10% is within its 22% share.
-pub const PERFECT_PLAN_CPU: &str = "[plan]\nattack = \"lm_head\"\nexpected_cut_pct = 10\nmechanism = \"memory-traffic\"\nwhy = \"lm_head takes 22% of the step and streams its 154 MB weight matrix at 57% of the read bandwidth, so storing it in bf16 halves the bytes it reads.\"\n";
+/// The plan the course's rule accepts on [`cpu_profile`]: lm_head at 90% of its memory
+/// roofline, so halving its bytes is memory traffic, and 10% is within its 20% share.
+pub const PERFECT_PLAN_CPU: &str = "[plan]\nattack = \"lm_head\"\nexpected_cut_pct = 10\nmechanism = \"memory-traffic\"\nwhy = \"lm_head takes a fifth of the step and streams its 154 MB weight matrix at 90% of the read bandwidth, so storing it in bf16 halves the bytes it reads.\"\n";
 
 pub fn perfect_ex3(top: &[(&str, f64)], plan: &str) -> String {
     let mut out = PREDICTION.to_string();
@@ -121,12 +151,44 @@ pub fn perfect_ex3(top: &[(&str, f64)], plan: &str) -> String {
     out
 }
 
+/// Exercise 3's answers on [`cpu_profile`]: its top three as the table prints them (two
+/// decimals), the prediction and the plan.
 pub fn perfect_ex3_cpu() -> String {
-    perfect_ex3(&[("matmul", 65.17), ("lm_head", 22.02), ("gelu", 7.29)], PERFECT_PLAN_CPU)
+    let top: Vec<(String, f64)> = fixture_top3(&cpu_profile()).into_iter().map(|(n, s)| (n, (s * 100.0).round() / 100.0)).collect();
+    let top: Vec<(&str, f64)> = top.iter().map(|(n, s)| (n.as_str(), *s)).collect();
+    perfect_ex3(&top, PERFECT_PLAN_CPU)
 }
 
-pub const PERFECT_EX4: &str = "[illustrative]\nactivations_share_pct = 15\nsaving_ms = 4\nsaving_pct = 10\nnew_step_ms = 36\n[own]\nop = \"lm_head\"\nop_share_pct = 22.02\nremoved_fraction = 0.45\nsaving_pct = 9.909\n[lines]\nlargest = \"matmuls\"\nlargest_ceiling_pct = 87.19\none_line_gives_target = \"yes\"\n";
-pub const PERFECT_EX5: &str = "[fused_check]\nmax_abs_error = 3.2e-7\n[profile]\nactivation_op = \"gelu\"\nshare_before_pct = 7.29\nfused_op = \"fused_bias_gelu\"\nshare_after_pct = 0.34\n[roofline]\ngbytes_per_s_before = 0.57\ngbytes_per_s_after = 14.0\npct_of_roofline_before = 2.59\npct_of_roofline_after = 63.6\nmechanism = \"slow-kernel\"\n[benchmark]\nverdict = \"faster\"\n";
+/// Exercise 4 on [`cpu_profile`]: lm_head, removing half of it; the matmuls line (matmul and
+/// lm_head) is the largest.
+pub fn perfect_ex4() -> String {
+    let report = cpu_profile();
+    let lm_head = fixture_row(&report, "lm_head").0;
+    let matmuls = fixture_row(&report, "matmul").0 + lm_head;
+    format!(
+        "[illustrative]\nactivations_share_pct = 15\nsaving_ms = 4\nsaving_pct = 10\nnew_step_ms = 36\n[own]\nop = \"lm_head\"\nop_share_pct = {lm_head:.2}\n\
+         removed_fraction = 0.5\nsaving_pct = {:.2}\n[lines]\nlargest = \"matmuls\"\nlargest_ceiling_pct = {matmuls:.2}\none_line_gives_target = \"yes\"\n",
+        lm_head / 2.0
+    )
+}
+
+/// Exercise 5 on its two profiles: what moved from gelu to the fused op, and the mechanism the
+/// rule accepts on this CPU (a slow kernel).
+pub fn perfect_ex5() -> String {
+    let (before, rb) = fixture_row(&cpu_unfused_profile(), "gelu");
+    let (after, ra) = fixture_row(&cpu_fused_profile(), "fused_bias_gelu");
+    let f = |r: &serde_json::Value, k: &str| r[k].as_f64().unwrap();
+    format!(
+        "[fused_check]\nmax_abs_error = 3.2e-7\n[profile]\nactivation_op = \"gelu\"\nshare_before_pct = {before:.2}\nfused_op = \"fused_bias_gelu\"\n\
+         share_after_pct = {after:.2}\n[roofline]\ngbytes_per_s_before = {:.3}\ngbytes_per_s_after = {:.3}\npct_of_roofline_before = {:.2}\n\
+         pct_of_roofline_after = {:.2}\nmechanism = \"slow-kernel\"\n[benchmark]\nverdict = \"faster\"\n",
+        f(&rb, "gbytes_per_s"),
+        f(&ra, "gbytes_per_s"),
+        f(&rb, "pct_of_roofline"),
+        f(&ra, "pct_of_roofline")
+    )
+}
+
 pub const PERFECT_EX6: &str = "[quiz]\ncy-double-traffic = \"Benchmark at twice the load\"\ncy-slower-than-vllm = \"Profile your serving code\"\ncy-nsight-ttft = \"No: change the configuration and benchmark\"\ncy-6ms-before-22ms = \"The activations do little math, so their time is memory traffic that fusing removes, while the matmuls are already near peak.\"\n";
 pub const PERFECT_EX7: &str = "target_p90_ttft_ms = 200\np90_ttft_ms_at_rate = 120\np90_ttft_ms_at_double = 260\ntarget_holds_at_double = \"no\"\n";
 
@@ -141,11 +203,11 @@ pub fn perfect_files() -> BTreeMap<String, String> {
     put("exercise-2/results/bench.json", bench_json("faster", 0.82, (0.78, 0.86), 40.0));
     put("exercise-3/answers.toml", perfect_ex3_cpu());
     put("exercise-3/results/report.json", cpu_profile());
-    put("exercise-4/answers.toml", PERFECT_EX4.into());
+    put("exercise-4/answers.toml", perfect_ex4());
     put("exercise-4/results/budget.json", budget_json(&cpu_profile()));
-    put("exercise-5/answers.toml", PERFECT_EX5.into());
+    put("exercise-5/answers.toml", perfect_ex5());
     put("exercise-5/results/fused_check.json", r#"{"schema": "fused-check/1", "max_abs_error": 3.2e-7, "shape": [8, 3072], "device": "cpu"}"#.into());
-    put("exercise-5/results/unfused/report.json", cpu_profile());
+    put("exercise-5/results/unfused/report.json", cpu_unfused_profile());
     put("exercise-5/results/fused/report.json", cpu_fused_profile());
     put("exercise-5/results/bench.json", bench_json("faster", 0.9, (0.86, 0.93), 40.0));
     put("exercise-6/answers.toml", PERFECT_EX6.into());
