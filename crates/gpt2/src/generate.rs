@@ -1,9 +1,19 @@
 //! Batched text generation with a KV cache.
 //!
-//! Prompts of different lengths are left-padded to a common length and masked, so all rows
-//! decode in lock-step: one forward pass per generated column. Sampling (greedy, or seeded
-//! temperature / top-k / top-p) is candle-transformers' `LogitsProcessor`, one per row.
-//! A callback sees every token as it is produced: a server streams it, a benchmark times it.
+//! A [`Batch`] holds the sequences decoding together. Requests [`Batch::join`] it in groups:
+//! a group's prompts are left-padded to a common length and prefilled together in one
+//! forward pass, into a cache of their own; at the next [`Batch::step`] that cache's rows are
+//! merged into the running batch's ([`Cache::merge`]), which decodes one token for every row
+//! per forward pass. A finished row leaves the batch at once: its cache row is dropped at the
+//! next step. Joining and leaving change no row's keys, values or position ids, so each
+//! sequence gets the tokens it would get decoding alone.
+//!
+//! [`generate`] is the simplest use: one group, stepped until every row is done. The server's
+//! scheduler (`serve::engine`) lets new groups join while others decode.
+//!
+//! Sampling (greedy, or seeded temperature / top-k / top-p) is candle-transformers'
+//! `LogitsProcessor`, one per sequence. A callback sees every token as it is produced: a
+//! server streams it, a benchmark times it.
 
 use candle_core::IndexOp;
 use candle_transformers::generation::{LogitsProcessor, Sampling as Strategy};
@@ -97,66 +107,202 @@ pub struct Completion {
 
 /// Generates a continuation for every request, decoding them together as one batch.
 pub fn generate(model: &Model, requests: &[Request], on_token: &mut dyn FnMut(TokenEvent) -> Flow) -> Result<Vec<Completion>> {
-    let cfg = model.config();
-    let eos = cfg.eos_token_id;
-    for (r, req) in requests.iter().enumerate() {
-        if req.prompt.is_empty() {
-            return Err(Error::Input(format!("request {r} has an empty prompt: give at least one token")));
-        }
-        let end = req.prompt.len() + req.max_tokens;
-        if end > cfg.n_positions {
-            return Err(Error::Input(format!(
-                "request {r}: prompt of {} tokens + max_tokens {} = {end} is longer than the model's context of {}",
-                req.prompt.len(),
-                req.max_tokens,
-                cfg.n_positions
-            )));
-        }
+    let mut out: Vec<Option<Completion>> = vec![None; requests.len()];
+    let mut batch = Batch::new();
+    let mut done = batch.join(model, requests.iter().cloned().enumerate().collect(), on_token)?;
+    while !batch.is_empty() {
+        done.extend(batch.step(model, on_token)?);
     }
-    let mut processors = requests.iter().map(|r| r.sampling.processor()).collect::<Result<Vec<_>>>()?;
-    let mut out: Vec<Completion> = requests.iter().map(|_| Completion { tokens: Vec::new(), finish: FinishReason::Length }).collect();
-    let mut live: Vec<bool> = requests.iter().map(|r| r.max_tokens > 0).collect();
-    if requests.is_empty() || !live.iter().any(|&l| l) {
-        return Ok(out);
+    for (id, completion) in done {
+        out[id] = Some(completion);
+    }
+    Ok(out.into_iter().map(|c| c.unwrap_or(Completion { tokens: Vec::new(), finish: FinishReason::Length })).collect())
+}
+
+/// One sequence being decoded: its request, its sampler and what it has produced.
+struct Sequence {
+    id: usize,
+    request: Request,
+    processor: LogitsProcessor,
+    tokens: Vec<u32>,
+}
+
+impl Sequence {
+    /// Samples this sequence's next token from its logits, reports it, and says whether the
+    /// sequence is finished.
+    fn sample(&mut self, logits: &candle_core::Tensor, eos: u32, on_token: &mut dyn FnMut(TokenEvent) -> Flow) -> Result<Option<FinishReason>> {
+        let token = self.processor.sample(logits)?;
+        self.tokens.push(token);
+        let flow = on_token(TokenEvent { row: self.id, token, index: self.tokens.len() - 1 });
+        Ok(if flow == Flow::Stop {
+            Some(FinishReason::Stopped)
+        } else if self.request.stop_at_eos && token == eos {
+            Some(FinishReason::Eos)
+        } else if self.tokens.len() >= self.request.max_tokens {
+            Some(FinishReason::Length)
+        } else {
+            None
+        })
     }
 
-    let width = requests.iter().map(|r| r.prompt.len()).max().unwrap_or(0);
-    let steps = requests.iter().map(|r| r.max_tokens).max().unwrap_or(0);
-    let pads: Vec<usize> = requests.iter().map(|r| width - r.prompt.len()).collect();
-    // Padding ids are never attended to; any valid id will do.
-    let padded: Vec<Vec<u32>> = requests.iter().zip(&pads).map(|(r, &pad)| [vec![eos; pad], r.prompt.clone()].concat()).collect();
-    let mut cache = Cache::new(cfg, pads, width + steps);
+    fn remaining(&self) -> usize {
+        self.request.max_tokens.saturating_sub(self.tokens.len())
+    }
 
-    let mut logits = model.forward(&padded, &mut cache, Logits::LastPosition)?;
-    loop {
-        let mut next = vec![eos; requests.len()];
-        for (r, req) in requests.iter().enumerate() {
-            if !live[r] {
-                continue;
+    fn finish(self, finish: FinishReason) -> (usize, Completion) {
+        (self.id, Completion { tokens: self.tokens, finish })
+    }
+}
+
+/// Rows of a cache, each a sequence still decoding or `None` once it has left. The rows of
+/// sequences that left are dropped from the cache at the next step.
+struct Part {
+    cache: Cache,
+    rows: Vec<Option<Sequence>>,
+}
+
+impl Part {
+    fn live(&self) -> impl Iterator<Item = &Sequence> {
+        self.rows.iter().flatten()
+    }
+}
+
+/// Sequences decoding together; they may join and leave between steps (continuous batching).
+/// Every sequence is named by the `id` its caller gave it, which is also the `row` of its
+/// [`TokenEvent`]s.
+#[derive(Default)]
+pub struct Batch {
+    running: Option<Part>,
+    /// Groups prefilled since the last step, merged into `running` at the next one.
+    joining: Vec<Part>,
+}
+
+impl Batch {
+    pub fn new() -> Batch {
+        Batch::default()
+    }
+
+    fn parts(&self) -> impl Iterator<Item = &Part> {
+        self.running.iter().chain(&self.joining)
+    }
+
+    /// Sequences still decoding (a finished one no longer counts).
+    pub fn len(&self) -> usize {
+        self.parts().map(|p| p.live().count()).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The ids of the sequences still decoding, in row order.
+    pub fn ids(&self) -> Vec<usize> {
+        self.parts().flat_map(|p| p.live().map(|s| s.id)).collect()
+    }
+
+    /// Prefills `requests` (each with its caller's id) together, in one forward pass over
+    /// their left-padded prompts, and samples each one's first token. Sequences that finish
+    /// at once are returned; the others decode with the batch from the next [`Batch::step`].
+    /// Nothing joins when a request is invalid (the error names it).
+    pub fn join(&mut self, model: &Model, requests: Vec<(usize, Request)>, on_token: &mut dyn FnMut(TokenEvent) -> Flow) -> Result<Vec<(usize, Completion)>> {
+        let cfg = model.config();
+        let mut sequences = Vec::with_capacity(requests.len());
+        for (id, request) in requests {
+            if request.prompt.is_empty() {
+                return Err(Error::Input(format!("request {id} has an empty prompt: give at least one token")));
             }
-            let token = processors[r].sample(&logits.i(r)?)?;
-            next[r] = token;
-            out[r].tokens.push(token);
-            let flow = on_token(TokenEvent { row: r, token, index: out[r].tokens.len() - 1 });
-            let finish = if flow == Flow::Stop {
-                Some(FinishReason::Stopped)
-            } else if req.stop_at_eos && token == eos {
-                Some(FinishReason::Eos)
-            } else if out[r].tokens.len() >= req.max_tokens {
-                Some(FinishReason::Length)
-            } else {
-                None
-            };
-            if let Some(finish) = finish {
-                out[r].finish = finish;
-                live[r] = false;
+            let end = request.prompt.len() + request.max_tokens;
+            if end > cfg.n_positions {
+                return Err(Error::Input(format!(
+                    "request {id}: prompt of {} tokens + max_tokens {} = {end} is longer than the model's context of {}",
+                    request.prompt.len(),
+                    request.max_tokens,
+                    cfg.n_positions
+                )));
+            }
+            let processor = request.sampling.processor()?;
+            sequences.push(Sequence { id, request, processor, tokens: Vec::new() });
+        }
+        // A request for no tokens is done before it starts.
+        let (sequences, mut done): (Vec<Sequence>, Vec<Sequence>) = sequences.into_iter().partition(|s| s.request.max_tokens > 0);
+        let mut done: Vec<(usize, Completion)> = done.drain(..).map(|s| s.finish(FinishReason::Length)).collect();
+        if sequences.is_empty() {
+            return Ok(done);
+        }
+
+        let eos = cfg.eos_token_id;
+        let width = sequences.iter().map(|s| s.request.prompt.len()).max().unwrap_or(0);
+        let pads: Vec<usize> = sequences.iter().map(|s| width - s.request.prompt.len()).collect();
+        // Padding ids are never attended to; any valid id will do.
+        let padded: Vec<Vec<u32>> = sequences.iter().zip(&pads).map(|(s, &pad)| [vec![eos; pad], s.request.prompt.clone()].concat()).collect();
+        let room = sequences.iter().map(|s| s.request.max_tokens).max().unwrap_or(0);
+        let mut cache = Cache::new(cfg, pads, width + room);
+        let logits = model.forward(&padded, &mut cache, Logits::LastPosition)?;
+        let mut rows = Vec::with_capacity(sequences.len());
+        for (r, mut sequence) in sequences.into_iter().enumerate() {
+            match sequence.sample(&logits.i(r)?, eos, on_token)? {
+                Some(finish) => {
+                    done.push(sequence.finish(finish));
+                    rows.push(None);
+                }
+                None => rows.push(Some(sequence)),
             }
         }
-        if !live.iter().any(|&l| l) {
-            return Ok(out);
+        if rows.iter().any(Option::is_some) {
+            self.joining.push(Part { cache, rows });
         }
-        // Finished rows ride along (static batching) with a dummy id; nothing reads them.
-        let column: Vec<Vec<u32>> = next.into_iter().map(|t| vec![t]).collect();
-        logits = model.forward(&column, &mut cache, Logits::LastPosition)?;
+        Ok(done)
+    }
+
+    /// Stops sequence `id` now (its client went away): it leaves the batch with what it has.
+    pub fn cancel(&mut self, id: usize) -> Option<Completion> {
+        let parts = self.running.iter_mut().chain(self.joining.iter_mut());
+        for part in parts {
+            if let Some(slot) = part.rows.iter_mut().find(|s| s.as_ref().is_some_and(|s| s.id == id)) {
+                return slot.take().map(|s| s.finish(FinishReason::Stopped).1);
+            }
+        }
+        None
+    }
+
+    /// Decodes one more token for every sequence, in one forward pass, after merging the
+    /// groups that joined and dropping the rows that left. Returns the sequences that finished.
+    pub fn step(&mut self, model: &Model, on_token: &mut dyn FnMut(TokenEvent) -> Flow) -> Result<Vec<(usize, Completion)>> {
+        self.regroup()?;
+        let Some(part) = self.running.as_mut() else { return Ok(Vec::new()) };
+        let column: Vec<Vec<u32>> = part.live().map(|s| vec![*s.tokens.last().expect("a joined sequence has its first token")]).collect();
+        let logits = model.forward(&column, &mut part.cache, Logits::LastPosition)?;
+        let eos = model.config().eos_token_id;
+        let mut done = Vec::new();
+        for (r, slot) in part.rows.iter_mut().enumerate() {
+            let Some(sequence) = slot.as_mut() else { continue };
+            if let Some(finish) = sequence.sample(&logits.i(r)?, eos, on_token)? {
+                done.push(slot.take().expect("checked above").finish(finish));
+            }
+        }
+        if part.live().next().is_none() {
+            self.running = None;
+        }
+        Ok(done)
+    }
+
+    /// Makes `running` one part whose every row is live: a single copy of the cache
+    /// ([`Cache::merge`]) when sequences joined or left since the last step, none otherwise.
+    fn regroup(&mut self) -> Result<()> {
+        let settled = self.joining.is_empty() && self.running.as_ref().is_none_or(|p| p.rows.iter().all(Option::is_some));
+        if settled {
+            return Ok(());
+        }
+        let parts: Vec<Part> = self.running.take().into_iter().chain(self.joining.drain(..)).collect();
+        let kept: Vec<Vec<usize>> = parts.iter().map(|p| (0..p.rows.len()).filter(|&r| p.rows[r].is_some()).collect()).collect();
+        let room = parts.iter().flat_map(|p| p.live().map(Sequence::remaining)).max().unwrap_or(0);
+        if kept.iter().all(Vec::is_empty) {
+            return Ok(());
+        }
+        let sources: Vec<(&Cache, &[usize])> = parts.iter().zip(&kept).map(|(p, k)| (&p.cache, k.as_slice())).collect();
+        let cache = Cache::merge(&sources, room)?;
+        let rows = parts.into_iter().flat_map(|p| p.rows.into_iter().flatten().map(Some)).collect();
+        self.running = Some(Part { cache, rows });
+        Ok(())
     }
 }

@@ -32,8 +32,8 @@ enum Command {
     /// Profile a forward pass: print the top-ops table and write report.json, trace.json
     /// and flamegraph.svg.
     Profile(ProfileArgs),
-    /// Serve an OpenAI-compatible API (/v1/completions, /v1/models, /health) with a
-    /// batching scheduler.
+    /// Serve an OpenAI-compatible API (/v1/completions, /v1/chat/completions, /v1/models,
+    /// /health) with continuous batching.
     Serve(gpt2::serve::ServeArgs),
 }
 

@@ -1,17 +1,19 @@
-//! `gpt2 serve` on loopback with a tiny synthetic model: streamed and whole completions,
-//! every 400 case, the queue-full 503, batching, client disconnects, graceful shutdown
-//! mid-stream, and the bench load client end to end.
+//! `gpt2 serve` on loopback with a tiny synthetic model: streamed and whole completions and
+//! chat completions, every 400 case, the queue-full 503, continuous batching (requests that
+//! join a running batch get exactly their solo tokens), cancellation, 64 clients with some
+//! disconnecting, graceful shutdown mid-stream, and the bench load client end to end.
 
 use std::path::Path;
 use std::sync::mpsc as std_mpsc;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use gpt2::serve::{EngineOptions, Generator, Server};
-use gpt2::{Completion, Config, DeviceChoice, FinishReason, Model};
+use gpt2::serve::engine::{Engine, Job, JobEvent};
+use gpt2::serve::{EngineOptions, Loader, Server, StepHook, StepTrace};
+use gpt2::{Config, DeviceChoice, FinishReason, Model, Request, Sampling};
 use serde_json::{json, Value};
-use tokio::sync::oneshot;
+use tokio::sync::{mpsc, oneshot};
 
 const MODEL: &str = "tiny";
 
@@ -32,6 +34,15 @@ fn load(dir: &Path) -> (Model, gpt2::Tokenizer) {
     (loaded.model, loaded.tokenizer.expect("synthetic checkpoints ship a tokenizer"))
 }
 
+/// Loads the checkpoint in `dir` on the model thread, as `gpt2 serve` does.
+fn loader(dir: &Path) -> Loader {
+    let dir = dir.to_path_buf();
+    Box::new(move || {
+        let (model, tokenizer) = load(&dir);
+        Ok((Arc::new(model), tokenizer))
+    })
+}
+
 struct TestServer {
     url: String,
     shutdown: Option<oneshot::Sender<()>>,
@@ -48,12 +59,10 @@ impl TestServer {
     }
 }
 
-/// Start a server whose generator is `wrap(model)`.
-async fn start_with(options: EngineOptions, wrap: impl FnOnce(Model) -> Generator) -> TestServer {
+/// Start a server; `on_step` sees every decode step.
+async fn start_with(options: EngineOptions, on_step: Option<StepHook>) -> TestServer {
     let dir = tiny_checkpoint();
-    let (model, tokenizer) = load(dir.path());
-    let cfg = model.config().clone();
-    let server = Server::start(wrap(model), tokenizer, MODEL.into(), cfg.vocab_size, cfg.n_positions, options).unwrap();
+    let server = Server::start(loader(dir.path()), MODEL.into(), options, on_step).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let (tx, rx) = oneshot::channel::<()>();
@@ -63,21 +72,32 @@ async fn start_with(options: EngineOptions, wrap: impl FnOnce(Model) -> Generato
     TestServer { url, shutdown: Some(tx), done, _dir: dir }
 }
 
-fn plain(model: Model) -> Generator {
-    Box::new(move |requests, on_token| Ok(gpt2::generate(&model, requests, on_token)?))
-}
-
-fn options(max_batch_size: usize, queue_size: usize) -> EngineOptions {
-    EngineOptions { max_batch_size, queue_size, batch_wait: Duration::ZERO }
-}
-
 async fn start() -> TestServer {
-    start_with(options(4, 16), plain).await
+    start_with(EngineOptions::new(4, 16), None).await
 }
 
-async fn post(url: &str, body: impl Into<reqwest::Body>) -> reqwest::Response {
+/// A step hook that reports each step and then waits for the test's go-ahead; once the test
+/// drops its sender, every step goes ahead at once.
+fn gate(traces: std_mpsc::Sender<StepTrace>, go: std_mpsc::Receiver<()>) -> StepHook {
+    Box::new(move |trace| {
+        let _ = traces.send(trace.clone());
+        let _ = go.recv();
+    })
+}
+
+/// Waits (off the async threads) for the next step trace.
+async fn next_trace(traces: std_mpsc::Receiver<StepTrace>) -> (StepTrace, std_mpsc::Receiver<StepTrace>) {
+    tokio::task::spawn_blocking(move || {
+        let trace = traces.recv_timeout(Duration::from_secs(60)).expect("a decode step within 60 s");
+        (trace, traces)
+    })
+    .await
+    .unwrap()
+}
+
+async fn post_to(url: &str, path: &str, body: impl Into<reqwest::Body>) -> reqwest::Response {
     reqwest::Client::new()
-        .post(format!("{url}/v1/completions"))
+        .post(format!("{url}{path}"))
         .header("content-type", "application/json")
         .body(body)
         .send()
@@ -85,11 +105,36 @@ async fn post(url: &str, body: impl Into<reqwest::Body>) -> reqwest::Response {
         .unwrap()
 }
 
+async fn post(url: &str, body: impl Into<reqwest::Body>) -> reqwest::Response {
+    post_to(url, "/v1/completions", body).await
+}
+
 /// The `data:` payloads of an SSE body, in order.
 fn sse_data(text: &str) -> Vec<String> {
     text.split("\n\n")
         .filter_map(|event| event.lines().find_map(|l| l.strip_prefix("data:")).map(|d| d.trim().to_string()))
         .collect()
+}
+
+/// Waits until `/health` reports `n` queued requests.
+async fn wait_queued(url: &str, n: usize) {
+    for _ in 0..400 {
+        let health: Value = reqwest::get(format!("{url}/health")).await.unwrap().json().await.unwrap();
+        if health["queued"] == n {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    panic!("{n} requests never queued");
+}
+
+/// The `server_timings` object: three non-negative millisecond figures.
+fn check_timings(timings: &Value) {
+    for key in ["queue_ms", "prefill_ms", "decode_ms"] {
+        let ms = timings[key].as_f64().unwrap_or_else(|| panic!("{key} missing in {timings}"));
+        assert!(ms >= 0.0 && ms.is_finite(), "{key} = {ms}");
+    }
+    assert!(timings["prefill_ms"].as_f64().unwrap() > 0.0, "a prefill takes time: {timings}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -129,6 +174,7 @@ async fn whole_and_streamed_completions_agree() {
     assert_eq!(usage["total_tokens"], prompt_tokens + 12);
     let whole_text = body["choices"][0]["text"].as_str().unwrap().to_string();
     assert!(!whole_text.is_empty());
+    check_timings(&body["server_timings"]);
 
     let mut streamed = request.clone();
     streamed["stream"] = json!(true);
@@ -146,6 +192,8 @@ async fn whole_and_streamed_completions_agree() {
     let usage_chunk = chunks.last().unwrap();
     assert_eq!(usage_chunk["choices"], json!([]));
     assert_eq!(usage_chunk["usage"]["completion_tokens"], 12);
+    check_timings(&usage_chunk["server_timings"]);
+    assert_eq!(chunks.iter().filter(|c| c.get("server_timings").is_some()).count(), 1, "only the last chunk has them");
     let finished: Vec<&Value> = chunks.iter().filter(|c| !c["choices"][0]["finish_reason"].is_null()).collect();
     assert_eq!(finished.len(), 1);
     assert_eq!(finished[0]["choices"][0]["finish_reason"], "length");
@@ -233,52 +281,8 @@ async fn no_body_can_panic_the_server() {
     server.stop().await;
 }
 
-/// A generator that reports each batch's size, then waits for the test's go-ahead.
-fn gated(batches: std_mpsc::Sender<usize>, go: Arc<Mutex<std_mpsc::Receiver<()>>>) -> impl FnOnce(Model) -> Generator {
-    move |model| {
-        Box::new(move |requests, on_token| {
-            let _ = batches.send(requests.len());
-            let _ = go.lock().unwrap().recv();
-            Ok(gpt2::generate(&model, requests, on_token)?)
-        })
-    }
-}
-
 fn small_request() -> String {
     json!({"model": MODEL, "prompt": "hi", "max_tokens": 3, "ignore_eos": true}).to_string()
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn full_queue_answers_503_with_retry_after_then_recovers() {
-    let (batch_tx, batch_rx) = std_mpsc::channel();
-    let (go_tx, go_rx) = std_mpsc::channel();
-    let server = start_with(options(1, 2), gated(batch_tx, Arc::new(Mutex::new(go_rx)))).await;
-    let url = server.url.clone();
-    let first = tokio::spawn(post_owned(url.clone(), small_request()));
-    // The model thread has taken the first request and is held at the gate.
-    assert_eq!(tokio::task::spawn_blocking(move || (batch_rx.recv().unwrap(), batch_rx)).await.unwrap().0, 1);
-    let queued: Vec<_> = (0..2).map(|_| tokio::spawn(post_owned(url.clone(), small_request()))).collect();
-    // Wait until both are in the queue.
-    for _ in 0..200 {
-        let health: Value = reqwest::get(format!("{url}/health")).await.unwrap().json().await.unwrap();
-        if health["queued"] == 2 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    let refused = post(&url, small_request()).await;
-    assert_eq!(refused.status(), 503);
-    assert_eq!(refused.headers()["retry-after"], "1");
-    let error: Value = refused.json().await.unwrap();
-    assert_eq!(error["error"]["code"], "queue_full");
-    for _ in 0..3 {
-        go_tx.send(()).unwrap();
-    }
-    assert_eq!(first.await.unwrap(), 200);
-    for q in queued {
-        assert_eq!(q.await.unwrap(), 200, "queued requests are served once the model is free");
-    }
-    server.stop().await;
 }
 
 async fn post_owned(url: String, body: String) -> u16 {
@@ -286,98 +290,170 @@ async fn post_owned(url: String, body: String) -> u16 {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn waiting_requests_are_decoded_together_up_to_the_batch_size() {
-    let (batch_tx, batch_rx) = std_mpsc::channel();
-    let (go_tx, go_rx) = std_mpsc::channel();
-    let server = start_with(options(4, 16), gated(batch_tx, Arc::new(Mutex::new(go_rx)))).await;
+async fn full_queue_answers_503_with_retry_after_then_recovers() {
+    let (trace_tx, traces) = std_mpsc::channel();
+    let (go, go_rx) = std_mpsc::channel();
+    let server = start_with(EngineOptions::new(1, 2), Some(gate(trace_tx, go_rx))).await;
     let url = server.url.clone();
     let first = tokio::spawn(post_owned(url.clone(), small_request()));
-    let batch_rx = tokio::task::spawn_blocking(move || {
-        assert_eq!(batch_rx.recv().unwrap(), 1);
-        batch_rx
-    })
-    .await
-    .unwrap();
+    // The model thread has taken the first request and is held before its first decode step.
+    let (trace, _traces) = next_trace(traces).await;
+    assert_eq!(trace.rows.len(), 1);
+    let queued: Vec<_> = (0..2).map(|_| tokio::spawn(post_owned(url.clone(), small_request()))).collect();
+    wait_queued(&url, 2).await;
+    let refused = post(&url, small_request()).await;
+    assert_eq!(refused.status(), 503);
+    assert_eq!(refused.headers()["retry-after"], "1");
+    let error: Value = refused.json().await.unwrap();
+    assert_eq!(error["error"]["code"], "queue_full");
+    drop(go);
+    assert_eq!(first.await.unwrap(), 200);
+    for q in queued {
+        assert_eq!(q.await.unwrap(), 200, "queued requests are served once the model has room");
+    }
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiting_requests_join_up_to_the_batch_size() {
+    let (trace_tx, traces) = std_mpsc::channel();
+    let (go, go_rx) = std_mpsc::channel();
+    let server = start_with(EngineOptions::new(4, 16), Some(gate(trace_tx, go_rx))).await;
+    let url = server.url.clone();
+    let first = tokio::spawn(post_owned(url.clone(), small_request()));
+    let (trace, traces) = next_trace(traces).await;
+    assert_eq!(trace.rows.len(), 1);
     let rest: Vec<_> = (0..6).map(|_| tokio::spawn(post_owned(url.clone(), small_request()))).collect();
-    for _ in 0..200 {
-        let health: Value = reqwest::get(format!("{url}/health")).await.unwrap().json().await.unwrap();
-        if health["queued"] == 6 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    for _ in 0..3 {
-        go_tx.send(()).unwrap();
-    }
+    wait_queued(&url, 6).await;
+    drop(go);
     assert_eq!(first.await.unwrap(), 200);
     for r in rest {
         assert_eq!(r.await.unwrap(), 200);
     }
-    let sizes: Vec<usize> = batch_rx.try_iter().collect();
-    assert_eq!(sizes, vec![4, 2], "6 waiting requests with --max-batch-size 4");
+    let sizes: Vec<usize> = traces.try_iter().map(|t| t.rows.len()).collect();
+    assert_eq!(sizes.iter().max(), Some(&4), "6 waiting requests with --max-batch-size 4: {sizes:?}");
+    // The first request still decoding when the others came: three joined it at once.
+    assert_eq!(sizes[0], 4, "{sizes:?}");
     server.stop().await;
 }
 
-/// Records how every row of every batch finished.
-fn recording(finishes: Arc<Mutex<Vec<FinishReason>>>) -> impl FnOnce(Model) -> Generator {
-    move |model| {
-        Box::new(move |requests, on_token| {
-            let mut slow = |event: gpt2::TokenEvent| {
-                std::thread::sleep(Duration::from_millis(2));
-                on_token(event)
-            };
-            let out: Vec<Completion> = gpt2::generate(&model, requests, &mut slow)?;
-            finishes.lock().unwrap().extend(out.iter().map(|c| c.finish));
-            Ok(out)
-        })
-    }
+/// A request for the engine tests: greedy unless `seed` is given, fixed length.
+fn request(prompt: &[u32], max_tokens: usize, seed: Option<u64>) -> Request {
+    let sampling = match seed {
+        None => Sampling::greedy(),
+        Some(seed) => Sampling { temperature: 0.9, top_k: Some(40), top_p: None, seed },
+    };
+    Request { prompt: prompt.to_vec(), max_tokens, sampling, stop_at_eos: false }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_client_that_disconnects_mid_stream_stops_its_row() {
-    let finishes = Arc::new(Mutex::new(Vec::new()));
-    let server = start_with(options(4, 16), recording(finishes.clone())).await;
-    let body = json!({"model": MODEL, "prompt": "hi", "max_tokens": 50, "ignore_eos": true, "stream": true});
-    let response = post(&server.url, body.to_string()).await;
-    let mut stream = response.bytes_stream();
-    let first = stream.next().await.unwrap().unwrap();
-    assert!(String::from_utf8_lossy(&first).contains("data:"));
-    drop(stream);
-    for _ in 0..500 {
-        if !finishes.lock().unwrap().is_empty() {
-            break;
+/// Submits `request` straight to the engine; returns its id and its events.
+fn submit(engine: &Engine, request: &Request) -> (u64, mpsc::UnboundedReceiver<JobEvent>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let id = engine.submit(Job::new(request.clone(), tx)).unwrap_or_else(|_| panic!("queued"));
+    (id, rx)
+}
+
+/// Reads events until the request is done: its tokens and how it finished.
+fn wait_done(rx: &mut mpsc::UnboundedReceiver<JobEvent>) -> (Vec<u32>, FinishReason) {
+    loop {
+        match rx.blocking_recv() {
+            Some(JobEvent::Done { finish, tokens, .. }) => return (tokens, finish),
+            Some(JobEvent::Text(_)) => {}
+            other => panic!("unexpected event {other:?}"),
         }
-        tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    assert_eq!(*finishes.lock().unwrap(), vec![FinishReason::Stopped]);
-    server.stop().await;
 }
 
+#[test]
+fn requests_joining_a_running_batch_get_exactly_their_solo_tokens() {
+    let dir = tiny_checkpoint();
+    let (model, tokenizer) = load(dir.path());
+    let model = Arc::new(model);
+    let served = model.clone();
+    let (trace_tx, traces) = std_mpsc::channel();
+    let (go, go_rx) = std_mpsc::channel();
+    let engine = Engine::start(Box::new(move || Ok((served, tokenizer))), EngineOptions::new(4, 16), Some(gate(trace_tx, go_rx))).unwrap();
+
+    // Different prompt lengths (shorter and longer than the running batch when they join),
+    // different output lengths (so rows leave while others decode), one seeded sampler.
+    let prompt = |n: usize, from: u32| -> Vec<u32> { (0..n as u32).map(|i| (from + 37 * i) % 500).collect() };
+    let a = request(&prompt(5, 1), 20, None);
+    let b = request(&prompt(11, 2), 12, None);
+    let c = request(&prompt(2, 3), 15, Some(7));
+    let d = request(&prompt(30, 4), 6, None);
+
+    let (ia, mut ra) = submit(&engine, &a);
+    let next = || traces.recv_timeout(Duration::from_secs(60)).expect("a decode step");
+    let t0 = next();
+    assert_eq!((t0.rows.clone(), t0.joined.clone()), (vec![ia], vec![ia]));
+    let (ib, mut rb) = submit(&engine, &b);
+    go.send(()).unwrap();
+    let t1 = next();
+    assert_eq!((t1.rows.clone(), t1.joined.clone()), (vec![ia, ib], vec![ib]), "b joins a batch already decoding a");
+    go.send(()).unwrap();
+    let t2 = next();
+    assert_eq!(t2.rows, vec![ia, ib]);
+    let (ic, mut rc) = submit(&engine, &c);
+    go.send(()).unwrap();
+    let t3 = next();
+    assert_eq!((t3.rows.clone(), t3.joined.clone()), (vec![ia, ib, ic], vec![ic]));
+    let (id, mut rd) = submit(&engine, &d);
+    go.send(()).unwrap();
+    let t4 = next();
+    assert_eq!((t4.rows.clone(), t4.joined.clone()), (vec![ia, ib, ic, id], vec![id]), "d's prompt is longer than the batch so far");
+    drop(go);
+
+    for (req, rx) in [(&a, &mut ra), (&b, &mut rb), (&c, &mut rc), (&d, &mut rd)] {
+        let (tokens, finish) = wait_done(rx);
+        let alone = gpt2::generate(&model, std::slice::from_ref(req), &mut |_| gpt2::Flow::Continue).unwrap();
+        assert_eq!(tokens, alone[0].tokens, "prompt of {} tokens", req.prompt.len());
+        assert_eq!(finish, FinishReason::Length);
+    }
+    // Rows left as they finished (d after 6 tokens, b after 12) while the others went on.
+    let later: Vec<usize> = traces.try_iter().map(|t| t.rows.len()).collect();
+    assert!(later.windows(2).all(|w| w[1] <= w[0]), "nobody else joined: {later:?}");
+    assert!(later.contains(&3) && later.contains(&2) && later.contains(&1), "{later:?}");
+    engine.join();
+}
+
+#[test]
+fn a_cancelled_request_frees_its_slot_at_the_next_step() {
+    let dir = tiny_checkpoint();
+    let (trace_tx, traces) = std_mpsc::channel();
+    let (go, go_rx) = std_mpsc::channel();
+    let engine = Engine::start(loader(dir.path()), EngineOptions::new(1, 16), Some(gate(trace_tx, go_rx))).unwrap();
+    let (ia, ra) = submit(&engine, &request(&[1, 2, 3], 40, None));
+    let (ib, mut rb) = submit(&engine, &request(&[4, 5], 3, None));
+    let (ic, rc) = submit(&engine, &request(&[6], 3, None));
+    let next = || traces.recv_timeout(Duration::from_secs(60)).expect("a decode step");
+    assert_eq!(next().rows, vec![ia]);
+    // a's client goes away while a decodes; c's while it waits in the queue.
+    drop(ra);
+    drop(rc);
+    go.send(()).unwrap();
+    let t1 = next();
+    assert_eq!((t1.rows.clone(), t1.joined.clone()), (vec![ib], vec![ib]), "b takes a's slot at the next step");
+    drop(go);
+    let (tokens, finish) = wait_done(&mut rb);
+    assert_eq!((tokens.len(), finish), (3, FinishReason::Length));
+    let rest: Vec<StepTrace> = traces.try_iter().collect();
+    assert!(rest.iter().all(|t| !t.rows.contains(&ic) && !t.rows.contains(&ia)), "{rest:?}");
+    engine.join();
+}
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_finishes_the_stream_in_flight_then_stops() {
-    // The generator pauses after the first token until the test has asked for shutdown.
-    let (resume_tx, resume_rx) = std_mpsc::channel::<()>();
-    let resume_rx = Arc::new(Mutex::new(resume_rx));
-    let server = start_with(options(4, 16), move |model| {
-        Box::new(move |requests, on_token| {
-            let mut first = true;
-            let mut paced = |event: gpt2::TokenEvent| {
-                let flow = on_token(event);
-                if std::mem::take(&mut first) {
-                    let _ = resume_rx.lock().unwrap().recv();
-                }
-                flow
-            };
-            Ok(gpt2::generate(&model, requests, &mut paced)?)
-        })
-    })
-    .await;
+    // The model thread is held before its first decode step (the first token, from the
+    // prefill, is already out) until the test has asked for shutdown.
+    let (trace_tx, traces) = std_mpsc::channel();
+    let (go, go_rx) = std_mpsc::channel();
+    let server = start_with(EngineOptions::new(4, 16), Some(gate(trace_tx, go_rx))).await;
     let url = server.url.clone();
     let body = json!({"model": MODEL, "prompt": "hi", "max_tokens": 30, "ignore_eos": true,
         "stream": true, "stream_options": {"include_usage": true}});
     let response = post(&url, body.to_string()).await;
     let mut stream = response.bytes_stream();
     let mut text = String::from_utf8_lossy(&stream.next().await.unwrap().unwrap()).into_owned();
+    let _held = next_trace(traces).await;
 
     let TestServer { shutdown, done, _dir, .. } = server;
     shutdown.unwrap().send(()).unwrap();
@@ -392,7 +468,7 @@ async fn shutdown_finishes_the_stream_in_flight_then_stops() {
     }
     assert!(refused, "the listener closes at shutdown");
     assert!(!done.is_finished(), "the server waits for the stream in flight");
-    resume_tx.send(()).unwrap();
+    drop(go);
     while let Some(chunk) = stream.next().await {
         text.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
     }
@@ -401,6 +477,114 @@ async fn shutdown_finishes_the_stream_in_flight_then_stops() {
     let usage: Value = serde_json::from_str(&data[data.len() - 2]).unwrap();
     assert_eq!(usage["usage"]["completion_tokens"], 30, "the whole completion was delivered");
     tokio::time::timeout(Duration::from_secs(30), done).await.expect("server exits").unwrap().unwrap();
+}
+
+/// One streamed request; `leave_early` drops the connection after the first chunk.
+/// Returns the completion tokens the usage chunk reported (None for a client that left).
+async fn streamed_client(url: String, i: usize, leave_early: bool) -> Option<u64> {
+    let body = json!({"model": MODEL, "prompt": format!("client {i} asks"), "max_tokens": 12 + i % 5,
+        "ignore_eos": true, "stream": true, "stream_options": {"include_usage": true}});
+    let response = post(&url, body.to_string()).await;
+    assert_eq!(response.status(), 200, "client {i}");
+    let mut stream = response.bytes_stream();
+    if leave_early {
+        let _ = stream.next().await;
+        return None;
+    }
+    let mut text = String::new();
+    while let Some(chunk) = stream.next().await {
+        text.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
+    }
+    let data = sse_data(&text);
+    assert_eq!(data.last().map(String::as_str), Some("[DONE]"), "client {i}");
+    let usage: Value = serde_json::from_str(&data[data.len() - 2]).unwrap();
+    usage["usage"]["completion_tokens"].as_u64()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sixty_four_clients_some_leaving_leave_the_server_healthy() {
+    let (trace_tx, traces) = std_mpsc::channel::<StepTrace>();
+    let record: StepHook = Box::new(move |t| {
+        let _ = trace_tx.send(t.clone());
+    });
+    let server = start_with(EngineOptions::new(8, 128), Some(record)).await;
+    let clients: Vec<_> = (0..64).map(|i| tokio::spawn(streamed_client(server.url.clone(), i, i % 4 == 0))).collect();
+    let all = tokio::time::timeout(Duration::from_secs(120), futures_util::future::join_all(clients)).await.expect("64 clients within 120 s");
+    for (i, outcome) in all.into_iter().enumerate() {
+        let tokens = outcome.unwrap();
+        if i % 4 != 0 {
+            assert_eq!(tokens, Some(12 + (i % 5) as u64), "client {i} got its whole completion");
+        }
+    }
+    let sizes: Vec<usize> = traces.try_iter().map(|t| t.rows.len()).collect();
+    assert!(sizes.iter().all(|&n| n <= 8), "never more than --max-batch-size: {sizes:?}");
+    assert!(sizes.iter().any(|&n| n > 1), "requests were decoded together");
+    // Still serving, with nothing left behind in the queue.
+    let health: Value = reqwest::get(format!("{}/health", server.url)).await.unwrap().json().await.unwrap();
+    assert_eq!((health["status"].as_str(), health["queued"].as_u64()), (Some("ok"), Some(0)));
+    assert_eq!(post(&server.url, small_request()).await.status(), 200);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_completions_whole_and_streamed_agree_with_the_same_usage() {
+    let server = start().await;
+    let messages = json!([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}]);
+    let request = json!({"model": MODEL, "messages": messages, "max_completion_tokens": 10, "temperature": 0, "ignore_eos": true});
+    let response = post_to(&server.url, "/v1/chat/completions", request.to_string()).await;
+    let status = response.status();
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["object"], "chat.completion");
+    assert!(body["id"].as_str().unwrap().starts_with("chatcmpl-"));
+    assert_eq!(body["choices"][0]["message"]["role"], "assistant");
+    assert_eq!(body["choices"][0]["finish_reason"], "length");
+    let whole_text = body["choices"][0]["message"]["content"].as_str().unwrap().to_string();
+    assert!(!whole_text.is_empty());
+    let usage = &body["usage"];
+    assert_eq!(usage["completion_tokens"], 10);
+    check_timings(&body["server_timings"]);
+
+    // The prompt is the documented transcript, and it is what the completions endpoint gets
+    // for the same text.
+    let rendered = "System: Be brief.\nUser: Hi\nAssistant:";
+    let plain = post(&server.url, json!({"model": MODEL, "prompt": rendered, "max_tokens": 10, "temperature": 0, "ignore_eos": true}).to_string()).await;
+    let plain: Value = plain.json().await.unwrap();
+    assert_eq!(plain["usage"], *usage, "same prompt tokens, same usage");
+    assert_eq!(plain["choices"][0]["text"].as_str(), Some(whole_text.as_str()));
+
+    let mut streamed = request.clone();
+    streamed["stream"] = json!(true);
+    streamed["stream_options"] = json!({"include_usage": true});
+    let response = post_to(&server.url, "/v1/chat/completions", streamed.to_string()).await;
+    assert_eq!(response.status(), 200);
+    let data = sse_data(&response.text().await.unwrap());
+    assert_eq!(data.last().map(String::as_str), Some("[DONE]"));
+    let chunks: Vec<Value> = data[..data.len() - 1].iter().map(|d| serde_json::from_str(d).unwrap()).collect();
+    assert!(chunks.iter().all(|c| c["object"] == "chat.completion.chunk"));
+    assert_eq!(chunks[0]["choices"][0]["delta"]["role"], "assistant", "the first delta names the role");
+    let text: String = chunks.iter().filter_map(|c| c["choices"][0]["delta"]["content"].as_str()).collect();
+    assert_eq!(text, whole_text);
+    let last = chunks.last().unwrap();
+    assert_eq!(last["choices"], json!([]));
+    assert_eq!(last["usage"], *usage);
+    check_timings(&last["server_timings"]);
+    let finished: Vec<&Value> = chunks.iter().filter(|c| !c["choices"][0]["finish_reason"].is_null()).collect();
+    assert_eq!(finished.len(), 1);
+    assert_eq!(finished[0]["choices"][0]["delta"], json!({}));
+
+    for (body, param) in [
+        (json!({"model": MODEL, "prompt": "hi"}), "messages"),
+        (json!({"model": MODEL, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 64}), "max_tokens"),
+        (json!({"model": MODEL, "messages": [{"role": "user", "content": "hi"}], "max_completion_tokens": 70}), "max_completion_tokens"),
+        (json!({"model": "gpt-4", "messages": [{"role": "user", "content": "hi"}]}), "model"),
+    ] {
+        let response = post_to(&server.url, "/v1/chat/completions", body.to_string()).await;
+        assert_eq!(response.status(), 400, "{body}");
+        let error: Value = response.json().await.unwrap();
+        assert_eq!(error["error"]["param"], param, "{body}: {error}");
+    }
+    server.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -33,12 +33,11 @@ fn server_throughput_against_in_process_batch_16() {
 
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let served_model = model.clone();
-    let generator: gpt2::serve::Generator =
-        Box::new(move |requests, on_token| Ok(gpt2::generate(&served_model, requests, on_token)?));
+    let served_tokenizer = tokenizer;
     // A full batch never waits; the long wait only guarantees that each round's 16 requests,
-    // sent together, form one batch even on a busy machine.
-    let options = EngineOptions { max_batch_size: BATCH, queue_size: 256, batch_wait: Duration::from_millis(200) };
-    let server = Server::start(generator, tokenizer, "synthetic".into(), cfg.vocab_size, cfg.n_positions, options).unwrap();
+    // sent together, join in one prefill even on a busy machine.
+    let options = EngineOptions { batch_wait: Duration::from_millis(200), ..EngineOptions::new(BATCH, 256) };
+    let server = Server::start(Box::new(move || Ok((served_model, served_tokenizer))), "synthetic".into(), options, None).unwrap();
     let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

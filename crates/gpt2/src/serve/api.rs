@@ -1,4 +1,5 @@
-//! The OpenAI completions request, checked field by field, and OpenAI-style error bodies.
+//! The OpenAI completions and chat-completions requests, checked field by field, the chat
+//! template, and OpenAI-style error bodies.
 //!
 //! Every field is read from a `serde_json::Value` by hand rather than through a derived
 //! struct, so that each rejection names the parameter at fault (`param`), says what was
@@ -115,12 +116,25 @@ pub enum Prompt {
     Tokens(Vec<u32>),
 }
 
-/// A checked `POST /v1/completions` body (the fields this server acts on).
+/// Which OpenAI endpoint a body was sent to: the fields differ a little.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Endpoint {
+    /// `POST /v1/completions`: a `prompt`.
+    Completions,
+    /// `POST /v1/chat/completions`: `messages`, rendered with [`render_chat`].
+    Chat,
+}
+
+/// A checked `POST /v1/completions` or `/v1/chat/completions` body (the fields this server
+/// acts on). A chat body's messages arrive here already rendered as a text prompt.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CompletionParams {
     pub model: String,
     pub prompt: Prompt,
     pub max_tokens: usize,
+    /// The field `max_tokens` came from (`max_completion_tokens` in a chat body that sent it),
+    /// so a length refused later names what the client sent.
+    pub max_tokens_param: &'static str,
     pub temperature: f64,
     pub top_p: Option<f64>,
     pub top_k: Option<usize>,
@@ -186,10 +200,19 @@ fn describe(v: &Value) -> String {
     }
 }
 
-/// Check a request body against the OpenAI completions schema and this server's limits.
+/// Check a `/v1/completions` body against the OpenAI schema and this server's limits.
 /// `served` is the one model name accepted. Token-count limits are checked later, once the
 /// prompt is tokenized ([`check_lengths`]).
 pub fn parse_completion(bytes: &[u8], served: &str) -> Result<CompletionParams, ApiError> {
+    parse_request(bytes, served, Endpoint::Completions)
+}
+
+/// Check a `/v1/chat/completions` body as [`parse_completion`] checks a completions body.
+pub fn parse_chat(bytes: &[u8], served: &str) -> Result<CompletionParams, ApiError> {
+    parse_request(bytes, served, Endpoint::Chat)
+}
+
+fn parse_request(bytes: &[u8], served: &str, endpoint: Endpoint) -> Result<CompletionParams, ApiError> {
     let body: Value = serde_json::from_slice(bytes).map_err(|e| {
         ApiError::bad_body(format!(
             "the body is not valid JSON (line {}, column {}: {e}); send a JSON object such as \
@@ -212,20 +235,28 @@ pub fn parse_completion(bytes: &[u8], served: &str) -> Result<CompletionParams, 
             .with_code("model_not_found"));
     }
 
-    let prompt = match field(&body, "prompt") {
-        None => return Err(ApiError::invalid("prompt", "`prompt` is required: a string or an array of token ids")),
-        Some(Value::String(s)) if s.is_empty() => return Err(ApiError::invalid("prompt", "`prompt` is empty")),
-        Some(Value::String(s)) => Prompt::Text(s.clone()),
-        Some(Value::Array(items)) => parse_array_prompt(items)?,
-        Some(v) => {
-            return Err(ApiError::invalid("prompt", format!("`prompt` must be a string or an array of token ids, got {}", type_name(v))))
-        }
+    let prompt = match endpoint {
+        Endpoint::Completions => match field(&body, "prompt") {
+            None => return Err(ApiError::invalid("prompt", "`prompt` is required: a string or an array of token ids")),
+            Some(Value::String(s)) if s.is_empty() => return Err(ApiError::invalid("prompt", "`prompt` is empty")),
+            Some(Value::String(s)) => Prompt::Text(s.clone()),
+            Some(Value::Array(items)) => parse_array_prompt(items)?,
+            Some(v) => {
+                return Err(ApiError::invalid("prompt", format!("`prompt` must be a string or an array of token ids, got {}", type_name(v))))
+            }
+        },
+        Endpoint::Chat => Prompt::Text(render_chat(&parse_messages(field(&body, "messages"))?)),
     };
 
-    let max_tokens = match integer_field(&body, "max_tokens")? {
+    // Chat's newer name wins over the older one it replaces.
+    let (length_param, given) = match (endpoint, integer_field(&body, "max_completion_tokens")?) {
+        (Endpoint::Chat, Some(n)) => ("max_completion_tokens", Some(n)),
+        _ => ("max_tokens", integer_field(&body, "max_tokens")?),
+    };
+    let max_tokens = match given {
         None => DEFAULT_MAX_TOKENS,
-        Some(n) if n < 1 => return Err(ApiError::invalid("max_tokens", format!("`max_tokens` must be at least 1, got {n}"))),
-        Some(n) => usize::try_from(n).map_err(|_| ApiError::invalid("max_tokens", "`max_tokens` is too large"))?,
+        Some(n) if n < 1 => return Err(ApiError::invalid(length_param, format!("`{length_param}` must be at least 1, got {n}"))),
+        Some(n) => usize::try_from(n).map_err(|_| ApiError::invalid(length_param, format!("`{length_param}` is too large")))?,
     };
 
     let temperature = number_field(&body, "temperature")?.unwrap_or(1.0);
@@ -255,19 +286,23 @@ pub fn parse_completion(bytes: &[u8], served: &str) -> Result<CompletionParams, 
             return Err(ApiError::invalid("best_of", "`best_of` is not supported; leave it out or set it to 1"));
         }
     }
-    for unsupported in ["stop", "logprobs", "suffix", "logit_bias"] {
-        if field(&body, unsupported).is_some_and(|v| !matches!(v, Value::Array(a) if a.is_empty())) {
-            let param = match unsupported {
-                "stop" => "stop",
-                "logprobs" => "logprobs",
-                "suffix" => "suffix",
-                _ => "logit_bias",
-            };
-            return Err(ApiError::invalid(param, format!("`{unsupported}` is not supported by gpt2 serve; leave it out")));
+    let unsupported: &[&'static str] = match endpoint {
+        Endpoint::Completions => &["stop", "logprobs", "suffix", "logit_bias"],
+        Endpoint::Chat => &["stop", "logit_bias", "tools", "functions", "top_logprobs"],
+    };
+    for &param in unsupported {
+        // An empty list (or map) asks for nothing, and some clients always send one.
+        let empty = |v: &Value| matches!(v, Value::Array(a) if a.is_empty()) || matches!(v, Value::Object(o) if o.is_empty());
+        if field(&body, param).is_some_and(|v| !empty(v)) {
+            return Err(ApiError::invalid(param, format!("`{param}` is not supported by gpt2 serve; leave it out")));
         }
     }
-    if bool_field(&body, "echo")? {
-        return Err(ApiError::invalid("echo", "`echo` is not supported by gpt2 serve; leave it out"));
+    let refused_flag = match endpoint {
+        Endpoint::Completions => "echo",
+        Endpoint::Chat => "logprobs",
+    };
+    if bool_field(&body, refused_flag)? {
+        return Err(ApiError::invalid(refused_flag, format!("`{refused_flag}` is not supported by gpt2 serve; leave it out")));
     }
 
     let stream = bool_field(&body, "stream")?;
@@ -284,7 +319,74 @@ pub fn parse_completion(bytes: &[u8], served: &str) -> Result<CompletionParams, 
     }
     let ignore_eos = bool_field(&body, "ignore_eos")?;
 
-    Ok(CompletionParams { model, prompt, max_tokens, temperature, top_p, top_k, seed, stream, include_usage, ignore_eos })
+    Ok(CompletionParams { model, prompt, max_tokens, max_tokens_param: length_param, temperature, top_p, top_k, seed, stream, include_usage, ignore_eos })
+}
+
+/// One chat message: its role and its text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Message {
+    pub role: String,
+    pub content: String,
+}
+
+const ROLES: [&str; 5] = ["system", "developer", "user", "assistant", "tool"];
+
+fn parse_messages(messages: Option<&Value>) -> Result<Vec<Message>, ApiError> {
+    let bad = |message: String| ApiError::invalid("messages", message);
+    let items = match messages {
+        None => return Err(bad("`messages` is required: an array of {\"role\", \"content\"} objects".into())),
+        Some(Value::Array(items)) if items.is_empty() => return Err(bad("`messages` is empty: send at least one message".into())),
+        Some(Value::Array(items)) => items,
+        Some(v) => return Err(bad(format!("`messages` must be an array, got {}", type_name(v)))),
+    };
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            let role = match m.get("role") {
+                Some(Value::String(r)) if ROLES.contains(&r.as_str()) => r.clone(),
+                Some(Value::String(r)) => return Err(bad(format!("messages[{i}].role `{r}` is not one of {}", ROLES.join(", ")))),
+                _ => return Err(bad(format!("messages[{i}] needs a string `role` ({})", ROLES.join(", ")))),
+            };
+            let content = match m.get("content") {
+                Some(Value::String(text)) => text.clone(),
+                // The parts form: only text parts, joined.
+                Some(Value::Array(parts)) => parts
+                    .iter()
+                    .map(|p| match (p.get("type").and_then(Value::as_str), p.get("text").and_then(Value::as_str)) {
+                        (Some("text"), Some(text)) => Ok(text),
+                        _ => Err(bad(format!("messages[{i}].content: only text parts ({{\"type\": \"text\", \"text\": ...}}) are supported"))),
+                    })
+                    .collect::<Result<Vec<&str>, ApiError>>()?
+                    .concat(),
+                None | Some(Value::Null) => String::new(),
+                Some(v) => return Err(bad(format!("messages[{i}].content must be a string or an array of text parts, got {}", type_name(v)))),
+            };
+            Ok(Message { role, content })
+        })
+        .collect()
+}
+
+/// The chat template. GPT-2 was not trained on chats and has no template of its own, so
+/// messages are rendered as a plain transcript, one line per message with its role
+/// capitalised, and a last line that cues the reply:
+///
+/// ```text
+/// System: You are terse.
+/// User: Hello
+/// Assistant:
+/// ```
+pub fn render_chat(messages: &[Message]) -> String {
+    let mut text = String::new();
+    for m in messages {
+        let mut role = m.role.clone();
+        if let Some(first) = role.get_mut(0..1) {
+            first.make_ascii_uppercase();
+        }
+        text.push_str(&format!("{role}: {}\n", m.content));
+    }
+    text.push_str("Assistant:");
+    text
 }
 
 fn parse_array_prompt(items: &[Value]) -> Result<Prompt, ApiError> {
@@ -304,7 +406,8 @@ fn parse_array_prompt(items: &[Value]) -> Result<Prompt, ApiError> {
 }
 
 /// Check the tokenized prompt against the vocabulary and the context window.
-pub fn check_lengths(prompt: &[u32], max_tokens: usize, vocab_size: usize, context: usize) -> Result<(), ApiError> {
+/// `max_tokens_param` names the length field the client sent.
+pub fn check_lengths(prompt: &[u32], max_tokens: usize, max_tokens_param: &'static str, vocab_size: usize, context: usize) -> Result<(), ApiError> {
     if prompt.is_empty() {
         return Err(ApiError::invalid("prompt", "`prompt` tokenizes to nothing"));
     }
@@ -320,9 +423,9 @@ pub fn check_lengths(prompt: &[u32], max_tokens: usize, vocab_size: usize, conte
     }
     if prompt.len() + max_tokens > context {
         return Err(ApiError::invalid(
-            "max_tokens",
+            max_tokens_param,
             format!(
-                "`max_tokens` is {max_tokens}, but the prompt's {} tokens leave room for at most {} in the model's {context}-token context",
+                "`{max_tokens_param}` is {max_tokens}, but the prompt's {} tokens leave room for at most {} in the model's {context}-token context",
                 prompt.len(),
                 context - prompt.len()
             ),
@@ -380,10 +483,42 @@ mod tests {
     }
 
     #[test]
+    fn chat_messages_are_rendered_and_checked() {
+        let p = parse_chat(
+            br#"{"model": "m", "messages": [{"role": "system", "content": "Be brief."},
+                {"role": "user", "content": [{"type": "text", "text": "Hi "}, {"type": "text", "text": "there"}]}],
+                "max_completion_tokens": 5, "max_tokens": 9}"#,
+            "m",
+        )
+        .unwrap();
+        assert_eq!(p.prompt, Prompt::Text("System: Be brief.\nUser: Hi there\nAssistant:".into()));
+        assert_eq!(p.max_tokens, 5, "max_completion_tokens wins");
+        assert_eq!(parse_chat(br#"{"model": "m", "messages": [{"role": "user", "content": "x"}], "max_tokens": 3}"#, "m").unwrap().max_tokens, 3);
+        for (body, param) in [
+            (r#"{"model": "m"}"#, "messages"),
+            (r#"{"model": "m", "messages": []}"#, "messages"),
+            (r#"{"model": "m", "messages": "hi"}"#, "messages"),
+            (r#"{"model": "m", "messages": [{"content": "hi"}]}"#, "messages"),
+            (r#"{"model": "m", "messages": [{"role": "wizard", "content": "hi"}]}"#, "messages"),
+            (r#"{"model": "m", "messages": [{"role": "user", "content": [{"type": "image_url"}]}]}"#, "messages"),
+            (r#"{"model": "m", "messages": [{"role": "user", "content": "hi"}], "max_completion_tokens": 0}"#, "max_completion_tokens"),
+            (r#"{"model": "m", "messages": [{"role": "user", "content": "hi"}], "tools": [{"type": "function"}]}"#, "tools"),
+            (r#"{"model": "m", "messages": [{"role": "user", "content": "hi"}], "logprobs": true}"#, "logprobs"),
+        ] {
+            let err = parse_chat(body.as_bytes(), "m").unwrap_err();
+            assert_eq!(err.param, Some(param), "{body}: {}", err.message);
+        }
+        // A chat body is not a completions body, and the other way round.
+        assert_eq!(parse(r#"{"model": "m", "messages": [{"role": "user", "content": "hi"}]}"#).unwrap_err().param, Some("prompt"));
+        assert_eq!(parse_chat(br#"{"model": "m", "prompt": "hi"}"#, "m").unwrap_err().param, Some("messages"));
+    }
+
+    #[test]
     fn lengths_are_checked_against_the_context() {
-        assert!(check_lengths(&[1, 2], 6, 10, 8).is_ok());
-        assert_eq!(check_lengths(&[1, 2], 7, 10, 8).unwrap_err().param, Some("max_tokens"));
-        assert_eq!(check_lengths(&[1; 8], 1, 10, 8).unwrap_err().param, Some("prompt"));
-        assert_eq!(check_lengths(&[10], 1, 10, 8).unwrap_err().param, Some("prompt"));
+        assert!(check_lengths(&[1, 2], 6, "max_tokens", 10, 8).is_ok());
+        assert_eq!(check_lengths(&[1, 2], 7, "max_tokens", 10, 8).unwrap_err().param, Some("max_tokens"));
+        assert_eq!(check_lengths(&[1, 2], 7, "max_completion_tokens", 10, 8).unwrap_err().param, Some("max_completion_tokens"));
+        assert_eq!(check_lengths(&[1; 8], 1, "max_tokens", 10, 8).unwrap_err().param, Some("prompt"));
+        assert_eq!(check_lengths(&[10], 1, "max_tokens", 10, 8).unwrap_err().param, Some("prompt"));
     }
 }

@@ -1,32 +1,82 @@
-//! The batching scheduler: one thread owns the model and decodes batches of queued requests.
+//! The scheduler: one thread owns the model and decodes every accepted request in one
+//! continuously changing batch.
 //!
-//! Requests wait in a bounded queue. The model thread takes the first waiting request, then
-//! every other one already waiting up to `--max-batch-size`, and decodes them together as one
-//! batch (static batching: a request that arrives mid-batch waits for the next one). Each
-//! generated token is decoded to text on the model thread and sent to the request's own
-//! channel; a request whose client has gone away is stopped at its next token.
+//! Requests wait in a bounded queue (`--queue-size`; beyond it the answer is 503). The model
+//! thread loops over steps. At each step:
+//!
+//! 1. **Join.** While fewer than `--max-batch-size` sequences are decoding, it takes waiting
+//!    requests, in arrival order, until their prompts add up to `--prefill-tokens` (always at
+//!    least one request, however long its prompt), and prefills them together in one forward
+//!    pass into a cache of their own; each gets its first token there. That is the bound on
+//!    prefill work per step: at most one prefill pass, of at most `--prefill-tokens` prompt
+//!    tokens unless a single prompt is longer. Prompts are not chunked: a long prompt stalls
+//!    the decoding sequences for its whole prefill, once.
+//! 2. **Leave.** Requests whose client has gone away are stopped now, before the step.
+//! 3. **Decode.** One forward pass produces the next token of every sequence, the ones that
+//!    just joined included (their cache rows are merged into the batch's first,
+//!    [`crate::generate::Batch`]). A sequence that finishes leaves at once and its slot is free
+//!    for the next step's joiners.
+//!
+//! When nothing is decoding, the thread sleeps until a request arrives, then waits up to
+//! `--batch-wait-ms` for others to share its prefill (a full batch never waits).
+//!
+//! Each generated token is decoded to text on the model thread and sent to the request's
+//! channel. Each request is timed: queue (arrival to the step that takes it), prefill (that
+//! step's start to its first token) and decode (first token to last), returned with its last
+//! event. [`StepTrace`]s, one per decode step, let tests see which sequences decoded together.
 
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use anyhow::Context;
 use tokio::sync::mpsc;
 
-use crate::generate::{Completion, FinishReason, Flow, Request, TokenEvent};
-use crate::tokenizer::Tokenizer;
+use crate::config::Config;
+use crate::generate::{Batch, Completion, FinishReason, Flow, Request, TokenEvent};
+use crate::model::Model;
+use crate::tokenizer::{TextStream, Tokenizer};
 
-/// A generation function: decode `requests` as one batch, calling `on_token` per token.
-/// In the server it is `gpt2::generate` over the loaded model; tests may wrap it.
-pub type Generator = Box<dyn FnMut(&[Request], &mut dyn FnMut(TokenEvent) -> Flow) -> anyhow::Result<Vec<Completion>> + Send>;
+/// Builds the model and its tokenizer, on the model thread (see [`Engine::start`]).
+pub type Loader = Box<dyn FnOnce() -> anyhow::Result<(Arc<Model>, Tokenizer)> + Send>;
+
+/// Called on the model thread before every decode step, with the sequences about to decode.
+/// Tests use it to watch the batch and to hold the model thread at a known step.
+pub type StepHook = Box<dyn FnMut(&StepTrace) + Send>;
+
+/// One decode step, as the scheduler is about to run it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepTrace {
+    /// Counts decode steps from 0 since the engine started.
+    pub step: u64,
+    /// Ids ([`Engine::submit`]) of the requests decoding together in this step, in row order.
+    pub rows: Vec<u64>,
+    /// The requests prefilled just before this step (they decode in it too, unless they
+    /// finished at their first token).
+    pub joined: Vec<u64>,
+}
+
+/// Where one request's time went, measured on the model thread.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Timings {
+    /// From arrival (queued) to the start of the step that took it.
+    pub queue: Duration,
+    /// From that step's start to its first token (the group's prefill pass).
+    pub prefill: Duration,
+    /// From its first token to its last.
+    pub decode: Duration,
+}
 
 /// What the model thread sends back to one request.
 #[derive(Debug, Clone, PartialEq)]
 pub enum JobEvent {
     /// Newly decoded text (one or more tokens' worth; never empty).
     Text(String),
-    /// The request is finished.
-    Done { finish: FinishReason, completion_tokens: usize },
-    /// Generation failed for the whole batch.
+    /// The request is finished: its tokens (all of them, as ids) and its timings.
+    Done { finish: FinishReason, tokens: Vec<u32>, timings: Timings },
+    /// Generation failed for this request.
     Failed(String),
 }
 
@@ -34,6 +84,14 @@ pub enum JobEvent {
 pub struct Job {
     pub request: Request,
     pub events: mpsc::UnboundedSender<JobEvent>,
+    id: u64,
+    arrived: Instant,
+}
+
+impl Job {
+    pub fn new(request: Request, events: mpsc::UnboundedSender<JobEvent>) -> Job {
+        Job { request, events, id: 0, arrived: Instant::now() }
+    }
 }
 
 /// Why a request was not queued.
@@ -48,46 +106,92 @@ pub enum Rejected {
 /// Scheduling knobs.
 #[derive(Debug, Clone)]
 pub struct EngineOptions {
+    /// Most sequences decoding together.
     pub max_batch_size: usize,
     pub queue_size: usize,
-    /// After the first request of a batch arrives, wait up to this long for more to fill it.
+    /// When nothing is decoding and a request arrives, wait up to this long for more to share
+    /// its prefill.
     pub batch_wait: Duration,
+    /// Prompt tokens prefilled per step, at most (a longer single prompt still goes whole).
+    pub prefill_tokens: usize,
 }
 
+impl EngineOptions {
+    /// `max_batch_size` and `queue_size` as given, no waiting, the default prefill budget.
+    pub fn new(max_batch_size: usize, queue_size: usize) -> EngineOptions {
+        EngineOptions { max_batch_size, queue_size, batch_wait: Duration::ZERO, prefill_tokens: DEFAULT_PREFILL_TOKENS }
+    }
+}
+
+/// Default of `--prefill-tokens`: enough for a full batch of short prompts in one pass.
+pub const DEFAULT_PREFILL_TOKENS: usize = 1024;
+
 /// The handle the HTTP side holds. Dropping every handle lets the model thread finish the
-/// queued work and exit; [`Engine::join`] waits for that.
+/// accepted work and exit; [`Engine::join`] waits for that.
 pub struct Engine {
     queue: mpsc::Sender<Job>,
     thread: Option<JoinHandle<()>>,
+    next_id: AtomicU64,
     pub options: EngineOptions,
+    pub tokenizer: Arc<Tokenizer>,
+    pub config: Config,
 }
 
 impl Engine {
-    /// Start the model thread. `tokenizer` turns generated ids into text.
-    pub fn start(generator: Generator, tokenizer: Arc<Tokenizer>, options: EngineOptions) -> std::io::Result<Engine> {
+    /// Start the model thread: it runs `load`, and this returns once the model is loaded (or
+    /// with the loader's error).
+    ///
+    /// The weights are loaded on the thread that uses them. On CUDA, candle gives each thread
+    /// its own default stream and nothing orders one thread's stream after another's, so
+    /// weights uploaded on the main thread could still be in flight when the model thread's
+    /// first kernels read them. (This cannot be tested without a GPU.)
+    pub fn start(load: Loader, options: EngineOptions, on_step: Option<StepHook>) -> anyhow::Result<Engine> {
         let (queue, rx) = mpsc::channel(options.queue_size.max(1));
-        let max_batch = options.max_batch_size.max(1);
-        let wait = options.batch_wait;
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<anyhow::Result<(Arc<Tokenizer>, Config)>>();
+        let knobs = options.clone();
         let thread = std::thread::Builder::new()
             .name("gpt2-model".into())
-            .spawn(move || scheduler(generator, tokenizer, rx, max_batch, wait))?;
-        Ok(Engine { queue, thread: Some(thread), options })
+            .spawn(move || {
+                let (model, tokenizer) = match load() {
+                    Ok(loaded) => loaded,
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e));
+                        return;
+                    }
+                };
+                let tokenizer = Arc::new(tokenizer);
+                let _ = ready_tx.send(Ok((tokenizer.clone(), model.config().clone())));
+                Scheduler::new(&model, &tokenizer, knobs, on_step).run(rx);
+            })
+            .context("cannot start the model thread")?;
+        let (tokenizer, config) = match ready_rx.recv() {
+            Ok(ready) => ready?,
+            Err(_) => {
+                let _ = thread.join();
+                anyhow::bail!("the model thread stopped while loading the model");
+            }
+        };
+        Ok(Engine { queue, thread: Some(thread), next_id: AtomicU64::new(0), options, tokenizer, config })
     }
 
     /// Queue a request without waiting: a full queue is an immediate answer (HTTP 503).
-    pub fn submit(&self, job: Job) -> Result<(), Rejected> {
-        self.queue.try_send(job).map_err(|e| match e {
+    /// Returns the id that [`StepTrace`]s name it by.
+    pub fn submit(&self, mut job: Job) -> Result<u64, Rejected> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        job.id = id;
+        job.arrived = Instant::now();
+        self.queue.try_send(job).map(|()| id).map_err(|e| match e {
             mpsc::error::TrySendError::Full(_) => Rejected::QueueFull,
             mpsc::error::TrySendError::Closed(_) => Rejected::Stopped,
         })
     }
 
-    /// Requests waiting for a batch (not counting the batch being decoded).
+    /// Requests waiting to join the batch (not counting those decoding).
     pub fn queued(&self) -> usize {
         self.queue.max_capacity() - self.queue.capacity()
     }
 
-    /// Close the queue and wait until the model thread has finished every queued request.
+    /// Close the queue and wait until the model thread has finished every accepted request.
     pub fn join(mut self) {
         let thread = self.thread.take();
         drop(self);
@@ -99,75 +203,182 @@ impl Engine {
     }
 }
 
-fn scheduler(
-    mut generate: Generator,
-    tokenizer: Arc<Tokenizer>,
-    mut rx: mpsc::Receiver<Job>,
-    max_batch: usize,
-    wait: Duration,
-) {
-    while let Some(first) = rx.blocking_recv() {
-        let mut batch = vec![first];
-        let deadline = Instant::now() + wait;
-        while batch.len() < max_batch {
-            match rx.try_recv() {
-                Ok(job) => batch.push(job),
-                Err(mpsc::error::TryRecvError::Empty) if Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_micros(200));
+/// A request in the batch, as the scheduler tracks it.
+struct Live<'t> {
+    job: Job,
+    stream: TextStream<'t>,
+    /// Text sent so far, to flush what the stream still holds when the request ends.
+    sent: String,
+    scheduled: Instant,
+    first_token: Option<Instant>,
+}
+
+struct Scheduler<'m> {
+    model: &'m Model,
+    tokenizer: &'m Tokenizer,
+    options: EngineOptions,
+    on_step: Option<StepHook>,
+    batch: Batch,
+    live: HashMap<u64, Live<'m>>,
+    /// A request taken from the queue that did not fit this step's prefill budget.
+    held: Option<Job>,
+    step: u64,
+}
+
+impl<'m> Scheduler<'m> {
+    fn new(model: &'m Model, tokenizer: &'m Tokenizer, options: EngineOptions, on_step: Option<StepHook>) -> Self {
+        Scheduler { model, tokenizer, options, on_step, batch: Batch::new(), live: HashMap::new(), held: None, step: 0 }
+    }
+
+    fn run(mut self, mut rx: mpsc::Receiver<Job>) {
+        loop {
+            let idle = self.batch.is_empty();
+            if idle && self.held.is_none() {
+                match rx.blocking_recv() {
+                    Some(job) => self.held = Some(job),
+                    None => return, // closed and empty: every accepted request is done
                 }
-                Err(_) => break,
+            }
+            let joined = self.admit(&mut rx, idle);
+            self.drop_cancelled();
+            if !self.batch.is_empty() {
+                self.decode(joined);
             }
         }
-        // Clients that left while queued cost nothing.
-        batch.retain(|job| !job.events.is_closed());
-        if !batch.is_empty() {
-            run_batch(&mut generate, &tokenizer, &batch);
+    }
+
+    /// Takes the requests that join at this step and prefills them together.
+    fn admit(&mut self, rx: &mut mpsc::Receiver<Job>, idle: bool) -> Vec<u64> {
+        let free = self.options.max_batch_size.max(1).saturating_sub(self.batch.len());
+        let deadline = Instant::now() + if idle { self.options.batch_wait } else { Duration::ZERO };
+        let mut budget = self.options.prefill_tokens;
+        let mut group: Vec<Job> = Vec::new();
+        while group.len() < free {
+            let job = match self.held.take() {
+                Some(job) => job,
+                None => match rx.try_recv() {
+                    Ok(job) => job,
+                    Err(mpsc::error::TryRecvError::Empty) if !group.is_empty() && Instant::now() < deadline => {
+                        std::thread::sleep(Duration::from_micros(200));
+                        continue;
+                    }
+                    Err(_) => break,
+                },
+            };
+            // Clients that left while queued cost nothing.
+            if job.events.is_closed() {
+                continue;
+            }
+            let tokens = job.request.prompt.len();
+            if !group.is_empty() && tokens > budget {
+                self.held = Some(job);
+                break;
+            }
+            budget = budget.saturating_sub(tokens);
+            group.push(job);
+        }
+        if group.is_empty() {
+            return Vec::new();
+        }
+
+        let scheduled = Instant::now();
+        let ids: Vec<u64> = group.iter().map(|job| job.id).collect();
+        let requests: Vec<(usize, Request)> = group.iter().map(|job| (job.id as usize, job.request.clone())).collect();
+        for job in group {
+            let live = Live { job, stream: self.tokenizer.stream(), sent: String::new(), scheduled, first_token: None };
+            self.live.insert(live.job.id, live);
+        }
+        let live = &mut self.live;
+        let result = self.batch.join(self.model, requests, &mut |event| on_token(live, event));
+        match result {
+            Ok(done) => self.finish(done),
+            Err(e) => self.fail(&ids, &e.into()),
+        }
+        ids
+    }
+
+    /// Stops the requests whose client has gone away, so their slots are free now.
+    fn drop_cancelled(&mut self) {
+        let gone: Vec<u64> = self.batch.ids().into_iter().map(|id| id as u64).filter(|id| self.live.get(id).is_none_or(|l| l.job.events.is_closed())).collect();
+        for id in gone {
+            if let Some(completion) = self.batch.cancel(id as usize) {
+                self.finish(vec![(id as usize, completion)]);
+            }
+        }
+    }
+
+    fn decode(&mut self, joined: Vec<u64>) {
+        if let Some(hook) = self.on_step.as_mut() {
+            let rows = self.batch.ids().into_iter().map(|id| id as u64).collect();
+            hook(&StepTrace { step: self.step, rows, joined });
+        }
+        self.step += 1;
+        let live = &mut self.live;
+        let result = self.batch.step(self.model, &mut |event| on_token(live, event));
+        match result {
+            Ok(done) => self.finish(done),
+            Err(e) => {
+                // A failed step leaves the batch's cache in an unknown state: every sequence
+                // in it (every request admitted and not finished) fails, and the next request
+                // starts a fresh batch.
+                let ids: Vec<u64> = self.live.keys().copied().collect();
+                self.batch = Batch::new();
+                self.fail(&ids, &e.into());
+            }
+        }
+    }
+
+    /// Sends the last text and the `Done` event of finished requests.
+    fn finish(&mut self, done: Vec<(usize, Completion)>) {
+        let now = Instant::now();
+        for (id, completion) in done {
+            let Some(live) = self.live.remove(&(id as u64)) else { continue };
+            // A token can end inside a UTF-8 character: the stream holds it until the
+            // character is whole, and the leftovers are flushed here.
+            if let Ok(full) = self.tokenizer.decode(&completion.tokens) {
+                if let Some(rest) = full.strip_prefix(live.sent.as_str()).filter(|r| !r.is_empty()) {
+                    let _ = live.job.events.send(JobEvent::Text(rest.to_string()));
+                }
+            }
+            let first = live.first_token.unwrap_or(now);
+            let timings = Timings {
+                queue: live.scheduled.saturating_duration_since(live.job.arrived),
+                prefill: first.saturating_duration_since(live.scheduled),
+                decode: now.saturating_duration_since(first),
+            };
+            tracing::debug!(id, tokens = completion.tokens.len(), ?timings, "request done");
+            let _ = live.job.events.send(JobEvent::Done { finish: completion.finish, tokens: completion.tokens, timings });
+        }
+    }
+
+    fn fail(&mut self, ids: &[u64], e: &anyhow::Error) {
+        tracing::error!("generation failed: {e:#}");
+        // Clients get the cause, not the backtrace candle may have attached to it.
+        let cause = format!("{e:#}");
+        let cause = cause.lines().next().unwrap_or("unknown error");
+        for id in ids {
+            if let Some(live) = self.live.remove(id) {
+                let _ = live.job.events.send(JobEvent::Failed(format!("generation failed: {cause}")));
+            }
         }
     }
 }
 
-fn run_batch(generate: &mut Generator, tokenizer: &Tokenizer, batch: &[Job]) {
-    let requests: Vec<Request> = batch.iter().map(|job| job.request.clone()).collect();
-    let mut streams: Vec<_> = batch.iter().map(|_| tokenizer.stream()).collect();
-    let mut emitted: Vec<String> = vec![String::new(); batch.len()];
-    let started = Instant::now();
-    let result = generate(&requests, &mut |event: TokenEvent| {
-        let Some(job) = batch.get(event.row) else { return Flow::Stop };
-        // A token can end inside a UTF-8 character: the stream holds it until the
-        // character is whole, and the leftovers are flushed when the row finishes.
-        if let Ok(Some(text)) = streams[event.row].push(event.token) {
-            if !text.is_empty() {
-                emitted[event.row].push_str(&text);
-                let _ = job.events.send(JobEvent::Text(text));
-            }
+/// Streams one token's text to its request; a request whose client has gone is stopped.
+fn on_token(live: &mut HashMap<u64, Live<'_>>, event: TokenEvent) -> Flow {
+    let Some(request) = live.get_mut(&(event.row as u64)) else { return Flow::Stop };
+    if event.index == 0 {
+        request.first_token = Some(Instant::now());
+    }
+    if let Ok(Some(text)) = request.stream.push(event.token) {
+        if !text.is_empty() {
+            request.sent.push_str(&text);
+            let _ = request.job.events.send(JobEvent::Text(text));
         }
-        if job.events.is_closed() {
-            Flow::Stop
-        } else {
-            Flow::Continue
-        }
-    });
-    match result {
-        Ok(completions) => {
-            let produced: usize = completions.iter().map(|c| c.tokens.len()).sum();
-            tracing::debug!(batch = batch.len(), tokens = produced, secs = started.elapsed().as_secs_f64(), "batch done");
-            for ((job, completion), sent) in batch.iter().zip(&completions).zip(&emitted) {
-                if let Ok(full) = tokenizer.decode(&completion.tokens) {
-                    if let Some(rest) = full.strip_prefix(sent.as_str()).filter(|r| !r.is_empty()) {
-                        let _ = job.events.send(JobEvent::Text(rest.to_string()));
-                    }
-                }
-                let _ = job.events.send(JobEvent::Done { finish: completion.finish, completion_tokens: completion.tokens.len() });
-            }
-        }
-        Err(e) => {
-            tracing::error!("generation failed: {e:#}");
-            // Clients get the cause, not the backtrace candle may have attached to it.
-            let cause = format!("{e:#}");
-            let cause = cause.lines().next().unwrap_or("unknown error");
-            for job in batch {
-                let _ = job.events.send(JobEvent::Failed(format!("generation failed: {cause}")));
-            }
-        }
+    }
+    if request.job.events.is_closed() {
+        Flow::Stop
+    } else {
+        Flow::Continue
     }
 }

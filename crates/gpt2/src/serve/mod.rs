@@ -1,4 +1,4 @@
-//! `gpt2 serve`: an OpenAI-compatible completions server with a batching scheduler.
+//! `gpt2 serve`: an OpenAI-compatible completions server with continuous batching.
 //!
 //! ```text
 //! gpt2 serve --model synthetic --max-batch-size 8          # http://127.0.0.1:8000
@@ -9,10 +9,17 @@
 //! - `POST /v1/completions`: streamed (server-sent events) or whole; `usage` in the body, and
 //!   in a last chunk with `stream_options.include_usage`. vLLM's `ignore_eos` and `top_k` are
 //!   accepted too, so benchmarks can fix the output length.
+//! - `POST /v1/chat/completions`: the same, streamed or whole, with the same `usage`; the
+//!   messages are rendered as a plain transcript ([`api::render_chat`]: GPT-2 has no chat
+//!   template), so clients that default to chat (GuideLLM, AIPerf, `openai`'s
+//!   `chat.completions`) work unconfigured.
 //! - `GET /v1/models`, `GET /health`.
-//! - One thread owns the model ([`engine`]): it takes up to `--max-batch-size` waiting requests
-//!   and decodes them as one batch. At most `--queue-size` requests wait; beyond that the answer
-//!   is 503 with `Retry-After`.
+//! - One thread owns the model ([`engine`]) and batches continuously: waiting requests join
+//!   the running batch at the next step, up to `--max-batch-size` sequences decoding together,
+//!   and finished ones leave at once. At most `--queue-size` requests wait; beyond that the
+//!   answer is 503 with `Retry-After`.
+//! - Every response ends with `server_timings` (queue, prefill and decode milliseconds, see
+//!   [`engine::Timings`]), an extra field OpenAI clients ignore; `course bench` reads it.
 //! - Every invalid request is a 400 with an OpenAI-style error body naming the parameter.
 //! - SIGINT / SIGTERM: stop accepting connections, finish every request already accepted, exit.
 
@@ -29,8 +36,7 @@ use anyhow::{bail, Context, Result};
 use axum::serve::ListenerExt;
 
 use crate::cli::ModelArgs;
-use crate::tokenizer::Tokenizer;
-pub use engine::{EngineOptions, Generator};
+pub use engine::{EngineOptions, Loader, StepHook, StepTrace, Timings};
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct ServeArgs {
@@ -46,19 +52,25 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 8000)]
     pub port: u16,
 
-    /// Most requests decoded together in one batch: the knob to flip when benchmarking.
+    /// Most sequences decoding together (vLLM's --max-num-seqs): the knob to flip when
+    /// benchmarking. New requests join the running batch at the next step while it has room.
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub max_batch_size: u16,
 
-    /// Most requests waiting for a batch; more are refused with 503 and Retry-After.
+    /// Most requests waiting to join the batch; more are refused with 503 and Retry-After.
     #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..))]
     pub queue_size: u32,
 
-    /// After a batch's first request arrives, wait up to this long (ms) for more to fill it.
-    /// Requests that arrive together (a burst, or clients resubmitting as a batch ends) then
-    /// share one batch instead of the first one starting alone; a full batch never waits.
+    /// When nothing is decoding and a request arrives, wait up to this long (ms) for others to
+    /// share its prefill pass (a burst then starts together); a full batch never waits.
     #[arg(long, default_value_t = 5)]
     pub batch_wait_ms: u64,
+
+    /// Prompt tokens prefilled per step, at most: the requests joining at one step are
+    /// prefilled in one pass of up to this many tokens (one longer prompt still goes whole),
+    /// which bounds how long the decoding sequences wait for it.
+    #[arg(long, default_value_t = engine::DEFAULT_PREFILL_TOKENS as u32, value_parser = clap::value_parser!(u32).range(1..))]
+    pub prefill_tokens: u32,
 
     /// Name clients must send as `model` [default: the --model value].
     #[arg(long)]
@@ -71,19 +83,12 @@ pub struct Server {
 }
 
 impl Server {
-    /// Start the model thread around `generator`. `vocab_size` and `context` bound the
-    /// requests accepted.
-    pub fn start(
-        generator: Generator,
-        tokenizer: Tokenizer,
-        served_model: String,
-        vocab_size: usize,
-        context: usize,
-        options: EngineOptions,
-    ) -> Result<Server> {
-        let tokenizer = Arc::new(tokenizer);
-        let engine = engine::Engine::start(generator, tokenizer.clone(), options).context("cannot start the model thread")?;
-        let state = Arc::new(routes::AppState::new(engine, tokenizer, served_model, vocab_size, context));
+    /// Start the model thread, which runs `load` (see [`engine::Engine::start`] for why the
+    /// model is loaded there), and return once the model is ready. `on_step`, when given, sees
+    /// every decode step (tests watch the batch with it).
+    pub fn start(load: Loader, served_model: String, options: EngineOptions, on_step: Option<StepHook>) -> Result<Server> {
+        let engine = engine::Engine::start(load, options, on_step)?;
+        let state = Arc::new(routes::AppState::new(engine, served_model));
         Ok(Server { state })
     }
 
@@ -114,23 +119,29 @@ impl Server {
 
 /// `gpt2 serve`: load the model, listen, serve until SIGINT or SIGTERM.
 pub fn run(args: ServeArgs) -> Result<()> {
-    let loaded = args.model.load()?;
-    let Some(tokenizer) = loaded.tokenizer else {
-        bail!(
-            "{}: missing; `gpt2 serve` needs the checkpoint's tokenizer.json to turn prompts into \
-             tokens and tokens into text (save it with `tokenizer.save_pretrained(dir)`)",
-            loaded.checkpoint.tokenizer_path().display()
-        );
-    };
-    let config = loaded.model.config().clone();
     let served = args.served_model_name.clone().unwrap_or_else(|| args.model.model.clone());
     let options = EngineOptions {
         max_batch_size: usize::from(args.max_batch_size),
         queue_size: args.queue_size as usize,
         batch_wait: Duration::from_millis(args.batch_wait_ms),
+        prefill_tokens: args.prefill_tokens as usize,
     };
-    let model = loaded.model;
-    let generator: Generator = Box::new(move |requests, on_token| Ok(crate::generate::generate(&model, requests, on_token)?));
+    let synthetic = Arc::new(std::sync::OnceLock::new());
+    let model_args = args.model.clone();
+    let noted = synthetic.clone();
+    let load: Loader = Box::new(move || {
+        let loaded = model_args.load()?;
+        let _ = noted.set(loaded.checkpoint.synthetic);
+        let Some(tokenizer) = loaded.tokenizer else {
+            bail!(
+                "{}: missing; `gpt2 serve` needs the checkpoint's tokenizer.json to turn prompts into \
+                 tokens and tokens into text (save it with `tokenizer.save_pretrained(dir)`)",
+                loaded.checkpoint.tokenizer_path().display()
+            );
+        };
+        Ok((Arc::new(loaded.model), tokenizer))
+    });
+    let server = Server::start(load, served.clone(), options.clone(), None)?;
 
     // The model thread does the heavy work; two I/O threads are plenty for HTTP.
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -144,12 +155,11 @@ pub fn run(args: ServeArgs) -> Result<()> {
             format!("cannot listen on {addr}: is another server using the port? choose another with --port")
         })?;
         let local: SocketAddr = listener.local_addr()?;
-        let server = Server::start(generator, tokenizer, served.clone(), config.vocab_size, config.n_positions, options.clone())?;
         eprintln!(
             "gpt2 serve: listening on http://{local}  (model \"{served}\", --max-batch-size {}, --queue-size {}){}",
             options.max_batch_size,
             options.queue_size,
-            if loaded.checkpoint.synthetic { "  [synthetic weights: real timings, meaningless text]" } else { "" }
+            if synthetic.get() == Some(&true) { "  [synthetic weights: real timings, meaningless text]" } else { "" }
         );
         eprintln!("  try: curl http://{local}/v1/models   stop: Ctrl-C");
         server.serve(listener, shutdown_signal()).await?;
