@@ -189,7 +189,7 @@ pub fn perfect_ex5() -> String {
     )
 }
 
-pub const PERFECT_EX6: &str = "[quiz]\ncy-double-traffic = \"Benchmark at twice the load\"\ncy-slower-than-vllm = \"Profile your serving code\"\ncy-nsight-ttft = \"No: change the configuration and benchmark\"\ncy-6ms-before-22ms = \"The activations do little math, so their time is memory traffic that fusing removes, while the matmuls are already near peak.\"\n";
+pub const PERFECT_EX6: &str = "[quiz]\ncy-double-traffic = \"Benchmark at twice the load\"\ncy-slower-than-vllm = \"Profile your serving code\"\ncy-nsight-ttft = \"No: change the configuration and benchmark\"\ncy-6ms-before-22ms = \"The activations do little math, so their time is memory traffic that fusing removes, while the matmuls already run close to their own roofline.\"\n";
 pub const PERFECT_EX7: &str = "target_p90_ttft_ms = 200\np90_ttft_ms_at_rate = 120\np90_ttft_ms_at_double = 260\ntarget_holds_at_double = \"no\"\n";
 
 /// Every file of a perfect submission, relative to the exercises folder.
