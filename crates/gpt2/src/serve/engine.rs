@@ -5,12 +5,13 @@
 //! thread loops over steps. At each step:
 //!
 //! 1. **Join.** While fewer than `--max-batch-size` sequences are decoding, it takes waiting
-//!    requests, in arrival order, until their prompts add up to `--prefill-tokens` (always at
+//!    requests, in arrival order, while their prompts fit in `--prefill-tokens` (always at
 //!    least one request, however long its prompt), and prefills them together in one forward
-//!    pass into a cache of their own; each gets its first token there. That is the bound on
-//!    prefill work per step: at most one prefill pass, of at most `--prefill-tokens` prompt
-//!    tokens unless a single prompt is longer. Prompts are not chunked: a long prompt stalls
-//!    the decoding sequences for its whole prefill, once.
+//!    pass into a cache of their own; each gets its first token there. Requests that arrived
+//!    during that pass are prefilled next, in another pass, while the budget lasts. That is
+//!    the bound on prefill work per step: at most `--prefill-tokens` prompt tokens in all,
+//!    unless a single prompt is longer. Prompts are not chunked: a long prompt stalls the
+//!    decoding sequences for its whole prefill, once.
 //! 2. **Leave.** Requests whose client has gone away are stopped now, before the step.
 //! 3. **Decode.** One forward pass produces the next token of every sequence, the ones that
 //!    just joined included (their cache rows are merged into the batch's first,
@@ -239,7 +240,18 @@ impl<'m> Scheduler<'m> {
                     None => return, // closed and empty: every accepted request is done
                 }
             }
-            let joined = self.admit(&mut rx, idle);
+            // Requests that arrived during a prefill pass join this step too, in a pass of
+            // their own, while the step's prefill budget lasts: waiting for the next step
+            // would add a whole decode step to their time to first token.
+            let mut budget = self.options.prefill_tokens;
+            let mut joined = self.admit(&mut rx, idle, &mut budget, true);
+            while budget > 0 && !joined.is_empty() {
+                let more = self.admit(&mut rx, false, &mut budget, false);
+                if more.is_empty() {
+                    break;
+                }
+                joined.extend(more);
+            }
             self.drop_cancelled();
             if !self.batch.is_empty() {
                 self.decode(joined);
@@ -247,11 +259,11 @@ impl<'m> Scheduler<'m> {
         }
     }
 
-    /// Takes the requests that join at this step and prefills them together.
-    fn admit(&mut self, rx: &mut mpsc::Receiver<Job>, idle: bool) -> Vec<u64> {
+    /// Takes waiting requests whose prompts fit in `budget` (the first pass of a step takes at
+    /// least one, however long) and prefills them together in one pass.
+    fn admit(&mut self, rx: &mut mpsc::Receiver<Job>, idle: bool, budget: &mut usize, first_pass: bool) -> Vec<u64> {
         let free = self.options.max_batch_size.max(1).saturating_sub(self.batch.len());
         let deadline = Instant::now() + if idle { self.options.batch_wait } else { Duration::ZERO };
-        let mut budget = self.options.prefill_tokens;
         let mut group: Vec<Job> = Vec::new();
         while group.len() < free {
             let job = match self.held.take() {
@@ -270,11 +282,11 @@ impl<'m> Scheduler<'m> {
                 continue;
             }
             let tokens = job.request.prompt.len();
-            if !group.is_empty() && tokens > budget {
+            if (!group.is_empty() || !first_pass) && tokens > *budget {
                 self.held = Some(job);
                 break;
             }
-            budget = budget.saturating_sub(tokens);
+            *budget = budget.saturating_sub(tokens);
             group.push(job);
         }
         if group.is_empty() {
