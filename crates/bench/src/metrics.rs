@@ -8,6 +8,10 @@
 //! - **output tokens/s**, **requests/s**: totals over the benchmark's wall-clock duration.
 //! - **goodput**: completed requests per second that met *every* per-request SLO given
 //!   (TTFT, TPOT, E2EL). With no SLO every completed request is good, so goodput = requests/s.
+//! - **TTFT breakdown** (only against a server that reports `server_timings`, as `gpt2 serve`
+//!   does): TTFT = queue + prefill + rest, where queue and prefill are the server's own
+//!   figures and the rest (network, HTTP, tokenisation, streaming the first chunk) is what the
+//!   client saw beyond them.
 
 use serde::{Deserialize, Serialize};
 
@@ -36,6 +40,51 @@ pub struct RequestRecord {
     pub output_tokens: usize,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt_tokens: Option<usize>,
+    /// Where the server says the request's time went, when it says (`server_timings`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_timings: Option<ServerTimings>,
+}
+
+/// A server's own account of one request (`gpt2 serve`'s `server_timings` object), in ms.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServerTimings {
+    /// Arrival at the server to the first work scheduled for it.
+    pub queue_ms: f64,
+    /// First scheduled work to its first token.
+    pub prefill_ms: f64,
+    /// First token to last.
+    pub decode_ms: f64,
+}
+
+/// TTFT split into the server's queue and prefill time and the rest, over the requests whose
+/// server reported timings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TtftBreakdown {
+    /// Requests the breakdown covers (completed, with `server_timings`).
+    pub requests: usize,
+    pub queue_ms: Option<Summary>,
+    pub prefill_ms: Option<Summary>,
+    /// TTFT − queue − prefill: network, HTTP, tokenisation, the first chunk's trip.
+    pub rest_ms: Option<Summary>,
+    pub decode_ms: Option<Summary>,
+}
+
+impl TtftBreakdown {
+    /// `None` when no completed request carried server timings (vLLM, llama.cpp, ...).
+    pub fn of(ok: &[&RequestRecord], seed: u64) -> Option<TtftBreakdown> {
+        let timed: Vec<(f64, ServerTimings)> = ok.iter().filter_map(|r| r.server_timings.map(|t| (r.ttft_ms, t))).collect();
+        if timed.is_empty() {
+            return None;
+        }
+        let column = |f: &dyn Fn(&(f64, ServerTimings)) -> f64| timed.iter().map(f).collect::<Vec<f64>>();
+        Some(TtftBreakdown {
+            requests: timed.len(),
+            queue_ms: Summary::of(&column(&|(_, t)| t.queue_ms), seed),
+            prefill_ms: Summary::of(&column(&|(_, t)| t.prefill_ms), seed.wrapping_add(1)),
+            rest_ms: Summary::of(&column(&|(ttft, t)| ttft - t.queue_ms - t.prefill_ms), seed.wrapping_add(2)),
+            decode_ms: Summary::of(&column(&|(_, t)| t.decode_ms), seed.wrapping_add(3)),
+        })
+    }
 }
 
 impl RequestRecord {
@@ -108,6 +157,9 @@ pub struct RunMetrics {
     pub slo_attainment: f64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dispatch_lag_ms: Option<Summary>,
+    /// Present only when the server reported `server_timings`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_breakdown: Option<TtftBreakdown>,
 }
 
 /// Number of equal time windows the run is cut into for the throughput interval.
@@ -142,6 +194,7 @@ pub fn compute(records: &[RequestRecord], duration_s: f64, slo: &Slo, seed: u64)
         goodput: per_s(good as f64),
         slo_attainment: if ok.is_empty() { 0.0 } else { good as f64 / ok.len() as f64 },
         dispatch_lag_ms: Summary::of(&lag, seed.wrapping_add(5)),
+        ttft_breakdown: TtftBreakdown::of(&ok, seed.wrapping_add(6)),
     }
 }
 
@@ -212,5 +265,20 @@ mod tests {
         assert_eq!(m.itl_ms.as_ref().map(|s| s.n), Some(3));
         let all_good = compute(&records, 2.0, &Slo::default(), 1);
         assert_eq!(all_good.goodput, all_good.requests_per_s);
+        assert_eq!(all_good.ttft_breakdown, None, "no server timings, no breakdown");
+    }
+
+    #[test]
+    fn the_breakdown_splits_ttft_into_queue_prefill_and_the_rest() {
+        let timed = |ttft: f64, queue_ms: f64, prefill_ms: f64| RequestRecord {
+            server_timings: Some(ServerTimings { queue_ms, prefill_ms, decode_ms: 50.0 }),
+            ..record(ttft, &[10.0], 2)
+        };
+        let records = vec![timed(100.0, 20.0, 70.0), timed(300.0, 200.0, 80.0), record(90.0, &[10.0], 2)];
+        let b = compute(&records, 1.0, &Slo::default(), 3).ttft_breakdown.expect("two requests carry timings");
+        assert_eq!(b.requests, 2);
+        let rest = b.rest_ms.unwrap();
+        assert_eq!((rest.min, rest.max), (10.0, 20.0));
+        assert_eq!((b.queue_ms.unwrap().max, b.prefill_ms.unwrap().min, b.decode_ms.unwrap().mean), (200.0, 70.0, 50.0));
     }
 }

@@ -7,7 +7,7 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::environment::Environment;
-use crate::metrics::{RequestRecord, RunMetrics};
+use crate::metrics::{RequestRecord, RunMetrics, TtftBreakdown};
 use crate::stats::{Comparison, Summary};
 
 pub const SCHEMA: &str = "bench-report/1";
@@ -116,6 +116,9 @@ pub fn table(run: &Run) -> String {
     if let Some(lag) = &m.dispatch_lag_ms {
         section(&mut out, "Client dispatch lag (open loop)", "lag", Some(lag));
     }
+    if let Some(b) = &m.ttft_breakdown {
+        breakdown(&mut out, b);
+    }
     let _ = writeln!(out, "{:=<72}", "");
     out
 }
@@ -140,6 +143,23 @@ fn section(out: &mut String, title: &str, name: &str, s: Option<&Summary>) {
             s.outliers,
             s.n
         );
+    }
+}
+
+/// TTFT = queue + prefill + rest, each with its percentiles: which one made the slow requests
+/// slow. Shown only when the server reported its timings.
+fn breakdown(out: &mut String, b: &TtftBreakdown) {
+    let _ = writeln!(out, "{:-^72}", " TTFT = queue + prefill + rest (server-reported) ");
+    let _ = writeln!(out, "{:<28}{:>11}{:>11}{:>11}{:>11}", format!("({} requests)", b.requests), "median", "P90", "P99", "mean");
+    for (name, s) in [
+        ("Queue (ms):", &b.queue_ms),
+        ("Prefill (ms):", &b.prefill_ms),
+        ("Rest: network, HTTP (ms):", &b.rest_ms),
+        ("Decode, after TTFT (ms):", &b.decode_ms),
+    ] {
+        if let Some(s) = s {
+            let _ = writeln!(out, "{name:<28}{:>11.2}{:>11.2}{:>11.2}{:>11.2}", s.median, s.p90, s.p99, s.mean);
+        }
     }
 }
 

@@ -51,6 +51,12 @@ async fn open_loop_streams_every_request_and_times_each_token() {
     }
     let starts: Vec<f64> = out.records.iter().map(|r| r.start_ms).collect();
     assert!(starts.windows(2).all(|w| w[0] <= w[1]), "records are in send order");
+    // This server sends no `server_timings`: no breakdown, and the usual report.
+    assert!(out.records.iter().all(|r| r.server_timings.is_none()));
+    let run = cli::load_run("t".into(), &cfg, &Default::default(), 0, out).unwrap();
+    assert_eq!(run.metrics.ttft_breakdown, None);
+    let table = bench::report::table(&run);
+    assert!(table.contains("P90 TTFT") && !table.contains("queue + prefill"), "{table}");
 }
 
 /// Each record keeps both times: when the request was due on the seeded Poisson schedule

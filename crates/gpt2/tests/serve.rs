@@ -613,10 +613,20 @@ async fn the_bench_load_client_measures_the_server_end_to_end() {
         assert!(r.prompt_tokens.is_some_and(|n| n > 0));
         assert!(r.ttft_ms > 0.0 && r.e2el_ms >= r.ttft_ms);
     }
-    let metrics = bench::metrics::compute(&outcome.records, outcome.duration_s, &Default::default(), 0);
+    for r in &outcome.records {
+        let t = r.server_timings.expect("gpt2 serve reports its timings");
+        assert!(t.queue_ms >= 0.0 && t.prefill_ms > 0.0 && t.decode_ms > 0.0, "{t:?}");
+        assert!(r.ttft_ms >= t.queue_ms + t.prefill_ms, "the client's TTFT holds the server's part: {r:?}");
+    }
+    let run = bench::cli::load_run("served".into(), &config, &Default::default(), 0, outcome).unwrap();
+    let metrics = &run.metrics;
     assert_eq!(metrics.completed, 12);
     assert_eq!(metrics.total_output_tokens, 96);
     assert!(metrics.ttft_ms.is_some() && metrics.tpot_ms.is_some());
+    let breakdown = metrics.ttft_breakdown.as_ref().expect("a breakdown against gpt2 serve");
+    assert_eq!(breakdown.requests, 12);
+    assert!(breakdown.rest_ms.as_ref().unwrap().min >= 0.0);
+    assert!(bench::report::table(&run).contains("TTFT = queue + prefill + rest"));
     server.stop().await;
 }
 

@@ -4,7 +4,8 @@
 //! read as server-sent events. Each event whose `choices[0].text` is non-empty counts as a
 //! token arrival (TTFT for the first, an ITL gap for each later one), exactly as vLLM's
 //! benchmark client counts them. `usage.completion_tokens`, when a server sends it, gives the
-//! token count; otherwise each text chunk counts as one token.
+//! token count; otherwise each text chunk counts as one token. A `server_timings` object
+//! (`gpt2 serve` sends one with its last chunk) is kept as the server's own account.
 
 use std::time::Instant;
 
@@ -12,7 +13,7 @@ use eventsource_stream::Eventsource;
 use futures_util::StreamExt;
 use serde_json::Value;
 
-use crate::metrics::RequestRecord;
+use crate::metrics::{RequestRecord, ServerTimings};
 
 /// Longest slice of an error body kept in a record.
 const ERROR_SNIPPET: usize = 300;
@@ -23,6 +24,7 @@ struct Parsed {
     has_text: bool,
     completion_tokens: Option<usize>,
     prompt_tokens: Option<usize>,
+    server_timings: Option<ServerTimings>,
     error: Option<String>,
 }
 
@@ -35,6 +37,11 @@ fn parse_body(v: &Value) -> Parsed {
         has_text: !text.is_empty(),
         completion_tokens: usage("completion_tokens"),
         prompt_tokens: usage("prompt_tokens"),
+        // All three figures, or none: a partial object is some other server's field.
+        server_timings: v.get("server_timings").and_then(|t| {
+            let ms = |key: &str| t.get(key).and_then(Value::as_f64);
+            Some(ServerTimings { queue_ms: ms("queue_ms")?, prefill_ms: ms("prefill_ms")?, decode_ms: ms("decode_ms")? })
+        }),
         error: v.get("error").filter(|e| !e.is_null()).map(|e| {
             e.get("message").and_then(Value::as_str).map(str::to_string).unwrap_or_else(|| e.to_string())
         }),
@@ -125,6 +132,7 @@ pub async fn send(
         record.e2el_ms = elapsed;
         record.output_tokens = parsed.completion_tokens.unwrap_or(usize::from(parsed.has_text));
         record.prompt_tokens = parsed.prompt_tokens;
+        record.server_timings = parsed.server_timings;
         if !record.ok {
             record.error = Some("the response carried no text".into());
         }
@@ -170,6 +178,7 @@ pub async fn send(
         }
         usage_tokens = parsed.completion_tokens.or(usage_tokens);
         record.prompt_tokens = parsed.prompt_tokens.or(record.prompt_tokens);
+        record.server_timings = parsed.server_timings.or(record.server_timings);
     }
     record.e2el_ms = ms(sent.elapsed());
     if chunks == 0 {
