@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The real-client check: stream a completion from `gpt2 serve` with the official `openai` package.
+"""The real-client check: completions and chat completions from `gpt2 serve` with the official `openai` package.
 
     python3 scripts/openai-client-check.py [--model synthetic] [--binary target/release/gpt2]
 
@@ -9,7 +9,9 @@
 3. starts `gpt2 serve --model synthetic` on a free loopback port and waits for /health;
 4. streams one completion with `openai.OpenAI(...).completions.create(stream=True)` and checks
    that several text chunks and the usage chunk arrived, then asks for one whole completion;
-5. stops the server with SIGTERM and checks it exits cleanly.
+5. does the same with `chat.completions.create` (streamed and whole): the same usage fields,
+   the assistant role, and the same text both ways (greedy);
+6. stops the server with SIGTERM and checks it exits cleanly.
 
 Exits non-zero, with the reason and the end of the server's log, on any failure.
 """
@@ -102,6 +104,8 @@ def check_with_openai(base_url, model):
     assert whole.choices[0].text, "the whole completion has no text"
     assert whole.usage.completion_tokens == 4, whole.usage
 
+    chat_text, chat_chunks = check_chat(client, model)
+
     try:
         client.completions.create(model="no-such-model", prompt="Hello", max_tokens=1)
     except openai.BadRequestError as e:
@@ -109,7 +113,42 @@ def check_with_openai(base_url, model):
     else:
         raise AssertionError("an unknown model was accepted")
     print(f"openai {openai.__version__}: {text_chunks} streamed chunks, usage {usage.completion_tokens} tokens, "
-          f"text {''.join(pieces)!r}")
+          f"text {''.join(pieces)!r}; chat: {chat_chunks} streamed chunks, text {chat_text!r}")
+
+
+def check_chat(client, model):
+    """`chat.completions.create`, streamed and whole, as default-configured tools call it."""
+    messages = [{"role": "system", "content": "You are terse."},
+                {"role": "user", "content": "Benchmarking tells you how; what tells you why?"}]
+    stream = client.chat.completions.create(
+        model=model, messages=messages, max_completion_tokens=MAX_TOKENS, temperature=0, stream=True,
+        stream_options={"include_usage": True}, extra_body={"ignore_eos": True},
+    )
+    roles, pieces, usage, finish = [], [], None, None
+    for chunk in stream:
+        if chunk.choices:
+            delta = chunk.choices[0].delta
+            if delta.role:
+                roles.append(delta.role)
+            if delta.content:
+                pieces.append(delta.content)
+            finish = chunk.choices[0].finish_reason or finish
+        if chunk.usage is not None:
+            usage = chunk.usage
+    assert roles == ["assistant"], f"the role should come once, first: {roles}"
+    assert len(pieces) >= 2, f"expected several streamed chat chunks, got {len(pieces)}"
+    assert finish == "length", f"finish_reason {finish!r}, expected 'length'"
+    assert usage is not None and usage.completion_tokens == MAX_TOKENS, f"chat usage {usage}"
+
+    whole = client.chat.completions.create(
+        model=model, messages=messages, max_tokens=MAX_TOKENS, temperature=0, extra_body={"ignore_eos": True},
+    )
+    message = whole.choices[0].message
+    assert message.role == "assistant", message
+    assert message.content == "".join(pieces), f"whole {message.content!r} vs streamed {''.join(pieces)!r}"
+    assert whole.usage.completion_tokens == MAX_TOKENS and whole.usage.prompt_tokens == usage.prompt_tokens, whole.usage
+    assert whole.usage.total_tokens == whole.usage.prompt_tokens + MAX_TOKENS, whole.usage
+    return message.content, len(pieces)
 
 
 def main():
@@ -157,7 +196,7 @@ def main():
                 fail("the server did not stop within 60 s of SIGTERM", log.name)
     if server.returncode != 0:
         fail(f"the server exited with status {server.returncode} after SIGTERM", log.name)
-    print("openai-client-check: OK (streamed with the official client; server stopped cleanly)")
+    print("openai-client-check: OK (completions and chat completions, streamed and whole, with the official client; server stopped cleanly)")
 
 
 if __name__ == "__main__":
