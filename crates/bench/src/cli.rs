@@ -14,6 +14,7 @@ use crate::metrics::{self, Slo};
 use crate::plot;
 use crate::report::{self, Report, Run};
 use crate::stats;
+use crate::sweep;
 
 /// Measure an OpenAI-compatible server under load, or compare two saved results.
 ///
@@ -29,6 +30,7 @@ use crate::stats;
 /// Examples:
 ///   course bench --base-url http://127.0.0.1:8000 --model gpt2 --rate 4 --requests 200 --out b8
 ///   course bench --compare b8/bench.json b16/bench.json --metric ttft_ms.p90
+///   course bench --model gpt2 --sweep 0.5,1,2,4 --slo-ttft-ms 500 --requests 60 --out knee
 ///   course bench budget --report target/profile/report.json --svg budget.svg
 #[derive(Args, Debug, Clone)]
 #[command(verbatim_doc_comment, args_conflicts_with_subcommands = true)]
@@ -101,6 +103,16 @@ pub struct BenchArgs {
     #[arg(long, env = "OPENAI_API_KEY", hide_env_values = true)]
     pub api_key: Option<String>,
 
+    /// Sweep: one open-loop run per rate (comma-separated, increasing), stopping after the first
+    /// rate where the target (the --slo-* bounds at --slo-percentile) fails; reports the knee,
+    /// the highest rate at which the target holds, with a 95% bootstrap interval, and draws
+    /// <out>/sweep.svg.
+    #[arg(long, value_delimiter = ',', num_args = 1.., conflicts_with_all = ["rate", "concurrency", "compare"], help_heading = "Sweep")]
+    pub sweep: Option<Vec<f64>>,
+    /// Sweep: the percentile the --slo-* bounds apply to (90: P90 TTFT ≤ --slo-ttft-ms).
+    #[arg(long, default_value_t = 90.0, help_heading = "Sweep")]
+    pub slo_percentile: f64,
+
     /// Goodput SLO: a request is good only if its TTFT is at most this many ms.
     #[arg(long, help_heading = "SLO (goodput)")]
     pub slo_ttft_ms: Option<f64>,
@@ -144,9 +156,10 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
     if let Some(BenchCommand::Budget(budget_args)) = &args.command {
         return budget::run(budget_args);
     }
-    match &args.compare {
-        Some(paths) => run_compare(&args, paths),
-        None => run_load(&args),
+    match (&args.compare, &args.sweep) {
+        (Some(paths), _) => run_compare(&args, paths),
+        (None, Some(rates)) => run_sweep(&args, rates),
+        (None, None) => run_load(&args),
     }
 }
 
@@ -174,6 +187,64 @@ fn run_compare(args: &BenchArgs, paths: &[PathBuf]) -> Result<ExitCode> {
 
 fn target(args: &BenchArgs) -> Target {
     Target { device: args.device.clone(), cargo_features: args.features.clone(), dtype: args.dtype.clone() }
+}
+
+/// `--sweep`: one open-loop run per rate until the target fails, then the knee.
+fn run_sweep(args: &BenchArgs, rates: &[f64]) -> Result<ExitCode> {
+    let slo = Slo { ttft_ms: args.slo_ttft_ms, tpot_ms: args.slo_tpot_ms, e2el_ms: args.slo_e2el_ms };
+    let bounds = sweep::Bound::from_slo(&slo, args.slo_percentile)?;
+    if rates.is_empty() || rates.iter().any(|r| !(r.is_finite() && *r > 0.0)) || rates.windows(2).any(|w| w[1] <= w[0]) {
+        bail!("--sweep takes increasing positive rates, e.g. --sweep 0.5,1,2,4; got {rates:?}");
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let mut runs: Vec<(f64, Run)> = Vec::new();
+    for &rate in rates {
+        let mut swept = args.clone();
+        swept.rate = Some(rate);
+        // Only the first run needs a warm-up: the server is warm after it.
+        if !runs.is_empty() {
+            swept.warmup = 0;
+        }
+        let config = load_config(&swept)?;
+        eprintln!("sweep: {rate} req/s ...");
+        let outcome = runtime.block_on(load::run(&config))?;
+        let run = load_run(default_label(&config), &config, &slo, args.seed, outcome)?;
+        let ok: Vec<_> = run.requests.iter().filter(|r| r.ok).collect();
+        let holds = !ok.is_empty()
+            && bounds.iter().all(|b| {
+                let values: Vec<f64> = ok.iter().filter_map(|r| metric_of(r, &b.metric)).collect();
+                stats::percentile(&values, b.percentile).is_some_and(|v| v <= b.bound_ms)
+            });
+        runs.push((rate, run));
+        if !holds {
+            break;
+        }
+    }
+    let result = sweep::analyse(&bounds, &sweep::rates_and_records(&runs), stats::DEFAULT_RESAMPLES, args.seed)?;
+    print!("{}", result.text());
+    let out = args.out.clone().unwrap_or_else(|| PathBuf::from("bench-results"));
+    let mut report = Report::new(Environment::capture(target(args)), runs.into_iter().map(|(_, run)| run).collect());
+    report.sweep = Some(result);
+    let json = out.join("bench.json");
+    report.write(&json)?;
+    let svg = out.join("sweep.svg");
+    if let Some(s) = &report.sweep {
+        s.write_svg(&svg)?;
+    }
+    println!("wrote {} and {}", json.display(), svg.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One request's value of `ttft_ms`, `tpot_ms` or `e2el_ms`.
+fn metric_of(r: &metrics::RequestRecord, metric: &str) -> Option<f64> {
+    match metric {
+        "ttft_ms" => Some(r.ttft_ms),
+        "tpot_ms" => r.tpot_ms(),
+        _ => Some(r.e2el_ms),
+    }
 }
 
 /// Turn flags into a load configuration, refusing contradictory or missing choices.

@@ -24,3 +24,4 @@ pub mod metrics;
 pub mod plot;
 pub mod report;
 pub mod stats;
+pub mod sweep;

@@ -20,6 +20,9 @@ pub struct Report {
     pub runs: Vec<Run>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comparison: Option<Comparison>,
+    /// `--sweep` only: the target, each rate's percentile and the knee.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<crate::sweep::Sweep>,
 }
 
 /// One measured configuration.
@@ -39,7 +42,7 @@ pub struct Run {
 
 impl Report {
     pub fn new(environment: Environment, runs: Vec<Run>) -> Report {
-        Report { schema: SCHEMA.to_string(), environment, runs, comparison: None }
+        Report { schema: SCHEMA.to_string(), environment, runs, comparison: None, sweep: None }
     }
 
     pub fn write(&self, path: &Path) -> Result<()> {

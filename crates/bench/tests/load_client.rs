@@ -261,3 +261,35 @@ fn cli_refuses_a_missing_traffic_shape_and_bad_files() {
         .to_string();
     assert!(err.contains("unknown metric"), "{err}");
 }
+
+/// `--sweep`: one run per rate, the knee (here beyond the rates tried: the test server is
+/// fast), bench.json with the sweep, and sweep.svg; a sweep without a target is refused.
+#[test]
+fn cli_sweep_writes_the_knee_and_its_svg() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let (url, counters) = runtime.block_on(support::start(behaviour()));
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sweep");
+    let code = cli::run(args(&[
+        "--base-url", &url, "--model", "test-model", "--sweep", "20,40", "--slo-ttft-ms", "2000",
+        "--requests", "8", "--max-tokens", "3", "--no-progress", "--out", out.to_str().unwrap(),
+    ]))
+    .unwrap();
+    assert_eq!(code, ExitCode::SUCCESS);
+    assert_eq!(counters.requests.load(Ordering::SeqCst), 17, "8 per rate and one warm-up");
+    let report = Report::read(&out.join("bench.json")).unwrap();
+    assert_eq!(report.runs.len(), 2);
+    let sweep = report.sweep.expect("the sweep is in bench.json");
+    assert_eq!(sweep.points.iter().map(|p| p.rate).collect::<Vec<_>>(), vec![20.0, 40.0]);
+    assert!(sweep.points.iter().all(|p| p.holds && p.values_ms[0] > 0.0));
+    assert_eq!(sweep.knee, bench::sweep::Knee::Above(40.0));
+    let svg = std::fs::read_to_string(out.join("sweep.svg")).unwrap();
+    assert!(svg.contains("<svg") && svg.contains("target 2000 ms"), "the target line is drawn");
+
+    let err = cli::run(args(&["--base-url", &url, "--model", "test-model", "--sweep", "1,2"])).unwrap_err().to_string();
+    assert!(err.contains("--slo-ttft-ms"), "{err}");
+    let err = cli::run(args(&["--base-url", &url, "--model", "test-model", "--sweep", "2,1", "--slo-ttft-ms", "9"]))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("increasing"), "{err}");
+}
