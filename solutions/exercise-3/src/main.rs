@@ -9,9 +9,9 @@
 //! Solution: the same program. Before the profile runs it records a prediction (when none is
 //! recorded yet), as `course run 3` asks a learner to; after the run it fills in answers.toml
 //! from its own results/report.json: the top three rows and their shares, and the plan the
-//! course's own rule (`grader::plan_rule`, the one `course check 3` grades by) accepts with the
-//! largest possible cut, expecting 10% when that plan allows it and the honest smaller cut when
-//! no plan does. On another machine or device the plan may differ: that is the point.
+//! course's own rule (`grader::plan_rule`, the one `course check 3` grades by) prefers
+//! (`plan_rule::best_plan`), expecting 10% when that plan allows it and the honest smaller cut
+//! when no plan does. On another machine or device the plan may differ: that is the point.
 
 use grader::fill_answers as answers;
 use grader::plan_rule::{self, Assessment, Mechanism};
