@@ -5,8 +5,11 @@
 //! forward pass, into a cache of their own; at the next [`Batch::step`] that cache's rows are
 //! merged into the running batch's ([`Cache::merge`]), which decodes one token for every row
 //! per forward pass. A finished row leaves the batch at once: its cache row is dropped at the
-//! next step. Joining and leaving change no row's keys, values or position ids, so each
-//! sequence gets the tokens it would get decoding alone.
+//! next step. Joining and leaving change no row's keys, values or position ids, and padding is
+//! masked out exactly, so each sequence computes what it would decoding alone; the serve tests
+//! check, token for token, that requests joining mid-flight get their solo tokens. (The
+//! kernels a batch shape picks may group floating-point sums differently, so a near-tie
+//! between two logits could in principle break the other way; no case has been seen.)
 //!
 //! [`generate`] is the simplest use: one group, stepped until every row is done. The server's
 //! scheduler (`serve::engine`) lets new groups join while others decode.
