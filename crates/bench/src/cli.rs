@@ -51,9 +51,14 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 0.05, help_heading = "Compare")]
     pub threshold: f64,
 
-    /// Server root; `/v1/completions` is appended.
+    /// Server root; `/v1/completions` is appended (or `/v1/chat/completions` with
+    /// --endpoint chat). A URL that already ends in `/completions` is used as it is.
     #[arg(long, default_value = "http://127.0.0.1:8000")]
     pub base_url: String,
+    /// Which OpenAI endpoint to drive: `completions` (the prompt as `prompt`) or `chat` (the
+    /// prompt as one user message, `/v1/chat/completions`).
+    #[arg(long, value_enum, default_value_t = EndpointArg::Completions)]
+    pub endpoint: EndpointArg,
     /// Model name sent in every request (GET {base-url}/v1/models lists what a server serves).
     #[arg(long, default_value = "gpt2")]
     pub model: String,
@@ -142,6 +147,13 @@ pub struct BenchArgs {
     /// Hide the progress bar.
     #[arg(long, help_heading = "Output")]
     pub no_progress: bool,
+}
+
+/// `--endpoint`.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EndpointArg {
+    Completions,
+    Chat,
 }
 
 /// What `course bench` does besides measuring a server.
@@ -270,8 +282,16 @@ pub fn load_config(args: &BenchArgs) -> Result<LoadConfig> {
     if !(args.timeout.is_finite() && args.timeout > 0.0) {
         bail!("--timeout must be a positive number of seconds; got {}", args.timeout);
     }
+    let base_url = match args.endpoint {
+        EndpointArg::Completions => args.base_url.clone(),
+        EndpointArg::Chat if args.base_url.trim_end_matches('/').ends_with("/completions") => args.base_url.clone(),
+        EndpointArg::Chat => {
+            let base = args.base_url.trim_end_matches('/');
+            format!("{}/v1/chat/completions", base.strip_suffix("/v1").unwrap_or(base))
+        }
+    };
     Ok(LoadConfig {
-        base_url: args.base_url.clone(),
+        base_url,
         model: args.model.clone(),
         traffic,
         bound,

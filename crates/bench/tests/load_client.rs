@@ -110,6 +110,17 @@ fn the_wire_body_is_the_json_body() {
     for field in ["model", "prompt", "max_tokens", "temperature", "stream", "stream_options", "ignore_eos"] {
         assert!(sent.get(field).is_some(), "{field}");
     }
+    assert_eq!(cfg.completions_url(), "http://127.0.0.1:1/v1/completions");
+    assert_eq!(cfg.endpoint(), load::Endpoint::Completions);
+
+    // --endpoint chat: the same prompt as one user message, to /v1/chat/completions.
+    let chat = cli::load_config(&args(&["--base-url", "http://127.0.0.1:1/v1", "--endpoint", "chat", "--rate", "1"])).unwrap();
+    assert_eq!(chat.completions_url(), "http://127.0.0.1:1/v1/chat/completions");
+    assert_eq!(chat.endpoint(), load::Endpoint::Chat);
+    let body = chat.body(3);
+    assert!(body.get("prompt").is_none());
+    assert_eq!(body["messages"][0]["role"], "user");
+    assert_eq!(body["messages"][0]["content"].as_str(), Some(chat.prompt.text(3).as_str()));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -627,6 +627,21 @@ async fn the_bench_load_client_measures_the_server_end_to_end() {
     assert_eq!(breakdown.requests, 12);
     assert!(breakdown.rest_ms.as_ref().unwrap().min >= 0.0);
     assert!(bench::report::table(&run).contains("TTFT = queue + prefill + rest"));
+
+    // The same load on the chat endpoint.
+    // (Three words: the transcript's role lines take room in the tiny model's 64-token context.)
+    let chat = bench::load::LoadConfig {
+        base_url: format!("{}/v1/chat/completions", server.url),
+        prompt: bench::load::Prompt::RandomWords { words: 3, seed: 5 },
+        warmup: 0,
+        ..config.clone()
+    };
+    assert_eq!(chat.endpoint(), bench::load::Endpoint::Chat);
+    let outcome = bench::load::run(&chat).await.unwrap();
+    assert_eq!(outcome.records.len(), 12);
+    for r in &outcome.records {
+        assert!(r.ok && r.output_tokens == 8 && r.server_timings.is_some(), "{r:?}");
+    }
     server.stop().await;
 }
 

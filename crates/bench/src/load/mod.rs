@@ -1,4 +1,5 @@
-//! The load client: drives any OpenAI-compatible `/v1/completions` endpoint.
+//! The load client: drives any OpenAI-compatible `/v1/completions` (or `/v1/chat/completions`)
+//! endpoint.
 //!
 //! Two traffic shapes, as in vLLM's serving benchmark:
 //! - **open loop** (`--rate R`): requests arrive as a Poisson process (exponential gaps with mean
@@ -72,23 +73,49 @@ pub struct LoadConfig {
     pub progress: bool,
 }
 
+/// Which OpenAI endpoint the requests go to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Endpoint {
+    /// `/v1/completions`: the prompt as `prompt`.
+    Completions,
+    /// `/v1/chat/completions`: the prompt as one user message.
+    Chat,
+}
+
 impl LoadConfig {
-    /// `{base}/v1/completions`.
+    /// `{base}/v1/completions`, or the endpoint `base_url` names itself when it ends in
+    /// `/completions` (`…/v1/chat/completions` drives the chat endpoint).
     pub fn completions_url(&self) -> String {
         let base = self.base_url.trim_end_matches('/');
+        if base.ends_with("/completions") {
+            return base.to_string();
+        }
         let base = base.strip_suffix("/v1").unwrap_or(base);
         format!("{base}/v1/completions")
+    }
+
+    /// The endpoint [`LoadConfig::completions_url`] names.
+    pub fn endpoint(&self) -> Endpoint {
+        if self.completions_url().ends_with("/chat/completions") {
+            Endpoint::Chat
+        } else {
+            Endpoint::Completions
+        }
     }
 
     /// The JSON body of request number `index`.
     pub fn body(&self, index: usize) -> Value {
         let mut body = json!({
             "model": self.model,
-            "prompt": self.prompt.text(index),
             "max_tokens": self.max_tokens,
             "temperature": self.temperature,
             "stream": true,
         });
+        match self.endpoint() {
+            Endpoint::Completions => body["prompt"] = json!(self.prompt.text(index)),
+            Endpoint::Chat => body["messages"] = json!([{ "role": "user", "content": self.prompt.text(index) }]),
+        }
         if self.include_usage {
             body["stream_options"] = json!({ "include_usage": true });
         }

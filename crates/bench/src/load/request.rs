@@ -1,7 +1,8 @@
 //! One streamed completion request, timed from the client's side.
 //!
-//! The request is a plain OpenAI `POST /v1/completions` with `stream: true`; the response is
-//! read as server-sent events. Each event whose `choices[0].text` is non-empty counts as a
+//! The request is a plain OpenAI `POST /v1/completions` (or `/v1/chat/completions`) with
+//! `stream: true`; the response is read as server-sent events. Each event whose
+//! `choices[0].text` (chat: `choices[0].delta.content`) is non-empty counts as a
 //! token arrival (TTFT for the first, an ITL gap for each later one), exactly as vLLM's
 //! benchmark client counts them. `usage.completion_tokens`, when a server sends it, gives the
 //! token count; otherwise each text chunk counts as one token. A `server_timings` object
@@ -29,7 +30,12 @@ struct Parsed {
 }
 
 fn parse_body(v: &Value) -> Parsed {
-    let text = v.pointer("/choices/0/text").and_then(Value::as_str).unwrap_or("");
+    // Completions put the text in `text`; chat in `delta.content` (streamed) or
+    // `message.content` (whole).
+    let text = ["/choices/0/text", "/choices/0/delta/content", "/choices/0/message/content"]
+        .iter()
+        .find_map(|p| v.pointer(p).and_then(Value::as_str))
+        .unwrap_or("");
     let usage = |field: &str| {
         v.get("usage").and_then(|u| u.get(field)).and_then(Value::as_u64).map(|n| n as usize)
     };
