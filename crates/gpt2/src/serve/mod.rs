@@ -67,8 +67,9 @@ pub struct ServeArgs {
     pub batch_wait_ms: u64,
 
     /// Prompt tokens prefilled per step, at most: the requests joining at one step are
-    /// prefilled in one pass of up to this many tokens (one longer prompt still goes whole),
-    /// which bounds how long the decoding sequences wait for it.
+    /// prefilled, in one pass or a few (those that arrive during a pass go in the next), up to
+    /// this many tokens in all (one longer prompt still goes whole), which bounds how long the
+    /// decoding sequences wait for them.
     #[arg(long, default_value_t = engine::DEFAULT_PREFILL_TOKENS as u32, value_parser = clap::value_parser!(u32).range(1..))]
     pub prefill_tokens: u32,
 
