@@ -7,7 +7,9 @@
 #   2. the book: build with quiz validation, link and include checks, a headless-Chromium quiz test;
 #   3. the real-client check: the official `openai` Python package against `gpt2 serve`;
 #   4. the exercises: each untouched exercise fails `course check`, each solution passes it;
-#   5. the CUDA code compiles (no GPU needed: nvcc and the CUDA headers come from PyPI).
+#   5. the CUDA code compiles (no GPU needed: nvcc and the CUDA headers come from PyPI);
+#   6. the gpt2, profiler, bench and grader tests on aarch64 (Apple Silicon's kind of CPU),
+#      cross-compiled and run under qemu-user.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
@@ -42,5 +44,8 @@ scripts/check-exercises.sh
 
 step "CUDA code compiles (cargo check --features cuda with PyPI's nvcc)"
 scripts/check-cuda.sh
+
+step "aarch64: gpt2, profiler, bench and grader tests cross-compiled and run under qemu-user"
+scripts/test-aarch64.sh
 
 step "all test suites passed"
