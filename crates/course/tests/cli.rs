@@ -204,11 +204,9 @@ fn wait_for(lines: &std::sync::mpsc::Receiver<String>, seen: &mut String, patter
     true
 }
 
-#[test]
-fn watch_rechecks_on_save_and_moves_on_when_it_passes() {
+/// `course watch` in `root`, with its output (both streams) line by line.
+fn spawn_watch(root: &Path) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
     use std::io::BufRead;
-    let dir = tempfile::tempdir().unwrap();
-    let root = course_copy(dir.path());
     let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("course-cli-target");
     let mut child = Command::new(BIN)
         .args(["watch"])
@@ -228,6 +226,14 @@ fn watch_rechecks_on_save_and_moves_on_when_it_passes() {
             }
         });
     }
+    (child, rx)
+}
+
+#[test]
+fn watch_rechecks_on_save_and_moves_on_when_it_passes() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = course_copy(dir.path());
+    let (mut child, rx) = spawn_watch(&root);
     let mut seen = String::new();
     let first = wait_for(&rx, &mut seen, "Watching");
     if first {
@@ -257,28 +263,9 @@ fn collect_for(lines: &std::sync::mpsc::Receiver<String>, seen: &mut String, qui
 
 #[test]
 fn watch_left_alone_checks_once_and_an_edit_checks_once_more() {
-    use std::io::BufRead;
     let dir = tempfile::tempdir().unwrap();
     let root = course_copy(dir.path());
-    let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("course-cli-target");
-    let mut child = Command::new(BIN)
-        .args(["watch"])
-        .current_dir(&root)
-        .env("CARGO_TARGET_DIR", target)
-        .env("NO_COLOR", "1")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    for stream in [Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>, Box::new(child.stderr.take().unwrap())] {
-        let tx = tx.clone();
-        std::thread::spawn(move || {
-            for line in std::io::BufReader::new(stream).lines().map_while(Result::ok) {
-                let _ = tx.send(line);
-            }
-        });
-    }
+    let (mut child, rx) = spawn_watch(&root);
     // Each failed check ends with this line.
     let checks = |seen: &str| seen.matches("for changes (Ctrl-C to stop)").count();
     let mut seen = String::new();
