@@ -194,11 +194,16 @@ pub const BUFFER_ENV: &str = "GPT2_CEILINGS_BUFFER_MIB";
 /// reports if that is more (virtual machines may report a host's last-level cache of
 /// hundreds of MiB), up to 4 GiB: a buffer the caches could hold would time the caches.
 fn bandwidth_buffer_bytes() -> usize {
-    if let Some(mib) = std::env::var(BUFFER_ENV).ok().and_then(|v| v.trim().parse::<usize>().ok()) {
+    buffer_bytes(std::env::var(BUFFER_ENV).ok().as_deref(), largest_cache_bytes())
+}
+
+/// [`bandwidth_buffer_bytes`] for a given override (MiB, from [`BUFFER_ENV`]) and largest cache.
+fn buffer_bytes(override_mib: Option<&str>, largest_cache: Option<usize>) -> usize {
+    if let Some(mib) = override_mib.and_then(|v| v.trim().parse::<usize>().ok()) {
         return mib.max(16) << 20;
     }
     let at_least = 1usize << 30;
-    largest_cache_bytes().map_or(at_least, |c| (2 * c).clamp(at_least, 4 << 30))
+    largest_cache.map_or(at_least, |c| (2 * c).clamp(at_least, 4 << 30))
 }
 
 /// The largest CPU cache Linux reports (`/sys/devices/system/cpu/cpu0/cache/index*/size`,
@@ -544,11 +549,18 @@ mod tests {
         assert_eq!(parse_cache_size("32M"), Some(32 << 20));
         assert_eq!(parse_cache_size("48"), Some(48));
         assert_eq!(parse_cache_size("big"), None);
-        let buffer = bandwidth_buffer_bytes();
+        let buffer = buffer_bytes(None, largest_cache_bytes());
         assert!(buffer >= 1 << 30 && buffer <= 4 << 30);
         if let Some(cache) = largest_cache_bytes().filter(|&c| c <= 2 << 30) {
             assert!(buffer >= 2 * cache, "{buffer} bytes against a {cache}-byte cache");
         }
+        assert_eq!(buffer_bytes(None, Some(480 << 20)), 1 << 30, "at least 1 GiB");
+        assert_eq!(buffer_bytes(None, Some(600 << 20)), 1200 << 20, "twice a 600 MiB cache");
+        assert_eq!(buffer_bytes(None, Some(8 << 30)), 4 << 30, "at most 4 GiB");
+        // The override (the aarch64 tests under qemu set it), with a floor.
+        assert_eq!(buffer_bytes(Some("32"), Some(480 << 20)), 32 << 20);
+        assert_eq!(buffer_bytes(Some("1"), None), 16 << 20);
+        assert_eq!(buffer_bytes(Some("lots"), None), 1 << 30, "an unreadable override is ignored");
     }
 
     #[test]
