@@ -33,7 +33,7 @@ fn main() -> candle_core::Result<()> {
                 time(1, &|| if skinny_matmul::applies(&x, &w) { skinny_matmul::matmul(&x, &w).map(Some) } else { Ok(None) })?;
                 time(2, &|| packed.as_ref().map(|p| p.matmul(&x)).transpose())?;
             }
-            let med: Vec<f64> = times.iter_mut().map(|t| if t.is_empty() { f64::NAN } else { gpt2::bench::median(t) }).collect();
+            let med: Vec<f64> = times.iter_mut().map(|t| if t.is_empty() { f64::NAN } else { gpt2::timing::median(t) }).collect();
             let gflop = 2.0 * (m * k * n) as f64 / 1e9;
             println!("{name:<12} {m:>4} {:>9.3} {:>9.3} {:>9.3} {:>8.1} {:>8.1}", med[0], med[1], med[2], gflop / med[0] * 1e3, gflop / med[2] * 1e3);
         }

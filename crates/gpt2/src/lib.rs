@@ -15,7 +15,6 @@
 //! # Ok::<(), gpt2::Error>(())
 //! ```
 
-pub mod bench;
 pub mod cache;
 pub mod ceilings;
 pub mod cli;
@@ -30,6 +29,7 @@ pub mod ops;
 pub mod profile;
 #[cfg(feature = "serve")]
 pub mod serve;
+pub mod timing;
 pub mod tokenizer;
 pub mod weights;
 pub mod work;

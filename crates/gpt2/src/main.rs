@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
-use gpt2::bench;
+use gpt2::timing;
 use gpt2::cli::ModelArgs;
 use gpt2::profile::{CudaTiming, ForwardProfile};
 use gpt2::{Flow, Logits, Request, Sampling};
@@ -235,7 +235,7 @@ fn bench_cmd(args: BenchArgs) -> Result<()> {
     let device = model.device().clone();
     let threads = candle_core::utils::get_num_threads();
     if args.layouts {
-        let rows = bench::run_layout_cases(&device, args.warmup, args.repeats)?;
+        let rows = timing::run_layout_cases(&device, args.warmup, args.repeats)?;
         println!("{:<12} {:>4} {:>12} {:>12} {:>12} {:>12}  fastest", "matrix", "M", "in x out", "(out,in) ms", "(in,out) ms", "packed ms");
         for r in &rows {
             let packed = r.packed_ms.map_or("-".to_string(), |ms| format!("{ms:.3}"));
@@ -248,19 +248,19 @@ fn bench_cmd(args: BenchArgs) -> Result<()> {
         return Ok(());
     }
     let bar = ProgressBar::new(5).with_style(ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}")?);
-    let results = bench::run_model_cases(model, args.warmup, args.repeats, |name| {
+    let results = timing::run_model_cases(model, args.warmup, args.repeats, |name| {
         bar.set_message(name.to_string());
         bar.inc(1);
     })?;
     bar.finish_and_clear();
     let (bandwidth, floor) = if device.is_cpu() {
-        let gbps = bench::memory_read_bandwidth(threads, 3);
+        let gbps = timing::memory_read_bandwidth(threads, 3);
         let weight_bytes = model_weight_bytes(model);
         (Some(gbps), Some(weight_bytes as f64 / (gbps * 1e9) * 1e3))
     } else {
         (None, None)
     };
-    let report = bench::Report {
+    let report = timing::Report {
         threads,
         device: format!("{:?}", device.location()),
         dtype: format!("{:?}", model.dtype()).to_lowercase(),

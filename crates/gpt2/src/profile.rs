@@ -173,7 +173,7 @@ pub fn measure_overhead(model: &Model, p: &ForwardProfile, repeats: usize) -> Re
             profiled.push(profiled_ms);
         }
     }
-    Ok(Overhead { plain_ms: crate::bench::median(&mut plain), profiled_ms: crate::bench::median(&mut profiled), repeats: plain.len() })
+    Ok(Overhead { plain_ms: crate::timing::median(&mut plain), profiled_ms: crate::timing::median(&mut profiled), repeats: plain.len() })
 }
 
 /// The files a profile is exported to.

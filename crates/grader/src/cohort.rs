@@ -5,7 +5,7 @@
 
 use crate::archive::{archive_kind, read_archive};
 use crate::atomic::write_atomically;
-use crate::checks::number::show;
+use crate::question_types::number::show;
 use crate::grade::Grader;
 use crate::overrides::Overrides;
 use crate::problem::{Location, Problem, ProblemKind};

@@ -2,7 +2,7 @@
 //! once; then any number of submissions graded against them without touching the disk.
 
 use crate::answers::Answers;
-use crate::exercises::{self, Ctx};
+use crate::exercise_checks::{self, Ctx};
 use crate::key::{ExerciseKey, Key, DEFAULT_KEY_DIR};
 use crate::manifest::{CheckKind, Manifest, MANIFEST_PATH};
 use crate::problem::{Location, Problem, ProblemKind};
@@ -119,12 +119,12 @@ impl Grader {
         let mechanism = self.key.mechanism().cloned().unwrap_or_else(crate::key::default_mechanism);
         let mut ctx = Ctx { info, submission, bank: &self.bank, answers, report };
         match key {
-            ExerciseKey::Quiz(k) => exercises::quiz::check(&mut ctx, k),
-            ExerciseKey::BenchVerdict(k) => exercises::bench_verdict::check(&mut ctx, k),
-            ExerciseKey::TopOps(k) => exercises::top_ops::check(&mut ctx, k),
-            ExerciseKey::Budget(k) => exercises::budget::check(&mut ctx, k, &mechanism),
-            ExerciseKey::Fuse(k) => exercises::fuse::check(&mut ctx, k, &mechanism),
-            ExerciseKey::Traffic(k) => exercises::traffic::check(&mut ctx, k),
+            ExerciseKey::Quiz(k) => exercise_checks::quiz::check(&mut ctx, k),
+            ExerciseKey::BenchVerdict(k) => exercise_checks::bench_verdict::check(&mut ctx, k),
+            ExerciseKey::TopOps(k) => exercise_checks::top_ops::check(&mut ctx, k),
+            ExerciseKey::Budget(k) => exercise_checks::budget::check(&mut ctx, k, &mechanism),
+            ExerciseKey::Fuse(k) => exercise_checks::fuse::check(&mut ctx, k, &mechanism),
+            ExerciseKey::Traffic(k) => exercise_checks::traffic::check(&mut ctx, k),
         }
         let mut report = ctx.report;
         report.total();

@@ -3,7 +3,7 @@
 //! `DIR/key.toml` instead, and quiz files in `DIR/quizzes/` replace the book's files of the same
 //! name (question variants learners have not seen).
 
-use crate::checks::rubric::Rubric;
+use crate::question_types::rubric::Rubric;
 use crate::manifest::{CheckKind, Manifest};
 use crate::problem::line_column;
 use serde::de::DeserializeOwned;

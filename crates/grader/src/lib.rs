@@ -12,9 +12,8 @@
 pub mod answers;
 pub mod archive;
 pub mod atomic;
-pub mod checks;
 pub mod cohort;
-pub mod exercises;
+pub mod exercise_checks;
 pub mod fill_answers;
 pub mod grade;
 pub mod key;
@@ -25,6 +24,7 @@ pub mod prediction;
 pub mod problem;
 pub mod progress;
 pub mod quiz;
+pub mod question_types;
 pub mod quiz_terminal;
 pub mod render;
 pub mod report;

@@ -11,7 +11,7 @@ use std::path::Path;
 /// Where the manifest lives, relative to the course root.
 pub const MANIFEST_PATH: &str = "exercises/info.toml";
 
-/// Which check routine grades an exercise (see `crate::exercises`).
+/// Which check routine grades an exercise (see `crate::exercise_checks`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum CheckKind {

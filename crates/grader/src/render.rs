@@ -1,7 +1,7 @@
 //! Reports for people: the terminal (colour only when asked, i.e. on a TTY) and Markdown
 //! (feedback files). JSON is `ExerciseReport::to_json`.
 
-use crate::checks::number::show;
+use crate::question_types::number::show;
 use crate::report::{ExerciseReport, Outcome, QuestionResult};
 use anstyle::{AnsiColor, Style};
 use std::fmt::Write as _;

@@ -2,7 +2,7 @@
 
 use super::Course;
 use anyhow::Result;
-use grader::checks::number::show;
+use grader::question_types::number::show;
 use std::process::ExitCode;
 
 pub fn list(course: &Course) -> Result<ExitCode> {

@@ -3,8 +3,8 @@
 //! the keyword rubric only flags for review.
 
 use super::{Got, NOT_ANSWERED};
-use crate::checks::number::show;
-use crate::checks::rubric::Rubric;
+use crate::question_types::number::show;
+use crate::question_types::rubric::Rubric;
 use crate::key::MechanismKey;
 use crate::plan_rule::{self, Assessment, Mechanism, Verdict};
 use crate::report::QuestionResult;

@@ -2,7 +2,7 @@
 //! quiz file the book shows.
 
 use super::{Ctx, Got, NOT_ANSWERED};
-use crate::checks::{choice, short_answer};
+use crate::question_types::{choice, short_answer};
 use crate::key::QuizKey;
 use crate::quiz::QuestionKind;
 use crate::report::{Outcome, QuestionResult};

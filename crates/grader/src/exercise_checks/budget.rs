@@ -4,7 +4,7 @@
 //! line can save is its share, and whether any single line can give the cut asked for.
 
 use super::{number_question, Ctx, Got, NOT_ANSWERED};
-use crate::checks::number::{show, within};
+use crate::question_types::number::{show, within};
 use crate::key::{BudgetKey, MechanismKey};
 use crate::plan_rule::{self, Mechanism};
 use crate::report::QuestionResult;

@@ -1,5 +1,6 @@
-//! `gpt2 bench`: the engine's speed on the shapes that matter, in a JSON that compares by
-//! name with `scripts/torch-reference.py` (PyTorch eager on the same machine).
+//! The timing behind `gpt2 bench` (the command keeps its name): the engine's speed on the
+//! shapes that matter, in a JSON that compares by name with `scripts/torch-reference.py`
+//! (PyTorch eager on the same machine).
 //!
 //! Each case is warmed up, then timed over repeats; the report gives median, min and max.
 //! Times are host wall clock around work that has finished (the device is synchronised

@@ -2,7 +2,7 @@
 //! the target hold at twice the traffic?
 
 use super::{number_question, Ctx, Got, NOT_ANSWERED};
-use crate::checks::number::show;
+use crate::question_types::number::show;
 use crate::key::TrafficKey;
 use crate::report::QuestionResult;
 

@@ -1,5 +1,6 @@
-//! The question checks, independent of any exercise: multiple choice, short answer (exact
-//! match plus a rubric of required ideas), and numbers with a tolerance.
+//! The question types, independent of any exercise: multiple choice, short answer (exact
+//! match plus a rubric of required ideas), and numbers with a tolerance. The per-exercise
+//! routines that use them live in `exercise_checks`.
 
 pub mod choice;
 pub mod number;

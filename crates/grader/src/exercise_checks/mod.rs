@@ -1,4 +1,5 @@
-//! One check routine per kind of exercise (`check = ...` in exercises/info.toml). Each reads
+//! One check routine per kind of exercise (`check = ...` in exercises/info.toml), built from the
+//! question types in `question_types`. Each reads
 //! the learner's `answers.toml` and their own results files through [`Ctx`], and fills the
 //! exercise's report with one result per question.
 
@@ -11,7 +12,7 @@ pub mod top_ops;
 pub mod traffic;
 
 use crate::answers::{Answers, Field};
-use crate::checks::number::{show, within};
+use crate::question_types::number::{show, within};
 use crate::manifest::ExerciseInfo;
 use crate::problem::{Location, Problem, ProblemKind};
 use crate::quiz::QuestionBank;

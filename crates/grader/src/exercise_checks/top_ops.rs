@@ -5,7 +5,7 @@
 
 use super::plan::{cut_question, mechanism_question, why_question};
 use super::{Ctx, Got, NOT_ANSWERED};
-use crate::checks::number::{show, within};
+use crate::question_types::number::{show, within};
 use crate::key::TopOpsKey;
 use crate::plan_rule;
 use crate::prediction;

@@ -7,7 +7,7 @@
 use super::bench_verdict::{comparison, verdict_question};
 use super::plan::mechanism_question;
 use super::{number_question, Ctx, Got, NOT_ANSWERED};
-use crate::checks::number::show;
+use crate::question_types::number::show;
 use crate::key::{FuseKey, MechanismKey};
 use crate::plan_rule::{figure, pct};
 use crate::report::QuestionResult;
