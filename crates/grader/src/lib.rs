@@ -30,6 +30,7 @@ pub mod render;
 pub mod report;
 pub mod results;
 pub mod submission;
+pub mod variant;
 
 pub use grade::{Grader, SetupError};
 pub use manifest::{ExerciseInfo, Manifest};
