@@ -52,6 +52,7 @@ impl Wanted {
             }
         }
         paths.insert(PROGRESS_FILE.to_string());
+        paths.insert(LEARNER_FILE.to_string());
         Wanted { paths, folders }
     }
 }
@@ -108,6 +109,22 @@ impl Submission {
 
     pub fn has_folder(&self, folder: &str) -> bool {
         self.folders.contains(folder)
+    }
+
+    /// The learner's id as the submission's `learner.toml` gives it: `Ok(None)` when the file
+    /// is absent, `Err` (a message naming the file and the fix) when it is unreadable or holds
+    /// no valid id.
+    pub fn learner(&self) -> Result<Option<String>, String> {
+        match self.file(LEARNER_FILE) {
+            FileState::Missing => Ok(None),
+            FileState::Problem(p) => Err(p.to_string()),
+            FileState::Text(text) => parse_learner_file(text).map(Some).map_err(|e| format!("{}: {e}", self.display(LEARNER_FILE))),
+        }
+    }
+
+    /// The learner's id, if the submission carries a valid one.
+    pub fn learner_id(&self) -> Option<String> {
+        self.learner().ok().flatten()
     }
 
     /// Build from in-memory files (tests, generated cohorts).
@@ -199,6 +216,85 @@ impl Submission {
         s.load_progress();
         s
     }
+}
+
+/// The learner's id file, inside the exercises folder (so a submission of that folder carries
+/// it): one line, `id = "alice"`. Every per-learner variant is drawn from this id
+/// (`crate::variant`), so `course check` and `course grade` regenerate the same questions.
+pub const LEARNER_FILE: &str = "learner.toml";
+
+/// Longest id accepted: a name or a student number, not an essay.
+const MAX_ID_CHARS: usize = 64;
+
+/// The id stored in `exercises_dir/learner.toml`, if that file holds a valid one.
+pub fn learner_id(exercises_dir: &Path) -> Option<String> {
+    read_learner_id(exercises_dir).ok().flatten()
+}
+
+/// The id stored in `exercises_dir/learner.toml`: `Ok(None)` when there is no such file, `Err`
+/// with a message naming the file and the fix when it cannot be read or is not valid.
+pub fn read_learner_id(exercises_dir: &Path) -> Result<Option<String>, String> {
+    let path = exercises_dir.join(LEARNER_FILE);
+    match std::fs::read_to_string(&path) {
+        Ok(text) => parse_learner_file(&text).map(Some).map_err(|e| format!("{}: {e}", path.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("{}: cannot read it ({e}); check its permissions", path.display())),
+    }
+}
+
+/// Store `id` (checked with [`check_learner_id`]) in `exercises_dir/learner.toml`, atomically.
+pub fn write_learner_id(exercises_dir: &Path, id: &str) -> Result<String, String> {
+    let id = check_learner_id(id)?;
+    let path = exercises_dir.join(LEARNER_FILE);
+    let text = format!(
+        "# Your learner id: `course` draws your own variant of the exercises from it, and the\n\
+         # instructor's `course grade` regenerates the same one. Change it with `course id NAME`.\n\
+         id = {}\n",
+        toml::Value::String(id.clone())
+    );
+    crate::atomic::write_atomically(&path, text.as_bytes()).map_err(|e| format!("{}: cannot write it ({e})", path.display()))?;
+    Ok(id)
+}
+
+/// The id a `learner.toml` holds, checked.
+pub fn parse_learner_file(text: &str) -> Result<String, String> {
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct LearnerFile {
+        id: String,
+    }
+    let file: LearnerFile = toml::from_str(text).map_err(|e| format!("not a learner file ({}); it should hold one line, id = \"your-name\" (or run `course id NAME`)", e.message()))?;
+    check_learner_id(&file.id)
+}
+
+/// An id is trimmed; it must be 1 to 64 letters, digits, `-`, `_` or `.`, not starting with a
+/// dot, so that it can also name the learner's folder or archive in a cohort.
+pub fn check_learner_id(id: &str) -> Result<String, String> {
+    let id = id.trim();
+    if id.is_empty() {
+        return Err("the learner id is empty; use your name or student number, e.g. `course id alice`".to_string());
+    }
+    if id.chars().count() > MAX_ID_CHARS {
+        return Err(format!("the learner id is over {MAX_ID_CHARS} characters; use a short name or your student number"));
+    }
+    if let Some(bad) = id.chars().find(|c| !(c.is_alphanumeric() || matches!(c, '-' | '_' | '.'))) {
+        return Err(format!("the learner id {id:?} holds {bad:?}; use letters, digits, '-', '_' or '.' only (it also names your submission)"));
+    }
+    if id.starts_with('.') {
+        return Err(format!("the learner id {id:?} starts with a dot; start it with a letter or digit"));
+    }
+    Ok(id.to_string())
+}
+
+/// Whether a stored id matches the name of the folder or archive it was submitted as: the
+/// name without its archive extension (`alice.zip`, `alice.tar.gz`, `alice`), compared as the
+/// variant seed compares ids (trimmed, case-insensitive).
+pub fn id_matches_name(id: &str, submitted_as: &str) -> bool {
+    let stem = [".tar.gz", ".tgz", ".zip"]
+        .iter()
+        .find_map(|ext| submitted_as.len().checked_sub(ext.len()).filter(|&n| submitted_as[n..].eq_ignore_ascii_case(ext)).map(|n| &submitted_as[..n]))
+        .unwrap_or(submitted_as);
+    id.trim().to_lowercase() == stem.trim().to_lowercase()
 }
 
 pub(crate) fn too_large(shown: &str, cap: u64) -> Problem {
@@ -427,6 +523,35 @@ mod tests {
         assert_eq!(p.kind, ProblemKind::NotUtf8);
         assert_eq!(p.location.as_ref().unwrap().line, Some(2));
         assert!(matches!(s.file("exercise-3/results/report.json"), FileState::Problem(p) if p.kind == ProblemKind::TooLarge));
+    }
+
+    #[test]
+    fn the_learner_id_is_written_read_back_and_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(read_learner_id(dir.path()), Ok(None));
+        assert_eq!(write_learner_id(dir.path(), "  alice-2 ").unwrap(), "alice-2");
+        assert_eq!(learner_id(dir.path()).as_deref(), Some("alice-2"));
+        let text = std::fs::read_to_string(dir.path().join(LEARNER_FILE)).unwrap();
+        assert!(text.contains("id = \"alice-2\""), "{text}");
+        for bad in ["", "   ", "../bob", "a b", ".hidden", &"x".repeat(65)] {
+            assert!(check_learner_id(bad).is_err(), "{bad:?} should be refused");
+        }
+        std::fs::write(dir.path().join(LEARNER_FILE), "name = \"alice\"\n").unwrap();
+        let err = read_learner_id(dir.path()).unwrap_err();
+        assert!(err.contains("learner.toml") && err.contains("course id"), "{err}");
+        assert_eq!(learner_id(dir.path()), None);
+    }
+
+    #[test]
+    fn a_submission_carries_its_learner_id_and_the_name_check_ignores_the_extension() {
+        let s = Submission::from_texts("alice.zip", [(LEARNER_FILE.to_string(), "id = \"Alice\"\n".to_string())]);
+        assert_eq!(s.learner_id().as_deref(), Some("Alice"));
+        assert!(id_matches_name("Alice", "alice.zip"));
+        assert!(id_matches_name("alice", "ALICE.tar.gz"));
+        assert!(id_matches_name("bob", "bob"));
+        assert!(!id_matches_name("bob", "alice.zip"));
+        let broken = Submission::from_texts("carol", [(LEARNER_FILE.to_string(), "id = 3\n".to_string())]);
+        assert!(broken.learner().unwrap_err().contains("carol/learner.toml"));
     }
 
     #[test]
