@@ -1,11 +1,12 @@
-//! Running cargo for an exercise, always in release: the tests and `course run` share one
-//! profile, so dependencies are compiled once.
+//! Running cargo for an exercise, in the dev profile: the profile of the learner's own
+//! `cargo run -p exercise-N` (optimised where it is timed: the root Cargo.toml), so `course run`,
+//! `course check` and `course watch` reuse that build and compile nothing more.
 //!
 //! Cargo features (`--features cuda` or `COURSE_FEATURES=cuda`) pass through to the exercise's
-//! package. A build with `cuda` compiles candle's CUDA kernels: it goes to `target/cuda` (the
-//! folder scripts/build-cuda.sh fills), so switching between CPU and GPU builds does not
-//! recompile candle each time, and it uses the PyPI CUDA toolchain that script installs
-//! (target/cuda-venv) when no nvcc is on PATH.
+//! package. A build with `cuda` compiles candle's CUDA kernels: it goes to `target/cuda` in
+//! release, the folder and profile scripts/build-cuda.sh fills, so switching between CPU and GPU
+//! builds does not recompile candle each time, and it uses the PyPI CUDA toolchain that script
+//! installs (target/cuda-venv) when no nvcc is on PATH.
 
 use anyhow::{bail, Context, Result};
 use std::ffi::OsString;
@@ -64,13 +65,29 @@ impl Build {
         self.features.iter().any(|f| f == CUDA)
     }
 
-    /// What a learner reads before the build, e.g. " --features cuda".
-    pub fn describe(&self) -> String {
-        if self.features.is_empty() {
-            String::new()
-        } else {
-            format!(" --features {}", self.features.join(","))
+    /// The cargo command line `course` runs, as the learner reads it before the build, e.g.
+    /// `cargo build -p exercise-3` or `cargo run --release -p exercise-3 --features cuda`.
+    pub fn shown(&self, subcommand: &str, package: &str) -> String {
+        let mut line = format!("cargo {subcommand}");
+        for arg in self.flags(package) {
+            line.push(' ');
+            line.push_str(&arg);
         }
+        line
+    }
+
+    /// The arguments after the subcommand: the profile (none for dev), the package, the features.
+    fn flags(&self, package: &str) -> Vec<String> {
+        let mut flags = Vec::new();
+        if self.uses_cuda() {
+            // scripts/build-cuda.sh builds target/cuda in release: the same profile reuses it.
+            flags.push("--release".to_string());
+        }
+        flags.extend(["-p".to_string(), package.to_string()]);
+        if !self.features.is_empty() {
+            flags.extend(["--features".to_string(), self.features.join(",")]);
+        }
+        flags
     }
 }
 
@@ -96,14 +113,11 @@ fn cargo() -> Command {
     Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
 }
 
-/// `cargo SUBCOMMAND --release -p PACKAGE [--features F] [-- args]`, in the course root, with
-/// the CUDA build's target folder and toolchain when `build` uses `cuda`.
+/// `cargo SUBCOMMAND -p PACKAGE [--features F] [-- args]` ([`Build::shown`]), in the course
+/// root, with the CUDA build's profile, target folder and toolchain when `build` uses `cuda`.
 pub fn command(root: &Path, subcommand: &str, package: &str, build: &Build, args: &[String]) -> Result<Command> {
     let mut command = cargo();
-    command.current_dir(root).arg(subcommand).arg("--release").arg("-p").arg(package);
-    if !build.features.is_empty() {
-        command.arg("--features").arg(build.features.join(","));
-    }
+    command.current_dir(root).arg(subcommand).args(build.flags(package));
     if build.uses_cuda() {
         for (key, value) in cuda_environment(root, &Host::current())? {
             command.env(key, value);
@@ -247,15 +261,25 @@ mod tests {
     #[test]
     fn a_cpu_build_is_plain_cargo() {
         let c = command(Path::new("/course"), "run", "exercise-3", &Build::default(), &["--device".into(), "cpu".into()]).unwrap();
-        assert_eq!(args(&c), ["run", "--release", "-p", "exercise-3", "--", "--device", "cpu"]);
+        assert_eq!(args(&c), ["run", "-p", "exercise-3", "--", "--device", "cpu"]);
         assert_eq!(c.get_envs().count(), 0);
+        assert_eq!(Build::default().shown("build", "exercise-3"), "cargo build -p exercise-3", "the learner's own command");
+    }
+
+    #[test]
+    fn a_cuda_build_is_in_release_like_scripts_build_cuda() {
+        // (command() itself needs nvcc for a cuda build; its flags are these.)
+        let build = Build::parse("cuda");
+        assert_eq!(build.flags("exercise-5"), ["--release", "-p", "exercise-5", "--features", "cuda"]);
+        assert_eq!(build.shown("test", "exercise-5"), "cargo test --release -p exercise-5 --features cuda");
+        assert_eq!(Build::parse("extra").shown("build", "exercise-5"), "cargo build -p exercise-5 --features extra");
     }
 
     #[test]
     fn features_go_before_the_program_arguments() {
         let build = Build::parse("extra");
         let c = command(Path::new("/course"), "run", "exercise-3", &build, &["--x".into()]).unwrap();
-        assert_eq!(args(&c), ["run", "--release", "-p", "exercise-3", "--features", "extra", "--", "--x"]);
+        assert_eq!(args(&c), ["run", "-p", "exercise-3", "--features", "extra", "--", "--x"]);
     }
 
     #[test]

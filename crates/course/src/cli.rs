@@ -51,7 +51,7 @@ pub enum Format {
 pub enum Command {
     /// Show every exercise with its status, score, hints used and chapter.
     List,
-    /// Build and run exercise N in release (`cargo run --release -p exercise-N`); extra arguments go to it.
+    /// Build and run exercise N as `cargo run -p exercise-N` does (the same build); extra arguments go to it.
     /// On an NVIDIA GPU: `course run 3 --features cuda -- --device cuda`.
     Run {
         /// Exercise number.

@@ -128,6 +128,26 @@ fn check_list_hint_solution_and_progress() {
 }
 
 #[test]
+fn an_exercise_without_tests_is_graded_without_a_build() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = course_copy(dir.path());
+    // Exercise 1 has no tests (info.toml): its check grades answers.toml and never runs cargo,
+    // so neither source that does not compile nor a cargo that cannot start stops it.
+    write(&root.join("exercises/exercise-1/src/main.rs"), "fn main() { this does not compile }\n");
+    write(&root.join("exercises/exercise-1/answers.toml"), PERFECT_EX1);
+    let without_cargo = |n: &str| {
+        Command::new(BIN).args(["check", n]).current_dir(&root).env("CARGO", "/nonexistent/cargo").env("NO_COLOR", "1").output().unwrap()
+    };
+    let o = without_cargo("1");
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(text(&o).contains("[1/3] build: none needed") && text(&o).contains("PASSED"), "{}", text(&o));
+    // Exercise 2 has tests: it is built and tested, so here cargo is needed and its absence said.
+    let o = without_cargo("2");
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("[1/3] build: cargo build -p exercise-2") && text(&o).contains("cannot start `cargo build`"), "{}", text(&o));
+}
+
+#[test]
 fn run_passes_arguments_and_reset_restores_the_template() {
     let dir = tempfile::tempdir().unwrap();
     let root = course_copy(dir.path());

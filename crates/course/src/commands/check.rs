@@ -1,5 +1,9 @@
-//! `course check N`: a pipeline a learner can predict. Build → the exercise's own tests (if it
+//! `course check N`: a pipeline a learner can predict. Build and the exercise's own tests (if it
 //! has any) → grade answers.toml and results/*.json → report. Exit 0 only when it passes.
+//!
+//! An exercise without tests (`test = false` in exercises/info.toml) is graded without a build:
+//! what is graded is its answers and the results `course run N` wrote, and building would only
+//! make the learner wait (or, in another profile, compile everything again).
 
 use super::Course;
 use crate::cargo::Build;
@@ -12,6 +16,8 @@ use std::process::ExitCode;
 /// Run the pipeline; `Ok(None)` when the build or the tests failed (already reported).
 pub fn pipeline(course: &Course, n: u32, build: &Build) -> Result<Option<ExerciseReport>> {
     let exercise = course.exercise(n)?;
+    // The id first: the variant graded below is drawn from it, and asking comes before a build.
+    crate::learner::ensure(course)?;
     // Load the question bank and the key first: a broken course should say so before a build.
     let grader = Grader::load(&course.root, None)?;
     if !course.path(&exercise.dir).join("Cargo.toml").is_file() {
@@ -22,20 +28,21 @@ pub fn pipeline(course: &Course, n: u32, build: &Build) -> Result<Option<Exercis
         );
     }
     let build = build.for_package(&exercise.package, &course.path(&exercise.dir).join("Cargo.toml"));
-    eprintln!("==> [1/3] build: cargo build --release -p {}{}", exercise.package, build.describe());
-    if !crate::cargo::run(&course.root, "build", &exercise.package, &build, &[])?.success() {
-        eprintln!("==> exercise-{n} does not build: fix the first compiler error above, then check again.");
-        record_attempt(course, n, None)?;
-        return Ok(None);
-    }
     if exercise.test {
-        eprintln!("==> [2/3] test: cargo test --release -p {}{}", exercise.package, build.describe());
+        eprintln!("==> [1/3] build: {}", build.shown("build", &exercise.package));
+        if !crate::cargo::run(&course.root, "build", &exercise.package, &build, &[])?.success() {
+            eprintln!("==> exercise-{n} does not build: fix the first compiler error above, then check again.");
+            record_attempt(course, n, None)?;
+            return Ok(None);
+        }
+        eprintln!("==> [2/3] test: {}", build.shown("test", &exercise.package));
         if !crate::cargo::run(&course.root, "test", &exercise.package, &build, &[])?.success() {
             eprintln!("==> exercise-{n}'s tests fail: the first failing test above says what to fix.");
             record_attempt(course, n, None)?;
             return Ok(None);
         }
     } else {
+        eprintln!("==> [1/3] build: none needed, exercise-{n} has no tests (its results come from `course run {n}`)");
         eprintln!("==> [2/3] test: exercise-{n} has no tests");
     }
     eprintln!("==> [3/3] grade: {}/answers.toml and results", exercise.dir);

@@ -1,4 +1,5 @@
-//! `course run N`: build and run the exercise in release, passing arguments through.
+//! `course run N`: build and run the exercise as `cargo run -p exercise-N` does (the same
+//! profile, so the same build), passing arguments through.
 //!
 //! An exercise whose answers have a `[prediction]` table (exercise 3) first asks, in the
 //! terminal, what the learner expects the profile to show, and records it with the time and
@@ -18,12 +19,14 @@ use std::process::ExitCode;
 
 pub fn run(course: &Course, n: u32, build: &Build, args: &[String]) -> Result<ExitCode> {
     let exercise = course.exercise(n)?;
+    // The exercise prints the learner's own variant, drawn from this id.
+    crate::learner::ensure(course)?;
     let predicts = predicts(exercise);
     if predicts {
         ask_prediction(course, exercise)?;
     }
     let build = build.for_package(&exercise.package, &course.path(&exercise.dir).join("Cargo.toml"));
-    eprintln!("==> cargo run --release -p {}{}", exercise.package, build.describe());
+    eprintln!("==> {}", build.shown("run", &exercise.package));
     let status = crate::cargo::run(&course.root, "run", &exercise.package, &build, args)?;
     if status.success() {
         if predicts {
