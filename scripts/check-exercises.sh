@@ -19,7 +19,8 @@
 # that runs the same cargo command here, on the real package (exercise-N, or solution-N when the
 # copy holds the solution). The grading itself is `course`'s own, on the copy's files.
 #
-# Uses only release builds (target/release/course, exercise-N, solution-N, gpt2).
+# Uses only the dev profile's builds, the one build test.sh makes (target/debug/course,
+# exercise-N, solution-N, gpt2).
 set -uo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -61,28 +62,28 @@ elif [[ -n "${1:-}" ]]; then
   exit 2
 fi
 wants() { [[ " ${numbers[*]} " == *" $1 "* ]]; }
-bin="$repo_root/target/release"
+bin="$repo_root/target/debug"
 
 # --- build -----------------------------------------------------------------------------------
 # The whole workspace, as test.sh builds it: naming packages one by one would resolve
 # dependency features differently and compile them again.
-if cargo build --release --workspace --all-targets >"$tmp/build.log" 2>&1; then
-  pass "build: the workspace, course, gpt2, exercise-1..7 and solution-1..7 included (release)"
+if cargo build --workspace --all-targets >"$tmp/build.log" 2>&1; then
+  pass "build: the workspace, course, gpt2, exercise-1..7 and solution-1..7 included (dev profile)"
 else
   show_log "$tmp/build.log"
-  abort "build: cargo build --release --workspace --all-targets"
+  abort "build: cargo build --workspace --all-targets"
 fi
 
 # --- the cargo wrapper `course` calls --------------------------------------------------------
-# `course check N` runs `cargo build|test --release -p exercise-N` in the course root; this runs
-# it here instead, with exercise-N renamed to $CHECK_PACKAGE_PREFIX-N. `course run N` runs
-# `cargo run --release -p exercise-N -- ARGS`: this runs the built binary on the copy's folder
-# ($CHECK_EXERCISE_DIR).
+# `course check N` runs `cargo build|test -p exercise-N` in the course root (for an exercise with
+# tests); this runs it here instead, with exercise-N renamed to $CHECK_PACKAGE_PREFIX-N.
+# `course run N` runs `cargo run -p exercise-N -- ARGS`: this runs the built binary on the
+# copy's folder ($CHECK_EXERCISE_DIR).
 #
-# Cargo resolves dependency features from the packages a command names, so `-p exercise-N`
-# alone would compile candle and friends again with a different feature set (many minutes
-# each, on two cores). The wrapper therefore builds and tests as the whole workspace, which
-# test.sh has already compiled, and runs only the package's own tests (nextest's filter).
+# The wrapper builds and tests as the whole workspace, which test.sh has already compiled, and
+# runs only the package's own tests (nextest's filter): `-p exercise-N` would compile the same
+# dependencies (crates/workspace-hack aligns their features) but gpt2 and the exercise again,
+# gpt2 without its `serve` feature.
 cat >"$tmp/cargo-in-checkout" <<EOF
 #!/usr/bin/env bash
 sub="\$1"; shift
@@ -90,7 +91,7 @@ package=""
 while [ \$# -gt 0 ]; do
   case "\$1" in
     -p) package="\$2"; shift ;;
-    --release) ;;
+    --release) ;; # only a cuda build passes it; this wrapper builds for the CPU
     --) shift; break ;;
     *) echo "cargo-in-checkout: unexpected argument \$1" >&2; exit 2 ;;
   esac
@@ -101,9 +102,9 @@ case "\$package" in
 esac
 cd "$repo_root" || exit 2
 case "\$sub" in
-  build) exec cargo build --release --workspace --all-targets ;;
-  test) exec cargo nextest run --release --workspace --no-fail-fast -E "package(\$package)" ;;
-  run) exec "$repo_root/target/release/\$package" --exercise-dir "\$CHECK_EXERCISE_DIR" "\$@" ;;
+  build) exec cargo build --workspace --all-targets ;;
+  test) exec cargo nextest run --workspace --no-fail-fast -E "package(\$package)" ;;
+  run) exec "$bin/\$package" --exercise-dir "\$CHECK_EXERCISE_DIR" "\$@" ;;
   *) echo "cargo-in-checkout: unexpected subcommand \$sub" >&2; exit 2 ;;
 esac
 EOF

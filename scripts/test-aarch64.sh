@@ -51,4 +51,7 @@ export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="qemu-aarch64 -L $sysroot"
 export CC_aarch64_unknown_linux_gnu=aarch64-linux-gnu-gcc
 export AR_aarch64_unknown_linux_gnu=aarch64-linux-gnu-ar
 
+# Release, unlike the rest of the test command (the dev profile): this is a separate build in
+# any case (its own folder, target/aarch64-unknown-linux-gnu), so it is still one build there,
+# and the one whose time under qemu the CI budget was measured with.
 cargo nextest run --release --target "$target" -p gpt2 -p profiler -p bench -p grader --no-fail-fast -E "$filter"
