@@ -417,6 +417,60 @@ fn requests_joining_a_running_batch_get_exactly_their_solo_tokens() {
 }
 
 #[test]
+fn prompts_longer_than_a_chunk_are_prefilled_between_decode_steps_and_get_their_solo_tokens() {
+    let dir = tiny_checkpoint();
+    let (model, tokenizer) = load(dir.path());
+    let model = Arc::new(model);
+    let served = model.clone();
+    let (trace_tx, traces) = std_mpsc::channel();
+    let (go, go_rx) = std_mpsc::channel();
+    let options = EngineOptions { prefill_chunk: 8, ..EngineOptions::new(4, 16) };
+    let engine = Engine::start(Box::new(move || Ok((served, tokenizer))), options, Some(gate(trace_tx, go_rx))).unwrap();
+
+    let prompt = |n: usize, from: u32| -> Vec<u32> { (0..n as u32).map(|i| (from + 41 * i) % 500).collect() };
+    let a = request(&prompt(4, 1), 24, None);
+    // d: 30 tokens, four chunks of at most 8 (8, 8, 7, 7). e and f: 5 + 3 tokens fit one
+    // group, but padded to 2 rows × 5 columns they exceed 8, so they go in two passes (3 + 2
+    // columns), e's padding ending inside the first.
+    let d = request(&prompt(30, 2), 6, None);
+    let e = request(&prompt(3, 3), 5, Some(11));
+    let f = request(&prompt(5, 4), 7, None);
+
+    let (ia, mut ra) = submit(&engine, &a);
+    let next = || traces.recv_timeout(Duration::from_secs(60)).expect("a decode step");
+    let t0 = next();
+    assert_eq!((t0.rows.clone(), t0.joined.clone()), (vec![ia], vec![ia]));
+    assert_eq!(t0.prefill_tokens, 4, "with nothing decoding, a's prompt goes whole");
+    let (id, mut rd) = submit(&engine, &d);
+    let (ie, mut re) = submit(&engine, &e);
+    let (iff, mut rf) = submit(&engine, &f);
+    let mut seen = Vec::new();
+    for _ in 0..6 {
+        go.send(()).unwrap();
+        let t = next();
+        seen.push((t.rows.clone(), t.joined.clone(), t.prefilling.clone(), t.prefill_tokens));
+    }
+    drop(go);
+    let expected = vec![
+        (vec![ia], vec![], vec![id], 8),
+        (vec![ia], vec![], vec![id], 8),
+        (vec![ia], vec![], vec![id], 7),
+        (vec![ia, id], vec![id], vec![], 7),
+        (vec![ia, id], vec![], vec![ie, iff], 6),
+        (vec![ia, id, ie, iff], vec![ie, iff], vec![], 4),
+    ];
+    assert_eq!(seen, expected, "a decodes at every step while d, then e and f, are prefilled a chunk at a time");
+
+    for (req, rx) in [(&a, &mut ra), (&d, &mut rd), (&e, &mut re), (&f, &mut rf)] {
+        let (tokens, finish) = wait_done(rx);
+        let alone = gpt2::generate(&model, std::slice::from_ref(req), &mut |_| gpt2::Flow::Continue).unwrap();
+        assert_eq!(tokens, alone[0].tokens, "prompt of {} tokens", req.prompt.len());
+        assert_eq!(finish, FinishReason::Length);
+    }
+    engine.join();
+}
+
+#[test]
 fn a_cancelled_request_frees_its_slot_at_the_next_step() {
     let dir = tiny_checkpoint();
     let (trace_tx, traces) = std_mpsc::channel();

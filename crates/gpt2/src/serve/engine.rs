@@ -4,27 +4,36 @@
 //! Requests wait in a bounded queue (`--queue-size`; beyond it the answer is 503). The model
 //! thread loops over steps. At each step:
 //!
-//! 1. **Join.** While fewer than `--max-batch-size` sequences are decoding, it takes waiting
-//!    requests, in arrival order, while their prompts fit in `--prefill-tokens` (always at
-//!    least one request, however long its prompt), and prefills them together in one forward
-//!    pass into a cache of their own; each gets its first token there. Requests that arrived
-//!    during that pass are prefilled next, in another pass, while the budget lasts. That is
-//!    the bound on prefill work per step: at most `--prefill-tokens` prompt tokens in all,
-//!    unless a single prompt is longer. Prompts are not chunked: a long prompt stalls the
-//!    decoding sequences for its whole prefill, once.
-//! 2. **Leave.** Requests whose client has gone away are stopped now, before the step.
-//! 3. **Decode.** One forward pass produces the next token of every sequence, the ones that
-//!    just joined included (their cache rows are merged into the batch's first,
-//!    [`crate::generate::Batch`]). A sequence that finishes leaves at once and its slot is free
-//!    for the next step's joiners.
+//! 1. **Admit.** When no group is being prefilled and fewer than `--max-batch-size` requests
+//!    are in the batch (decoding or prefilling), it takes waiting requests, in arrival order,
+//!    while their prompts together fit in `--prefill-chunk` tokens (always at least one
+//!    request, however long its prompt), as one group with a cache of its own.
+//! 2. **Prefill one chunk.** One forward pass over the next columns of that group's prompts:
+//!    at most `--prefill-chunk` tokens (rows × columns) while other sequences are decoding, so
+//!    they wait for at most one bounded chunk per step; a long prompt is split over several
+//!    steps (chunked prefill), with a decode step between its chunks. With nothing decoding,
+//!    nobody waits on it, and the rest of the prompts go in one pass. The pass that reaches a
+//!    prompt's end gives the request its first token.
+//! 3. **Leave.** Requests whose client has gone away are stopped now, before the step.
+//! 4. **Decode.** One forward pass produces the next token of every sequence that has its
+//!    first token, the ones that just joined included (their cache rows are merged into the
+//!    batch's first, [`crate::generate::Batch`]). A sequence that finishes leaves at once and
+//!    its slot is free for the next group.
+//!
+//! So the decoding sequences' inter-token latency is one decode pass plus at most one chunk
+//! pass: `--prefill-chunk` trades that bound against a long prompt's time to first token
+//! (each chunk after the first waits a decode step). vLLM's `--max-num-batched-tokens` with
+//! chunked prefill bounds the same thing; there the chunk shares the decode's forward pass,
+//! here it runs just before it (GPT-2's batch shape is one length for every row).
 //!
 //! When nothing is decoding, the thread sleeps until a request arrives, then waits up to
 //! `--batch-wait-ms` for others to share its prefill (a full batch never waits).
 //!
 //! Each generated token is decoded to text on the model thread and sent to the request's
 //! channel. Each request is timed: queue (arrival to the step that takes it), prefill (that
-//! step's start to its first token) and decode (first token to last), returned with its last
-//! event. [`StepTrace`]s, one per decode step, let tests see which sequences decoded together.
+//! step's start to its first token, every chunk and the decode steps between them included)
+//! and decode (first token to last), returned with its last event. [`StepTrace`]s, one per
+//! decode step, let tests see which sequences decoded together and which were prefilling.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -54,9 +63,12 @@ pub struct StepTrace {
     pub step: u64,
     /// Ids ([`Engine::submit`]) of the requests decoding together in this step, in row order.
     pub rows: Vec<u64>,
-    /// The requests prefilled just before this step (they decode in it too, unless they
-    /// finished at their first token).
+    /// The requests whose prefill finished just before this step (they decode in it too).
     pub joined: Vec<u64>,
+    /// The requests whose prompts are partly prefilled: they wait for more chunks.
+    pub prefilling: Vec<u64>,
+    /// Prompt tokens (rows × columns, padding included) prefilled just before this step.
+    pub prefill_tokens: usize,
 }
 
 /// Where one request's time went, measured on the model thread.
@@ -64,7 +76,8 @@ pub struct StepTrace {
 pub struct Timings {
     /// From arrival (queued) to the start of the step that took it.
     pub queue: Duration,
-    /// From that step's start to its first token (the group's prefill pass).
+    /// From that step's start to its first token (the group's prefill chunks and the decode
+    /// steps between them).
     pub prefill: Duration,
     /// From its first token to its last.
     pub decode: Duration,
@@ -113,19 +126,21 @@ pub struct EngineOptions {
     /// When nothing is decoding and a request arrives, wait up to this long for more to share
     /// its prefill.
     pub batch_wait: Duration,
-    /// Prompt tokens prefilled per step, at most (a longer single prompt still goes whole).
-    pub prefill_tokens: usize,
+    /// Prompt tokens (rows × columns) prefilled per step while others decode, at most: longer
+    /// prompts are prefilled in chunks over several steps.
+    pub prefill_chunk: usize,
 }
 
 impl EngineOptions {
     /// `max_batch_size` and `queue_size` as given, no waiting, the default prefill budget.
     pub fn new(max_batch_size: usize, queue_size: usize) -> EngineOptions {
-        EngineOptions { max_batch_size, queue_size, batch_wait: Duration::ZERO, prefill_tokens: DEFAULT_PREFILL_TOKENS }
+        EngineOptions { max_batch_size, queue_size, batch_wait: Duration::ZERO, prefill_chunk: DEFAULT_PREFILL_CHUNK }
     }
 }
 
-/// Default of `--prefill-tokens`: enough for a full batch of short prompts in one pass.
-pub const DEFAULT_PREFILL_TOKENS: usize = 1024;
+/// Default of `--prefill-chunk`. See the module docs for the trade-off; the value is the one
+/// measured best on the development machine (the benchmarking chapter has the figures).
+pub const DEFAULT_PREFILL_CHUNK: usize = 128;
 
 /// The handle the HTTP side holds. Dropping every handle lets the model thread finish the
 /// accepted work and exit; [`Engine::join`] waits for that.
@@ -221,7 +236,7 @@ struct Scheduler<'m> {
     on_step: Option<StepHook>,
     batch: Batch,
     live: HashMap<u64, Live<'m>>,
-    /// A request taken from the queue that did not fit this step's prefill budget.
+    /// A request taken from the queue that did not fit the group being formed.
     held: Option<Job>,
     step: u64,
 }
@@ -233,37 +248,31 @@ impl<'m> Scheduler<'m> {
 
     fn run(mut self, mut rx: mpsc::Receiver<Job>) {
         loop {
-            let idle = self.batch.is_empty();
-            if idle && self.held.is_none() {
+            if self.batch.is_empty() && self.held.is_none() {
                 match rx.blocking_recv() {
                     Some(job) => self.held = Some(job),
                     None => return, // closed and empty: every accepted request is done
                 }
             }
-            // Requests that arrived during a prefill pass join this step too, in a pass of
-            // their own, while the step's prefill budget lasts: waiting for the next step
-            // would add a whole decode step to their time to first token.
-            let mut budget = self.options.prefill_tokens;
-            let mut joined = self.admit(&mut rx, idle, &mut budget, true);
-            while budget > 0 && !joined.is_empty() {
-                let more = self.admit(&mut rx, false, &mut budget, false);
-                if more.is_empty() {
-                    break;
-                }
-                joined.extend(more);
+            if !self.batch.is_prefilling() {
+                self.admit(&mut rx);
             }
+            let (joined, prefill_tokens) = self.prefill();
             self.drop_cancelled();
-            if !self.batch.is_empty() {
-                self.decode(joined);
+            if self.batch.is_decoding() {
+                self.decode(joined, prefill_tokens);
             }
         }
     }
 
-    /// Takes waiting requests whose prompts fit in `budget` (the first pass of a step takes at
-    /// least one, however long) and prefills them together in one pass.
-    fn admit(&mut self, rx: &mut mpsc::Receiver<Job>, idle: bool, budget: &mut usize, first_pass: bool) -> Vec<u64> {
+    /// Takes waiting requests whose prompts together fit in `--prefill-chunk` (at least one,
+    /// however long) as one group to prefill. With nothing in the batch, waits up to
+    /// `--batch-wait-ms` for more to share the group.
+    fn admit(&mut self, rx: &mut mpsc::Receiver<Job>) {
         let free = self.options.max_batch_size.max(1).saturating_sub(self.batch.len());
+        let idle = self.batch.is_empty();
         let deadline = Instant::now() + if idle { self.options.batch_wait } else { Duration::ZERO };
+        let mut budget = self.options.prefill_chunk;
         let mut group: Vec<Job> = Vec::new();
         while group.len() < free {
             let job = match self.held.take() {
@@ -282,17 +291,16 @@ impl<'m> Scheduler<'m> {
                 continue;
             }
             let tokens = job.request.prompt.len();
-            if (!group.is_empty() || !first_pass) && tokens > *budget {
+            if !group.is_empty() && tokens > budget {
                 self.held = Some(job);
                 break;
             }
-            *budget = budget.saturating_sub(tokens);
+            budget = budget.saturating_sub(tokens);
             group.push(job);
         }
         if group.is_empty() {
-            return Vec::new();
+            return;
         }
-
         let scheduled = Instant::now();
         let ids: Vec<u64> = group.iter().map(|job| job.id).collect();
         let requests: Vec<(usize, Request)> = group.iter().map(|job| (job.id as usize, job.request.clone())).collect();
@@ -300,13 +308,32 @@ impl<'m> Scheduler<'m> {
             let live = Live { job, stream: self.tokenizer.stream(), sent: String::new(), scheduled, first_token: None };
             self.live.insert(live.job.id, live);
         }
-        let live = &mut self.live;
-        let result = self.batch.join(self.model, requests, &mut |event| on_token(live, event));
-        match result {
+        match self.batch.admit(self.model, requests) {
             Ok(done) => self.finish(done),
             Err(e) => self.fail(&ids, &e.into()),
         }
-        ids
+    }
+
+    /// One prefill pass of the oldest group still prefilling: a bounded chunk while others
+    /// decode, the rest of its prompts when nothing does. Returns the ids that got their first
+    /// token and still decode, and the tokens prefilled.
+    fn prefill(&mut self) -> (Vec<u64>, usize) {
+        if !self.batch.is_prefilling() {
+            return (Vec::new(), 0);
+        }
+        let bound = self.batch.is_decoding().then_some(self.options.prefill_chunk.max(1));
+        let ids: Vec<u64> = self.batch.next_prefill_ids().into_iter().map(|id| id as u64).collect();
+        let live = &mut self.live;
+        match self.batch.prefill(self.model, bound, &mut |event| on_token(live, event)) {
+            Ok(pass) => {
+                self.finish(pass.done);
+                (pass.joined.into_iter().map(|id| id as u64).collect(), pass.tokens)
+            }
+            Err(e) => {
+                self.fail(&ids, &e.into());
+                (Vec::new(), 0)
+            }
+        }
     }
 
     /// Stops the requests whose client has gone away, so their slots are free now.
@@ -319,10 +346,11 @@ impl<'m> Scheduler<'m> {
         }
     }
 
-    fn decode(&mut self, joined: Vec<u64>) {
+    fn decode(&mut self, joined: Vec<u64>, prefill_tokens: usize) {
         if let Some(hook) = self.on_step.as_mut() {
-            let rows = self.batch.ids().into_iter().map(|id| id as u64).collect();
-            hook(&StepTrace { step: self.step, rows, joined });
+            let rows = self.batch.decoding_ids().into_iter().map(|id| id as u64).collect();
+            let prefilling = self.batch.prefilling_ids().into_iter().map(|id| id as u64).collect();
+            hook(&StepTrace { step: self.step, rows, joined, prefilling, prefill_tokens });
         }
         self.step += 1;
         let live = &mut self.live;

@@ -16,7 +16,9 @@
 //! - `GET /v1/models`, `GET /health`.
 //! - One thread owns the model ([`engine`]) and batches continuously: waiting requests join
 //!   the running batch at the next step, up to `--max-batch-size` sequences decoding together,
-//!   and finished ones leave at once. At most `--queue-size` requests wait; beyond that the
+//!   and finished ones leave at once; long prompts are prefilled in chunks of at most
+//!   `--prefill-chunk` tokens per step, so they hold up the decoding requests for one chunk at
+//!   a time. At most `--queue-size` requests wait; beyond that the
 //!   answer is 503 with `Retry-After`.
 //! - Every response ends with `server_timings` (queue, prefill and decode milliseconds, see
 //!   [`engine::Timings`]), an extra field OpenAI clients ignore; `course bench` reads it.
@@ -66,12 +68,13 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 5)]
     pub batch_wait_ms: u64,
 
-    /// Prompt tokens prefilled per step, at most: the requests joining at one step are
-    /// prefilled, in one pass or a few (those that arrive during a pass go in the next), up to
-    /// this many tokens in all (one longer prompt still goes whole), which bounds how long the
-    /// decoding sequences wait for them.
-    #[arg(long, default_value_t = engine::DEFAULT_PREFILL_TOKENS as u32, value_parser = clap::value_parser!(u32).range(1..))]
-    pub prefill_tokens: u32,
+    /// Prompt tokens prefilled per step while other requests decode, at most (rows × columns,
+    /// padding included): a longer prompt is prefilled in chunks, one per step, with a decode
+    /// step between them. Smaller bounds the decoding requests' inter-token latency tighter;
+    /// larger gives a long prompt its first token sooner. With nothing decoding, a prompt goes
+    /// in one pass.
+    #[arg(long, default_value_t = engine::DEFAULT_PREFILL_CHUNK as u32, value_parser = clap::value_parser!(u32).range(1..))]
+    pub prefill_chunk: u32,
 
     /// Name clients must send as `model` [default: the --model value].
     #[arg(long)]
@@ -125,7 +128,7 @@ pub fn run(args: ServeArgs) -> Result<()> {
         max_batch_size: usize::from(args.max_batch_size),
         queue_size: args.queue_size as usize,
         batch_wait: Duration::from_millis(args.batch_wait_ms),
-        prefill_tokens: args.prefill_tokens as usize,
+        prefill_chunk: args.prefill_chunk as usize,
     };
     let synthetic = Arc::new(std::sync::OnceLock::new());
     let model_args = args.model.clone();
