@@ -32,7 +32,7 @@ def profile_report(device, wall_us, cuda_rows=None, warnings=()):
         {"name": "gelu", "calls": 2, "self_cpu_us": 0.3 * wall_us, "self_cuda_us": cuda_rows and cuda_rows[1]},
     ]
     return {
-        "schema": "profiler-report/2",
+        "schema": "profiler-report/3",
         "device": device,
         "active_steps": 2,
         "environment": {"timing": "cuda-events" if device == "cuda" else "host"},

@@ -1,4 +1,4 @@
-//! `bench.json` (schema `bench-report/1`) and the results table printed after a run.
+//! `bench.json` (schema `bench-report/2`) and the results table printed after a run.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -10,7 +10,7 @@ use crate::environment::Environment;
 use crate::metrics::{RequestRecord, RunMetrics, TtftBreakdown};
 use crate::stats::{Comparison, Summary};
 
-pub const SCHEMA: &str = "bench-report/1";
+pub const SCHEMA: &str = "bench-report/2";
 
 /// The whole file: where it was measured, one or more runs, and optionally an A/B comparison.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

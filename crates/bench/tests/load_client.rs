@@ -220,8 +220,8 @@ fn cli_writes_bench_json_and_svg_then_compares() {
 
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out_a.join("bench.json")).unwrap()).unwrap();
-    assert_eq!(json["schema"], "bench-report/1");
-    for key in ["cpu_model", "threads", "device", "cargo_features", "dtype", "git_revision"] {
+    assert_eq!(json["schema"], "bench-report/2");
+    for key in ["cpu_model", "threads", "device", "cargo_features", "dtype", "timing", "git_revision", "optimized_build", "crate_version"] {
         assert!(json["environment"].get(key).is_some(), "environment.{key}");
     }
     let run = &json["runs"][0];
@@ -262,7 +262,7 @@ fn cli_refuses_a_missing_traffic_shape_and_bad_files() {
     assert!(err.contains("--rate") && err.contains("--concurrency"), "{err}");
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("bad.json");
-    std::fs::write(&bad, "{\"schema\": \"bench-report/1\",\n \"runs\": 3}").unwrap();
+    std::fs::write(&bad, "{\"schema\": \"bench-report/2\",\n \"runs\": 3}").unwrap();
     let err = cli::run(args(&["--compare", bad.to_str().unwrap(), bad.to_str().unwrap()])).unwrap_err().to_string();
     assert!(err.contains("bad.json:") && err.contains("not a bench report"), "{err}");
     let err = cli::run(args(&["--compare", "missing.json", "missing.json"])).unwrap_err();

@@ -50,7 +50,7 @@ impl Key {
     /// The key of a run on `device` with `dtype` in this process (its thread count and
     /// kernel path).
     pub fn current(device: &Device, dtype: DType) -> Result<Key> {
-        let name = if device.is_cuda() { gpu_name(device)? } else { cpu_model() };
+        let name = if device.is_cuda() { gpu_name(device)? } else { profiler::cpu_model() };
         Ok(Key {
             device: name,
             threads: candle_core::utils::get_num_threads(),
@@ -402,13 +402,9 @@ fn gpu_name(_device: &Device) -> Result<String> {
     Err(Error::Device("this build has no CUDA support (built without --features cuda)".into()))
 }
 
-/// The CPU model as the profiler's report names it (one reading of /proc/cpuinfo).
-fn cpu_model() -> String {
-    profiler::Environment::detect(Some(1), profiler::Timing::Host).cpu
-}
-
+/// Named as the report's environment names it, so a report and its ceilings agree.
 fn build() -> &'static str {
-    if cfg!(debug_assertions) {
+    if profiler::unoptimised_build() {
         "debug"
     } else {
         "release"

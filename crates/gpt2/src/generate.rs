@@ -129,6 +129,22 @@ pub fn generate(model: &Model, requests: &[Request], on_token: &mut dyn FnMut(To
     Ok(out.into_iter().map(|c| c.unwrap_or(Completion { tokens: Vec::new(), finish: FinishReason::Length })).collect())
 }
 
+/// Decodes `prompts` as one batch for exactly `max_tokens` tokens each, greedily and with
+/// end-of-text ignored, so that every call does the same work: the generation a benchmark
+/// times (`bench::inprocess::run` takes it as its closure). `on_token(row)` is called for every
+/// token of every row as it is produced.
+pub fn generate_fixed(model: &Model, prompts: &[Vec<u32>], max_tokens: usize, on_token: &mut dyn FnMut(usize)) -> Result<()> {
+    let requests: Vec<Request> = prompts
+        .iter()
+        .map(|prompt| Request { prompt: prompt.clone(), max_tokens, sampling: Sampling::greedy(), stop_at_eos: false })
+        .collect();
+    generate(model, &requests, &mut |event| {
+        on_token(event.row);
+        Flow::Continue
+    })?;
+    Ok(())
+}
+
 /// One sequence being decoded: its request, its sampler and what it has produced.
 struct Sequence {
     id: usize,

@@ -5,12 +5,13 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
+use clap::builder::TypedValueParser as _;
 use clap::{Parser, Subcommand};
 use gpt2::timing;
 use gpt2::cli::ModelArgs;
-use gpt2::profile::{CudaTiming, ForwardProfile};
+use gpt2::profile::ForwardProfile;
 use gpt2::{Flow, Logits, Request, Sampling};
-use profiler::{SortBy, TableOptions, View};
+use profiler::{CudaTiming, SortBy, TableOptions, View};
 use indicatif::{ProgressBar, ProgressStyle};
 
 #[derive(Parser)]
@@ -69,7 +70,7 @@ struct ProfileArgs {
     #[arg(long, default_value_t = 5)]
     active: usize,
     /// On CUDA: time ops with CUDA events (default) or by synchronising around each op.
-    #[arg(long, value_enum, default_value_t = CudaTiming::Events)]
+    #[arg(long, default_value_t = CudaTiming::Events, value_parser = cuda_timing_values())]
     cuda_timing: CudaTiming,
     /// Folder for report.json, trace.json, stacks.folded and flamegraph.svg.
     #[arg(long, default_value = "target/profile")]
@@ -352,4 +353,10 @@ fn profile_cmd(args: ProfileArgs) -> Result<()> {
     // Written first, so the failed run's report (with its warnings) can be read.
     gpt2::profile::check_device_timing(&profile)?;
     Ok(())
+}
+
+/// `--cuda-timing`'s values, the profiler's names for them (its enum has no clap derive: the
+/// profiler does not depend on clap).
+fn cuda_timing_values() -> impl clap::builder::TypedValueParser<Value = CudaTiming> {
+    clap::builder::PossibleValuesParser::new(CudaTiming::ALL.map(CudaTiming::as_str)).try_map(|s| s.parse::<CudaTiming>())
 }

@@ -9,20 +9,10 @@
 
 use std::path::{Path, PathBuf};
 
-use profiler::{Ceilings, DeviceKind, Options, Profile, Profiler, Schedule, TableOptions, Timing};
+use profiler::{Ceilings, CudaTiming, DeviceKind, Options, Profile, Profiler, Schedule, TableOptions, Timing};
 
 use crate::error::{Error, Result};
 use crate::model::{Logits, Model};
-
-/// How CUDA op times are taken (ignored on the CPU).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
-pub enum CudaTiming {
-    /// CUDA events at scope boundaries, read after one synchronise per step.
-    #[default]
-    Events,
-    /// Synchronise around every op: slower, shows what host clocks alone would say.
-    Sync,
-}
 
 /// One profiled forward pass, repeated.
 #[derive(Debug, Clone)]
@@ -89,20 +79,19 @@ pub fn profile_forward_with(model: &Model, p: &ForwardProfile, ceilings: Option<
     while !prof.is_done() {
         prof.step(|| model.forward(&ids, &mut model.new_cache(p.batch, p.seq), Logits::AllPositions).map(drop))?;
     }
-    Ok(prof.finish())
+    let mut profile = prof.finish();
+    // The profiler knows no model; the report's environment names the dtype it ran in.
+    profile.environment.dtype = model.dtype().as_str().to_string();
+    Ok(profile)
 }
 
 #[cfg(feature = "cuda")]
 fn attach_device_timer(prof: Profiler, device: &candle_core::Device, timing: CudaTiming) -> Result<Profiler> {
-    use profiler::cuda_timing::{CudaMode, CudaTimer};
+    use profiler::cuda_timing::CudaTimer;
     if !device.is_cuda() {
         return Ok(prof);
     }
-    let mode = match timing {
-        CudaTiming::Events => CudaMode::Events,
-        CudaTiming::Sync => CudaMode::Sync,
-    };
-    Ok(prof.with_device_timer(CudaTimer::new(device, mode)?))
+    Ok(prof.with_device_timer(CudaTimer::new(device, timing)?))
 }
 
 #[cfg(not(feature = "cuda"))]

@@ -5,6 +5,7 @@ mod common;
 
 use common::{fixture_dir, reference, tiny_model};
 use gpt2::{generate, FinishReason, Flow, Request, Sampling};
+use gpt2::generate::generate_fixed;
 
 fn greedy(prompt: &[u32], max_tokens: usize) -> Request {
     Request { prompt: prompt.to_vec(), max_tokens, sampling: Sampling::greedy(), stop_at_eos: false }
@@ -88,4 +89,17 @@ fn requests_that_cannot_fit_are_refused() {
     assert!(err.contains("empty prompt"), "{err}");
     let bad = Request { prompt: vec![1], max_tokens: 2, sampling: Sampling { temperature: -1.0, ..Sampling::greedy() }, stop_at_eos: false };
     assert!(generate(&model, &[bad], &mut |_| Flow::Continue).unwrap_err().to_string().contains("temperature"));
+}
+
+#[test]
+fn fixed_length_generation_reports_every_token_of_every_row() {
+    let model = tiny_model();
+    let ids = reference().ids;
+    let prompts = [ids.clone(), ids[2..5].to_vec(), ids[7..8].to_vec()];
+    let mut rows = Vec::new();
+    generate_fixed(&model, &prompts, 4, &mut |row| rows.push(row)).unwrap();
+    for row in 0..prompts.len() {
+        assert_eq!(rows.iter().filter(|&&r| r == row).count(), 4, "row {row}");
+    }
+    assert_eq!(rows.len(), 12);
 }

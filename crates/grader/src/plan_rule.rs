@@ -384,7 +384,7 @@ mod tests {
                     "kernel": "candle", "roofline": roofline})
             })
             .collect();
-        let text = serde_json::json!({"schema": "profiler-report/2", "device": "cpu", "sort_by": "self_cpu_time_total",
+        let text = serde_json::json!({"schema": crate::results::profile_report::SCHEMA, "device": "cpu", "sort_by": "self_cpu_time_total",
             "ceilings": {"device": "test", "threads": 2, "kernels": "avx512", "build": "release", "mem_read_gbps": bw, "peak_gflops": peak,
                          "bandwidth_how": "", "peak_how": ""},
             "totals": {"self_cpu_us": sum}, "rows": rows})

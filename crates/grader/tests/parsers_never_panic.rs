@@ -23,7 +23,7 @@ fn toml_like() -> impl Strategy<Value = String> {
 
 fn json_like() -> impl Strategy<Value = String> {
     let atoms = prop::sample::select(vec![
-        "{", "}", "[", "]", ",", ":", "\"schema\"", "\"profiler-report/1\"", "\"bench-report/1\"", "\"rows\"", "\"device\"", "\"cuda\"",
+        "{", "}", "[", "]", ",", ":", "\"schema\"", "\"profiler-report/3\"", "\"bench-report/2\"", "\"rows\"", "\"device\"", "\"cuda\"",
         "\"cpu\"", "\"name\"", "\"self_cpu_us\"", "\"self_cpu_pct\"", "\"totals\"", "\"comparison\"", "\"verdict\"", "\"faster\"", "1e308",
         "-1", "0", "null", "true", "\"max_abs_error\"", "\"runs\"", "\"metrics\"", "\"ttft_ms\"", "\"p90\"",
     ]);
@@ -60,7 +60,7 @@ proptest! {
         let rows: Vec<serde_json::Value> = cpu.iter().zip(pct.iter().cycle()).enumerate().map(|(i, (c, p))| serde_json::json!({
             "name": format!("op{i}"), "self_cpu_us": c, "self_cpu_pct": p
         })).collect();
-        let text = serde_json::json!({"schema": "profiler-report/1", "device": "cpu", "totals": {"self_cpu_us": cpu.iter().sum::<f64>()}, "rows": rows}).to_string();
+        let text = serde_json::json!({"schema": grader::results::profile_report::SCHEMA, "device": "cpu", "totals": {"self_cpu_us": cpu.iter().sum::<f64>()}, "rows": rows}).to_string();
         let _ = ProfileReport::parse(&text, "report.json");
     }
 

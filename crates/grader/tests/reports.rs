@@ -89,8 +89,8 @@ fn malformed_files_name_file_line_and_column() {
         &[
             ("exercise-1/answers.toml", "[quiz]\nntq-1 = Benchmark\n"),
             ("exercise-2/answers.toml", "[comparison]\nratio = \"fast\"\nverdict = 3\n"),
-            ("exercise-2/results/bench.json", "{\"schema\": \"bench-report/1\",\n \"runs\": [\n"),
-            ("exercise-3/results/report.json", "{\"schema\": \"profiler-report/2\", \"device\": \"tpu\"}"),
+            ("exercise-2/results/bench.json", "{\"schema\": \"bench-report/2\",\n \"runs\": [\n"),
+            ("exercise-3/results/report.json", "{\"schema\": \"profiler-report/3\", \"device\": \"tpu\"}"),
         ],
     );
     let reports = grade(files);
@@ -114,12 +114,13 @@ fn tampered_results_are_not_trusted() {
         gelu["roofline"]["pct_of_memory_roofline"] = 60.0.into();
         gelu["roofline"]["pct_of_roofline"] = 60.0.into();
     });
-    // An old report, from before the roofline columns.
-    let old = cpu_profile().replace("profiler-report/2", "profiler-report/1");
+    // Old reports: from before the roofline columns, and from before the shared environment.
+    let old = cpu_profile().replace("profiler-report/3", "profiler-report/1");
+    let old_environment = cpu_profile().replace("profiler-report/3", "profiler-report/2");
     // A verdict its own interval contradicts.
     let verdict = bench_json("faster", 0.99, (0.95, 1.04), 40.0);
     let mut out = String::new();
-    for (case, report_json) in [("shares", shares), ("ranking", swapped), ("totals", totals), ("roofline", roofline), ("rate", rate), ("old", old)] {
+    for (case, report_json) in [("shares", shares), ("ranking", swapped), ("totals", totals), ("roofline", roofline), ("rate", rate), ("old", old), ("old environment", old_environment)] {
         assert_ne!(report_json, cpu_profile(), "the {case} case must change the file");
         let reports = grade(with(perfect_files(), &[("exercise-3/results/report.json", &report_json)]));
         assert!(reports[2].problems.iter().any(|p| p.kind == grader::ProblemKind::Tampered), "{case}");

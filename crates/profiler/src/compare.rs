@@ -168,10 +168,15 @@ fn mismatches(before: &Report, after: &Report) -> Vec<String> {
         ));
     }
     let (eb, ea) = (&before.environment, &after.environment);
-    if eb.threads != ea.threads || eb.cpu != ea.cpu || eb.build != ea.build {
+    if eb.threads != ea.threads || eb.cpu_model != ea.cpu_model || eb.optimized_build != ea.optimized_build {
         notes.push(format!(
             "the environments differ (before: {} threads, {}, {} build; after: {} threads, {}, {} build)",
-            eb.threads, eb.cpu, eb.build, ea.threads, ea.cpu, ea.build
+            eb.threads,
+            eb.cpu_model,
+            eb.build(),
+            ea.threads,
+            ea.cpu_model,
+            ea.build()
         ));
     }
     if before.has_device_times() != after.has_device_times() {

@@ -1,7 +1,7 @@
 //! CUDA device timing on candle's stream (feature `cuda`).
 //!
 //! Host clocks around asynchronous kernel launches measure the launch, not the kernel. Two
-//! honest alternatives, chosen with [`CudaMode`]:
+//! honest alternatives, chosen with [`CudaTiming`]:
 //!
 //! * **events** (default): a timing-enabled CUDA event is recorded on candle's stream at
 //!   every scope boundary. Recording is asynchronous, so the program runs as it would
@@ -22,20 +22,12 @@ use std::time::Instant;
 use candle_core::cuda_backend::cudarc::driver::{sys::CUevent_flags, CudaEvent, CudaStream, DriverError};
 use candle_core::Device;
 
-use crate::device::{DeviceError, DeviceTimer, Timing};
-
-/// How device times are taken.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum CudaMode {
-    #[default]
-    Events,
-    Sync,
-}
+use crate::device::{CudaTiming, DeviceError, DeviceTimer, Timing};
 
 /// A [`DeviceTimer`] on the stream candle launches its kernels on.
 pub struct CudaTimer {
     stream: Arc<CudaStream>,
-    mode: CudaMode,
+    mode: CudaTiming,
     /// Event pool; the first `used` were recorded this step.
     events: Vec<CudaEvent>,
     used: usize,
@@ -50,7 +42,7 @@ fn device_error(what: &str, e: DriverError) -> DeviceError {
 
 impl CudaTimer {
     /// Time scopes on `device`'s stream. Fails when `device` is not a CUDA device.
-    pub fn new(device: &Device, mode: CudaMode) -> candle_core::Result<Self> {
+    pub fn new(device: &Device, mode: CudaTiming) -> candle_core::Result<Self> {
         let stream = device.as_cuda_device()?.cuda_stream();
         Ok(CudaTimer {
             stream,
@@ -85,10 +77,7 @@ impl CudaTimer {
 
 impl DeviceTimer for CudaTimer {
     fn timing(&self) -> Timing {
-        match self.mode {
-            CudaMode::Events => Timing::CudaEvents,
-            CudaMode::Sync => Timing::CudaSync,
-        }
+        self.mode.timing()
     }
 
     fn begin_step(&mut self) -> Result<(), DeviceError> {
@@ -99,14 +88,14 @@ impl DeviceTimer for CudaTimer {
 
     fn mark(&mut self) -> Result<u32, DeviceError> {
         match self.mode {
-            CudaMode::Events => self.record_event(),
-            CudaMode::Sync => self.sync_mark(),
+            CudaTiming::Events => self.record_event(),
+            CudaTiming::Sync => self.sync_mark(),
         }
     }
 
     fn finish_step(&mut self) -> Result<Vec<u64>, DeviceError> {
         match self.mode {
-            CudaMode::Events => {
+            CudaTiming::Events => {
                 // The one synchronise of the step; afterwards every event has completed.
                 self.stream.synchronize().map_err(|e| device_error("stream synchronise", e))?;
                 let Some(first) = self.events.first() else { return Ok(Vec::new()) };
@@ -118,7 +107,7 @@ impl DeviceTimer for CudaTimer {
                     })
                     .collect()
             }
-            CudaMode::Sync => {
+            CudaTiming::Sync => {
                 let first = self.host_marks.first().copied().unwrap_or(0);
                 Ok(self.host_marks.iter().map(|t| t - first).collect())
             }

@@ -34,6 +34,51 @@ impl Timing {
     }
 }
 
+/// How a CUDA run's device times are taken (`--cuda-timing`; a CPU run ignores it). Defined on
+/// every build, CUDA or not, so the flag is too; the timer itself needs the `cuda` feature.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CudaTiming {
+    /// CUDA events at scope boundaries, read after one synchronise per step.
+    #[default]
+    Events,
+    /// Synchronise around every op: slower, shows what host clocks alone would say.
+    Sync,
+}
+
+impl CudaTiming {
+    pub const ALL: [CudaTiming; 2] = [CudaTiming::Events, CudaTiming::Sync];
+
+    /// The name on the command line: `events` or `sync`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CudaTiming::Events => "events",
+            CudaTiming::Sync => "sync",
+        }
+    }
+
+    /// How a report names the times taken this way.
+    pub fn timing(self) -> Timing {
+        match self {
+            CudaTiming::Events => Timing::CudaEvents,
+            CudaTiming::Sync => Timing::CudaSync,
+        }
+    }
+}
+
+impl fmt::Display for CudaTiming {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for CudaTiming {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        CudaTiming::ALL.into_iter().find(|t| t.as_str() == s).ok_or_else(|| format!("`{s}` is not a CUDA timing: use `events` or `sync`"))
+    }
+}
+
 /// Which device the profiled program ran on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -1,4 +1,9 @@
-//! Where a profile was taken: what a reader needs to judge whether two profiles compare.
+//! Where a measurement was taken: the one record both reports carry (report.json's and
+//! bench.json's `environment`). A number without its machine is not a result, and two results
+//! compare only when these fields say they can.
+
+use std::process::Command;
+use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
 
@@ -6,41 +11,85 @@ use crate::device::Timing;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Environment {
-    /// Worker threads the profiled program computed with.
+    /// CPU model name, or "unknown".
+    pub cpu_model: String,
+    /// Worker threads the measured program computed with, where its caller said (the
+    /// profiler's [`crate::Options::threads`]); otherwise the hardware threads available.
     pub threads: usize,
     pub os: String,
     pub arch: String,
-    /// CPU model name, or "unknown".
-    pub cpu: String,
-    /// "release" or "debug" (whether debug assertions were on in the profiler's build).
-    pub build: String,
-    /// Cargo features of the profiler crate that were on.
-    pub features: Vec<String>,
+    /// `cpu`, `cuda`, `cuda:0`, … for in-process measurements; for a load run, whatever the
+    /// caller states about the server (a client cannot see it); `unknown` when nobody said.
+    pub device: String,
+    /// Cargo features the measured binary was built with, as its caller states them; the
+    /// profiler states its own (`cuda`, `nvtx`).
+    pub cargo_features: Vec<String>,
+    /// `f32`, `f16`, `bf16`, …, or `unknown` when the caller did not say.
+    pub dtype: String,
+    /// How times were taken; `host` for every benchmark (host clock around requests and tokens).
     pub timing: Timing,
+    /// `git rev-parse HEAD` of the working directory, `unknown` outside a repository.
+    pub git_revision: String,
+    /// Whether tracked files had uncommitted changes; null outside a repository.
+    pub git_dirty: Option<bool>,
+    /// Whether the code was compiled with optimisations (opt-level above 0). Read from the
+    /// profiler's own build: one cargo build gives every crate the same profile.
+    pub optimized_build: bool,
+    /// The crates' version (the workspace's, shared by every crate).
     pub crate_version: String,
+    /// Seconds since the Unix epoch when the record was taken.
+    pub timestamp_unix_s: u64,
+}
+
+/// What only the caller knows: the device, the features its binary was built with, the dtype.
+#[derive(Debug, Clone, Default)]
+pub struct Target {
+    pub device: Option<String>,
+    pub cargo_features: Vec<String>,
+    pub dtype: Option<String>,
 }
 
 impl Environment {
-    /// Describe this machine and build. `threads` defaults to the available parallelism.
-    pub fn detect(threads: Option<usize>, timing: Timing) -> Self {
-        let threads = threads.unwrap_or_else(|| {
-            std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
-        });
-        let mut features = Vec::new();
-        if cfg!(feature = "cuda") {
-            features.push("cuda".to_string());
-        }
+    /// Record this machine, and what the caller states about what it measured. Threads are
+    /// the available parallelism and timing is `host`; a caller who knows better sets them.
+    pub fn capture(target: Target) -> Environment {
+        let (git_revision, git_dirty) = git_state().clone();
         Environment {
-            threads,
+            cpu_model: cpu_model(),
+            threads: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
             os: std::env::consts::OS.to_string(),
             arch: std::env::consts::ARCH.to_string(),
-            cpu: cpu_model().unwrap_or_else(|| "unknown".to_string()),
-            build: if cfg!(debug_assertions) { "debug" } else { "release" }.to_string(),
-            features,
-            timing,
+            device: target.device.unwrap_or_else(|| "unknown".into()),
+            cargo_features: target.cargo_features,
+            dtype: target.dtype.unwrap_or_else(|| "unknown".into()),
+            timing: Timing::Host,
+            git_revision,
+            git_dirty,
+            optimized_build: !unoptimised_build(),
             crate_version: env!("CARGO_PKG_VERSION").to_string(),
+            timestamp_unix_s: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0),
         }
     }
+}
+
+impl Environment {
+    /// `release` or `debug`, as the ceilings and the tables name a build: optimised or not.
+    pub fn build(&self) -> &'static str {
+        if self.optimized_build {
+            "release"
+        } else {
+            "debug"
+        }
+    }
+}
+
+/// The features of this crate that were on, for the profiler's own reports.
+pub(crate) fn profiler_features() -> Vec<String> {
+    let on = [("cuda", cfg!(feature = "cuda")), ("nvtx", cfg!(feature = "nvtx"))];
+    on.iter().filter(|(_, on)| *on).map(|(name, _)| name.to_string()).collect()
 }
 
 /// True when the profiler itself was compiled without optimisations, so its timings (and
@@ -49,10 +98,36 @@ pub fn unoptimised_build() -> bool {
     env!("PROFILER_OPT_LEVEL") == "0"
 }
 
-fn cpu_model() -> Option<String> {
-    let text = std::fs::read_to_string("/proc/cpuinfo").ok()?;
-    text.lines()
-        .find(|l| l.starts_with("model name"))
-        .and_then(|l| l.split_once(':'))
-        .map(|(_, v)| v.trim().to_string())
+/// This machine's CPU model name, or "unknown". Linux names it in /proc/cpuinfo (`model name`
+/// on x86, `Model` or `cpu model` on some ARM and MIPS kernels); macOS answers through sysctl.
+pub fn cpu_model() -> String {
+    if let Ok(info) = std::fs::read_to_string("/proc/cpuinfo") {
+        let model = info.lines().find_map(|line| {
+            let (key, value) = line.split_once(':')?;
+            matches!(key.trim(), "model name" | "Model" | "cpu model").then(|| value.trim())
+        });
+        if let Some(model) = model.filter(|m| !m.is_empty()) {
+            return model.to_string();
+        }
+    }
+    command_output("sysctl", &["-n", "machdep.cpu.brand_string"]).unwrap_or_else(|| "unknown".into())
+}
+
+/// The revision and dirtiness, asked of git once per process: a program writes many reports
+/// (the tests write hundreds) and the answer does not change under it.
+fn git_state() -> &'static (String, Option<bool>) {
+    static STATE: OnceLock<(String, Option<bool>)> = OnceLock::new();
+    STATE.get_or_init(|| {
+        let revision = command_output("git", &["rev-parse", "HEAD"]);
+        let dirty = revision
+            .as_ref()
+            .and_then(|_| command_output("git", &["status", "--porcelain", "--untracked-files=no"]))
+            .map(|s| !s.is_empty());
+        (revision.unwrap_or_else(|| "unknown".into()), dirty)
+    })
+}
+
+fn command_output(program: &str, args: &[&str]) -> Option<String> {
+    let out = Command::new(program).args(args).output().ok()?;
+    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
 }

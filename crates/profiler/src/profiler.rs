@@ -2,7 +2,7 @@
 
 use crate::clock::{Clock, MonotonicClock};
 use crate::device::{DeviceKind, DeviceTimer, Timing};
-use crate::environment::Environment;
+use crate::environment::{profiler_features, Environment, Target};
 use crate::profile::{Event, Profile, Step};
 use crate::roofline::Ceilings;
 use crate::schedule::{Phase, Schedule};
@@ -217,13 +217,20 @@ impl Profiler {
     pub fn finish(mut self) -> Profile {
         self.end_step();
         let timing = self.device.as_ref().map(|d| d.timing()).unwrap_or(Timing::Host);
+        let target = Target {
+            device: Some(self.options.device.as_str().to_string()),
+            cargo_features: profiler_features(),
+            dtype: None,
+        };
+        let captured = Environment::capture(target);
+        let threads = self.options.threads.unwrap_or(captured.threads);
         Profile {
             steps: std::mem::take(&mut self.steps),
             device: self.options.device,
             timing,
             record_shapes: self.options.record_shapes,
             with_flops: self.options.with_flops,
-            environment: Environment::detect(self.options.threads, timing),
+            environment: Environment { threads, timing, ..captured },
             warnings: std::mem::take(&mut self.warnings),
             ceilings: self.ceilings.take(),
         }

@@ -14,7 +14,7 @@ use crate::roofline::{row_roofline, Ceilings, RowRoofline, TimeBasis};
 
 /// The schema identifier written in every report. Bump the number on any incompatible
 /// change and describe it in REPORT.md.
-pub const SCHEMA: &str = "profiler-report/2";
+pub const SCHEMA: &str = "profiler-report/3";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Report {

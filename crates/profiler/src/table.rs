@@ -212,11 +212,14 @@ pub fn render(report: &Report, row_limit: Option<usize>, with_flops: bool) -> St
     if let Some(c) = &report.ceilings {
         out.push_str(&ceilings_footer(c, device));
         let env = &report.environment;
-        if c.threads != env.threads || c.build != env.build {
+        if c.threads != env.threads || c.build != env.build() {
             out.push_str(&format!(
                 "Warning: the ceilings were measured with {} threads in a {} build, this profile ran with {} threads \
                  in a {} build: its Roofline % is against another configuration's roofs.\n",
-                c.threads, c.build, env.threads, env.build
+                c.threads,
+                c.build,
+                env.threads,
+                env.build()
             ));
         }
     }

@@ -302,7 +302,7 @@ fn report_json_round_trips_and_follows_the_schema() {
     assert_eq!(back, report);
 
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    assert_eq!(v["schema"], "profiler-report/2");
+    assert_eq!(v["schema"], "profiler-report/3");
     assert_eq!(v["device"], "cpu");
     assert_eq!(v["sort_by"], "self_cpu_time_total");
     assert_eq!(v["view"], "op");
@@ -310,6 +310,11 @@ fn report_json_round_trips_and_follows_the_schema() {
     assert_eq!(v["active_steps"], 2);
     assert_eq!(v["environment"]["threads"], 2);
     assert_eq!(v["environment"]["timing"], "host");
+    assert_eq!(v["environment"]["device"], "cpu");
+    assert!(v["environment"]["cpu_model"].is_string() && v["environment"]["optimized_build"].is_boolean());
+    for field in ["os", "arch", "cargo_features", "dtype", "git_revision", "git_dirty", "crate_version", "timestamp_unix_s"] {
+        assert!(v["environment"].get(field).is_some(), "environment field {field} missing");
+    }
     assert!(v["totals"]["self_cuda_us"].is_null());
     assert!(v["totals"]["cuda_time_basis"].is_null());
     assert!(v["ceilings"].is_null());
@@ -367,10 +372,10 @@ fn reading_a_wrong_file_says_what_and_where() {
     assert!(err.contains("old.json") && err.contains("profiler-report/0") && err.contains("gpt2 profile"), "{err}");
     // A complete report of the previous version is refused too, with the way out.
     let mut old = serde_json::to_value(fixture::profile(false).report()).unwrap();
-    old["schema"] = "profiler-report/1".into();
+    old["schema"] = "profiler-report/2".into();
     std::fs::write(&path, old.to_string()).unwrap();
     let err = Report::read_json(&path).unwrap_err().to_string();
-    assert!(err.contains("old.json") && err.contains("profiler-report/1") && err.contains("profiler-report/2"), "{err}");
+    assert!(err.contains("old.json") && err.contains("profiler-report/2") && err.contains("profiler-report/3"), "{err}");
     assert!(err.contains("Re-run the profile"), "{err}");
     std::fs::write(&path, "{ not json").unwrap();
     let err = Report::read_json(&path).unwrap_err().to_string();

@@ -8,7 +8,6 @@
 //! TODO (you): the fused op in src/fused.rs, then run this and fill in answers.toml.
 
 mod fused;
-mod generation;
 
 use anyhow::{bail, Context, Result};
 use bench::compare::{compare_runs, MetricChoice};
@@ -19,9 +18,10 @@ use bench::report::{Report, Run};
 use candle_core::{Device, Tensor};
 use clap::Parser;
 use gpt2::cli::ModelArgs;
-use gpt2::profile::{profile_forward, write_exports, CudaTiming, ForwardProfile};
+use gpt2::profile::{profile_forward, write_exports, ForwardProfile};
+use gpt2::generate::generate_fixed;
 use gpt2::{MlpActivation, Model};
-use profiler::{SortBy, TableOptions};
+use profiler::{CudaTiming, SortBy, TableOptions};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -244,8 +244,8 @@ fn benchmark(model: &mut Model, activation: MlpActivation, label: &str, args: &A
         seed: args.seed,
     };
     let started = Instant::now();
-    generation::generate_fixed(model, &config.prompts(), args.output_len, &mut |_| {})?;
+    generate_fixed(model, &config.prompts(), args.output_len, &mut |_| {})?;
     let one = started.elapsed().as_secs_f64();
     println!("{label}: one batch takes {one:.2} s; {} warm-up + {} timed batches take about {:.0} s", args.warmup, args.repeats, one * (args.warmup + args.repeats) as f64);
-    inprocess::run(&config, label, &Slo::default(), |prompts, max_tokens, on_token| generation::generate_fixed(model, prompts, max_tokens, on_token))
+    inprocess::run(&config, label, &Slo::default(), |prompts, max_tokens, on_token| Ok(generate_fixed(model, prompts, max_tokens, on_token)?))
 }

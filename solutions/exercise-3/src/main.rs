@@ -20,9 +20,9 @@ use grader::results::profile_report::ProfileReport;
 use anyhow::{Context, Result};
 use clap::Parser;
 use gpt2::cli::ModelArgs;
-use gpt2::profile::{profile_forward, write_exports, CudaTiming, ForwardProfile};
+use gpt2::profile::{profile_forward, write_exports, ForwardProfile};
 use gpt2::MlpActivation;
-use profiler::{SortBy, TableOptions};
+use profiler::{CudaTiming, SortBy, TableOptions};
 use std::path::PathBuf;
 use std::process::ExitCode;
 

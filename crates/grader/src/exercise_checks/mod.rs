@@ -111,7 +111,7 @@ impl<'a> Ctx<'a> {
     pub fn profile(&mut self, role: &str) -> Result<ProfileReport, String> {
         let (text, shown) = self.results_text(role)?;
         let profile = ProfileReport::parse(&text, &shown).map_err(|p| self.record(p))?;
-        if profile.build.as_deref() == Some("debug") {
+        if profile.optimized_build == Some(false) {
             let note = format!("{shown} was measured in a debug build: its timings may not be representative");
             if !self.report.notes.contains(&note) {
                 self.report.notes.push(note);

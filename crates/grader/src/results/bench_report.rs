@@ -1,4 +1,4 @@
-//! The benchmark's `bench.json` (schema `bench-report/1`, written by crates/bench).
+//! The benchmark's `bench.json` (schema `bench-report/2`, written by crates/bench).
 //!
 //! Kept to the few fields the grader relies on, in one place, so a change in the bench crate's
 //! format is a change here only: the A/B `comparison` and each run's P90 TTFT.
@@ -7,7 +7,10 @@ use super::{parse_json, tampered};
 use crate::problem::Problem;
 use serde::{Deserialize, Serialize};
 
-pub const SCHEMA: &str = "bench-report/1";
+pub const SCHEMA: &str = "bench-report/2";
+
+/// The schema before the environment record bench.json shares with report.json.
+const OLD_SCHEMA: &str = "bench-report/1";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -113,7 +116,14 @@ const REGENERATE: &str = "regenerate it by running the benchmark again; never ed
 
 impl BenchReport {
     pub fn parse(text: &str, file: &str) -> Result<BenchReport, Problem> {
-        let raw: RawReport = parse_json(text, file, "benchmark report (bench-report/1)", REGENERATE)?;
+        let raw: RawReport = parse_json(text, file, &format!("benchmark report ({SCHEMA})"), REGENERATE)?;
+        if raw.schema == OLD_SCHEMA {
+            return Err(tampered(
+                file,
+                format!("this report is {OLD_SCHEMA:?}, from before the environment record bench.json and report.json share; the grader reads {SCHEMA:?}"),
+                "run the benchmark again with this version of the course (`course run`), which writes the current report",
+            ));
+        }
         if raw.schema != SCHEMA {
             return Err(tampered(file, format!("the schema is {:?}, but the grader reads {SCHEMA:?}", raw.schema), REGENERATE));
         }
@@ -180,7 +190,7 @@ mod tests {
 
     fn bench(verdict: &str, low: f64, high: f64, better: &str) -> String {
         format!(
-            r#"{{"schema":"bench-report/1","environment":{{}},"runs":[{{"label":"batch-8","config":{{}},"metrics":{{"ttft_ms":{{"p50":10.0,"p90":12.5}}}}}}],
+            r#"{{"schema":"bench-report/2","environment":{{}},"runs":[{{"label":"batch-8","config":{{}},"metrics":{{"ttft_ms":{{"p50":10.0,"p90":12.5}}}}}}],
                "comparison":{{"metric":"output_tokens_per_s","ratio":{mid},"ci_low":{low},"ci_high":{high},"threshold":0.05,"better":"{better}","verdict":"{verdict}","a":1,"b":2}}}}"#,
             mid = (low + high) / 2.0
         )

@@ -1,4 +1,4 @@
-//! The profiler's `report.json` (schema `profiler-report/2`, documented in
+//! The profiler's `report.json` (schema `profiler-report/3`, documented in
 //! crates/profiler/REPORT.md), and its consistency checks.
 //!
 //! Device-aware: a CPU run ranks ops by self CPU time, a CUDA run by self CUDA time; the
@@ -7,16 +7,21 @@
 //! Version 2 adds the device's measured `ceilings`, the run's `warnings`, and per row the
 //! `kernel` it ran on and its `roofline` (rates, intensity, % of the roofline it reached). The
 //! profiler computes the roofline columns; the grader only checks that they agree with each
-//! other and with the ceilings, so an edited figure is reported as tampered.
+//! other and with the ceilings, so an edited figure is reported as tampered. Version 3 changes
+//! only the `environment`, now the record bench.json carries too; the grader reads its
+//! `optimized_build`.
 
 use super::{close, parse_json, tampered};
 use crate::problem::Problem;
 use serde::{Deserialize, Serialize};
 
-pub const SCHEMA: &str = "profiler-report/2";
+pub const SCHEMA: &str = "profiler-report/3";
 
-/// The schema before the roofline columns: refused with its own next step.
-const OLD_SCHEMA: &str = "profiler-report/1";
+/// Earlier schemas, each refused with what it lacks (the next step is the same: profile again).
+const OLD_SCHEMAS: [(&str, &str); 2] = [
+    ("profiler-report/1", "from before the roofline columns"),
+    ("profiler-report/2", "from before the environment record report.json and bench.json share"),
+];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -119,7 +124,7 @@ struct RawReport {
 #[derive(Debug, Clone, Deserialize)]
 struct RawEnvironment {
     #[serde(default)]
-    build: Option<String>,
+    optimized_build: Option<bool>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -182,8 +187,8 @@ impl RankedOp {
 pub struct ProfileReport {
     pub file: String,
     pub device: Device,
-    /// "debug" when the profiled program was built without optimisations.
-    pub build: Option<String>,
+    /// False when the profiled program was built without optimisations; None when unsaid.
+    pub optimized_build: Option<bool>,
     /// The device's measured ceilings; None when the run measured none.
     pub ceilings: Option<Ceilings>,
     /// What the profiler warned about (a busy machine, a debug build...).
@@ -225,12 +230,12 @@ const TOTALS_ABS_TOLERANCE_US: f64 = 1.0;
 impl ProfileReport {
     /// Parse and check a report; any inconsistency is a `Tampered` problem.
     pub fn parse(text: &str, file: &str) -> Result<ProfileReport, Problem> {
-        let raw: RawReport = parse_json(text, file, "profiler report (profiler-report/2)", REGENERATE)?;
-        if raw.schema == OLD_SCHEMA {
+        let raw: RawReport = parse_json(text, file, &format!("profiler report ({SCHEMA})"), REGENERATE)?;
+        if let Some((old, lacks)) = OLD_SCHEMAS.iter().find(|(old, _)| raw.schema == *old) {
             return Err(tampered(
                 file,
-                format!("this report is {OLD_SCHEMA:?}, from before the roofline columns; the grader reads {SCHEMA:?}"),
-                "profile again with this version of the course (`course run`), which writes the ceilings and the roofline columns",
+                format!("this report is {old:?}, {lacks}; the grader reads {SCHEMA:?}"),
+                "profile again with this version of the course (`course run`), which writes the current report",
             ));
         }
         if raw.schema != SCHEMA {
@@ -358,7 +363,7 @@ impl ProfileReport {
         Ok(ProfileReport {
             file: file.to_string(),
             device,
-            build: raw.environment.and_then(|e| e.build),
+            optimized_build: raw.environment.and_then(|e| e.optimized_build),
             ceilings: raw.ceilings,
             warnings: raw.warnings,
             step,

@@ -28,7 +28,7 @@ pub fn grader() -> Grader {
     Grader::new(manifest, bank, key).expect("grader")
 }
 
-/// A consistent profiler-report/2 without ceilings (so no roofline columns): shares of the
+/// A consistent profiler-report/3 without ceilings (so no roofline columns): shares of the
 /// device's column, totals equal to the rows. Rows are (name, self CPU µs, self CUDA µs) in the
 /// order given.
 pub fn profile_json(device: &str, rows: &[(&str, f64, Option<f64>)]) -> String {
@@ -48,10 +48,12 @@ pub fn profile_json(device: &str, rows: &[(&str, f64, Option<f64>)]) -> String {
         .collect();
     let sort_by = if device == "cuda" { "self_cuda_time_total" } else { "self_cpu_time_total" };
     serde_json::to_string_pretty(&serde_json::json!({
-        "schema": "profiler-report/2", "device": device, "sort_by": sort_by, "view": "op", "ceilings": null, "warnings": [],
+        "schema": "profiler-report/3", "device": device, "sort_by": sort_by, "view": "op", "ceilings": null, "warnings": [],
         "grouped_by_input_shape": false, "active_steps": 5,
-        "environment": {"threads": 2, "os": "linux", "arch": "x86_64", "cpu": "test cpu", "build": "release",
-                        "features": [], "timing": if device == "cuda" { "cuda-events" } else { "host" }, "crate_version": "0.1.0"},
+        "environment": {"cpu_model": "test cpu", "threads": 2, "os": "linux", "arch": "x86_64", "device": device,
+                        "cargo_features": [], "dtype": "f32", "timing": if device == "cuda" { "cuda-events" } else { "host" },
+                        "git_revision": "unknown", "git_dirty": null, "optimized_build": true, "crate_version": "0.1.0",
+                        "timestamp_unix_s": 0},
         "totals": {"self_cpu_us": cpu_sum, "self_cuda_us": if device == "cuda" { Some(cuda_sum) } else { None }, "wall_us": cpu_sum * 1.1},
         "rows": rows
     }))
@@ -118,7 +120,7 @@ pub fn fixture_top3(report: &str) -> Vec<(String, f64)> {
 
 pub fn bench_json(verdict: &str, ratio: f64, ci: (f64, f64), p90_ttft_ms: f64) -> String {
     serde_json::to_string_pretty(&serde_json::json!({
-        "schema": "bench-report/1",
+        "schema": "bench-report/2",
         "environment": {"os": "linux"},
         "runs": [{"label": "a", "config": {}, "metrics": {"completed": 64, "ttft_ms": {"p50": p90_ttft_ms * 0.7, "p90": p90_ttft_ms, "p99": p90_ttft_ms * 1.2}}}],
         "comparison": {"metric": "e2el_ms", "ratio": ratio, "ci_low": ci.0, "ci_high": ci.1, "threshold": 0.05,
