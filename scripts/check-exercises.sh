@@ -149,23 +149,8 @@ for n in "${numbers[@]}"; do
     fail "exercise-$n has no TODO in src/ or README.md"
   fi
 done
-# Each exercise's answers.toml is the template exercises/info.toml gives (what `course reset`
-# and the book describe).
-if command -v python3 >/dev/null 2>&1; then
-  if python3 - <<'PY'; then
-import sys, tomllib
-manifest = tomllib.load(open("exercises/info.toml", "rb"))
-bad = [e["number"] for e in manifest["exercises"]
-       if open(f"exercises/exercise-{e['number']}/answers.toml").read() != e["answers_template"]]
-if bad:
-    print(f"     answers.toml differs from info.toml's answers_template in exercise(s) {bad}")
-    sys.exit(1)
-PY
-    pass "every exercise's answers.toml is info.toml's template"
-  else
-    fail "every exercise's answers.toml is info.toml's template"
-  fi
-fi
+# (That each answers.toml is info.toml's answers_template is a cargo test:
+# crates/grader/tests/templates.rs.)
 
 # --- untouched exercises: build, --help, and a check that fails helpfully --------------------
 untouched="$tmp/untouched"

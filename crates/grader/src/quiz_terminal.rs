@@ -4,6 +4,7 @@
 //! `answers.toml` by hand instead.
 
 use anyhow::{bail, Context, Result};
+use crate::fill_answers::{self, Answer};
 use crate::quiz::{BankQuestion, QuestionKind, QuizFile};
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
@@ -75,40 +76,10 @@ fn ask(quiz: &QuizFile) -> Result<Vec<(String, String)>> {
 }
 
 /// Sets `[quiz] id = "answer"` for each answer in `answers.toml`, keeping the rest of the file
-/// (comments included) as it is.
+/// (comments included) as it is: the file and its `[quiz]` table are created if missing.
 pub fn record(answers_path: &Path, answers: &[(String, String)]) -> Result<()> {
-    let text = match std::fs::read_to_string(answers_path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => return Err(e).with_context(|| format!("cannot read {}", answers_path.display())),
-    };
-    let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| {
-        anyhow::anyhow!(
-            "{} is not valid TOML ({}): fix it by hand, or restore it with `course reset`",
-            answers_path.display(),
-            e.to_string().trim()
-        )
-    })?;
-    let quiz = doc.entry("quiz").or_insert(toml_edit::table());
-    let Some(quiz) = quiz.as_table_like_mut() else {
-        bail!("{}: `quiz` is not a table; restore the file with `course reset`", answers_path.display());
-    };
-    for (id, answer) in answers {
-        match quiz.get_mut(id) {
-            // Replace the value but keep the comment that may follow it on the line.
-            Some(item) if item.is_value() => {
-                let decor = item.as_value().map(|v| v.decor().clone());
-                *item = toml_edit::value(answer.as_str());
-                if let (Some(decor), Some(v)) = (decor, item.as_value_mut()) {
-                    *v.decor_mut() = decor;
-                }
-            }
-            _ => {
-                quiz.insert(id, toml_edit::value(answer.as_str()));
-            }
-        }
-    }
-    std::fs::write(answers_path, doc.to_string()).with_context(|| format!("cannot write {}", answers_path.display()))
+    let answers: Vec<(String, Answer)> = answers.iter().map(|(id, answer)| (id.clone(), answer.as_str().into())).collect();
+    fill_answers::set_in_table(answers_path, "quiz", &answers)
 }
 
 /// Explains how to answer without a terminal: every question with its options, and the file to
