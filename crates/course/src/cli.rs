@@ -103,7 +103,7 @@ pub enum Command {
         force: bool,
     },
     /// Grade a workshop: one folder, .zip or .tar.gz per student in COHORT_DIR. Writes OUT/gradebook.csv and
-    /// OUT/feedback/STUDENT.md and prints a summary. Never runs submitted code.
+    /// OUT/feedback/STUDENT.md and prints a summary. Runs no submitted code unless --run-tests is given.
     Grade {
         /// Folder holding one submission per student.
         cohort_dir: PathBuf,
@@ -119,7 +119,73 @@ pub enum Command {
         /// Grading threads; default: the number of CPUs.
         #[arg(long)]
         threads: Option<usize>,
+        /// Also re-run each learner's exercise tests (exercises with `test = true`) on their own src/, one
+        /// learner after another, in a scratch copy of the course with a time limit, a memory limit and (on
+        /// Linux) no network; results go into the gradebook's `tests` column. This runs submitted code: the
+        /// output says what is and is not isolated.
+        #[arg(long)]
+        run_tests: bool,
+        /// Time limit per test binary, in seconds (`90`, `90s`, `2m`); then its process group is killed.
+        #[arg(long, value_name = "TIME", default_value = "120", value_parser = parse_seconds, requires = "run_tests")]
+        test_timeout: std::time::Duration,
+        /// Memory limit per test binary (address space, RLIMIT_AS): `512M`, `4G`.
+        #[arg(long, value_name = "SIZE", default_value = "4G", value_parser = parse_size, requires = "run_tests")]
+        test_memory: u64,
+        /// Time limit for building one learner's tests (the first build also compiles the dependencies).
+        #[arg(long, value_name = "TIME", default_value = "30m", value_parser = parse_seconds, requires = "run_tests")]
+        test_build_timeout: std::time::Duration,
+        /// Where the scratch workspace and the build folder shared by the cohort go; default: the course's
+        /// target/grade-tests (kept between runs, so dependencies compile once).
+        #[arg(long, value_name = "DIR", requires = "run_tests")]
+        test_dir: Option<PathBuf>,
     },
     // No doc comment here: the bench crate's own help (BenchArgs) is the command's help.
     Bench(Box<bench::cli::BenchArgs>),
+}
+
+/// `90`, `90s`, `1.5m`, `2m`: a positive duration.
+fn parse_seconds(text: &str) -> Result<std::time::Duration, String> {
+    let t = text.trim();
+    let (number, scale) = match t.strip_suffix('m') {
+        Some(n) => (n, 60.0),
+        None => (t.strip_suffix('s').unwrap_or(t), 1.0),
+    };
+    match number.trim().parse::<f64>() {
+        Ok(n) if n.is_finite() && n > 0.0 => Ok(std::time::Duration::from_secs_f64(n * scale)),
+        _ => Err(format!("`{text}` is not a time: write seconds (`90`, `90s`) or minutes (`2m`)")),
+    }
+}
+
+/// `512M`, `4G`, `4GiB`, `65536K`: a positive size in bytes (binary units).
+fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let upper = t.to_ascii_uppercase();
+    let unit_start = upper.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(upper.len());
+    let (number, unit) = upper.split_at(unit_start);
+    let scale: u64 = match unit.trim() {
+        "K" | "KB" | "KIB" => 1 << 10,
+        "M" | "MB" | "MIB" => 1 << 20,
+        "G" | "GB" | "GIB" => 1 << 30,
+        _ => return Err(format!("`{text}` is not a size: write a number with K, M or G (`512M`, `4G`)")),
+    };
+    match number.parse::<f64>() {
+        Ok(n) if n.is_finite() && n > 0.0 && n * (scale as f64) < u64::MAX as f64 => Ok((n * scale as f64) as u64),
+        _ => Err(format!("`{text}` is not a size: write a number with K, M or G (`512M`, `4G`)")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_and_sizes_parse_and_nonsense_is_refused() {
+        assert_eq!(parse_seconds("90").unwrap().as_secs(), 90);
+        assert_eq!(parse_seconds("2m").unwrap().as_secs(), 120);
+        assert_eq!(parse_seconds("1.5s").unwrap().as_millis(), 1500);
+        assert!(parse_seconds("0").is_err() && parse_seconds("soon").is_err() && parse_seconds("-3").is_err());
+        assert_eq!(parse_size("512M").unwrap(), 512 << 20);
+        assert_eq!(parse_size("4GiB").unwrap(), 4 << 30);
+        assert!(parse_size("512").is_err() && parse_size("lots").is_err() && parse_size("0G").is_err());
+    }
 }

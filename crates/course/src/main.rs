@@ -6,6 +6,7 @@ mod cargo;
 mod cli;
 mod commands;
 mod root;
+mod sandbox;
 mod term;
 
 use clap::Parser;

@@ -90,6 +90,7 @@ pub fn read_archive(path: &Path, kind: ArchiveKind, display_name: &str, wanted: 
         return submission;
     };
     submission.folders = scan.bases.get(&base).cloned().unwrap_or_default();
+    submission.base = Some(base.clone());
     let prefix = if base.is_empty() { String::new() } else { format!("{}/", base.join("/")) };
     if !base.is_empty() {
         submission.display_root = format!("{file_name}:{}", base.join("/"));
@@ -272,4 +273,67 @@ fn scan_tar_gz(file: std::fs::File, archive: &str, wanted: &Wanted, limits: &Lim
         }
     }
     Ok(())
+}
+
+/// The regular files of an archive below `prefix` (path components, e.g. `course`, `exercises`,
+/// `exercise-2`, `src`), keyed by their path below it, under the same caps as grading:
+/// `course grade --run-tests` writes them into a scratch copy. Links are left out and named in
+/// `skipped`; entries that escape were already reported when the submission was graded.
+pub fn read_tree(path: &Path, kind: ArchiveKind, prefix: &[String], limits: &Limits) -> Result<crate::sources::Tree, String> {
+    let file = std::fs::File::open(path).map_err(|e| format!("cannot open the archive: {e}"))?;
+    let mut tree = crate::sources::Tree::default();
+    match kind {
+        ArchiveKind::Zip => {
+            let mut zip = zip::ZipArchive::new(std::io::BufReader::new(file)).map_err(|e| format!("this is not a readable zip archive: {e}"))?;
+            if zip.len() > limits.max_entries {
+                return Err(format!("the archive holds {} entries, more than the cap of {}", zip.len(), limits.max_entries));
+            }
+            for index in 0..zip.len() {
+                let mut entry = zip.by_index(index).map_err(|e| format!("entry {} cannot be read: {e}", index + 1))?;
+                let name = String::from_utf8_lossy(entry.name_raw()).into_owned();
+                let Some(rel) = entry_components(&name).ok().and_then(|c| below(&c, prefix)) else { continue };
+                if entry.is_symlink() {
+                    tree.skipped.push(format!("{rel}: a link, not a file"));
+                } else if !entry.is_dir() {
+                    tree_entry(&mut entry, rel, limits, &mut tree).map_err(|e| format!("entry {name} cannot be read: {e}"))?;
+                }
+            }
+        }
+        ArchiveKind::TarGz => {
+            let gz = flate2::read::GzDecoder::new(std::io::BufReader::new(file));
+            let mut tar = tar::Archive::new(CappedReader { inner: gz, read: 0, cap: limits.max_archive_bytes });
+            let entries = tar.entries().map_err(|e| format!("this is not a readable .tar.gz archive: {e}"))?;
+            for (count, entry) in entries.enumerate() {
+                let mut entry = match entry {
+                    Ok(entry) => entry,
+                    Err(e) if e.to_string().contains("expansion cap") => return Err(bomb(limits)),
+                    Err(e) => return Err(format!("this is not a readable .tar.gz archive: {e}")),
+                };
+                if count >= limits.max_entries {
+                    return Err(format!("the archive holds more than {} entries (the cap)", limits.max_entries));
+                }
+                let name = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
+                let Some(rel) = entry_components(&name).ok().and_then(|c| below(&c, prefix)) else { continue };
+                let kind = entry.header().entry_type();
+                if kind.is_symlink() || kind.is_hard_link() {
+                    tree.skipped.push(format!("{rel}: a link, not a file"));
+                } else if kind.is_file() {
+                    tree_entry(&mut entry, rel, limits, &mut tree).map_err(|e| {
+                        if e.to_string().contains("expansion cap") { bomb(limits) } else { format!("entry {name} cannot be read: {e}") }
+                    })?;
+                }
+            }
+        }
+    }
+    Ok(tree)
+}
+
+/// The path of `components` below `prefix`, if it lies strictly below.
+fn below(components: &[String], prefix: &[String]) -> Option<String> {
+    (components.len() > prefix.len() && components.starts_with(prefix)).then(|| components[prefix.len()..].join("/"))
+}
+
+fn tree_entry(reader: &mut impl Read, rel: String, limits: &Limits, tree: &mut crate::sources::Tree) -> std::io::Result<()> {
+    let (bytes, over) = read_capped(reader, limits.max_file_bytes)?;
+    tree.add(rel, bytes, over, limits).map_err(std::io::Error::other)
 }

@@ -35,6 +35,68 @@ pub struct StudentResult {
     /// Problems of the submission as a whole.
     pub problems: Vec<Problem>,
     pub reports: Vec<ExerciseReport>,
+    /// The exercise tests re-run by `course grade --run-tests` (empty when they were not).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub test_runs: Vec<TestRun>,
+}
+
+/// One exercise's tests, re-run in a sandbox on the learner's own code.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct TestRun {
+    pub exercise: u32,
+    pub outcome: TestOutcome,
+    /// What the instructor reads: the failing tests, the error, what was skipped.
+    pub detail: String,
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(tag = "outcome", rename_all = "kebab-case")]
+pub enum TestOutcome {
+    Passed { tests: usize },
+    Failed { failed: usize, passed: usize },
+    /// The time limit ran out; the whole process group was killed.
+    TimedOut { seconds: f64 },
+    /// An allocation failed at the memory limit.
+    OutOfMemory { limit_bytes: u64 },
+    /// A test failed trying to reach the network, which the sandbox refuses.
+    NetworkRefused,
+    /// The learner's code did not compile against the course's own package manifest.
+    BuildFailed,
+    /// Not run (no sources, a sandbox that could not start): the detail says why.
+    NotRun,
+}
+
+impl TestRun {
+    /// The gradebook's flag for a run that did not pass, e.g. `tests-timeout:2`.
+    pub fn flag(&self) -> Option<String> {
+        let name = match self.outcome {
+            TestOutcome::Passed { .. } => return None,
+            TestOutcome::Failed { .. } => "tests-failed",
+            TestOutcome::TimedOut { .. } => "tests-timeout",
+            TestOutcome::OutOfMemory { .. } => "tests-out-of-memory",
+            TestOutcome::NetworkRefused => "tests-network",
+            TestOutcome::BuildFailed => "tests-build-failed",
+            TestOutcome::NotRun => "tests-not-run",
+        };
+        Some(format!("{name}:{}", self.exercise))
+    }
+
+    /// Short words for the gradebook's `tests` column and the feedback.
+    pub fn summary(&self) -> String {
+        match &self.outcome {
+            TestOutcome::Passed { tests } => format!("passed ({tests} test{})", if *tests == 1 { "" } else { "s" }),
+            TestOutcome::Failed { failed, passed } => format!("failed {failed} ({passed} passed)"),
+            TestOutcome::TimedOut { seconds } => format!("timed out after {}", show_seconds(*seconds)),
+            TestOutcome::OutOfMemory { limit_bytes } => format!("out of memory (limit {})", crate::submission::human_bytes(*limit_bytes)),
+            TestOutcome::NetworkRefused => "network refused".to_string(),
+            TestOutcome::BuildFailed => "does not build".to_string(),
+            TestOutcome::NotRun => "not run".to_string(),
+        }
+    }
+}
+
+fn show_seconds(seconds: f64) -> String {
+    format!("{} s", show((seconds * 10.0).round() / 10.0))
 }
 
 impl StudentResult {
@@ -72,6 +134,7 @@ impl StudentResult {
                 flags.insert(format!("solution-early:{}", r.exercise));
             }
         }
+        flags.extend(self.test_runs.iter().filter_map(TestRun::flag));
         flags.into_iter().collect()
     }
 }
@@ -176,10 +239,12 @@ pub fn grade_entry(grader: &Grader, entry: &Entry) -> StudentResult {
         feedback_file: format!("{}.md", safe_file_stem(&entry.student)),
         problems: submission.problems,
         reports,
+        test_runs: Vec::new(),
     }
 }
 
-fn load_entry(grader: &Grader, entry: &Entry) -> Submission {
+/// Read an entry as grading reads it (never runs its code).
+pub fn load_entry(grader: &Grader, entry: &Entry) -> Submission {
     match archive_kind(&entry.file_name) {
         Some(kind) if entry.path.is_file() => read_archive(&entry.path, kind, &entry.file_name, grader.wanted(), &grader.limits),
         _ => Submission::from_student_dir(&entry.path, &entry.file_name, grader.wanted(), &grader.limits),
@@ -221,6 +286,7 @@ pub fn grade_entries(grader: &Grader, entries: &[Entry], threads: usize) -> Vec<
                 feedback_file: format!("{}.md", safe_file_stem(&e.student)),
                 problems: vec![Problem::new(ProblemKind::Archive, Some(Location::file(e.file_name.clone())), "the grader failed on this submission", "report this to the course authors; grade it by hand")],
                 reports: Vec::new(),
+                test_runs: Vec::new(),
             })
         })
         .collect()
@@ -234,10 +300,24 @@ pub struct CohortOptions<'a> {
 
 /// Grade a cohort folder and write the gradebook and the feedback files.
 pub fn grade_cohort(grader: &Grader, cohort_dir: &Path, options: &CohortOptions<'_>) -> Result<Cohort, CohortError> {
+    grade_cohort_with(grader, cohort_dir, options, &mut |_, _| Vec::new())
+}
+
+/// [`grade_cohort`], with `run_tests` called once per student, one after another, after the
+/// grading and before the gradebook is written: its runs become the student's `tests` column.
+pub fn grade_cohort_with(
+    grader: &Grader,
+    cohort_dir: &Path,
+    options: &CohortOptions<'_>,
+    run_tests: &mut dyn FnMut(&Entry, &StudentResult) -> Vec<TestRun>,
+) -> Result<Cohort, CohortError> {
     let mut cohort = Cohort::default();
     let mut entries = discover(cohort_dir, Some(options.out_dir), &mut cohort.warnings)?;
     let duplicates = disambiguate(&mut entries);
     cohort.students = grade_entries(grader, &entries, options.threads);
+    for (student, entry) in cohort.students.iter_mut().zip(&entries) {
+        student.test_runs = run_tests(entry, student);
+    }
     // Distinct names can still share a file name (case, or replaced characters): number them.
     let mut taken = BTreeSet::new();
     for student in &mut cohort.students {
@@ -288,12 +368,18 @@ fn write_outputs(grader: &Grader, cohort: &Cohort, out_dir: &Path) -> Result<(),
     Ok(())
 }
 
-/// `student,exercise-1..N,total,passed,flags`: exercise scores and the total in percent.
+/// `student,exercise-1..N,total,passed,flags[,tests]`: exercise scores and the total in percent;
+/// `tests` (after `--run-tests`) is what each exercise's re-run tests did.
 pub fn gradebook_csv(grader: &Grader, cohort: &Cohort) -> Result<String, CohortError> {
     let mut writer = csv::Writer::from_writer(Vec::new());
     let mut header = vec!["student".to_string()];
     header.extend(grader.manifest.exercises.iter().map(|e| e.folder_name()));
     header.extend(["total".to_string(), "passed".to_string(), "flags".to_string()]);
+    // The column is there only when tests were re-run, so gradebooks without stay as they were.
+    let with_tests = cohort.students.iter().any(|s| !s.test_runs.is_empty());
+    if with_tests {
+        header.push("tests".to_string());
+    }
     let to_err = |e: csv::Error| CohortError(format!("cannot write the gradebook: {e}"));
     writer.write_record(&header).map_err(to_err)?;
     let mut students: Vec<&StudentResult> = cohort.students.iter().collect();
@@ -307,6 +393,9 @@ pub fn gradebook_csv(grader: &Grader, cohort: &Cohort) -> Result<String, CohortE
         row.push(show(s.total_percent()));
         row.push(s.passed().to_string());
         row.push(s.flags().join(" "));
+        if with_tests {
+            row.push(s.test_runs.iter().map(|t| format!("ex{}: {}", t.exercise, t.summary())).collect::<Vec<_>>().join("; "));
+        }
         writer.write_record(&row).map_err(to_err)?;
     }
     let bytes = writer.into_inner().map_err(|e| CohortError(format!("cannot write the gradebook: {e}")))?;
@@ -329,6 +418,20 @@ pub fn feedback_markdown(student: &StudentResult) -> String {
         let _ = writeln!(out, "## Problems with the submission\n");
         for p in &student.problems {
             let _ = writeln!(out, "- {p}");
+        }
+        let _ = writeln!(out);
+    }
+    if !student.test_runs.is_empty() {
+        let _ = writeln!(out, "## Your exercise tests, re-run by the instructor\n");
+        for t in &student.test_runs {
+            let _ = writeln!(out, "- Exercise {}: {}.", t.exercise, t.summary());
+            if !t.detail.trim().is_empty() {
+                let _ = writeln!(out, "\n  ```text");
+                for line in t.detail.trim_end().lines() {
+                    let _ = writeln!(out, "  {}", line.replace("```", "'''"));
+                }
+                let _ = writeln!(out, "  ```\n");
+            }
         }
         let _ = writeln!(out);
     }

@@ -29,6 +29,7 @@ pub mod quiz_terminal;
 pub mod render;
 pub mod report;
 pub mod results;
+pub mod sources;
 pub mod submission;
 pub mod variant;
 

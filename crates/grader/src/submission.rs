@@ -78,6 +78,10 @@ pub struct Submission {
     /// When each file read was last modified, where the submission says (a folder's files and
     /// a tar's entries do; a zip's local times without a zone are not trusted).
     pub(crate) modified: BTreeMap<String, std::time::SystemTime>,
+    /// Where the exercises folder was found: path components below the student's folder or the
+    /// archive's root (empty when the `exercise-N` folders sit at the top). `None` when none was
+    /// found, or for a learner's own folder. `course grade --run-tests` reads the sources there.
+    pub base: Option<Vec<String>>,
 }
 
 impl Submission {
@@ -208,6 +212,7 @@ impl Submission {
             return s;
         };
         s.folders = bases.get(&base).cloned().unwrap_or_default();
+        s.base = Some(base.clone());
         let base_dir = base.iter().fold(jail.clone(), |p, c| p.join(c));
         if !base.is_empty() {
             s.display_root = format!("{display_name}/{}", base.join("/"));
@@ -306,7 +311,7 @@ pub(crate) fn too_large(shown: &str, cap: u64) -> Problem {
     )
 }
 
-pub(crate) fn human_bytes(n: u64) -> String {
+pub fn human_bytes(n: u64) -> String {
     if n >= 1 << 20 {
         format!("{} MiB", n >> 20)
     } else if n >= 1 << 10 {

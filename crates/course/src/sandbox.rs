@@ -1,0 +1,593 @@
+//! `course grade --run-tests`: each learner's exercise tests, re-run on their own code, in a
+//! child process with a time limit, a memory limit and no network.
+//!
+//! **What runs where.** A scratch workspace (`--test-dir`, default the course's
+//! `target/grade-tests/workspace`), never the instructor's own files, is rebuilt for every learner and exercise from what the course
+//! trusts: the instructor's root `Cargo.toml`, `Cargo.lock`, `.cargo/`, `crates/` and
+//! `exercises/`, and of the exercise's own package everything but `src/` (so its `Cargo.toml`,
+//! `build.rs` and `tests/` are the course's: a submission cannot add a dependency, a build
+//! script or weaken an integration test). Only the learner's `exercise-N/src/` is laid over it.
+//! The trusted files keep their modification times and the scratch path never changes, so the
+//! one build folder (`target/grade-tests/target`, as CARGO_TARGET_DIR) compiles the dependencies and
+//! the course's crates once for the whole cohort, and again only the learner's package.
+//!
+//! **Isolation.** Build and tests run in their own process group, killed as a whole (SIGKILL)
+//! at the time limit. On Linux both start in a fresh network namespace (`unshare(2)` in the
+//! child before exec: CLONE_NEWNET as root, CLONE_NEWUSER|CLONE_NEWNET otherwise), which has no
+//! interface up, not even loopback; cargo runs `--offline`. The memory limit is RLIMIT_AS on
+//! each test binary (not on cargo and rustc, whose address space is much larger than what they
+//! use): it works for any user with no setup, where a cgroup needs root or a delegated cgroup
+//! tree; it bounds address space, not resident memory, so the limit must leave room for
+//! reservations (glibc's arenas are capped with MALLOC_ARENA_MAX=2 to keep them small).
+//!
+//! **Not isolated**, and said so in the output: the file system (the tests run as the user
+//! running `course grade` and can read and write what that user can), the shared build folder
+//! (a submission's tests could tamper with what later builds link), processes that leave the
+//! process group (setsid) outlive the time limit, and off Linux the network.
+
+use crate::cargo::Build;
+use anyhow::{bail, Context, Result};
+use grader::cohort::{Entry, StudentResult, TestOutcome, TestRun};
+use grader::manifest::ExerciseInfo;
+use grader::sources::{exercise_sources, Tree};
+use grader::submission::Limits as ReadLimits;
+use grader::Grader;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The instructor's limits for each learner's tests.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Per test binary.
+    pub test_timeout: Duration,
+    /// For compiling one learner's package (the first one also compiles the dependencies).
+    pub build_timeout: Duration,
+    /// RLIMIT_AS of each test binary.
+    pub memory_bytes: u64,
+}
+
+/// How the children are kept off the network.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Network {
+    /// unshare(CLONE_NEWNET): needs CAP_SYS_ADMIN (root).
+    Namespace,
+    /// unshare(CLONE_NEWUSER | CLONE_NEWNET): any user, where the kernel allows user namespaces.
+    UserNamespace,
+    /// No isolation; the reason.
+    NotIsolated(String),
+}
+
+/// Most bytes of a test's output kept for the feedback.
+const OUTPUT_TAIL: u64 = 64 << 10;
+/// A test binary may write no file larger than this (its log included): RLIMIT_FSIZE.
+const TEST_FILE_BYTES: u64 = 256 << 20;
+
+pub struct Sandbox {
+    course_root: PathBuf,
+    workspace: PathBuf,
+    target: PathBuf,
+    limits: Limits,
+    network: Network,
+}
+
+impl Sandbox {
+    /// Prepare `dir` (the scratch workspace and the shared build folder go inside) and find
+    /// out how the network can be cut off here.
+    pub fn new(course_root: &Path, dir: &Path, limits: Limits) -> Result<Sandbox> {
+        if cfg!(not(unix)) {
+            bail!("--run-tests needs Linux or another Unix system: there is no way here to limit the tests' time and memory");
+        }
+        let course_root = course_root.canonicalize().with_context(|| format!("{}: cannot open the course", course_root.display()))?;
+        // Checked before anything is created there.
+        let dir = std::path::absolute(dir).with_context(|| format!("{}: not a usable folder", dir.display()))?;
+        let inside = |d: &Path| d.starts_with(&course_root) && !d.starts_with(course_root.join("target"));
+        if inside(&dir) || dir.canonicalize().is_ok_and(|d| inside(&d)) {
+            bail!(
+                "{}: the test folder lies inside the course folder {}; learners' code is never run in the instructor's tree. \
+                 Give --test-dir a folder outside it, or under its target/",
+                dir.display(),
+                course_root.display()
+            );
+        }
+        std::fs::create_dir_all(&dir).with_context(|| format!("{}: cannot create the test folder (--test-dir)", dir.display()))?;
+        let dir = dir.canonicalize().with_context(|| format!("{}: cannot open the test folder", dir.display()))?;
+        if dir.starts_with(&course_root) && !dir.starts_with(course_root.join("target")) {
+            bail!(
+                "{}: the test folder lies inside the course folder {}; learners' code is never run in the instructor's tree. \
+                 Give --test-dir (or --out) a folder outside it, or under its target/",
+                dir.display(),
+                course_root.display()
+            );
+        }
+        let network = probe_network();
+        Ok(Sandbox { course_root, workspace: dir.join("workspace"), target: dir.join("target"), limits, network })
+    }
+
+    /// What is and what is not isolated, for the instructor (printed once).
+    pub fn describe(&self) -> String {
+        let network = match &self.network {
+            Network::Namespace => "own network namespace (unshare CLONE_NEWNET, as root): no interface up, not even loopback".to_string(),
+            Network::UserNamespace => "own user and network namespace (unshare CLONE_NEWUSER|CLONE_NEWNET): no interface up, not even loopback".to_string(),
+            Network::NotIsolated(why) => format!("NOT ISOLATED: {why}; a test can reach the network"),
+        };
+        format!(
+            "tests run in {} (build folder {}), cargo --offline\n  \
+             network: {network}\n  \
+             memory:  RLIMIT_AS {} per test binary (address space, not resident memory)\n  \
+             time:    {} s per test binary, {} s per build; then the whole process group is killed\n  \
+             NOT isolated: the file system (tests run as this user and can read and write what it can) and the \
+             shared build folder; run untrusted cohorts as an unprivileged user or in a container",
+            self.workspace.display(),
+            self.target.display(),
+            grader::submission::human_bytes(self.limits.memory_bytes),
+            self.limits.test_timeout.as_secs_f64(),
+            self.limits.build_timeout.as_secs_f64()
+        )
+    }
+
+    /// One sentence on the network, for the end of the output.
+    pub fn isolation_line(&self) -> String {
+        match &self.network {
+            Network::NotIsolated(why) => format!("The network was NOT isolated: {why}."),
+            _ => "Network: none (own namespace). Files: not isolated.".to_string(),
+        }
+    }
+
+    /// Re-run the tests of every exercise with `test = true` that the submission holds.
+    pub fn run_student(&self, grader: &Grader, entry: &Entry, student: &StudentResult) -> Vec<TestRun> {
+        let submission = grader::cohort::load_entry(grader, entry);
+        let mut runs = Vec::new();
+        for exercise in grader.manifest.exercises.iter().filter(|e| e.test) {
+            if !submission.has_folder(&exercise.folder_name()) {
+                continue;
+            }
+            let run = match exercise_sources(entry, &submission, &exercise.folder_name(), "src", &ReadLimits::default()) {
+                Ok(tree) if tree.files.is_empty() => not_run(exercise, format!("{}/src/ is empty or missing", exercise.folder_name())),
+                Ok(tree) => self.run_exercise(exercise, &tree).unwrap_or_else(|e| not_run(exercise, format!("{e:#}"))),
+                Err(e) => not_run(exercise, e),
+            };
+            eprintln!("==> tests: {} exercise {}: {}", student.student, exercise.number, run.summary());
+            runs.push(run);
+        }
+        runs
+    }
+
+    fn run_exercise(&self, exercise: &ExerciseInfo, tree: &Tree) -> Result<TestRun> {
+        let package_dir = self.course_root.join(&exercise.dir);
+        if !package_dir.join("Cargo.toml").is_file() {
+            bail!("the course has no {}/Cargo.toml to build the learner's code with", exercise.dir);
+        }
+        self.prepare(exercise, tree)?;
+        let mut notes: Vec<String> = tree.skipped.iter().map(|s| format!("not copied: {s}")).collect();
+        if let Network::NotIsolated(why) = &self.network {
+            notes.push(format!("network NOT isolated ({why})"));
+        }
+
+        // Build the tests (no memory limit: rustc's address space is far larger than its use).
+        let logs = self.workspace.join(".logs");
+        std::fs::create_dir_all(&logs).with_context(|| format!("{}: cannot create", logs.display()))?;
+        let mut build = crate::cargo::command(&self.workspace, "test", &exercise.package, &Build::default(), &[])?;
+        build.args(["--no-run", "--offline", "--message-format", "json-render-diagnostics"]).env("CARGO_TARGET_DIR", &self.target);
+        let messages = logs.join("build.json");
+        let build_log = logs.join("build.log");
+        let finished = contained(&mut build, &messages, Some(&build_log), &self.network, None, self.limits.build_timeout)?;
+        if finished.timed_out {
+            notes.insert(0, "the build ran past its time limit (--test-build-timeout)".to_string());
+            return Ok(self.run_of(exercise, TestOutcome::TimedOut { seconds: self.limits.build_timeout.as_secs_f64() }, notes));
+        }
+        if !finished.success {
+            notes.insert(0, self.tidy(&tail(&build_log, 40)));
+            return Ok(self.run_of(exercise, TestOutcome::BuildFailed, notes));
+        }
+        let binaries = test_binaries(&std::fs::read_to_string(&messages).unwrap_or_default());
+        if binaries.is_empty() {
+            notes.insert(0, format!("cargo built no test binary for {}", exercise.package));
+            return Ok(self.run_of(exercise, TestOutcome::NotRun, notes));
+        }
+
+        // Run each test binary as `cargo test` would: from the package folder.
+        let (mut passed, mut failed) = (0, 0);
+        let mut worst: Option<TestOutcome> = None;
+        let mut failures = Vec::new();
+        let run_dir = self.workspace.join(&exercise.dir);
+        for (i, binary) in binaries.iter().enumerate() {
+            let log = logs.join(format!("test-{i}.log"));
+            let mut test = Command::new(binary);
+            test.current_dir(&run_dir)
+                .env("CARGO_MANIFEST_DIR", &run_dir)
+                .env("MALLOC_ARENA_MAX", "2")
+                .env("RUST_BACKTRACE", "0")
+                .env_remove("CARGO_TARGET_DIR");
+            let finished = contained(&mut test, &log, None, &self.network, Some(self.limits.memory_bytes), self.limits.test_timeout)?;
+            let output = tail(&log, OUTPUT_TAIL);
+            let counts = libtest_counts(&output);
+            passed += counts.0;
+            let outcome = if finished.timed_out {
+                Some(TestOutcome::TimedOut { seconds: self.limits.test_timeout.as_secs_f64() })
+            } else if out_of_memory(&output) {
+                Some(TestOutcome::OutOfMemory { limit_bytes: self.limits.memory_bytes })
+            } else if finished.success {
+                None
+            } else if !matches!(self.network, Network::NotIsolated(_)) && network_refused(&output) {
+                Some(TestOutcome::NetworkRefused)
+            } else {
+                failed += counts.1.max(1);
+                Some(TestOutcome::Failed { failed: 0, passed: 0 })
+            };
+            if let Some(outcome) = outcome {
+                // The binary's name without cargo's hash: `p90` for tests/p90.rs, the package for src/.
+                let stem = binary.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                let name = stem.rsplit_once('-').map_or(stem.as_str(), |(name, _)| name).to_string();
+                let mut excerpt = format!("test binary `{name}`:\n{}", failure_excerpt(&output, finished.signal));
+                if finished.timed_out {
+                    excerpt.push_str(&format!("\n(killed with its process group after {} s)", self.limits.test_timeout.as_secs_f64()));
+                }
+                failures.push(self.tidy(&excerpt));
+                if worst.as_ref().is_none_or(|w| severity(&outcome) > severity(w)) {
+                    worst = Some(outcome);
+                }
+            }
+        }
+        let outcome = match worst {
+            None => TestOutcome::Passed { tests: passed },
+            Some(TestOutcome::Failed { .. }) => TestOutcome::Failed { failed, passed },
+            Some(other) => other,
+        };
+        failures.extend(notes);
+        Ok(self.run_of(exercise, outcome, failures))
+    }
+
+    fn run_of(&self, exercise: &ExerciseInfo, outcome: TestOutcome, notes: Vec<String>) -> TestRun {
+        TestRun { exercise: exercise.number, outcome, detail: notes.join("\n") }
+    }
+
+    /// Paths inside the scratch workspace shown relative to it.
+    fn tidy(&self, text: &str) -> String {
+        text.replace(&format!("{}/", self.workspace.display()), "").replace(&format!("{}/", self.target.display()), "target/")
+    }
+
+    /// The scratch workspace: the course's trusted files, then the learner's `src/`.
+    fn prepare(&self, exercise: &ExerciseInfo, tree: &Tree) -> Result<()> {
+        if self.workspace.exists() {
+            std::fs::remove_dir_all(&self.workspace).with_context(|| format!("{}: cannot clear the scratch workspace", self.workspace.display()))?;
+        }
+        std::fs::create_dir_all(&self.workspace).with_context(|| format!("{}: cannot create", self.workspace.display()))?;
+        for name in ["Cargo.toml", "Cargo.lock", "rust-toolchain.toml", "rust-toolchain", ".cargo", "crates", "exercises"] {
+            let from = self.course_root.join(name);
+            if std::fs::symlink_metadata(&from).is_ok() {
+                copy_trusted(&from, &self.workspace.join(name))?;
+            }
+        }
+        let src = self.workspace.join(&exercise.dir).join("src");
+        if src.exists() {
+            std::fs::remove_dir_all(&src).with_context(|| format!("{}: cannot clear", src.display()))?;
+        }
+        for (rel, bytes) in &tree.files {
+            // The grader's readers normalise every path; refuse anything that still climbs.
+            if rel.split('/').any(|c| c.is_empty() || c == "." || c == "..") {
+                continue;
+            }
+            let path = src.join(rel);
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent).with_context(|| format!("{}: cannot create", parent.display()))?;
+            }
+            // Written now, so their times are newer than any earlier learner's build.
+            std::fs::write(&path, bytes).with_context(|| format!("{}: cannot write", path.display()))?;
+        }
+        Ok(())
+    }
+}
+
+fn not_run(exercise: &ExerciseInfo, why: String) -> TestRun {
+    TestRun { exercise: exercise.number, outcome: TestOutcome::NotRun, detail: why }
+}
+
+/// Which outcome of several test binaries the learner is told about first.
+fn severity(outcome: &TestOutcome) -> u8 {
+    match outcome {
+        TestOutcome::Passed { .. } | TestOutcome::NotRun => 0,
+        TestOutcome::Failed { .. } => 1,
+        TestOutcome::NetworkRefused => 2,
+        TestOutcome::OutOfMemory { .. } => 3,
+        TestOutcome::TimedOut { .. } | TestOutcome::BuildFailed => 4,
+    }
+}
+
+/// Copy the course's own files, keeping their modification times (so the shared build folder
+/// sees them unchanged from one learner to the next). Build output and links are left out.
+fn copy_trusted(from: &Path, to: &Path) -> Result<()> {
+    let meta = std::fs::symlink_metadata(from).with_context(|| format!("{}: cannot read", from.display()))?;
+    if meta.is_dir() {
+        std::fs::create_dir_all(to).with_context(|| format!("{}: cannot create", to.display()))?;
+        for entry in std::fs::read_dir(from).with_context(|| format!("{}: cannot read", from.display()))?.flatten() {
+            let name = entry.file_name();
+            if name == "target" || name == ".git" {
+                continue;
+            }
+            copy_trusted(&entry.path(), &to.join(&name))?;
+        }
+    } else if meta.is_file() {
+        std::fs::copy(from, to).with_context(|| format!("cannot copy {} to {}", from.display(), to.display()))?;
+        if let Ok(modified) = meta.modified() {
+            let file = std::fs::OpenOptions::new().write(true).open(to).with_context(|| format!("{}: cannot open", to.display()))?;
+            file.set_modified(modified).with_context(|| format!("{}: cannot set its time", to.display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// The test executables of `cargo test --no-run --message-format json`.
+fn test_binaries(messages: &str) -> Vec<PathBuf> {
+    messages
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|m| m["reason"] == "compiler-artifact" && m["profile"]["test"] == true)
+        .filter_map(|m| m["executable"].as_str().map(PathBuf::from))
+        .collect()
+}
+
+/// Passed and failed counts from libtest's `test result:` lines.
+fn libtest_counts(output: &str) -> (usize, usize) {
+    let mut counts = (0, 0);
+    for line in output.lines().filter(|l| l.starts_with("test result:")) {
+        for part in line.split([';', '.']) {
+            let mut words = part.split_whitespace();
+            if let (Some(n), Some(what)) = (words.next().and_then(|n| n.parse::<usize>().ok()), words.next()) {
+                match what {
+                    "passed" => counts.0 += n,
+                    "failed" => counts.1 += n,
+                    _ => {}
+                }
+            }
+        }
+    }
+    counts
+}
+
+/// Rust's allocation-failure message, or the OS's ENOMEM.
+fn out_of_memory(output: &str) -> bool {
+    (output.contains("memory allocation of ") && output.contains(" failed")) || output.contains("Cannot allocate memory (os error 12)")
+}
+
+/// What a socket says in a namespace with no interface up: unreachable network, no name
+/// server, no address to bind.
+fn network_refused(output: &str) -> bool {
+    ["os error 101", "Network is unreachable", "failed to lookup address", "Temporary failure in name resolution", "os error 99"]
+        .iter()
+        .any(|m| output.contains(m))
+}
+
+/// The failing tests and their messages, or the output's end when there is no summary.
+fn failure_excerpt(output: &str, signal: Option<i32>) -> String {
+    let all: Vec<&str> = output.lines().collect();
+    let mut lines: Vec<&str> = Vec::new();
+    for (i, l) in all.iter().enumerate() {
+        let after_panic = i > 0 && all[i - 1].starts_with("thread '") && all[i - 1].contains("panicked at");
+        if (l.starts_with("test ") && (l.ends_with("FAILED") || l.contains("has been running")))
+            || l.starts_with("thread '")
+            || after_panic
+            || l.contains("memory allocation of")
+        {
+            lines.push(l);
+        }
+    }
+    lines.truncate(20);
+    if lines.is_empty() {
+        lines = output.lines().rev().take(10).collect::<Vec<_>>().into_iter().rev().collect();
+    }
+    let mut text = lines.join("\n");
+    if let Some(signal) = signal {
+        text.push_str(&format!("\n(the test process was killed by signal {signal})"));
+    }
+    text
+}
+
+/// The last lines (at most `bytes` bytes) of a log.
+fn tail(path: &Path, bytes: u64) -> String {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut file) = std::fs::File::open(path) else { return String::new() };
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let _ = file.seek(SeekFrom::Start(len.saturating_sub(bytes)));
+    let mut buf = Vec::new();
+    let _ = file.take(bytes).read_to_end(&mut buf);
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
+/// How a contained child ended.
+struct Finished {
+    success: bool,
+    timed_out: bool,
+    signal: Option<i32>,
+}
+
+/// Run `command` in its own process group, in the sandbox's network isolation, with an
+/// optional RLIMIT_AS, stdout to `out` (and stderr to `err`, else to `out` as well); at
+/// `timeout` the whole group is killed.
+#[cfg(unix)]
+fn contained(command: &mut Command, out: &Path, err: Option<&Path>, network: &Network, memory: Option<u64>, timeout: Duration) -> Result<Finished> {
+    use std::os::unix::process::{CommandExt, ExitStatusExt};
+    let stdout = std::fs::File::create(out).with_context(|| format!("{}: cannot create", out.display()))?;
+    let stderr = match err {
+        Some(err) => std::fs::File::create(err).with_context(|| format!("{}: cannot create", err.display()))?,
+        None => stdout.try_clone().context("cannot share the log")?,
+    };
+    command.stdin(Stdio::null()).stdout(stdout).stderr(stderr).process_group(0);
+    isolate(command, network, memory);
+    let mut child = command.spawn().with_context(|| format!("cannot start {:?}", command.get_program()))?;
+    let pid = child.id() as libc::pid_t;
+    let deadline = Instant::now() + timeout;
+    let mut timed_out = false;
+    loop {
+        // Wait without reaping, so the group's id cannot be reused before it is killed.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        let rc = unsafe { libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, libc::WEXITED | libc::WNOHANG | libc::WNOWAIT) };
+        let exited = rc == 0 && unsafe { info.si_pid() } != 0;
+        if exited || rc != 0 {
+            break;
+        }
+        if Instant::now() >= deadline {
+            timed_out = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Whatever the tests left running goes with them.
+    unsafe { libc::kill(-pid, libc::SIGKILL) };
+    let status = child.wait().context("cannot wait for the test process")?;
+    Ok(Finished { success: status.success() && !timed_out, timed_out, signal: if timed_out { None } else { status.signal() } })
+}
+
+#[cfg(not(unix))]
+fn contained(_: &mut Command, _: &Path, _: Option<&Path>, _: &Network, _: Option<u64>, _: Duration) -> Result<Finished> {
+    bail!("--run-tests needs Linux or another Unix system")
+}
+
+/// Set the child's limits and namespaces between fork and exec. Everything the hook needs is
+/// prepared here: between fork and exec only system calls are safe (no allocation).
+#[cfg(unix)]
+fn isolate(command: &mut Command, network: &Network, memory: Option<u64>) {
+    use std::os::unix::process::CommandExt;
+    let mode = match network {
+        Network::Namespace => NetMode::Net,
+        Network::UserNamespace => NetMode::UserNet,
+        Network::NotIsolated(_) => NetMode::None,
+    };
+    let maps = UserMaps::current();
+    unsafe {
+        command.pre_exec(move || {
+            if let Some(bytes) = memory {
+                set_limit(libc::RLIMIT_AS, bytes)?;
+                set_limit(libc::RLIMIT_FSIZE, TEST_FILE_BYTES)?;
+                set_limit(libc::RLIMIT_CORE, 0)?;
+            }
+            enter_network_namespace(mode, &maps)
+        });
+    }
+}
+
+#[cfg(unix)]
+fn set_limit(resource: LimitResource, value: u64) -> std::io::Result<()> {
+    let limit = libc::rlimit { rlim_cur: value as libc::rlim_t, rlim_max: value as libc::rlim_t };
+    if unsafe { libc::setrlimit(resource, &limit) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+#[cfg(all(unix, target_os = "linux", target_env = "gnu"))]
+type LimitResource = libc::__rlimit_resource_t;
+#[cfg(all(unix, not(all(target_os = "linux", target_env = "gnu"))))]
+type LimitResource = libc::c_int;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum NetMode {
+    None,
+    Net,
+    UserNet,
+}
+
+/// `/proc/self/uid_map` and `gid_map` lines that map the user to itself in a new user
+/// namespace (so files it creates keep their owner), prepared before the fork.
+#[derive(Clone)]
+struct UserMaps {
+    uid: Vec<u8>,
+    gid: Vec<u8>,
+}
+
+impl UserMaps {
+    #[cfg(unix)]
+    fn current() -> UserMaps {
+        let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+        UserMaps { uid: format!("{uid} {uid} 1\n").into_bytes(), gid: format!("{gid} {gid} 1\n").into_bytes() }
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn enter_network_namespace(mode: NetMode, maps: &UserMaps) -> std::io::Result<()> {
+    let check = |rc: libc::c_int| if rc == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) };
+    match mode {
+        NetMode::None => Ok(()),
+        NetMode::Net => check(unsafe { libc::unshare(libc::CLONE_NEWNET) }),
+        NetMode::UserNet => {
+            check(unsafe { libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET) })?;
+            write_proc(c"/proc/self/setgroups", b"deny")?;
+            write_proc(c"/proc/self/uid_map", &maps.uid)?;
+            write_proc(c"/proc/self/gid_map", &maps.gid)
+        }
+    }
+}
+
+#[cfg(all(unix, not(target_os = "linux")))]
+fn enter_network_namespace(_: NetMode, _: &UserMaps) -> std::io::Result<()> {
+    Ok(())
+}
+
+#[cfg(target_os = "linux")]
+fn write_proc(path: &std::ffi::CStr, bytes: &[u8]) -> std::io::Result<()> {
+    let fd = unsafe { libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let written = unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) };
+    unsafe { libc::close(fd) };
+    if written != bytes.len() as isize {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Which network isolation works here: try a child in each mode (`course --version`).
+fn probe_network() -> Network {
+    if !cfg!(target_os = "linux") {
+        return Network::NotIsolated("only Linux has network namespaces".to_string());
+    }
+    let Ok(exe) = std::env::current_exe() else { return Network::NotIsolated("cannot find the course binary to try one".to_string()) };
+    let mut errors = Vec::new();
+    for (mode, network) in [(NetMode::Net, Network::Namespace), (NetMode::UserNet, Network::UserNamespace)] {
+        let mut command = Command::new(&exe);
+        command.arg("--version").stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+        #[cfg(unix)]
+        {
+            use std::os::unix::process::CommandExt;
+            let maps = UserMaps::current();
+            unsafe { command.pre_exec(move || enter_network_namespace(mode, &maps)) };
+        }
+        match command.status() {
+            Ok(status) if status.success() => return network,
+            Ok(status) => errors.push(format!("{mode:?}: the child exited with {status}")),
+            Err(e) => errors.push(format!("{}: {e}", if mode == NetMode::Net { "unshare(CLONE_NEWNET)" } else { "unshare(CLONE_NEWUSER|CLONE_NEWNET)" })),
+        }
+    }
+    Network::NotIsolated(format!("no network namespace could be made ({})", errors.join("; ")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn libtest_counts_add_up_over_summaries() {
+        let out = "running 3 tests\ntest a ... ok\ntest b ... FAILED\ntest result: FAILED. 2 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.01s\n\
+                   test result: ok. 4 passed; 0 failed; 1 ignored; 0 measured; 0 filtered out\n";
+        assert_eq!(libtest_counts(out), (6, 1));
+        assert_eq!(libtest_counts("no summary"), (0, 0));
+    }
+
+    #[test]
+    fn causes_are_read_from_the_output() {
+        assert!(out_of_memory("memory allocation of 1048576 bytes failed\n"));
+        assert!(!out_of_memory("assertion failed: allocation is fine"));
+        assert!(network_refused("called `Result::unwrap()` on an `Err` value: Os { code: 101, kind: NetworkUnreachable, message: \"Network is unreachable\" }"));
+        assert!(!network_refused("assertion `left == right` failed"));
+    }
+
+    #[test]
+    fn test_binaries_come_from_test_artifacts_only() {
+        let messages = r#"{"reason":"compiler-artifact","profile":{"test":false},"executable":"/t/release/build-script"}
+{"reason":"compiler-artifact","profile":{"test":true},"executable":"/t/release/deps/exercise_2-abc"}
+{"reason":"compiler-artifact","profile":{"test":true},"executable":null}
+{"reason":"build-finished","success":true}"#;
+        assert_eq!(test_binaries(messages), [PathBuf::from("/t/release/deps/exercise_2-abc")]);
+    }
+}

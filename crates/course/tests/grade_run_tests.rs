@@ -1,0 +1,144 @@
+//! `course grade --run-tests` on a tiny cohort: real `cargo test` builds of each learner's
+//! exercise package, in the sandbox. One learner's code loops forever, one allocates without
+//! bound, one opens a network connection: grading finishes, the others are graded, and those
+//! three are flagged with what happened. The course is a small fixture (the real manifest and
+//! key, an exercise-2 package with no dependencies), so nothing heavy is compiled.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const BIN: &str = env!("CARGO_BIN_EXE_course");
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// The instructor's exercise-2: a p90 for learners to write and an integration test (the
+/// course's own, which a submission cannot replace) that calls it.
+const COURSE_LIB: &str = "pub fn p90(sample: &[f64]) -> f64 { let _ = sample; todo!(\"sort, then interpolate\") }\n";
+const COURSE_TEST: &str = "#[test]\nfn p90_of_one_to_ten() {\n    let sample: Vec<f64> = (1..=10).map(f64::from).collect();\n    \
+                           assert!((exercise_2::p90(&sample) - 9.1).abs() < 1e-9, \"p90 of 1..=10 is 9.1\");\n}\n";
+
+const RIGHT: &str = "pub fn p90(sample: &[f64]) -> f64 {\n    let mut s = sample.to_vec();\n    s.sort_by(f64::total_cmp);\n    \
+                     let rank = 0.9 * (s.len() - 1) as f64;\n    let (lo, hi) = (rank.floor() as usize, rank.ceil() as usize);\n    \
+                     s[lo] + (s[hi] - s[lo]) * (rank - lo as f64)\n}\n";
+/// Looks right, is the nearest-rank P90 (9.0): a wrong answer.
+const WRONG: &str = "pub fn p90(sample: &[f64]) -> f64 {\n    let mut s = sample.to_vec();\n    s.sort_by(f64::total_cmp);\n    \
+                     s[(0.9 * (s.len() - 1) as f64) as usize]\n}\n";
+const LOOPS: &str = "pub fn p90(sample: &[f64]) -> f64 {\n    let mut n = 0u64;\n    loop {\n        n = std::hint::black_box(n.wrapping_add(1));\n        \
+                     if n == 0 { return sample[0]; }\n    }\n}\n";
+const ALLOCATES: &str = "pub fn p90(sample: &[f64]) -> f64 {\n    let mut hoard: Vec<Vec<u8>> = Vec::new();\n    loop {\n        \
+                         hoard.push(vec![1u8; 1 << 20]);\n        if hoard.len() == usize::MAX { return sample[0]; }\n    }\n}\n";
+const NETWORK: &str = "pub fn p90(sample: &[f64]) -> f64 {\n    use std::io::Write;\n    \
+                       let mut s = std::net::TcpStream::connect((\"203.0.113.7\", 80)).unwrap();\n    \
+                       s.write_all(b\"GET /answers HTTP/1.0\\r\\n\\r\\n\").unwrap();\n    sample[0]\n}\n";
+
+fn course_copy(dir: &Path) -> PathBuf {
+    let root = dir.join("course");
+    write(&root.join("exercises/info.toml"), &std::fs::read_to_string(repo().join("exercises/info.toml")).unwrap());
+    // The grader's question bank, key and quizzes, as the course has them.
+    for folder in ["crates/grader/key", "crates/grader/bank", "book/src/quizzes"] {
+        for entry in std::fs::read_dir(repo().join(folder)).into_iter().flatten().flatten() {
+            if entry.path().extension().is_some_and(|e| e == "toml") {
+                write(&root.join(folder).join(entry.file_name()), &std::fs::read_to_string(entry.path()).unwrap());
+            }
+        }
+    }
+    write(&root.join("Cargo.toml"), "[workspace]\nresolver = \"2\"\nmembers = [\"exercises/exercise-2\"]\n");
+    write(&root.join("exercises/exercise-2/Cargo.toml"), "[package]\nname = \"exercise-2\"\nversion = \"0.1.0\"\nedition = \"2021\"\n");
+    write(&root.join("exercises/exercise-2/src/lib.rs"), COURSE_LIB);
+    write(&root.join("exercises/exercise-2/tests/p90.rs"), COURSE_TEST);
+    root
+}
+
+fn submit(cohort: &Path, student: &str, lib: &str) -> PathBuf {
+    let folder = cohort.join(student).join("exercises/exercise-2");
+    write(&folder.join("src/lib.rs"), lib);
+    folder
+}
+
+fn text(o: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+#[test]
+fn run_tests_flags_the_looping_the_hoarding_and_the_networking_learner_and_grades_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = course_copy(dir.path());
+    let cohort = dir.path().join("cohort");
+    submit(&cohort, "ann", RIGHT);
+    // Ben's wrong p90 comes with a test of his own that passes: the course's test is run instead.
+    let ben = submit(&cohort, "ben", WRONG);
+    write(&ben.join("tests/p90.rs"), "#[test]\nfn p90_of_one_to_ten() {}\n");
+    submit(&cohort, "cat", LOOPS);
+    submit(&cohort, "dan", ALLOCATES);
+    submit(&cohort, "eve", NETWORK);
+    // Fay submits an archive of her course copy.
+    let fay = dir.path().join("fay-src");
+    write(&fay.join("course/exercises/exercise-2/src/lib.rs"), RIGHT);
+    let tar = Command::new("tar").arg("czf").arg(cohort.join("fay.tar.gz")).arg("-C").arg(&fay).arg("course").status();
+    let archived = tar.is_ok_and(|s| s.success());
+
+    let out = dir.path().join("grades");
+    let build_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("grade-run-tests");
+    let o = Command::new(BIN)
+        .args(["grade", cohort.to_str().unwrap(), "--out", out.to_str().unwrap(), "--run-tests"])
+        .args(["--test-timeout", "5", "--test-memory", "256M", "--test-dir", build_dir.to_str().unwrap()])
+        .current_dir(&root)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let all = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{all}");
+    assert!(all.contains("NOT isolated: the file system"), "the output says what is not isolated: {all}");
+    let csv = std::fs::read_to_string(out.join("gradebook.csv")).unwrap();
+    let row = |student: &str| csv.lines().find(|l| l.starts_with(&format!("{student},"))).unwrap_or_else(|| panic!("{student} in {csv}")).to_string();
+    assert!(csv.lines().next().unwrap().ends_with(",flags,tests"), "{csv}");
+
+    assert!(row("ann").contains("ex2: passed (1 test)") && !row("ann").contains("tests-"), "{csv}");
+    assert!(row("ben").contains("tests-failed:2") && row("ben").contains("ex2: failed 1 (0 passed)"), "{csv}");
+    assert!(row("cat").contains("tests-timeout:2") && row("cat").contains("ex2: timed out after 5 s"), "{csv}");
+    assert!(row("dan").contains("tests-out-of-memory:2") && row("dan").contains("out of memory (limit 256 MiB)"), "{csv}");
+    if archived {
+        assert!(row("fay").contains("ex2: passed (1 test)"), "{csv}");
+    }
+    if all.contains("network: own") {
+        assert!(row("eve").contains("tests-network:2") && row("eve").contains("ex2: network refused"), "{csv}");
+    } else {
+        assert!(all.contains("network: NOT ISOLATED"), "{all}");
+    }
+
+    let feedback = std::fs::read_to_string(out.join("feedback/cat.md")).unwrap();
+    assert!(feedback.contains("Exercise 2: timed out after 5 s."), "{feedback}");
+    let feedback = std::fs::read_to_string(out.join("feedback/dan.md")).unwrap();
+    assert!(feedback.contains("memory allocation of"), "the feedback shows the failed allocation: {feedback}");
+    let feedback = std::fs::read_to_string(out.join("feedback/ben.md")).unwrap();
+    assert!(feedback.contains("p90 of 1..=10 is 9.1"), "the feedback shows the failing assertion: {feedback}");
+
+    // Nothing ran in the instructor's tree: the course's own files are as they were.
+    assert_eq!(std::fs::read_to_string(root.join("exercises/exercise-2/src/lib.rs")).unwrap(), COURSE_LIB);
+    assert!(!root.join("target").exists(), "nothing was built in the course folder");
+}
+
+#[test]
+fn test_limits_need_run_tests_and_nonsense_limits_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = course_copy(dir.path());
+    let cohort = dir.path().join("cohort");
+    std::fs::create_dir_all(&cohort).unwrap();
+    let run = |args: &[&str]| Command::new(BIN).arg("grade").arg(&cohort).args(args).current_dir(&root).output().unwrap();
+    let o = run(&["--test-timeout", "5"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("--run-tests"), "{}", text(&o));
+    let o = run(&["--run-tests", "--test-memory", "lots"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).contains("not a size"), "{}", text(&o));
+    let o = run(&["--run-tests", "--test-dir", root.join("exercises/scratch").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o).contains("never run in the instructor's tree"), "{}", text(&o));
+}
