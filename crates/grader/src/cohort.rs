@@ -231,7 +231,12 @@ fn disambiguate(entries: &mut [Entry]) -> BTreeMap<String, Problem> {
 
 /// Grade one entry. Never panics on its content; never runs its code.
 pub fn grade_entry(grader: &Grader, entry: &Entry) -> StudentResult {
-    let submission = load_entry(grader, entry);
+    let mut submission = load_entry(grader, entry);
+    // A missing id, or one that is not the submission's name, is flagged (not refused): the
+    // variants are graded by the stored id, and the instructor decides.
+    if !submission.folders.is_empty() {
+        submission.problems.extend(submission.learner_problem(&entry.file_name));
+    }
     let reports = grader.grade_all(&submission);
     StudentResult {
         student: entry.student.clone(),

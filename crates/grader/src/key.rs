@@ -76,10 +76,10 @@ pub struct MechanismKey {
 #[serde(deny_unknown_fields)]
 pub struct BudgetKey {
     pub pass_mark: f64,
-    /// Absolute tolerance for the illustrative answers, in their units.
+    /// Absolute tolerance for the illustrative answers, in their units. Their expected values
+    /// are not in the key: each learner's step is drawn from their id
+    /// (`exercise_checks::budget::IllustrativeStep::for_learner`).
     pub tolerance: f64,
-    /// Expected values of the `[illustrative]` answers (a variant key changes the table).
-    pub illustrative: BTreeMap<String, f64>,
     pub share_tolerance_pct: f64,
     /// Tolerance of `own.saving_pct` against `op_share_pct × removed_fraction`.
     pub arithmetic_tolerance_pct: f64,

@@ -31,6 +31,9 @@ pub enum ProblemKind {
     DuplicateName,
     /// The submission has no exercise folders, or two copies of the course.
     Layout,
+    /// The learner id (`exercises/learner.toml`) is missing, unreadable, or not the name the
+    /// submission came under: the per-learner variants may not be the ones this learner saw.
+    LearnerId,
 }
 
 impl ProblemKind {
@@ -47,6 +50,7 @@ impl ProblemKind {
             ProblemKind::Archive => "archive",
             ProblemKind::DuplicateName => "duplicate-name",
             ProblemKind::Layout => "layout",
+            ProblemKind::LearnerId => "learner-id",
         }
     }
 }

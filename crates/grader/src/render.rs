@@ -50,6 +50,9 @@ pub fn terminal(report: &ExerciseReport, colour: bool) -> String {
         title.push_str(&format!(" ({device} run)"));
     }
     let _ = writeln!(out, "{}", paint(&title, bold, colour));
+    if let Some(variant) = &report.variant {
+        let _ = writeln!(out, "  {} {}", paint("Your variant:", bold, colour), one_line(variant));
+    }
     for q in &report.questions {
         let head = format!("{} {:<10}", marker(q.outcome), q.outcome.label());
         // The id is the answers.toml field (or quiz question) and what overrides refer to.
@@ -105,6 +108,9 @@ pub fn markdown(report: &ExerciseReport) -> String {
     let _ = writeln!(out, "## Exercise {}: {}\n", report.exercise, report.title);
     if let Some(device) = &report.device {
         let _ = writeln!(out, "Measured on: {device}\n");
+    }
+    if let Some(variant) = &report.variant {
+        let _ = writeln!(out, "Your variant: {}\n", one_line(variant));
     }
     if !report.questions.is_empty() {
         let _ = writeln!(out, "| | Question | Your answer | Points | Why |");

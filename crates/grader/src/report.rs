@@ -135,6 +135,10 @@ pub struct ExerciseReport {
     pub passed: bool,
     /// The learner looked at the solution before passing (from the progress file).
     pub solution_viewed_early: bool,
+    /// The learner's own variant of a per-learner exercise, in words (drawn from the id in
+    /// learner.toml), so that a report shows the very questions it graded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub variant: Option<String>,
 }
 
 impl ExerciseReport {
@@ -152,6 +156,7 @@ impl ExerciseReport {
             pass_mark,
             passed: false,
             solution_viewed_early: false,
+            variant: None,
         }
     }
 

@@ -131,6 +131,30 @@ impl Submission {
         self.learner().ok().flatten()
     }
 
+    /// The submission's learner-id problem, if it has one: no `learner.toml`, one that holds no
+    /// valid id, or an id that is not the name it was submitted as (`alice.zip` must say
+    /// `id = "alice"`). The variants are graded by the stored id either way; this flags the
+    /// submission so an instructor looks (a copied folder carries someone else's id).
+    pub fn learner_problem(&self, submitted_as: &str) -> Option<Problem> {
+        let at = Some(Location::file(self.display(LEARNER_FILE)));
+        match self.learner() {
+            Ok(Some(id)) if id_matches_name(&id, submitted_as) => None,
+            Ok(Some(id)) => Some(Problem::new(
+                ProblemKind::LearnerId,
+                at,
+                format!("the learner id is {id:?}, but the submission is named {submitted_as:?}: its variants are {id:?}'s"),
+                "check that this is the learner's own work; name the submission after its id (or fix the id with `course id NAME`)",
+            )),
+            Ok(None) => Some(Problem::new(
+                ProblemKind::LearnerId,
+                at,
+                "there is no learner id (learner.toml is missing): the per-learner questions cannot be graded",
+                "the learner runs `course id NAME` (any `course check` asks for it) and submits again",
+            )),
+            Err(message) => Some(Problem::new(ProblemKind::LearnerId, at, message, "the learner runs `course id NAME` and submits again")),
+        }
+    }
+
     /// Build from in-memory files (tests, generated cohorts).
     pub fn from_texts(display_root: &str, files: impl IntoIterator<Item = (String, String)>) -> Submission {
         let mut s = Submission { display_root: display_root.to_string(), ..Default::default() };
@@ -228,6 +252,10 @@ impl Submission {
 /// (`crate::variant`), so `course check` and `course grade` regenerate the same questions.
 pub const LEARNER_FILE: &str = "learner.toml";
 
+/// The environment variable that gives the id where no `learner.toml` exists yet (CI, scripts,
+/// a workshop machine set up in advance). `course` stores it on first use.
+pub const LEARNER_ID_ENV: &str = "COURSE_LEARNER_ID";
+
 /// Longest id accepted: a name or a student number, not an essay.
 const MAX_ID_CHARS: usize = 64;
 
@@ -246,6 +274,22 @@ pub fn read_learner_id(exercises_dir: &Path) -> Result<Option<String>, String> {
         Err(e) => Err(format!("{}: cannot read it ({e}); check its permissions", path.display())),
     }
 }
+
+/// The id a learner's tools work with: the one stored in `exercises_dir/learner.toml`, else
+/// `COURSE_LEARNER_ID` (checked, not stored: `course` stores it). `Ok(None)` when neither says.
+pub fn current_learner_id(exercises_dir: &Path) -> Result<Option<String>, String> {
+    if let Some(id) = read_learner_id(exercises_dir)? {
+        return Ok(Some(id));
+    }
+    match std::env::var(LEARNER_ID_ENV) {
+        Ok(id) if !id.trim().is_empty() => check_learner_id(&id).map(Some).map_err(|e| format!("{LEARNER_ID_ENV}: {e}")),
+        _ => Ok(None),
+    }
+}
+
+/// What to tell a learner whose tools found no id.
+pub const NO_LEARNER_ID: &str = "no learner id yet: run `course id NAME` once (your name or student number, as your instructor asks; \
+     `course run` and `course check` also ask), or set COURSE_LEARNER_ID; it is stored in exercises/learner.toml";
 
 /// Store `id` (checked with [`check_learner_id`]) in `exercises_dir/learner.toml`, atomically.
 pub fn write_learner_id(exercises_dir: &Path, id: &str) -> Result<String, String> {
@@ -557,6 +601,19 @@ mod tests {
         assert!(!id_matches_name("bob", "alice.zip"));
         let broken = Submission::from_texts("carol", [(LEARNER_FILE.to_string(), "id = 3\n".to_string())]);
         assert!(broken.learner().unwrap_err().contains("carol/learner.toml"));
+    }
+
+    #[test]
+    fn a_missing_broken_or_foreign_id_is_a_learner_id_problem() {
+        let with = |text: &str| Submission::from_texts("bob.zip", [(LEARNER_FILE.to_string(), text.to_string())]);
+        assert_eq!(with("id = \"bob\"\n").learner_problem("bob.zip"), None);
+        let foreign = with("id = \"alice\"\n").learner_problem("bob.zip").unwrap();
+        assert_eq!(foreign.kind, ProblemKind::LearnerId);
+        assert!(foreign.message.contains("\"alice\"") && foreign.message.contains("bob.zip"), "{}", foreign.message);
+        let missing = Submission::from_texts("bob", [("exercise-4/answers.toml".to_string(), String::new())]).learner_problem("bob").unwrap();
+        assert!(missing.message.contains("learner.toml is missing"), "{}", missing.message);
+        let broken = with("id = \"a b\"\n").learner_problem("bob.zip").unwrap();
+        assert!(broken.message.contains("bob.zip/learner.toml"), "{}", broken.message);
     }
 
     #[test]

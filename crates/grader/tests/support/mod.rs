@@ -161,14 +161,31 @@ pub fn perfect_ex3_cpu() -> String {
     perfect_ex3(&top, PERFECT_PLAN_CPU)
 }
 
-/// Exercise 4 on [`cpu_profile`]: lm_head, removing half of it; the matmuls line (matmul and
-/// lm_head) is the largest.
+/// The learner id of the perfect submission ([`perfect_files`]).
+pub const LEARNER: &str = "alice";
+
+/// `learner.toml` for an id, as `course` writes it.
+pub fn learner_toml(id: &str) -> String {
+    format!("id = \"{id}\"\n")
+}
+
+/// `[illustrative]` answers for a learner's own step, to two decimals as a learner copies them.
+pub fn illustrative_answers(id: &str) -> String {
+    let step = grader::exercise_checks::budget::IllustrativeStep::for_learner(id);
+    let mut out = "[illustrative]\n".to_string();
+    for (field, value) in step.answers() {
+        out.push_str(&format!("{field} = {value:.2}\n"));
+    }
+    out
+}
+
+/// Exercise 4 on [`cpu_profile`] for [`LEARNER`]: see [`perfect_ex4_for`].
 pub fn perfect_ex4() -> String {
     let report = cpu_profile();
     let lm_head = fixture_row(&report, "lm_head").0;
     let matmuls = fixture_row(&report, "matmul").0 + lm_head;
     format!(
-        "[illustrative]\nactivations_share_pct = 15\nsaving_ms = 4\nsaving_pct = 10\nnew_step_ms = 36\n[own]\nop = \"lm_head\"\nop_share_pct = {lm_head:.2}\n\
+        "{}[own]\nop = \"lm_head\"\nop_share_pct = {lm_head:.2}\n\
          removed_fraction = 0.5\nsaving_pct = {:.2}\n[lines]\nlargest = \"matmuls\"\nlargest_ceiling_pct = {matmuls:.2}\none_line_gives_target = \"yes\"\n",
         lm_head / 2.0
     )
@@ -194,18 +211,25 @@ pub fn perfect_ex5() -> String {
 pub const PERFECT_EX6: &str = "[quiz]\ncy-double-traffic = \"Benchmark at twice the load\"\ncy-slower-than-vllm = \"Profile your serving code\"\ncy-nsight-ttft = \"No: change the configuration and benchmark\"\ncy-6ms-before-22ms = \"The activations do little math, so their time is memory traffic that fusing removes, while the matmuls already run close to their own roofline.\"\n";
 pub const PERFECT_EX7: &str = "target_p90_ttft_ms = 200\np90_ttft_ms_at_rate = 120\np90_ttft_ms_at_double = 260\ntarget_holds_at_double = \"no\"\n";
 
-/// Every file of a perfect submission, relative to the exercises folder.
+/// Every file of a perfect submission by [`LEARNER`], relative to the exercises folder.
+    perfect_ex4_for(LEARNER)
+}
+
+/// Exercise 4 on [`cpu_profile`]: the learner's own illustrative step; lm_head, removing half
+/// of it; the matmuls line (matmul and lm_head) is the largest.
+pub fn perfect_ex4_for(id: &str) -> String {
 pub fn perfect_files() -> BTreeMap<String, String> {
     let mut f = BTreeMap::new();
     let mut put = |k: &str, v: String| {
         f.insert(k.to_string(), v);
     };
     put("exercise-1/answers.toml", PERFECT_EX1.into());
+        illustrative_answers(id),
     put("exercise-2/answers.toml", PERFECT_EX2.into());
     put("exercise-2/results/bench.json", bench_json("faster", 0.82, (0.78, 0.86), 40.0));
     put("exercise-3/answers.toml", perfect_ex3_cpu());
     put("exercise-3/results/report.json", cpu_profile());
-    put("exercise-4/answers.toml", perfect_ex4());
+    put("exercise-4/answers.toml", perfect_ex4_for(id));
     put("exercise-4/results/budget.json", budget_json(&cpu_profile()));
     put("exercise-5/answers.toml", perfect_ex5());
     put("exercise-5/results/fused_check.json", r#"{"schema": "fused-check/1", "max_abs_error": 3.2e-7, "shape": [8, 3072], "device": "cpu"}"#.into());
@@ -227,10 +251,16 @@ pub fn submission(files: BTreeMap<String, String>) -> grader::Submission {
     s
 }
 
+    perfect_files_for(LEARNER)
+}
+
+/// Every file of a perfect submission by learner `id` (its learner.toml and its own variants).
+pub fn perfect_files_for(id: &str) -> BTreeMap<String, String> {
 /// Exercise 4's results/budget.json for a report: the budget lines as bench::budget groups
 /// them (the grader checks them against the report).
 pub fn budget_json(report: &str) -> String {
     let report: serde_json::Value = serde_json::from_str(report).unwrap();
+    put(grader::submission::LEARNER_FILE, learner_toml(id));
     let cuda = report["device"] == "cuda";
     let column = if cuda { "self_cuda_pct" } else { "self_cpu_pct" };
     let mut lines: BTreeMap<&str, (f64, Vec<String>)> = BTreeMap::new();
