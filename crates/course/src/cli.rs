@@ -11,7 +11,8 @@ use std::path::PathBuf;
     long_about = "Run, check and grade the exercises of the benchmarking-versus-profiling course.\n\n\
         Learners: `course list` shows your progress, `course run N` runs exercise N, `course check N` grades it \
         (exit code 0 only when it passes), `course hint N` reveals one more hint, `course watch` re-checks the \
-        current exercise whenever you save.\n\n\
+        current exercise whenever you save. `course id` shows your learner id (asked for once; some exercises are \
+        drawn from it).\n\n\
         Instructors: `course grade COHORT_DIR` grades a whole workshop into gradebook.csv and one feedback page \
         per student.\n\n\
         Engineers: `course bench --base-url URL --rate R` measures a server under load (P90 TTFT and more, with \
@@ -138,6 +139,14 @@ pub enum Command {
         /// target/grade-tests (kept between runs, so dependencies compile once).
         #[arg(long, value_name = "DIR", requires = "run_tests")]
         test_dir: Option<PathBuf>,
+    },
+    /// Show your learner id, or set it (`course id alice`). It is stored in exercises/learner.toml, which you
+    /// submit with your exercises: your own variant of some exercises is drawn from it, and `course grade`
+    /// checks it against your submission's name. `course run` and `course check` ask for it the first time
+    /// (without a terminal, set COURSE_LEARNER_ID instead).
+    Id {
+        /// Your id: your name or student number (letters, digits, '-', '_' or '.'); leave out to show it.
+        name: Option<String>,
     },
     // No doc comment here: the bench crate's own help (BenchArgs) is the command's help.
     Bench(Box<bench::cli::BenchArgs>),

@@ -1,0 +1,86 @@
+//! The learner id: asked once, on the first `course run` or `course check`, and stored in
+//! `exercises/learner.toml` (which travels with a submission). The per-learner variants
+//! (exercise 4's step, the quiz scenarios) are drawn from it, so `course check` here and the
+//! instructor's `course grade` regenerate the same questions.
+//!
+//! Where the id comes from, in order: the stored file; `COURSE_LEARNER_ID` (then stored); a
+//! question in the terminal (then stored). Without a terminal and without either, the command
+//! stops and says how to give one (`course id NAME`).
+
+use crate::commands::Course;
+use anyhow::{bail, Result};
+use grader::submission::{check_learner_id, read_learner_id, write_learner_id, LEARNER_FILE, LEARNER_ID_ENV, NO_LEARNER_ID};
+use std::io::{BufRead, IsTerminal, Write};
+
+/// The learner's id, asking for it (and storing it) the first time.
+pub fn ensure(course: &Course) -> Result<String> {
+    let dir = course.exercises_dir();
+    let from_env = std::env::var(LEARNER_ID_ENV).ok().filter(|v| !v.trim().is_empty());
+    if let Some(stored) = read_learner_id(&dir).map_err(anyhow::Error::msg)? {
+        if let Some(env) = &from_env {
+            if env.trim().to_lowercase() != stored.to_lowercase() {
+                eprintln!("==> note: {LEARNER_ID_ENV}={env} is set, but exercises/{LEARNER_FILE} says {stored:?}: using {stored:?} (change it with `course id NAME`).");
+            }
+        }
+        return Ok(stored);
+    }
+    if let Some(env) = from_env {
+        let id = check_learner_id(&env).map_err(|e| anyhow::anyhow!("{LEARNER_ID_ENV}: {e}"))?;
+        return store(course, &id);
+    }
+    if !std::io::stdin().is_terminal() {
+        bail!("{NO_LEARNER_ID}");
+    }
+    eprintln!("==> First, your learner id: your name or student number, as your instructor asks.");
+    eprintln!("    Your own variant of some exercises is drawn from it, and `course grade` checks it against your submission's name.");
+    for _ in 0..3 {
+        eprint!("    Learner id: ");
+        std::io::stderr().flush()?;
+        let mut line = String::new();
+        if std::io::stdin().lock().read_line(&mut line)? == 0 {
+            break;
+        }
+        match check_learner_id(&line) {
+            Ok(id) => return store(course, &id),
+            Err(e) => eprintln!("    {e}"),
+        }
+    }
+    bail!("{NO_LEARNER_ID}")
+}
+
+fn store(course: &Course, id: &str) -> Result<String> {
+    let id = write_learner_id(&course.exercises_dir(), id).map_err(anyhow::Error::msg)?;
+    eprintln!("==> Learner id {id:?} stored in exercises/{LEARNER_FILE} (submit it with your exercises; `course id NAME` changes it).");
+    Ok(id)
+}
+
+/// `course id [NAME]`: show the stored id, or store a new one.
+pub fn command(course: &Course, name: Option<&str>) -> Result<std::process::ExitCode> {
+    let dir = course.exercises_dir();
+    let stored = read_learner_id(&dir).map_err(anyhow::Error::msg);
+    match name {
+        None => match stored? {
+            Some(id) => {
+                println!("{id}");
+                Ok(std::process::ExitCode::SUCCESS)
+            }
+            None => bail!("{NO_LEARNER_ID}"),
+        },
+        Some(name) => {
+            let id = check_learner_id(name).map_err(anyhow::Error::msg)?;
+            // A damaged file is replaced: that is what the learner asked for.
+            if let Ok(Some(old)) = stored {
+                if old == id {
+                    println!("Your learner id is already {id:?}.");
+                    return Ok(std::process::ExitCode::SUCCESS);
+                }
+                eprintln!(
+                    "==> Changing your learner id from {old:?} to {id:?}: the per-learner questions change with it \
+                     (run `course run 4` again for your new illustrative step, and answer them again)."
+                );
+            }
+            store(course, &id)?;
+            Ok(std::process::ExitCode::SUCCESS)
+        }
+    }
+}
