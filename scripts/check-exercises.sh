@@ -25,6 +25,9 @@ set -uo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo_root" || exit 1
+# The learner id every copy's `course run`/`check` and the exercises draw their variants from
+# (without a terminal, `course` takes it from here and stores it in the copy's learner.toml).
+export COURSE_LEARNER_ID="${COURSE_LEARNER_ID:-check-exercises}"
 
 passed=0
 failed=0

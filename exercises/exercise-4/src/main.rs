@@ -1,7 +1,8 @@
 //! Exercise 4: Read a profile as a budget.
 //!
-//! Applies your savings arithmetic (src/budget.rs) twice: to the chapter's illustrative 40 ms
-//! decode step (explicitly not measured), and to your own profile from exercise 3
+//! Applies your savings arithmetic (src/budget.rs) twice: to your own illustrative decode step
+//! (explicitly not measured; drawn from your learner id in exercises/learner.toml, so a
+//! classmate's step is not yours), and to your own profile from exercise 3
 //! (exercise-3/results/report.json), ranked by the column its device is ranked by.
 //!
 //! TODO (you): the functions in src/budget.rs, then run this and fill in answers.toml.
@@ -14,9 +15,10 @@ use profiler::{DeviceKind, Report};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-// The chapter's illustrative decode step (not a measurement): the same table the book's bar
-// chart is drawn from; and the one grouping of a profile's rows into its budget lines.
-use bench::budget::{from_report, illustrative_ms, Line, ILLUSTRATIVE};
+// The one grouping of a profile's rows into its budget lines; and your illustrative step, drawn
+// from your learner id by the grader's own function (what `course check 4` grades you on).
+use bench::budget::from_report;
+use grader::exercise_checks::budget::{IllustrativeStep, LINES};
 
 /// The step-time cut the exercise asks for, in %.
 const TARGET_PCT: f64 = 10.0;
@@ -24,10 +26,11 @@ const TARGET_PCT: f64 = 10.0;
 
 #[derive(Parser)]
 #[command(
-    about = "Exercise 4: apply your savings arithmetic to the illustrative 40 ms step and to your exercise-3 profile",
+    about = "Exercise 4: apply your savings arithmetic to your illustrative step and to your exercise-3 profile",
     long_about = "Exercise 4: Read a profile as a budget.\n\n\
-        Prints the chapter's illustrative 40 ms decode step as a budget and what removing two thirds of its \
-        activations line saves, computed with your functions in src/budget.rs. Then reads your own profile \
+        Prints your own illustrative decode step as a budget (not measured; drawn from your learner id in \
+        exercises/learner.toml, which `course run 4` asks for, or COURSE_LEARNER_ID) and what removing the part \
+        of its activations line it names saves, computed with your functions in src/budget.rs. Then reads your own profile \
         (exercise-3/results/report.json, written by `course run 3`) and prints, for its top ops, the share, the \
         ceiling of any saving and the saving if your fix removed --fraction of the op; then groups it into the \
         chapter's budget lines (results/budget.json) with the most each line can save, and says whether any \
@@ -67,22 +70,33 @@ fn bar(pct: f64) -> String {
     "█".repeat((pct / 2.0).round().max(0.0) as usize)
 }
 
-fn illustrative(fraction_of_activations: f64) {
-    let step_ms: f64 = ILLUSTRATIVE.iter().map(|(_, ms)| ms).sum();
-    println!("The illustrative {step_ms} ms decode step (not measured):");
-    for (line, ms) in ILLUSTRATIVE {
+/// Your illustrative step, computed with your functions: what `[illustrative]` asks.
+fn illustrative(learner: &str, step: &IllustrativeStep) {
+    let step_ms = step.step_ms();
+    println!("Your illustrative {step_ms} ms decode step (learner `{learner}`; not measured):");
+    for (name, ms) in LINES.iter().zip(step.lines_ms) {
         let share = budget::share_pct(ms, step_ms);
-        println!("  {:<28} {ms:>5.1} ms {share:>6.2}%  {}", line.name(), bar(share));
+        println!("  {name:<28} {ms:>5.1} ms {share:>6.2}%  {}", bar(share));
     }
-    let name = Line::Activations.name();
-    let line_ms = illustrative_ms(Line::Activations);
-    let saved = budget::saving_ms(line_ms, fraction_of_activations);
+    let line_ms = step.activations_ms();
+    let saved = budget::saving_ms(line_ms, step.removed.value());
     println!(
-        "Removing {:.0}% of \"{name}\" saves {saved:.2} ms = {:.2}% of the step; the step becomes {:.2} ms.\n",
-        fraction_of_activations * 100.0,
+        "Removing {} of \"{}\" saves {saved:.2} ms = {:.2}% of the step; the step becomes {:.2} ms.\n",
+        step.removed.words(),
+        LINES[grader::exercise_checks::budget::ACTIVATIONS],
         budget::saving_pct(saved, step_ms),
         budget::new_step_ms(step_ms, saved)
     );
+}
+
+/// Your learner id: exercises/learner.toml next to this exercise's folder, else COURSE_LEARNER_ID.
+fn learner_id(dir: &std::path::Path) -> Result<String> {
+    let exercises = dir.join("..");
+    match grader::submission::current_learner_id(&exercises) {
+        Ok(Some(id)) => Ok(id),
+        Ok(None) => bail!("{}", grader::submission::NO_LEARNER_ID),
+        Err(e) => bail!("{e}"),
+    }
 }
 
 /// The ceiling rule on the budget lines of your profile: a line saves at most its share. Writes
@@ -134,9 +148,11 @@ fn run(args: Args) -> Result<()> {
     if !(args.fraction > 0.0 && args.fraction <= 1.0) {
         bail!("--fraction is the part of the op your fix removes, above 0 and at most 1 (e.g. 0.67); got {}", args.fraction);
     }
-    illustrative(2.0 / 3.0);
-
     let dir = args.exercise_dir.unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
+    let learner = learner_id(&dir)?;
+    let step = IllustrativeStep::for_learner(&learner);
+    illustrative(&learner, &step);
+
     let path = args.profile.unwrap_or_else(|| dir.join("../exercise-3/results/report.json"));
     if !path.is_file() {
         bail!("{} does not exist: do exercise 3 first (`course run 3` profiles a forward pass and writes it)", path.display());
