@@ -69,6 +69,8 @@ pub struct Sandbox {
     target: PathBuf,
     limits: Limits,
     network: Network,
+    /// Held while this run uses the folder: two runs would overwrite each other's workspace.
+    _lock: std::fs::File,
 }
 
 impl Sandbox {
@@ -100,8 +102,9 @@ impl Sandbox {
                 course_root.display()
             );
         }
+        let lock = lock(&dir)?;
         let network = probe_network();
-        Ok(Sandbox { course_root, workspace: dir.join("workspace"), target: dir.join("target"), limits, network })
+        Ok(Sandbox { course_root, workspace: dir.join("workspace"), target: dir.join("target"), limits, network, _lock: lock })
     }
 
     /// What is and what is not isolated, for the instructor (printed once).
@@ -177,7 +180,9 @@ impl Sandbox {
             return Ok(self.run_of(exercise, TestOutcome::TimedOut { seconds: self.limits.build_timeout.as_secs_f64() }, notes));
         }
         if !finished.success {
-            notes.insert(0, self.tidy(&tail(&build_log, 40)));
+            let log = tail(&build_log, OUTPUT_TAIL);
+            let last: Vec<&str> = log.lines().rev().take(40).collect();
+            notes.insert(0, self.tidy(&last.into_iter().rev().collect::<Vec<_>>().join("\n")));
             return Ok(self.run_of(exercise, TestOutcome::BuildFailed, notes));
         }
         let binaries = test_binaries(&std::fs::read_to_string(&messages).unwrap_or_default());
@@ -256,8 +261,14 @@ impl Sandbox {
         for name in ["Cargo.toml", "Cargo.lock", "rust-toolchain.toml", "rust-toolchain", ".cargo", "crates", "exercises"] {
             let from = self.course_root.join(name);
             if std::fs::symlink_metadata(&from).is_ok() {
-                copy_trusted(&from, &self.workspace.join(name))?;
+                copy_trusted(&from, &self.workspace.join(name), false)?;
             }
+        }
+        // The solutions are workspace members (`solutions/*`): their manifests make the workspace
+        // load, but their code stays out of the learner's reach (`include!` of a solution).
+        let solutions = self.course_root.join("solutions");
+        if solutions.is_dir() {
+            copy_trusted(&solutions, &self.workspace.join("solutions"), true)?;
         }
         let src = self.workspace.join(&exercise.dir).join("src");
         if src.exists() {
@@ -279,6 +290,23 @@ impl Sandbox {
     }
 }
 
+/// An exclusive lock on `DIR/.lock` (flock: released when the process ends, however it ends).
+fn lock(dir: &Path) -> Result<std::fs::File> {
+    let path = dir.join(".lock");
+    let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path).with_context(|| format!("{}: cannot create", path.display()))?;
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsRawFd;
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            bail!(
+                "{}: another `course grade --run-tests` is using this test folder; wait for it, or give this one its own --test-dir",
+                dir.display()
+            );
+        }
+    }
+    Ok(file)
+}
+
 fn not_run(exercise: &ExerciseInfo, why: String) -> TestRun {
     TestRun { exercise: exercise.number, outcome: TestOutcome::NotRun, detail: why }
 }
@@ -296,7 +324,8 @@ fn severity(outcome: &TestOutcome) -> u8 {
 
 /// Copy the course's own files, keeping their modification times (so the shared build folder
 /// sees them unchanged from one learner to the next). Build output and links are left out.
-fn copy_trusted(from: &Path, to: &Path) -> Result<()> {
+/// `manifests_only`: every file but `Cargo.toml` is written empty.
+fn copy_trusted(from: &Path, to: &Path, manifests_only: bool) -> Result<()> {
     let meta = std::fs::symlink_metadata(from).with_context(|| format!("{}: cannot read", from.display()))?;
     if meta.is_dir() {
         std::fs::create_dir_all(to).with_context(|| format!("{}: cannot create", to.display()))?;
@@ -305,10 +334,14 @@ fn copy_trusted(from: &Path, to: &Path) -> Result<()> {
             if name == "target" || name == ".git" {
                 continue;
             }
-            copy_trusted(&entry.path(), &to.join(&name))?;
+            copy_trusted(&entry.path(), &to.join(&name), manifests_only)?;
         }
     } else if meta.is_file() {
-        std::fs::copy(from, to).with_context(|| format!("cannot copy {} to {}", from.display(), to.display()))?;
+        if manifests_only && from.file_name().is_none_or(|n| n != "Cargo.toml") {
+            std::fs::write(to, b"").with_context(|| format!("{}: cannot write", to.display()))?;
+        } else {
+            std::fs::copy(from, to).with_context(|| format!("cannot copy {} to {}", from.display(), to.display()))?;
+        }
         if let Ok(modified) = meta.modified() {
             let file = std::fs::OpenOptions::new().write(true).open(to).with_context(|| format!("{}: cannot open", to.display()))?;
             file.set_modified(modified).with_context(|| format!("{}: cannot set its time", to.display()))?;

@@ -49,7 +49,9 @@ fn course_copy(dir: &Path) -> PathBuf {
             }
         }
     }
-    write(&root.join("Cargo.toml"), "[workspace]\nresolver = \"2\"\nmembers = [\"exercises/exercise-2\"]\n");
+    write(&root.join("Cargo.toml"), "[workspace]\nresolver = \"2\"\nmembers = [\"exercises/exercise-2\", \"solutions/*\"]\n");
+    write(&root.join("solutions/exercise-2/Cargo.toml"), "[package]\nname = \"solution-2\"\nversion = \"0.1.0\"\nedition = \"2021\"\n");
+    write(&root.join("solutions/exercise-2/src/lib.rs"), RIGHT);
     write(&root.join("exercises/exercise-2/Cargo.toml"), "[package]\nname = \"exercise-2\"\nversion = \"0.1.0\"\nedition = \"2021\"\n");
     write(&root.join("exercises/exercise-2/src/lib.rs"), COURSE_LIB);
     write(&root.join("exercises/exercise-2/tests/p90.rs"), COURSE_TEST);
@@ -78,6 +80,8 @@ fn run_tests_flags_the_looping_the_hoarding_and_the_networking_learner_and_grade
     submit(&cohort, "cat", LOOPS);
     submit(&cohort, "dan", ALLOCATES);
     submit(&cohort, "eve", NETWORK);
+    // Gil pulls the reference solution in at compile time: the scratch copy has none to give.
+    submit(&cohort, "gil", "include!(\"../../../solutions/exercise-2/src/lib.rs\");\n");
     // Fay submits an archive of her course copy.
     let fay = dir.path().join("fay-src");
     write(&fay.join("course/exercises/exercise-2/src/lib.rs"), RIGHT);
@@ -104,6 +108,7 @@ fn run_tests_flags_the_looping_the_hoarding_and_the_networking_learner_and_grade
     assert!(row("ben").contains("tests-failed:2") && row("ben").contains("ex2: failed 1 (0 passed)"), "{csv}");
     assert!(row("cat").contains("tests-timeout:2") && row("cat").contains("ex2: timed out after 5 s"), "{csv}");
     assert!(row("dan").contains("tests-out-of-memory:2") && row("dan").contains("out of memory (limit 256 MiB)"), "{csv}");
+    assert!(row("gil").contains("tests-build-failed:2"), "{csv}");
     if archived {
         assert!(row("fay").contains("ex2: passed (1 test)"), "{csv}");
     }
