@@ -81,27 +81,12 @@ impl Sandbox {
             bail!("--run-tests needs Linux or another Unix system: there is no way here to limit the tests' time and memory");
         }
         let course_root = course_root.canonicalize().with_context(|| format!("{}: cannot open the course", course_root.display()))?;
-        // Checked before anything is created there.
+        // Checked before anything is created there, and again once the path is resolved.
         let dir = std::path::absolute(dir).with_context(|| format!("{}: not a usable folder", dir.display()))?;
-        let inside = |d: &Path| d.starts_with(&course_root) && !d.starts_with(course_root.join("target"));
-        if inside(&dir) || dir.canonicalize().is_ok_and(|d| inside(&d)) {
-            bail!(
-                "{}: the test folder lies inside the course folder {}; learners' code is never run in the instructor's tree. \
-                 Give --test-dir a folder outside it, or under its target/",
-                dir.display(),
-                course_root.display()
-            );
-        }
+        refuse_inside(&course_root, &dir)?;
         std::fs::create_dir_all(&dir).with_context(|| format!("{}: cannot create the test folder (--test-dir)", dir.display()))?;
         let dir = dir.canonicalize().with_context(|| format!("{}: cannot open the test folder", dir.display()))?;
-        if dir.starts_with(&course_root) && !dir.starts_with(course_root.join("target")) {
-            bail!(
-                "{}: the test folder lies inside the course folder {}; learners' code is never run in the instructor's tree. \
-                 Give --test-dir (or --out) a folder outside it, or under its target/",
-                dir.display(),
-                course_root.display()
-            );
-        }
+        refuse_inside(&course_root, &dir)?;
         let lock = lock(&dir)?;
         let network = probe_network();
         Ok(Sandbox { course_root, workspace: dir.join("workspace"), target: dir.join("target"), limits, network, _lock: lock })
@@ -288,6 +273,20 @@ impl Sandbox {
         }
         Ok(())
     }
+}
+
+/// Learners' code never runs among the instructor's files: a test folder inside the course is
+/// refused, unless it lies under the course's build output (target/).
+fn refuse_inside(course_root: &Path, dir: &Path) -> Result<()> {
+    if dir.starts_with(course_root) && !dir.starts_with(course_root.join("target")) {
+        bail!(
+            "{}: the test folder lies inside the course folder {}; learners' code is never run in the instructor's tree. \
+             Give --test-dir a folder outside it, or under its target/",
+            dir.display(),
+            course_root.display()
+        );
+    }
+    Ok(())
 }
 
 /// An exclusive lock on `DIR/.lock` (flock: released when the process ends, however it ends).
