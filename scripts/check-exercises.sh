@@ -237,8 +237,8 @@ for _ in $(seq 1 120); do
 done
 if [[ -n "$base_url" ]]; then
   pass "gpt2 serve --model synthetic answers at $base_url"
-  run_solution 7 "open loop at 2 and 4 requests/s against gpt2 serve" \
-    "$bin/solution-7" --base-url "$base_url" --rate 2 --requests 8 --max-tokens 4 --prompt-words 8 --no-progress --exercise-dir "$(dir_of 7)"
+  run_solution 7 "a lone request, a sweep to the knee, then R below it and 2R, against gpt2 serve" \
+    "$bin/solution-7" --base-url "$base_url" --sweep-requests 8 --requests 12 --max-tokens 4 --prompt-words 8 --no-progress --exercise-dir "$(dir_of 7)"
 else
   show_log "$tmp/serve.log"
   fail "gpt2 serve did not start, so solution 7 cannot be run"

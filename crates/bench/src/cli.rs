@@ -205,37 +205,14 @@ fn target(args: &BenchArgs) -> Target {
 fn run_sweep(args: &BenchArgs, rates: &[f64]) -> Result<ExitCode> {
     let slo = Slo { ttft_ms: args.slo_ttft_ms, tpot_ms: args.slo_tpot_ms, e2el_ms: args.slo_e2el_ms };
     let bounds = sweep::Bound::from_slo(&slo, args.slo_percentile)?;
-    if rates.is_empty() || rates.iter().any(|r| !(r.is_finite() && *r > 0.0)) || rates.windows(2).any(|w| w[1] <= w[0]) {
-        bail!("--sweep takes increasing positive rates, e.g. --sweep 0.5,1,2,4; got {rates:?}");
-    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let mut runs: Vec<(f64, Run)> = Vec::new();
-    for &rate in rates {
-        let mut swept = args.clone();
-        swept.rate = Some(rate);
-        // Only the first run needs a warm-up: the server is warm after it.
-        if !runs.is_empty() {
-            swept.warmup = 0;
-        }
-        let config = load_config(&swept)?;
-        eprintln!("sweep: {rate} req/s ...");
-        let outcome = runtime.block_on(load::run(&config))?;
-        let run = load_run(default_label(&config), &config, &slo, args.seed, outcome)?;
-        let ok: Vec<_> = run.requests.iter().filter(|r| r.ok).collect();
-        let holds = !ok.is_empty()
-            && bounds.iter().all(|b| {
-                let values: Vec<f64> = ok.iter().filter_map(|r| metric_of(r, &b.metric)).collect();
-                stats::percentile(&values, b.percentile).is_some_and(|v| v <= b.bound_ms)
-            });
-        runs.push((rate, run));
-        if !holds {
-            break;
-        }
-    }
-    let result = sweep::analyse(&bounds, &sweep::rates_and_records(&runs), stats::DEFAULT_RESAMPLES, args.seed)?;
+    let Some(&lowest) = rates.first() else { bail!("--sweep needs at least one rate, e.g. --sweep 0.5,1,2,4") };
+    let mut first = args.clone();
+    first.rate = Some(lowest);
+    let (runs, result) = sweep::run(&runtime, &load_config(&first)?, rates, &bounds, &slo, args.seed)?;
     print!("{}", result.text());
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from("bench-results"));
     let mut report = Report::new(Environment::capture(target(args)), runs.into_iter().map(|(_, run)| run).collect());
@@ -248,15 +225,6 @@ fn run_sweep(args: &BenchArgs, rates: &[f64]) -> Result<ExitCode> {
     }
     println!("wrote {} and {}", json.display(), svg.display());
     Ok(ExitCode::SUCCESS)
-}
-
-/// One request's value of `ttft_ms`, `tpot_ms` or `e2el_ms`.
-fn metric_of(r: &metrics::RequestRecord, metric: &str) -> Option<f64> {
-    match metric {
-        "ttft_ms" => Some(r.ttft_ms),
-        "tpot_ms" => r.tpot_ms(),
-        _ => Some(r.e2el_ms),
-    }
 }
 
 /// Turn flags into a load configuration, refusing contradictory or missing choices.
@@ -307,7 +275,7 @@ pub fn load_config(args: &BenchArgs) -> Result<LoadConfig> {
     })
 }
 
-fn default_label(config: &LoadConfig) -> String {
+pub(crate) fn default_label(config: &LoadConfig) -> String {
     match config.traffic {
         Traffic::OpenLoop { rate, .. } => format!("{} @ {rate} req/s", config.model),
         Traffic::ClosedLoop { concurrency } => format!("{} @ concurrency {concurrency}", config.model),

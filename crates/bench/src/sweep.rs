@@ -24,6 +24,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
+use crate::load::{self, LoadConfig, Traffic};
 use crate::metrics::{RequestRecord, Slo};
 use crate::report::Run;
 use crate::stats;
@@ -254,6 +255,40 @@ impl Sweep {
         };
         draw().map_err(|e| anyhow!("{e}")).with_context(|| format!("cannot draw {}: check the folder is writable", path.display()))
     }
+}
+
+/// Runs the sweep: `config`'s load, open loop at each of `rates` (increasing) in turn, until
+/// the first rate at which `bounds` fail, then [`analyse`]. Only the first run warms the server
+/// up. `slo` is the per-request target each run's goodput counts against (the same flags).
+/// Returns each rate's run and the analysis; `course bench --sweep` and exercise 7 both use it.
+pub fn run(runtime: &tokio::runtime::Runtime, config: &LoadConfig, rates: &[f64], bounds: &[Bound], slo: &Slo, seed: u64) -> Result<(Vec<(f64, Run)>, Sweep)> {
+    if rates.is_empty() || rates.iter().any(|r| !(r.is_finite() && *r > 0.0)) || rates.windows(2).any(|w| w[1] <= w[0]) {
+        bail!("a sweep takes increasing positive rates, e.g. --sweep 0.5,1,2,4; got {rates:?}");
+    }
+    // The arrivals keep the seed the configuration gives them (the same at every rate).
+    let arrivals = match config.traffic {
+        Traffic::OpenLoop { seed: arrivals, .. } => arrivals,
+        Traffic::ClosedLoop { .. } => seed,
+    };
+    let mut runs: Vec<(f64, Run)> = Vec::new();
+    for &rate in rates {
+        let mut swept = config.clone();
+        swept.traffic = Traffic::OpenLoop { rate, seed: arrivals };
+        if !runs.is_empty() {
+            swept.warmup = 0;
+        }
+        eprintln!("sweep: {rate} req/s ...");
+        let outcome = runtime.block_on(load::run(&swept))?;
+        let run = crate::cli::load_run(crate::cli::default_label(&swept), &swept, slo, seed, outcome)?;
+        let ok: Vec<&RequestRecord> = run.requests.iter().filter(|r| r.ok).collect();
+        let holds = !ok.is_empty() && margin(bounds, &ok).0 <= 1.0;
+        runs.push((rate, run));
+        if !holds {
+            break;
+        }
+    }
+    let result = analyse(bounds, &rates_and_records(&runs), stats::DEFAULT_RESAMPLES, seed)?;
+    Ok((runs, result))
 }
 
 /// The runs of a sweep as `(rate, records)` pairs, for [`analyse`].

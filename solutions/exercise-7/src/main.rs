@@ -1,20 +1,31 @@
 //! Exercise 7: Double the traffic. Does the P90 TTFT target still hold at twice the rate?
 //!
 //! A benchmarking question against a real HTTP server (`gpt2 serve`, or any OpenAI-compatible
-//! server): the same open-loop load (Poisson arrivals, seeded prompts, fixed output length) at a
-//! rate R and at 2R, one variable changed. Each run writes its bench.json into
-//! results/rate-1x/ and results/rate-2x/.
+//! server), in two steps:
 //!
-//! Solution: the same program; after the two runs it fills in answers.toml: the exercise
-//! page's target, both P90 TTFTs, and whether the target holds at 2R.
-
-use grader::fill_answers as answers;
+//! 1. **Calibrate.** A few requests one at a time give a lone request's TTFT
+//!    (`results/lone/`); the target is the exercise page's rule, 4 × its median (or
+//!    `--target-ms`, when your instructor sets one). A short sweep (open-loop runs at rising
+//!    rates, stopping at the first that breaks the target) finds the knee: the highest rate at
+//!    which P90 TTFT still meets the target, with its 95% interval. `results/sweep/` gets its
+//!    bench.json and sweep.svg.
+//! 2. **Ask the question.** R is picked comfortably below the knee (60% of it, or `--rate`),
+//!    so the target holds at R on any machine; then the same load (Poisson arrivals, seeded
+//!    prompts, fixed output length) runs at R and at 2R, one variable changed. Each run writes
+//!    its bench.json into results/rate-1x/ and results/rate-2x/.
+//!
+//! Solution: the same program; after the runs it fills in answers.toml: the target, the knee,
+//! both P90 TTFTs, and at each rate the verdict its 95% interval gives against the target
+//! (the grader's own rule, [`Verdict::of`]).
 
 use anyhow::{bail, Context, Result};
 use bench::environment::{Environment, Target};
 use bench::load::{self, Bound, LoadConfig, Prompt, Traffic};
 use bench::metrics::Slo;
 use bench::report::{Report, Run};
+use bench::sweep::{self, Knee, Sweep};
+use grader::exercise_checks::traffic::{target_for, Verdict, TARGET_PER_LONE_TTFT};
+use grader::fill_answers as answers;
 use clap::Parser;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -22,13 +33,14 @@ use std::time::Duration;
 
 #[derive(Parser)]
 #[command(
-    about = "Exercise 7: load a server at a rate R and at 2R (open loop) and write both bench.json files",
+    about = "Exercise 7: find the server's knee, then load it at a rate R below it and at 2R (open loop)",
     long_about = "Exercise 7: Double the traffic.\n\n\
         Start the server first, in another terminal:\n\n    \
         cargo run --release -p gpt2 -- serve --max-batch-size 8 --port 8000\n\n\
-        Then this sends the same open-loop load (Poisson arrivals at --rate requests/s, seeded prompts, \
-        --max-tokens tokens each) at R and at 2R, prints each run's results table (P90 TTFT with its interval) \
-        and writes results/rate-1x/bench.json and results/rate-2x/bench.json.\n\n\
+        Then this (1) times a lone request (the target is 4 × its median TTFT, the exercise page's rule) and \
+        sweeps the open-loop rate until P90 TTFT breaks the target, which gives the knee with its interval (results/sweep/bench.json and sweep.svg), (2) picks R at 60% of the knee (or --rate) and \
+        sends the same load at R and at 2R, printing each run's results table (P90 TTFT with its 95% interval) \
+        and writing results/rate-1x/bench.json and results/rate-2x/bench.json.\n\n\
         Then fill in answers.toml and run `course check 7`."
 )]
 struct Args {
@@ -38,11 +50,22 @@ struct Args {
     /// The model name to send [default: the first model the server lists at /v1/models].
     #[arg(long)]
     served_model: Option<String>,
-    /// The rate R, in requests per second; the second run uses 2R.
-    #[arg(long, default_value_t = 2.0)]
-    rate: f64,
-    /// Requests sent in each run.
-    #[arg(long, default_value_t = 40)]
+    /// The P90 TTFT target, ms [default: the exercise page's rule, 4 × a lone request's median
+    /// TTFT]; give it only when your instructor sets one.
+    #[arg(long)]
+    target_ms: Option<f64>,
+    /// The rate R, in requests per second [default: 60% of the measured knee]; the second run uses 2R.
+    #[arg(long)]
+    rate: Option<f64>,
+    /// The rates the calibration sweep tries, in order, until the target fails [default: 1, 2,
+    /// 4, … 32 times half the rate one request at a time could sustain].
+    #[arg(long, value_delimiter = ',')]
+    sweep_rates: Option<Vec<f64>>,
+    /// Requests sent at each rate of the calibration sweep.
+    #[arg(long, default_value_t = 30)]
+    sweep_requests: usize,
+    /// Requests sent in each of the two runs (R and 2R).
+    #[arg(long, default_value_t = 60)]
     requests: usize,
     /// Tokens generated per request (the server is asked to ignore end-of-text).
     #[arg(long, default_value_t = 16)]
@@ -50,7 +73,7 @@ struct Args {
     /// Words per prompt (seeded, different for every request).
     #[arg(long, default_value_t = 16)]
     prompt_words: usize,
-    /// Seed of the arrivals and of the prompts: both runs use the same.
+    /// Seed of the arrivals and of the prompts: every run uses the same.
     #[arg(long, default_value_t = 7)]
     seed: u64,
     /// Seconds before a request is given up.
@@ -74,10 +97,11 @@ fn main() -> ExitCode {
     }
 }
 
-/// The target stated on the exercise page (book/src/exercises/exercise-7.md).
-const TARGET_P90_TTFT_MS: f64 = 500.0;
-
 const START_SERVER: &str = "start it first, in another terminal: cargo run --release -p gpt2 -- serve --max-batch-size 8 --port 8000 (or pass --base-url)";
+
+/// R as a fraction of the knee: far enough below it that the target holds at R, near enough
+/// that 2R (1.2 × the knee) is past it on a server whose latency climbs there.
+const BELOW_KNEE: f64 = 0.6;
 
 /// The first model the server lists at `GET /v1/models`.
 async fn served_model(base_url: &str) -> Result<String> {
@@ -96,9 +120,63 @@ async fn served_model(base_url: &str) -> Result<String> {
         .with_context(|| format!("GET {url} lists no model; pass --served-model to name it"))
 }
 
+/// The same load for every run; only the arrivals (and the request count) change.
+fn load_config(args: &Args, model: &str, traffic: Traffic, requests: usize) -> LoadConfig {
+    LoadConfig {
+        base_url: args.base_url.clone(),
+        model: model.to_string(),
+        traffic,
+        bound: Bound::Requests(requests),
+        prompt: Prompt::RandomWords { words: args.prompt_words, seed: args.seed },
+        max_tokens: args.max_tokens,
+        ignore_eos: true,
+        include_usage: true,
+        temperature: 0.0,
+        warmup: 2,
+        timeout_s: args.timeout,
+        api_key: None,
+        progress: !args.no_progress,
+    }
+}
+
+/// R: `--rate`, or [`BELOW_KNEE`] of the knee, kept below 80% of its interval's low end and
+/// rounded to two significant figures.
+fn pick_rate(args: &Args, knee: &Sweep) -> Result<f64> {
+    if let Some(rate) = args.rate {
+        return Ok(rate);
+    }
+    let at = match knee.knee {
+        Knee::At(k) | Knee::Above(k) => k,
+        Knee::Below(r) => bail!(
+            "the target already fails at {r} req/s, the lowest rate the sweep tried: give lower rates with --sweep-rates (e.g. {}) or check the server is not busy with something else",
+            [0.25, 0.5, 1.0].map(|f| round2(f * r)).map(|x| x.to_string()).join(",")
+        ),
+    };
+    let low = knee.ci95_knee.map_or(at, |[lo, _]| lo / 0.8);
+    let rate = BELOW_KNEE * at.min(low);
+    Ok(round2(rate))
+}
+
+/// Rounded down to two significant figures (a rate a person can type).
+fn round2(rate: f64) -> f64 {
+    // Scaled by an exact power of ten, so 1.2 prints as 1.2 rather than 1.2000000000000002.
+    let e = rate.log10().floor() as i32 - 1;
+    let rounded = if e >= 0 {
+        (rate / 10f64.powi(e)).floor() * 10f64.powi(e)
+    } else {
+        (rate * 10f64.powi(-e)).floor() / 10f64.powi(-e)
+    };
+    rounded.max(10f64.powi(e))
+}
+
 fn run(args: Args) -> Result<()> {
-    if !(args.rate.is_finite() && args.rate > 0.0) {
-        bail!("--rate must be a positive number of requests per second; got {}", args.rate);
+    if let Some(rate) = args.rate {
+        if !(rate.is_finite() && rate > 0.0) {
+            bail!("--rate must be a positive number of requests per second; got {rate}");
+        }
+    }
+    if let Some(t) = args.target_ms.filter(|t| !(t.is_finite() && *t > 0.0)) {
+        bail!("--target-ms must be a positive number of milliseconds; got {t}");
     }
     let dir = args.exercise_dir.clone().unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
     let results = dir.join("results");
@@ -108,61 +186,90 @@ fn run(args: Args) -> Result<()> {
         None => runtime.block_on(served_model(&args.base_url))?,
     };
 
+    // 1. Calibrate: how long does one request take alone, and where does this server, on this
+    //    machine, stop meeting the target?
+    println!("calibration: 8 requests one at a time");
+    let lone_config = load_config(&args, &model, Traffic::ClosedLoop { concurrency: 1 }, 8);
+    let outcome = runtime.block_on(load::run(&lone_config)).map_err(|e| anyhow::anyhow!("{e:#}\n{START_SERVER}"))?;
+    let lone = bench::cli::load_run("lone".into(), &lone_config, &Slo::default(), args.seed, outcome)?;
+    print!("{}", bench::report::table(&lone));
+    let (Some(ttft), Some(e2el)) = (lone.metrics.ttft_ms.clone(), lone.metrics.e2el_ms.clone()) else {
+        bail!("no lone request completed; the table above shows why");
+    };
+    write(&results.join("lone"), lone)?;
+    let target = args.target_ms.unwrap_or_else(|| target_for(ttft.median));
+    if args.target_ms.is_none() {
+        println!("target: P90 TTFT ≤ {target} ms ({TARGET_PER_LONE_TTFT} × the lone median TTFT of {:.1} ms)", ttft.median);
+    }
+    // One request at a time sustains 1 / E2EL requests per second; batching sustains more.
+    let base = 0.5 * 1000.0 / e2el.median;
+    let rates = args.sweep_rates.clone().unwrap_or_else(|| (0..6).map(|i| round2(base * f64::from(1 << i))).collect());
+    let slo = Slo { ttft_ms: Some(target), ..Slo::default() };
+    let bounds = sweep::Bound::from_slo(&slo, 90.0)?;
+    println!("calibration: a sweep of {} requests per rate at {rates:?} req/s against P90 TTFT ≤ {target} ms", args.sweep_requests);
+    let first = rates.first().copied().unwrap_or(1.0);
+    let config = load_config(&args, &model, Traffic::OpenLoop { rate: first, seed: args.seed }, args.sweep_requests);
+    let (runs, knee) = sweep::run(&runtime, &config, &rates, &bounds, &slo, args.seed).map_err(|e| anyhow::anyhow!("{e:#}\n{START_SERVER}"))?;
+    print!("{}", knee.text());
+    let sweep_dir = results.join("sweep");
+    let mut report = Report::new(Environment::capture(server_target()), runs.into_iter().map(|(_, run)| run).collect());
+    report.sweep = Some(knee.clone());
+    report.write(&sweep_dir.join("bench.json"))?;
+    knee.write_svg(&sweep_dir.join("sweep.svg"))?;
+    println!("wrote {} and sweep.svg", sweep_dir.join("bench.json").display());
+
+    // 2. The question, at R and 2R.
+    let rate = pick_rate(&args, &knee)?;
+    println!("\nR = {rate} req/s{}", if args.rate.is_some() { " (--rate)" } else { " (60% of the knee, rounded down)" });
     let mut p90 = Vec::new();
-    for (label, rate, folder) in [("rate-1x", args.rate, "rate-1x"), ("rate-2x", 2.0 * args.rate, "rate-2x")] {
+    for (label, rate) in [("rate-1x", rate), ("rate-2x", 2.0 * rate)] {
         println!(
             "\n{label}: {} requests to {} ({model}) at {rate} req/s, open loop: about {:.0} s of arrivals",
             args.requests,
             args.base_url,
             args.requests as f64 / rate
         );
-        let config = LoadConfig {
-            base_url: args.base_url.clone(),
-            model: model.clone(),
-            traffic: Traffic::OpenLoop { rate, seed: args.seed },
-            bound: Bound::Requests(args.requests),
-            prompt: Prompt::RandomWords { words: args.prompt_words, seed: args.seed },
-            max_tokens: args.max_tokens,
-            ignore_eos: true,
-            include_usage: true,
-            temperature: 0.0,
-            warmup: 2,
-            timeout_s: args.timeout,
-            api_key: None,
-            progress: !args.no_progress,
-        };
+        let config = load_config(&args, &model, Traffic::OpenLoop { rate, seed: args.seed }, args.requests);
         let outcome = runtime.block_on(load::run(&config)).map_err(|e| anyhow::anyhow!("{e:#}\n{START_SERVER}"))?;
-        let run = bench::cli::load_run(format!("{label} ({rate} req/s)"), &config, &Slo::default(), args.seed, outcome)?;
+        let run = bench::cli::load_run(format!("{label} ({rate} req/s)"), &config, &slo, args.seed, outcome)?;
         print!("{}", bench::report::table(&run));
         if run.metrics.completed == 0 {
             bail!("every request of {label} failed; the table above shows why");
         }
-        p90.push(run.metrics.ttft_ms.as_ref().map(|s| s.p90));
-        write(&results.join(folder), run)?;
+        p90.push(run.metrics.ttft_ms.as_ref().map(|s| (s.p90, s.ci95_p90)));
+        write(&results.join(label), run)?;
     }
-    let show = |v: Option<f64>| v.map_or("n/a".to_string(), |ms| format!("{ms:.1} ms"));
-    println!("\nP90 TTFT at R = {} req/s: {}; at 2R = {} req/s: {}.", args.rate, show(p90[0]), 2.0 * args.rate, show(p90[1]));
-    let (Some(at_rate), Some(at_double)) = (p90[0], p90[1]) else {
+    let show = |v: Option<(f64, [f64; 2])>| v.map_or("n/a".to_string(), |(ms, [lo, hi])| format!("{ms:.1} ms [95% CI {lo:.1}, {hi:.1}]"));
+    println!("\nP90 TTFT at R = {rate} req/s: {}; at 2R = {} req/s: {}.", show(p90[0]), 2.0 * rate, show(p90[1]));
+    let (Some((at_rate, ci_rate)), Some((at_double, ci_double))) = (p90[0], p90[1]) else {
         bail!("a run has no TTFT figures (did every request fail?), so there is nothing to answer");
     };
-    let holds = at_double <= TARGET_P90_TTFT_MS;
-    println!("The target is {TARGET_P90_TTFT_MS} ms: at 2R it {}.", if holds { "holds" } else { "does not hold" });
+    let Knee::At(knee_rps) = knee.knee else {
+        bail!("the sweep found no knee between the rates it tried ({}); give --sweep-rates that reach past it", knee.text().trim_end());
+    };
+    let (holds_at_rate, holds_at_double) = (Verdict::of(ci_rate, target), Verdict::of(ci_double, target));
+    println!("Against {target} ms: at R the answer is \"{}\", at 2R \"{}\".", holds_at_rate.as_answer(), holds_at_double.as_answer());
     answers::fill(
         &dir.join("answers.toml"),
         &[
-            ("target_p90_ttft_ms".into(), TARGET_P90_TTFT_MS.into()),
+            ("target_p90_ttft_ms".into(), target.into()),
+            ("knee_rps".into(), knee_rps.into()),
             ("p90_ttft_ms_at_rate".into(), at_rate.into()),
+            ("target_holds_at_rate".into(), holds_at_rate.as_answer().into()),
             ("p90_ttft_ms_at_double".into(), at_double.into()),
-            ("target_holds_at_double".into(), if holds { "yes" } else { "no" }.into()),
+            ("target_holds_at_double".into(), holds_at_double.as_answer().into()),
         ],
     )?;
     println!("Next: `course check 7`.");
     Ok(())
 }
 
+fn server_target() -> Target {
+    Target { device: Some("server".into()), ..Target::default() }
+}
+
 fn write(dir: &Path, run: Run) -> Result<()> {
-    let target = Target { device: Some("server".into()), ..Target::default() };
-    let report = Report::new(Environment::capture(target), vec![run]);
+    let report = Report::new(Environment::capture(server_target()), vec![run]);
     report.write(&dir.join("bench.json"))?;
     bench::plot::write_latency_cdf(&dir.join("latency.svg"), &[&report.runs[0]])?;
     println!("wrote {}", dir.join("bench.json").display());

@@ -1,7 +1,8 @@
 //! The benchmark's `bench.json` (schema `bench-report/2`, written by crates/bench).
 //!
 //! Kept to the few fields the grader relies on, in one place, so a change in the bench crate's
-//! format is a change here only: the A/B `comparison` and each run's P90 TTFT.
+//! format is a change here only: the A/B `comparison`, each run's P90 TTFT with its interval,
+//! and a sweep's target and knee.
 
 use super::{parse_json, tampered};
 use crate::problem::Problem;
@@ -76,6 +77,10 @@ struct RawMetrics {
 struct RawSummary {
     #[serde(default)]
     p90: Option<f64>,
+    #[serde(default)]
+    ci95_p90: Option<[f64; 2]>,
+    #[serde(default)]
+    median: Option<f64>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -85,6 +90,42 @@ struct RawReport {
     runs: Vec<RawRun>,
     #[serde(default)]
     comparison: Option<RawComparison>,
+    #[serde(default)]
+    sweep: Option<RawSweep>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+struct RawSweep {
+    bounds: Vec<SweepBound>,
+    knee: Knee,
+    #[serde(default)]
+    ci95_knee: Option<[f64; 2]>,
+}
+
+/// One bound of a sweep's target: `percentile` of `metric` (`ttft_ms`, …) at most `bound_ms`.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+pub struct SweepBound {
+    pub metric: String,
+    pub percentile: f64,
+    pub bound_ms: f64,
+}
+
+/// Where a sweep put the knee (req/s): between two rates tried, beyond the last, or below the
+/// first.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Knee {
+    At(f64),
+    Above(f64),
+    Below(f64),
+}
+
+/// A `--sweep` report's target and knee (exercise 7's calibration).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SweepSummary {
+    pub bounds: Vec<SweepBound>,
+    pub knee: Knee,
+    pub ci95_knee: Option<[f64; 2]>,
 }
 
 /// An A/B comparison of run B against run A.
@@ -103,6 +144,9 @@ pub struct Comparison {
 pub struct RunSummary {
     pub label: String,
     pub p90_ttft_ms: Option<f64>,
+    /// The 95% bootstrap interval of that P90.
+    pub p90_ttft_ci95: Option<[f64; 2]>,
+    pub median_ttft_ms: Option<f64>,
 }
 
 #[derive(Debug, Clone)]
@@ -110,6 +154,7 @@ pub struct BenchReport {
     pub file: String,
     pub comparison: Option<Comparison>,
     pub runs: Vec<RunSummary>,
+    pub sweep: Option<SweepSummary>,
 }
 
 const REGENERATE: &str = "regenerate it by running the benchmark again; never edit results by hand";
@@ -133,15 +178,24 @@ impl BenchReport {
         };
         let mut runs = Vec::with_capacity(raw.runs.len());
         for run in raw.runs {
+            let ci = run.metrics.ttft_ms.as_ref().and_then(|s| s.ci95_p90);
+            if ci.is_some_and(|[lo, hi]| !(lo.is_finite() && hi.is_finite() && 0.0 <= lo && lo <= hi)) {
+                return Err(tampered(file, format!("run `{}` has a P90 TTFT interval that is not an ordered pair of non-negative numbers", run.label), REGENERATE));
+            }
+            let median = run.metrics.ttft_ms.as_ref().and_then(|s| s.median);
+            if median.is_some_and(|m| !(m.is_finite() && m > 0.0)) {
+                return Err(tampered(file, format!("run `{}` has a median TTFT that is not a positive number", run.label), REGENERATE));
+            }
             let p90 = run.metrics.ttft_ms.and_then(|s| s.p90);
             if let Some(p) = p90 {
                 if !p.is_finite() || p < 0.0 {
                     return Err(tampered(file, format!("run `{}` has a negative or non-finite P90 TTFT", run.label), REGENERATE));
                 }
             }
-            runs.push(RunSummary { label: run.label, p90_ttft_ms: p90 });
+            runs.push(RunSummary { label: run.label, p90_ttft_ms: p90, p90_ttft_ci95: ci, median_ttft_ms: median });
         }
-        Ok(BenchReport { file: file.to_string(), comparison, runs })
+        let sweep = raw.sweep.map(|s| SweepSummary { bounds: s.bounds, knee: s.knee, ci95_knee: s.ci95_knee });
+        Ok(BenchReport { file: file.to_string(), comparison, runs, sweep })
     }
 }
 

@@ -209,7 +209,36 @@ pub fn perfect_ex5() -> String {
 }
 
 pub const PERFECT_EX6: &str = "[quiz]\ncy-double-traffic = \"Benchmark at twice the load\"\ncy-slower-than-vllm = \"Profile your serving code\"\ncy-nsight-ttft = \"No: change the configuration and benchmark\"\ncy-6ms-before-22ms = \"The activations do little math, so their time is memory traffic that fusing removes, while the matmuls already run close to their own roofline.\"\n";
-pub const PERFECT_EX7: &str = "target_p90_ttft_ms = 200\np90_ttft_ms_at_rate = 120\np90_ttft_ms_at_double = 260\ntarget_holds_at_double = \"no\"\n";
+pub const PERFECT_EX7: &str = "target_p90_ttft_ms = 500\nknee_rps = 5.2\np90_ttft_ms_at_rate = 180\ntarget_holds_at_rate = \"yes\"\np90_ttft_ms_at_double = 900\ntarget_holds_at_double = \"no\"\n";
+
+/// One load run at a rate, as exercise 7 writes it: its P90 TTFT and that P90's 95% interval.
+pub fn ex7_run_json(p90_ttft_ms: f64, ci: (f64, f64)) -> String {
+    ex7_run_json_with_median(p90_ttft_ms * 0.7, p90_ttft_ms, ci)
+}
+
+/// [`ex7_run_json`] with its median TTFT given (the lone run: the target is 4 × it).
+pub fn ex7_run_json_with_median(median_ttft_ms: f64, p90_ttft_ms: f64, ci: (f64, f64)) -> String {
+    serde_json::to_string_pretty(&serde_json::json!({
+        "schema": "bench-report/2",
+        "environment": {"os": "linux"},
+        "runs": [{"label": "rate", "config": {}, "metrics": {"completed": 60,
+                  "ttft_ms": {"median": median_ttft_ms, "p90": p90_ttft_ms, "p99": p90_ttft_ms * 1.2, "ci95_p90": [ci.0, ci.1]}}}]
+    }))
+    .unwrap()
+}
+
+/// Exercise 7's calibration sweep against P90 TTFT ≤ `bound_ms`: `knee` is bench's `Knee`
+/// as JSON (`{"at": 5.2}`, `{"above": 32}`, `{"below": 1}`).
+pub fn ex7_sweep_json(bound_ms: f64, knee: serde_json::Value, ci: Option<(f64, f64)>) -> String {
+    serde_json::to_string_pretty(&serde_json::json!({
+        "schema": "bench-report/2",
+        "environment": {"os": "linux"},
+        "runs": [],
+        "sweep": {"bounds": [{"metric": "ttft_ms", "percentile": 90.0, "bound_ms": bound_ms}],
+                  "points": [], "knee": knee, "ci95_knee": ci.map(|(lo, hi)| [lo, hi])}
+    }))
+    .unwrap()
+}
 
 /// Every file of a perfect submission by [`LEARNER`], relative to the exercises folder.
     perfect_ex4_for(LEARNER)
@@ -238,8 +267,10 @@ pub fn perfect_files() -> BTreeMap<String, String> {
     put("exercise-5/results/bench.json", bench_json("faster", 0.9, (0.86, 0.93), 40.0));
     put("exercise-6/answers.toml", PERFECT_EX6.into());
     put("exercise-7/answers.toml", PERFECT_EX7.into());
-    put("exercise-7/results/rate-1x/bench.json", bench_json("within_noise", 1.0, (0.97, 1.03), 120.0));
-    put("exercise-7/results/rate-2x/bench.json", bench_json("within_noise", 1.0, (0.97, 1.03), 260.0));
+    put("exercise-7/results/lone/bench.json", ex7_run_json_with_median(125.0, 160.0, (130.0, 190.0)));
+    put("exercise-7/results/sweep/bench.json", ex7_sweep_json(500.0, serde_json::json!({"at": 5.2}), Some((4.6, 5.9))));
+    put("exercise-7/results/rate-1x/bench.json", ex7_run_json(180.0, (150.0, 230.0)));
+    put("exercise-7/results/rate-2x/bench.json", ex7_run_json(900.0, (700.0, 1200.0)));
     f
 }
 
