@@ -51,8 +51,8 @@ impl ModelArgs {
 /// and `gpt2 profile`.
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct KernelArgs {
-    /// CPU kernels: `avx512` (packed AVX-512 matmul), `avx2` (AVX2 skinny matmul and
-    /// candle's gemm), `portable` (candle's own ops only, as on a CPU without AVX2), or
+    /// CPU kernels: `avx512` (packed AVX-512 matmul), `avx2` (packed AVX2 matmul), `portable`
+    /// (candle's own ops only, as on a CPU without AVX2), or
     /// `auto` (the widest this CPU supports) [default: $GPT2_CPU_KERNELS, else auto].
     #[arg(long, value_name = "auto|avx512|avx2|portable", value_parser = parse_kernels)]
     pub kernels: Option<Kernels>,

@@ -3,13 +3,13 @@
 //! The checkpoint stores `Conv1D` weights as (in, out). That is a storage format, not a
 //! requirement; each weight is laid out once, at load time, the way its device (and on the
 //! CPU, the run's kernel path, `cpu::KernelPath`) multiplies fastest:
-//! - the `avx512` path: packed into column panels for our own kernel (`cpu::packed_matmul`),
-//!   which runs every GPT-2 product, from a one-row decode step to a 128-token prefill,
-//!   1.2–3× faster than candle's gemm on the development machine;
-//! - the `avx2` path: (out, in), so that a product with 1–16 rows of activations (decode
-//!   steps) runs through the AVX2 skinny kernel (`cpu::skinny_matmul`) and larger ones through
-//!   candle's gemm with a transposed view;
-//! - the `portable` path: (out, in) too, every product through candle's gemm;
+//! - the `avx512` and `avx2` paths: packed into column panels for our own kernel
+//!   (`cpu::packed_matmul`), which runs every GPT-2 product, from a one-row decode step to a
+//!   128-token prefill: with AVX-512 1.2–3× faster than candle's gemm on the development
+//!   machine; with AVX2 at least as fast as gemm at every GPT-2 shape from 1 to 128 rows, and
+//!   1.5–2.4× faster from 2 to 16 rows (the `matmul_kernels` example, one thread, busy
+//!   2-core machine);
+//! - the `portable` path: (out, in), every product through candle's gemm with a transposed view;
 //! - CUDA: the checkpoint's (in, out), which cuBLAS reads at full speed.
 //!
 //! Each product's profiler row is tagged with the kernel that ran (`ops::label`).
@@ -21,7 +21,7 @@ use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
 
 use crate::cpu::packed_matmul::PackedWeight;
-use crate::cpu::{skinny_matmul, KernelPath};
+use crate::cpu::KernelPath;
 use crate::error::Result;
 use crate::ops::{self, label};
 use crate::work;
@@ -33,7 +33,7 @@ pub enum Layout {
     OutIn,
     /// Contiguous (in, out), multiplied as `x · w`.
     InOut,
-    /// Column panels for the AVX-512 kernel (f32 on the CPU only).
+    /// Column panels for the packed kernel, AVX-512 or AVX2 (f32 on the CPU only).
     Packed,
 }
 
@@ -42,7 +42,7 @@ impl Layout {
     pub fn for_device(device: &Device, dtype: DType) -> Self {
         if device.is_cuda() {
             Layout::InOut
-        } else if KernelPath::selected() == KernelPath::Avx512 && dtype == DType::F32 {
+        } else if KernelPath::selected() != KernelPath::Portable && dtype == DType::F32 {
             Layout::Packed
         } else {
             Layout::OutIn
@@ -65,7 +65,7 @@ enum Weight {
     OutIn(Tensor),
     /// (in, out).
     InOut(Tensor),
-    /// Panels of (out, in) for `packed_matmul`.
+    /// Panels of (out, in) for `packed_matmul`, on the kernel path they were packed for.
     Packed(PackedWeight),
 }
 
@@ -98,7 +98,7 @@ impl Linear {
     /// The output head, tied to the token embedding `wte` (vocab, n_embd) = (out, in).
     pub fn tied(wte: Tensor) -> Result<Self> {
         let weight = match Layout::at_load(wte.device(), wte.dtype())? {
-            Layout::Packed => Weight::Packed(PackedWeight::pack(&wte)?),
+            Layout::Packed => Weight::Packed(PackedWeight::pack(&wte, KernelPath::selected())?),
             // wte is already (out, in): on CUDA too, where cuBLAS takes the transposed view.
             Layout::InOut | Layout::OutIn => Weight::OutIn(wte),
         };
@@ -110,7 +110,7 @@ impl Linear {
         let weight = match layout {
             Layout::InOut => Weight::InOut(in_out.contiguous()?),
             Layout::OutIn => Weight::OutIn(in_out.t()?.contiguous()?),
-            Layout::Packed => Weight::Packed(PackedWeight::pack(&in_out.t()?)?),
+            Layout::Packed => Weight::Packed(PackedWeight::pack(&in_out.t()?, KernelPath::selected())?),
         };
         Ok(Self { weight, bias, op_name: "matmul" })
     }
@@ -126,17 +126,13 @@ impl Linear {
         // Output features: the columns of an (in, out) weight, the rows of the others.
         let n = if let Weight::InOut(_) = self.weight { cols } else { rows };
         let (flops, bytes) = work::matmul(1, m, k, n, x.dtype().size_in_bytes());
-        // (out, in) weights take the skinny kernel where it applies, unless the path is candle's only.
-        let skinny = matches!(&self.weight, Weight::OutIn(w) if KernelPath::selected() != KernelPath::Portable && skinny_matmul::applies(x, w));
-        let kernel = match self.weight {
-            Weight::Packed(_) => label::PACKED_AVX512,
-            _ if skinny => label::SKINNY_AVX2,
+        let kernel = match &self.weight {
+            Weight::Packed(w) => label::packed(w.path()),
             _ => label::gemm(x.device()),
         };
         let _s = profiler::op_shapes(self.op_name, &[x.dims(), &[rows, cols]]).with_work(flops, bytes).with_kernel(kernel);
         Ok(match &self.weight {
             Weight::Packed(w) => w.matmul(x)?,
-            Weight::OutIn(w) if skinny => skinny_matmul::matmul(x, w)?,
             Weight::OutIn(w) => x.matmul(&w.t()?)?,
             Weight::InOut(w) => x.matmul(w)?,
         })

@@ -20,10 +20,9 @@ use crate::work;
 
 /// What a row's `kernel` column says ran.
 pub mod label {
-    /// `cpu::packed_matmul`: the AVX-512 kernel over weights packed at load.
+    /// `cpu::packed_matmul` over weights packed at load: its AVX-512 kernel, and its AVX2 one.
     pub const PACKED_AVX512: &str = "packed-avx512";
-    /// `cpu::skinny_matmul`: the AVX2 kernel for 1–16 rows.
-    pub const SKINNY_AVX2: &str = "skinny-avx2";
+    pub const PACKED_AVX2: &str = "packed-avx2";
     /// Candle's CPU matmul.
     pub const CANDLE_GEMM: &str = "candle-gemm";
     /// `cpu::elementwise`, compiled 16 or 8 floats wide.
@@ -37,6 +36,14 @@ pub mod label {
     pub const CANDLE_CUDA: &str = "candle-cuda";
     /// A caller's op ([`super::MlpActivation::Custom`]).
     pub const CUSTOM: &str = "custom";
+
+    /// The packed kernel's label on a kernel path that has one (`avx512`, `avx2`).
+    pub fn packed(path: crate::cpu::KernelPath) -> &'static str {
+        match path {
+            crate::cpu::KernelPath::Avx512 => PACKED_AVX512,
+            _ => PACKED_AVX2,
+        }
+    }
 
     /// Candle's own op on `device`.
     pub fn stock(device: &candle_core::Device) -> &'static str {
@@ -73,9 +80,11 @@ fn elementwise_label(path: Option<KernelPath>, device: &Device) -> &'static str 
     }
 }
 
-/// Whether attention's products of `t` run through the packed kernel.
-fn packed_attention(t: &Tensor) -> bool {
-    t.device().is_cpu() && t.dtype() == DType::F32 && KernelPath::selected() == KernelPath::Avx512
+/// The path whose packed kernel runs attention's products of `t`, or `None` where candle's
+/// batched matmul does (another device or dtype, or the `portable` path).
+fn packed_attention(t: &Tensor) -> Option<KernelPath> {
+    let path = KernelPath::selected();
+    (t.device().is_cpu() && t.dtype() == DType::F32 && path != KernelPath::Portable).then_some(path)
 }
 
 /// The token and position embeddings of `ids` (one row per sequence), summed: `[tokens, n_embd]`.
@@ -123,9 +132,12 @@ pub fn attn_scores(q: &Tensor, k: &Tensor) -> Result<Tensor> {
     let scale = 1.0 / (d as f64).sqrt();
     // candle's batched gemm is slow at attention's small shapes; the packed kernel is not.
     let packed = packed_attention(q);
-    let kernel = if packed { label::PACKED_AVX512 } else { label::gemm(q.device()) };
+    let kernel = packed.map_or(label::gemm(q.device()), label::packed);
     let _s = profiler::op_shapes("attn_qk", &[q.dims(), k.dims()]).with_work(flops, bytes).with_kernel(kernel);
-    Ok(if packed { packed_matmul::batched_matmul(q, k, Rhs::Transposed, scale as f32)? } else { (q * scale)?.matmul(&k.t()?)? })
+    Ok(match packed {
+        Some(path) => packed_matmul::batched_matmul(q, k, Rhs::Transposed, scale as f32, path)?,
+        None => (q * scale)?.matmul(&k.t()?)?,
+    })
 }
 
 /// `[batch, 1, seq, past + seq]`, true where query column `past + i` may not see key column
@@ -199,9 +211,12 @@ pub fn attn_values(probs: &Tensor, v: &Tensor) -> Result<Tensor> {
     let (b, h, t, s) = probs.dims4()?;
     let (flops, bytes) = work::matmul(b * h, t, s, v.dim(3)?, probs.dtype().size_in_bytes());
     let packed = packed_attention(probs);
-    let kernel = if packed { label::PACKED_AVX512 } else { label::gemm(probs.device()) };
+    let kernel = packed.map_or(label::gemm(probs.device()), label::packed);
     let _s = profiler::op_shapes("attn_v", &[probs.dims(), v.dims()]).with_work(flops, bytes).with_kernel(kernel);
-    Ok(if packed { packed_matmul::batched_matmul(probs, v, Rhs::AsIs, 1.0)? } else { probs.matmul(v)? })
+    Ok(match packed {
+        Some(path) => packed_matmul::batched_matmul(probs, v, Rhs::AsIs, 1.0, path)?,
+        None => probs.matmul(v)?,
+    })
 }
 
 /// `[batch, heads, seq, head_dim]` back to `[batch · seq, heads · head_dim]`.

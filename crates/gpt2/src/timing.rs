@@ -121,7 +121,8 @@ pub struct LayoutResult {
     pub out_dim: usize,
     pub out_in_ms: f64,
     pub in_out_ms: f64,
-    /// The AVX-512 kernel's panels; absent where the CPU has no AVX-512, and on CUDA.
+    /// The packed kernel's panels (AVX-512 or AVX2, the run's path); absent on the `portable`
+    /// path, and on CUDA.
     pub packed_ms: Option<f64>,
 }
 
@@ -139,7 +140,7 @@ impl LayoutResult {
 }
 
 /// Times `x (m × in) · W (in × out)` with W stored (out, in) and used transposed, with W
-/// stored contiguous (in, out), and (f32 on an AVX-512 CPU) with W packed, for each GPT-2 small
+/// stored contiguous (in, out), and (f32 on the `avx512` or `avx2` path) with W packed, for each GPT-2 small
 /// matrix at the batch sizes generation and prefill use, with the kernels the model would use
 /// for each (see `linear`).
 pub fn run_layout_cases(device: &Device, warmup: usize, repeats: usize) -> Result<Vec<LayoutResult>> {

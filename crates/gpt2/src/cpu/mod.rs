@@ -1,8 +1,7 @@
 //! The engine's own CPU kernels, and which of them a run may use.
 //!
-//! - [`packed_matmul`]: `x · Wᵀ` with `W` packed into column panels, AVX-512 (every linear
-//!   layer and both attention products on an AVX-512 CPU);
-//! - [`skinny_matmul`]: `x · Wᵀ` for 1–16 rows of `x`, AVX2 (decode steps on an AVX2 CPU);
+//! - [`packed_matmul`]: `x · Wᵀ` with `W` packed into column panels, AVX-512 or AVX2 (every
+//!   linear layer and both attention products, on either path);
 //! - [`elementwise`]: in-place LayerNorm, softmax, mask, bias, bias + GELU and bias +
 //!   residual passes, compiled for AVX-512 or AVX2.
 //!
@@ -12,7 +11,6 @@
 
 pub mod elementwise;
 pub mod packed_matmul;
-pub mod skinny_matmul;
 
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::OnceLock;
@@ -30,8 +28,8 @@ pub const ENV: &str = "GPT2_CPU_KERNELS";
 pub enum KernelPath {
     /// The packed AVX-512 matmul for every product, element-wise kernels 16 floats wide.
     Avx512,
-    /// The AVX2 skinny matmul for 1–16 rows and candle's gemm above, element-wise kernels
-    /// 8 floats wide: most laptops without AVX-512.
+    /// The packed matmul's AVX2 kernel for every product, element-wise kernels 8 floats wide:
+    /// most laptops without AVX-512.
     Avx2,
     /// Candle's own CPU ops only: what a CPU without AVX2 (and aarch64, today) runs.
     Portable,
