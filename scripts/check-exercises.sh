@@ -213,8 +213,9 @@ run_solution() { # N LABEL COMMAND...
   fi
 }
 
-wants 2 && run_solution 2 "batch 8 vs 16, synthetic GPT-2, 3 repeats of 4 tokens" \
-  "$bin/solution-2" --model synthetic --prompt-len 8 --output-len 4 --warmup 1 --repeats 3 --exercise-dir "$(dir_of 2)"
+# Solution 2 starts `gpt2 serve` itself ($bin/gpt2, beside it) at batch 8, then 16.
+wants 2 && run_solution 2 "gpt2 serve at batch 8 vs 16, 12 requests of 8 tokens at 4 requests/s each" \
+  "$bin/solution-2" --model synthetic --rate 4 --requests 12 --max-tokens 8 --prompt-words 8 --no-progress --exercise-dir "$(dir_of 2)"
 wants 3 && run_solution 3 "profile a forward pass, synthetic GPT-2" \
   "$bin/solution-3" --model synthetic --exercise-dir "$(dir_of 3)"
 wants 4 && run_solution 4 "budget of the illustrative table and of solution 3's profile" \

@@ -9,6 +9,7 @@
 //! - [`inprocess`]: the same metrics for a generation function called directly.
 //! - [`report`], [`plot`], [`environment`]: `bench.json`, `latency.svg`, and where it ran.
 //! - [`budget`]: a profiler report grouped into the book's budget lines, as a bar chart.
+//! - [`server`]: start a server process for a run and stop it afterwards.
 //! - [`cli`]: `course bench`.
 //!
 //! This crate knows nothing of GPT-2 or candle: callers hand it closures and URLs (and
@@ -23,5 +24,6 @@ pub mod load;
 pub mod metrics;
 pub mod plot;
 pub mod report;
+pub mod server;
 pub mod stats;
 pub mod sweep;

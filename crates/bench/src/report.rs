@@ -20,6 +20,10 @@ pub struct Report {
     pub runs: Vec<Run>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comparison: Option<Comparison>,
+    /// Several comparisons of the same two runs, one per metric (exercise 2: throughput, P90
+    /// TTFT and P90 TPOT of batch 16 against batch 8). Absent when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub comparisons: Vec<Comparison>,
     /// `--sweep` only: the target, each rate's percentile and the knee.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sweep: Option<crate::sweep::Sweep>,
@@ -42,7 +46,7 @@ pub struct Run {
 
 impl Report {
     pub fn new(environment: Environment, runs: Vec<Run>) -> Report {
-        Report { schema: SCHEMA.to_string(), environment, runs, comparison: None, sweep: None }
+        Report { schema: SCHEMA.to_string(), environment, runs, comparison: None, comparisons: Vec::new(), sweep: None }
     }
 
     pub fn write(&self, path: &Path) -> Result<()> {

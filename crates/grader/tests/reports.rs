@@ -88,7 +88,7 @@ fn malformed_files_name_file_line_and_column() {
         perfect_files(),
         &[
             ("exercise-1/answers.toml", "[quiz]\nntq-1 = Benchmark\n"),
-            ("exercise-2/answers.toml", "[comparison]\nratio = \"fast\"\nverdict = 3\n"),
+            ("exercise-2/answers.toml", "[throughput]\nratio = \"fast\"\nverdict = 3\n"),
             ("exercise-2/results/bench.json", "{\"schema\": \"bench-report/2\",\n \"runs\": [\n"),
             ("exercise-3/results/report.json", "{\"schema\": \"profiler-report/3\", \"device\": \"tpu\"}"),
         ],
@@ -118,7 +118,7 @@ fn tampered_results_are_not_trusted() {
     let old = cpu_profile().replace("profiler-report/3", "profiler-report/1");
     let old_environment = cpu_profile().replace("profiler-report/3", "profiler-report/2");
     // A verdict its own interval contradicts.
-    let verdict = bench_json("faster", 0.99, (0.95, 1.04), 40.0);
+    let verdict = ex2_bench_json(&[("output_tokens_per_s", "higher", "faster", 0.99, (0.95, 1.04))]);
     let mut out = String::new();
     for (case, report_json) in [("shares", shares), ("ranking", swapped), ("totals", totals), ("roofline", roofline), ("rate", rate), ("old", old), ("old environment", old_environment)] {
         assert_ne!(report_json, cpu_profile(), "the {case} case must change the file");

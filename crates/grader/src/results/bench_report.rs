@@ -91,6 +91,8 @@ struct RawReport {
     #[serde(default)]
     comparison: Option<RawComparison>,
     #[serde(default)]
+    comparisons: Vec<RawComparison>,
+    #[serde(default)]
     sweep: Option<RawSweep>,
 }
 
@@ -153,6 +155,9 @@ pub struct RunSummary {
 pub struct BenchReport {
     pub file: String,
     pub comparison: Option<Comparison>,
+    /// Several comparisons of the same runs, one per metric (exercise 2), each checked as
+    /// `comparison` is.
+    pub comparisons: Vec<Comparison>,
     pub runs: Vec<RunSummary>,
     pub sweep: Option<SweepSummary>,
 }
@@ -176,6 +181,7 @@ impl BenchReport {
             None => None,
             Some(c) => Some(check_comparison(c, file)?),
         };
+        let comparisons = raw.comparisons.into_iter().map(|c| check_comparison(c, file)).collect::<Result<Vec<_>, _>>()?;
         let mut runs = Vec::with_capacity(raw.runs.len());
         for run in raw.runs {
             let ci = run.metrics.ttft_ms.as_ref().and_then(|s| s.ci95_p90);
@@ -195,7 +201,7 @@ impl BenchReport {
             runs.push(RunSummary { label: run.label, p90_ttft_ms: p90, p90_ttft_ci95: ci, median_ttft_ms: median });
         }
         let sweep = raw.sweep.map(|s| SweepSummary { bounds: s.bounds, knee: s.knee, ci95_knee: s.ci95_knee });
-        Ok(BenchReport { file: file.to_string(), comparison, runs, sweep })
+        Ok(BenchReport { file: file.to_string(), comparison, comparisons, runs, sweep })
     }
 }
 

@@ -130,7 +130,38 @@ pub fn bench_json(verdict: &str, ratio: f64, ci: (f64, f64), p90_ttft_ms: f64) -
 }
 
 pub const PERFECT_EX1: &str = "[quiz]\nntq-1 = \"Benchmark\"\nntq-2 = \"Profile\"\nntq-3 = \"Benchmark\"\nntq-4 = \"Profile\"\nntq-5 = \"Benchmark\"\nntq-6 = \"Profile\"\n";
-pub const PERFECT_EX2: &str = "[comparison]\nratio = 0.82\nverdict = \"faster\"\n";
+/// Exercise 2's answers on [`ex2_bench_json`]'s comparisons.
+pub const PERFECT_EX2: &str = "[throughput]\nratio = 1.31\nverdict = \"faster\"\n[latency]\nttft_p90_verdict = \"within_noise\"\ntpot_p90_verdict = \"slower\"\n[decision]\nmeaning = \"throughput\"\nanswer = \"faster\"\n";
+
+/// Exercise 2's bench.json: batch 8 and batch 16, and the comparisons of 16 against 8, each
+/// (metric, better, verdict, ratio, interval).
+pub fn ex2_bench_json(comparisons: &[(&str, &str, &str, f64, (f64, f64))]) -> String {
+    let run = |label: &str, p90: f64| serde_json::json!({"label": label, "config": {}, "metrics": {"completed": 40, "ttft_ms": {"p50": p90 * 0.6, "p90": p90, "p99": p90 * 1.1}}});
+    let comparisons: Vec<serde_json::Value> = comparisons
+        .iter()
+        .map(|(metric, better, verdict, ratio, (low, high))| {
+            serde_json::json!({"metric": metric, "ratio": ratio, "ci_low": low, "ci_high": high, "threshold": 0.05,
+                               "better": better, "verdict": verdict, "a": 100.0, "b": 100.0 * ratio})
+        })
+        .collect();
+    serde_json::to_string_pretty(&serde_json::json!({
+        "schema": "bench-report/2",
+        "environment": {"os": "linux"},
+        "runs": [run("batch-8", 400.0), run("batch-16", 380.0)],
+        "comparisons": comparisons,
+    }))
+    .unwrap()
+}
+
+/// [`ex2_bench_json`] as a run could write it: throughput up by a clear margin, the P90 TTFT
+/// interval straddling the band, the P90 TPOT clearly worse.
+pub fn ex2_bench() -> String {
+    ex2_bench_json(&[
+        ("output_tokens_per_s", "higher", "faster", 1.31, (1.12, 1.52)),
+        ("ttft_ms.p90", "lower", "within_noise", 0.95, (0.71, 1.24)),
+        ("tpot_ms.p90", "lower", "slower", 1.48, (1.33, 1.66)),
+    ])
+}
 /// The prediction `course run 3` records, made before the report was written (see
 /// [`REPORT_WRITTEN`]).
 pub const PREDICTION: &str = "[prediction]\nop = \"matmul\"\nshare_pct = 50\nmade_at = \"Mon, 01 Jan 2024 09:03:12 GMT\"\nreport_existed = false\n";
@@ -255,7 +286,7 @@ pub fn perfect_files() -> BTreeMap<String, String> {
     put("exercise-1/answers.toml", PERFECT_EX1.into());
         illustrative_answers(id),
     put("exercise-2/answers.toml", PERFECT_EX2.into());
-    put("exercise-2/results/bench.json", bench_json("faster", 0.82, (0.78, 0.86), 40.0));
+    put("exercise-2/results/bench.json", ex2_bench());
     put("exercise-3/answers.toml", perfect_ex3_cpu());
     put("exercise-3/results/report.json", cpu_profile());
     put("exercise-4/answers.toml", perfect_ex4_for(id));
