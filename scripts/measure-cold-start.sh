@@ -24,6 +24,8 @@ clone="$(cd "$1" && pwd)"
 cd "$clone"
 [ -e target ] && { echo "measure-cold-start.sh: $clone/target exists: measure in a fresh clone (git clone ... && $0 DIR)" >&2; exit 2; }
 export CARGO_TERM_COLOR=never
+# `course check` asks for a learner id once; there is no terminal here to answer it.
+export COURSE_LEARNER_ID=${COURSE_LEARNER_ID:-cold-start}
 log="$(mktemp -d)"
 
 load() { uptime | sed 's/.*load average: /load average /'; }
@@ -38,7 +40,8 @@ timed() {
     tail -n 30 "$log/$label.log"
     echo "FAIL $label: $*" >&2
   fi
-  read -r wall user sys <"$log/$label.time"
+  # (GNU time puts "Command exited with non-zero status N" first when it fails.)
+  read -r wall user sys < <(tail -n 1 "$log/$label.time")
   printf '%-42s %7.1f s wall %7.1f s CPU   (%s; after: %s; %s crates compiled)\n' "$*" "$wall" "$(echo "$user + $sys" | bc)" \
     "$before" "$(load)" "$(grep -c '^ *Compiling ' "$log/$label.log" || true)"
 }
