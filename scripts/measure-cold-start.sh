@@ -4,7 +4,7 @@
 # which crates each later build compiles. Prints each figure with the machine's load beside it
 # (`uptime`): on a shared machine the figures are only as good as that load.
 #
-#   git clone /path/to/course /tmp/fresh && scripts/measure-cold-start.sh /tmp/fresh
+#   git clone /path/to/course /tmp/fresh && scripts/measure-cold-start.sh /tmp/fresh [--bench]
 #
 # The clone must have no target/ folder yet (a cold build); the crates must be downloaded
 # (CARGO_HOME shared with a checkout that has built once), as for a learner after `cargo fetch`.
@@ -16,11 +16,17 @@
 #   3. target/debug/course check 3: the same check once `course` is built (or installed)
 #   4. cargo build -p exercise-5, then cargo build -v -p exercise-3: what each compiles
 #      (exercise 5 adds only its own crates; exercise 3 then compiles nothing)
+#   5. with --bench: is the dev build as fast as release? `gpt2 bench --model synthetic` of the
+#      dev build against a build with release's flags (CARGO_PROFILE_DEV_DEBUG=0: the only
+#      setting where the two profiles differ, for gpt2, profiler and bench; the dependencies'
+#      settings are the same), alternated twice. Needs an idle machine to say anything.
 set -euo pipefail
 case "${1:-}" in
 -h|--help|"") sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; [ -n "${1:-}" ]; exit ;;
 esac
 clone="$(cd "$1" && pwd)"
+bench=false
+[ "${2:-}" = --bench ] && bench=true
 cd "$clone"
 [ -e target ] && { echo "measure-cold-start.sh: $clone/target exists: measure in a fresh clone (git clone ... && $0 DIR)" >&2; exit 2; }
 export CARGO_TERM_COLOR=never
@@ -59,4 +65,16 @@ timed build5 cargo build -p exercise-5
 echo "    compiled by it: $(grep '^ *Compiling ' "$log/build5.log" | awk '{print $2}' | tr '\n' ' ')"
 timed build3-again cargo build -v -p exercise-3
 echo "    fresh: $(grep -c '^ *Fresh ' "$log/build3-again.log" || true) crates; compiled: $(grep '^ *Compiling ' "$log/build3-again.log" | awk '{print $2}' | tr '\n' ' ')"
+if $bench; then
+  timed gpt2-dev cargo build -p gpt2
+  cp target/debug/gpt2 "$log/gpt2-dev"
+  timed gpt2-release-flags env CARGO_PROFILE_DEV_DEBUG=0 cargo build -p gpt2
+  cp target/debug/gpt2 "$log/gpt2-release-flags"
+  for round in 1 2; do
+    for build in dev release-flags; do
+      echo "gpt2 bench ($build build, round $round; $(load)):"
+      "$log/gpt2-$build" bench --model synthetic --device cpu | sed -n '/^case/,/^decode_b16/p' | sed 's/^/    /'
+    done
+  done
+fi
 echo "logs: $log; timings: $(ls "$clone"/target/cargo-timings/cargo-timing-*.html 2>/dev/null | head -n 1)"
