@@ -22,7 +22,7 @@
 #      settings are the same), alternated twice. Needs an idle machine to say anything.
 set -euo pipefail
 case "${1:-}" in
--h|--help|"") sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; [ -n "${1:-}" ]; exit ;;
+-h|--help|"") sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; [ -n "${1:-}" ]; exit ;;
 esac
 clone="$(cd "$1" && pwd)"
 bench=false
