@@ -83,22 +83,23 @@ mkdir -p "$out" || {
 
 # --- binaries ---------------------------------------------------------------------------------
 bin=target/release
-binaries=(gpt2 course solution-2 exercise-3)
+binaries=(gpt2 course solution-2 exercise-3 solution-7)
 missing=()
 for b in "${binaries[@]}"; do
   [[ -x "$bin/$b" ]] || missing+=("$b")
 done
 if ((build)) || ((${#missing[@]} > 0)); then
   if ((${#missing[@]} > 0)); then echo "make-pictures: not built yet: ${missing[*]}"; fi
-  echo "make-pictures: cargo build --release -p gpt2 -p course -p solution-2 -p exercise-3"
-  if ! cargo build --release -p gpt2 -p course -p solution-2 -p exercise-3; then
+  echo "make-pictures: cargo build --release -p gpt2 -p course -p solution-2 -p exercise-3 -p solution-7"
+  if ! cargo build --release -p gpt2 -p course -p solution-2 -p exercise-3 -p solution-7; then
     echo "make-pictures: the build failed (cargo's error is above): fix it and rerun" >&2
     exit 1
   fi
 fi
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/make-pictures.XXXXXX")"
-trap 'rm -rf "$work"' EXIT
+server_pid=""
+trap '[[ -n "$server_pid" ]] && kill "$server_pid" 2>/dev/null; rm -rf "$work"' EXIT
 
 # A command as one would type it: arguments with spaces in double quotes.
 shown() {
@@ -126,12 +127,14 @@ if ((quick)); then
   model_name="tiny GPT-2"
   profile_steps=(--warmup 1 --active 2)
   bench_sizes=(--repeats 2 --output-len 4 --prompt-len 8)
+  sweep_sizes=(--sweep-requests 8 --requests 12 --max-tokens 4 --prompt-words 8)
   ceilings=()
 else
   model=synthetic
   model_name="GPT-2 small"
   profile_steps=(--warmup 2 --active 5)
   bench_sizes=(--repeats 10)
+  sweep_sizes=()
   ceilings=(--remeasure-ceilings)
 fi
 
@@ -170,8 +173,33 @@ if ! grep -q 'Roofline %' "$out/exercise-3-table.txt"; then
   exit 1
 fi
 
+# --- 5. the SLO sweep and its knee: exercise 7's calibration, done by its solution -----------------
+# Against `gpt2 serve` on a free port (port 0: the address it prints), as a learner runs it.
+"$bin/gpt2" serve --model "$model" --port 0 --max-batch-size 8 >"$work/serve.log" 2>&1 &
+server_pid=$!
+base_url=""
+for _ in $(seq 1 240); do
+  base_url="$(grep -oE 'http://127\.0\.0\.1:[0-9]+' "$work/serve.log" | head -n 1 || true)"
+  [[ -n "$base_url" ]] && break
+  kill -0 "$server_pid" 2>/dev/null || break
+  sleep 0.5
+done
+if [[ -z "$base_url" ]]; then
+  cat "$work/serve.log" >&2
+  echo "make-pictures: gpt2 serve did not start (its output is above)" >&2
+  exit 1
+fi
+mkdir -p "$work/exercise-7"
+cp exercises/exercise-7/answers.toml "$work/exercise-7/"
+step "SLO sweep" "$bin/solution-7" --base-url "$base_url" "${sweep_sizes[@]}" --no-progress --exercise-dir "$work/exercise-7"
+kill "$server_pid" 2>/dev/null
+wait "$server_pid" 2>/dev/null || true
+server_pid=""
+cp "$work/exercise-7/results/sweep/sweep.svg" "$out/exercise-7-sweep.svg"
+grep -E '^(target:|Sweep against| +[0-9.]+ req/s:|knee:|R = |P90 TTFT at R)' "$work/step.log" >"$out/exercise-7-sweep.txt" || true
+
 # Every picture must be a drawing, not an empty file.
-for f in flamegraph-gpt2-forward.svg budget.svg latency-batch-8-vs-16.svg; do
+for f in flamegraph-gpt2-forward.svg budget.svg latency-batch-8-vs-16.svg exercise-7-sweep.svg; do
   if ! grep -q '<svg' "$out/$f"; then
     echo "make-pictures: $out/$f is not an SVG drawing; rerun and read the step's output" >&2
     exit 1
@@ -179,7 +207,7 @@ for f in flamegraph-gpt2-forward.svg budget.svg latency-batch-8-vs-16.svg; do
 done
 
 echo "make-pictures: wrote"
-for f in flamegraph-gpt2-forward.svg budget.svg latency-batch-8-vs-16.svg exercise-3-table.txt; do
+for f in flamegraph-gpt2-forward.svg budget.svg latency-batch-8-vs-16.svg exercise-3-table.txt exercise-7-sweep.svg exercise-7-sweep.txt; do
   printf '  %s (%s bytes)\n' "$out/$f" "$(wc -c <"$out/$f" | tr -d ' ')"
 done
 cpu="$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2 | sed 's/^ *//' || true)"
