@@ -126,11 +126,12 @@ fn address_in(line: &str) -> Option<String> {
     let start = line.find("http://")?;
     let rest = &line[start..];
     let end = rest.find(|c: char| c.is_whitespace() || c == ')' || c == '"' || c == '\'').unwrap_or(rest.len());
-    let url = rest[..end].trim_end_matches(['/', ',', '.']);
+    // The server's root: the host and port, without any path printed after them.
+    let after = &rest["http://".len()..end];
+    let host_port = after.split('/').next().unwrap_or(after).trim_end_matches([',', '.']);
     // A bare `http://` or one without a port is not an address to connect to.
-    let host_port = &url["http://".len()..];
     host_port.rsplit_once(':').filter(|(_, port)| !port.is_empty() && port.chars().all(|c| c.is_ascii_digit()))?;
-    Some(url.to_string())
+    Some(format!("http://{host_port}"))
 }
 
 /// The program named `name` in the folder of the running executable (`target/<profile>/`
@@ -150,7 +151,7 @@ mod tests {
     fn finds_the_address_a_server_prints() {
         let line = "gpt2 serve: listening on http://127.0.0.1:40123  (model \"synthetic\", --max-batch-size 8)";
         assert_eq!(address_in(line).as_deref(), Some("http://127.0.0.1:40123"));
-        assert_eq!(address_in("  try: curl http://127.0.0.1:8000/v1/models").as_deref(), Some("http://127.0.0.1:8000/v1/models"));
+        assert_eq!(address_in("  try: curl http://127.0.0.1:8000/v1/models").as_deref(), Some("http://127.0.0.1:8000"), "the root, not the path");
         assert_eq!(address_in("see http://example.org for help"), None, "no port, not an address");
         assert_eq!(address_in("loading the model"), None);
     }
