@@ -212,12 +212,19 @@ pub fn illustrative_answers(id: &str) -> String {
 
 /// Exercise 4 on [`cpu_profile`] for [`LEARNER`]: see [`perfect_ex4_for`].
 pub fn perfect_ex4() -> String {
+    perfect_ex4_for(LEARNER)
+}
+
+/// Exercise 4 on [`cpu_profile`]: the learner's own illustrative step; lm_head, removing half
+/// of it; the matmuls line (matmul and lm_head) is the largest.
+pub fn perfect_ex4_for(id: &str) -> String {
     let report = cpu_profile();
     let lm_head = fixture_row(&report, "lm_head").0;
     let matmuls = fixture_row(&report, "matmul").0 + lm_head;
     format!(
         "{}[own]\nop = \"lm_head\"\nop_share_pct = {lm_head:.2}\n\
          removed_fraction = 0.5\nsaving_pct = {:.2}\n[lines]\nlargest = \"matmuls\"\nlargest_ceiling_pct = {matmuls:.2}\none_line_gives_target = \"yes\"\n",
+        illustrative_answers(id),
         lm_head / 2.0
     )
 }
@@ -272,19 +279,18 @@ pub fn ex7_sweep_json(bound_ms: f64, knee: serde_json::Value, ci: Option<(f64, f
 }
 
 /// Every file of a perfect submission by [`LEARNER`], relative to the exercises folder.
-    perfect_ex4_for(LEARNER)
+pub fn perfect_files() -> BTreeMap<String, String> {
+    perfect_files_for(LEARNER)
 }
 
-/// Exercise 4 on [`cpu_profile`]: the learner's own illustrative step; lm_head, removing half
-/// of it; the matmuls line (matmul and lm_head) is the largest.
-pub fn perfect_ex4_for(id: &str) -> String {
-pub fn perfect_files() -> BTreeMap<String, String> {
+/// Every file of a perfect submission by learner `id` (its learner.toml and its own variants).
+pub fn perfect_files_for(id: &str) -> BTreeMap<String, String> {
     let mut f = BTreeMap::new();
     let mut put = |k: &str, v: String| {
         f.insert(k.to_string(), v);
     };
+    put(grader::submission::LEARNER_FILE, learner_toml(id));
     put("exercise-1/answers.toml", PERFECT_EX1.into());
-        illustrative_answers(id),
     put("exercise-2/answers.toml", PERFECT_EX2.into());
     put("exercise-2/results/bench.json", ex2_bench());
     put("exercise-3/answers.toml", perfect_ex3_cpu());
@@ -313,16 +319,10 @@ pub fn submission(files: BTreeMap<String, String>) -> grader::Submission {
     s
 }
 
-    perfect_files_for(LEARNER)
-}
-
-/// Every file of a perfect submission by learner `id` (its learner.toml and its own variants).
-pub fn perfect_files_for(id: &str) -> BTreeMap<String, String> {
 /// Exercise 4's results/budget.json for a report: the budget lines as bench::budget groups
 /// them (the grader checks them against the report).
 pub fn budget_json(report: &str) -> String {
     let report: serde_json::Value = serde_json::from_str(report).unwrap();
-    put(grader::submission::LEARNER_FILE, learner_toml(id));
     let cuda = report["device"] == "cuda";
     let column = if cuda { "self_cuda_pct" } else { "self_cpu_pct" };
     let mut lines: BTreeMap<&str, (f64, Vec<String>)> = BTreeMap::new();
