@@ -2,7 +2,8 @@
 # compare-llama.sh: `gpt2 serve` against llama.cpp's `llama-server` on the same weights (the synthetic
 # GPT-2 small checkpoint, f32) and the same load, measured back to back on this machine.
 #
-#   scripts/compare-llama.sh            # about 4 min once both servers exist (see below)
+#   scripts/compare-llama.sh            # about 4 min on an idle machine once both servers exist (see below);
+#                                       # far longer on a busy one (llama-server's decode slows most)
 #
 # For each server in turn: start it (2 threads, 8 sequences at once), measure a lone request
 # (`course bench --concurrency 1`), then `course bench` open loop at 1, 4 and 8 req/s (40 requests,
@@ -29,6 +30,10 @@ THREADS=${THREADS:-2}
 RATES=(1 4 8)
 SERVERS=${SERVERS:-"gpt2 llama"}     # SERVERS=gpt2 measures one side only (the table then shows n/a)
 REQUESTS=${REQUESTS:-40}
+# Extra llama-server flags. Its threads spin while waiting (--poll 50 by default); on a machine
+# others are using, that spinning starved its decode here (about 1 s per token at load 6-9, where
+# --poll 0 gave 0.2-0.3 s). Measure on an idle machine with the defaults; LLAMA_ARGS="--poll 0" on a shared one.
+LLAMA_ARGS=${LLAMA_ARGS:-}
 
 for b in gpt2 course; do
   [[ -x "$BIN/$b" ]] || { echo "compare-llama: $BIN/$b is missing: cargo build --release -p gpt2 -p course (or set BIN)" >&2; exit 1; }
@@ -77,7 +82,7 @@ fi
 if [[ " $SERVERS " == *" llama "* ]]; then
   # The checkpoint exists once gpt2 serve --model synthetic has run (it writes it on first use).
   [[ -s "$GGUF" ]] || PYTHON="$PYTHON" "$PEER" convert "$CKPT" "$GGUF"
-  "$llama" -m "$GGUF" --port 8601 -c 4096 -np 8 -t "$THREADS" >"$OUT/llama-server.log" 2>&1 &
+  "$llama" -m "$GGUF" --port 8601 -c 4096 -np 8 -t "$THREADS" $LLAMA_ARGS >"$OUT/llama-server.log" 2>&1 &
   server_pid=$!
   wait_up http://127.0.0.1:8601
   measure llama http://127.0.0.1:8601 "$(basename "$GGUF")"
