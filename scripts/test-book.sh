@@ -2,7 +2,8 @@
 # Tests the course book end to end:
 #   1. builds it with mdBook + mdbook-quiz (which validates every quiz file),
 #   2. checks every internal link and anchor in the built HTML,
-#   3. checks the question bank's contract with the grader (ids, choices, one quiz per chapter),
+#   3. checks the practice quizzes (ids, choices, one quiz per chapter, no id shared with the
+#      grader's bank) and that no graded question of crates/grader/bank appears in any built page,
 #   4. checks the book's pictures: every file in book/src/images is a well-formed SVG that a
 #      chapter shows, and every command of scripts/make-pictures.sh still works (its --quick
 #      mode, into a temporary folder: the tiny model, under a second once built),
@@ -28,8 +29,9 @@ for arg in "$@"; do
 Usage: scripts/test-book.sh [--quick]
 
 Builds the course book and tests it: the build log, every include, every internal link and
-anchor, the question bank's contract with the grader, the PyTorch recipe, the pictures, and
-(without --quick) the commands behind the pictures and a quiz answered in headless Chromium.
+anchor, the practice quizzes, that no graded question is printed in a page, the PyTorch
+recipe, the pictures, and (without --quick) the commands behind the pictures and a quiz
+answered in headless Chromium.
 
 Options:
   --quick     skip the slow steps: scripts/make-pictures.sh --quick (it builds release
@@ -148,6 +150,17 @@ if ((bank_status == 0)); then
   pass "question bank: $(tail -n 1 <<<"$bank_output")"
 else
   fail "question bank: $(tail -n 1 <<<"$bank_output")"
+fi
+
+# What exercises 1 and 6 grade (crates/grader/bank) must not be printed by any built page:
+# mdbook-quiz embeds the answers of every quiz it shows.
+graded_output="$(python3 book/tests/check_graded_not_in_book.py book crates/grader/bank)"
+graded_status=$?
+grep '^FAIL' <<<"$graded_output"
+if ((graded_status == 0)); then
+  pass "graded questions are in no built page: $(tail -n 1 <<<"$graded_output")"
+else
+  fail "graded questions are in no built page: $(tail -n 1 <<<"$graded_output")"
 fi
 
 # The appendix shows this script's anchored parts: it must at least compile, and it runs when

@@ -1,16 +1,20 @@
 #!/usr/bin/env python3
-"""Checks the course's question bank (book/src/quizzes/*.toml) beyond mdbook-quiz's own validation.
+"""Checks the book's practice quizzes (book/src/quizzes/*.toml) beyond mdbook-quiz's own validation.
 
-The quiz files are read by two programs: mdbook-quiz in the browser and the grader (through
-mdbook-quiz-schema). `mdbook build` already validates each file's schema. This script checks
-what the grader and the book rely on besides:
+The practice quizzes are read by mdbook-quiz in the browser, answers included. What the
+exercises grade lives elsewhere, in the grader's bank (crates/grader/bank/*.toml, same
+schema), which no chapter includes. This script checks what the book relies on besides:
 
   * every question has an `id`, unique across all files, and a `context` explanation;
-  * the contract files: name-the-question.toml holds ntq-1 ... ntq-6, MultipleChoice, with the
-    choices exactly "Benchmark" and "Profile"; check-yourself.toml holds cy-double-traffic,
-    cy-slower-than-vllm, cy-nsight-ttft (MultipleChoice) and cy-6ms-before-22ms (ShortAnswer);
+  * the practice quizzes share no question id with the graded bank (a graded question copied
+    into the book would print its answer in the page);
+  * name-the-question.toml's scenarios are MultipleChoice with the choices exactly
+    "Benchmark" and "Profile", as in the chapter;
   * every quiz file is shown by exactly one chapter, and every chapter of "The ideas" part of
     SUMMARY.md ends with a quiz.
+
+The graded bank's own contract (choices, contexts, draw sizes) is tested by the grader
+(`cargo nextest run -p grader`), and check_graded_not_in_book.py checks the built HTML.
 
 Prints one line per check as `ok ...` or `FAIL ...`, then `quiz-bank: N passed, M failed`.
 Usage: check_quiz_bank.py [BOOK_DIR]   (default: book)
@@ -80,31 +84,24 @@ def check_every_question(quizzes: dict[str, list[dict]], checks: Checks) -> None
             )
 
 
-def check_contracts(quizzes: dict[str, list[dict]], checks: Checks) -> None:
-    ntq = {q.get("id"): q for q in quizzes.get("name-the-question.toml", [])}
-    for n in range(1, 7):
-        qid = f"ntq-{n}"
-        q = ntq.get(qid)
-        checks.expect(q is not None, f"name-the-question.toml defines {qid}")
-        if q is None:
-            continue
+def check_contracts(quizzes: dict[str, list[dict]], bank: dict[str, list[dict]], checks: Checks) -> None:
+    graded = {q.get("id"): name for name, questions in bank.items() for q in questions}
+    checks.expect(bool(graded), "the graded bank (crates/grader/bank) has questions")
+    for name, questions in quizzes.items():
+        for q in questions:
+            qid = q.get("id")
+            checks.expect(
+                qid not in graded,
+                f"{name} {qid} is not a graded question",
+                f"the same id is graded in crates/grader/bank/{graded.get(qid)}; give the practice question its own id and words",
+            )
+    for q in quizzes.get("name-the-question.toml", []):
+        qid = q.get("id")
         checks.expect(q.get("type") == "MultipleChoice", f"{qid} is MultipleChoice")
         checks.expect(
             choices(q) == ["Benchmark", "Profile"],
             f"{qid} choices are exactly Benchmark and Profile",
             f"found {choices(q)}",
-        )
-    expected = {
-        "cy-double-traffic": "MultipleChoice",
-        "cy-slower-than-vllm": "MultipleChoice",
-        "cy-nsight-ttft": "MultipleChoice",
-        "cy-6ms-before-22ms": "ShortAnswer",
-    }
-    cy = {q.get("id"): q for q in quizzes.get("check-yourself.toml", [])}
-    for qid, kind in expected.items():
-        checks.expect(
-            cy.get(qid, {}).get("type") == kind,
-            f"check-yourself.toml defines {qid} as {kind}",
         )
 
 
@@ -155,8 +152,9 @@ def main() -> int:
     src = book / "src"
     checks = Checks()
     quizzes = load_quizzes(src / "quizzes", checks)
+    bank = load_quizzes(book.resolve().parent / "crates/grader/bank", checks)
     check_every_question(quizzes, checks)
-    check_contracts(quizzes, checks)
+    check_contracts(quizzes, bank, checks)
     check_chapters(src, quizzes, checks)
     print(f"quiz-bank: {checks.passed} passed, {checks.failed} failed")
     return 1 if checks.failed else 0

@@ -43,17 +43,18 @@ impl Grader {
                 continue;
             }
             let file = &exercise.quizzes[0];
-            for id in &exercise.questions {
+            let Some(quiz) = bank.file(file) else {
+                return Err(SetupError(format!("exercise {} asks from the quiz file {file}, which was not loaded; fix exercises/info.toml", exercise.number)));
+            };
+            // Any question of the file may be asked (drawn from its pool), so every id must fit
+            // an answers.toml key.
+            for id in quiz.questions.iter().map(|q| &q.id) {
                 if id.contains('.') {
-                    return Err(SetupError(format!("exercise {}: question id `{id}` contains a dot, which answers.toml keys cannot hold", exercise.number)));
-                }
-                if bank.question(file, id).is_none() {
-                    return Err(SetupError(format!(
-                        "exercise {} asks question `{id}`, which is not in the quiz file {file}; fix exercises/info.toml or the quiz",
-                        exercise.number
-                    )));
+                    return Err(SetupError(format!("exercise {}: question id `{id}` in {file} contains a dot, which answers.toml keys cannot hold", exercise.number)));
                 }
             }
+            // The fixed questions exist and the pool is large enough for the draw.
+            crate::quiz_variant::asked(exercise, quiz, None).map_err(|e| SetupError(e.0))?;
         }
         let wanted = Wanted::from_manifest(&manifest);
         Ok(Grader { manifest, bank, key, limits: Limits::default(), wanted })
@@ -136,7 +137,7 @@ impl Grader {
 mod tests {
     use super::*;
 
-    /// The contract with the book: every question the manifest asks is in the book's quiz
+    /// The contract with the bank: every question the manifest asks is in the graded bank's quiz
     /// files, with an id. Skipped (with a note) while a quiz file is still being written.
     #[test]
     fn the_real_course_loads_when_its_quiz_files_exist() {
@@ -146,10 +147,10 @@ mod tests {
             .exercises
             .iter()
             .flat_map(|e| e.quizzes.clone())
-            .filter(|q| !crate::quiz::book_quiz_dir(&root).join(q).is_file())
+            .filter(|q| !crate::quiz::bank_dir(&root).join(q).is_file())
             .collect();
         if !missing.is_empty() {
-            eprintln!("skipped: book quiz files not written yet: {missing:?}");
+            eprintln!("skipped: bank quiz files not written yet: {missing:?}");
             return;
         }
         let grader = Grader::load(&root, None).unwrap_or_else(|e| panic!("{e}"));

@@ -1,7 +1,7 @@
 //! The answer key: pass marks, tolerances and rubrics, everything that grades answers beyond
 //! the quiz files. The default is `crates/grader/key/key.toml`; `course grade --key DIR` reads
-//! `DIR/key.toml` instead, and quiz files in `DIR/quizzes/` replace the book's files of the same
-//! name (question variants learners have not seen).
+//! `DIR/key.toml` instead, and quiz files in `DIR/quizzes/` replace the grader bank's files of the
+//! same name (`crates/grader/bank/`: question variants learners have not seen).
 
 use crate::question_types::rubric::Rubric;
 use crate::manifest::{CheckKind, Manifest};
@@ -21,6 +21,10 @@ pub struct QuizKey {
     /// Rubrics for short-answer questions, by question id.
     #[serde(default)]
     pub rubrics: BTreeMap<String, Rubric>,
+    /// Short answers whose points an instructor awards (in overrides.toml): the rubric's
+    /// reading is shown and the answer flagged for review, but no points are given by machine.
+    #[serde(default)]
+    pub reviewed: Vec<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -207,7 +211,7 @@ impl Key {
 
     /// Quiz folders to search, the key's own first.
     pub fn quiz_dirs(&self, root: &Path) -> Vec<PathBuf> {
-        vec![self.dir.join("quizzes"), crate::quiz::book_quiz_dir(root)]
+        vec![self.dir.join("quizzes"), crate::quiz::bank_dir(root)]
     }
 }
 

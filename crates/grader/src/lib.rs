@@ -24,6 +24,7 @@ pub mod prediction;
 pub mod problem;
 pub mod progress;
 pub mod quiz;
+pub mod quiz_variant;
 pub mod question_types;
 pub mod quiz_terminal;
 pub mod render;

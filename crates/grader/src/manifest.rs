@@ -53,12 +53,17 @@ pub struct ExerciseInfo {
     pub test: bool,
     /// The check routine that grades `answers.toml` and the results.
     pub check: CheckKind,
-    /// Quiz files (in `book/src/quizzes/`) whose questions this exercise asks.
+    /// Quiz files (in the grader's bank, `crates/grader/bank/`) whose questions this exercise asks.
     #[serde(default)]
     pub quizzes: Vec<String>,
-    /// Quiz question ids asked, in order (quiz checks only).
+    /// Quiz question ids asked of every learner, in order (quiz checks only).
     #[serde(default)]
     pub questions: Vec<String>,
+    /// Quiz checks: how many more questions each learner is asked, drawn with their id from
+    /// the quiz file's other questions (its pool) and asked before `questions`
+    /// (`crate::quiz_variant`). 0 asks `questions` only.
+    #[serde(default)]
+    pub draw: usize,
     /// Results files by role, relative to the exercise folder (`../exercise-3/...` reaches a
     /// sibling exercise's results).
     #[serde(default)]
@@ -150,9 +155,9 @@ impl Manifest {
                     )));
                 }
             }
-            if exercise.check == CheckKind::Quiz && (exercise.quizzes.len() != 1 || exercise.questions.is_empty()) {
+            if exercise.check == CheckKind::Quiz && (exercise.quizzes.len() != 1 || (exercise.questions.is_empty() && exercise.draw == 0)) {
                 return Err(ManifestError(format!(
-                    "{display_path}: exercise {} is a quiz check: it needs exactly one file in `quizzes` and a non-empty `questions` list",
+                    "{display_path}: exercise {} is a quiz check: it needs exactly one file in `quizzes`, and a non-empty `questions` list or `draw` above 0",
                     exercise.number
                 )));
             }

@@ -1,6 +1,8 @@
-//! The question bank: mdbook-quiz TOML files (`book/src/quizzes/*.toml`), parsed with
-//! `mdbook-quiz-schema`, the same files the book shows as in-page quizzes. The grader refers to
-//! a question by file name and id.
+//! The question bank: mdbook-quiz TOML files parsed with `mdbook-quiz-schema`. Two sets use
+//! the same schema: the book's practice quizzes (`book/src/quizzes/`, shown in the page with
+//! their answers) and the graded bank (`crates/grader/bank/`, which no page includes), from
+//! which exercises 1 and 6 draw each learner's questions (`crate::quiz_variant`). The grader
+//! refers to a question by file name and id.
 
 use crate::problem::line_column;
 use mdbook_quiz_schema::{MultipleChoiceAnswerFormat, Question, Quiz};
@@ -15,6 +17,9 @@ pub struct BankQuestion {
     pub kind: QuestionKind,
     /// The quiz's explanation, shown after an attempt.
     pub context: Option<String>,
+    /// The options in the order one learner is shown them (`crate::quiz_variant`); empty for
+    /// a question as the file holds it.
+    pub order: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -35,9 +40,17 @@ pub enum QuestionKind {
 }
 
 impl BankQuestion {
-    /// Every option of a multiple-choice question, sorted (the order `course` shows them in,
-    /// which gives nothing away).
+    /// Every option of a multiple-choice question: in the learner's shuffled order when the
+    /// question comes from their variant, else sorted (an order that gives nothing away).
     pub fn options(&self) -> Vec<String> {
+        if !self.order.is_empty() {
+            return self.order.clone();
+        }
+        self.sorted_options()
+    }
+
+    /// Every option, sorted: the same list whatever order a learner was shown.
+    pub fn sorted_options(&self) -> Vec<String> {
         match &self.kind {
             QuestionKind::MultipleChoice { answers, distractors, .. } => {
                 let mut all: Vec<String> = answers.iter().chain(distractors).cloned().collect();
@@ -114,6 +127,7 @@ fn convert(question: Question) -> Option<BankQuestion> {
                     multi,
                 },
                 context: fields.context.map(|m| m.0),
+                order: Vec::new(),
             })
         }
         Question::ShortAnswer(sa) => {
@@ -126,6 +140,7 @@ fn convert(question: Question) -> Option<BankQuestion> {
                     alternatives: fields.answer.alternatives.unwrap_or_default(),
                 },
                 context: fields.context.map(|m| m.0),
+                order: Vec::new(),
             })
         }
         Question::Tracing(t) => {
@@ -135,6 +150,7 @@ fn convert(question: Question) -> Option<BankQuestion> {
                 prompt: fields.prompt.program,
                 kind: QuestionKind::Unsupported("Tracing"),
                 context: fields.context.map(|m| m.0),
+                order: Vec::new(),
             })
         }
     }
@@ -142,7 +158,7 @@ fn convert(question: Question) -> Option<BankQuestion> {
 
 /// Quiz files by name, loaded from an ordered list of folders: a file in an earlier folder
 /// (an instructor's `--key DIR/quizzes`) replaces one of the same name in a later one
-/// (`book/src/quizzes`).
+/// (`crates/grader/bank`).
 #[derive(Debug, Clone, Default)]
 pub struct QuestionBank {
     files: BTreeMap<String, QuizFile>,
@@ -183,9 +199,18 @@ impl QuestionBank {
     }
 }
 
-/// The default quiz folder, relative to the course root.
+/// The book's practice quizzes, relative to the course root: shown in the page, never graded.
 pub fn book_quiz_dir(root: &Path) -> PathBuf {
     root.join("book/src/quizzes")
+}
+
+/// Where the graded questions live, relative to the course root: outside the book, so that no
+/// built page contains them (scripts/test-book.sh checks it).
+pub const BANK_DIR: &str = "crates/grader/bank";
+
+/// The graded bank's folder under a course root.
+pub fn bank_dir(root: &Path) -> PathBuf {
+    root.join(BANK_DIR)
 }
 
 #[cfg(test)]
@@ -230,6 +255,63 @@ answer.alternatives = ["bandwidth"]
         let text = "[[questions]]\ntype = \"ShortAnswer\"\nprompt.prompt = \"x\"\nanswer.answer = \"y\"\n";
         let err = QuizFile::parse(text, "t.toml", "t.toml").unwrap_err();
         assert!(err.0.contains("no `id`"), "{}", err.0);
+    }
+
+    /// Every quiz file of a folder, parsed.
+    fn quiz_files(dir: &Path) -> Vec<QuizFile> {
+        let mut paths: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "toml")).collect();
+        paths.sort();
+        paths
+            .iter()
+            .map(|p| {
+                let name = p.file_name().unwrap().to_string_lossy().to_string();
+                QuizFile::parse(&std::fs::read_to_string(p).unwrap(), &name, &p.display().to_string()).unwrap_or_else(|e| panic!("{e}"))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_right_option_is_the_longest_in_at_most_a_third_of_the_questions() {
+        // A learner who always picks the longest option must do no better than chance. Counted
+        // over the graded bank and the book's practice quizzes together; questions whose
+        // options are one-word labels (Benchmark / Profile, the same pair in every scenario)
+        // are left out: their lengths are the same in every question, so they tell nothing.
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let mut counted = 0;
+        let mut longest = Vec::new();
+        for file in quiz_files(&bank_dir(&root)).into_iter().chain(quiz_files(&book_quiz_dir(&root))) {
+            for q in &file.questions {
+                let QuestionKind::MultipleChoice { answers, distractors, .. } = &q.kind else { continue };
+                let len = |s: &String| s.trim().chars().count();
+                if answers.iter().chain(distractors).all(|o| o.split_whitespace().count() == 1) {
+                    continue;
+                }
+                counted += 1;
+                let right = answers.iter().map(len).max().unwrap_or(0);
+                if distractors.iter().all(|d| len(d) < right) {
+                    longest.push(format!("{}:{}", file.name, q.id));
+                }
+            }
+        }
+        assert!(counted >= 30, "only {counted} multiple-choice questions with written options were found");
+        assert!(longest.len() * 3 <= counted, "the right option is the longest in {} of {counted} questions (at most a third allowed): {longest:?}", longest.len());
+    }
+
+    #[test]
+    fn the_graded_banks_keep_their_contract() {
+        // Exercise 1 routes each scenario to exactly "Benchmark" or "Profile"; every graded
+        // question explains itself after an attempt.
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        for file in quiz_files(&bank_dir(&root)) {
+            for q in &file.questions {
+                assert!(q.context.as_deref().is_some_and(|c| !c.trim().is_empty()), "{}:{} has no context", file.name, q.id);
+                if file.name == "routing.toml" {
+                    if let QuestionKind::MultipleChoice { .. } = &q.kind {
+                        assert_eq!(q.options(), ["Benchmark", "Profile"], "{}:{}", file.name, q.id);
+                    }
+                }
+            }
+        }
     }
 
     #[test]

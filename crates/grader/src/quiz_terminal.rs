@@ -105,14 +105,20 @@ fn explain_by_hand(quiz: &QuizFile, answers_path: &Path) -> Result<()> {
 /// Asks the quiz (or explains how to answer by hand) and records the answers.
 pub fn run(quiz_path: &Path, answers_path: &Path, check_command: &str) -> Result<()> {
     let quiz = load(quiz_path)?;
+    run_quiz(&quiz, &quiz_path.display().to_string(), answers_path, check_command)
+}
+
+/// Asks the questions of `quiz`, in its order (a learner's variant:
+/// `crate::quiz_variant::variant_quiz`), `source` saying where they come from.
+pub fn run_quiz(quiz: &QuizFile, source: &str, answers_path: &Path, check_command: &str) -> Result<()> {
     if quiz.questions.is_empty() {
-        bail!("{} holds no questions: tell the instructor", quiz_path.display());
+        bail!("{source} holds no questions: tell the instructor");
     }
     if !std::io::stdin().is_terminal() {
-        return explain_by_hand(&quiz, answers_path);
+        return explain_by_hand(quiz, answers_path);
     }
-    println!("{} questions from {}. Answers go into {}.", quiz.questions.len(), quiz_path.display(), answers_path.display());
-    let answers = ask(&quiz)?;
+    println!("{} questions from {source}. Answers go into {}.", quiz.questions.len(), answers_path.display());
+    let answers = ask(quiz)?;
     if answers.is_empty() {
         println!("\nNo answers given; {} is unchanged.", answers_path.display());
         return Ok(());

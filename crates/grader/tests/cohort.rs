@@ -144,14 +144,16 @@ fn a_bad_cohort_is_graded_student_by_student() {
     assert!(by_name("erin").problems.iter().filter(|p| p.kind == grader::ProblemKind::Escapes).count() >= 3, "{:?}", by_name("erin").problems);
     assert!(by_name("frank").problems.iter().any(|p| p.kind == grader::ProblemKind::Archive && p.message.contains("archive bomb")));
     // erin's other files were still graded from the archive, in memory.
-    assert_eq!(by_name("erin").reports[0].percent(), 100.0);
+    // (Six scenarios right; exercise 1's why line waits for the instructor.)
+    assert_eq!(by_name("erin").reports[0].points, 6.0, "{:?}", by_name("erin").reports[0].questions);
     assert!(!dir.path().join("outside.txt").exists());
 
     let csv = std::fs::read_to_string(out.join("gradebook.csv")).unwrap();
     insta::assert_snapshot!("gradebook_csv", csv);
     let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("gradebook.json")).unwrap()).unwrap();
     assert_eq!(json.as_array().unwrap().len(), cohort.students.len());
-    assert_eq!(json[0]["reports"][0]["questions"][0]["id"], "ntq-1");
+    // (Each learner is asked exercise 1's scenarios in their own order.)
+    assert!(json[0]["reports"][0]["questions"].as_array().unwrap().iter().any(|q| q["id"] == "ntq-1"));
     for student in &cohort.students {
         let feedback = out.join("feedback").join(&student.feedback_file);
         assert!(feedback.is_file(), "{}", feedback.display());

@@ -16,16 +16,16 @@ fn a_variant_key_and_quiz_change_the_grades() {
     let manifest = Manifest::load(&root.join(grader::manifest::MANIFEST_PATH)).unwrap();
     // The variant: exercise 1's scenarios with every answer flipped, and a stricter pass mark
     // for exercise 4.
-    let quiz = std::fs::read_to_string(support::fixture_quiz_dir().join("name-the-question.toml")).unwrap();
+    let quiz = std::fs::read_to_string(support::fixture_quiz_dir().join("routing.toml")).unwrap();
     let flipped = quiz.replace("\"Benchmark\"", "\"TMP\"").replace("\"Profile\"", "\"Benchmark\"").replace("\"TMP\"", "\"Profile\"");
     std::fs::create_dir_all(dir.path().join("quizzes")).unwrap();
-    std::fs::write(dir.path().join("quizzes/name-the-question.toml"), flipped).unwrap();
+    std::fs::write(dir.path().join("quizzes/routing.toml"), flipped).unwrap();
     let key_text = std::fs::read_to_string(root.join(grader::key::DEFAULT_KEY_DIR).join("key.toml")).unwrap();
     std::fs::write(dir.path().join("key.toml"), key_text.replace("[exercise-4]\npass_mark = 0.75", "[exercise-4]\npass_mark = 1.0")).unwrap();
 
     let key = Key::load(dir.path(), &manifest).unwrap();
     // The key's quizzes come first; the check-yourself quiz still comes from the fixtures.
-    let bank = QuestionBank::load(&[dir.path().join("quizzes"), support::fixture_quiz_dir()], &["name-the-question.toml".into(), "check-yourself.toml".into()]).unwrap();
+    let bank = QuestionBank::load(&[dir.path().join("quizzes"), support::fixture_quiz_dir()], &["routing.toml".into(), "check-yourself.toml".into()]).unwrap();
     let variant = Grader::new(manifest, bank, key).unwrap();
 
     let mut files = support::perfect_files();

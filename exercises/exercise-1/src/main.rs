@@ -1,49 +1,65 @@
-//! Exercise 1: Name the question. Six scenarios, each answered by a benchmark or by a profile.
+//! Exercise 1: Name the question. Six scenarios, each answered by a benchmark or by a profile,
+//! and one line on what decided them.
 //!
-//! The scenarios are the quiz of the chapter "Name the question first"
-//! (book/src/quizzes/name-the-question.toml), read from the file itself: the book, this
-//! program and the grader share one question bank.
+//! The six are drawn for you, with your learner id (exercises/learner.toml), from the course's
+//! graded bank (crates/grader/bank/routing.toml), and their options come in your own order;
+//! `course check 1` draws the same six when it grades. The chapter's quiz ("Name the question
+//! first") is practice with other scenarios.
 //!
-//! TODO (you): answer the six scenarios. Run this program in a terminal to be asked one at a
-//! time (it writes answers.toml), or edit answers.toml by hand; then `course check 1`.
+//! TODO (you): answer your scenarios and the why line. Run this program in a terminal to be
+//! asked one at a time (it writes answers.toml), or edit answers.toml by hand; then
+//! `course check 1`.
 
-use grader::quiz_terminal;
+use grader::{quiz_terminal, quiz_variant};
 
 use clap::Parser;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-const QUIZ: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../book/src/quizzes/name-the-question.toml");
+const NUMBER: u32 = 1;
 
 #[derive(Parser)]
 #[command(
-    about = "Exercise 1: Name the question. Asks six scenarios (benchmark or profile?) and writes your answers to answers.toml",
+    about = "Exercise 1: Name the question. Asks your six scenarios (benchmark or profile?) and writes your answers to answers.toml",
     long_about = "Exercise 1: Name the question.\n\n\
-        Shows the six scenarios of the chapter \"Name the question first\" one at a time and asks, for each, \
-        whether a Benchmark or a Profile answers it. Your answers are written to this exercise's answers.toml \
-        (its comments are kept); grade them with `course check 1`.\n\n\
-        Without a terminal (standard input not a TTY) it prints the scenarios and explains how to fill \
-        answers.toml by hand."
+        Shows your six scenarios one at a time and asks, for each, whether a Benchmark or a Profile answers it; \
+        then one line on what decided them. The scenarios are drawn for you from the course's bank with your \
+        learner id (exercises/learner.toml, set with `course id NAME`), so `course check 1` grades the same ones. \
+        Your answers are written to this exercise's answers.toml (its comments are kept).\n\n\
+        Without a terminal (standard input not a TTY) it prints the scenarios with their ids and explains how \
+        to fill answers.toml by hand."
 )]
 struct Args {
-    /// The exercise folder whose answers.toml receives the answers [default: this exercise's folder].
+    /// The exercise folder whose answers.toml receives the answers; the course is two folders
+    /// above it [default: this exercise's folder].
     #[arg(long, value_name = "DIR")]
     exercise_dir: Option<PathBuf>,
-    /// The quiz file to ask [default: the book's name-the-question.toml].
-    #[arg(long, value_name = "FILE")]
-    quiz: Option<PathBuf>,
 }
 
 fn main() -> ExitCode {
     let args = Args::parse();
     let dir = args.exercise_dir.unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
-    // Shown in messages: the path without the ../.. that leads from this package to the book.
-    let quiz = args.quiz.unwrap_or_else(|| std::fs::canonicalize(QUIZ).unwrap_or_else(|_| PathBuf::from(QUIZ)));
-    match quiz_terminal::run(&quiz, &dir.join("answers.toml"), "course check 1") {
+    match run(&dir) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::FAILURE
         }
     }
+}
+
+fn run(dir: &Path) -> anyhow::Result<()> {
+    // Shown in messages: the path without the ../.. that leads from this package to the course.
+    let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let exercises = dir.parent().unwrap_or(&dir);
+    let root = exercises.parent().unwrap_or(exercises);
+    let (quiz, learner) = quiz_variant::for_learner(root, NUMBER, exercises).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let source = match &learner {
+        Some(id) => format!("your variant (learner id `{id}`)"),
+        None => {
+            eprintln!("note: these are the shared variant's questions, as there is {}", grader::submission::NO_LEARNER_ID);
+            "the shared variant".to_string()
+        }
+    };
+    quiz_terminal::run_quiz(&quiz, &source, &dir.join("answers.toml"), &format!("course check {NUMBER}"))
 }

@@ -1,48 +1,65 @@
-//! Exercise 6: Check yourself. The four questions of the chapter "Check yourself": three
-//! multiple choice, one short answer graded for its ideas.
+//! Exercise 6: Check yourself. Three multiple-choice questions on serving decisions and one
+//! short answer graded for its ideas.
 //!
-//! The questions are read from the chapter's quiz file (book/src/quizzes/check-yourself.toml):
-//! the book, this program and the grader share one question bank.
+//! The three are drawn for you, with your learner id (exercises/learner.toml), from the
+//! course's graded bank (crates/grader/bank/check-yourself.toml), and their options come in
+//! your own order; `course check 6` draws the same ones when it grades. The chapter's quiz
+//! ("Check yourself") is practice with other questions.
 //!
-//! Solution: the program is the exercise's; the answers are in this folder's answers.toml.
+//! Solution: the program is the exercise's; the answers are in this folder's answers.toml,
+//! which answers every question of the bank, so it passes whichever three an id draws.
 
-use grader::quiz_terminal;
+use grader::{quiz_terminal, quiz_variant};
 
 use clap::Parser;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-const QUIZ: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../book/src/quizzes/check-yourself.toml");
+const NUMBER: u32 = 6;
 
 #[derive(Parser)]
 #[command(
-    about = "Exercise 6: Check yourself. Asks the four check-yourself questions and writes your answers to answers.toml",
+    about = "Exercise 6: Check yourself. Asks your four check-yourself questions and writes your answers to answers.toml",
     long_about = "Exercise 6: Check yourself.\n\n\
-        Asks the four questions of the chapter \"Check yourself\" one at a time: for a multiple-choice question, \
-        type the number of the option you choose; for the short answer, write one or two sentences. Your answers \
-        are written to this exercise's answers.toml (its comments are kept); grade them with `course check 6`.\n\n\
-        Without a terminal (standard input not a TTY) it prints the questions and explains how to fill \
-        answers.toml by hand."
+        Asks your four questions one at a time: for a multiple-choice question, type the number of the option \
+        you choose; for the short answer, write one or two sentences. The multiple-choice questions are drawn \
+        for you from the course's bank with your learner id (exercises/learner.toml, set with `course id NAME`), \
+        so `course check 6` grades the same ones. Your answers are written to this exercise's answers.toml (its \
+        comments are kept).\n\n\
+        Without a terminal (standard input not a TTY) it prints the questions with their ids and explains how \
+        to fill answers.toml by hand."
 )]
 struct Args {
-    /// The exercise folder whose answers.toml receives the answers [default: this exercise's folder].
+    /// The exercise folder whose answers.toml receives the answers; the course is two folders
+    /// above it [default: this exercise's folder].
     #[arg(long, value_name = "DIR")]
     exercise_dir: Option<PathBuf>,
-    /// The quiz file to ask [default: the book's check-yourself.toml].
-    #[arg(long, value_name = "FILE")]
-    quiz: Option<PathBuf>,
 }
 
 fn main() -> ExitCode {
     let args = Args::parse();
     let dir = args.exercise_dir.unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
-    // Shown in messages: the path without the ../.. that leads from this package to the book.
-    let quiz = args.quiz.unwrap_or_else(|| std::fs::canonicalize(QUIZ).unwrap_or_else(|_| PathBuf::from(QUIZ)));
-    match quiz_terminal::run(&quiz, &dir.join("answers.toml"), "course check 6") {
+    match run(&dir) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::FAILURE
         }
     }
+}
+
+fn run(dir: &Path) -> anyhow::Result<()> {
+    // Shown in messages: the path without the ../.. that leads from this package to the course.
+    let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let exercises = dir.parent().unwrap_or(&dir);
+    let root = exercises.parent().unwrap_or(exercises);
+    let (quiz, learner) = quiz_variant::for_learner(root, NUMBER, exercises).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let source = match &learner {
+        Some(id) => format!("your variant (learner id `{id}`)"),
+        None => {
+            eprintln!("note: these are the shared variant's questions, as there is {}", grader::submission::NO_LEARNER_ID);
+            "the shared variant".to_string()
+        }
+    };
+    quiz_terminal::run_quiz(&quiz, &source, &dir.join("answers.toml"), &format!("course check {NUMBER}"))
 }

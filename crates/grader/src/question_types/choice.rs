@@ -82,6 +82,7 @@ mod tests {
                 multi,
             },
             context: None,
+            order: Vec::new(),
         }
     }
 

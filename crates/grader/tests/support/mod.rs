@@ -129,7 +129,7 @@ pub fn bench_json(verdict: &str, ratio: f64, ci: (f64, f64), p90_ttft_ms: f64) -
     .unwrap()
 }
 
-pub const PERFECT_EX1: &str = "[quiz]\nntq-1 = \"Benchmark\"\nntq-2 = \"Profile\"\nntq-3 = \"Benchmark\"\nntq-4 = \"Profile\"\nntq-5 = \"Benchmark\"\nntq-6 = \"Profile\"\n";
+pub const PERFECT_EX1: &str = "[quiz]\nntq-1 = \"Benchmark\"\nntq-2 = \"Profile\"\nntq-3 = \"Benchmark\"\nntq-4 = \"Profile\"\nntq-5 = \"Benchmark\"\nntq-6 = \"Profile\"\nroute-why = \"A latency percentile under load is a whole-system figure, so a benchmark; a gap in our own engine whose fix is code needs a profile of where its time goes.\"\n";
 /// Exercise 2's answers on [`ex2_bench_json`]'s comparisons.
 pub const PERFECT_EX2: &str = "[throughput]\nratio = 1.31\nverdict = \"faster\"\n[latency]\nttft_p90_verdict = \"within_noise\"\ntpot_p90_verdict = \"slower\"\n[decision]\nmeaning = \"throughput\"\nanswer = \"faster\"\n";
 
@@ -246,7 +246,7 @@ pub fn perfect_ex5() -> String {
     )
 }
 
-pub const PERFECT_EX6: &str = "[quiz]\ncy-double-traffic = \"Benchmark at twice the load\"\ncy-slower-than-vllm = \"Profile your serving code\"\ncy-nsight-ttft = \"No: change the configuration and benchmark\"\ncy-6ms-before-22ms = \"The activations do little math, so their time is memory traffic that fusing removes, while the matmuls already run close to their own roofline.\"\n";
+pub const PERFECT_EX6: &str = "[quiz]\ncy-double-traffic = \"Benchmark at twice the load\"\ncy-slower-than-vllm = \"Profile your serving code\"\ncy-nsight-ttft = \"No: change the configuration and benchmark\"\ncy-which-line-first = \"The activations do little math, so their time is memory traffic that fusing removes, while the matmuls already run close to their own roofline.\"\n";
 pub const PERFECT_EX7: &str = "target_p90_ttft_ms = 500\nknee_rps = 5.2\np90_ttft_ms_at_rate = 180\ntarget_holds_at_rate = \"yes\"\np90_ttft_ms_at_double = 900\ntarget_holds_at_double = \"no\"\n";
 
 /// One load run at a rate, as exercise 7 writes it: its P90 TTFT and that P90's 95% interval.
