@@ -13,11 +13,11 @@
 # with it; the static library of quantized GGUF/MoE kernels, which only a link would read, is
 # stood in for by scripts/cuda/nvcc-check-mode (empty objects) unless --full is given: it is
 # most of a cold run. Own target folders (target/cuda-check, target/cuda-check-full): the
-# CPU build in target/release is left alone, and a warm run only re-checks what changed.
+# CPU build in target/debug is left alone, and a warm run only re-checks what changed.
 # Then the logic of scripts/gpu-check.sh, which only a GPU machine runs for real: its unit
-# tests (scripts/gpu-check/test_gpu_check.py) and its CPU mode on target/release/gpt2 (parity,
+# tests (scripts/gpu-check/test_gpu_check.py) and its CPU mode on target/debug/gpt2 (parity,
 # profile in both timing modes, bench, exercise 3 graded, the one JSON and the archive: about
-# 20 s of CPU), when target/release/gpt2 exists.
+# 20 s of CPU), when target/debug/gpt2 exists (the test command's one build).
 set -euo pipefail
 source "$(dirname "$0")/cuda/env.sh"
 cd "$CUDA_REPO_ROOT"
@@ -58,14 +58,15 @@ cuda_log "the CUDA code compiles ($((SECONDS - started)) s)"
 
 cuda_log "scripts/gpu-check.sh's logic: unit tests, then its CPU mode"
 python3 -B -m unittest discover -s scripts/gpu-check
-if [ -x target/release/gpt2 ]; then
+cpu_bin=target/debug
+if [ -x $cpu_bin/gpt2 ]; then
   # The summary goes to the terminal; the step logs (tables) to a file.
-  scripts/gpu-check.sh --device cpu --bin-dir target/release --out target/gpu-check-cpu 2>target/gpu-check-cpu.log ||
+  scripts/gpu-check.sh --device cpu --bin-dir $cpu_bin --out target/gpu-check-cpu 2>target/gpu-check-cpu.log ||
     cuda_die "scripts/gpu-check.sh --device cpu failed: see target/gpu-check-cpu.log, and the step logs in target/gpu-check-cpu/gpu-check-files.tar.xz"
   # What a device run returns: the one JSON and the archive, nothing else.
   [ "$(ls target/gpu-check-cpu)" = "$(printf 'gpu-check-files.tar.xz\ngpu-check.json')" ] ||
     cuda_die "target/gpu-check-cpu holds $(ls target/gpu-check-cpu | tr '\n' ' ')instead of gpu-check.json and gpu-check-files.tar.xz alone"
   cuda_log "gpu-check's CPU mode passed (target/gpu-check-cpu/gpu-check.json, target/gpu-check-cpu/gpu-check-files.tar.xz)"
 else
-  cuda_log "no target/release/gpt2 (cargo build --release -p gpt2): gpu-check's CPU mode not run"
+  cuda_log "no $cpu_bin/gpt2 (cargo build -p gpt2): gpu-check's CPU mode not run"
 fi

@@ -20,7 +20,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-BIN=${BIN:-target/release}            # where gpt2 and course are (cargo build --release -p gpt2 -p course)
+BIN=${BIN:-target/debug}              # where gpt2 and course are (cargo build -p gpt2 -p course)
 OUT=${OUT:-target/compare-llama}
 PEER=${PEER:-../shared/peers/llama-server.sh}
 PYTHON=${PYTHON:-target/venv-torch/bin/python}
@@ -36,7 +36,7 @@ REQUESTS=${REQUESTS:-40}
 LLAMA_ARGS=${LLAMA_ARGS:-}
 
 for b in gpt2 course; do
-  [[ -x "$BIN/$b" ]] || { echo "compare-llama: $BIN/$b is missing: cargo build --release -p gpt2 -p course (or set BIN)" >&2; exit 1; }
+  [[ -x "$BIN/$b" ]] || { echo "compare-llama: $BIN/$b is missing: cargo build -p gpt2 -p course (or set BIN)" >&2; exit 1; }
 done
 llama=$("$PEER" path)
 if [[ " $SERVERS " == *" llama "* && ! -x "$llama" ]]; then llama=$("$PEER" build | tail -n 1); fi

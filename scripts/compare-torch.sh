@@ -5,7 +5,7 @@
 set -euo pipefail
 
 # The one place this script names the binary (the build profile may move).
-GPT2=${GPT2:-target/release/gpt2}
+GPT2=${GPT2:-target/debug/gpt2}
 PYTHON=${PYTHON:-target/venv-torch/bin/python}
 
 usage() {
@@ -24,7 +24,7 @@ the same ratios of each run's fastest repeat. The load average (`uptime`) is rec
 each run and after the last: on a busy machine the ratios are noise.
 
 Options:
-  --no-build   use $GPT2 as it is [default: `cargo build --release -p gpt2 --bin gpt2` first]
+  --no-build   use $GPT2 as it is [default: `cargo build -p gpt2 --bin gpt2` first]
   --threads N  threads for both engines (RAYON_NUM_THREADS, torch.set_num_threads)
                [default: nproc]
   --repeats N, --warmup N   passed to both [default: 10 and 3, their defaults]
@@ -34,7 +34,7 @@ Options:
                as PyTorch's side uses; speed does not depend on the values]
   --out DIR    where the JSON reports, uptime.txt and ratios.json go
                [default: target/compare-torch]
-Environment: GPT2 (the binary) [default: target/release/gpt2], PYTHON (with torch and
+Environment: GPT2 (the binary) [default: target/debug/gpt2], PYTHON (with torch and
 transformers) [default: target/venv-torch/bin/python].
 EOF
 }
@@ -65,7 +65,7 @@ done
 
 cd "$(dirname "$0")/.."
 if [ "$build" = 1 ]; then
-  cargo build --release -p gpt2 --bin gpt2
+  cargo build -p gpt2 --bin gpt2
 fi
 if [ ! -x "$GPT2" ]; then
   echo "compare-torch.sh: $GPT2 is not built: run without --no-build, or set GPT2 to the binary" >&2

@@ -4,7 +4,7 @@
 #
 #   scripts/gpu-check.sh                                  # binaries from target/cuda/release
 #   scripts/gpu-check.sh --bin-dir DIR --out DIR          # or from DIR (gpt2, or gpt2.xz from --pack)
-#   scripts/gpu-check.sh --device cpu --bin-dir target/release   # the same steps on the CPU (CI)
+#   scripts/gpu-check.sh --device cpu --bin-dir target/debug     # the same steps on the CPU (CI)
 #   scripts/gpu-check.sh --pack DIR                       # copy the CUDA binaries, xz-compressed, to DIR
 #
 # Steps, each under its own `timeout`, all within a budget of 285 s (GPU_CHECK_BUDGET_S):
@@ -108,7 +108,7 @@ if [ -n "$pack" ]; then
   # gpt2 is what the check runs; solution-3 profiles on CUDA and course grades its results;
   # solution-5-tests runs exercise 5's kernel against candle's ops (and under ncu) and
   # solution-5 is the whole exercise; exercise-3 is what a learner would run there (optional).
-  cpu_build=${GPU_CHECK_CPU_BUILD:-$repo/target/release}
+  cpu_build=${GPU_CHECK_CPU_BUILD:-$repo/target/debug}
   for b in gpt2 solution-3 course solution-5 solution-5-tests exercise-3; do
     src=$bin_dir/$b
     # course has no CUDA code: the CPU build is smaller and needs no CUDA library.
@@ -235,10 +235,10 @@ find_bin() {
   fi
 }
 gpt2=$(find_bin gpt2) || exit 2
-[ -n "$gpt2" ] || die "no gpt2 binary in $bin_dir: build it with scripts/build-cuda.sh (CUDA) or cargo build --release -p gpt2 (CPU), or give --bin-dir"
+[ -n "$gpt2" ] || die "no gpt2 binary in $bin_dir: build it with scripts/build-cuda.sh (CUDA) or cargo build -p gpt2 (CPU, into target/debug), or give --bin-dir"
 solution3=$(find_bin solution-3) || exit 2
 course_bin=$(find_bin course) || exit 2
-[ -n "$course_bin" ] || { [ -x "$repo/target/release/course" ] && course_bin=$repo/target/release/course; }
+[ -n "$course_bin" ] || { [ -x "$repo/target/debug/course" ] && course_bin=$repo/target/debug/course; }
 solution5_tests=$(find_bin solution-5-tests) || exit 2
 binaries=("$gpt2")
 for b in "$solution3" "$course_bin" "$solution5_tests"; do [ -n "$b" ] && binaries+=("$b"); done
@@ -327,7 +327,7 @@ gpu_line=
 write_meta
 if [ "$device" = cuda ]; then
   command -v nvidia-smi >/dev/null ||
-    fail_preflight_step preflight-gpu "nvidia-smi not found: this machine has no NVIDIA driver (or it is not on PATH). The CUDA check needs an NVIDIA GPU; on a CPU machine run scripts/gpu-check.sh --device cpu --bin-dir target/release"
+    fail_preflight_step preflight-gpu "nvidia-smi not found: this machine has no NVIDIA driver (or it is not on PATH). The CUDA check needs an NVIDIA GPU; on a CPU machine run scripts/gpu-check.sh --device cpu --bin-dir target/debug"
   gpu_line=$(timeout 30 nvidia-smi --query-gpu=name,driver_version,compute_cap,memory.total --format=csv,noheader 2>&1 | head -n 1) ||
     fail_preflight_step preflight-gpu "nvidia-smi failed: $gpu_line (is a GPU visible to this machine or container?)"
   write_meta

@@ -12,8 +12,8 @@ usage() {
   cat <<'EOF'
 Usage: scripts/make-pictures.sh [--quick] [--out DIR] [--build]
 
-Regenerates the book's three pictures and exercise 3's table with the project's own release
-binaries and prints what it wrote:
+Regenerates the book's three pictures and exercise 3's table with the project's own
+binaries (the dev profile's, target/debug) and prints what it wrote:
   flamegraph-gpt2-forward.svg  `gpt2 profile --model synthetic --device cpu --mlp stock
                                --remeasure-ceilings` (one GPT-2 small forward, B=1 T=8, as in
                                exercise 3; the machine's ceilings are measured again first, so
@@ -31,7 +31,7 @@ Options:
               target/pictures-quick]
   --quick     a check that every command still works, in seconds: the tiny synthetic model
               and few repeats (the pictures are not for the book)
-  --build     rebuild gpt2, course, solution-2 and exercise-3 first (`cargo build --release
+  --build     rebuild gpt2, course, solution-2 and exercise-3 first (`cargo build
               -p gpt2 -p course -p solution-2 -p exercise-3`) even when they exist, so the
               pictures match the code as it is now [default: build them only when one is
               missing]
@@ -82,7 +82,7 @@ mkdir -p "$out" || {
 }
 
 # --- binaries ---------------------------------------------------------------------------------
-bin=target/release
+bin=target/debug
 binaries=(gpt2 course solution-2 exercise-3 solution-7)
 missing=()
 for b in "${binaries[@]}"; do
@@ -90,8 +90,8 @@ for b in "${binaries[@]}"; do
 done
 if ((build)) || ((${#missing[@]} > 0)); then
   if ((${#missing[@]} > 0)); then echo "make-pictures: not built yet: ${missing[*]}"; fi
-  echo "make-pictures: cargo build --release -p gpt2 -p course -p solution-2 -p exercise-3 -p solution-7"
-  if ! cargo build --release -p gpt2 -p course -p solution-2 -p exercise-3 -p solution-7; then
+  echo "make-pictures: cargo build -p gpt2 -p course -p solution-2 -p exercise-3 -p solution-7"
+  if ! cargo build -p gpt2 -p course -p solution-2 -p exercise-3 -p solution-7; then
     echo "make-pictures: the build failed (cargo's error is above): fix it and rerun" >&2
     exit 1
   fi

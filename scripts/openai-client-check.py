@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """The real-client check: completions and chat completions from `gpt2 serve` with the official `openai` package.
 
-    python3 scripts/openai-client-check.py [--model synthetic] [--binary target/release/gpt2]
+    python3 scripts/openai-client-check.py [--model synthetic] [--binary target/debug/gpt2]
 
 1. creates a virtual environment under target/venv-openai-check and pip-installs `openai` there
    (once; later runs reuse it);
-2. builds target/release/gpt2 if it is missing;
+2. builds target/debug/gpt2 if it is missing (the test command's one build, dev profile);
 3. starts `gpt2 serve --model synthetic` on a free loopback port and waits for /health;
 4. streams one completion with `openai.OpenAI(...).completions.create(stream=True)` and checks
    that several text chunks and the usage chunk arrived, then asks for one whole completion;
@@ -154,7 +154,7 @@ def check_chat(client, model):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="synthetic", help="--model for gpt2 serve (default: synthetic)")
-    parser.add_argument("--binary", default=str(ROOT / "target" / "release" / "gpt2"))
+    parser.add_argument("--binary", default=str(ROOT / "target" / "debug" / "gpt2"))
     parser.add_argument("--startup-timeout", type=float, default=300.0,
                         help="seconds to wait for the server (the first synthetic run writes its checkpoint)")
     parser.add_argument("--inside-venv", metavar="BASE_URL", help=argparse.SUPPRESS)
@@ -172,7 +172,7 @@ def main():
     binary = pathlib.Path(args.binary)
     if not binary.exists():
         print(f"{binary} is missing; building it with cargo ...", file=sys.stderr)
-        subprocess.run(["cargo", "build", "--release", "-p", "gpt2"], cwd=ROOT, check=True)
+        subprocess.run(["cargo", "build", "-p", "gpt2"], cwd=ROOT, check=True)
 
     port = free_port()
     base_url = f"http://127.0.0.1:{port}"

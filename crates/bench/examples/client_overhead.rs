@@ -1,7 +1,7 @@
 //! How much latency does the load client itself add to each request? Measure it against a server
 //! that answers instantly and says how long it took:
 //!
-//!     cargo run --release -p bench --example client_overhead -- [RATE] [REQUESTS]
+//!     cargo run -p bench --example client_overhead -- [RATE] [REQUESTS]
 //!
 //! Defaults: 500 requests/s, 2500 requests (5 s), Poisson arrivals, one streamed token per
 //! request (plus the usage chunk and `[DONE]`, as vLLM sends them).

@@ -3,7 +3,7 @@
 //! AVX-512 and AVX2 paths, alternating them so a busy machine slows all alike, and reports
 //! each one's fastest run (ms) and its GFLOP/s. A path this CPU lacks shows `NaN`.
 //!
-//!     cargo run --release -p gpt2 --example matmul_kernels [M ...]
+//!     cargo run -p gpt2 --example matmul_kernels [M ...]
 
 use std::time::Instant;
 

@@ -285,7 +285,7 @@ fn a_cuda_profile_without_device_times_is_an_error_that_says_what_failed() {
 /// `model(ids)` runs it, and at 1, as generation does, best of 20 each. Timed twice: hot (the
 /// same call again and again, so part of the 154 MB weight stays in the last-level cache) and
 /// cold (a 1 GiB buffer is read between calls, as a forward's other ~340 MB of weights evict
-/// it). Run with `cargo nextest run --release -p gpt2 --test profile --run-ignored only -E
+/// it). Run with `cargo nextest run -p gpt2 --test profile --run-ignored only -E
 /// 'test(lm_head)' --no-capture`.
 #[test]
 #[ignore = "a measurement for the closing note, not a check"]

@@ -1,7 +1,7 @@
 //! Speed benchmark (not a test): generate a cohort of students with every exercise answered,
 //! grade it as `course grade` does, and print the time.
 //!
-//! cargo run --release -p grader --example cohort_bench -- [STUDENTS] [THREADS]
+//! cargo run -p grader --example cohort_bench -- [STUDENTS] [THREADS]
 //!
 //! Students alternate between folders (80%), .zip (10%) and .tar.gz (10%) submissions, with
 //! answers varied so that reports differ. The goal is under 2 s for 500 students on 2 cores.

@@ -40,7 +40,7 @@ pub struct ExerciseInfo {
     pub title: String,
     /// The exercise folder, relative to the course root.
     pub dir: String,
-    /// Its cargo package (`cargo run --release -p PACKAGE`).
+    /// Its cargo package (`cargo run -p PACKAGE`).
     pub package: String,
     /// The reference solution's folder, relative to the course root.
     pub solution_dir: String,
@@ -49,7 +49,7 @@ pub struct ExerciseInfo {
     /// The chapters to read first.
     #[serde(default)]
     pub reading: Vec<String>,
-    /// Whether the package has its own tests (`cargo test --release -p PACKAGE`).
+    /// Whether the package has its own tests (`cargo test -p PACKAGE`); without, `course check` grades without a build.
     pub test: bool,
     /// The check routine that grades `answers.toml` and the results.
     pub check: CheckKind,

@@ -6,7 +6,7 @@
 //! The weights are random but seeded (a small generator keyed by each tensor's name), so
 //! the run needs no download and computes the same logits every time.
 //!
-//! Run: `cargo run --release -p profiler --example candle_transformers -- [OUT_DIR]`
+//! Run: `cargo run -p profiler --example candle_transformers -- [OUT_DIR]`
 //! (default OUT_DIR: `target/candle-transformers-profile`).
 //!
 //! The test `tests/tracing_model.rs` includes this file and calls [`run`], so what this
@@ -158,7 +158,7 @@ Profile a tiny candle-transformers Llama (seeded random weights, no download) th
 profiler::ProfilerLayer: print its key_averages table and write report.json, trace.json
 and flamegraph.svg.
 
-Usage: cargo run --release -p profiler --example candle_transformers -- [OUT_DIR]
+Usage: cargo run -p profiler --example candle_transformers -- [OUT_DIR]
 
   OUT_DIR     where the files go (default: target/candle-transformers-profile)
   -h, --help  print this help";

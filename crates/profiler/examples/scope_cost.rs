@@ -1,5 +1,5 @@
 //! What a scope costs: inactive (no profiler recording, the state of every unprofiled run)
-//! and active (recording). Run with `cargo run --release -p profiler --example scope_cost`.
+//! and active (recording). Run with `cargo run -p profiler --example scope_cost`.
 //! A quick measurement, not a benchmark suite: take the median of a few runs.
 
 use std::hint::black_box;

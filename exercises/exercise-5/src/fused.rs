@@ -5,9 +5,9 @@
 //! On a CUDA device (a build with `--features cuda`) the same op runs the kernel in
 //! src/fused_bias_gelu.cu, launched by src/fused/cuda.rs.
 //!
-//! TODO (you): the body of `cpu_fwd`. `cargo test --release -p exercise-5` compares your op with
+//! TODO (you): the body of `cpu_fwd`. `cargo test -p exercise-5` compares your op with
 //! the unfused ops; it must agree within 1e-5. With an NVIDIA GPU, also the kernel's body in
-//! src/fused_bias_gelu.cu (`cargo test --release -p exercise-5 --features cuda`).
+//! src/fused_bias_gelu.cu (`cargo test -p exercise-5 --features cuda`).
 
 use candle_core::{CpuStorage, CustomOp2, DType, Layout, Shape, Tensor};
 use gpt2::model::BiasActivation;

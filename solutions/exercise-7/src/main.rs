@@ -36,7 +36,7 @@ use std::time::Duration;
     about = "Exercise 7: find the server's knee, then load it at a rate R below it and at 2R (open loop)",
     long_about = "Exercise 7: Double the traffic.\n\n\
         Start the server first, in another terminal:\n\n    \
-        cargo run --release -p gpt2 -- serve --max-batch-size 8 --port 8000\n\n\
+        cargo run -p gpt2 -- serve --max-batch-size 8 --port 8000\n\n\
         Then this (1) times a lone request (the target is 4 × its median TTFT, the exercise page's rule) and \
         sweeps the open-loop rate until P90 TTFT breaks the target, which gives the knee with its interval (results/sweep/bench.json and sweep.svg), (2) picks R at 60% of the knee (or --rate) and \
         sends the same load at R and at 2R, printing each run's results table (P90 TTFT with its 95% interval) \
@@ -97,7 +97,7 @@ fn main() -> ExitCode {
     }
 }
 
-const START_SERVER: &str = "start it first, in another terminal: cargo run --release -p gpt2 -- serve --max-batch-size 8 --port 8000 (or pass --base-url)";
+const START_SERVER: &str = "start it first, in another terminal: cargo run -p gpt2 -- serve --max-batch-size 8 --port 8000 (or pass --base-url)";
 
 /// R as a fraction of the knee: far enough below it that the target holds at R, near enough
 /// that 2R (1.2 × the knee) is past it on a server whose latency climbs there.
