@@ -377,7 +377,7 @@ EOF
 fi
 if ! run_step preflight preflight 60 "$gpt2" logits --model synthetic-tiny --device "$device" --ids 1,2,3; then
   grep -q 'libcuda.so.1: cannot open' "$out/logs/preflight.log" &&
-    preflight_failed "$gpt2 is a CUDA build: it links the NVIDIA driver library (libcuda.so.1) and cannot start without it, even for --device cpu (candle 0.11 links cudarc's libraries at load time). Run it on the GPU machine, or give --bin-dir target/release (a CPU build)"
+    preflight_failed "$gpt2 is a CUDA build: it links the NVIDIA driver library (libcuda.so.1) and cannot start without it, even for --device cpu (candle 0.11 links cudarc's libraries at load time). Run it on the GPU machine, or give --bin-dir target/debug (a CPU build)"
   preflight_failed "gpt2 cannot run on $device: $(first_error "$out/logs/preflight.log") (whole output: logs/preflight.log in the archive)"
 fi
 
