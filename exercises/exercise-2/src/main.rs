@@ -196,10 +196,10 @@ fn gpt2_program(given: Option<&Path>) -> Result<PathBuf> {
         None => bench::server::sibling_program("gpt2")?,
     };
     if !path.is_file() {
+        // Cargo puts release builds in target/release and dev builds in target/debug.
         let profile = match path.parent().and_then(|d| d.file_name()).and_then(|n| n.to_str()) {
-            Some("release") => " --release".to_string(),
-            Some("debug") | None => String::new(),
-            Some(other) => format!(" --profile {other}"),
+            Some("release") => " --release",
+            _ => "",
         };
         bail!("{} does not exist: build the server first with `cargo build{profile} -p gpt2`, or pass --gpt2 PATH", path.display());
     }
