@@ -3,7 +3,7 @@
 # learner sees when running the same commands:
 #   flamegraph-gpt2-forward.svg   gpt2 profile (one GPT-2 small forward, synthetic weights, CPU)
 #   budget.svg                    course bench budget (the illustrative step and that profile)
-#   latency-batch-8-vs-16.svg     exercise 2's measurement (solution-2: batch 8 vs 16, in process)
+#   latency-batch-8-vs-16.svg     exercise 2's measurement (solution-2: gpt2 serve at batch 8 vs 16)
 #   exercise-3-table.txt          exercise 3's table with its roofline columns and ceilings footer
 # Timings are real and come from the machine that runs this script.
 set -euo pipefail
@@ -20,8 +20,9 @@ binaries (the dev profile's, target/debug) and prints what it wrote:
                                they come from the same quiet machine as the timings, and cached)
   budget.svg                   `course bench budget --report <that profile's report.json>`
                                (the book's illustrative 40 ms step beside the measured one)
-  latency-batch-8-vs-16.svg    `solution-2 --model synthetic` (exercise 2: in-process
-                               generation at batch 8 and 16; TTFT and E2EL CDFs)
+  latency-batch-8-vs-16.svg    `solution-2 --model synthetic` (exercise 2: `gpt2 serve` at
+                               --max-batch-size 8 and 16, the same open-loop traffic; TTFT
+                               and E2EL CDFs)
   exercise-3-table.txt         `exercise-3 --model synthetic --device cpu`: what a learner's
                                `cargo run -p exercise-3` prints (the table with its roofline
                                columns and the ceilings footer); the budget chapter includes it
@@ -126,14 +127,14 @@ if ((quick)); then
   model=synthetic-tiny
   model_name="tiny GPT-2"
   profile_steps=(--warmup 1 --active 2)
-  bench_sizes=(--repeats 2 --output-len 4 --prompt-len 8)
+  bench_sizes=(--requests 8 --max-tokens 4 --prompt-words 8)
   sweep_sizes=(--sweep-requests 8 --requests 12 --max-tokens 4 --prompt-words 8)
   ceilings=()
 else
   model=synthetic
   model_name="GPT-2 small"
   profile_steps=(--warmup 2 --active 5)
-  bench_sizes=(--repeats 10)
+  bench_sizes=()
   sweep_sizes=()
   ceilings=(--remeasure-ceilings)
 fi
@@ -152,7 +153,7 @@ step "budget chart" "$bin/course" bench budget --report "$work/profile/report.js
 mkdir -p "$work/exercise-2"
 cp exercises/exercise-2/answers.toml "$work/exercise-2/"
 step "latency CDF" "$bin/solution-2" --model "$model" --device cpu "${bench_sizes[@]}" \
-  --exercise-dir "$work/exercise-2"
+  --gpt2 "$bin/gpt2" --no-progress --exercise-dir "$work/exercise-2"
 cp "$work/exercise-2/results/latency.svg" "$out/latency-batch-8-vs-16.svg"
 
 # --- 4. exercise 3's table: what `cargo run -p exercise-3` prints, with the ceilings just measured -
