@@ -18,16 +18,16 @@
 //! [`generate`] is the simplest use: one group, prefilled whole, stepped until every row is
 //! done. The server's scheduler (`serve::engine`) lets new groups join while others decode.
 //!
-//! Sampling (greedy, or seeded temperature / top-k / top-p) is candle-transformers'
-//! `LogitsProcessor`, one per sequence. A callback sees every token as it is produced: a
+//! Sampling (greedy, or seeded temperature / top-k / top-p) is [`crate::sampler::Sampler`],
+//! one per sequence. A callback sees every token as it is produced: a
 //! server streams it, a benchmark times it.
 
 use candle_core::IndexOp;
-use candle_transformers::generation::{LogitsProcessor, Sampling as Strategy};
 
 use crate::error::{Error, Result};
 use crate::cache::Cache;
 use crate::model::{Logits, Model};
+use crate::sampler::Sampler;
 
 /// How the next token is chosen. `temperature` 0 is greedy (argmax).
 #[derive(Debug, Clone, PartialEq)]
@@ -43,7 +43,7 @@ impl Sampling {
         Self { temperature: 0.0, top_k: None, top_p: None, seed: 0 }
     }
 
-    fn processor(&self) -> Result<LogitsProcessor> {
+    fn sampler(&self) -> Result<Sampler> {
         let temperature = self.temperature;
         if !(temperature.is_finite() && temperature >= 0.0) {
             return Err(Error::Input(format!("temperature must be a finite number ≥ 0, not {temperature}")));
@@ -56,17 +56,7 @@ impl Sampling {
         if self.top_k == Some(0) {
             return Err(Error::Input("top_k must be at least 1".into()));
         }
-        let strategy = if temperature < 1e-7 {
-            Strategy::ArgMax
-        } else {
-            match (self.top_k, self.top_p) {
-                (None, None) => Strategy::All { temperature },
-                (Some(k), None) => Strategy::TopK { k, temperature },
-                (None, Some(p)) => Strategy::TopP { p, temperature },
-                (Some(k), Some(p)) => Strategy::TopKThenTopP { k, p, temperature },
-            }
-        };
-        Ok(LogitsProcessor::from_sampling(self.seed, strategy))
+        Ok(Sampler::new(temperature, self.top_k, self.top_p, self.seed))
     }
 }
 
@@ -149,7 +139,7 @@ pub fn generate_fixed(model: &Model, prompts: &[Vec<u32>], max_tokens: usize, on
 struct Sequence {
     id: usize,
     request: Request,
-    processor: LogitsProcessor,
+    sampler: Sampler,
     tokens: Vec<u32>,
 }
 
@@ -157,7 +147,7 @@ impl Sequence {
     /// Samples this sequence's next token from its logits, reports it, and says whether the
     /// sequence is finished.
     fn sample(&mut self, logits: &candle_core::Tensor, eos: u32, on_token: &mut dyn FnMut(TokenEvent) -> Flow) -> Result<Option<FinishReason>> {
-        let token = self.processor.sample(logits)?;
+        let token = self.sampler.next(logits)?;
         self.tokens.push(token);
         let flow = on_token(TokenEvent { row: self.id, token, index: self.tokens.len() - 1 });
         Ok(if flow == Flow::Stop {
@@ -300,8 +290,8 @@ impl Batch {
                     cfg.n_positions
                 )));
             }
-            let processor = request.sampling.processor()?;
-            sequences.push(Sequence { id, request, processor, tokens: Vec::new() });
+            let sampler = request.sampling.sampler()?;
+            sequences.push(Sequence { id, request, sampler, tokens: Vec::new() });
         }
         // A request for no tokens is done before it starts.
         let (sequences, mut done): (Vec<Sequence>, Vec<Sequence>) = sequences.into_iter().partition(|s| s.request.max_tokens > 0);

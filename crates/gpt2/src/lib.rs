@@ -27,6 +27,7 @@ pub mod linear;
 pub mod model;
 pub mod ops;
 pub mod profile;
+pub mod sampler;
 #[cfg(feature = "serve")]
 pub mod serve;
 pub mod timing;

@@ -98,7 +98,7 @@ pub fn write_synthetic(path: &Path, vocab_size: usize, seed: u64) -> Result<()> 
     tk.with_pre_tokenizer(Some(ByteLevel::new(false, true, true)));
     tk.with_decoder(Some(ByteLevelDecoder::default()));
     tk.with_post_processor(Some(ByteLevel::new(false, true, true)));
-    tk.add_special_tokens(&[AddedToken::from(END_OF_TEXT, true)]);
+    tk.add_special_tokens([AddedToken::from(END_OF_TEXT, true)]).map_err(|e| fail(format!("cannot add {END_OF_TEXT}: {e}")))?;
     tk.save(path, false).map_err(|e| fail(format!("cannot write: {e}")))
 }
 

@@ -1,11 +1,13 @@
 //! Grades the course's exercises: the learner's `answers.toml` and their own measured results
-//! (`results/*.json`) against the question bank (the book's mdbook-quiz files) and the answer
-//! key, into reports for the terminal, Markdown and JSON; and whole workshop cohorts into a
-//! gradebook. The grader reads files only: it never runs a submission's code.
+//! (`results/*.json`) against the graded question bank (`crates/grader/bank`, mdbook-quiz files
+//! the book never renders; each learner is asked a draw made from their id, `variant`) and the
+//! answer key, into reports for the terminal, Markdown and JSON; and whole workshop cohorts into
+//! a gradebook. The grader reads files only: re-running a submission's tests is `course grade
+//! --run-tests`, in a sandbox of the `course` crate.
 //!
 //! ```text
 //! exercises/info.toml ─┐
-//! book/src/quizzes ────┼─► Grader ──grade_exercise(Submission, N)──► ExerciseReport ──► render
+//! crates/grader/bank ──┼─► Grader ──grade_exercise(Submission, N)──► ExerciseReport ──► render
 //! crates/grader/key ───┘                                  cohort::grade_cohort ──► gradebook.csv, feedback/
 //! ```
 
