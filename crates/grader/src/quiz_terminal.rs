@@ -1,7 +1,7 @@
-//! A quiz in the terminal, for the exercises that ask the book's questions (1 and 6): asks the questions of one of the book's quiz files (the same file
-//! the grader reads, parsed with the grader's parser) and writes the answers into the
-//! exercise's `answers.toml`, keeping its comments. Without a terminal it explains how to fill
-//! `answers.toml` by hand instead.
+//! A quiz in the terminal, for the exercises that ask multiple-choice questions (1 and 6): asks
+//! the learner's draw from the graded bank (the file the grader reads, parsed with its parser)
+//! and writes the answers into the exercise's `answers.toml`, keeping its comments. Without a
+//! terminal it explains how to fill `answers.toml` by hand instead.
 
 use anyhow::{bail, Context, Result};
 use crate::fill_answers::{self, Answer};
@@ -107,6 +107,26 @@ pub fn run(quiz_path: &Path, answers_path: &Path, check_command: &str) -> Result
     let quiz = load(quiz_path)?;
     run_quiz(&quiz, &quiz_path.display().to_string(), answers_path, check_command)
 }
+
+/// What exercises 1 and 6 run: the learner's own draw of exercise `number`'s questions (their id
+/// read from the course folder that holds `exercise_dir`), asked one at a time in the terminal
+/// and written to the exercise's answers.toml; without a terminal, how to answer by hand.
+pub fn run_exercise(exercise_dir: &Path, number: u32) -> Result<()> {
+    // Shown in messages: the path without the ../.. that leads from the package to the course.
+    let dir = std::fs::canonicalize(exercise_dir).unwrap_or_else(|_| exercise_dir.to_path_buf());
+    let exercises = dir.parent().unwrap_or(&dir);
+    let root = exercises.parent().unwrap_or(exercises);
+    let (quiz, learner) = crate::quiz_variant::for_learner(root, number, exercises).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let source = match &learner {
+        Some(id) => format!("your variant (learner id `{id}`)"),
+        None => {
+            eprintln!("note: these are the shared variant's questions, as there is {}", crate::submission::NO_LEARNER_ID);
+            "the shared variant".to_string()
+        }
+    };
+    run_quiz(&quiz, &source, &dir.join("answers.toml"), &format!("course check {number}"))
+}
+
 
 /// Asks the questions of `quiz`, in its order (a learner's variant:
 /// `crate::quiz_variant::variant_quiz`), `source` saying where they come from.

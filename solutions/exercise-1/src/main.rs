@@ -9,7 +9,7 @@
 //! Solution: the program is the exercise's; the answers are in this folder's answers.toml,
 //! which answers every scenario of the bank, so it passes whichever six an id draws.
 
-use grader::{quiz_terminal, quiz_variant};
+use grader::quiz_terminal;
 
 use clap::Parser;
 use std::path::{Path, PathBuf};
@@ -48,17 +48,5 @@ fn main() -> ExitCode {
 }
 
 fn run(dir: &Path) -> anyhow::Result<()> {
-    // Shown in messages: the path without the ../.. that leads from this package to the course.
-    let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
-    let exercises = dir.parent().unwrap_or(&dir);
-    let root = exercises.parent().unwrap_or(exercises);
-    let (quiz, learner) = quiz_variant::for_learner(root, NUMBER, exercises).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let source = match &learner {
-        Some(id) => format!("your variant (learner id `{id}`)"),
-        None => {
-            eprintln!("note: these are the shared variant's questions, as there is {}", grader::submission::NO_LEARNER_ID);
-            "the shared variant".to_string()
-        }
-    };
-    quiz_terminal::run_quiz(&quiz, &source, &dir.join("answers.toml"), &format!("course check {NUMBER}"))
+    quiz_terminal::run_exercise(dir, NUMBER)
 }
