@@ -1,19 +1,11 @@
 //! The real `course` binary on a small course copy: exit codes, the check pipeline, hints,
 //! solutions, reset, progress that survives restarts, and grading a cohort.
 
+mod common;
+
+use common::{repo, write, BIN};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-const BIN: &str = env!("CARGO_BIN_EXE_course");
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn write(path: &Path, text: &str) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
-}
 
 /// A course copy: the real manifest and key, fixture quizzes, and a cargo workspace with two
 /// tiny exercise packages (exercise-1 without tests, exercise-2 with one).

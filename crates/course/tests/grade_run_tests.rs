@@ -4,19 +4,11 @@
 //! three are flagged with what happened. The course is a small fixture (the real manifest and
 //! key, an exercise-2 package with no dependencies), so nothing heavy is compiled.
 
+mod common;
+
+use common::{repo, write, BIN};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-const BIN: &str = env!("CARGO_BIN_EXE_course");
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn write(path: &Path, text: &str) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
-}
 
 /// The instructor's exercise-2: a p90 for learners to write and an integration test (the
 /// course's own, which a submission cannot replace) that calls it.

@@ -2,19 +2,11 @@
 //! report fixture: without a terminal it says so and does not ask; a recorded prediction is
 //! kept and shown next to the measurement after the run.
 
+mod common;
+
+use common::{repo, write, BIN};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-
-const BIN: &str = env!("CARGO_BIN_EXE_course");
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn write(path: &Path, text: &str) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
-}
 
 fn template(n: u32) -> String {
     let manifest = grader::Manifest::load(&repo().join("exercises/info.toml")).unwrap();

@@ -3,21 +3,13 @@
 //! learners' `course check 4` grade each against their own step; `course grade` regenerates
 //! each learner's step from their submission and flags an id that is not the submission's.
 
+mod common;
+
+use common::{repo, write, BIN};
 use grader::exercise_checks::budget::IllustrativeStep;
 use grader::fill_answers::{set, Answer};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-
-const BIN: &str = env!("CARGO_BIN_EXE_course");
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn write(path: &Path, text: &str) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
-}
 
 fn copy_dir(from: &Path, to: &Path) {
     for entry in std::fs::read_dir(from).unwrap().flatten() {
