@@ -200,6 +200,35 @@ fn the_why_line_is_read_by_the_rubric_and_awarded_by_the_instructor() {
     insta::assert_snapshot!("why_line_readings", out);
 }
 
+/// Exercise 6's short answer is scored by its rubric: a sentence that uses the rubric's words
+/// to argue the other way (attack the matmuls, do not fuse) must not earn them, and is flagged.
+#[test]
+fn a_short_answer_that_contradicts_itself_with_the_rubrics_words_is_flagged_not_awarded() {
+    let grader = real_grader();
+    let base = ex6_answers(&grader, "dora");
+    let mut out = String::new();
+    let mut points = BTreeMap::new();
+    for (case, text) in [
+        ("right, the sample answer's reading", "The layer norms, adds and activations first: they do little math for the bytes they move, so fusing them removes most of their time, while the matmuls already run close to their weight-reading ceiling."),
+        ("right in other words", "Start with the 5 ms of elementwise work: it is bound by bandwidth, and merging those kernels would save most of it, whereas the matrix multiplies are near their roofline and leave little room."),
+        ("contradicting itself with the rubric's words", "Not the element-wise ops: fusing would not remove their memory traffic, and the matmuls are not already close to their ceiling, so attack the matmuls instead of the activations."),
+    ] {
+        let answers = base.lines().filter(|l| !l.starts_with("cy-which-line-first")).map(|l| format!("{l}\n")).collect::<String>()
+            + &format!("cy-which-line-first = {}\n", toml_text(text));
+        let report = grader.grade_exercise(&submission("dora", &[("exercise-6/answers.toml", answers)]), 6);
+        let q = report.questions.iter().find(|q| q.id == "cy-which-line-first").unwrap();
+        points.insert(case, (q.points, q.needs_review));
+        out.push_str(&format!("{case}: {}/{}{}: {}\n", q.points, q.max_points, if q.needs_review { " (review)" } else { "" }, q.reason));
+    }
+    let (right, _) = points["right, the sample answer's reading"];
+    let (other_words, _) = points["right in other words"];
+    let (contradiction, flagged) = points["contradicting itself with the rubric's words"];
+    assert!(right >= 2.0 && other_words >= 2.0, "right answers earn most of the rubric: {out}");
+    assert!(contradiction < right, "the contradiction must not earn what the right answer earns: {out}");
+    assert!(flagged, "the contradiction is flagged for review: {out}");
+    insta::assert_snapshot!("short_answer_contradiction", out);
+}
+
 #[test]
 fn course_check_and_course_grade_read_the_same_variant_from_the_folder() {
     // `course check` reads the exercises folder; `course grade` the same files from a
