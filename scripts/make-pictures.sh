@@ -128,7 +128,12 @@ if ((quick)); then
   model_name="tiny GPT-2"
   profile_steps=(--warmup 1 --active 2)
   bench_sizes=(--requests 8 --max-tokens 4 --prompt-words 8)
-  sweep_sizes=(--sweep-requests 8 --requests 12 --max-tokens 4 --prompt-words 8)
+  # The tiny model answers in a few milliseconds, so a target of 4 × its lone TTFT is within
+  # the scheduler's jitter, and 8 requests in one batch never queue: the sweep found no knee, or
+  # one below its first rate. Here a fixed 20 ms target, rates from idle to a burst, and one
+  # sequence at a time (a burst of 16 then queues for about 100 ms) give a knee on any machine.
+  sweep_sizes=(--sweep-requests 16 --sweep-rates 5,20,80,320,1280,5120 --target-ms 20 --requests 12 --max-tokens 8 --prompt-words 8)
+  serve_batch=1
   ceilings=()
 else
   model=synthetic
@@ -136,6 +141,7 @@ else
   profile_steps=(--warmup 2 --active 5)
   bench_sizes=()
   sweep_sizes=()
+  serve_batch=8
   ceilings=(--remeasure-ceilings)
 fi
 
@@ -176,7 +182,7 @@ fi
 
 # --- 5. the SLO sweep and its knee: exercise 7's calibration, done by its solution -----------------
 # Against `gpt2 serve` on a free port (port 0: the address it prints), as a learner runs it.
-"$bin/gpt2" serve --model "$model" --port 0 --max-batch-size 8 >"$work/serve.log" 2>&1 &
+"$bin/gpt2" serve --model "$model" --port 0 --max-batch-size "$serve_batch" >"$work/serve.log" 2>&1 &
 server_pid=$!
 base_url=""
 for _ in $(seq 1 240); do
