@@ -72,7 +72,7 @@ pub fn line_of(op: &str) -> Line {
     let op = op.to_ascii_lowercase();
     match op.as_str() {
         "matmul" | "lm_head" | "linear" => Line::Matmuls,
-        "attn_qk" | "softmax" | "attn_v" | "mask" | "mask_build" | "mask_apply" | "split_heads" | "merge_heads" | "kv_cache" => Line::Attention,
+        "attn_qk" | "softmax" | "attn_v" | "attn_decode" | "mask" | "mask_build" | "mask_apply" | "split_heads" | "merge_heads" | "kv_cache" => Line::Attention,
         "bias_add" | "bias_residual_add" | "residual_add" | "layer_norm" => Line::Activations,
         _ if op.contains("gelu") => Line::Activations,
         _ => Line::Other,

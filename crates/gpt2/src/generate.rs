@@ -1,22 +1,21 @@
-//! Batched text generation with a KV cache.
+//! Batched text generation with a KV cache per sequence.
 //!
-//! A [`Batch`] holds the sequences decoding together. Requests [`Batch::admit`] it in groups:
-//! a group's prompts are left-padded to a common length and prefilled together into a cache
-//! of their own, in one forward pass or, a chunk of columns at a time, in several
-//! ([`Batch::prefill`]: the caller bounds each pass, so a long prompt cannot hold up the
-//! sequences already decoding for longer than one chunk). The pass that reaches the end of
-//! the prompts samples each one's first token; at the next [`Batch::step`] the group's cache
-//! rows are merged into the running batch's ([`Cache::merge`]), which decodes one token for
-//! every row per forward pass. A finished row leaves the batch at once: its cache row is
-//! dropped at the next step. Chunking, joining and leaving change no row's keys, values or
-//! position ids, and padding is masked out exactly, so each sequence computes what it would
-//! decoding alone; the serve tests check, token for token, that requests joining mid-flight
-//! (prompts longer than a chunk included) get their solo tokens. (The kernels a batch shape
-//! picks may group floating-point sums differently, so a near-tie between two logits could
-//! in principle break the other way; no case has been seen.)
+//! A [`Batch`] holds the sequences being generated: each has its own cache
+//! ([`crate::cache::SeqCache`]), so they need no common length and no padding. Requests
+//! [`Batch::admit`] it and wait as prompts; every [`Batch::step`] is one forward pass
+//! ([`Model::forward_segments`]) over one new token of every decoding sequence and the next
+//! prompt tokens of the waiting ones, as many as the caller's budget allows (a long prompt is
+//! split over several passes: chunked prefill). The pass that reaches a prompt's end samples
+//! its first token; from the next pass it decodes with the others. A finished sequence
+//! leaves at once, its cache with it. Joining, leaving and chunking change no sequence's keys,
+//! values or positions, so each computes what it would alone; the serve tests check, token for
+//! token, that requests joining mid-flight (prompts longer than a chunk included) get their
+//! solo tokens. (The kernels a batch shape picks may group floating-point sums differently, so
+//! a near-tie between two logits could in principle break the other way; no case has been seen.)
 //!
-//! [`generate`] is the simplest use: one group, prefilled whole, stepped until every row is
-//! done. The server's scheduler (`serve::engine`) lets new groups join while others decode.
+//! [`generate`] is the simplest use: every prompt in the first pass, then steps until every
+//! sequence is done. The server's scheduler (`serve::engine`) admits new requests between
+//! passes and bounds each pass's prompt tokens.
 //!
 //! Sampling (greedy, or seeded temperature / top-k / top-p) is [`crate::sampler::Sampler`],
 //! one per sequence. A callback sees every token as it is produced: a
@@ -25,8 +24,8 @@
 use candle_core::IndexOp;
 
 use crate::error::{Error, Result};
-use crate::cache::Cache;
-use crate::model::{Logits, Model};
+use crate::cache::SeqCache;
+use crate::model::{Model, Segment};
 use crate::sampler::Sampler;
 
 /// How the next token is chosen. `temperature` 0 is greedy (argmax).
@@ -107,11 +106,8 @@ pub fn generate(model: &Model, requests: &[Request], on_token: &mut dyn FnMut(To
     let mut out: Vec<Option<Completion>> = vec![None; requests.len()];
     let mut batch = Batch::new();
     let mut done = batch.admit(model, requests.iter().cloned().enumerate().collect())?;
-    while batch.is_prefilling() {
-        done.extend(batch.prefill(model, None, on_token)?.done);
-    }
     while !batch.is_empty() {
-        done.extend(batch.step(model, on_token)?);
+        done.extend(batch.step(model, None, on_token)?.done);
     }
     for (id, completion) in done {
         out[id] = Some(completion);
@@ -135,11 +131,13 @@ pub fn generate_fixed(model: &Model, prompts: &[Vec<u32>], max_tokens: usize, on
     Ok(())
 }
 
-/// One sequence being decoded: its request, its sampler and what it has produced.
+/// One sequence: its request, its sampler, its cache and what it has produced. Its prompt
+/// is wholly prefilled once the cache holds `prompt.len()` positions.
 struct Sequence {
     id: usize,
     request: Request,
     sampler: Sampler,
+    cache: SeqCache,
     tokens: Vec<u32>,
 }
 
@@ -161,8 +159,9 @@ impl Sequence {
         })
     }
 
-    fn remaining(&self) -> usize {
-        self.request.max_tokens.saturating_sub(self.tokens.len())
+    /// Prompt tokens not yet in the cache.
+    fn unprefilled(&self) -> usize {
+        self.request.prompt.len() - self.cache.len().min(self.request.prompt.len())
     }
 
     fn finish(self, finish: FinishReason) -> (usize, Completion) {
@@ -170,61 +169,41 @@ impl Sequence {
     }
 }
 
-/// Rows of a cache, each a sequence still decoding or `None` once it has left. The rows of
-/// sequences that left are dropped from the cache at the next step.
-struct Part {
-    cache: Cache,
-    rows: Vec<Option<Sequence>>,
+/// What the next [`Batch::step`] will run, as [`Batch::plan`] says.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Plan {
+    /// Ids of the sequences decoding one token each, in row order.
+    pub decode: Vec<usize>,
+    /// Ids of the sequences with prompt tokens in the pass, and how many each.
+    pub prefill: Vec<(usize, usize)>,
+    /// Those of `prefill` whose prompt ends in the pass (they get their first token from it).
+    pub joining: Vec<usize>,
 }
 
-impl Part {
-    fn live(&self) -> impl Iterator<Item = &Sequence> {
-        self.rows.iter().flatten()
+impl Plan {
+    pub fn prefill_tokens(&self) -> usize {
+        self.prefill.iter().map(|(_, n)| n).sum()
     }
 }
 
-/// A group whose prompts are being prefilled, some columns at a time: `cache.len()` columns
-/// of `padded` are in the cache already.
-struct Prefill {
-    cache: Cache,
-    /// The prompts, left-padded to one width.
-    padded: Vec<Vec<u32>>,
-    /// `None` once the row's client has gone: its columns are still computed (the rows of a
-    /// pass share one shape), and it is dropped when the group joins.
-    rows: Vec<Option<Sequence>>,
-}
-
-impl Prefill {
-    fn width(&self) -> usize {
-        self.padded.first().map_or(0, Vec::len)
-    }
-
-    fn live(&self) -> impl Iterator<Item = &Sequence> {
-        self.rows.iter().flatten()
-    }
-}
-
-/// What one [`Batch::prefill`] pass did.
+/// What one [`Batch::step`] did.
 #[derive(Debug, Default)]
-pub struct Prefilled {
-    /// Sequences that finished at their first token.
+pub struct Pass {
+    /// Sequences that finished in this pass (at their first token or a later one).
     pub done: Vec<(usize, Completion)>,
-    /// Ids of the sequences whose prompt this pass finished and that now decode with the batch.
-    pub joined: Vec<usize>,
-    /// Prompt columns × rows computed, padding included.
-    pub tokens: usize,
+    /// What ran.
+    pub plan: Plan,
 }
 
-/// Sequences decoding together; they may join and leave between steps (continuous batching).
+/// Sequences generated together; they join and leave between passes (continuous batching).
 /// Every sequence is named by the `id` its caller gave it, which is also the `row` of its
 /// [`TokenEvent`]s.
 #[derive(Default)]
 pub struct Batch {
-    running: Option<Part>,
-    /// Groups prefilled since the last step, merged into `running` at the next one.
-    joining: Vec<Part>,
-    /// Groups admitted whose prompts are not wholly prefilled yet, in arrival order.
-    prefilling: std::collections::VecDeque<Prefill>,
+    /// Sequences that have their first token, in the order they got it.
+    decoding: Vec<Sequence>,
+    /// Sequences whose prompts are not wholly prefilled yet, in arrival order.
+    prefilling: std::collections::VecDeque<Sequence>,
 }
 
 impl Batch {
@@ -232,37 +211,33 @@ impl Batch {
         Batch::default()
     }
 
-    fn parts(&self) -> impl Iterator<Item = &Part> {
-        self.running.iter().chain(&self.joining)
-    }
-
     /// Sequences admitted and not finished: decoding, or still being prefilled.
     pub fn len(&self) -> usize {
-        self.decoding_ids().len() + self.prefilling_ids().len()
+        self.decoding.len() + self.prefilling.len()
     }
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
-    /// Whether a [`Batch::step`] has a sequence to decode.
+    /// Whether a sequence has its first token and decodes at the next pass.
     pub fn is_decoding(&self) -> bool {
-        self.parts().any(|p| p.live().next().is_some())
+        !self.decoding.is_empty()
     }
 
-    /// Whether a group's prompts are waiting for more [`Batch::prefill`] passes.
-    pub fn is_prefilling(&self) -> bool {
-        !self.prefilling.is_empty()
+    /// Prompt tokens admitted and not yet prefilled.
+    pub fn unprefilled(&self) -> usize {
+        self.prefilling.iter().map(Sequence::unprefilled).sum()
     }
 
-    /// The ids of the sequences decoding, in the row order of the next step.
+    /// The ids of the sequences decoding, in the row order of the next pass.
     pub fn decoding_ids(&self) -> Vec<usize> {
-        self.parts().flat_map(|p| p.live().map(|s| s.id)).collect()
+        self.decoding.iter().map(|s| s.id).collect()
     }
 
-    /// The ids of the sequences still being prefilled, the group of the next pass first.
+    /// The ids of the sequences still being prefilled, oldest first.
     pub fn prefilling_ids(&self) -> Vec<usize> {
-        self.prefilling.iter().flat_map(|p| p.live().map(|s| s.id)).collect()
+        self.prefilling.iter().map(|s| s.id).collect()
     }
 
     /// Every sequence admitted and not finished.
@@ -270,10 +245,9 @@ impl Batch {
         [self.decoding_ids(), self.prefilling_ids()].concat()
     }
 
-    /// Admits `requests` (each with its caller's id) as one group, to be prefilled together
-    /// by [`Batch::prefill`] after the groups admitted before it. Requests for no tokens are
-    /// returned finished at once. Nothing is admitted when a request is invalid (the error
-    /// names it).
+    /// Admits `requests` (each with its caller's id), to be prefilled by the next passes after
+    /// the prompts admitted before them. Requests for no tokens are returned finished at once.
+    /// Nothing is admitted when a request is invalid (the error names it).
     pub fn admit(&mut self, model: &Model, requests: Vec<(usize, Request)>) -> Result<Vec<(usize, Completion)>> {
         let cfg = model.config();
         let mut sequences = Vec::with_capacity(requests.len());
@@ -291,125 +265,94 @@ impl Batch {
                 )));
             }
             let sampler = request.sampling.sampler()?;
-            sequences.push(Sequence { id, request, sampler, tokens: Vec::new() });
+            // The last token sampled is never fed back: the cache reaches end − 1 positions.
+            let cache = model.new_seq_cache(end - 1);
+            sequences.push(Sequence { id, request, sampler, cache, tokens: Vec::new() });
         }
-        // A request for no tokens is done before it starts.
-        let (sequences, mut done): (Vec<Sequence>, Vec<Sequence>) = sequences.into_iter().partition(|s| s.request.max_tokens > 0);
-        let done: Vec<(usize, Completion)> = done.drain(..).map(|s| s.finish(FinishReason::Length)).collect();
-        if sequences.is_empty() {
-            return Ok(done);
+        let mut done = Vec::new();
+        for sequence in sequences {
+            if sequence.request.max_tokens == 0 {
+                // A request for no tokens is done before it starts.
+                done.push(sequence.finish(FinishReason::Length));
+            } else {
+                self.prefilling.push_back(sequence);
+            }
         }
-        let eos = cfg.eos_token_id;
-        let width = sequences.iter().map(|s| s.request.prompt.len()).max().unwrap_or(0);
-        let pads: Vec<usize> = sequences.iter().map(|s| width - s.request.prompt.len()).collect();
-        // Padding ids are never attended to; any valid id will do.
-        let padded: Vec<Vec<u32>> = sequences.iter().zip(&pads).map(|(s, &pad)| [vec![eos; pad], s.request.prompt.clone()].concat()).collect();
-        let room = sequences.iter().map(|s| s.request.max_tokens).max().unwrap_or(0);
-        let cache = Cache::new(cfg, pads, width + room);
-        self.prefilling.push_back(Prefill { cache, padded, rows: sequences.into_iter().map(Some).collect() });
         Ok(done)
     }
 
-    /// Runs one forward pass over the next columns of the oldest group still prefilling:
-    /// all that is left of its prompts when `max_tokens` is `None`, else as many columns as
-    /// keep rows × columns within `max_tokens` (at least one), the rest split evenly over the
-    /// passes still needed. The pass that reaches the prompts' end samples each sequence's
-    /// first token; those that do not finish there decode with the batch from the next
-    /// [`Batch::step`]. A failed pass drops the group (its ids were
-    /// [`Batch::next_prefill_ids`]).
-    pub fn prefill(&mut self, model: &Model, max_tokens: Option<usize>, on_token: &mut dyn FnMut(TokenEvent) -> Flow) -> Result<Prefilled> {
-        // Groups whose every client has gone cost nothing more.
-        while self.prefilling.front().is_some_and(|g| g.live().next().is_none()) {
-            self.prefilling.pop_front();
-        }
-        let Some(mut group) = self.prefilling.pop_front() else { return Ok(Prefilled::default()) };
-        let (width, rows, from) = (group.width(), group.rows.len(), group.cache.len());
-        let left = width - from;
-        let columns = match max_tokens {
-            None => left,
-            Some(budget) => {
-                let most = (budget / rows).max(1);
-                let passes = left.div_ceil(most);
-                left.div_ceil(passes)
+    /// What the next [`Batch::step`] with `prefill_budget` runs: a token of every decoding
+    /// sequence, and prompt tokens of the waiting ones in arrival order, at most
+    /// `prefill_budget` of them (all with `None`; a prompt that does not fit is split).
+    pub fn plan(&self, prefill_budget: Option<usize>) -> Plan {
+        let mut left = prefill_budget.unwrap_or(usize::MAX);
+        let mut plan = Plan { decode: self.decoding_ids(), ..Plan::default() };
+        for s in &self.prefilling {
+            let n = s.unprefilled().min(left);
+            if n == 0 {
+                break;
             }
-        };
-        let chunk: Vec<Vec<u32>> = group.padded.iter().map(|row| row[from..from + columns].to_vec()).collect();
-        let logits = model.forward(&chunk, &mut group.cache, Logits::LastPosition)?;
-        let mut out = Prefilled { tokens: rows * columns, ..Prefilled::default() };
-        if group.cache.len() < width {
-            // Only the last pass's logits (the prompts' last positions) are used.
-            self.prefilling.push_front(group);
-            return Ok(out);
-        }
-        let eos = model.config().eos_token_id;
-        for (r, slot) in group.rows.iter_mut().enumerate() {
-            let Some(sequence) = slot.as_mut() else { continue };
-            match sequence.sample(&logits.i(r)?, eos, on_token)? {
-                Some(finish) => out.done.push(slot.take().expect("checked above").finish(finish)),
-                None => out.joined.push(sequence.id),
+            left -= n;
+            plan.prefill.push((s.id, n));
+            if n == s.unprefilled() {
+                plan.joining.push(s.id);
             }
         }
-        if group.live().next().is_some() {
-            self.joining.push(Part { cache: group.cache, rows: group.rows });
-        }
-        Ok(out)
+        plan
     }
 
-    /// The ids of the group the next [`Batch::prefill`] pass works on.
-    pub fn next_prefill_ids(&self) -> Vec<usize> {
-        self.prefilling.iter().find(|g| g.live().next().is_some()).map_or(Vec::new(), |g| g.live().map(|s| s.id).collect())
+    /// One forward pass, as [`Batch::plan`] says: each decoding sequence gets its next token,
+    /// each prompt that the pass finishes its first (from then on it decodes with the others).
+    /// Sequences that finish leave the batch and are returned. A failed pass leaves the caches
+    /// of the sequences in it in an unknown state: the caller drops the batch.
+    pub fn step(&mut self, model: &Model, prefill_budget: Option<usize>, on_token: &mut dyn FnMut(TokenEvent) -> Flow) -> Result<Pass> {
+        let plan = self.plan(prefill_budget);
+        if plan.decode.is_empty() && plan.prefill.is_empty() {
+            return Ok(Pass { plan, ..Pass::default() });
+        }
+        let chunks = plan.prefill.len();
+        let mut segments = Vec::with_capacity(self.decoding.len() + chunks);
+        for s in &mut self.decoding {
+            let last = s.tokens.last().expect("a decoding sequence has its first token");
+            segments.push(Segment { ids: std::slice::from_ref(last), cache: &mut s.cache, logits: true });
+        }
+        for (s, &(_, n)) in self.prefilling.iter_mut().zip(&plan.prefill) {
+            let from = s.cache.len();
+            let ends = from + n == s.request.prompt.len();
+            segments.push(Segment { ids: &s.request.prompt[from..from + n], cache: &mut s.cache, logits: ends });
+        }
+        let logits = model.forward_segments(&mut segments)?;
+        drop(segments);
+
+        let eos = model.config().eos_token_id;
+        let mut done = Vec::new();
+        let mut row = 0;
+        let mut kept = Vec::with_capacity(self.decoding.len() + plan.joining.len());
+        for mut s in self.decoding.drain(..) {
+            match s.sample(&logits.i(row)?, eos, on_token)? {
+                Some(finish) => done.push(s.finish(finish)),
+                None => kept.push(s),
+            }
+            row += 1;
+        }
+        for _ in 0..plan.joining.len() {
+            let mut s = self.prefilling.pop_front().expect("a joining sequence is at the front");
+            match s.sample(&logits.i(row)?, eos, on_token)? {
+                Some(finish) => done.push(s.finish(finish)),
+                None => kept.push(s),
+            }
+            row += 1;
+        }
+        self.decoding = kept;
+        Ok(Pass { done, plan })
     }
 
     /// Stops sequence `id` now (its client went away): it leaves the batch with what it has.
     pub fn cancel(&mut self, id: usize) -> Option<Completion> {
-        let decoding = self.running.iter_mut().chain(self.joining.iter_mut()).map(|p| &mut p.rows);
-        for rows in decoding.chain(self.prefilling.iter_mut().map(|g| &mut g.rows)) {
-            if let Some(slot) = rows.iter_mut().find(|s| s.as_ref().is_some_and(|s| s.id == id)) {
-                return slot.take().map(|s| s.finish(FinishReason::Stopped).1);
-            }
+        if let Some(i) = self.decoding.iter().position(|s| s.id == id) {
+            return Some(self.decoding.remove(i).finish(FinishReason::Stopped).1);
         }
-        None
-    }
-
-    /// Decodes one more token for every sequence that has its first token, in one forward
-    /// pass, after merging the groups that joined and dropping the rows that left. Returns the
-    /// sequences that finished. Groups still prefilling wait.
-    pub fn step(&mut self, model: &Model, on_token: &mut dyn FnMut(TokenEvent) -> Flow) -> Result<Vec<(usize, Completion)>> {
-        self.regroup()?;
-        let Some(part) = self.running.as_mut() else { return Ok(Vec::new()) };
-        let column: Vec<Vec<u32>> = part.live().map(|s| vec![*s.tokens.last().expect("a joined sequence has its first token")]).collect();
-        let logits = model.forward(&column, &mut part.cache, Logits::LastPosition)?;
-        let eos = model.config().eos_token_id;
-        let mut done = Vec::new();
-        for (r, slot) in part.rows.iter_mut().enumerate() {
-            let Some(sequence) = slot.as_mut() else { continue };
-            if let Some(finish) = sequence.sample(&logits.i(r)?, eos, on_token)? {
-                done.push(slot.take().expect("checked above").finish(finish));
-            }
-        }
-        if part.live().next().is_none() {
-            self.running = None;
-        }
-        Ok(done)
-    }
-
-    /// Makes `running` one part whose every row is live: a single copy of the cache
-    /// ([`Cache::merge`]) when sequences joined or left since the last step, none otherwise.
-    fn regroup(&mut self) -> Result<()> {
-        let settled = self.joining.is_empty() && self.running.as_ref().is_none_or(|p| p.rows.iter().all(Option::is_some));
-        if settled {
-            return Ok(());
-        }
-        let parts: Vec<Part> = self.running.take().into_iter().chain(self.joining.drain(..)).collect();
-        let kept: Vec<Vec<usize>> = parts.iter().map(|p| (0..p.rows.len()).filter(|&r| p.rows[r].is_some()).collect()).collect();
-        let room = parts.iter().flat_map(|p| p.live().map(Sequence::remaining)).max().unwrap_or(0);
-        if kept.iter().all(Vec::is_empty) {
-            return Ok(());
-        }
-        let sources: Vec<(&Cache, &[usize])> = parts.iter().zip(&kept).map(|(p, k)| (&p.cache, k.as_slice())).collect();
-        let cache = Cache::merge(&sources, room)?;
-        let rows = parts.into_iter().flat_map(|p| p.rows.into_iter().flatten().map(Some)).collect();
-        self.running = Some(Part { cache, rows });
-        Ok(())
+        let i = self.prefilling.iter().position(|s| s.id == id)?;
+        self.prefilling.remove(i).map(|s| s.finish(FinishReason::Stopped).1)
     }
 }

@@ -11,7 +11,7 @@ use candle_core::{DType, Device, Tensor};
 use candle_nn::kv_cache::KvCache;
 use candle_nn::VarBuilder;
 
-use crate::cache::Cache;
+use crate::cache::{Cache, SeqCache};
 use crate::config::{Activation, Config};
 use crate::error::{Error, Result};
 use crate::linear::Linear;
@@ -63,23 +63,59 @@ impl Attention {
         })
     }
 
-    /// `x` is `[batch * seq, n_embd]`; `mask`, when present, is `[batch, 1, seq, cached + seq]`
-    /// with `true` where a query may not look.
-    /// Returns `residual + attention(x)`: the output projection's bias and the residual
-    /// add are applied together.
-    fn forward(&self, x: &Tensor, residual: &Tensor, batch: usize, cache: &mut KvCache, mask: Option<&Tensor>) -> Result<Tensor> {
+    /// `x` is `[tokens, n_embd]`: the new tokens of each sequence of `spans`, one sequence after
+    /// another, each attending to its own `caches` entry (which gets its keys and values),
+    /// with its causal mask from `masks` (none for a single new token).
+    /// Returns `residual + attention(x)`: the output projection's bias and the residual add
+    /// are applied together.
+    ///
+    /// Sequences with one new token (decode steps) share one [`ops::attn_decode`] row on the
+    /// CPU's fast paths; every other sequence (a prompt or a chunk of one, or any sequence where
+    /// that kernel does not run) takes the general path, causal-masked within its new tokens.
+    fn forward(&self, x: &Tensor, residual: &Tensor, spans: &[Span], masks: &[Option<Tensor>], caches: &mut [&mut KvCache]) -> Result<Tensor> {
         let _m = profiler::module("attn");
         let qkv = self.c_attn.forward(x)?;
-        let (q, k, v) = ops::split_heads(&qkv, batch, self.n_head, self.head_dim)?;
-        let (k, v) = ops::kv_cache(cache, &k, &v)?;
-        let att = ops::attn_scores(&q, &k)?; // q·kᵀ / √head_dim
-        let att = ops::mask_apply(att, mask)?;
-        let att = ops::softmax(att)?;
-        let y = ops::attn_values(&att, &v)?;
-        let y = ops::merge_heads(&y)?;
+        let fast = ops::decode_attention_path(&qkv);
+        let decoding: Vec<usize> = (0..spans.len()).filter(|&s| fast.is_some() && spans[s].new == 1).collect();
+        let mut outputs: Vec<Option<Tensor>> = vec![None; spans.len()];
+        if let (Some(path), false) = (fast, decoding.is_empty()) {
+            let rows = Tensor::new(decoding.iter().map(|&s| spans[s].start as u32).collect::<Vec<u32>>(), qkv.device())?;
+            let part = if decoding.len() == spans.len() { qkv.clone() } else { qkv.index_select(&rows, 0)? };
+            let (q, k, v) = ops::split_heads(&part, decoding.len(), self.n_head, self.head_dim)?;
+            let mut kv = Vec::with_capacity(decoding.len());
+            for (i, &s) in decoding.iter().enumerate() {
+                kv.push(ops::kv_cache(caches[s], &k.narrow(0, i, 1)?, &v.narrow(0, i, 1)?)?);
+            }
+            let y = ops::merge_heads(&ops::attn_decode(&q, &kv, path)?)?;
+            for (i, &s) in decoding.iter().enumerate() {
+                outputs[s] = Some(y.narrow(0, i, 1)?);
+            }
+        }
+        for (s, span) in spans.iter().enumerate() {
+            if outputs[s].is_some() {
+                continue;
+            }
+            let (q, k, v) = ops::split_heads(&qkv.narrow(0, span.start, span.new)?, 1, self.n_head, self.head_dim)?;
+            let (k, v) = ops::kv_cache(caches[s], &k, &v)?;
+            let att = ops::attn_scores(&q, &k)?; // q·kᵀ / √head_dim
+            let att = ops::mask_apply(att, masks[s].as_ref())?;
+            let att = ops::softmax(att)?;
+            outputs[s] = Some(ops::merge_heads(&ops::attn_values(&att, &v)?)?);
+        }
+        let outputs: Vec<Tensor> = outputs.into_iter().map(|y| y.expect("every sequence was attended")).collect();
+        let y = if outputs.len() == 1 { outputs[0].clone() } else { Tensor::cat(&outputs, 0)? };
         let out = self.c_proj.matmul(&y)?;
         self.c_proj.add_bias_and_residual(out, residual)
     }
+}
+
+/// Where one sequence's new tokens sit in a forward pass: rows `start..start + new` of the
+/// activations, after the `past` positions its cache holds.
+#[derive(Debug, Clone, Copy)]
+struct Span {
+    start: usize,
+    new: usize,
+    past: usize,
 }
 
 struct Mlp {
@@ -125,9 +161,9 @@ impl Block {
         })
     }
 
-    fn forward(&self, x: &Tensor, batch: usize, cache: &mut KvCache, mask: Option<&Tensor>, act: &MlpActivation) -> Result<Tensor> {
+    fn forward(&self, x: &Tensor, spans: &[Span], masks: &[Option<Tensor>], caches: &mut [&mut KvCache], act: &MlpActivation) -> Result<Tensor> {
         let _m = profiler::module("block");
-        let x = self.attn.forward(&self.ln_1.forward(x)?, x, batch, cache, mask)?;
+        let x = self.attn.forward(&self.ln_1.forward(x)?, x, spans, masks, caches)?;
         self.mlp.forward(&self.ln_2.forward(&x)?, &x, act)
     }
 }
@@ -175,81 +211,121 @@ impl Model {
         self.activation = activation;
     }
 
-    /// A cache sized for `batch` unpadded rows growing to `capacity` positions.
+    /// A cache for `batch` rows, each growing to `capacity` positions.
     pub fn new_cache(&self, batch: usize, capacity: usize) -> Cache {
-        Cache::unpadded(&self.cfg, batch, capacity)
+        Cache::new(&self.cfg, batch, capacity)
+    }
+
+    /// A cache for one sequence growing to `capacity` positions (a [`Segment`]'s).
+    pub fn new_seq_cache(&self, capacity: usize) -> SeqCache {
+        SeqCache::new(&self.cfg, capacity)
     }
 
     /// Runs `ids` (one row per sequence, all rows the same length) after whatever `cache`
     /// holds, appends their keys and values to it, and returns f32 logits shaped
     /// `[batch, seq, vocab]` (`AllPositions`) or `[batch, vocab]` (`LastPosition`).
     pub fn forward(&self, ids: &[Vec<u32>], cache: &mut Cache, logits: Logits) -> Result<Tensor> {
-        let (batch, seq) = self.check_input(ids, cache)?;
-        let past = cache.len;
-        let mut x = ops::embedding(&self.wte, &self.wpe, ids, position_ids(&cache.pads, past, seq))?;
-        let mask = ops::mask_build(&cache.pads, past, seq, self.device())?;
-        for (block, layer_cache) in self.blocks.iter().zip(cache.layers.iter_mut()) {
-            x = block.forward(&x, batch, layer_cache, mask.as_ref(), &self.activation)?;
-        }
-        cache.len += seq;
-        let x = match logits {
-            Logits::AllPositions => x,
-            Logits::LastPosition => ops::last_position(&x, batch)?,
-        };
-        let x = self.ln_f.forward(&x)?;
-        let out = self.lm_head.matmul(&x)?.to_dtype(DType::F32)?;
-        Ok(match logits {
-            Logits::AllPositions => out.reshape((batch, seq, self.cfg.vocab_size))?,
-            Logits::LastPosition => out,
-        })
-    }
-
-    /// Rejects what would otherwise fail deep inside a kernel: ragged rows, ids outside the
-    /// vocabulary, sequences past the context window, a batch that does not match the cache.
-    fn check_input(&self, ids: &[Vec<u32>], cache: &Cache) -> Result<(usize, usize)> {
-        let batch = ids.len();
-        let seq = ids.first().map_or(0, Vec::len);
-        if batch == 0 || seq == 0 {
-            return Err(Error::Input("empty input: give at least one token id in at least one row".into()));
-        }
+        let (batch, seq) = (ids.len(), ids.first().map_or(0, Vec::len));
         if let Some(r) = ids.iter().position(|row| row.len() != seq) {
             return Err(Error::Input(format!("row {r} has {} ids, row 0 has {seq}: rows of one batch must be the same length (pad them)", ids[r].len())));
         }
         if batch != cache.batch() {
             return Err(Error::Input(format!("the batch has {batch} rows but its cache was made for {}", cache.batch())));
         }
-        let vocab = self.cfg.vocab_size;
-        for (r, row) in ids.iter().enumerate() {
-            if let Some((c, id)) = row.iter().enumerate().find(|(_, id)| **id as usize >= vocab) {
-                return Err(Error::Input(format!("token id {id} (row {r}, position {c}) is out of range: the vocabulary has {vocab} ids (0..={})", vocab - 1)));
+        let want = logits == Logits::LastPosition;
+        let mut segments: Vec<Segment> = ids.iter().zip(cache.rows.iter_mut()).map(|(ids, cache)| Segment { ids, cache, logits: want }).collect();
+        match logits {
+            Logits::LastPosition => self.forward_segments(&mut segments),
+            Logits::AllPositions => {
+                let x = self.hidden(&mut segments)?;
+                Ok(self.head(&x)?.reshape((batch, seq, self.cfg.vocab_size))?)
             }
         }
-        // Positions count from each row's first real token, so a padded row reaches the
-        // context limit later than its column index suggests.
-        let end = cache.len + seq - cache.pads.iter().min().copied().unwrap_or(0);
-        if end > self.cfg.n_positions {
-            return Err(Error::Input(format!(
-                "sequence of {end} positions ({} cached + {seq} new) is longer than the model's context of {} (n_positions)",
-                cache.len, self.cfg.n_positions
-            )));
+    }
+
+    /// One forward pass over sequences of any lengths, each after what its own cache holds (a
+    /// decode step's single tokens and prompt chunks together: continuous batching's pass).
+    /// Appends every segment's keys and values to its cache and returns f32 logits for the last
+    /// position of each segment whose `logits` is set, in order: `[those segments, vocab]`
+    /// (no rows, and no output head, when none is).
+    pub fn forward_segments(&self, segments: &mut [Segment<'_>]) -> Result<Tensor> {
+        let x = self.hidden(segments)?;
+        let mut last = Vec::new();
+        let mut end = 0;
+        for s in segments.iter() {
+            end += s.ids.len();
+            if s.logits {
+                last.push(end - 1);
+            }
         }
-        Ok((batch, seq))
+        if last.is_empty() {
+            return Ok(Tensor::zeros((0, self.cfg.vocab_size), DType::F32, self.device())?);
+        }
+        self.head(&ops::last_position(&x, &last)?)
+    }
+
+    /// The blocks over every segment's new tokens: the last block's output, `[tokens, n_embd]`.
+    fn hidden(&self, segments: &mut [Segment<'_>]) -> Result<Tensor> {
+        self.check_input(segments)?;
+        let mut spans = Vec::with_capacity(segments.len());
+        let (mut ids, mut positions) = (Vec::new(), Vec::new());
+        for s in segments.iter() {
+            let past = s.cache.len;
+            spans.push(Span { start: ids.len(), new: s.ids.len(), past });
+            ids.extend_from_slice(s.ids);
+            positions.extend((past..past + s.ids.len()).map(|p| p as u32));
+        }
+        let seq = segments[0].ids.len();
+        let shape: Vec<usize> = if segments.iter().all(|s| s.ids.len() == seq) { vec![segments.len(), seq] } else { vec![ids.len()] };
+        let mut x = ops::embedding(&self.wte, &self.wpe, ids, positions, &shape)?;
+        // Each sequence's mask, built once for every layer.
+        let masks = spans.iter().map(|s| ops::mask_build(s.past, s.new, self.device())).collect::<Result<Vec<_>>>()?;
+        for (l, block) in self.blocks.iter().enumerate() {
+            let mut caches: Vec<&mut KvCache> = segments.iter_mut().map(|s| &mut s.cache.layers[l]).collect();
+            x = block.forward(&x, &spans, &masks, &mut caches, &self.activation)?;
+        }
+        for s in segments.iter_mut() {
+            s.cache.len += s.ids.len();
+        }
+        Ok(x)
+    }
+
+    /// The final LayerNorm and the tied output head: f32 logits for each row of `x`.
+    fn head(&self, x: &Tensor) -> Result<Tensor> {
+        let x = self.ln_f.forward(x)?;
+        Ok(self.lm_head.matmul(&x)?.to_dtype(DType::F32)?)
+    }
+
+    /// Rejects what would otherwise fail deep inside a kernel: no tokens, ids outside the
+    /// vocabulary, sequences past the context window.
+    fn check_input(&self, segments: &[Segment<'_>]) -> Result<()> {
+        if segments.is_empty() || segments.iter().any(|s| s.ids.is_empty()) {
+            return Err(Error::Input("empty input: give at least one token id in at least one row".into()));
+        }
+        let vocab = self.cfg.vocab_size;
+        for (r, s) in segments.iter().enumerate() {
+            if let Some((c, id)) = s.ids.iter().enumerate().find(|(_, id)| **id as usize >= vocab) {
+                return Err(Error::Input(format!("token id {id} (row {r}, position {c}) is out of range: the vocabulary has {vocab} ids (0..={})", vocab - 1)));
+            }
+            let end = s.cache.len + s.ids.len();
+            if end > self.cfg.n_positions {
+                return Err(Error::Input(format!(
+                    "sequence of {end} positions ({} cached + {} new) is longer than the model's context of {} (n_positions)",
+                    s.cache.len,
+                    s.ids.len(),
+                    self.cfg.n_positions
+                )));
+            }
+        }
+        Ok(())
     }
 }
 
-/// Position ids of the new columns `past..past + seq`, row-major: row `r` counts from its
-/// first real token, so its pads (which nothing attends to) get position 0.
-fn position_ids(pads: &[usize], past: usize, seq: usize) -> Vec<u32> {
-    pads.iter().flat_map(|&pad| (past..past + seq).map(move |col| col.saturating_sub(pad) as u32)).collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn positions_start_at_each_rows_first_token() {
-        assert_eq!(position_ids(&[0, 2], 0, 4), vec![0, 1, 2, 3, 0, 0, 0, 1]);
-        assert_eq!(position_ids(&[0, 2], 4, 1), vec![4, 2]);
-    }
+/// One sequence's share of a [`Model::forward_segments`] pass: `ids` continue what `cache`
+/// holds; `logits` asks for its last position's logits (a prompt chunk that does not end the
+/// prompt needs none).
+pub struct Segment<'a> {
+    pub ids: &'a [u32],
+    pub cache: &'a mut SeqCache,
+    pub logits: bool,
 }

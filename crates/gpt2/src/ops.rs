@@ -87,12 +87,13 @@ fn packed_attention(t: &Tensor) -> Option<KernelPath> {
     (t.device().is_cpu() && t.dtype() == DType::F32 && path != KernelPath::Portable).then_some(path)
 }
 
-/// The token and position embeddings of `ids` (one row per sequence), summed: `[tokens, n_embd]`.
-pub fn embedding(wte: &Tensor, wpe: &Tensor, ids: &[Vec<u32>], positions: Vec<u32>) -> Result<Tensor> {
+/// The token and position embeddings of `ids` (every sequence's new tokens, one after the
+/// other), summed: `[tokens, n_embd]`. `shape` is what the profile shows: `[batch, seq]` for
+/// rows of one length, `[tokens]` for sequences of several.
+pub fn embedding(wte: &Tensor, wpe: &Tensor, ids: Vec<u32>, positions: Vec<u32>, shape: &[usize]) -> Result<Tensor> {
     let device = wte.device();
-    let _s = profiler::op_shapes("embedding", &[&[ids.len(), ids.first().map_or(0, Vec::len)]]).with_kernel(label::stock(device));
-    let flat: Vec<u32> = ids.iter().flatten().copied().collect();
-    let tok = wte.index_select(&Tensor::new(flat, device)?, 0)?;
+    let _s = profiler::op_shapes("embedding", &[shape]).with_kernel(label::stock(device));
+    let tok = wte.index_select(&Tensor::new(ids, device)?, 0)?;
     let pos = wpe.index_select(&Tensor::new(positions, device)?, 0)?;
     Ok((tok + pos)?)
 }
@@ -140,24 +141,38 @@ pub fn attn_scores(q: &Tensor, k: &Tensor) -> Result<Tensor> {
     })
 }
 
-/// `[batch, 1, seq, past + seq]`, true where query column `past + i` may not see key column
-/// `j`: keys in its future or in its row's padding (`pads[r]` leading columns of row `r`).
-/// `None` when nothing is masked (one new column and no padding: the usual decode step),
+/// `[1, 1, seq, past + seq]`, true where query column `past + i` may not see key column `j`
+/// (a key in its future). `None` for a single new column (a decode step: it sees every key),
 /// which skips [`mask_apply`] entirely.
-pub fn mask_build(pads: &[usize], past: usize, seq: usize, device: &Device) -> Result<Option<Tensor>> {
+pub fn mask_build(past: usize, seq: usize, device: &Device) -> Result<Option<Tensor>> {
     let _s = profiler::op("mask_build").with_kernel(label::stock(device));
-    if seq == 1 && pads.iter().all(|&p| p == 0) {
+    if seq == 1 {
         return Ok(None);
     }
     let total = past + seq;
-    let mut mask = Vec::with_capacity(pads.len() * seq * total);
-    for &pad in pads {
-        for i in 0..seq {
-            let query = past + i;
-            mask.extend((0..total).map(|key| u8::from(key > query || key < pad)));
-        }
-    }
-    Ok(Some(Tensor::from_vec(mask, (pads.len(), 1, seq, total), device)?))
+    let mask: Vec<u8> = (0..seq).flat_map(|i| (0..total).map(move |key| u8::from(key > past + i))).collect();
+    Ok(Some(Tensor::from_vec(mask, (1, 1, seq, total), device)?))
+}
+
+/// The path [`attn_decode`] runs on for queries `q`, or `None` where a decode step takes the
+/// general path (`attn_qk`, softmax, `attn_v`): another device or dtype, or `portable`.
+pub fn decode_attention_path(q: &Tensor) -> Option<KernelPath> {
+    packed_attention(q)
+}
+
+/// A decode step's attention, one row: `softmax(q · kᵀ / √head_dim) · v` for one new query per
+/// sequence (`q` `[sequences, heads, 1, head_dim]`) against each sequence's own cache, read in
+/// place ([`crate::cpu::decode_attention`]): `[sequences, heads, 1, head_dim]`.
+pub fn attn_decode(q: &Tensor, kv: &[(Tensor, Tensor)], path: KernelPath) -> Result<Tensor> {
+    let (n, h, _, d) = q.dims4()?;
+    let keys: usize = kv.iter().map(|(k, _)| k.dim(2).unwrap_or(0)).sum();
+    // Scores and output: 2 FLOPs per key element each, plus softmax's 5 per score; the bytes
+    // are the keys and values read once, the queries and the output.
+    let flops = (4 * keys * h * d + 5 * keys * h) as u64;
+    let bytes = ((2 * keys * h * d + 2 * n * h * d) * q.dtype().size_in_bytes()) as u64;
+    let _s = profiler::op_shapes("attn_decode", &[q.dims()]).with_work(flops, bytes).with_kernel(elementwise_label(Some(path), q.device()));
+    let scale = 1.0 / (d as f32).sqrt();
+    Ok(crate::cpu::decode_attention::attention(q, kv, scale, path)?)
 }
 
 /// `scores` with the positions `mask` blocks set to the most negative finite value (see
@@ -180,8 +195,7 @@ pub fn mask_apply(scores: Tensor, mask: Option<&Tensor>) -> Result<Tensor> {
 }
 
 /// The most negative finite value of `dtype`: masked scores are replaced by it (not set to
-/// -inf) so that a row with nothing to attend to (a padding position) softmaxes to finite
-/// values instead of NaN, which would leak into the padding's keys and values.
+/// -inf), so that a row with nothing to attend to would softmax to finite values, not NaN.
 fn most_negative(dtype: DType) -> f32 {
     match dtype {
         DType::F16 => -65504.0,
@@ -337,12 +351,12 @@ fn gelu(h: &Tensor, activation: Activation) -> Result<Tensor> {
     })
 }
 
-/// The last position of each sequence of `x` (`[batch · seq, width]`): `[batch, width]`.
-pub fn last_position(x: &Tensor, batch: usize) -> Result<Tensor> {
+/// Rows `rows` of `x` (`[tokens, width]`): the last position of each sequence that wants
+/// logits, `[rows, width]`.
+pub fn last_position(x: &Tensor, rows: &[usize]) -> Result<Tensor> {
     let _s = profiler::op("last_position").with_kernel(label::stock(x.device()));
-    let (n, width) = x.dims2()?;
-    let seq = n / batch;
-    Ok(x.reshape((batch, seq, width))?.i((.., seq - 1))?.contiguous()?)
+    let index = Tensor::new(rows.iter().map(|&r| r as u32).collect::<Vec<u32>>(), x.device())?;
+    Ok(x.index_select(&index, 0)?)
 }
 
 #[cfg(test)]
@@ -350,10 +364,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn mask_blocks_the_future_and_the_padding() {
-        let m = mask_build(&[1], 0, 3, &Device::Cpu).unwrap().unwrap();
+    fn mask_blocks_the_future() {
+        let m = mask_build(1, 3, &Device::Cpu).unwrap().unwrap();
         let m: Vec<Vec<u8>> = m.i((0, 0)).unwrap().to_vec2().unwrap();
-        assert_eq!(m, vec![vec![1, 1, 1], vec![1, 0, 1], vec![1, 0, 0]]);
-        assert!(mask_build(&[0, 0], 5, 1, &Device::Cpu).unwrap().is_none());
+        assert_eq!(m, vec![vec![0, 0, 1, 1], vec![0, 0, 0, 1], vec![0, 0, 0, 0]]);
+        assert!(mask_build(5, 1, &Device::Cpu).unwrap().is_none());
     }
 }

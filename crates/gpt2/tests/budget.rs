@@ -18,15 +18,15 @@ const OTHER_BY_DESIGN: [&str; 2] = ["embedding", "last_position"];
 /// Every label a row may carry (the contract's vocabulary).
 const LABELS: [&str; 9] = ["packed-avx512", "packed-avx2", "candle-gemm", "avx512", "avx2", "candle", "cublas", "candle-cuda", "custom"];
 
-/// The op rows (name, kernel) of one recorded step that covers every op: a padded two-row
-/// prefill with logits for all positions (the mask is built and applied), then a decode
-/// step for the last position only.
+/// The op rows (name, kernel) of one recorded step that covers every op: a two-row prefill
+/// with logits for all positions (the mask is built and applied), then a decode step for the
+/// last position only (`attn_decode` on the fast paths).
 fn op_rows(model: &Model) -> Vec<(String, Option<String>)> {
     let mut prof = Profiler::new(Options { schedule: Schedule::new(0, 0, 1, 1), ..Options::default() });
     while !prof.is_done() {
         prof.step(|| {
-            let mut cache = Cache::new(model.config(), vec![0, 2], 7);
-            model.forward(&[vec![5, 6, 7, 8, 9, 10], vec![0, 0, 7, 8, 9, 10]], &mut cache, Logits::AllPositions)?;
+            let mut cache = Cache::new(model.config(), 2, 7);
+            model.forward(&[vec![5, 6, 7, 8, 9, 10], vec![1, 2, 7, 8, 9, 10]], &mut cache, Logits::AllPositions)?;
             model.forward(&[vec![11], vec![11]], &mut cache, Logits::LastPosition).map(drop)
         })
         .unwrap();
@@ -50,6 +50,9 @@ fn every_op_row_lands_on_a_named_budget_line() {
             // The step covered the ops it was built to: both mask rows, both activations' rows.
             for expected in ["embedding", "mask_build", "mask_apply", "softmax", "attn_qk", "attn_v", "last_position", "lm_head"] {
                 assert!(names.contains(&expected), "{path}, {name} MLP: no {expected} row in {names:?}");
+            }
+            if path != KernelPath::Portable {
+                assert!(names.contains(&"attn_decode"), "{path}, {name} MLP: no attn_decode row in {names:?}");
             }
             let activation_row = if name == "stock" { "gelu" } else { "bias_gelu" };
             assert!(names.contains(&activation_row), "{path}, {name} MLP: no {activation_row} row in {names:?}");
@@ -95,6 +98,9 @@ fn every_op_row_says_which_kernel_ran() {
         }
         for op in ["layer_norm", "mask_apply", "softmax", "bias_gelu", "bias_residual_add"] {
             assert_eq!(kernel(op), elementwise, "{path}: {op}");
+        }
+        if path != KernelPath::Portable {
+            assert_eq!(kernel("attn_decode"), elementwise, "{path}: attn_decode");
         }
         for op in ["embedding", "split_heads", "kv_cache", "merge_heads", "mask_build", "last_position"] {
             assert_eq!(kernel(op), "candle", "{path}: {op}");

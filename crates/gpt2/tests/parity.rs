@@ -1,12 +1,13 @@
-//! The model against Hugging Face transformers' logits, and against itself: cached decoding
-//! and padded batches must give the same numbers as one plain forward pass. Each test runs on
+//! The model against Hugging Face transformers' logits, and against itself: cached decoding,
+//! sequences of different lengths in one pass and prompts split into chunks must give the same
+//! numbers as one plain forward pass. Each test runs on
 //! every kernel path this CPU supports.
 
 mod common;
 
 use candle_core::IndexOp;
 use common::{max_abs_diff, on_each_path, reference, tiny_model};
-use gpt2::{Cache, Logits};
+use gpt2::{Logits, Segment};
 
 const TOL: f32 = 1e-4;
 
@@ -60,32 +61,37 @@ fn kv_cache_decoding_matches_the_full_forward() {
 }
 
 #[test]
-fn a_padded_batch_gives_each_rows_unpadded_logits() {
+fn sequences_of_different_lengths_in_one_pass_get_their_solo_logits() {
     on_each_path(|path| {
         let model = tiny_model();
         let r = reference();
         let long = r.ids.clone();
         let short: Vec<u32> = r.ids[3..8].to_vec();
-        let pad = long.len() - short.len();
-        let padded_short = [vec![0; pad], short.clone()].concat();
-        let mut cache = Cache::new(model.config(), vec![0, pad], long.len() + 1);
-        let both = model.forward(&[long.clone(), padded_short], &mut cache, Logits::AllPositions).unwrap();
+        // The short prompt alone, for comparison: its last logits, then one decode step.
+        let mut own = model.new_seq_cache(short.len() + 1);
+        let own_last = model.forward_segments(&mut [Segment { ids: &short, cache: &mut own, logits: true }]).unwrap();
+        let own_next = model.forward_segments(&mut [Segment { ids: &[9], cache: &mut own, logits: true }]).unwrap();
 
-        let alone = model.forward(&[short.clone()], &mut model.new_cache(1, short.len() + 1), Logits::AllPositions).unwrap();
-        for t in 0..short.len() {
-            let d = max_abs_diff(&both.i((1, pad + t)).unwrap().to_vec1().unwrap(), &alone.i((0, t)).unwrap().to_vec1().unwrap());
-            assert!(d <= TOL, "{path}, padded row, position {t}: {d}");
-        }
-        for t in 0..long.len() {
-            let d = max_abs_diff(&both.i((0, t)).unwrap().to_vec1().unwrap(), &r.logits[t]);
-            assert!(d <= TOL, "{path}, unpadded row, position {t}: {d}");
-        }
-        // One more decode step on the padded batch still matches each row on its own.
-        let next = model.forward(&[vec![9], vec![9]], &mut cache, Logits::LastPosition).unwrap();
-        let mut own = model.new_cache(1, short.len() + 1);
-        model.forward(&[short], &mut own, Logits::LastPosition).unwrap();
-        let own_next = model.forward(&[vec![9]], &mut own, Logits::LastPosition).unwrap();
-        let d = max_abs_diff(&next.i(1).unwrap().to_vec1().unwrap(), &own_next.i(0).unwrap().to_vec1().unwrap());
-        assert!(d <= TOL, "{path}, padded row, decode step: {d}");
+        // Both prompts in one pass: no padding, each attends to its own cache.
+        let (mut a, mut b) = (model.new_seq_cache(long.len() + 1), model.new_seq_cache(short.len() + 1));
+        let both = model.forward_segments(&mut [Segment { ids: &long, cache: &mut a, logits: true }, Segment { ids: &short, cache: &mut b, logits: true }]).unwrap();
+        assert_eq!(both.dims(), &[2, model.config().vocab_size]);
+        let d = max_abs_diff(&both.i(0).unwrap().to_vec1().unwrap(), &r.logits[long.len() - 1]);
+        assert!(d <= TOL, "{path}, long prompt's last position: {d}");
+        let d = max_abs_diff(&both.i(1).unwrap().to_vec1().unwrap(), &own_last.i(0).unwrap().to_vec1().unwrap());
+        assert!(d <= TOL, "{path}, short prompt's last position: {d}");
+
+        // Then one decode token for the short one next to a prompt chunk that wants no logits:
+        // one row of logits comes back, the short one's, equal to its own decode step.
+        let mut c = model.new_seq_cache(8);
+        let mixed = model.forward_segments(&mut [Segment { ids: &[9], cache: &mut b, logits: true }, Segment { ids: &long[..4], cache: &mut c, logits: false }]).unwrap();
+        assert_eq!(mixed.dims(), &[1, model.config().vocab_size]);
+        let d = max_abs_diff(&mixed.i(0).unwrap().to_vec1().unwrap(), &own_next.i(0).unwrap().to_vec1().unwrap());
+        assert!(d <= TOL, "{path}, decode step beside a prompt chunk: {d}");
+        assert_eq!((a.len(), b.len(), c.len()), (long.len(), short.len() + 1, 4));
+        // The chunk's rest, in a pass of its own, ends where the whole prompt does.
+        let rest = model.forward_segments(&mut [Segment { ids: &long[4..], cache: &mut c, logits: true }]).unwrap();
+        let d = max_abs_diff(&rest.i(0).unwrap().to_vec1().unwrap(), &r.logits[long.len() - 1]);
+        assert!(d <= TOL, "{path}, prompt in two chunks: {d}");
     });
 }

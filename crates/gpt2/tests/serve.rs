@@ -285,6 +285,10 @@ fn small_request() -> String {
     json!({"model": MODEL, "prompt": "hi", "max_tokens": 3, "ignore_eos": true}).to_string()
 }
 
+async fn post_owned_response(url: String, body: String) -> reqwest::Response {
+    post(&url, body).await
+}
+
 async fn post_owned(url: String, body: String) -> u16 {
     post(&url, body).await.status().as_u16()
 }
@@ -296,9 +300,9 @@ async fn full_queue_answers_503_with_retry_after_then_recovers() {
     let server = start_with(EngineOptions::new(1, 2), Some(gate(trace_tx, go_rx))).await;
     let url = server.url.clone();
     let first = tokio::spawn(post_owned(url.clone(), small_request()));
-    // The model thread has taken the first request and is held before its first decode step.
+    // The model thread has taken the first request and is held before its first pass.
     let (trace, _traces) = next_trace(traces).await;
-    assert_eq!(trace.rows.len(), 1);
+    assert_eq!(trace.prefill.len(), 1);
     let queued: Vec<_> = (0..2).map(|_| tokio::spawn(post_owned(url.clone(), small_request()))).collect();
     wait_queued(&url, 2).await;
     let refused = post(&url, small_request()).await;
@@ -322,7 +326,7 @@ async fn waiting_requests_join_up_to_the_batch_size() {
     let url = server.url.clone();
     let first = tokio::spawn(post_owned(url.clone(), small_request()));
     let (trace, traces) = next_trace(traces).await;
-    assert_eq!(trace.rows.len(), 1);
+    assert_eq!((trace.rows.len(), trace.prefill.len()), (0, 1), "the first request's prompt");
     let rest: Vec<_> = (0..6).map(|_| tokio::spawn(post_owned(url.clone(), small_request()))).collect();
     wait_queued(&url, 6).await;
     drop(go);
@@ -330,10 +334,12 @@ async fn waiting_requests_join_up_to_the_batch_size() {
     for r in rest {
         assert_eq!(r.await.unwrap(), 200);
     }
-    let sizes: Vec<usize> = traces.try_iter().map(|t| t.rows.len()).collect();
-    assert_eq!(sizes.iter().max(), Some(&4), "6 waiting requests with --max-batch-size 4: {sizes:?}");
-    // The first request still decoding when the others came: three joined it at once.
-    assert_eq!(sizes[0], 4, "{sizes:?}");
+    let traces: Vec<StepTrace> = traces.try_iter().collect();
+    let sizes: Vec<usize> = traces.iter().map(|t| t.rows.len() + t.prefill.len()).collect();
+    assert_eq!(sizes.iter().max(), Some(&4), "6 waiting requests with --max-batch-size 4: {traces:?}");
+    // The first request decoding when the others came: three prompts shared its next pass,
+    // and the four decoded together in the one after.
+    assert_eq!((traces[0].rows.len(), traces[0].joining.len(), traces[1].rows.len()), (1, 3, 4), "{traces:?}");
     server.stop().await;
 }
 
@@ -383,24 +389,26 @@ fn requests_joining_a_running_batch_get_exactly_their_solo_tokens() {
     let d = request(&prompt(30, 4), 6, None);
 
     let (ia, mut ra) = submit(&engine, &a);
-    let next = || traces.recv_timeout(Duration::from_secs(60)).expect("a decode step");
+    let next = || traces.recv_timeout(Duration::from_secs(60)).expect("a forward pass");
     let t0 = next();
-    assert_eq!((t0.rows.clone(), t0.joined.clone()), (vec![ia], vec![ia]));
+    assert_eq!((t0.rows.clone(), t0.prefill.clone(), t0.joining.clone()), (vec![], vec![(ia, 5)], vec![ia]));
     let (ib, mut rb) = submit(&engine, &b);
     go.send(()).unwrap();
     let t1 = next();
-    assert_eq!((t1.rows.clone(), t1.joined.clone()), (vec![ia, ib], vec![ib]), "b joins a batch already decoding a");
+    assert_eq!((t1.rows.clone(), t1.prefill.clone(), t1.joining.clone()), (vec![ia], vec![(ib, 11)], vec![ib]), "b's prompt shares a pass with a's decoding");
     go.send(()).unwrap();
     let t2 = next();
-    assert_eq!(t2.rows, vec![ia, ib]);
+    assert_eq!((t2.rows.clone(), t2.prefill.clone()), (vec![ia, ib], vec![]), "a and b decode together");
     let (ic, mut rc) = submit(&engine, &c);
     go.send(()).unwrap();
     let t3 = next();
-    assert_eq!((t3.rows.clone(), t3.joined.clone()), (vec![ia, ib, ic], vec![ic]));
+    assert_eq!((t3.rows.clone(), t3.prefill.clone()), (vec![ia, ib], vec![(ic, 2)]));
     let (id, mut rd) = submit(&engine, &d);
     go.send(()).unwrap();
     let t4 = next();
-    assert_eq!((t4.rows.clone(), t4.joined.clone()), (vec![ia, ib, ic, id], vec![id]), "d's prompt is longer than the batch so far");
+    assert_eq!((t4.rows.clone(), t4.prefill.clone()), (vec![ia, ib, ic], vec![(id, 30)]), "d's prompt is longer than any so far");
+    go.send(()).unwrap();
+    assert_eq!(next().rows, vec![ia, ib, ic, id]);
     drop(go);
 
     for (req, rx) in [(&a, &mut ra), (&b, &mut rb), (&c, &mut rc), (&d, &mut rd)] {
@@ -409,7 +417,7 @@ fn requests_joining_a_running_batch_get_exactly_their_solo_tokens() {
         assert_eq!(tokens, alone[0].tokens, "prompt of {} tokens", req.prompt.len());
         assert_eq!(finish, FinishReason::Length);
     }
-    // Rows left as they finished (d after 6 tokens, b after 12) while the others went on.
+    // Rows left as they finished (d after 6 tokens, b after 12, c after 15) while the others went on.
     let later: Vec<usize> = traces.try_iter().map(|t| t.rows.len()).collect();
     assert!(later.windows(2).all(|w| w[1] <= w[0]), "nobody else joined: {later:?}");
     assert!(later.contains(&3) && later.contains(&2) && later.contains(&1), "{later:?}");
@@ -417,7 +425,7 @@ fn requests_joining_a_running_batch_get_exactly_their_solo_tokens() {
 }
 
 #[test]
-fn prompts_longer_than_a_chunk_are_prefilled_between_decode_steps_and_get_their_solo_tokens() {
+fn prompts_longer_than_a_chunk_are_prefilled_beside_the_decoding_ones_and_get_their_solo_tokens() {
     let dir = tiny_checkpoint();
     let (model, tokenizer) = load(dir.path());
     let model = Arc::new(model);
@@ -429,18 +437,16 @@ fn prompts_longer_than_a_chunk_are_prefilled_between_decode_steps_and_get_their_
 
     let prompt = |n: usize, from: u32| -> Vec<u32> { (0..n as u32).map(|i| (from + 41 * i) % 500).collect() };
     let a = request(&prompt(4, 1), 24, None);
-    // d: 30 tokens, four chunks of at most 8 (8, 8, 7, 7). e and f: 5 + 3 tokens fit one
-    // group, but padded to 2 rows × 5 columns they exceed 8, so they go in two passes (3 + 2
-    // columns), e's padding ending inside the first.
+    // d: 30 tokens, in chunks of 8 while a decodes. e (3 tokens) is admitted once d's rest
+    // leaves room in a pass, and f (5) in the pass after, when e's rest and f fit in 8.
     let d = request(&prompt(30, 2), 6, None);
     let e = request(&prompt(3, 3), 5, Some(11));
     let f = request(&prompt(5, 4), 7, None);
 
     let (ia, mut ra) = submit(&engine, &a);
-    let next = || traces.recv_timeout(Duration::from_secs(60)).expect("a decode step");
+    let next = || traces.recv_timeout(Duration::from_secs(60)).expect("a forward pass");
     let t0 = next();
-    assert_eq!((t0.rows.clone(), t0.joined.clone()), (vec![ia], vec![ia]));
-    assert_eq!(t0.prefill_tokens, 4, "with nothing decoding, a's prompt goes whole");
+    assert_eq!((t0.rows.clone(), t0.prefill.clone()), (vec![], vec![(ia, 4)]), "with nothing decoding, a's prompt goes whole");
     let (id, mut rd) = submit(&engine, &d);
     let (ie, mut re) = submit(&engine, &e);
     let (iff, mut rf) = submit(&engine, &f);
@@ -448,18 +454,18 @@ fn prompts_longer_than_a_chunk_are_prefilled_between_decode_steps_and_get_their_
     for _ in 0..6 {
         go.send(()).unwrap();
         let t = next();
-        seen.push((t.rows.clone(), t.joined.clone(), t.prefilling.clone(), t.prefill_tokens));
+        seen.push((t.rows.clone(), t.prefill.clone(), t.joining.clone()));
     }
     drop(go);
     let expected = vec![
-        (vec![ia], vec![], vec![id], 8),
-        (vec![ia], vec![], vec![id], 8),
-        (vec![ia], vec![], vec![id], 7),
-        (vec![ia, id], vec![id], vec![], 7),
-        (vec![ia, id], vec![], vec![ie, iff], 6),
-        (vec![ia, id, ie, iff], vec![ie, iff], vec![], 4),
+        (vec![ia], vec![(id, 8)], vec![]),
+        (vec![ia], vec![(id, 8)], vec![]),
+        (vec![ia], vec![(id, 8)], vec![]),
+        (vec![ia], vec![(id, 6), (ie, 2)], vec![id]),
+        (vec![ia, id], vec![(ie, 1), (iff, 5)], vec![ie, iff]),
+        (vec![ia, id, ie, iff], vec![], vec![]),
     ];
-    assert_eq!(seen, expected, "a decodes at every step while d, then e and f, are prefilled a chunk at a time");
+    assert_eq!(seen, expected, "a decodes at every pass while d, then e and f, are prefilled beside it, 8 prompt tokens a pass at most");
 
     for (req, rx) in [(&a, &mut ra), (&d, &mut rd), (&e, &mut re), (&f, &mut rf)] {
         let (tokens, finish) = wait_done(rx);
@@ -479,14 +485,16 @@ fn a_cancelled_request_frees_its_slot_at_the_next_step() {
     let (ia, ra) = submit(&engine, &request(&[1, 2, 3], 40, None));
     let (ib, mut rb) = submit(&engine, &request(&[4, 5], 3, None));
     let (ic, rc) = submit(&engine, &request(&[6], 3, None));
-    let next = || traces.recv_timeout(Duration::from_secs(60)).expect("a decode step");
+    let next = || traces.recv_timeout(Duration::from_secs(60)).expect("a forward pass");
+    assert_eq!(next().prefill, vec![(ia, 3)]);
+    go.send(()).unwrap();
     assert_eq!(next().rows, vec![ia]);
     // a's client goes away while a decodes; c's while it waits in the queue.
     drop(ra);
     drop(rc);
     go.send(()).unwrap();
-    let t1 = next();
-    assert_eq!((t1.rows.clone(), t1.joined.clone()), (vec![ib], vec![ib]), "b takes a's slot at the next step");
+    let t2 = next();
+    assert_eq!((t2.rows.clone(), t2.prefill.clone()), (vec![], vec![(ib, 2)]), "b takes a's slot at the next pass");
     drop(go);
     let (tokens, finish) = wait_done(&mut rb);
     assert_eq!((tokens.len(), finish), (3, FinishReason::Length));
@@ -496,18 +504,22 @@ fn a_cancelled_request_frees_its_slot_at_the_next_step() {
 }
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_finishes_the_stream_in_flight_then_stops() {
-    // The model thread is held before its first decode step (the first token, from the
-    // prefill, is already out) until the test has asked for shutdown.
+    // The model thread is held before its first decode pass (the first token, from the
+    // prompt's pass, is already out) until the test has asked for shutdown.
     let (trace_tx, traces) = std_mpsc::channel();
     let (go, go_rx) = std_mpsc::channel();
     let server = start_with(EngineOptions::new(4, 16), Some(gate(trace_tx, go_rx))).await;
     let url = server.url.clone();
     let body = json!({"model": MODEL, "prompt": "hi", "max_tokens": 30, "ignore_eos": true,
         "stream": true, "stream_options": {"include_usage": true}});
-    let response = post(&url, body.to_string()).await;
-    let mut stream = response.bytes_stream();
+    let response = tokio::spawn(post_owned_response(url.clone(), body.to_string()));
+    let (prompt_pass, traces) = next_trace(traces).await;
+    assert_eq!(prompt_pass.rows.len(), 0);
+    go.send(()).unwrap();
+    let (held, _traces) = next_trace(traces).await;
+    assert_eq!(held.rows.len(), 1, "held before the first decode pass");
+    let mut stream = response.await.unwrap().bytes_stream();
     let mut text = String::from_utf8_lossy(&stream.next().await.unwrap().unwrap()).into_owned();
-    let _held = next_trace(traces).await;
 
     let TestServer { shutdown, done, _dir, .. } = server;
     shutdown.unwrap().send(()).unwrap();

@@ -49,7 +49,7 @@ fn for_rows(path: KernelPath, data: &mut [f32], width: usize, f: impl Fn(&mut [f
 /// prefill: 0.55 ms a layer on one thread with SSE2, see `softmax_matches_candles` for the
 /// figures). A path the CPU lacks runs the baseline copy.
 #[inline(always)]
-fn compiled_for<R>(path: KernelPath, f: impl FnOnce() -> R) -> R {
+pub(crate) fn compiled_for<R>(path: KernelPath, f: impl FnOnce() -> R) -> R {
     #[cfg(target_arch = "x86_64")]
     {
         #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
@@ -180,7 +180,7 @@ impl candle_core::InplaceOp1 for SoftmaxLastDim {
 /// `row = e^(row − max) / Σ e^(row − max)`, with 16 running lanes for the max and the sum so
 /// that both loops vectorise (a single running value would chain every addition).
 #[inline(always)]
-fn softmax_row(row: &mut [f32]) {
+pub(crate) fn softmax_row(row: &mut [f32]) {
     const LANES: usize = 16;
     let mut max = [f32::NEG_INFINITY; LANES];
     let mut chunks = row.chunks_exact(LANES);

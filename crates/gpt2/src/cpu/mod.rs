@@ -3,12 +3,15 @@
 //! - [`packed_matmul`]: `x · Wᵀ` with `W` packed into column panels, AVX-512 or AVX2 (every
 //!   linear layer and both attention products, on either path);
 //! - [`elementwise`]: in-place LayerNorm, softmax, mask, bias, bias + GELU and bias +
-//!   residual passes, compiled for AVX-512 or AVX2.
+//!   residual passes, compiled for AVX-512 or AVX2;
+//! - [`decode_attention`]: one new query per sequence against its own cached keys and values,
+//!   read where the cache keeps them (a decode step's attention).
 //!
 //! A run takes one [`KernelPath`]: the widest the CPU supports, or the one forced by
 //! `GPT2_CPU_KERNELS` (or `--kernels`), so that a machine with AVX-512 can run, test and time
 //! what a laptop without it runs. `crate::ops` reads the path and picks each op's kernel.
 
+pub mod decode_attention;
 pub mod elementwise;
 pub mod packed_matmul;
 

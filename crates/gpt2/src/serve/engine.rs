@@ -1,39 +1,36 @@
-//! The scheduler: one thread owns the model and decodes every accepted request in one
+//! The scheduler: one thread owns the model and runs every accepted request in one
 //! continuously changing batch.
 //!
 //! Requests wait in a bounded queue (`--queue-size`; beyond it the answer is 503). The model
-//! thread loops over steps. At each step:
+//! thread loops over forward passes. Before each:
 //!
-//! 1. **Admit.** When no group is being prefilled and fewer than `--max-batch-size` requests
-//!    are in the batch (decoding or prefilling), it takes waiting requests, in arrival order,
-//!    while their prompts together fit in `--prefill-chunk` tokens (always at least one
-//!    request, however long its prompt), as one group with a cache of its own.
-//! 2. **Prefill one chunk.** One forward pass over the next columns of that group's prompts:
-//!    at most `--prefill-chunk` tokens (rows × columns) while other sequences are decoding, so
-//!    they wait for at most one bounded chunk per step; a long prompt is split over several
-//!    steps (chunked prefill), with a decode step between its chunks. With nothing decoding,
-//!    nobody waits on it, and the rest of the prompts go in one pass. The pass that reaches a
-//!    prompt's end gives the request its first token.
-//! 3. **Leave.** Requests whose client has gone away are stopped now, before the step.
-//! 4. **Decode.** One forward pass produces the next token of every sequence that has its
-//!    first token, the ones that just joined included (their cache rows are merged into the
-//!    batch's first, [`crate::generate::Batch`]). A sequence that finishes leaves at once and
-//!    its slot is free for the next group.
+//! 1. **Admit.** While fewer than `--max-batch-size` requests are in the batch (decoding or
+//!    prefilling) and the prompt tokens admitted but not yet prefilled are fewer than the
+//!    pass's budget, it takes waiting requests in arrival order. So every request it admits
+//!    starts in the next pass, and its queue time ends there.
+//! 2. **Leave.** Requests whose client has gone away are stopped now, before the pass.
+//! 3. **One pass** ([`crate::generate::Batch::step`]): the next token of every decoding
+//!    sequence and, in the same forward pass, up to `--prefill-chunk` prompt tokens of the
+//!    waiting ones, oldest first; a longer prompt is split over several passes (chunked
+//!    prefill), decoding going on at each. With nothing decoding, nobody waits on prompts,
+//!    so the budget is lifted and every admitted prompt goes in one pass. A prompt's last
+//!    chunk gives the request its first token; from the next pass it decodes. A sequence that
+//!    finishes leaves at once and its slot is free for the next request.
 //!
-//! So the decoding sequences' inter-token latency is one decode pass plus at most one chunk
-//! pass: `--prefill-chunk` trades that bound against a long prompt's time to first token
-//! (each chunk after the first waits a decode step). vLLM's `--max-num-batched-tokens` with
-//! chunked prefill bounds the same thing; there the chunk shares the decode's forward pass,
-//! here it runs just before it (GPT-2's batch shape is one length for every row).
+//! So a decoding sequence's inter-token latency is one pass: its own row plus at most
+//! `--prefill-chunk` prompt tokens. That trades against a long prompt's time to first token
+//! (each chunk waits a pass). vLLM's `--max-num-batched-tokens` with chunked prefill bounds the
+//! same thing the same way: prompt chunks and decode rows share one forward pass, so the
+//! weights are read once for both, and each sequence attends to its own cache (no padding).
 //!
-//! When nothing is decoding, the thread sleeps until a request arrives, then waits up to
-//! `--batch-wait-ms` for others to share its prefill (a full batch never waits).
+//! When nothing is in the batch, the thread sleeps until a request arrives, then waits up to
+//! `--batch-wait-ms` for others to share its pass (a full batch never waits).
 //!
 //! Each generated token is decoded to text on the model thread and sent to the request's
-//! channel. Each request is timed: queue (arrival to the step that takes it), prefill (that
-//! step's start to its first token, every chunk and the decode steps between them included)
-//! and decode (first token to last), returned with its last event. [`StepTrace`]s, one per
-//! decode step, let tests see which sequences decoded together and which were prefilling.
+//! channel. Each request is timed: queue (arrival to the pass that starts its prompt),
+//! prefill (that pass's start to its first token, every chunk included) and decode (first
+//! token to last), returned with its last event. [`StepTrace`]s, one per pass, let tests see
+//! which sequences ran together and which were prefilling.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -45,39 +42,49 @@ use anyhow::Context;
 use tokio::sync::mpsc;
 
 use crate::config::Config;
-use crate::generate::{Batch, Completion, FinishReason, Flow, Request, TokenEvent};
+use crate::generate::{Batch, Completion, FinishReason, Flow, Plan, Request, TokenEvent};
 use crate::model::Model;
 use crate::tokenizer::{TextStream, Tokenizer};
 
 /// Builds the model and its tokenizer, on the model thread (see [`Engine::start`]).
 pub type Loader = Box<dyn FnOnce() -> anyhow::Result<(Arc<Model>, Tokenizer)> + Send>;
 
-/// Called on the model thread before every decode step, with the sequences about to decode.
-/// Tests use it to watch the batch and to hold the model thread at a known step.
+/// Called on the model thread before every forward pass, with what the pass will run.
+/// Tests use it to watch the batch and to hold the model thread at a known pass.
 pub type StepHook = Box<dyn FnMut(&StepTrace) + Send>;
 
-/// One decode step, as the scheduler is about to run it.
+/// One forward pass, as the scheduler is about to run it. Ids are [`Engine::submit`]'s.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StepTrace {
-    /// Counts decode steps from 0 since the engine started.
+    /// Counts passes from 0 since the engine started.
     pub step: u64,
-    /// Ids ([`Engine::submit`]) of the requests decoding together in this step, in row order.
+    /// The requests decoding one token each in this pass, in row order.
     pub rows: Vec<u64>,
-    /// The requests whose prefill finished just before this step (they decode in it too).
-    pub joined: Vec<u64>,
-    /// The requests whose prompts are partly prefilled: they wait for more chunks.
-    pub prefilling: Vec<u64>,
-    /// Prompt tokens (rows × columns, padding included) prefilled just before this step.
-    pub prefill_tokens: usize,
+    /// The requests with prompt tokens in this pass, and how many each (a chunk, or the rest).
+    pub prefill: Vec<(u64, usize)>,
+    /// Those of `prefill` whose prompt ends in this pass: they get their first token from it
+    /// and decode from the next.
+    pub joining: Vec<u64>,
+}
+
+impl StepTrace {
+    fn new(step: u64, plan: &Plan) -> StepTrace {
+        let ids = |v: &[usize]| v.iter().map(|&id| id as u64).collect();
+        StepTrace { step, rows: ids(&plan.decode), prefill: plan.prefill.iter().map(|&(id, n)| (id as u64, n)).collect(), joining: ids(&plan.joining) }
+    }
+
+    /// Prompt tokens in this pass.
+    pub fn prefill_tokens(&self) -> usize {
+        self.prefill.iter().map(|(_, n)| n).sum()
+    }
 }
 
 /// Where one request's time went, measured on the model thread.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Timings {
-    /// From arrival (queued) to the start of the step that took it.
+    /// From arrival (queued) to the start of the pass that starts its prompt.
     pub queue: Duration,
-    /// From that step's start to its first token (the group's prefill chunks and the decode
-    /// steps between them).
+    /// From that pass's start to its first token (every chunk of its prompt).
     pub prefill: Duration,
     /// From its first token to its last.
     pub decode: Duration,
@@ -126,8 +133,8 @@ pub struct EngineOptions {
     /// When nothing is decoding and a request arrives, wait up to this long for more to share
     /// its prefill.
     pub batch_wait: Duration,
-    /// Prompt tokens (rows × columns) prefilled per step while others decode, at most: longer
-    /// prompts are prefilled in chunks over several steps.
+    /// Prompt tokens per pass while others decode, at most: longer prompts are prefilled in
+    /// chunks over several passes.
     pub prefill_chunk: usize,
 }
 
@@ -138,13 +145,8 @@ impl EngineOptions {
     }
 }
 
-/// Default of `--prefill-chunk`. See the module docs for the trade-off. A group is admitted
-/// only when the one before it is wholly prefilled, so a chunk smaller than a typical prompt
-/// also caps how fast requests can join: measured on the 2-core development machine (busy,
-/// load average 10; 181-token prompts, 16 tokens out, 4 req/s, 40 requests), chunks of 64,
-/// 128, 256 and 512 tokens gave 17.0, 19.5, 25.3 and 24.8 output tokens/s and an ITL P90 of
-/// 532, 507, 568 and 714 ms. 256 takes such a prompt in one pass and keeps the ITL tail below
-/// a 512-token pass.
+/// Default of `--prefill-chunk`. See the module docs for the trade-off: 256 takes a typical
+/// benchmark prompt (about 180 tokens) in one pass with room for the next one's first chunk.
 pub const DEFAULT_PREFILL_CHUNK: usize = 256;
 
 /// The handle the HTTP side holds. Dropping every handle lets the model thread finish the
@@ -241,7 +243,7 @@ struct Scheduler<'m> {
     on_step: Option<StepHook>,
     batch: Batch,
     live: HashMap<u64, Live<'m>>,
-    /// A request taken from the queue that did not fit the group being formed.
+    /// A request taken from the queue while the thread slept, not admitted yet.
     held: Option<Job>,
     step: u64,
 }
@@ -259,27 +261,30 @@ impl<'m> Scheduler<'m> {
                     None => return, // closed and empty: every accepted request is done
                 }
             }
-            if !self.batch.is_prefilling() {
-                self.admit(&mut rx);
-            }
-            let (joined, prefill_tokens) = self.prefill();
+            self.admit(&mut rx);
             self.drop_cancelled();
-            if self.batch.is_decoding() {
-                self.decode(joined, prefill_tokens);
+            if !self.batch.is_empty() {
+                self.pass();
             }
         }
     }
 
-    /// Takes waiting requests whose prompts together fit in `--prefill-chunk` (at least one,
-    /// however long) as one group to prefill. With nothing in the batch, waits up to
-    /// `--batch-wait-ms` for more to share the group.
+    /// The next pass's budget of prompt tokens: `--prefill-chunk` while others decode, none
+    /// when nobody would wait on the prompts.
+    fn budget(&self) -> Option<usize> {
+        self.batch.is_decoding().then_some(self.options.prefill_chunk.max(1))
+    }
+
+    /// Takes waiting requests while the batch has room and the next pass has prompt budget
+    /// left, so that each starts in that pass. With nothing in the batch, waits up to
+    /// `--batch-wait-ms` for more to share the pass.
     fn admit(&mut self, rx: &mut mpsc::Receiver<Job>) {
-        let free = self.options.max_batch_size.max(1).saturating_sub(self.batch.len());
         let idle = self.batch.is_empty();
         let deadline = Instant::now() + if idle { self.options.batch_wait } else { Duration::ZERO };
-        let mut budget = self.options.prefill_chunk;
+        let budget = self.budget().unwrap_or(usize::MAX);
+        let mut pending = self.batch.unprefilled();
         let mut group: Vec<Job> = Vec::new();
-        while group.len() < free {
+        while self.batch.len() + group.len() < self.options.max_batch_size.max(1) && pending < budget {
             let job = match self.held.take() {
                 Some(job) => job,
                 None => match rx.try_recv() {
@@ -295,48 +300,20 @@ impl<'m> Scheduler<'m> {
             if job.events.is_closed() {
                 continue;
             }
-            let tokens = job.request.prompt.len();
-            if !group.is_empty() && tokens > budget {
-                self.held = Some(job);
-                break;
-            }
-            budget = budget.saturating_sub(tokens);
+            pending = pending.saturating_add(job.request.prompt.len());
             group.push(job);
         }
         if group.is_empty() {
             return;
         }
         let scheduled = Instant::now();
-        let ids: Vec<u64> = group.iter().map(|job| job.id).collect();
-        let requests: Vec<(usize, Request)> = group.iter().map(|job| (job.id as usize, job.request.clone())).collect();
         for job in group {
-            let live = Live { job, stream: self.tokenizer.stream(), sent: String::new(), scheduled, first_token: None };
-            self.live.insert(live.job.id, live);
-        }
-        match self.batch.admit(self.model, requests) {
-            Ok(done) => self.finish(done),
-            Err(e) => self.fail(&ids, &e.into()),
-        }
-    }
-
-    /// One prefill pass of the oldest group still prefilling: a bounded chunk while others
-    /// decode, the rest of its prompts when nothing does. Returns the ids that got their first
-    /// token and still decode, and the tokens prefilled.
-    fn prefill(&mut self) -> (Vec<u64>, usize) {
-        if !self.batch.is_prefilling() {
-            return (Vec::new(), 0);
-        }
-        let bound = self.batch.is_decoding().then_some(self.options.prefill_chunk.max(1));
-        let ids: Vec<u64> = self.batch.next_prefill_ids().into_iter().map(|id| id as u64).collect();
-        let live = &mut self.live;
-        match self.batch.prefill(self.model, bound, &mut |event| on_token(live, event)) {
-            Ok(pass) => {
-                self.finish(pass.done);
-                (pass.joined.into_iter().map(|id| id as u64).collect(), pass.tokens)
-            }
-            Err(e) => {
-                self.fail(&ids, &e.into());
-                (Vec::new(), 0)
+            let (id, request) = (job.id, job.request.clone());
+            self.live.insert(id, Live { job, stream: self.tokenizer.stream(), sent: String::new(), scheduled, first_token: None });
+            // One at a time, so that a request the batch refuses fails alone.
+            match self.batch.admit(self.model, vec![(id as usize, request)]) {
+                Ok(done) => self.finish(done),
+                Err(e) => self.fail(&[id], &e.into()),
             }
         }
     }
@@ -351,21 +328,20 @@ impl<'m> Scheduler<'m> {
         }
     }
 
-    fn decode(&mut self, joined: Vec<u64>, prefill_tokens: usize) {
+    /// One forward pass: every decoding sequence's next token and the next prompt chunk(s).
+    fn pass(&mut self) {
+        let budget = self.budget();
         if let Some(hook) = self.on_step.as_mut() {
-            let rows = self.batch.decoding_ids().into_iter().map(|id| id as u64).collect();
-            let prefilling = self.batch.prefilling_ids().into_iter().map(|id| id as u64).collect();
-            hook(&StepTrace { step: self.step, rows, joined, prefilling, prefill_tokens });
+            hook(&StepTrace::new(self.step, &self.batch.plan(budget)));
         }
         self.step += 1;
         let live = &mut self.live;
-        let result = self.batch.step(self.model, &mut |event| on_token(live, event));
+        let result = self.batch.step(self.model, budget, &mut |event| on_token(live, event));
         match result {
-            Ok(done) => self.finish(done),
+            Ok(pass) => self.finish(pass.done),
             Err(e) => {
-                // A failed step leaves the batch's cache in an unknown state: every sequence
-                // in it (every request admitted and not finished) fails, and the next request
-                // starts a fresh batch.
+                // A failed pass leaves its sequences' caches in an unknown state: every
+                // request admitted and not finished fails, and the next starts a fresh batch.
                 let ids: Vec<u64> = self.live.keys().copied().collect();
                 self.batch = Batch::new();
                 self.fail(&ids, &e.into());

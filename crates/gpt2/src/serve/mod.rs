@@ -15,9 +15,10 @@
 //!   `chat.completions`) work unconfigured.
 //! - `GET /v1/models`, `GET /health`.
 //! - One thread owns the model ([`engine`]) and batches continuously: waiting requests join
-//!   the running batch at the next step, up to `--max-batch-size` sequences decoding together,
-//!   and finished ones leave at once; long prompts are prefilled in chunks of at most
-//!   `--prefill-chunk` tokens per step, so they hold up the decoding requests for one chunk at
+//!   the running batch at the next forward pass, up to `--max-batch-size` sequences at once,
+//!   and finished ones leave at once; prompts share each pass with the decoding sequences, at
+//!   most `--prefill-chunk` prompt tokens a pass (longer ones are split), so a joining prompt
+//!   holds up the decoding requests for one bounded pass at
 //!   a time. At most `--queue-size` requests wait; beyond that the
 //!   answer is 503 with `Retry-After`.
 //! - Every response ends with `server_timings` (queue, prefill and decode milliseconds, see
@@ -68,11 +69,11 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 5)]
     pub batch_wait_ms: u64,
 
-    /// Prompt tokens prefilled per step while other requests decode, at most (rows × columns,
-    /// padding included): a longer prompt is prefilled in chunks, one per step, with a decode
-    /// step between them. Smaller bounds the decoding requests' inter-token latency tighter;
-    /// larger gives a long prompt its first token sooner. With nothing decoding, a prompt goes
-    /// in one pass.
+    /// Prompt tokens per forward pass while other requests decode, at most: prompts share each
+    /// pass with the decoding requests' next tokens, and a longer prompt is split over several
+    /// passes. Smaller bounds the decoding requests' inter-token latency tighter; larger gives a
+    /// long prompt its first token sooner. With nothing decoding, every waiting prompt goes in
+    /// one pass.
     #[arg(long, default_value_t = engine::DEFAULT_PREFILL_CHUNK as u32, value_parser = clap::value_parser!(u32).range(1..))]
     pub prefill_chunk: u32,
 
