@@ -72,23 +72,47 @@ fn sequences_of_different_lengths_in_one_pass_get_their_solo_logits() {
         let own_last = model.forward_segments(&mut [Segment { ids: &short, cache: &mut own, logits: true }]).unwrap();
         let own_next = model.forward_segments(&mut [Segment { ids: &[9], cache: &mut own, logits: true }]).unwrap();
 
-        // Both prompts in one pass: no padding, each attends to its own cache.
-        let (mut a, mut b) = (model.new_seq_cache(long.len() + 1), model.new_seq_cache(short.len() + 1));
-        let both = model.forward_segments(&mut [Segment { ids: &long, cache: &mut a, logits: true }, Segment { ids: &short, cache: &mut b, logits: true }]).unwrap();
-        assert_eq!(both.dims(), &[2, model.config().vocab_size]);
-        let d = max_abs_diff(&both.i(0).unwrap().to_vec1().unwrap(), &r.logits[long.len() - 1]);
-        assert!(d <= TOL, "{path}, long prompt's last position: {d}");
-        let d = max_abs_diff(&both.i(1).unwrap().to_vec1().unwrap(), &own_last.i(0).unwrap().to_vec1().unwrap());
-        assert!(d <= TOL, "{path}, short prompt's last position: {d}");
+        // The long prompt alone, and its next token.
+        let mut long_own = model.new_seq_cache(long.len() + 1);
+        model.forward_segments(&mut [Segment { ids: &long, cache: &mut long_own, logits: false }]).unwrap();
+        let long_next = model.forward_segments(&mut [Segment { ids: &[9], cache: &mut long_own, logits: true }]).unwrap();
 
-        // Then one decode token for the short one next to a prompt chunk that wants no logits:
-        // one row of logits comes back, the short one's, equal to its own decode step.
+        // Three prompts in one pass (the short one twice): no padding, each attends to its own cache.
+        let cache = |n: usize| model.new_seq_cache(n + 1);
+        let (mut a, mut b, mut b2) = (cache(long.len()), cache(short.len()), cache(short.len()));
+        let all = model
+            .forward_segments(&mut [
+                Segment { ids: &long, cache: &mut a, logits: true },
+                Segment { ids: &short, cache: &mut b, logits: true },
+                Segment { ids: &short, cache: &mut b2, logits: true },
+            ])
+            .unwrap();
+        assert_eq!(all.dims(), &[3, model.config().vocab_size]);
+        let d = max_abs_diff(&all.i(0).unwrap().to_vec1().unwrap(), &r.logits[long.len() - 1]);
+        assert!(d <= TOL, "{path}, long prompt's last position: {d}");
+        for row in [1, 2] {
+            let d = max_abs_diff(&all.i(row).unwrap().to_vec1().unwrap(), &own_last.i(0).unwrap().to_vec1().unwrap());
+            assert!(d <= TOL, "{path}, short prompt's last position (row {row}): {d}");
+        }
+
+        // Then one decode token for each (the short two alike side by side, then the long one)
+        // next to a prompt chunk that wants no logits: a row of logits for each decoding
+        // sequence, equal to its own decode step.
         let mut c = model.new_seq_cache(8);
-        let mixed = model.forward_segments(&mut [Segment { ids: &[9], cache: &mut b, logits: true }, Segment { ids: &long[..4], cache: &mut c, logits: false }]).unwrap();
-        assert_eq!(mixed.dims(), &[1, model.config().vocab_size]);
-        let d = max_abs_diff(&mixed.i(0).unwrap().to_vec1().unwrap(), &own_next.i(0).unwrap().to_vec1().unwrap());
-        assert!(d <= TOL, "{path}, decode step beside a prompt chunk: {d}");
-        assert_eq!((a.len(), b.len(), c.len()), (long.len(), short.len() + 1, 4));
+        let mixed = model
+            .forward_segments(&mut [
+                Segment { ids: &[9], cache: &mut b, logits: true },
+                Segment { ids: &[9], cache: &mut b2, logits: true },
+                Segment { ids: &[9], cache: &mut a, logits: true },
+                Segment { ids: &long[..4], cache: &mut c, logits: false },
+            ])
+            .unwrap();
+        assert_eq!(mixed.dims(), &[3, model.config().vocab_size]);
+        for (row, want, what) in [(0, &own_next, "short"), (1, &own_next, "short, again"), (2, &long_next, "long")] {
+            let d = max_abs_diff(&mixed.i(row).unwrap().to_vec1().unwrap(), &want.i(0).unwrap().to_vec1().unwrap());
+            assert!(d <= TOL, "{path}, {what} decode step beside a prompt chunk: {d}");
+        }
+        assert_eq!((a.len(), b.len(), c.len()), (long.len() + 1, short.len() + 1, 4));
         // The chunk's rest, in a pass of its own, ends where the whole prompt does.
         let rest = model.forward_segments(&mut [Segment { ids: &long[4..], cache: &mut c, logits: true }]).unwrap();
         let d = max_abs_diff(&rest.i(0).unwrap().to_vec1().unwrap(), &r.logits[long.len() - 1]);
