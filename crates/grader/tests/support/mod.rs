@@ -246,7 +246,7 @@ pub fn perfect_ex5() -> String {
     )
 }
 
-pub const PERFECT_EX6: &str = "[quiz]\ncy-double-traffic = \"Benchmark at twice the load\"\ncy-slower-than-vllm = \"Profile your serving code\"\ncy-nsight-ttft = \"No: change the configuration and benchmark\"\ncy-which-line-first = \"The activations do little math, so their time is memory traffic that fusing removes, while the matmuls already run close to their own roofline.\"\n";
+pub const PERFECT_EX6: &str = "[quiz]\ncy-double-traffic = \"Benchmark at twice the load\"\ncy-slower-than-vllm = \"Profile your serving code\"\ncy-nsight-ttft = \"No: change the configuration and benchmark\"\ncy-which-line-first = \"The activations do little math on tiny tensors, so their time is kernel overhead that fusing removes, while the matmuls already run close to their own roofline.\"\n";
 pub const PERFECT_EX7: &str = "target_p90_ttft_ms = 500\nknee_rps = 5.2\np90_ttft_ms_at_rate = 180\ntarget_holds_at_rate = \"yes\"\np90_ttft_ms_at_double = 900\ntarget_holds_at_double = \"no\"\n";
 
 /// One load run at a rate, as exercise 7 writes it: its P90 TTFT and that P90's 95% interval.
