@@ -107,7 +107,7 @@ pub fn generate(model: &Model, requests: &[Request], on_token: &mut dyn FnMut(To
     let mut batch = Batch::new();
     let mut done = batch.admit(model, requests.iter().cloned().enumerate().collect())?;
     while !batch.is_empty() {
-        done.extend(batch.step(model, None, on_token)?.done);
+        done.extend(batch.step(model, None, on_token)?);
     }
     for (id, completion) in done {
         out[id] = Some(completion);
@@ -184,15 +184,6 @@ impl Plan {
     pub fn prefill_tokens(&self) -> usize {
         self.prefill.iter().map(|(_, n)| n).sum()
     }
-}
-
-/// What one [`Batch::step`] did.
-#[derive(Debug, Default)]
-pub struct Pass {
-    /// Sequences that finished in this pass (at their first token or a later one).
-    pub done: Vec<(usize, Completion)>,
-    /// What ran.
-    pub plan: Plan,
 }
 
 /// Sequences generated together; they join and leave between passes (continuous batching).
@@ -305,10 +296,10 @@ impl Batch {
     /// each prompt that the pass finishes its first (from then on it decodes with the others).
     /// Sequences that finish leave the batch and are returned. A failed pass leaves the caches
     /// of the sequences in it in an unknown state: the caller drops the batch.
-    pub fn step(&mut self, model: &Model, prefill_budget: Option<usize>, on_token: &mut dyn FnMut(TokenEvent) -> Flow) -> Result<Pass> {
+    pub fn step(&mut self, model: &Model, prefill_budget: Option<usize>, on_token: &mut dyn FnMut(TokenEvent) -> Flow) -> Result<Vec<(usize, Completion)>> {
         let plan = self.plan(prefill_budget);
         if plan.decode.is_empty() && plan.prefill.is_empty() {
-            return Ok(Pass { plan, ..Pass::default() });
+            return Ok(Vec::new());
         }
         let chunks = plan.prefill.len();
         let mut segments = Vec::with_capacity(self.decoding.len() + chunks);
@@ -344,7 +335,7 @@ impl Batch {
             row += 1;
         }
         self.decoding = kept;
-        Ok(Pass { done, plan })
+        Ok(done)
     }
 
     /// Stops sequence `id` now (its client went away): it leaves the batch with what it has.

@@ -69,10 +69,9 @@ impl Attention {
     /// Returns `residual + attention(x)`: the output projection's bias and the residual add
     /// are applied together.
     ///
-    /// Sequences with one new token (decode steps) are split into heads together and share one
-    /// [`ops::attn_decode`] row on the CPU's fast paths (elsewhere candle's ops run them one
-    /// by one); every other sequence (a prompt or a chunk of one) takes the general path,
-    /// causal-masked within its new tokens.
+    /// Sequences with one new token (decode steps) are split into heads together and attended
+    /// together by [`ops::attn_decode`]; every other sequence (a prompt or a chunk of one) takes
+    /// the general path, causal-masked within its new tokens.
     fn forward(&self, x: &Tensor, residual: &Tensor, spans: &[Span], masks: &[Option<Tensor>], caches: &mut [&mut KvCache]) -> Result<Tensor> {
         let _m = profiler::module("attn");
         let qkv = self.c_attn.forward(x)?;
@@ -80,39 +79,18 @@ impl Attention {
         let mut outputs: Vec<Option<Tensor>> = vec![None; spans.len()];
         if !decoding.is_empty() {
             // The decoding sequences' single rows are split into heads together.
-            let rows = Tensor::new(decoding.iter().map(|&s| spans[s].start as u32).collect::<Vec<u32>>(), qkv.device())?;
-            let part = if decoding.len() == spans.len() { qkv.clone() } else { qkv.index_select(&rows, 0)? };
+            let part = if decoding.len() == spans.len() {
+                qkv.clone()
+            } else {
+                let rows: Vec<u32> = decoding.iter().map(|&s| spans[s].start as u32).collect();
+                qkv.index_select(&Tensor::new(rows, qkv.device())?, 0)?
+            };
             let (q, k, v) = ops::split_heads(&part, decoding.len(), self.n_head, self.head_dim)?;
             let mut kv = Vec::with_capacity(decoding.len());
             for (i, &s) in decoding.iter().enumerate() {
                 kv.push(ops::kv_cache(caches[s], &k.narrow(0, i, 1)?, &v.narrow(0, i, 1)?)?);
             }
-            let y = match ops::decode_attention_path(&q) {
-                Some(path) => ops::attn_decode(&q, &kv, path)?,
-                // Candle's batched products need one number of keys: runs of neighbouring
-                // sequences with the same cache length go together (a batch that started
-                // together decodes in one product per layer), the others one by one. No mask:
-                // a single new token sees every key.
-                None => {
-                    let mut ys = Vec::with_capacity(kv.len());
-                    let mut i = 0;
-                    while i < kv.len() {
-                        let len = kv[i].0.dim(2)?;
-                        let j = (i..kv.len()).find(|&j| kv[j].0.dim(2).ok() != Some(len)).unwrap_or(kv.len());
-                        let (k, v) = if j - i == 1 {
-                            kv[i].clone()
-                        } else {
-                            let (ks, vs): (Vec<Tensor>, Vec<Tensor>) = kv[i..j].iter().cloned().unzip();
-                            (Tensor::cat(&ks, 0)?, Tensor::cat(&vs, 0)?)
-                        };
-                        let att = ops::softmax(ops::attn_scores(&q.narrow(0, i, j - i)?, &k)?)?;
-                        ys.push(ops::attn_values(&att, &v)?);
-                        i = j;
-                    }
-                    Tensor::cat(&ys, 0)?
-                }
-            };
-            let y = ops::merge_heads(&y)?;
+            let y = ops::merge_heads(&ops::attn_decode(&q, &kv)?)?;
             for (i, &s) in decoding.iter().enumerate() {
                 outputs[s] = Some(y.narrow(0, i, 1)?);
             }

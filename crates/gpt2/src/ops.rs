@@ -154,16 +154,36 @@ pub fn mask_build(past: usize, seq: usize, device: &Device) -> Result<Option<Ten
     Ok(Some(Tensor::from_vec(mask, (1, 1, seq, total), device)?))
 }
 
-/// The path [`attn_decode`] runs on for queries `q`, or `None` where a decode step takes the
-/// general path (`attn_qk`, softmax, `attn_v`): another device or dtype, or `portable`.
-pub fn decode_attention_path(q: &Tensor) -> Option<KernelPath> {
-    packed_attention(q)
+/// A decode step's attention: `softmax(q · kᵀ / √head_dim) · v` for one new query per sequence
+/// (`q` `[sequences, heads, 1, head_dim]`) against each sequence's own `(keys, values)`:
+/// `[sequences, heads, 1, head_dim]`. No mask: a single new token sees every key.
+///
+/// On the CPU's fast paths this is one `attn_decode` row, the kernel that reads each cache in
+/// place ([`crate::cpu::decode_attention`]). Elsewhere it is candle's products, which need one
+/// number of keys: runs of neighbouring sequences with the same cache length go together (a
+/// batch that started together decodes in one product per layer), the others one by one.
+pub fn attn_decode(q: &Tensor, kv: &[(Tensor, Tensor)]) -> Result<Tensor> {
+    if let Some(path) = packed_attention(q) {
+        return attn_decode_in_place(q, kv, path);
+    }
+    let mut ys = Vec::with_capacity(kv.len());
+    let mut i = 0;
+    while i < kv.len() {
+        let len = kv[i].0.dim(2)?;
+        let j = (i..kv.len()).find(|&j| kv[j].0.dim(2).ok() != Some(len)).unwrap_or(kv.len());
+        let (k, v) = if j - i == 1 {
+            kv[i].clone()
+        } else {
+            let (ks, vs): (Vec<Tensor>, Vec<Tensor>) = kv[i..j].iter().cloned().unzip();
+            (Tensor::cat(&ks, 0)?, Tensor::cat(&vs, 0)?)
+        };
+        ys.push(attn_values(&softmax(attn_scores(&q.narrow(0, i, j - i)?, &k)?)?, &v)?);
+        i = j;
+    }
+    Ok(Tensor::cat(&ys, 0)?)
 }
 
-/// A decode step's attention, one row: `softmax(q · kᵀ / √head_dim) · v` for one new query per
-/// sequence (`q` `[sequences, heads, 1, head_dim]`) against each sequence's own cache, read in
-/// place ([`crate::cpu::decode_attention`]): `[sequences, heads, 1, head_dim]`.
-pub fn attn_decode(q: &Tensor, kv: &[(Tensor, Tensor)], path: KernelPath) -> Result<Tensor> {
+fn attn_decode_in_place(q: &Tensor, kv: &[(Tensor, Tensor)], path: KernelPath) -> Result<Tensor> {
     let (n, h, _, d) = q.dims4()?;
     let keys: usize = kv.iter().map(|(k, _)| k.dim(2).unwrap_or(0)).sum();
     // Scores and output: 2 FLOPs per key element each, plus softmax's 5 per score; the bytes

@@ -338,7 +338,7 @@ impl<'m> Scheduler<'m> {
         let live = &mut self.live;
         let result = self.batch.step(self.model, budget, &mut |event| on_token(live, event));
         match result {
-            Ok(pass) => self.finish(pass.done),
+            Ok(done) => self.finish(done),
             Err(e) => {
                 // A failed pass leaves its sequences' caches in an unknown state: every
                 // request admitted and not finished fails, and the next starts a fresh batch.
