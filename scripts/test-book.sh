@@ -143,25 +143,26 @@ else
   fail "internal links and anchors of the built book resolve"
 fi
 
-bank_output="$(python3 book/tests/check_quiz_bank.py book)"
-bank_status=$?
-grep '^FAIL' <<<"$bank_output"
-if ((bank_status == 0)); then
-  pass "question bank: $(tail -n 1 <<<"$bank_output")"
-else
-  fail "question bank: $(tail -n 1 <<<"$bank_output")"
-fi
+# python_check LABEL SCRIPT ARGS...: runs one of book/tests' checkers, shows its FAIL lines, and
+# passes or fails LABEL with the checker's last line (its count) after it.
+python_check() {
+  local label=$1 output status
+  shift
+  output="$(python3 "$@")"
+  status=$?
+  grep '^FAIL' <<<"$output"
+  if ((status == 0)); then
+    pass "$label: $(tail -n 1 <<<"$output")"
+  else
+    fail "$label: $(tail -n 1 <<<"$output")"
+  fi
+}
+
+python_check "question bank" book/tests/check_quiz_bank.py book
 
 # What exercises 1 and 6 grade (crates/grader/bank) must not be printed by any built page:
 # mdbook-quiz embeds the answers of every quiz it shows.
-graded_output="$(python3 book/tests/check_graded_not_in_book.py book crates/grader/bank)"
-graded_status=$?
-grep '^FAIL' <<<"$graded_output"
-if ((graded_status == 0)); then
-  pass "graded questions are in no built page: $(tail -n 1 <<<"$graded_output")"
-else
-  fail "graded questions are in no built page: $(tail -n 1 <<<"$graded_output")"
-fi
+python_check "graded questions are in no built page" book/tests/check_graded_not_in_book.py book crates/grader/bank
 
 # The appendix shows this script's anchored parts: it must at least compile, and it runs when
 # PyTorch is installed (it is optional: the course itself never needs Python).
