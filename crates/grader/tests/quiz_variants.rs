@@ -202,7 +202,8 @@ fn the_why_line_is_read_by_the_rubric_and_awarded_by_the_instructor() {
 
 /// Exercise 6's short answer is scored by its rubric: a sentence that uses the rubric's words
 /// to argue the other way (attack the matmuls, do not fuse) must not earn them, and is flagged;
-/// one that gives large tensors' reason (memory traffic) for 4-row tensors loses that idea.
+/// one that gives large tensors' reason (memory traffic) for 4-row tensors loses that idea; a
+/// bare list of the rubric's keywords goes to the instructor.
 #[test]
 fn a_short_answer_that_contradicts_itself_with_the_rubrics_words_is_flagged_not_awarded() {
     let grader = real_grader();
@@ -214,6 +215,7 @@ fn a_short_answer_that_contradicts_itself_with_the_rubrics_words_is_flagged_not_
         ("right in other words", "Start with the 5 ms of elementwise work: hundreds of tiny launches each paying a fixed cost, and merging those kernels would save most of it, whereas the matrix multiplies take 18 ms against a 14 ms floor and leave little room."),
         ("contradicting itself with the rubric's words", "Not the element-wise ops: fusing would not remove their overhead, and the matmuls are not already close to their ceiling, so attack the matmuls instead of the activations."),
         ("large tensors' reason, wrong at batch 4", "The activations first: they are memory-bound, so fusing removes their traffic, while the matmuls already run near their ceiling."),
+        ("bare keywords", "overhead fusing already ceiling"),
     ] {
         let answers = base.lines().filter(|l| !l.starts_with("cy-which-line-first")).map(|l| format!("{l}\n")).collect::<String>()
             + &format!("cy-which-line-first = {}\n", toml_text(text));
@@ -228,6 +230,8 @@ fn a_short_answer_that_contradicts_itself_with_the_rubrics_words_is_flagged_not_
     let (memory_reason, _) = points["large tensors' reason, wrong at batch 4"];
     assert!(right >= 2.0 && other_words >= 2.0, "right answers earn most of the rubric: {out}");
     assert!(memory_reason < right, "memory traffic is not why 4-row tensors are slow: {out}");
+    let (_, keywords_flagged) = points["bare keywords"];
+    assert!(keywords_flagged, "a list of the rubric's keywords is no answer: an instructor reads it: {out}");
     assert!(contradiction < right, "the contradiction must not earn what the right answer earns: {out}");
     assert!(flagged, "the contradiction is flagged for review: {out}");
     insta::assert_snapshot!("short_answer_contradiction", out);
