@@ -331,8 +331,8 @@ fn main() -> anyhow::Result<()> {
         "load client: {} requests at {rate} req/s ({} ok) in {:.2} s, achieved {:.1} req/s, over {} connections",
         out.records.len(),
         timed.len(),
-        out.duration_s,
-        timed.len() as f64 / out.duration_s,
+        out.duration_s(),
+        timed.len() as f64 / out.duration_s(),
         server.connections.load(Ordering::Relaxed)
     );
     let added = print_split(&timed);

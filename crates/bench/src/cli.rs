@@ -10,10 +10,9 @@ use crate::budget::{self, BudgetArgs};
 use crate::compare::{compare_runs, MetricChoice};
 use crate::environment::{Environment, Target};
 use crate::load::{self, Bound, LoadConfig, Prompt, Traffic};
-use crate::metrics::{self, Slo};
+use crate::metrics::Slo;
 use crate::plot;
 use crate::report::{self, Report, Run};
-use crate::stats;
 use crate::sweep;
 
 /// Measure an OpenAI-compatible server under load, or compare two saved results.
@@ -39,17 +38,18 @@ pub struct BenchArgs {
     pub command: Option<BenchCommand>,
 
     /// Compare two bench.json files instead of running: prints B/A with its 95% interval and a
-    /// verdict (faster, slower, within noise).
+    /// verdict (faster, slower, same, inconclusive).
     #[arg(long, num_args = 2, value_names = ["A_JSON", "B_JSON"], help_heading = "Compare")]
     pub compare: Option<Vec<PathBuf>>,
     /// Metric to compare: ttft_ms, tpot_ms, itl_ms or e2el_ms with .mean/.median/.p90/.p99,
     /// or output_tokens_per_s.
     #[arg(long, default_value = "ttft_ms.p90", help_heading = "Compare")]
     pub metric: String,
-    /// Relative difference treated as noise (0.05 = 5%): a verdict other than within_noise
-    /// needs the whole 95% interval of B/A beyond it.
-    #[arg(long, default_value_t = 0.05, help_heading = "Compare")]
-    pub threshold: f64,
+    /// The smallest relative change worth acting on (0.05 = 5%): faster or slower needs the
+    /// whole 95% interval of B/A beyond 1 ± it, same needs it inside. A choice, not a
+    /// measurement of noise. (`--threshold` is its old name.)
+    #[arg(long, visible_alias = "threshold", default_value_t = 0.05, help_heading = "Compare")]
+    pub min_effect: f64,
 
     /// Server root; `/v1/completions` is appended (or `/v1/chat/completions` with
     /// --endpoint chat). A URL that already ends in `/completions` is used as it is.
@@ -95,9 +95,14 @@ pub struct BenchArgs {
     /// counted as streamed chunks.
     #[arg(long)]
     pub no_usage: bool,
-    /// Seed for arrivals, prompts and bootstrap intervals.
+    /// Seed for arrivals and prompts (replicate k uses seed + k).
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// Independent runs of the load, one after another, each with fresh arrivals (seed + k),
+    /// each of --requests requests. The intervals are taken over them, so they see how much the
+    /// next run would differ; with 1, an interval covers that run only (see crates/bench/README.md).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..))]
+    pub replicates: u16,
     /// Untimed requests sent first; the first one also checks the URL and model.
     #[arg(long, default_value_t = 1)]
     pub warmup: usize,
@@ -183,7 +188,7 @@ fn run_compare(args: &BenchArgs, paths: &[PathBuf]) -> Result<ExitCode> {
     let a = Report::read(a_path)?;
     let b = Report::read(b_path)?;
     let (run_a, run_b) = (&a.runs[0], &b.runs[0]);
-    let comparison = compare_runs(run_a, run_b, choice, args.threshold, args.seed)?;
+    let comparison = compare_runs(run_a, run_b, choice, args.min_effect)?;
     let label = |run: &Run, path: &PathBuf| format!("{} ({})", run.label, path.display());
     print!("{}", report::comparison_text(&comparison, &label(run_a, a_path), &label(run_b, b_path)));
     if let Some(out) = &args.out {
@@ -212,7 +217,7 @@ fn run_sweep(args: &BenchArgs, rates: &[f64]) -> Result<ExitCode> {
     let Some(&lowest) = rates.first() else { bail!("--sweep needs at least one rate, e.g. --sweep 0.5,1,2,4") };
     let mut first = args.clone();
     first.rate = Some(lowest);
-    let (runs, result) = sweep::run(&runtime, &load_config(&first)?, rates, &bounds, &slo, args.seed)?;
+    let (runs, result) = sweep::run(&runtime, &load_config(&first)?, rates, &bounds, &slo)?;
     print!("{}", result.text());
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from("bench-results"));
     let mut report = Report::new(Environment::capture(target(args)), runs.into_iter().map(|(_, run)| run).collect());
@@ -275,13 +280,6 @@ pub fn load_config(args: &BenchArgs) -> Result<LoadConfig> {
     })
 }
 
-pub(crate) fn default_label(config: &LoadConfig) -> String {
-    match config.traffic {
-        Traffic::OpenLoop { rate, .. } => format!("{} @ {rate} req/s", config.model),
-        Traffic::ClosedLoop { concurrency } => format!("{} @ concurrency {concurrency}", config.model),
-    }
-}
-
 fn run_load(args: &BenchArgs) -> Result<ExitCode> {
     let config = load_config(args)?;
     let slo = Slo { ttft_ms: args.slo_ttft_ms, tpot_ms: args.slo_tpot_ms, e2el_ms: args.slo_e2el_ms };
@@ -298,8 +296,8 @@ fn run_load(args: &BenchArgs) -> Result<ExitCode> {
             Traffic::ClosedLoop { concurrency } => format!("{concurrency} requests in flight"),
         }
     );
-    let outcome = runtime.block_on(load::run(&config))?;
-    let run = load_run(args.label.clone().unwrap_or_else(|| default_label(&config)), &config, &slo, args.seed, outcome)?;
+    let outcome = runtime.block_on(load::run_replicates(&config, usize::from(args.replicates)))?;
+    let run = Run::from_load(args.label.clone().unwrap_or_else(|| config.default_label()), &config, &slo, outcome)?;
     print!("{}", report::table(&run));
     let failures: Vec<&str> = run.requests.iter().filter_map(|r| r.error.as_deref()).take(3).collect();
     if !failures.is_empty() {
@@ -316,15 +314,4 @@ fn run_load(args: &BenchArgs) -> Result<ExitCode> {
     plot::write_latency_cdf(&svg, &[&report.runs[0]])?;
     println!("wrote {} and {}", json.display(), svg.display());
     Ok(if report.runs[0].metrics.completed == 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS })
-}
-
-/// Package a finished load run as a [`Run`] with its metrics.
-pub fn load_run(label: String, config: &LoadConfig, slo: &Slo, seed: u64, outcome: load::LoadOutcome) -> Result<Run> {
-    let metrics = metrics::compute(&outcome.records, outcome.duration_s, slo, seed);
-    let mut config_json = serde_json::to_value(config)?;
-    config_json["mode"] = "load".into();
-    config_json["slo"] = serde_json::to_value(slo)?;
-    config_json["bootstrap"] =
-        serde_json::json!({ "resamples": stats::DEFAULT_RESAMPLES, "seed": seed, "level": 0.95 });
-    Ok(Run { label, config: config_json, metrics, requests: outcome.records, repeat_tokens_per_s: vec![] })
 }

@@ -51,7 +51,7 @@ impl MetricChoice {
         }
     }
 
-    fn better(&self) -> Better {
+    pub fn better(&self) -> Better {
         if self.metric == "output_tokens_per_s" {
             Better::Higher
         } else {
@@ -59,29 +59,31 @@ impl MetricChoice {
         }
     }
 
-    /// The samples of this metric in a run: per-request latencies, or throughput per repeat
-    /// (in-process) / per time window (load run).
-    pub fn samples(&self, run: &Run) -> Vec<f64> {
-        let ok = run.requests.iter().filter(|r| r.ok);
+    /// The samples of this metric in a run, one group per independent replicate (each in
+    /// arrival order): per-request latencies; throughput per time quarter of each replicate
+    /// (load run) or per timed repeat (in-process run, each repeat its own group).
+    pub fn samples(&self, run: &Run) -> Vec<Vec<f64>> {
+        let k = run.metrics.replicates;
         match self.metric {
-            "ttft_ms" => ok.map(|r| r.ttft_ms).collect(),
-            "e2el_ms" => ok.map(|r| r.e2el_ms).collect(),
-            "tpot_ms" => ok.filter_map(|r| r.tpot_ms()).collect(),
-            "itl_ms" => ok.flat_map(|r| r.itl_ms.iter().copied()).collect(),
-            _ if !run.repeat_tokens_per_s.is_empty() => run.repeat_tokens_per_s.clone(),
-            _ => metrics::window_rates(&run.requests, run.metrics.duration_s),
+            "ttft_ms" => metrics::by_replicate(&run.requests, k, |r| vec![r.ttft_ms]),
+            "e2el_ms" => metrics::by_replicate(&run.requests, k, |r| vec![r.e2el_ms]),
+            "tpot_ms" => metrics::by_replicate(&run.requests, k, |r| r.tpot_ms().into_iter().collect()),
+            "itl_ms" => metrics::by_replicate(&run.requests, k, |r| r.itl_ms.clone()),
+            _ if !run.repeat_tokens_per_s.is_empty() => run.repeat_tokens_per_s.iter().map(|&x| vec![x]).collect(),
+            _ => metrics::throughput_samples(&run.requests, &run.metrics.replicate_durations_s),
         }
     }
 }
 
-/// Compare run `b` against run `a`.
-pub fn compare_runs(a: &Run, b: &Run, choice: MetricChoice, threshold: f64, seed: u64) -> Result<Comparison> {
-    if !(0.0..1.0).contains(&threshold) {
-        bail!("the noise threshold must be a fraction in [0, 1), e.g. 0.05 for 5%; got {threshold}");
+/// Compare run `b` against run `a`. A throughput comparison of two open-loop runs that both
+/// kept up with their arrivals is marked as set by the arrivals (no verdict about the servers).
+pub fn compare_runs(a: &Run, b: &Run, choice: MetricChoice, min_effect: f64) -> Result<Comparison> {
+    if !(0.0..1.0).contains(&min_effect) {
+        bail!("the minimum effect must be a fraction in [0, 1), e.g. 0.05 for 5%; got {min_effect}");
     }
-    let (sa, sb) = (choice.samples(a), choice.samples(b));
-    for (run, samples) in [(a, &sa), (b, &sb)] {
-        if samples.is_empty() {
+    let estimate = |run: &Run| -> Result<crate::intervals::Estimate> {
+        let samples = choice.samples(run);
+        if samples.iter().all(Vec::is_empty) {
             bail!(
                 "run `{}` has no {} samples (its per-request records are missing or every request \
                  failed); re-run it with a current `course bench`",
@@ -89,7 +91,18 @@ pub fn compare_runs(a: &Run, b: &Run, choice: MetricChoice, threshold: f64, seed
                 choice.metric
             );
         }
-    }
-    stats::compare(&choice.name(), &sa, &sb, choice.stat, choice.better(), threshold, seed)
-        .ok_or_else(|| anyhow::anyhow!("{} of run `{}` is zero: there is no ratio to take", choice.name(), a.label))
+        choice.stat.estimate(&samples).ok_or_else(|| {
+            anyhow::anyhow!(
+                "run `{}` has too few {} samples for an interval (at least 4 are needed); send more requests",
+                run.label,
+                choice.metric
+            )
+        })
+    };
+    let (ea, eb) = (estimate(a)?, estimate(b)?);
+    let comparison = stats::compare(&choice.name(), &ea, &eb, choice.better(), min_effect)
+        .ok_or_else(|| anyhow::anyhow!("{} of run `{}` is zero: there is no ratio to take", choice.name(), a.label))?;
+    let arrivals = choice.metric == "output_tokens_per_s"
+        && [a, b].iter().all(|run| run.metrics.kept_up_with_arrivals == Some(true));
+    Ok(if arrivals { comparison.set_by_arrivals() } else { comparison })
 }

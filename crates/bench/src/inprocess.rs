@@ -15,7 +15,6 @@ use serde::Serialize;
 
 use crate::metrics::{self, RequestRecord, Slo};
 use crate::report::Run;
-use crate::stats;
 
 /// What one in-process benchmark holds fixed.
 #[derive(Debug, Clone, Serialize)]
@@ -73,26 +72,19 @@ where
     }
     let mut records = Vec::with_capacity(config.batch_size * config.repeats);
     let mut repeat_tokens_per_s = Vec::with_capacity(config.repeats);
-    let mut timed_s = 0.0;
+    let mut durations_s = Vec::with_capacity(config.repeats);
     for i in 0..config.repeats {
-        let (mut rows, wall_s) = time_batch(config, &prompts, &mut generate)
+        let (rows, wall_s) = time_batch(config, &prompts, &mut generate)
             .with_context(|| format!("timed batch {} of {}", i + 1, config.repeats))?;
-        // Lay repeats end to end on one clock so that the time windows of the run line up.
-        for r in &mut rows {
-            r.start_ms = timed_s * 1000.0;
-        }
-        records.extend(rows);
+        // Each repeat is an independent replicate of the batch (crate::intervals).
+        records.extend(rows.into_iter().map(|r| RequestRecord { replicate: i, ..r }));
         repeat_tokens_per_s.push((config.batch_size * config.output_len) as f64 / wall_s);
-        timed_s += wall_s;
+        durations_s.push(wall_s);
     }
-    let mut m = metrics::compute(&records, timed_s, slo, config.seed);
-    // Repeats, not time windows, are the independent samples of throughput here.
-    m.ci95_output_tokens_per_s = stats::bootstrap_ci(
-        &repeat_tokens_per_s,
-        stats::mean_of,
-        stats::DEFAULT_RESAMPLES,
-        config.seed,
-    );
+    let mut m = metrics::compute(&records, &durations_s, slo);
+    // Repeats, not time windows, are the samples of throughput here.
+    let repeats: Vec<Vec<f64>> = repeat_tokens_per_s.iter().map(|&x| vec![x]).collect();
+    m.ci95_output_tokens_per_s = crate::intervals::mean(&repeats).map(|e| e.interval);
     Ok(Run {
         label: label.to_string(),
         config: serde_json::json!({ "mode": "in_process", "in_process": config }),

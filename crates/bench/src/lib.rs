@@ -1,7 +1,9 @@
 //! Benchmarking with noise bounds: how fast is the system, and is B really faster than A?
 //!
-//! - [`stats`]: numpy-compatible percentiles, seeded bootstrap intervals, Tukey outlier flags,
-//!   and A/B comparisons with a faster / slower / within-noise verdict.
+//! - [`stats`]: numpy-compatible percentiles, Tukey outlier flags, and A/B comparisons with a
+//!   faster / slower / same / inconclusive verdict (the `verdict` crate's rule).
+//! - [`intervals`]: 95% intervals that hold when a run's requests are not independent (over
+//!   replicate runs, or over one run's quarters).
 //! - [`metrics`]: TTFT, TPOT, ITL, E2EL, throughput and goodput, as vLLM's serving benchmark
 //!   defines them.
 //! - [`load`]: a load client for any OpenAI-compatible `/v1/completions` server (open-loop
@@ -20,6 +22,7 @@ pub mod cli;
 pub mod compare;
 pub mod environment;
 pub mod inprocess;
+pub mod intervals;
 pub mod load;
 pub mod metrics;
 pub mod plot;

@@ -20,7 +20,10 @@ use crate::stats::{self, Summary};
 /// What one request measured, in milliseconds from the moment it was sent.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RequestRecord {
-    /// When the request was sent, in ms after the run started.
+    /// Which independent run (replicate, from 0) of its configuration the request belongs to.
+    #[serde(default)]
+    pub replicate: usize,
+    /// When the request was sent, in ms after its replicate started.
     pub start_ms: f64,
     /// Open loop only: how late the request left compared with its Poisson arrival time (the
     /// client's own scheduling delay).
@@ -71,18 +74,20 @@ pub struct TtftBreakdown {
 
 impl TtftBreakdown {
     /// `None` when no completed request carried server timings (vLLM, llama.cpp, ...).
-    pub fn of(ok: &[&RequestRecord], seed: u64) -> Option<TtftBreakdown> {
-        let timed: Vec<(f64, ServerTimings)> = ok.iter().filter_map(|r| r.server_timings.map(|t| (r.ttft_ms, t))).collect();
-        if timed.is_empty() {
+    pub fn of(records: &[RequestRecord], replicates: usize) -> Option<TtftBreakdown> {
+        let requests = records.iter().filter(|r| r.ok && r.server_timings.is_some()).count();
+        if requests == 0 {
             return None;
         }
-        let column = |f: &dyn Fn(&(f64, ServerTimings)) -> f64| timed.iter().map(f).collect::<Vec<f64>>();
+        let column = |f: fn(f64, &ServerTimings) -> f64| {
+            by_replicate(records, replicates, |r| r.server_timings.as_ref().map(|t| f(r.ttft_ms, t)).into_iter().collect())
+        };
         Some(TtftBreakdown {
-            requests: timed.len(),
-            queue_ms: Summary::of(&column(&|(_, t)| t.queue_ms), seed),
-            prefill_ms: Summary::of(&column(&|(_, t)| t.prefill_ms), seed.wrapping_add(1)),
-            rest_ms: Summary::of(&column(&|(ttft, t)| ttft - t.queue_ms - t.prefill_ms), seed.wrapping_add(2)),
-            decode_ms: Summary::of(&column(&|(_, t)| t.decode_ms), seed.wrapping_add(3)),
+            requests,
+            queue_ms: Summary::of(&column(|_, t| t.queue_ms)),
+            prefill_ms: Summary::of(&column(|_, t| t.prefill_ms)),
+            rest_ms: Summary::of(&column(|ttft, t| ttft - t.queue_ms - t.prefill_ms)),
+            decode_ms: Summary::of(&column(|_, t| t.decode_ms)),
         })
     }
 }
@@ -138,7 +143,12 @@ impl Slo {
 pub struct RunMetrics {
     pub completed: usize,
     pub failed: usize,
+    /// Independent runs (replicates) of this configuration, each with fresh arrivals.
+    pub replicates: usize,
+    /// Wall-clock time of all replicates together.
     pub duration_s: f64,
+    /// Each replicate's duration, in order.
+    pub replicate_durations_s: Vec<f64>,
     pub total_output_tokens: usize,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_input_tokens: Option<usize>,
@@ -146,10 +156,11 @@ pub struct RunMetrics {
     pub tpot_ms: Option<Summary>,
     pub itl_ms: Option<Summary>,
     pub e2el_ms: Option<Summary>,
+    /// Output tokens/s: each replicate's tokens over its duration, averaged over replicates.
     pub output_tokens_per_s: f64,
-    /// 95% interval of output tokens/s (block bootstrap over time windows for a load run, over
-    /// repeats for an in-process run).
-    pub ci95_output_tokens_per_s: Option<[f64; 2]>,
+    /// 95% interval of output tokens/s (crate::intervals over each replicate's four time
+    /// quarters; over repeats for an in-process run).
+    pub ci95_output_tokens_per_s: Option<crate::intervals::Interval>,
     pub requests_per_s: f64,
     /// Good requests per second (see the module docs).
     pub goodput: f64,
@@ -160,53 +171,92 @@ pub struct RunMetrics {
     /// Present only when the server reported `server_timings`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttft_breakdown: Option<TtftBreakdown>,
+    /// Open loop only: whether the server kept up with the arrivals in every replicate (its
+    /// latency did not keep growing through the run: see [`kept_up`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kept_up_with_arrivals: Option<bool>,
 }
 
-/// Number of equal time windows the run is cut into for the throughput interval.
-const THROUGHPUT_WINDOWS: usize = 20;
+/// Equal time windows each replicate is cut into for the throughput interval (as many as the
+/// sections of crate::intervals, so that one replicate alone still has an interval).
+const THROUGHPUT_WINDOWS: usize = 4;
 
-/// Compute every metric from per-request records over a run of `duration_s` seconds.
-pub fn compute(records: &[RequestRecord], duration_s: f64, slo: &Slo, seed: u64) -> RunMetrics {
+/// Compute every metric from per-request records of one or more replicates, each lasting
+/// `durations_s[replicate]` seconds.
+pub fn compute(records: &[RequestRecord], durations_s: &[f64], slo: &Slo) -> RunMetrics {
+    let replicates = durations_s.len().max(1);
     let ok: Vec<&RequestRecord> = records.iter().filter(|r| r.ok).collect();
-    let ttft: Vec<f64> = ok.iter().map(|r| r.ttft_ms).collect();
-    let e2el: Vec<f64> = ok.iter().map(|r| r.e2el_ms).collect();
-    let tpot: Vec<f64> = ok.iter().filter_map(|r| r.tpot_ms()).collect();
-    let itl: Vec<f64> = ok.iter().flat_map(|r| r.itl_ms.iter().copied()).collect();
-    let lag: Vec<f64> = records.iter().filter_map(|r| r.dispatch_lag_ms).collect();
     let total_output_tokens: usize = ok.iter().map(|r| r.output_tokens).sum();
     let total_input_tokens =
         ok.iter().map(|r| r.prompt_tokens).sum::<Option<usize>>().filter(|_| !ok.is_empty());
     let good = ok.iter().filter(|r| slo.is_met_by(r)).count();
+    let duration_s: f64 = durations_s.iter().sum();
     let per_s = |x: f64| if duration_s > 0.0 { x / duration_s } else { 0.0 };
+    let rates = replicate_rates(records, durations_s);
+    let latency = |f: fn(&RequestRecord) -> Vec<f64>| Summary::of(&by_replicate(records, replicates, f));
     RunMetrics {
         completed: ok.len(),
         failed: records.len() - ok.len(),
+        replicates,
         duration_s,
+        replicate_durations_s: durations_s.to_vec(),
         total_output_tokens,
         total_input_tokens,
-        ttft_ms: Summary::of(&ttft, seed),
-        tpot_ms: Summary::of(&tpot, seed.wrapping_add(1)),
-        itl_ms: Summary::of(&itl, seed.wrapping_add(2)),
-        e2el_ms: Summary::of(&e2el, seed.wrapping_add(3)),
-        output_tokens_per_s: per_s(total_output_tokens as f64),
-        ci95_output_tokens_per_s: throughput_ci(&ok, duration_s, seed.wrapping_add(4)),
+        ttft_ms: latency(|r| vec![r.ttft_ms]),
+        tpot_ms: latency(|r| r.tpot_ms().into_iter().collect()),
+        itl_ms: latency(|r| r.itl_ms.clone()),
+        e2el_ms: latency(|r| vec![r.e2el_ms]),
+        output_tokens_per_s: stats::mean(&rates).unwrap_or(0.0),
+        ci95_output_tokens_per_s: crate::intervals::mean(&throughput_samples(records, durations_s)).map(|e| e.interval),
         requests_per_s: per_s(ok.len() as f64),
         goodput: per_s(good as f64),
         slo_attainment: if ok.is_empty() { 0.0 } else { good as f64 / ok.len() as f64 },
-        dispatch_lag_ms: Summary::of(&lag, seed.wrapping_add(5)),
-        ttft_breakdown: TtftBreakdown::of(&ok, seed.wrapping_add(6)),
+        // Every request's lag, failed ones too: the client's scheduling, whatever the answer.
+        dispatch_lag_ms: Summary::of(&group(records.iter(), replicates, |r| r.dispatch_lag_ms.into_iter().collect())),
+        ttft_breakdown: TtftBreakdown::of(records, replicates),
+        kept_up_with_arrivals: None,
     }
 }
 
-/// Block bootstrap of output tokens/s: the mean of [`window_rates`], resampled. Resampling
-/// windows rather than requests keeps the interval honest when every request has the same length.
-fn throughput_ci(ok: &[&RequestRecord], duration_s: f64, seed: u64) -> Option<[f64; 2]> {
-    let rates = window_rates(ok.iter().copied(), duration_s);
-    stats::bootstrap_ci(&rates, stats::mean_of, stats::DEFAULT_RESAMPLES, seed)
+/// The values `f` gives for each completed request, grouped by replicate (`replicates` groups,
+/// each in arrival order).
+pub fn by_replicate(records: &[RequestRecord], replicates: usize, f: impl Fn(&RequestRecord) -> Vec<f64>) -> Vec<Vec<f64>> {
+    group(records.iter().filter(|r| r.ok), replicates, f)
 }
 
-/// Cut the run into equal time windows and return the output tokens/s observed in each; their
-/// mean is the run's output tokens/s. Empty when the run has no duration.
+fn group<'a>(records: impl Iterator<Item = &'a RequestRecord>, replicates: usize, f: impl Fn(&RequestRecord) -> Vec<f64>) -> Vec<Vec<f64>> {
+    let mut groups = vec![Vec::new(); replicates.max(1)];
+    for r in records {
+        if let Some(group) = groups.get_mut(r.replicate) {
+            group.extend(f(r));
+        }
+    }
+    groups
+}
+
+/// Each replicate's output tokens per second over its own duration.
+fn replicate_rates(records: &[RequestRecord], durations_s: &[f64]) -> Vec<f64> {
+    durations_s
+        .iter()
+        .enumerate()
+        .filter(|(_, d)| **d > 0.0)
+        .map(|(k, d)| records.iter().filter(|r| r.ok && r.replicate == k).map(|r| r.output_tokens).sum::<usize>() as f64 / d)
+        .collect()
+}
+
+/// The throughput samples of a run: for each replicate, the output tokens/s of its four equal
+/// time windows (their mean is the replicate's rate). What the throughput interval and
+/// `--compare … --metric output_tokens_per_s` use for a load run.
+pub fn throughput_samples(records: &[RequestRecord], durations_s: &[f64]) -> Vec<Vec<f64>> {
+    durations_s
+        .iter()
+        .enumerate()
+        .map(|(k, &d)| window_rates(records.iter().filter(|r| r.replicate == k), d))
+        .collect()
+}
+
+/// Cut one replicate into equal time windows and return the output tokens/s observed in each;
+/// their mean is its output tokens/s. Empty when it has no duration.
 pub fn window_rates<'a>(
     records: impl IntoIterator<Item = &'a RequestRecord>,
     duration_s: f64,
@@ -222,6 +272,26 @@ pub fn window_rates<'a>(
         tokens[i] += weight;
     }
     tokens.iter().map(|n| n / (window_ms / 1000.0)).collect()
+}
+
+/// Whether an open-loop server kept up with its arrivals in every replicate: in each, the
+/// median end-to-end latency of the last quarter of its requests (by arrival) is at most twice
+/// that of the first quarter. A server that falls behind serves a queue that grows for as long
+/// as requests keep coming, so its latency climbs through the run; one that keeps up holds it
+/// level (the first quarter starts from an empty queue, hence the factor of two). `None` when a
+/// replicate has fewer than eight completed requests.
+pub fn kept_up(records: &[RequestRecord], replicates: usize) -> Option<bool> {
+    let mut all = true;
+    for e2el in by_replicate(records, replicates, |r| vec![r.e2el_ms]) {
+        if e2el.len() < 8 {
+            return None;
+        }
+        let quarter = e2el.len() / 4;
+        let first = stats::percentile(&e2el[..quarter], 50.0)?;
+        let last = stats::percentile(&e2el[e2el.len() - quarter..], 50.0)?;
+        all &= last <= 2.0 * first;
+    }
+    Some(all)
 }
 
 #[cfg(test)]
@@ -255,7 +325,7 @@ mod tests {
             RequestRecord { ok: false, ..Default::default() },
         ];
         let slo = Slo { ttft_ms: Some(200.0), tpot_ms: Some(50.0), e2el_ms: None };
-        let m = compute(&records, 2.0, &slo, 1);
+        let m = compute(&records, &[2.0], &slo);
         assert_eq!(m.completed, 3);
         assert_eq!(m.failed, 1);
         assert_eq!(m.goodput, 0.5);
@@ -263,7 +333,7 @@ mod tests {
         assert_eq!(m.total_output_tokens, 6);
         assert_eq!(m.output_tokens_per_s, 3.0);
         assert_eq!(m.itl_ms.as_ref().map(|s| s.n), Some(3));
-        let all_good = compute(&records, 2.0, &Slo::default(), 1);
+        let all_good = compute(&records, &[2.0], &Slo::default());
         assert_eq!(all_good.goodput, all_good.requests_per_s);
         assert_eq!(all_good.ttft_breakdown, None, "no server timings, no breakdown");
     }
@@ -275,7 +345,7 @@ mod tests {
             ..record(ttft, &[10.0], 2)
         };
         let records = vec![timed(100.0, 20.0, 70.0), timed(300.0, 200.0, 80.0), record(90.0, &[10.0], 2)];
-        let b = compute(&records, 1.0, &Slo::default(), 3).ttft_breakdown.expect("two requests carry timings");
+        let b = compute(&records, &[1.0], &Slo::default()).ttft_breakdown.expect("two requests carry timings");
         assert_eq!(b.requests, 2);
         let rest = b.rest_ms.unwrap();
         assert_eq!((rest.min, rest.max), (10.0, 20.0));

@@ -7,10 +7,17 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::environment::Environment;
-use crate::metrics::{RequestRecord, RunMetrics, TtftBreakdown};
-use crate::stats::{Comparison, Summary};
+use crate::load::{LoadConfig, LoadOutcome, Traffic};
+use crate::metrics::{self, RequestRecord, RunMetrics, Slo, TtftBreakdown};
+use crate::stats::{Better, Comparison, Summary, Verdict};
 
-pub const SCHEMA: &str = "bench-report/2";
+pub const SCHEMA: &str = "bench-report/3";
+
+/// Schemas this version refuses, with what changed since.
+const OLD_SCHEMAS: [(&str, &str); 2] = [
+    ("bench-report/1", "before the environment record bench.json shares with report.json"),
+    ("bench-report/2", "with per-request bootstrap intervals, which are too narrow under load, and three verdicts"),
+];
 
 /// The whole file: where it was measured, one or more runs, and optionally an A/B comparison.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -44,6 +51,22 @@ pub struct Run {
     pub repeat_tokens_per_s: Vec<f64>,
 }
 
+impl Run {
+    /// A finished load run (one or more replicates) as a [`Run`] with its metrics; an open-loop
+    /// run also records whether the server kept up with its arrivals.
+    pub fn from_load(label: String, config: &LoadConfig, slo: &Slo, outcome: LoadOutcome) -> Result<Run> {
+        let mut metrics = metrics::compute(&outcome.records, &outcome.durations_s, slo);
+        if let Traffic::OpenLoop { .. } = config.traffic {
+            metrics.kept_up_with_arrivals = metrics::kept_up(&outcome.records, metrics.replicates);
+        }
+        let mut config_json = serde_json::to_value(config)?;
+        config_json["mode"] = "load".into();
+        config_json["slo"] = serde_json::to_value(slo)?;
+        config_json["replicates"] = metrics.replicates.into();
+        Ok(Run { label, config: config_json, metrics, requests: outcome.records, repeat_tokens_per_s: vec![] })
+    }
+}
+
 impl Report {
     pub fn new(environment: Environment, runs: Vec<Run>) -> Report {
         Report { schema: SCHEMA.to_string(), environment, runs, comparison: None, comparisons: Vec::new(), sweep: None }
@@ -63,22 +86,30 @@ impl Report {
         let text = std::fs::read_to_string(path).with_context(|| {
             format!("cannot read {}: pass a bench.json written by `course bench`", path.display())
         })?;
-        let report: Report = serde_json::from_str(&text).map_err(|e| {
+        let not_a_report = |e: serde_json::Error| {
             anyhow::anyhow!(
                 "{}:{}:{}: not a bench report ({e}); expected a bench.json with \"schema\": \"{SCHEMA}\"",
                 path.display(),
                 e.line(),
                 e.column()
             )
-        })?;
-        if report.schema != SCHEMA {
+        };
+        // The schema first: an older file's other fields may no longer parse.
+        #[derive(Deserialize)]
+        struct Schema {
+            schema: String,
+        }
+        let schema = serde_json::from_str::<Schema>(&text).map_err(not_a_report)?.schema;
+        if schema != SCHEMA {
+            let why = OLD_SCHEMAS.iter().find(|(old, _)| *old == schema).map(|(_, why)| format!(" (written {why})")).unwrap_or_default();
             bail!(
-                "{}: schema is \"{}\", this version reads \"{SCHEMA}\"; re-run the benchmark to \
+                "{}: schema is \"{schema}\"{why}, this version reads \"{SCHEMA}\"; re-run the benchmark \
+                 that wrote it (e.g. `course bench ... --out DIR`, or `course run N` for an exercise) to \
                  write a current file",
                 path.display(),
-                report.schema
             );
         }
+        let report: Report = serde_json::from_str(&text).map_err(not_a_report)?;
         if report.runs.is_empty() {
             bail!("{}: the report holds no runs; re-run the benchmark", path.display());
         }
@@ -102,10 +133,7 @@ pub fn table(run: &Run) -> String {
     }
     line(&mut out, "Total generated tokens:", m.total_output_tokens.to_string());
     line(&mut out, "Request throughput (req/s):", format!("{:.2}", m.requests_per_s));
-    let tput_ci = m
-        .ci95_output_tokens_per_s
-        .map(|[lo, hi]| format!("  [95% CI {lo:.2}, {hi:.2}]"))
-        .unwrap_or_default();
+    let tput_ci = m.ci95_output_tokens_per_s.as_ref().map(|i| format!("  95% CI {}", i.brackets(2))).unwrap_or_default();
     line(&mut out, "Output token throughput (tok/s):", format!("{:.2}{tput_ci}", m.output_tokens_per_s));
     line(
         &mut out,
@@ -126,8 +154,29 @@ pub fn table(run: &Run) -> String {
     if let Some(b) = &m.ttft_breakdown {
         breakdown(&mut out, b);
     }
+    let _ = writeln!(out, "{:-^72}", " Intervals ");
+    let _ = writeln!(out, "{}", intervals_note(m.replicates));
+    if let Some(kept_up) = m.kept_up_with_arrivals {
+        let verdict = if kept_up {
+            "yes: latency held level through each run, so the arrivals set the throughput"
+        } else {
+            "no: latency kept climbing through a run, so the server fell behind the arrivals"
+        };
+        line(&mut out, "Kept up with the arrivals:", verdict.to_string());
+    }
     let _ = writeln!(out, "{:=<72}", "");
     out
+}
+
+/// What the 95% intervals of a run of `replicates` independent runs cover.
+fn intervals_note(replicates: usize) -> String {
+    if replicates > 1 {
+        format!("95% CIs are over {replicates} independent runs (replicates): they see run-to-run change.")
+    } else {
+        "95% CIs are over the 4 quarters of this one run: they cover this run only\n\
+         (add --replicates 3 for intervals that see how much the next run would differ)."
+            .to_string()
+    }
 }
 
 fn section(out: &mut String, title: &str, name: &str, s: Option<&Summary>) {
@@ -136,11 +185,10 @@ fn section(out: &mut String, title: &str, name: &str, s: Option<&Summary>) {
         let _ = writeln!(out, "{:<40} no samples", format!("{name} (ms):"));
         return;
     };
-    let [mlo, mhi] = s.ci95_median;
-    let [plo, phi] = s.ci95_p90;
+    let ci = |i: &Option<crate::intervals::Interval>| i.as_ref().map(|i| format!("  95% CI {}", i.brackets(2))).unwrap_or_default();
     let _ = writeln!(out, "{:<40} {:.2}  (std {:.2})", format!("Mean {name} (ms):"), s.mean, s.std);
-    let _ = writeln!(out, "{:<40} {:.2}  [95% CI {mlo:.2}, {mhi:.2}]", format!("Median {name} (ms):"), s.median);
-    let _ = writeln!(out, "{:<40} {:.2}  [95% CI {plo:.2}, {phi:.2}]", format!("P90 {name} (ms):"), s.p90);
+    let _ = writeln!(out, "{:<40} {:.2}{}", format!("Median {name} (ms):"), s.median, ci(&s.ci95_median));
+    let _ = writeln!(out, "{:<40} {:.2}{}", format!("P90 {name} (ms):"), s.p90, ci(&s.ci95_p90));
     let _ = writeln!(out, "{:<40} {:.2}", format!("P99 {name} (ms):"), s.p99);
     if s.outliers > 0 {
         let _ = writeln!(
@@ -170,30 +218,77 @@ fn breakdown(out: &mut String, b: &TtftBreakdown) {
     }
 }
 
-/// One paragraph a person can act on.
+/// One paragraph a person can act on: the ratio, its interval and what covers it, the verdict
+/// in words, and what to do next.
 pub fn comparison_text(c: &Comparison, label_a: &str, label_b: &str) -> String {
     let direction = match c.better {
-        crate::stats::Better::Lower => "lower is better",
-        crate::stats::Better::Higher => "higher is better",
+        Better::Lower => "lower is better",
+        Better::Higher => "higher is better",
     };
-    let verdict = match c.verdict {
-        crate::stats::Verdict::Faster => format!("{label_b} is FASTER than {label_a}"),
-        crate::stats::Verdict::Slower => format!("{label_b} is SLOWER than {label_a}"),
-        crate::stats::Verdict::WithinNoise => format!(
-            "{label_b} and {label_a} are WITHIN NOISE: the interval reaches inside ±{:.0}%; \
-             collect more requests or accept that they are the same",
-            c.threshold * 100.0
-        ),
+    let t = c.min_effect * 100.0;
+    let high = if c.ci_high.is_finite() { format!("{:.3}", c.ci_high) } else { "∞".to_string() };
+    let covers = match c.method {
+        crate::intervals::Method::Replicates => format!("over {} and {} independent runs", c.runs[0], c.runs[1]),
+        crate::intervals::Method::Sections => "over each run's quarters: it covers these runs only".to_string(),
+    };
+    let verdict = if c.set_by_arrivals {
+        format!(
+            "no verdict about the servers: both runs kept up with the offered rate, so each measured \
+             the arrivals, not what its server can sustain. Load them above saturation (a higher \
+             --rate) or closed loop (--concurrency) to compare capacity."
+        )
+    } else {
+        match c.verdict {
+            Verdict::Faster => format!("FASTER: {label_b} beats {label_a} by {}.", change(c)),
+            Verdict::Slower => format!("SLOWER: {label_b} trails {label_a} by {}.", change(c)),
+            Verdict::Same => format!(
+                "SAME: the whole interval lies inside ±{t:.0}%: whatever the difference is, it is \
+                 smaller than the {t:.0}% that matters."
+            ),
+            Verdict::Inconclusive if c.excludes_one => format!(
+                "INCONCLUSIVE: {label_b} is {} by {}: not surely by the {t:.0}% that matters. \
+                 More requests{} would tell.",
+                if good_side(c) { "better" } else { "worse" },
+                change(c),
+                replicates_hint(c)
+            ),
+            Verdict::Inconclusive => format!(
+                "INCONCLUSIVE: the interval reaches across the ±{t:.0}% band, so this comparison cannot \
+                 tell. More requests{} would narrow it.",
+                replicates_hint(c)
+            ),
+        }
     };
     format!(
         "Comparing {metric} ({direction})\n  A = {label_a}: {a:.3}\n  B = {label_b}: {b:.3}\n  \
-         B/A = {ratio:.3}  [95% CI {lo:.3}, {hi:.3}], noise threshold ±{t:.0}%\n  verdict: {verdict}\n",
+         B/A = {ratio:.3}  [95% CI {lo:.3}, {high}] {covers}\n  minimum effect ±{t:.0}%\n  verdict: {verdict}\n",
         metric = c.metric,
         a = c.a,
         b = c.b,
         ratio = c.ratio,
         lo = c.ci_low,
-        hi = c.ci_high,
-        t = c.threshold * 100.0,
     )
+}
+
+/// Whether the interval lies on the good side of 1 (B better) rather than the bad one.
+fn good_side(c: &Comparison) -> bool {
+    match c.better {
+        Better::Lower => c.ci_high < 1.0,
+        Better::Higher => c.ci_low > 1.0,
+    }
+}
+
+/// "somewhere between 3% and 20%": the interval as a relative change, nearest end first.
+fn change(c: &Comparison) -> String {
+    let (near, far) = if c.ci_low > 1.0 { (c.ci_low - 1.0, c.ci_high - 1.0) } else { (1.0 - c.ci_high, 1.0 - c.ci_low) };
+    let pct = |x: f64| if x.is_finite() { format!("{:.0}%", x * 100.0) } else { "an unbounded amount".to_string() };
+    format!("somewhere between {} and {}", pct(near), pct(far))
+}
+
+fn replicates_hint(c: &Comparison) -> &'static str {
+    if c.method == crate::intervals::Method::Sections {
+        " or replicates (--replicates 3)"
+    } else {
+        " or replicates"
+    }
 }

@@ -1,17 +1,13 @@
 //! Descriptive statistics with noise bounds.
 //!
 //! Percentiles use numpy's default ("linear") interpolation so that a figure printed here can be
-//! checked against `np.percentile` digit for digit. Intervals are percentile bootstrap intervals
-//! under a fixed seed: the same samples and seed always give the same interval.
+//! checked against `np.percentile` digit for digit. Intervals come from crate::intervals (over
+//! independent runs, or over one run's quarters), verdicts from the `verdict` crate.
 
-use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
-/// Resamples drawn for every bootstrap interval unless the caller asks otherwise.
-pub const DEFAULT_RESAMPLES: usize = 2000;
-/// Seed for every bootstrap interval unless the caller asks otherwise.
-pub const DEFAULT_SEED: u64 = 0x5EED;
+use crate::intervals::{self, Estimate, Interval, Method};
+pub use verdict::{excludes_one, verdict, Better, Verdict};
 
 /// The `p`-th percentile (0..=100) of `samples`, interpolated linearly between the two nearest
 /// ranks exactly as `numpy.percentile(samples, p)` does. `None` for an empty slice or a `p`
@@ -97,49 +93,6 @@ pub fn tukey_outliers(samples: &[f64]) -> Option<Outliers> {
     Some(out)
 }
 
-/// Percentile bootstrap: draw `resamples` samples of the same size with replacement, compute
-/// `statistic` on each, and return the 2.5th and 97.5th percentiles of those values.
-/// `None` when `samples` is empty or `resamples` is zero.
-pub fn bootstrap_ci(
-    samples: &[f64],
-    statistic: impl Fn(&mut [f64]) -> f64,
-    resamples: usize,
-    seed: u64,
-) -> Option<[f64; 2]> {
-    if samples.is_empty() || resamples == 0 {
-        return None;
-    }
-    let mut rng = StdRng::seed_from_u64(seed);
-    let mut buf = vec![0.0; samples.len()];
-    let mut stats = Vec::with_capacity(resamples);
-    for _ in 0..resamples {
-        for slot in buf.iter_mut() {
-            *slot = samples[rng.random_range(0..samples.len())];
-        }
-        stats.push(statistic(&mut buf));
-    }
-    interval_of(&mut stats)
-}
-
-/// The central 95% of a set of bootstrap replicates.
-fn interval_of(stats: &mut [f64]) -> Option<[f64; 2]> {
-    stats.sort_by(|a, b| a.total_cmp(b));
-    Some([percentile_sorted(stats, 2.5)?, percentile_sorted(stats, 97.5)?])
-}
-
-/// Statistic helper for [`bootstrap_ci`]: the `p`-th percentile of a scratch buffer.
-pub fn percentile_of(p: f64) -> impl Fn(&mut [f64]) -> f64 {
-    move |buf: &mut [f64]| {
-        buf.sort_by(|a, b| a.total_cmp(b));
-        percentile_sorted(buf, p).unwrap_or(f64::NAN)
-    }
-}
-
-/// Statistic helper for [`bootstrap_ci`]: the mean of a scratch buffer.
-pub fn mean_of(buf: &mut [f64]) -> f64 {
-    mean(buf).unwrap_or(f64::NAN)
-}
-
 /// One metric summarised the way the results table and `bench.json` print it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
@@ -151,31 +104,33 @@ pub struct Summary {
     pub median: f64,
     pub p90: f64,
     pub p99: f64,
-    /// 95% bootstrap interval of the median.
-    pub ci95_median: [f64; 2],
-    /// 95% bootstrap interval of the 90th percentile.
-    pub ci95_p90: [f64; 2],
+    /// 95% interval of the median (crate::intervals: over runs, or over one run's quarters).
+    pub ci95_median: Option<Interval>,
+    /// 95% interval of the 90th percentile.
+    pub ci95_p90: Option<Interval>,
     /// Samples outside Tukey's fences (flagged, still counted above).
     pub outliers: usize,
 }
 
 impl Summary {
-    /// Summarise `samples`; `None` when there are none (e.g. TPOT when every request produced a
-    /// single token).
-    pub fn of(samples: &[f64], seed: u64) -> Option<Summary> {
-        let sorted = sorted_copy(samples);
+    /// Summarise the samples of one or more independent runs (`runs`, each in arrival order);
+    /// `None` when there are none (e.g. TPOT when every request produced a single token). The
+    /// intervals are `None` with fewer than four samples.
+    pub fn of(runs: &[Vec<f64>]) -> Option<Summary> {
+        let pooled = runs.concat();
+        let sorted = sorted_copy(&pooled);
         Some(Summary {
-            n: samples.len(),
-            mean: mean(samples)?,
-            std: std_dev(samples)?,
+            n: pooled.len(),
+            mean: mean(&pooled)?,
+            std: std_dev(&pooled)?,
             min: *sorted.first()?,
             max: *sorted.last()?,
             median: percentile_sorted(&sorted, 50.0)?,
             p90: percentile_sorted(&sorted, 90.0)?,
             p99: percentile_sorted(&sorted, 99.0)?,
-            ci95_median: bootstrap_ci(samples, percentile_of(50.0), DEFAULT_RESAMPLES, seed)?,
-            ci95_p90: bootstrap_ci(samples, percentile_of(90.0), DEFAULT_RESAMPLES, seed ^ 0x90)?,
-            outliers: tukey_outliers(samples)?.count(),
+            ci95_median: intervals::percentile(runs, 50.0).map(|e| e.interval),
+            ci95_p90: intervals::percentile(runs, 90.0).map(|e| e.interval),
+            outliers: tukey_outliers(&pooled)?.count(),
         })
     }
 
@@ -220,40 +175,21 @@ impl Stat {
         }
     }
 
-    /// Compute this statistic on a scratch buffer (reorders it).
-    pub fn compute(self, buf: &mut [f64]) -> f64 {
+    /// The percentile this statistic is, or `None` for the mean.
+    pub fn percentile(self) -> Option<f64> {
         match self {
-            Stat::Mean => mean_of(buf),
-            Stat::Median => percentile_of(50.0)(buf),
-            Stat::P90 => percentile_of(90.0)(buf),
-            Stat::P99 => percentile_of(99.0)(buf),
+            Stat::Mean => None,
+            Stat::Median => Some(50.0),
+            Stat::P90 => Some(90.0),
+            Stat::P99 => Some(99.0),
         }
     }
-}
 
-/// Whether a bigger value of the compared metric is better (throughput) or worse (latency).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Better {
-    Lower,
-    Higher,
-}
-
-/// What an A/B comparison concludes about B relative to A.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    Faster,
-    Slower,
-    WithinNoise,
-}
-
-impl Verdict {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Faster => "faster",
-            Verdict::Slower => "slower",
-            Verdict::WithinNoise => "within_noise",
+    /// This statistic of the pooled `runs`, with its interval (crate::intervals).
+    pub fn estimate(self, runs: &[Vec<f64>]) -> Option<Estimate> {
+        match self.percentile() {
+            None => intervals::mean(runs),
+            Some(p) => intervals::percentile(runs, p),
         }
     }
 }
@@ -265,80 +201,66 @@ pub struct Comparison {
     pub metric: String,
     /// statistic(B) / statistic(A).
     pub ratio: f64,
-    /// 95% bootstrap interval of the ratio.
+    /// 95% interval of the ratio (crate::intervals::ratio); `ci_high` is `null` when open.
     pub ci_low: f64,
+    #[serde(with = "crate::intervals::open_bound")]
     pub ci_high: f64,
-    /// Relative change treated as noise: 0.05 means "a 5% difference is not a difference".
-    pub threshold: f64,
+    /// The smallest relative change worth acting on: 0.05 means "a 5% difference matters".
+    pub min_effect: f64,
     pub better: Better,
     pub verdict: Verdict,
+    /// Whether the interval leaves out 1 (a difference of some size, even where the verdict is
+    /// inconclusive).
+    pub excludes_one: bool,
+    /// `sections` when either side is one run (the interval covers those runs only).
+    pub method: Method,
+    /// Independent runs behind A and behind B.
+    pub runs: [usize; 2],
+    /// Effective sample size of A's and B's statistic.
+    pub effective_n: [f64; 2],
+    /// Open-loop throughput only: both runs kept up with the offered rate, so what they
+    /// measured is the arrival rate, not the servers; the verdict is then `inconclusive`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub set_by_arrivals: bool,
     pub a: f64,
     pub b: f64,
 }
 
-/// Decide faster / slower / within noise from a ratio interval.
-///
-/// B is called faster only when the *whole* 95% interval of the ratio lies beyond the noise
-/// threshold in the good direction (for latency: `ci_high < 1 − threshold`; for throughput:
-/// `ci_low > 1 + threshold`), slower when the whole interval lies beyond it in the bad
-/// direction, and within noise otherwise. An interval that straddles the threshold is not a
-/// result, however good the point estimate looks.
-pub fn verdict(ci_low: f64, ci_high: f64, threshold: f64, better: Better) -> Verdict {
-    let below = ci_high < 1.0 - threshold;
-    let above = ci_low > 1.0 + threshold;
-    match (better, below, above) {
-        (Better::Lower, true, _) | (Better::Higher, _, true) => Verdict::Faster,
-        (Better::Lower, _, true) | (Better::Higher, true, _) => Verdict::Slower,
-        _ => Verdict::WithinNoise,
-    }
-}
-
-/// Compare `b` against `a` on `stat`: the ratio stat(b)/stat(a), a 95% interval from resampling
-/// each side independently, and the verdict. `None` when either side is empty or stat(a) is 0.
-pub fn compare(
-    metric: &str,
-    a: &[f64],
-    b: &[f64],
-    stat: Stat,
-    better: Better,
-    threshold: f64,
-    seed: u64,
-) -> Option<Comparison> {
-    if a.is_empty() || b.is_empty() {
-        return None;
-    }
-    let stat_a = stat.compute(&mut a.to_vec());
-    let stat_b = stat.compute(&mut b.to_vec());
-    if stat_a == 0.0 || !stat_a.is_finite() || !stat_b.is_finite() {
-        return None;
-    }
-    let mut rng = StdRng::seed_from_u64(seed);
-    let (mut buf_a, mut buf_b) = (vec![0.0; a.len()], vec![0.0; b.len()]);
-    let mut ratios = Vec::with_capacity(DEFAULT_RESAMPLES);
-    for _ in 0..DEFAULT_RESAMPLES {
-        for slot in buf_a.iter_mut() {
-            *slot = a[rng.random_range(0..a.len())];
-        }
-        for slot in buf_b.iter_mut() {
-            *slot = b[rng.random_range(0..b.len())];
-        }
-        let denominator = stat.compute(&mut buf_a);
-        if denominator != 0.0 {
-            ratios.push(stat.compute(&mut buf_b) / denominator);
-        }
-    }
-    let [ci_low, ci_high] = interval_of(&mut ratios)?;
+/// Compare estimate `b` against estimate `a`: the ratio, its interval, the verdict against
+/// `min_effect`. `None` when A's statistic is not positive.
+pub fn compare(metric: &str, a: &Estimate, b: &Estimate, better: Better, min_effect: f64) -> Option<Comparison> {
+    let (ratio, ci_low, ci_high) = intervals::ratio(a, b)?;
+    let method = if a.interval.method == Method::Sections || b.interval.method == Method::Sections {
+        Method::Sections
+    } else {
+        Method::Replicates
+    };
     Some(Comparison {
         metric: metric.to_string(),
-        ratio: stat_b / stat_a,
+        ratio,
         ci_low,
         ci_high,
-        threshold,
+        min_effect,
         better,
-        verdict: verdict(ci_low, ci_high, threshold, better),
-        a: stat_a,
-        b: stat_b,
+        verdict: verdict(ci_low, ci_high, min_effect, better),
+        excludes_one: excludes_one(ci_low, ci_high),
+        method,
+        runs: [a.interval.runs, b.interval.runs],
+        effective_n: [a.interval.effective_n, b.interval.effective_n],
+        set_by_arrivals: false,
+        a: a.value,
+        b: b.value,
     })
+}
+
+impl Comparison {
+    /// Mark a throughput comparison of two open-loop runs that both kept up: the arrivals set
+    /// what they measured, so no verdict about the servers.
+    pub fn set_by_arrivals(mut self) -> Comparison {
+        self.set_by_arrivals = true;
+        self.verdict = Verdict::Inconclusive;
+        self
+    }
 }
 
 #[cfg(test)]
@@ -353,14 +275,5 @@ mod tests {
         assert_eq!(percentile(&v, 50.0), Some(2.5));
         assert_eq!(percentile(&[], 50.0), None);
         assert_eq!(percentile(&v, 101.0), None);
-    }
-
-    #[test]
-    fn verdict_needs_the_whole_interval_beyond_the_threshold() {
-        assert_eq!(verdict(0.80, 0.90, 0.05, Better::Lower), Verdict::Faster);
-        assert_eq!(verdict(0.80, 0.97, 0.05, Better::Lower), Verdict::WithinNoise);
-        assert_eq!(verdict(1.10, 1.20, 0.05, Better::Lower), Verdict::Slower);
-        assert_eq!(verdict(1.10, 1.20, 0.05, Better::Higher), Verdict::Faster);
-        assert_eq!(verdict(0.80, 0.90, 0.05, Better::Higher), Verdict::Slower);
     }
 }

@@ -20,12 +20,11 @@ use std::path::Path;
 
 use anyhow::{anyhow, bail, Context, Result};
 use plotters::prelude::*;
-use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
+use crate::intervals;
 use crate::load::{self, LoadConfig, Traffic};
-use crate::metrics::{RequestRecord, Slo};
+use crate::metrics::{self, Slo};
 use crate::report::Run;
 use crate::stats;
 
@@ -62,15 +61,13 @@ impl Bound {
         format!("P{} {} ≤ {} ms", self.percentile, self.metric.trim_end_matches("_ms").to_uppercase(), self.bound_ms)
     }
 
-    fn values(&self, records: &[&RequestRecord]) -> Vec<f64> {
-        records
-            .iter()
-            .filter_map(|r| match self.metric.as_str() {
-                "ttft_ms" => Some(r.ttft_ms),
-                "tpot_ms" => r.tpot_ms(),
-                _ => Some(r.e2el_ms),
-            })
-            .collect()
+    /// The bound's metric over a run's completed requests, grouped by replicate.
+    fn values(&self, run: &Run) -> Vec<Vec<f64>> {
+        metrics::by_replicate(&run.requests, run.metrics.replicates, |r| match self.metric.as_str() {
+            "ttft_ms" => vec![r.ttft_ms],
+            "tpot_ms" => r.tpot_ms().into_iter().collect(),
+            _ => vec![r.e2el_ms],
+        })
     }
 }
 
@@ -103,15 +100,31 @@ pub struct Sweep {
     pub bounds: Vec<Bound>,
     pub points: Vec<Point>,
     pub knee: Knee,
-    /// 95% bootstrap interval of the knee (req/s), within the rates tried.
+    /// 95% interval of the knee (req/s), within the rates tried.
     pub ci95_knee: Option<[f64; 2]>,
 }
 
-/// Margin of one run's completed requests against the bounds, and each bound's percentile.
-fn margin(bounds: &[Bound], ok: &[&RequestRecord]) -> (f64, Vec<f64>) {
-    let values: Vec<f64> = bounds.iter().map(|b| stats::percentile(&b.values(ok), b.percentile).unwrap_or(f64::INFINITY)).collect();
-    let m = bounds.iter().zip(&values).map(|(b, v)| v / b.bound_ms).fold(0.0, f64::max);
-    (m, values)
+/// Margin of one run against the bounds (largest percentile / bound), each bound's percentile,
+/// and the margin's 95% interval (`[low, ∞)` where a percentile has no upper bound; `None`
+/// with fewer than four samples).
+fn margin(bounds: &[Bound], run: &Run) -> (f64, Vec<f64>, Option<[f64; 2]>) {
+    let mut values = Vec::with_capacity(bounds.len());
+    let (mut m, mut low, mut high) = (0.0f64, 0.0f64, 0.0f64);
+    let mut interval = true;
+    for b in bounds {
+        let groups = b.values(run);
+        let value = stats::percentile(&groups.concat(), b.percentile).unwrap_or(f64::INFINITY);
+        values.push(value);
+        m = m.max(value / b.bound_ms);
+        match intervals::percentile(&groups, b.percentile) {
+            Some(e) => {
+                low = low.max(e.interval.low / b.bound_ms);
+                high = high.max(e.interval.high / b.bound_ms);
+            }
+            None => interval = false,
+        }
+    }
+    (m, values, interval.then_some([low, high]))
 }
 
 /// The knee from (rate, margin) pairs in increasing rate order.
@@ -128,7 +141,7 @@ fn knee_of(points: &[(f64, f64)]) -> Option<Knee> {
 }
 
 impl Knee {
-    /// The rate a bootstrap replicate counts (a knee beyond the rates tried counts as their end).
+    /// The rate an end of the knee's interval counts (a knee beyond the rates tried counts as their end).
     fn rate(self) -> f64 {
         match self {
             Knee::At(r) | Knee::Above(r) | Knee::Below(r) => r,
@@ -137,42 +150,26 @@ impl Knee {
 }
 
 /// Summarise a sweep's runs (one per rate, in increasing order) against `bounds`.
-pub fn analyse(bounds: &[Bound], runs: &[(f64, &[RequestRecord])], resamples: usize, seed: u64) -> Result<Sweep> {
-    let oks: Vec<Vec<&RequestRecord>> = runs.iter().map(|(_, records)| records.iter().filter(|r| r.ok).collect()).collect();
-    if let Some(i) = oks.iter().position(Vec::is_empty) {
-        bail!("no request completed at {} req/s: nothing to measure the target on (is the server up?)", runs[i].0);
+pub fn analyse(bounds: &[Bound], runs: &[(f64, &Run)]) -> Result<Sweep> {
+    if let Some((rate, _)) = runs.iter().find(|(_, run)| run.metrics.completed == 0) {
+        bail!("no request completed at {rate} req/s: nothing to measure the target on (is the server up?)");
     }
+    let margins: Vec<(f64, Vec<f64>, Option<[f64; 2]>)> = runs.iter().map(|(_, run)| margin(bounds, run)).collect();
     let points: Vec<Point> = runs
         .iter()
-        .zip(&oks)
-        .map(|((rate, _), ok)| {
-            let (m, values_ms) = margin(bounds, ok);
-            Point { rate: *rate, values_ms, margin: m, holds: m <= 1.0 }
-        })
+        .zip(&margins)
+        .map(|((rate, _), (m, values_ms, _))| Point { rate: *rate, values_ms: values_ms.clone(), margin: *m, holds: *m <= 1.0 })
         .collect();
     let pairs: Vec<(f64, f64)> = points.iter().map(|p| (p.rate, p.margin)).collect();
     let knee = knee_of(&pairs).ok_or_else(|| anyhow!("the sweep ran no rates"))?;
-
-    let mut rng = StdRng::seed_from_u64(seed);
-    let mut knees = Vec::with_capacity(resamples);
-    for _ in 0..resamples {
-        let resampled: Vec<(f64, f64)> = runs
-            .iter()
-            .zip(&oks)
-            .map(|((rate, _), ok)| {
-                let draw: Vec<&RequestRecord> = (0..ok.len()).map(|_| ok[rng.random_range(0..ok.len())]).collect();
-                (*rate, margin(bounds, &draw).0)
-            })
-            .collect();
-        if let Some(k) = knee_of(&resampled) {
-            knees.push(k.rate());
-        }
-    }
-    knees.sort_by(|a, b| a.total_cmp(b));
-    let ci95_knee = match (stats::percentile_sorted(&knees, 2.5), stats::percentile_sorted(&knees, 97.5)) {
-        (Some(lo), Some(hi)) => Some([lo, hi]),
-        _ => None,
-    };
+    // Where the upper ends cross, the target surely held below; where the lower ends cross, it
+    // surely failed above.
+    let ends: Option<Vec<(f64, [f64; 2])>> = runs.iter().zip(&margins).map(|((rate, _), (_, _, ci))| ci.map(|ci| (*rate, ci))).collect();
+    let ci95_knee = ends.and_then(|ends| {
+        let upper: Vec<(f64, f64)> = ends.iter().map(|&(r, [_, hi])| (r, hi)).collect();
+        let lower: Vec<(f64, f64)> = ends.iter().map(|&(r, [lo, _])| (r, lo)).collect();
+        Some([knee_of(&upper)?.rate(), knee_of(&lower)?.rate()])
+    });
     Ok(Sweep { bounds: bounds.to_vec(), points, knee, ci95_knee })
 }
 
@@ -261,14 +258,14 @@ impl Sweep {
 /// the first rate at which `bounds` fail, then [`analyse`]. Only the first run warms the server
 /// up. `slo` is the per-request target each run's goodput counts against (the same flags).
 /// Returns each rate's run and the analysis; `course bench --sweep` and exercise 7 both use it.
-pub fn run(runtime: &tokio::runtime::Runtime, config: &LoadConfig, rates: &[f64], bounds: &[Bound], slo: &Slo, seed: u64) -> Result<(Vec<(f64, Run)>, Sweep)> {
+pub fn run(runtime: &tokio::runtime::Runtime, config: &LoadConfig, rates: &[f64], bounds: &[Bound], slo: &Slo) -> Result<(Vec<(f64, Run)>, Sweep)> {
     if rates.is_empty() || rates.iter().any(|r| !(r.is_finite() && *r > 0.0)) || rates.windows(2).any(|w| w[1] <= w[0]) {
         bail!("a sweep takes increasing positive rates, e.g. --sweep 0.5,1,2,4; got {rates:?}");
     }
     // The arrivals keep the seed the configuration gives them (the same at every rate).
     let arrivals = match config.traffic {
-        Traffic::OpenLoop { seed: arrivals, .. } => arrivals,
-        Traffic::ClosedLoop { .. } => seed,
+        Traffic::OpenLoop { seed, .. } => seed,
+        Traffic::ClosedLoop { .. } => 0,
     };
     let mut runs: Vec<(f64, Run)> = Vec::new();
     for &rate in rates {
@@ -279,29 +276,38 @@ pub fn run(runtime: &tokio::runtime::Runtime, config: &LoadConfig, rates: &[f64]
         }
         eprintln!("sweep: {rate} req/s ...");
         let outcome = runtime.block_on(load::run(&swept))?;
-        let run = crate::cli::load_run(crate::cli::default_label(&swept), &swept, slo, seed, outcome)?;
-        let ok: Vec<&RequestRecord> = run.requests.iter().filter(|r| r.ok).collect();
-        let holds = !ok.is_empty() && margin(bounds, &ok).0 <= 1.0;
+        let run = Run::from_load(swept.default_label(), &swept, slo, outcome)?;
+        let holds = run.metrics.completed > 0 && margin(bounds, &run).0 <= 1.0;
         runs.push((rate, run));
         if !holds {
             break;
         }
     }
-    let result = analyse(bounds, &rates_and_records(&runs), stats::DEFAULT_RESAMPLES, seed)?;
+    let result = analyse(bounds, &runs_by_rate(&runs))?;
     Ok((runs, result))
 }
 
-/// The runs of a sweep as `(rate, records)` pairs, for [`analyse`].
-pub fn rates_and_records(runs: &[(f64, Run)]) -> Vec<(f64, &[RequestRecord])> {
-    runs.iter().map(|(rate, run)| (*rate, run.requests.as_slice())).collect()
+/// The runs of a sweep as `(rate, run)` pairs, for [`analyse`].
+pub fn runs_by_rate(runs: &[(f64, Run)]) -> Vec<(f64, &Run)> {
+    runs.iter().map(|(rate, run)| (*rate, run)).collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::metrics::RequestRecord;
 
-    fn records(ttfts: impl IntoIterator<Item = f64>) -> Vec<RequestRecord> {
-        ttfts.into_iter().map(|t| RequestRecord { ok: true, ttft_ms: t, e2el_ms: t + 10.0, output_tokens: 2, ..Default::default() }).collect()
+    /// One run whose completed requests have these TTFTs, in this arrival order.
+    fn run(ttfts: impl IntoIterator<Item = f64>) -> Run {
+        let requests: Vec<RequestRecord> =
+            ttfts.into_iter().map(|t| RequestRecord { ok: true, ttft_ms: t, e2el_ms: t + 10.0, output_tokens: 2, ..Default::default() }).collect();
+        let metrics = metrics::compute(&requests, &[1.0], &Slo::default());
+        Run { label: "test".into(), config: serde_json::Value::Null, metrics, requests, repeat_tokens_per_s: vec![] }
+    }
+
+    /// 1..=100 ms times `scale`, in an order with no trend (37 is coprime with 100).
+    fn spread(scale: f64) -> impl Iterator<Item = f64> {
+        (0..100).map(move |i| ((i * 37) % 100 + 1) as f64 * scale)
     }
 
     fn p90_ttft(bound: f64) -> Vec<Bound> {
@@ -312,10 +318,8 @@ mod tests {
     fn the_knee_is_where_the_percentile_crosses_the_target() {
         // P90 of 1..=100 ms scaled: 0.5 → ~45 ms, 1 → ~90 ms, 2 → ~180 ms; target 135 ms lies
         // halfway between rates 1 and 2 on the margin.
-        let runs: Vec<(f64, Vec<RequestRecord>)> =
-            [(0.5, 0.5), (1.0, 1.0), (2.0, 2.0)].iter().map(|&(rate, s)| (rate, records((1..=100).map(|i| i as f64 * s)))).collect();
-        let pairs: Vec<(f64, &[RequestRecord])> = runs.iter().map(|(r, v)| (*r, v.as_slice())).collect();
-        let sweep = analyse(&p90_ttft(135.0), &pairs, 500, 1).unwrap();
+        let runs: Vec<(f64, Run)> = [(0.5, 0.5), (1.0, 1.0), (2.0, 2.0)].iter().map(|&(rate, s)| (rate, run(spread(s)))).collect();
+        let sweep = analyse(&p90_ttft(135.0), &runs_by_rate(&runs)).unwrap();
         assert_eq!(sweep.points.iter().map(|p| p.holds).collect::<Vec<_>>(), vec![true, true, false]);
         let Knee::At(k) = sweep.knee else { panic!("{:?}", sweep.knee) };
         assert!((k - 1.5).abs() < 0.01, "{k}");
@@ -325,11 +329,19 @@ mod tests {
     }
 
     #[test]
+    fn a_queue_building_up_at_a_rate_widens_the_knee_to_the_rates_around_it() {
+        // At 2 req/s latency climbs through the run: its P90 has no upper bound, so the knee's
+        // interval reaches down to the last rate that held.
+        let runs = vec![(1.0, run(spread(1.0))), (2.0, run((1..=100).map(|i| f64::from(i) * 3.0)))];
+        let sweep = analyse(&p90_ttft(135.0), &runs_by_rate(&runs)).unwrap();
+        assert_eq!(sweep.ci95_knee.map(|[lo, _]| lo), Some(1.0), "{sweep:?}");
+    }
+
+    #[test]
     fn a_knee_beyond_the_rates_tried_is_not_extrapolated() {
-        let runs = vec![(1.0, records([10.0; 20])), (2.0, records([20.0; 20]))];
-        let pairs: Vec<(f64, &[RequestRecord])> = runs.iter().map(|(r, v)| (*r, v.as_slice())).collect();
-        assert_eq!(analyse(&p90_ttft(500.0), &pairs, 100, 1).unwrap().knee, Knee::Above(2.0));
-        assert_eq!(analyse(&p90_ttft(5.0), &pairs, 100, 1).unwrap().knee, Knee::Below(1.0));
+        let runs = vec![(1.0, run([10.0; 20])), (2.0, run([20.0; 20]))];
+        assert_eq!(analyse(&p90_ttft(500.0), &runs_by_rate(&runs)).unwrap().knee, Knee::Above(2.0));
+        assert_eq!(analyse(&p90_ttft(5.0), &runs_by_rate(&runs)).unwrap().knee, Knee::Below(1.0));
         // A sweep without a target, or with a nonsense one, is refused with what to give.
         assert!(Bound::from_slo(&Slo::default(), 90.0).unwrap_err().to_string().contains("--slo-ttft-ms"));
         assert!(Bound::from_slo(&Slo { ttft_ms: Some(500.0), ..Default::default() }, 120.0).is_err());

@@ -38,8 +38,10 @@ fn every_row_of_every_repeat_becomes_a_request_record() {
         assert!(r.ttft_ms > 0.0 && r.ttft_ms <= r.e2el_ms);
     }
     let m = &run.metrics;
-    let [lo, hi] = m.ci95_output_tokens_per_s.unwrap();
-    assert!(lo <= hi && m.output_tokens_per_s > 0.0);
+    let ci = m.ci95_output_tokens_per_s.as_ref().unwrap();
+    assert!(ci.low <= ci.high && m.output_tokens_per_s > 0.0);
+    assert_eq!((m.replicates, ci.runs), (3, 3), "every timed repeat is a replicate");
+    assert!(run.requests.iter().all(|r| r.replicate < 3));
     assert!(m.tpot_ms.is_some() && m.itl_ms.is_some());
     assert_eq!(run.config["in_process"]["batch_size"], 4);
 }

@@ -684,7 +684,7 @@ async fn the_bench_load_client_measures_the_server_end_to_end() {
         assert!(t.queue_ms >= 0.0 && t.prefill_ms > 0.0 && t.decode_ms > 0.0, "{t:?}");
         assert!(r.ttft_ms >= t.queue_ms + t.prefill_ms, "the client's TTFT holds the server's part: {r:?}");
     }
-    let run = bench::cli::load_run("served".into(), &config, &Default::default(), 0, outcome).unwrap();
+    let run = bench::report::Run::from_load("served".into(), &config, &Default::default(), outcome).unwrap();
     let metrics = &run.metrics;
     assert_eq!(metrics.completed, 12);
     assert_eq!(metrics.total_output_tokens, 96);

@@ -22,6 +22,7 @@ use anyhow::{bail, Context, Result};
 use bench::environment::{Environment, Target};
 use bench::load::{self, Bound, LoadConfig, Prompt, Traffic};
 use bench::metrics::Slo;
+use bench::intervals::Interval;
 use bench::report::{Report, Run};
 use bench::sweep::{self, Knee, Sweep};
 use grader::exercise_checks::traffic::{target_for, TARGET_PER_LONE_TTFT};
@@ -63,9 +64,13 @@ struct Args {
     /// Requests sent at each rate of the calibration sweep.
     #[arg(long, default_value_t = 30)]
     sweep_requests: usize,
-    /// Requests sent in each of the two runs (R and 2R).
-    #[arg(long, default_value_t = 60)]
+    /// Requests sent in each replicate of the two runs (R and 2R).
+    #[arg(long, default_value_t = 40)]
     requests: usize,
+    /// Independent replicates of each of the two runs (fresh arrivals each): their intervals
+    /// see how much the next run would differ (1: an interval that covers that run only).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..))]
+    replicates: u16,
     /// Tokens generated per request (the server is asked to ignore end-of-text).
     #[arg(long, default_value_t = 16)]
     max_tokens: usize,
@@ -189,7 +194,7 @@ fn run(args: Args) -> Result<()> {
     println!("calibration: 8 requests one at a time");
     let lone_config = load_config(&args, &model, Traffic::ClosedLoop { concurrency: 1 }, 8);
     let outcome = runtime.block_on(load::run(&lone_config)).map_err(|e| anyhow::anyhow!("{e:#}\n{START_SERVER}"))?;
-    let lone = bench::cli::load_run("lone".into(), &lone_config, &Slo::default(), args.seed, outcome)?;
+    let lone = Run::from_load("lone".into(), &lone_config, &Slo::default(), outcome)?;
     print!("{}", bench::report::table(&lone));
     let (Some(ttft), Some(e2el)) = (lone.metrics.ttft_ms.clone(), lone.metrics.e2el_ms.clone()) else {
         bail!("no lone request completed; the table above shows why");
@@ -207,7 +212,7 @@ fn run(args: Args) -> Result<()> {
     println!("calibration: a sweep of {} requests per rate at {rates:?} req/s against P90 TTFT ≤ {target} ms", args.sweep_requests);
     let first = rates.first().copied().unwrap_or(1.0);
     let config = load_config(&args, &model, Traffic::OpenLoop { rate: first, seed: args.seed }, args.sweep_requests);
-    let (runs, knee) = sweep::run(&runtime, &config, &rates, &bounds, &slo, args.seed).map_err(|e| anyhow::anyhow!("{e:#}\n{START_SERVER}"))?;
+    let (runs, knee) = sweep::run(&runtime, &config, &rates, &bounds, &slo).map_err(|e| anyhow::anyhow!("{e:#}\n{START_SERVER}"))?;
     print!("{}", knee.text());
     let dir = results.join("sweep");
     let mut report = Report::new(Environment::capture(server_target()), runs.into_iter().map(|(_, run)| run).collect());
@@ -222,23 +227,24 @@ fn run(args: Args) -> Result<()> {
     let mut p90 = Vec::new();
     for (label, rate) in [("rate-1x", rate), ("rate-2x", 2.0 * rate)] {
         println!(
-            "\n{label}: {} requests to {} ({model}) at {rate} req/s, open loop: about {:.0} s of arrivals",
+            "\n{label}: {} × {} requests to {} ({model}) at {rate} req/s, open loop: about {:.0} s of arrivals",
+            args.replicates,
             args.requests,
             args.base_url,
-            args.requests as f64 / rate
+            f64::from(args.replicates) * args.requests as f64 / rate
         );
         let config = load_config(&args, &model, Traffic::OpenLoop { rate, seed: args.seed }, args.requests);
-        let outcome = runtime.block_on(load::run(&config)).map_err(|e| anyhow::anyhow!("{e:#}\n{START_SERVER}"))?;
-        let run = bench::cli::load_run(format!("{label} ({rate} req/s)"), &config, &slo, args.seed, outcome)?;
+        let outcome = runtime.block_on(load::run_replicates(&config, usize::from(args.replicates))).map_err(|e| anyhow::anyhow!("{e:#}\n{START_SERVER}"))?;
+        let run = Run::from_load(format!("{label} ({rate} req/s)"), &config, &slo, outcome)?;
         print!("{}", bench::report::table(&run));
         if run.metrics.completed == 0 {
             bail!("every request of {label} failed; the table above shows why");
         }
-        p90.push(run.metrics.ttft_ms.as_ref().map(|s| (s.p90, s.ci95_p90)));
+        p90.push(run.metrics.ttft_ms.as_ref().and_then(|s| Some((s.p90, s.ci95_p90.clone()?))));
         write(&results.join(label), run)?;
     }
-    let show = |v: Option<(f64, [f64; 2])>| v.map_or("n/a".to_string(), |(ms, [lo, hi])| format!("{ms:.1} ms [95% CI {lo:.1}, {hi:.1}]"));
-    println!("\nP90 TTFT at R = {rate} req/s: {}; at 2R = {} req/s: {}.", show(p90[0]), 2.0 * rate, show(p90[1]));
+    let show = |v: &Option<(f64, Interval)>| v.as_ref().map_or("n/a".to_string(), |(ms, ci)| format!("{ms:.1} ms [95% CI {}]", ci.brackets(1)));
+    println!("\nP90 TTFT at R = {rate} req/s: {}; at 2R = {} req/s: {}.", show(&p90[0]), 2.0 * rate, show(&p90[1]));
     println!("Next: compare each interval with the target, fill in answers.toml, then `course check 7`.");
     Ok(())
 }

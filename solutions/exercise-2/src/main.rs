@@ -127,7 +127,7 @@ fn run(args: Args) -> Result<()> {
     for (metric, better) in COMPARED {
         let choice = MetricChoice::parse(metric)?;
         let (a, b) = (choice.samples(&run_a), choice.samples(&run_b));
-        let comparison = stats::compare(&choice.name(), &a, &b, choice.stat, better, args.threshold, args.seed)
+        let comparison = stats::compare(&choice.name(), &a, &b, choice.stat, better, args.threshold)
             .with_context(|| format!("cannot compare {metric}: a run has no samples of it, or batch {}'s is zero", args.batch_a))?;
         println!("\n{}", bench::report::comparison_text(&comparison, &run_a.label, &run_b.label));
         comparisons.push(comparison);
@@ -194,7 +194,7 @@ fn measure(args: &Args, gpt2: &Path, batch: u16, results: &Path, runtime: &tokio
     };
     let outcome = runtime.block_on(load::run(&config)).with_context(|| format!("{label}: the load run failed; the server's output is in {}", log.display()))?;
     server.stop();
-    let mut run = bench::cli::load_run(label.clone(), &config, &Slo::default(), args.seed, outcome)?;
+    let mut run = Run::from_load(label.clone(), &config, &Slo::default(), outcome)?;
     // The one variable this comparison changes, recorded beside the traffic that stayed fixed.
     run.config["server"] = serde_json::json!({ "program": "gpt2 serve", "model": args.model, "device": args.device, "max_batch_size": batch });
     print!("{}", bench::report::table(&run));

@@ -2,9 +2,8 @@
 //!
 //! Solution: `percentile` and `verdict` written; the tests at the bottom pass.
 
+use bench::intervals::{self, Estimate, Method};
 use bench::stats::{Better, Comparison, Stat, Verdict};
-use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
 
 /// The `p`-th percentile (`p` from 0 to 100) of `samples`, which may come in any order.
 ///
@@ -26,81 +25,63 @@ pub fn percentile(samples: &[f64], p: f64) -> Option<f64> {
 }
 
 /// The verdict on B against A, from the 95% interval `[ci_low, ci_high]` of the ratio
-/// statistic(B) / statistic(A) and the noise threshold (0.05 means "a 5% difference is noise").
+/// statistic(B) / statistic(A) and the minimum effect (0.05: a 5% change is the smallest that
+/// matters). `ci_high` is `f64::INFINITY` when the interval has no upper bound.
 ///
-/// B is `Faster` only when the *whole* interval lies beyond the threshold in the good direction
-/// (for a throughput, where `Better::Higher`: `ci_low > 1 + threshold`; for a latency, where
-/// `Better::Lower`: `ci_high < 1 − threshold`), `Slower` when the whole interval lies beyond it
-/// in the bad direction, and `WithinNoise` otherwise: an interval that reaches into the noise
-/// band is not a result, however good the ratio looks.
-pub fn verdict(ci_low: f64, ci_high: f64, threshold: f64, better: Better) -> Verdict {
-    // The whole interval below the band, or above it; anything touching the band is noise.
-    let below = ci_high < 1.0 - threshold;
-    let above = ci_low > 1.0 + threshold;
+/// The band is `[1 − min_effect, 1 + min_effect]`, its edges included.
+/// - `Faster`: the *whole* interval lies beyond the band in the good direction (for a
+///   throughput, where `Better::Higher`: `ci_low > 1 + min_effect`; for a latency, where
+///   `Better::Lower`: `ci_high < 1 − min_effect`);
+/// - `Slower`: the whole interval lies beyond the band in the bad direction;
+/// - `Same`: the whole interval lies inside the band (whatever the difference, it is smaller
+///   than the minimum effect);
+/// - `Inconclusive`: anything else: the interval reaches across an edge of the band, so this
+///   run cannot tell, however good the ratio looks.
+pub fn verdict(ci_low: f64, ci_high: f64, min_effect: f64, better: Better) -> Verdict {
+    let below = ci_high < 1.0 - min_effect;
+    let above = ci_low > 1.0 + min_effect;
+    let inside = ci_low >= 1.0 - min_effect && ci_high <= 1.0 + min_effect;
     match better {
         Better::Higher if above => Verdict::Faster,
         Better::Higher if below => Verdict::Slower,
         Better::Lower if below => Verdict::Faster,
         Better::Lower if above => Verdict::Slower,
-        _ => Verdict::WithinNoise,
+        _ if inside => Verdict::Same,
+        _ => Verdict::Inconclusive,
     }
 }
 
-/// The arithmetic mean of `samples`; `None` when there are none. Throughput is compared on its
-/// mean rate (the run's output tokens/s is the mean of its per-window rates).
-pub fn mean(samples: &[f64]) -> Option<f64> {
-    if samples.is_empty() {
-        return None;
-    }
-    Some(samples.iter().sum::<f64>() / samples.len() as f64)
-}
-
-/// `stat` of `samples`, by your percentile (or the mean).
-pub fn statistic(stat: Stat, samples: &[f64]) -> Option<f64> {
-    match stat {
-        Stat::Mean => mean(samples),
-        Stat::Median => percentile(samples, 50.0),
-        Stat::P90 => percentile(samples, 90.0),
-        Stat::P99 => percentile(samples, 99.0),
+/// `stat` of the pooled `runs` with its 95% interval, by your percentile (the bench crate's
+/// intervals, over independent runs: crates/bench/src/intervals.rs).
+pub fn estimate(stat: Stat, runs: &[Vec<f64>]) -> Option<Estimate> {
+    match stat.percentile() {
+        None => intervals::mean(runs),
+        Some(p) => intervals::percentile_with(runs, p, &|sorted, p| percentile(sorted, p)),
     }
 }
 
-/// Bootstrap resamples behind every interval.
-pub const RESAMPLES: usize = 2000;
-
-/// Compares sample `b` against sample `a` on `stat`: the ratio stat(b) / stat(a), its 95%
-/// bootstrap interval (resample each side with replacement, take the ratio, keep the central
-/// 95% of the ratios; the same `seed` always gives the same interval), and your verdict.
-/// `None` when a side is empty or stat(a) is 0.
-pub fn compare(metric: &str, a: &[f64], b: &[f64], stat: Stat, better: Better, threshold: f64, seed: u64) -> Option<Comparison> {
-    let stat_a = statistic(stat, a)?;
-    let stat_b = statistic(stat, b)?;
-    if stat_a == 0.0 || !stat_a.is_finite() || !stat_b.is_finite() {
-        return None;
-    }
-    let mut rng = StdRng::seed_from_u64(seed);
-    let resample = |rng: &mut StdRng, from: &[f64]| -> Vec<f64> { (0..from.len()).map(|_| from[rng.random_range(0..from.len())]).collect() };
-    let mut ratios = Vec::with_capacity(RESAMPLES);
-    for _ in 0..RESAMPLES {
-        let (ra, rb) = (resample(&mut rng, a), resample(&mut rng, b));
-        if let (Some(sa), Some(sb)) = (statistic(stat, &ra), statistic(stat, &rb)) {
-            if sa != 0.0 {
-                ratios.push(sb / sa);
-            }
-        }
-    }
-    let ci_low = percentile(&ratios, 2.5)?;
-    let ci_high = percentile(&ratios, 97.5)?;
+/// Compares B against A on `stat`: `a` and `b` hold each side's samples, one group per
+/// independent run. The ratio stat(b) / stat(a), its 95% interval (from each side's interval
+/// over its runs), and your verdict. `None` when a side has too few samples or stat(a) is 0.
+pub fn compare(metric: &str, a: &[Vec<f64>], b: &[Vec<f64>], stat: Stat, better: Better, min_effect: f64) -> Option<Comparison> {
+    let (ea, eb) = (estimate(stat, a)?, estimate(stat, b)?);
+    let (ratio, ci_low, ci_high) = intervals::ratio(&ea, &eb)?;
+    let method = if [&ea, &eb].iter().any(|e| e.interval.method == Method::Sections) { Method::Sections } else { Method::Replicates };
     Some(Comparison {
         metric: metric.to_string(),
-        ratio: stat_b / stat_a,
+        ratio,
         ci_low,
         ci_high,
-        threshold,
+        min_effect,
         better,
-        verdict: verdict(ci_low, ci_high, threshold, better),
-        a: stat_a,
-        b: stat_b,
+        verdict: verdict(ci_low, ci_high, min_effect, better),
+        excludes_one: ci_high < 1.0 || ci_low > 1.0,
+        method,
+        runs: [ea.interval.runs, eb.interval.runs],
+        effective_n: [ea.interval.effective_n, eb.interval.effective_n],
+        set_by_arrivals: false,
+        a: ea.value,
+        b: eb.value,
     })
 }
 
@@ -167,11 +148,12 @@ mod tests {
 
     #[test]
     fn verdict_on_a_throughput_needs_the_whole_interval_above_the_band() {
-        // Higher is better; the band is [0.75, 1.25] with a threshold of 0.25.
+        // Higher is better; the band is [0.75, 1.25] with a minimum effect of 0.25.
         assert_eq!(verdict(1.3, 1.6, 0.25, Better::Higher), Verdict::Faster);
-        assert_eq!(verdict(1.25, 1.6, 0.25, Better::Higher), Verdict::WithinNoise, "an interval that touches the band is not a difference");
-        assert_eq!(verdict(1.1, 1.6, 0.25, Better::Higher), Verdict::WithinNoise, "a ratio of 1.35 whose interval straddles 1.25");
+        assert_eq!(verdict(1.25, 1.6, 0.25, Better::Higher), Verdict::Inconclusive, "an interval that touches the band is not a difference");
+        assert_eq!(verdict(1.1, 1.6, 0.25, Better::Higher), Verdict::Inconclusive, "a ratio of 1.35 whose interval straddles 1.25");
         assert_eq!(verdict(0.4, 0.7, 0.25, Better::Higher), Verdict::Slower, "fewer tokens per second is slower");
+        assert_eq!(verdict(1.3, f64::INFINITY, 0.25, Better::Higher), Verdict::Faster, "no upper bound, but surely above the band");
     }
 
     #[test]
@@ -179,50 +161,52 @@ mod tests {
         // Lower is better: a ratio below 1 is the faster one.
         assert_eq!(verdict(0.4, 0.7, 0.25, Better::Lower), Verdict::Faster, "a smaller P90 latency is faster");
         assert_eq!(verdict(1.3, 1.6, 0.25, Better::Lower), Verdict::Slower, "a larger P90 latency is slower");
-        assert_eq!(verdict(0.5, 0.75, 0.25, Better::Lower), Verdict::WithinNoise, "touching 1 − threshold is not enough");
+        assert_eq!(verdict(0.5, 0.75, 0.25, Better::Lower), Verdict::Inconclusive, "touching 1 − min_effect is not enough");
     }
 
     #[test]
-    fn verdict_calls_a_straddling_interval_noise_in_both_directions() {
+    fn verdict_tells_the_same_from_cannot_tell() {
         for better in [Better::Higher, Better::Lower] {
-            assert_eq!(verdict(0.5, 1.5, 0.25, better), Verdict::WithinNoise, "an interval wider than the band, {better:?}");
-            assert_eq!(verdict(0.9, 1.1, 0.25, better), Verdict::WithinNoise, "an interval inside the band, {better:?}");
-            assert_eq!(verdict(0.97, 1.08, 0.05, better), Verdict::WithinNoise, "an interval across 1, {better:?}");
+            assert_eq!(verdict(0.9, 1.1, 0.25, better), Verdict::Same, "an interval inside the band, {better:?}");
+            assert_eq!(verdict(0.75, 1.25, 0.25, better), Verdict::Same, "the band's edges are inside it, {better:?}");
+            assert_eq!(verdict(0.5, 1.5, 0.25, better), Verdict::Inconclusive, "an interval wider than the band, {better:?}");
+            assert_eq!(verdict(0.97, 1.08, 0.05, better), Verdict::Inconclusive, "across 1 and past an edge, {better:?}");
+            assert_eq!(verdict(0.80, 0.97, 0.05, better), Verdict::Inconclusive, "leaves out 1, not surely by 5%, {better:?}");
+            assert_eq!(verdict(0.8, f64::INFINITY, 0.25, better), Verdict::Inconclusive, "no upper bound, {better:?}");
         }
     }
 
     #[test]
-    fn verdict_with_no_noise_band_still_needs_the_whole_interval_on_one_side() {
+    fn verdict_with_no_band_still_needs_the_whole_interval_on_one_side() {
         assert_eq!(verdict(1.001, 1.002, 0.0, Better::Higher), Verdict::Faster);
         assert_eq!(verdict(1.001, 1.002, 0.0, Better::Lower), Verdict::Slower);
-        assert_eq!(verdict(0.999, 1.002, 0.0, Better::Higher), Verdict::WithinNoise, "an interval that contains 1");
+        assert_eq!(verdict(0.999, 1.002, 0.0, Better::Higher), Verdict::Inconclusive, "an interval that contains 1");
+        assert_eq!(verdict(1.0, 1.0, 0.0, Better::Higher), Verdict::Same, "exactly 1");
     }
 
     #[test]
-    fn percentile_and_verdict_are_written_here_not_borrowed_from_the_bench_crate() {
-        // The code above the tests may import the bench crate's types, not its statistics.
+    fn percentile_and_verdict_are_written_here_not_borrowed() {
+        // The code above the tests may use the bench crate's types and its intervals (which take
+        // your percentile), not its percentile or its verdict.
         let source = include_str!("stats.rs");
         let code = source.split("#[cfg(test)]").next().unwrap_or(source);
-        for statement in code.split("bench::").skip(1) {
-            let statement = statement.split(';').next().unwrap_or(statement);
-            for borrowed in ["percentile", "verdict", "bootstrap", "compare", "*", " as "] {
-                assert!(
-                    !statement.contains(borrowed),
-                    "src/stats.rs uses `bench::{statement}`: write percentile and verdict yourself (the bench crate's types are fine)"
-                );
-            }
+        for borrowed in ["stats::percentile", "stats::verdict", "verdict::verdict", "stats::compare", "intervals::percentile(", "intervals::percentile,", "intervals::percentile}", "bench::stats::*", " as "] {
+            assert!(
+                !code.contains(borrowed),
+                "src/stats.rs uses `{borrowed}`: write percentile and verdict yourself (the bench crate's types are fine)"
+            );
         }
     }
 
     #[test]
-    fn compare_with_your_functions_finds_a_clear_latency_win_and_calls_equal_samples_noise() {
-        let slow = [210.0, 190.0, 205.0, 199.0, 220.0, 180.0, 201.0, 195.0];
-        let fast: Vec<f64> = slow.iter().map(|x| x / 2.0).collect();
-        let c = compare("ttft_ms.p90", &slow, &fast, Stat::P90, Better::Lower, 0.05, 3).unwrap();
+    fn compare_with_your_functions_finds_a_clear_latency_win_and_cannot_tell_equal_samples_apart() {
+        let slow: Vec<Vec<f64>> = (0..3).map(|k| (0..40).map(|i| 180.0 + f64::from((i * 7 + k * 13) % 41)).collect()).collect();
+        let fast: Vec<Vec<f64>> = slow.iter().map(|run| run.iter().map(|x| x / 2.0).collect()).collect();
+        let c = compare("ttft_ms.p90", &slow, &fast, Stat::P90, Better::Lower, 0.05).unwrap();
         assert!((c.ratio - 0.5).abs() < 1e-9, "P90 halves: ratio {}", c.ratio);
         assert_eq!(c.verdict, Verdict::Faster, "half the latency, interval [{}, {}]", c.ci_low, c.ci_high);
-        let same = compare("ttft_ms.p90", &slow, &slow, Stat::P90, Better::Lower, 0.05, 3).unwrap();
-        assert_eq!(same.verdict, Verdict::WithinNoise, "a sample against itself");
-        assert!(same.ci_low <= 1.0 && 1.0 <= same.ci_high);
+        let same = compare("ttft_ms.p90", &slow, &slow, Stat::P90, Better::Lower, 0.05).unwrap();
+        assert!(same.ci_low <= 1.0 && 1.0 <= same.ci_high, "a sample against itself: {same:?}");
+        assert!(!matches!(same.verdict, Verdict::Faster | Verdict::Slower), "a sample against itself: {same:?}");
     }
 }

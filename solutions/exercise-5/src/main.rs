@@ -125,7 +125,7 @@ fn run(args: Args) -> Result<()> {
         print!("\n{}", bench::report::table(run));
     }
     let metric = MetricChoice::parse("output_tokens_per_s")?;
-    let comparison = compare_runs(&run_a, &run_b, metric, args.threshold, args.seed)?;
+    let comparison = compare_runs(&run_a, &run_b, metric, args.threshold)?;
     println!("\n{}", bench::report::comparison_text(&comparison, &run_a.label, &run_b.label));
     let target = Target {
         device: Some(device_name(model.device()).into()),

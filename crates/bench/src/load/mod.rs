@@ -131,6 +131,29 @@ impl LoadConfig {
         serde_json::to_vec(&self.body(index)).unwrap_or_default()
     }
 
+    /// A run's name when none is given: "gpt2 @ 4 req/s".
+    pub fn default_label(&self) -> String {
+        match self.traffic {
+            Traffic::OpenLoop { rate, .. } => format!("{} @ {rate} req/s", self.model),
+            Traffic::ClosedLoop { concurrency } => format!("{} @ concurrency {concurrency}", self.model),
+        }
+    }
+
+    /// The configuration of replicate `k` (from 0): arrivals and prompts seeded `k` further on.
+    /// Its warm-up stays: each replicate opens its own connections, whose first requests would
+    /// otherwise pay for it.
+    pub fn replicate(&self, k: usize) -> LoadConfig {
+        let shift = |seed: u64| seed.wrapping_add(k as u64);
+        let mut c = self.clone();
+        if let Traffic::OpenLoop { rate, seed } = c.traffic {
+            c.traffic = Traffic::OpenLoop { rate, seed: shift(seed) };
+        }
+        if let Prompt::RandomWords { words, seed } = c.prompt {
+            c.prompt = Prompt::RandomWords { words, seed: shift(seed) };
+        }
+        c
+    }
+
     fn validate(&self) -> Result<()> {
         match self.traffic {
             Traffic::OpenLoop { rate, .. } if !(rate.is_finite() && rate > 0.0) => {
@@ -194,12 +217,46 @@ impl Prompt {
     }
 }
 
-/// The outcome of a load run: per-request records and the wall-clock duration.
+/// The outcome of a load run: per-request records and each replicate's wall-clock duration.
 pub struct LoadOutcome {
     pub records: Vec<RequestRecord>,
-    pub duration_s: f64,
-    /// The instant the timed run began: every record's `start_ms` counts from here.
+    /// One entry per replicate ([`run`] makes one, [`run_replicates`] several).
+    pub durations_s: Vec<f64>,
+    /// The instant the (first) timed run began: its records' `start_ms` count from here.
     pub started: Instant,
+}
+
+impl LoadOutcome {
+    /// Every replicate's wall-clock time together.
+    pub fn duration_s(&self) -> f64 {
+        self.durations_s.iter().sum()
+    }
+}
+
+/// `replicates` independent runs of the same configuration, one after another, each with its
+/// own arrival seed and prompts (the configured seed plus the replicate's number), its own
+/// connections and warm-up, starting once the previous one has drained. Every record
+/// carries its replicate's number, and its `start_ms` counts from that replicate's start.
+/// Replicates are what lets an interval see run-to-run change (crate::intervals).
+pub async fn run_replicates(config: &LoadConfig, replicates: usize) -> Result<LoadOutcome> {
+    if replicates == 0 {
+        bail!("--replicates must be at least 1");
+    }
+    let mut outcome: Option<LoadOutcome> = None;
+    for k in 0..replicates {
+        if replicates > 1 && config.progress {
+            eprintln!("replicate {} of {replicates}", k + 1);
+        }
+        let one = run(&config.replicate(k)).await?;
+        match outcome.as_mut() {
+            None => outcome = Some(one),
+            Some(all) => {
+                all.records.extend(one.records.into_iter().map(|r| RequestRecord { replicate: k, ..r }));
+                all.durations_s.extend(one.durations_s);
+            }
+        }
+    }
+    outcome.ok_or_else(|| anyhow::anyhow!("no replicate ran"))
 }
 
 /// Run the benchmark. Errors only when the set-up is wrong (bad flags, or the warm-up request
@@ -259,7 +316,7 @@ pub async fn run(config: &LoadConfig) -> Result<LoadOutcome> {
     driver.await?;
     progress.finish();
     records.sort_by(|a, b| a.start_ms.total_cmp(&b.start_ms));
-    Ok(LoadOutcome { records, duration_s, started: run_start })
+    Ok(LoadOutcome { records, durations_s: vec![duration_s], started: run_start })
 }
 
 struct Shared {

@@ -10,7 +10,7 @@ use super::{number_question, Ctx, Got, NOT_ANSWERED};
 use crate::key::BenchVerdictKey;
 use crate::question_types::number::show;
 use crate::report::QuestionResult;
-use crate::results::bench_report::{Comparison, Verdict};
+use crate::results::bench_report::{verdict_from_answer, Comparison, Verdict};
 
 /// The metrics of exercise 2's comparisons, as bench.json names them.
 const THROUGHPUT: &str = "output_tokens_per_s";
@@ -84,9 +84,9 @@ fn decision(meaning: Got<String>, answer: Got<String>, comparisons: [(&str, &Res
     let given = match read_verdict(&answer, true) {
         Some(given) => given,
         None if normalised(&answer) == "no" => {
-            return q.wrong("\"no\" could mean slower or cannot tell: write \"slower\" or \"within_noise\"")
+            return q.wrong("\"no\" could mean slower, the same or cannot tell: write \"slower\", \"same\" or \"inconclusive\"")
         }
-        None => return q.wrong(format!("\"{answer}\" is not a verdict: write \"faster\", \"slower\" or \"within_noise\"")),
+        None => return q.wrong(not_a_verdict(&answer)),
     };
     match comparison {
         Err(reason) => q.wrong(reason.clone()),
@@ -103,10 +103,19 @@ pub(crate) fn comparison(ctx: &mut Ctx<'_>, role: &str) -> Result<Comparison, St
     })
 }
 
-const ONLY_WHOLE_INTERVALS: &str = "only an interval entirely beyond the threshold is a difference";
+const ONLY_WHOLE_INTERVALS: &str =
+    "faster or slower needs the whole interval beyond the band of the minimum effect, same needs it inside, and one across an edge is inconclusive";
 
 fn facts(c: &Comparison) -> String {
-    format!("ratio {:.3}, 95% interval [{:.3}, {:.3}], noise threshold {}", c.ratio, c.ci_low, c.ci_high, c.threshold)
+    c.facts()
+}
+
+fn not_a_verdict(text: &str) -> String {
+    if normalised(text).contains("noise") {
+        format!("\"{text}\" is the old word: write \"same\" when the whole interval lies inside the band, \"inconclusive\" when it reaches across an edge")
+    } else {
+        format!("\"{text}\" is not a verdict: write \"faster\", \"slower\", \"same\" or \"inconclusive\"")
+    }
 }
 
 pub(crate) fn verdict_question(got: Got<String>, comparison: &Result<Comparison, String>, q: QuestionResult) -> QuestionResult {
@@ -116,19 +125,12 @@ pub(crate) fn verdict_question(got: Got<String>, comparison: &Result<Comparison,
         Got::Answered(text) => {
             let q = q.answer(text.clone());
             let Some(given) = read_verdict(&text, false) else {
-                return q.wrong(format!("\"{text}\" is not a verdict: write \"faster\", \"slower\" or \"within_noise\""));
+                return q.wrong(not_a_verdict(&text));
             };
             match comparison {
                 Err(reason) => q.wrong(reason.clone()),
                 Ok(c) if c.verdict == given => q.right(format!("matches the benchmark: {}", facts(c))),
-                Ok(c) => q.wrong(format!(
-                    "the benchmark says \"{}\": ratio {:.3}, 95% interval [{:.3}, {:.3}] against a noise threshold of {}; {ONLY_WHOLE_INTERVALS}",
-                    c.verdict.as_str(),
-                    c.ratio,
-                    c.ci_low,
-                    c.ci_high,
-                    c.threshold
-                )),
+                Ok(c) => q.wrong(format!("the benchmark says \"{}\": {}; {ONLY_WHOLE_INTERVALS}", c.verdict.as_str(), c.facts())),
             }
         }
     }
@@ -143,12 +145,12 @@ fn normalised(text: &str) -> String {
 /// and its like for within noise; `yes` for faster where the question is "is it faster?". A
 /// negated word ("not faster") is no verdict: it could mean slower or cannot tell.
 fn read_verdict(text: &str, yes_is_faster: bool) -> Option<Verdict> {
-    if let Some(v) = Verdict::from_answer(text) {
+    if let Some(v) = verdict_from_answer(text) {
         return Some(v);
     }
     match normalised(text).as_str() {
-        "cannottell" | "canttell" | "cannottellatthissamplesize" | "canttellatthissamplesize" | "inconclusive" | "withinthenoise"
-        | "noise" => Some(Verdict::WithinNoise),
+        "cannottell" | "canttell" | "cannottellatthissamplesize" | "canttellatthissamplesize" | "cannotbetold" => Some(Verdict::Inconclusive),
+        "thesame" | "sameasa" | "sameasbatch8" => Some(Verdict::Same),
         "yes" if yes_is_faster => Some(Verdict::Faster),
         _ => None,
     }
@@ -178,13 +180,15 @@ mod tests {
 
     #[test]
     fn verdicts_in_other_words() {
-        assert_eq!(read_verdict("Cannot tell at this sample size", false), Some(Verdict::WithinNoise));
-        assert_eq!(read_verdict("can't tell", false), Some(Verdict::WithinNoise));
-        assert_eq!(read_verdict("Within noise", false), Some(Verdict::WithinNoise));
+        assert_eq!(read_verdict("Cannot tell at this sample size", false), Some(Verdict::Inconclusive));
+        assert_eq!(read_verdict("can't tell", false), Some(Verdict::Inconclusive));
+        assert_eq!(read_verdict("Inconclusive", false), Some(Verdict::Inconclusive));
+        assert_eq!(read_verdict("the same", false), Some(Verdict::Same));
+        assert_eq!(read_verdict("Within noise", false), None, "the old word says neither same nor cannot tell");
         assert_eq!(read_verdict("yes", true), Some(Verdict::Faster));
         assert_eq!(read_verdict("yes", false), None, "yes answers a question only the decision asks");
         assert_eq!(read_verdict("not faster", true), None, "a negation is no verdict");
-        assert_eq!(read_verdict("no difference", false), None, "within noise is not a claim that they are the same");
+        assert_eq!(read_verdict("no difference", false), None, "a hedge: the same (inside the band) or cannot tell?");
     }
 
     #[test]

@@ -8,45 +8,22 @@ use super::{parse_json, tampered};
 use crate::problem::Problem;
 use serde::{Deserialize, Serialize};
 
-pub const SCHEMA: &str = "bench-report/2";
+pub const SCHEMA: &str = "bench-report/3";
 
-/// The schema before the environment record bench.json shares with report.json.
-const OLD_SCHEMA: &str = "bench-report/1";
+/// Schemas the grader refuses, with what changed since.
+const OLD_SCHEMAS: [(&str, &str); 2] = [
+    ("bench-report/1", "from before the environment record bench.json and report.json share"),
+    ("bench-report/2", "from before intervals over replicate runs and the four verdicts (faster, slower, same, inconclusive)"),
+];
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    Faster,
-    Slower,
-    WithinNoise,
-}
+/// The four verdicts and the one rule that decides them: the `verdict` crate, which the bench
+/// crate writes with.
+pub use verdict::{Better, Verdict};
 
-impl Verdict {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Faster => "faster",
-            Verdict::Slower => "slower",
-            Verdict::WithinNoise => "within_noise",
-        }
-    }
-
-    /// Read a learner's verdict: case, spaces and `-`/`_` do not matter ("within noise").
-    pub fn from_answer(text: &str) -> Option<Verdict> {
-        let key: String = text.trim().to_lowercase().chars().filter(|c| c.is_ascii_alphabetic()).collect();
-        match key.as_str() {
-            "faster" => Some(Verdict::Faster),
-            "slower" => Some(Verdict::Slower),
-            "withinnoise" => Some(Verdict::WithinNoise),
-            _ => None,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-enum Better {
-    Lower,
-    Higher,
+/// Reads a learner's verdict: case, spaces and `-`/`_` do not matter ("Inconclusive").
+pub fn verdict_from_answer(text: &str) -> Option<Verdict> {
+    let key: String = text.trim().to_lowercase().chars().filter(|c| c.is_ascii_alphabetic()).collect();
+    Verdict::ALL.into_iter().find(|v| v.as_str() == key)
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -54,11 +31,16 @@ struct RawComparison {
     metric: String,
     ratio: f64,
     ci_low: f64,
-    ci_high: f64,
-    threshold: f64,
+    /// `null` when the interval has no upper bound.
+    ci_high: Option<f64>,
+    min_effect: f64,
     verdict: Verdict,
     #[serde(default)]
     better: Option<Better>,
+    #[serde(default)]
+    set_by_arrivals: bool,
+    #[serde(default)]
+    scenario: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -78,9 +60,16 @@ struct RawSummary {
     #[serde(default)]
     p90: Option<f64>,
     #[serde(default)]
-    ci95_p90: Option<[f64; 2]>,
+    ci95_p90: Option<RawInterval>,
     #[serde(default)]
     median: Option<f64>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+struct RawInterval {
+    low: f64,
+    /// `null` when the interval has no upper bound.
+    high: Option<f64>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -136,9 +125,23 @@ pub struct Comparison {
     pub metric: String,
     pub ratio: f64,
     pub ci_low: f64,
+    /// `f64::INFINITY` when the interval has no upper bound.
     pub ci_high: f64,
-    pub threshold: f64,
+    pub min_effect: f64,
     pub verdict: Verdict,
+    /// Open-loop throughput whose runs both kept up: the arrivals set it (verdict inconclusive).
+    pub set_by_arrivals: bool,
+    /// Where the comparison was made, when a report holds several sets (exercise 2: `below`
+    /// and `above` batch 8's saturation).
+    pub scenario: Option<String>,
+}
+
+impl Comparison {
+    /// "ratio 0.702, 95% interval [0.669, 0.736], minimum effect 5%".
+    pub fn facts(&self) -> String {
+        let high = if self.ci_high.is_finite() { format!("{:.3}", self.ci_high) } else { "∞".to_string() };
+        format!("ratio {:.3}, 95% interval [{:.3}, {high}], minimum effect {}%", self.ratio, self.ci_low, self.min_effect * 100.0)
+    }
 }
 
 /// One run's figures the grader uses.
@@ -146,7 +149,7 @@ pub struct Comparison {
 pub struct RunSummary {
     pub label: String,
     pub p90_ttft_ms: Option<f64>,
-    /// The 95% bootstrap interval of that P90.
+    /// The 95% interval of that P90 (`high` is `f64::INFINITY` when it has no upper bound).
     pub p90_ttft_ci95: Option<[f64; 2]>,
     pub median_ttft_ms: Option<f64>,
 }
@@ -167,10 +170,10 @@ const REGENERATE: &str = "regenerate it by running the benchmark again; never ed
 impl BenchReport {
     pub fn parse(text: &str, file: &str) -> Result<BenchReport, Problem> {
         let raw: RawReport = parse_json(text, file, &format!("benchmark report ({SCHEMA})"), REGENERATE)?;
-        if raw.schema == OLD_SCHEMA {
+        if let Some((old, why)) = OLD_SCHEMAS.iter().find(|(old, _)| *old == raw.schema) {
             return Err(tampered(
                 file,
-                format!("this report is {OLD_SCHEMA:?}, from before the environment record bench.json and report.json share; the grader reads {SCHEMA:?}"),
+                format!("this report is {old:?}, {why}; the grader reads {SCHEMA:?}"),
                 "run the benchmark again with this version of the course (`course run`), which writes the current report",
             ));
         }
@@ -184,8 +187,8 @@ impl BenchReport {
         let comparisons = raw.comparisons.into_iter().map(|c| check_comparison(c, file)).collect::<Result<Vec<_>, _>>()?;
         let mut runs = Vec::with_capacity(raw.runs.len());
         for run in raw.runs {
-            let ci = run.metrics.ttft_ms.as_ref().and_then(|s| s.ci95_p90);
-            if ci.is_some_and(|[lo, hi]| !(lo.is_finite() && hi.is_finite() && 0.0 <= lo && lo <= hi)) {
+            let ci = run.metrics.ttft_ms.as_ref().and_then(|s| s.ci95_p90.as_ref()).map(|i| [i.low, i.high.unwrap_or(f64::INFINITY)]);
+            if ci.is_some_and(|[lo, hi]| !(lo.is_finite() && !hi.is_nan() && 0.0 <= lo && lo <= hi)) {
                 return Err(tampered(file, format!("run `{}` has a P90 TTFT interval that is not an ordered pair of non-negative numbers", run.label), REGENERATE));
             }
             let median = run.metrics.ttft_ms.as_ref().and_then(|s| s.median);
@@ -205,77 +208,105 @@ impl BenchReport {
     }
 }
 
-/// A comparison must be self-consistent: a positive ratio, an ordered interval, and a verdict
-/// that follows from the interval and the noise threshold.
+/// A comparison must be self-consistent: a positive ratio, an ordered interval, and the verdict
+/// the `verdict` crate's rule gives for that interval and minimum effect (inconclusive where the
+/// arrivals set a throughput).
 fn check_comparison(c: RawComparison, file: &str) -> Result<Comparison, Problem> {
-    let numbers = [c.ratio, c.ci_low, c.ci_high, c.threshold];
-    if numbers.iter().any(|n| !n.is_finite()) || c.ratio <= 0.0 || c.ci_low > c.ci_high || !(0.0..1.0).contains(&c.threshold) {
+    let ci_high = c.ci_high.unwrap_or(f64::INFINITY);
+    let numbers = [c.ratio, c.ci_low, c.min_effect];
+    if numbers.iter().any(|n| !n.is_finite()) || c.ratio <= 0.0 || ci_high.is_nan() || c.ci_low > ci_high || !(0.0..1.0).contains(&c.min_effect) {
         return Err(tampered(
             file,
             format!(
-                "the comparison's numbers are impossible (ratio {}, interval [{}, {}], threshold {})",
-                c.ratio, c.ci_low, c.ci_high, c.threshold
+                "the comparison's numbers are impossible (ratio {}, interval [{}, {}], minimum effect {})",
+                c.ratio, c.ci_low, ci_high, c.min_effect
             ),
             REGENERATE,
         ));
     }
-    let below = c.ci_high < 1.0 - c.threshold;
-    let above = c.ci_low > 1.0 + c.threshold;
-    let consistent = match c.better {
-        Some(Better::Lower) => c.verdict == if below { Verdict::Faster } else if above { Verdict::Slower } else { Verdict::WithinNoise },
-        Some(Better::Higher) => c.verdict == if above { Verdict::Faster } else if below { Verdict::Slower } else { Verdict::WithinNoise },
-        // Without the direction, only this much is sure: an interval inside the noise band
-        // cannot be a difference, and one entirely outside it cannot be noise.
-        None => (below || above) == (c.verdict != Verdict::WithinNoise),
+    let consistent = match (c.set_by_arrivals, c.better) {
+        (true, _) => c.verdict == Verdict::Inconclusive,
+        (false, Some(better)) => c.verdict == verdict::verdict(c.ci_low, ci_high, c.min_effect, better),
+        // Without the direction, only this much is sure: whether the interval lies beyond the
+        // band, inside it, or across an edge.
+        (false, None) => {
+            let lower = verdict::verdict(c.ci_low, ci_high, c.min_effect, Better::Lower);
+            let higher = verdict::verdict(c.ci_low, ci_high, c.min_effect, Better::Higher);
+            c.verdict == lower || c.verdict == higher
+        }
     };
     if !consistent {
         return Err(tampered(
             file,
             format!(
-                "the verdict \"{}\" does not follow from the interval [{:.3}, {:.3}] and the noise threshold {}",
+                "the verdict \"{}\" does not follow from the interval [{:.3}, {:.3}] and the minimum effect {}",
                 c.verdict.as_str(),
                 c.ci_low,
-                c.ci_high,
-                c.threshold
+                ci_high,
+                c.min_effect
             ),
             REGENERATE,
         ));
     }
-    Ok(Comparison { metric: c.metric, ratio: c.ratio, ci_low: c.ci_low, ci_high: c.ci_high, threshold: c.threshold, verdict: c.verdict })
+    Ok(Comparison {
+        metric: c.metric,
+        ratio: c.ratio,
+        ci_low: c.ci_low,
+        ci_high,
+        min_effect: c.min_effect,
+        verdict: c.verdict,
+        set_by_arrivals: c.set_by_arrivals,
+        scenario: c.scenario,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn bench(verdict: &str, low: f64, high: f64, better: &str) -> String {
+    fn bench(verdict: &str, low: f64, high: &str, better: &str) -> String {
         format!(
-            r#"{{"schema":"bench-report/2","environment":{{}},"runs":[{{"label":"batch-8","config":{{}},"metrics":{{"ttft_ms":{{"p50":10.0,"p90":12.5}}}}}}],
-               "comparison":{{"metric":"output_tokens_per_s","ratio":{mid},"ci_low":{low},"ci_high":{high},"threshold":0.05,"better":"{better}","verdict":"{verdict}","a":1,"b":2}}}}"#,
-            mid = (low + high) / 2.0
+            r#"{{"schema":"bench-report/3","environment":{{}},"runs":[{{"label":"batch-8","config":{{}},"metrics":{{"ttft_ms":{{"p50":10.0,"p90":12.5,"ci95_p90":{{"low":11.0,"high":null}}}}}}}}],
+               "comparison":{{"metric":"output_tokens_per_s","ratio":{mid},"ci_low":{low},"ci_high":{high},"min_effect":0.05,"better":"{better}","verdict":"{verdict}","a":1,"b":2}}}}"#,
+            mid = low * 1.1
         )
     }
 
     #[test]
     fn reads_the_comparison_and_p90() {
-        let r = BenchReport::parse(&bench("faster", 1.2, 1.4, "higher"), "bench.json").unwrap();
+        let r = BenchReport::parse(&bench("faster", 1.2, "1.4", "higher"), "bench.json").unwrap();
         assert_eq!(r.comparison.unwrap().verdict, Verdict::Faster);
         assert_eq!(r.runs[0].p90_ttft_ms, Some(12.5));
+        assert_eq!(r.runs[0].p90_ttft_ci95, Some([11.0, f64::INFINITY]), "a null upper bound is open");
+        let open = BenchReport::parse(&bench("slower", 1.2, "null", "lower"), "bench.json").unwrap();
+        assert_eq!(open.comparison.unwrap().ci_high, f64::INFINITY);
     }
 
     #[test]
     fn a_verdict_that_contradicts_the_interval_is_tampered() {
-        let p = BenchReport::parse(&bench("faster", 0.98, 1.03, "lower"), "bench.json").unwrap_err();
-        assert_eq!(p.kind, crate::problem::ProblemKind::Tampered);
-        let without_direction = bench("faster", 0.98, 1.03, "lower").replace(r#""better":"lower","#, "");
+        for (verdict, low, high) in [("faster", 0.98, "1.03"), ("same", 0.90, "1.03"), ("inconclusive", 0.97, "1.03"), ("same", 0.97, "null")] {
+            let p = BenchReport::parse(&bench(verdict, low, high, "lower"), "bench.json").unwrap_err();
+            assert_eq!(p.kind, crate::problem::ProblemKind::Tampered, "{verdict} [{low}, {high}]");
+        }
+        let without_direction = bench("faster", 0.98, "1.03", "lower").replace(r#""better":"lower","#, "");
         assert!(BenchReport::parse(&without_direction, "bench.json").is_err());
+        assert!(BenchReport::parse(&bench("same", 0.97, "1.03", "lower"), "bench.json").is_ok());
+        assert!(BenchReport::parse(&bench("inconclusive", 0.80, "0.97", "lower"), "bench.json").is_ok(), "excludes 1, not beyond the band");
+    }
+
+    #[test]
+    fn an_older_schema_is_refused_with_what_changed() {
+        let old = bench("faster", 1.2, "1.4", "higher").replace("bench-report/3", "bench-report/2");
+        let p = BenchReport::parse(&old, "bench.json").unwrap_err();
+        assert!(format!("{p:?}").contains("four verdicts"), "{p:?}");
     }
 
     #[test]
     fn verdicts_from_answers_are_forgiving() {
-        assert_eq!(Verdict::from_answer("Within noise"), Some(Verdict::WithinNoise));
-        assert_eq!(Verdict::from_answer("within-noise"), Some(Verdict::WithinNoise));
-        assert_eq!(Verdict::from_answer(" FASTER "), Some(Verdict::Faster));
-        assert_eq!(Verdict::from_answer("quicker"), None);
+        assert_eq!(verdict_from_answer("Inconclusive"), Some(Verdict::Inconclusive));
+        assert_eq!(verdict_from_answer(" SAME "), Some(Verdict::Same));
+        assert_eq!(verdict_from_answer(" FASTER "), Some(Verdict::Faster));
+        assert_eq!(verdict_from_answer("within noise"), None, "the old word is no longer a verdict");
+        assert_eq!(verdict_from_answer("quicker"), None);
     }
 }
