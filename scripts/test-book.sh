@@ -4,6 +4,9 @@
 #   2. checks every internal link and anchor in the built HTML,
 #   3. checks the practice quizzes (ids, choices, one quiz per chapter, no id shared with the
 #      grader's bank) and that no graded question of crates/grader/bank appears in any built page,
+#      and that every reason given for the activation line (chapters, quizzes, graded bank, key,
+#      hints) names one of the three cases of book/src/includes/activation-line.md
+#      (scripts/check-activation-reasons.py, with its self-test),
 #   4. checks the book's pictures: every file in book/src/images is a well-formed SVG that a
 #      chapter shows, and every command of scripts/make-pictures.sh still works (its --quick
 #      mode, into a temporary folder: the tiny model, under a second once built),
@@ -29,8 +32,8 @@ for arg in "$@"; do
 Usage: scripts/test-book.sh [--quick]
 
 Builds the course book and tests it: the build log, every include, every internal link and
-anchor, the practice quizzes, that no graded question is printed in a page, the PyTorch
-recipe, the pictures, and (without --quick) the commands behind the pictures and a quiz
+anchor, the practice quizzes, that no graded question is printed in a page, that every reason
+given for the activation line names its case, the PyTorch recipe, the pictures, and (without --quick) the commands behind the pictures and a quiz
 answered in headless Chromium.
 
 Options:
@@ -163,6 +166,14 @@ python_check "question bank" book/tests/check_quiz_bank.py book
 # What exercises 1 and 6 grade (crates/grader/bank) must not be printed by any built page:
 # mdbook-quiz embeds the answers of every quiz it shows.
 python_check "graded questions are in no built page" book/tests/check_graded_not_in_book.py book crates/grader/bank
+
+# One reason per case for the activation line: every place in the chapters, the practice
+# quizzes, the graded bank, the key's rubrics and the exercise hints that says why that line is
+# long names a case of book/src/includes/activation-line.md (or includes it), and no phrasing
+# true only of large tensors is used outside that case. The checker first proves itself on a
+# bad and a good sample.
+python_check "the activation-line checker's self-test" scripts/check-activation-reasons.py --self-test
+python_check "reasons for the activation line name their case" scripts/check-activation-reasons.py .
 
 # The appendix shows this script's anchored parts: it must at least compile, and it runs when
 # PyTorch is installed (it is optional: the course itself never needs Python).
