@@ -15,7 +15,8 @@ finds each *place* that gives a reason for the activation line and checks it:
 
   * a place is a Markdown paragraph, list item, table row or heading of book/src/**/*.md
     (fenced code blocks are skipped), or one string of a TOML file (book/src/quizzes/*.toml,
-    crates/grader/bank/**/*.toml, crates/grader/key/key.toml, exercises/info.toml);
+    crates/grader/bank/**/*.toml, crates/grader/key/key.toml, exercises/info.toml), except a
+    question's distractors, which are wrong on purpose;
   * it gives a reason for the activation line when it names the line (activation, activations,
     GELU in any spelling, element-wise, elementwise; not "activation rows", which are a
     matmul's input) together with a reason word (because, due to, its time is, the time goes to, spends its time,
@@ -186,13 +187,21 @@ def line_of(raw: str, value: str, key: str) -> int:
     return raw.count("\n", 0, match.start()) + 1 if match else 1
 
 
+# A quiz's wrong options are wrong reasons on purpose: they are not the course's account.
+DISTRACTOR = re.compile(r"(^|\.)distractors\[\d+\]$")
+
+
 def toml_places(path: Path, name: str) -> tuple[list[Place], str | None]:
     raw = path.read_text(encoding="utf-8")
     try:
         data = tomllib.loads(raw)
     except tomllib.TOMLDecodeError as err:
         return [], f"{name}: not valid TOML ({err})"
-    return [Place(name, line_of(raw, value, key), " ".join(value.split())) for key, value in strings(data)], None
+    return [
+        Place(name, line_of(raw, value, key), " ".join(value.split()))
+        for key, value in strings(data)
+        if not DISTRACTOR.search(key)
+    ], None
 
 
 # --- the scan --------------------------------------------------------------------------------
@@ -296,6 +305,12 @@ context = """
 At batch 4 the activations' time is launch overhead: each kernel's fixed cost.
 """
 hints = ["On a CPU, gelu is a slow kernel; with a prefill's large tensors, extra passes over memory cost the time."]
+
+[[questions]]
+id = "good-2"
+prompt.prompt = "Why is the GELU row long in a batch-1 decode on a GPU?"
+prompt.distractors = ["Its time is memory traffic: the activations run near the memory ceiling."]
+answer.answer = "Each of its kernels pays a launch overhead far larger than moving its kilobytes."
 '''
 EXPECTED_BAD = {
     ("chapter.md", 3, "naming its case"),
@@ -332,7 +347,7 @@ def self_test() -> int:
             if kind == "good":
                 for p, problem in problems:
                     print(f"     unexpected: {p.file}:{p.line}: {problem}")
-                expect(not problems, "the good samples pass (a case named, the table included, text that gives no reason)")
+                expect(not problems, "the good samples pass (a case named, the table included, text that gives no reason, a distractor)")
             else:
                 found = {(p.file, p.line, key) for p, problem in problems for (f, l, key) in EXPECTED_BAD if f == p.file and l == p.line and key in problem}
                 flagged = {(p.file, p.line) for p, _ in problems}
