@@ -102,7 +102,12 @@ pub fn compare_runs(a: &Run, b: &Run, choice: MetricChoice, min_effect: f64) -> 
     let (ea, eb) = (estimate(a)?, estimate(b)?);
     let comparison = stats::compare(&choice.name(), &ea, &eb, choice.better(), min_effect)
         .ok_or_else(|| anyhow::anyhow!("{} of run `{}` is zero: there is no ratio to take", choice.name(), a.label))?;
-    let arrivals = choice.metric == "output_tokens_per_s"
-        && [a, b].iter().all(|run| run.metrics.kept_up_with_arrivals == Some(true));
-    Ok(if arrivals { comparison.set_by_arrivals() } else { comparison })
+    let arrivals = choice.metric == "output_tokens_per_s" && arrivals_set_throughput(a, b);
+    Ok(if arrivals { comparison.mark_set_by_arrivals() } else { comparison })
+}
+
+/// Whether two open-loop runs both kept up with their arrivals: then each one's throughput is
+/// the offered rate, and comparing them says nothing about the servers.
+pub fn arrivals_set_throughput(a: &Run, b: &Run) -> bool {
+    [a, b].iter().all(|run| run.metrics.kept_up_with_arrivals == Some(true))
 }

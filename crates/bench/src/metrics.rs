@@ -171,8 +171,8 @@ pub struct RunMetrics {
     /// Present only when the server reported `server_timings`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttft_breakdown: Option<TtftBreakdown>,
-    /// Open loop only: whether the server kept up with the arrivals in every replicate (its
-    /// latency did not keep growing through the run: see [`kept_up`]).
+    /// Open loop only: whether the server kept up with the arrivals (the requests in flight
+    /// stopped piling up: see [`kept_up`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kept_up_with_arrivals: Option<bool>,
 }
@@ -274,29 +274,56 @@ pub fn window_rates<'a>(
     tokens.iter().map(|n| n / (window_ms / 1000.0)).collect()
 }
 
-/// Whether an open-loop server kept up with its arrivals in every replicate: in each, the
-/// median end-to-end latency of the last quarter of its requests (by arrival) is at most twice
-/// that of the first quarter. A server that falls behind serves a queue that grows for as long
-/// as requests keep coming, so its latency climbs through the run; one that keeps up holds it
-/// level (the first quarter starts from an empty queue, hence the factor of two). `None` when a
-/// replicate has fewer than eight completed requests.
+/// Whether an open-loop server kept up with its arrivals: whether the requests in flight stopped
+/// piling up. At each request's arrival, count the earlier requests of its replicate still in
+/// flight; pooled over replicates, compare the mean count over the second half of the arrivals
+/// with the first half's. A server that falls behind serves a queue that grows for as long as
+/// requests keep coming, so the count climbs steadily and the second half's mean is about three
+/// times the first's; one that keeps up holds it level (the first half also holds the start
+/// from an empty server). Kept up when (second + 1) ≤ 2 × (first + 1): the ones keep a nearly
+/// idle server, in flight 0.1 against 0.3, from counting as falling behind. `None` with fewer
+/// than eight completed requests.
 pub fn kept_up(records: &[RequestRecord], replicates: usize) -> Option<bool> {
-    let mut all = true;
-    for e2el in by_replicate(records, replicates, |r| vec![r.e2el_ms]) {
-        if e2el.len() < 8 {
-            return None;
+    let (mut first, mut second) = ((0.0, 0usize), (0.0, 0usize));
+    let mut completed = 0;
+    for k in 0..replicates.max(1) {
+        let mut run: Vec<&RequestRecord> = records.iter().filter(|r| r.ok && r.replicate == k).collect();
+        run.sort_by(|a, b| a.start_ms.total_cmp(&b.start_ms));
+        completed += run.len();
+        let half = run.len() / 2;
+        for (i, r) in run.iter().enumerate() {
+            let in_flight = run[..i].iter().filter(|e| e.start_ms + e.e2el_ms > r.start_ms).count() as f64;
+            let side = if i < half { &mut first } else { &mut second };
+            side.0 += in_flight;
+            side.1 += 1;
         }
-        let quarter = e2el.len() / 4;
-        let first = stats::percentile(&e2el[..quarter], 50.0)?;
-        let last = stats::percentile(&e2el[e2el.len() - quarter..], 50.0)?;
-        all &= last <= 2.0 * first;
     }
-    Some(all)
+    if completed < 8 || first.1 == 0 || second.1 == 0 {
+        return None;
+    }
+    let (first, second) = (first.0 / first.1 as f64, second.0 / second.1 as f64);
+    Some(second + 1.0 <= 2.0 * (first + 1.0))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Requests arriving every 100 ms, each taking `latency(i)` ms.
+    fn arrivals(n: usize, latency: impl Fn(usize) -> f64) -> Vec<RequestRecord> {
+        (0..n).map(|i| RequestRecord { ok: true, start_ms: 100.0 * i as f64, e2el_ms: latency(i), ttft_ms: 10.0, ..Default::default() }).collect()
+    }
+
+    #[test]
+    fn a_server_that_falls_behind_piles_requests_up_and_one_that_keeps_up_does_not() {
+        // Keeps up: each request takes 250 ms, two or three in flight throughout.
+        assert_eq!(kept_up(&arrivals(40, |_| 250.0), 1), Some(true));
+        // Nearly idle: 50 ms each, hardly ever another in flight.
+        assert_eq!(kept_up(&arrivals(40, |_| 50.0), 1), Some(true));
+        // Falls behind: served one every 150 ms while they arrive every 100 ms.
+        assert_eq!(kept_up(&arrivals(40, |i| 150.0 * (i + 1) as f64 - 100.0 * i as f64), 1), Some(false));
+        assert_eq!(kept_up(&arrivals(5, |_| 50.0), 1), None, "too few requests to tell");
+    }
 
     fn record(ttft: f64, itl: &[f64], tokens: usize) -> RequestRecord {
         RequestRecord {

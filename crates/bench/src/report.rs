@@ -34,6 +34,20 @@ pub struct Report {
     /// `--sweep` only: the target, each rate's percentile and the knee.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sweep: Option<crate::sweep::Sweep>,
+    /// How the rates of the runs were chosen, when a measurement chose them (exercise 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<Calibration>,
+}
+
+/// A saturation measurement and the rates chosen from it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Calibration {
+    /// What was measured, e.g. "batch-8, closed loop with 16 requests in flight".
+    pub measured: String,
+    /// The requests per second it sustained.
+    pub saturation_rps: f64,
+    /// The open-loop rates then used, by scenario name (`below`, `above`).
+    pub rates: Vec<(String, f64)>,
 }
 
 /// One measured configuration.
@@ -69,7 +83,7 @@ impl Run {
 
 impl Report {
     pub fn new(environment: Environment, runs: Vec<Run>) -> Report {
-        Report { schema: SCHEMA.to_string(), environment, runs, comparison: None, comparisons: Vec::new(), sweep: None }
+        Report { schema: SCHEMA.to_string(), environment, runs, comparison: None, comparisons: Vec::new(), sweep: None, calibration: None }
     }
 
     pub fn write(&self, path: &Path) -> Result<()> {

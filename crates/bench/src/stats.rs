@@ -222,6 +222,10 @@ pub struct Comparison {
     /// measured is the arrival rate, not the servers; the verdict is then `inconclusive`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub set_by_arrivals: bool,
+    /// Where the comparison was made, when a report holds several sets of comparisons of the
+    /// same metrics (exercise 2: `below` and `above` batch 8's saturation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scenario: Option<String>,
     pub a: f64,
     pub b: f64,
 }
@@ -248,6 +252,7 @@ pub fn compare(metric: &str, a: &Estimate, b: &Estimate, better: Better, min_eff
         runs: [a.interval.runs, b.interval.runs],
         effective_n: [a.interval.effective_n, b.interval.effective_n],
         set_by_arrivals: false,
+        scenario: None,
         a: a.value,
         b: b.value,
     })
@@ -256,7 +261,7 @@ pub fn compare(metric: &str, a: &Estimate, b: &Estimate, better: Better, min_eff
 impl Comparison {
     /// Mark a throughput comparison of two open-loop runs that both kept up: the arrivals set
     /// what they measured, so no verdict about the servers.
-    pub fn set_by_arrivals(mut self) -> Comparison {
+    pub fn mark_set_by_arrivals(mut self) -> Comparison {
         self.set_by_arrivals = true;
         self.verdict = Verdict::Inconclusive;
         self
