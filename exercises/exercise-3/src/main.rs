@@ -6,17 +6,21 @@
 //! machine's measured ceilings) and saves the profile to results/report.json, the file
 //! `course check 3` grades your answers against.
 //!
+//! Before the profile runs, in a terminal, it asks for your prediction (which op will top the
+//! table, and its share) when answers.toml holds none yet, and records it there with the time.
+//!
 //! TODO (you): run it (`cargo run -p exercise-3`), read the table, and fill in answers.toml:
 //! the three ops with the largest self time with their shares, and your plan to cut the step
 //! time by 10%: the op to attack, the cut you expect, the mechanism, and why.
 
+use answers_file::prediction::{self, Outcome};
 use anyhow::{Context, Result};
 use clap::Parser;
 use gpt2::cli::ModelArgs;
 use gpt2::profile::{profile_forward, write_exports, ForwardProfile};
 use gpt2::MlpActivation;
 use profiler::{CudaTiming, SortBy, TableOptions};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(Parser)]
@@ -29,7 +33,9 @@ use std::process::ExitCode;
         op's roofline against this machine's ceilings (memory bandwidth and peak matmul throughput, measured \
         once and cached; `gpt2 profile --remeasure-ceilings` measures them again), and writes \
         results/report.json, trace.json (open it in ui.perfetto.dev), stacks.folded and flamegraph.svg.\n\n\
-        Then fill in answers.toml from the table and run `course check 3`."
+        Before all that, in a terminal, it asks for your prediction of the table's top op when answers.toml holds \
+        none yet (without a terminal it says how to make one). Then fill in answers.toml from the table and run \
+        `course check 3`."
 )]
 struct Args {
     #[command(flatten)]
@@ -65,7 +71,9 @@ fn main() -> ExitCode {
 }
 
 fn run(args: Args) -> Result<()> {
-    let results = args.exercise_dir.unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR"))).join("results");
+    let dir = args.exercise_dir.unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
+    let results = dir.join("results");
+    predict_first(&dir);
 
     // ANCHOR: load
     // GPT-2 small from the hub (or its cache); offline, the synthetic checkpoint, with a notice.
@@ -116,4 +124,22 @@ fn run(args: Args) -> Result<()> {
         if on_cuda { "Self CUDA %" } else { "Self CPU %" }
     );
     Ok(())
+}
+
+/// Your prediction, written down before the profile runs (asked once, in a terminal). A file
+/// it cannot record in is said, and the profile runs anyway.
+fn predict_first(dir: &Path) {
+    let answers = dir.join("answers.toml");
+    match prediction::before_the_profile(&answers, &dir.join("results/report.json")) {
+        Ok(Outcome::AlreadyRecorded(p)) => println!("Your prediction (in {}): {}.", answers.display(), p.describe()),
+        Ok(Outcome::Made { .. }) => println!("Recorded in {}; now the measurement.", answers.display()),
+        Ok(Outcome::Declined) => println!("No prediction made; the next run in a terminal asks again."),
+        Ok(Outcome::NoTerminal) => eprintln!(
+            "note: not asking for your prediction, as standard input is not a terminal. To make one before the profile \
+             runs, run `cargo run -p exercise-3` (or `course run 3`) in a terminal, after deleting results/report.json if \
+             it exists; until then the prediction question stays unanswered."
+        ),
+        Ok(Outcome::AskedByCourse) => {}
+        Err(e) => eprintln!("warning: {e:#}; profiling without a prediction."),
+    }
 }

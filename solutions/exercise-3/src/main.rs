@@ -6,8 +6,9 @@
 //! machine's measured ceilings) and saves the profile to results/report.json, the file
 //! `course check 3` grades your answers against.
 //!
-//! Solution: the same program. Before the profile runs it records a prediction (when none is
-//! recorded yet), as `course run 3` asks a learner to; after the run it fills in answers.toml
+//! Solution: the same program. Before the profile runs it asks for a prediction in a terminal
+//! when none is recorded yet, as the exercise does, and without a terminal (the test command)
+//! records the reference guess; after the run it fills in answers.toml
 //! from its own results/report.json: the top three rows and their shares, and the plan the
 //! course's own rule (`grader::plan_rule`, the one `course check 3` grades by) prefers
 //! (`plan_rule::best_plan`), expecting 10% when that plan allows it and the honest smaller cut
@@ -124,19 +125,17 @@ fn run(args: Args) -> Result<()> {
     Ok(())
 }
 
-/// A prediction written down before the profile runs, unless one is recorded already: the
-/// matmuls hold most of GPT-2's weights, so they are the guess.
+/// A prediction written down before the profile runs, unless one is recorded already: asked in
+/// a terminal, as the exercise asks; without one, the reference guess (the matmuls hold most of
+/// GPT-2's weights).
 fn predict(dir: &std::path::Path) -> Result<()> {
     let path = dir.join("answers.toml");
-    let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
-    let recorded = grader::answers::Answers::parse(&text, &path.display().to_string())
-        .map(|a| a.text("prediction.op").answered().is_some())
-        .unwrap_or(false);
-    if recorded {
+    let report = dir.join("results/report.json");
+    grader::prediction::before_the_profile(&path, &report)?;
+    if grader::prediction::recorded(&path).is_some() {
         return Ok(());
     }
-    let existed = dir.join("results/report.json").exists();
-    answers::fill(&path, &grader::prediction::record("matmul", Some(60.0), std::time::SystemTime::now(), existed))
+    answers::fill(&path, &grader::prediction::record("matmul", Some(60.0), std::time::SystemTime::now(), report.exists()))
 }
 
 /// The answers, read from the saved report with the grader's own reader and rule.

@@ -9,12 +9,11 @@
 use super::Course;
 use crate::cargo::Build;
 use anyhow::{Context, Result};
-use grader::answers::{Answers, Field};
 use grader::manifest::ExerciseInfo;
-use grader::prediction;
+use grader::prediction::{self, Outcome};
 use grader::results::profile_report::ProfileReport;
-use std::io::{BufRead, IsTerminal, Write};
-use std::path::{Path, PathBuf};
+use std::io::IsTerminal;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 pub fn run(course: &Course, n: u32, build: &Build, args: &[String]) -> Result<ExitCode> {
@@ -27,7 +26,13 @@ pub fn run(course: &Course, n: u32, build: &Build, args: &[String]) -> Result<Ex
     }
     let build = build.for_package(&exercise.package, &course.path(&exercise.dir).join("Cargo.toml"));
     eprintln!("==> {}", build.shown("run", &exercise.package));
-    let status = crate::cargo::run(&course.root, "run", &exercise.package, &build, args)?;
+    let mut command = crate::cargo::command(&course.root, "run", &exercise.package, &build, args)?;
+    if predicts {
+        // Exercise 3's binary asks for the prediction itself (so that `cargo run -p exercise-3`
+        // asks too), unless told it has been asked here already.
+        command.env(prediction::ASKED_ENV, "1");
+    }
+    let status = command.status().context("cannot start `cargo run`: is cargo installed and on PATH?")?;
     if status.success() {
         if predicts {
             show_prediction(course, exercise);
@@ -60,77 +65,43 @@ fn report_path(course: &Course, exercise: &ExerciseInfo) -> Option<PathBuf> {
     exercise.result_path("profile").map(|rel| course.exercises_dir().join(rel))
 }
 
-/// The prediction already in answers.toml: (op, share).
-fn recorded(path: &Path) -> Option<(String, Option<f64>)> {
-    let text = std::fs::read_to_string(path).ok()?;
-    let answers = Answers::parse(&text, &path.display().to_string()).ok()?;
-    let op = answers.text(&format!("{}.op", prediction::TABLE)).answered()?;
-    let share = match answers.number(&format!("{}.share_pct", prediction::TABLE)) {
-        Field::Answered(v) => Some(v),
-        _ => None,
-    };
-    Some((op, share))
-}
-
 fn ask_prediction(course: &Course, exercise: &ExerciseInfo) -> Result<()> {
     let path = answers_path(course, exercise);
     let shown = super::shown(&course.root, &path);
-    if let Some((op, share)) = recorded(&path) {
-        let share = share.map(|s| format!(" at {s}%")).unwrap_or_default();
-        eprintln!("==> Your prediction is recorded in {shown}: `{op}`{share}. (To predict again, clear [prediction] there and delete the results first.)");
-        return Ok(());
-    }
-    if !std::io::stdin().is_terminal() {
-        eprintln!(
+    let Some(report) = report_path(course, exercise) else { return Ok(()) };
+    let outcome = match prediction::recorded(&path) {
+        Some(p) => Outcome::AlreadyRecorded(p),
+        None if !std::io::stdin().is_terminal() => Outcome::NoTerminal,
+        None => {
+            eprint!("==> ");
+            let stdin = std::io::stdin();
+            prediction::ask(&path, &report, &mut stdin.lock(), &mut std::io::stderr())?
+        }
+    };
+    match outcome {
+        Outcome::AlreadyRecorded(p) => eprintln!(
+            "==> Your prediction is recorded in {shown}: {}. (To predict again, clear [prediction] there and delete the results first.)",
+            p.describe()
+        ),
+        Outcome::NoTerminal => eprintln!(
             "==> Not asking for your prediction: stdin is not a terminal (CI?). Run `course run {}` in a terminal to make one \
              before the profile runs; until then the prediction question stays unanswered.",
             exercise.number
-        );
-        return Ok(());
+        ),
+        Outcome::Declined => eprintln!("==> No prediction made; `course run {}` will ask again next time.", exercise.number),
+        Outcome::Made { made_at, .. } => eprintln!("==> Recorded in {shown} ({}).", prediction::format_time(made_at)),
+        Outcome::AskedByCourse => {}
     }
-    let report = report_path(course, exercise);
-    let existed = report.as_ref().is_some_and(|p| p.exists());
-    eprintln!("==> Before the profile runs: what do you expect it to show?");
-    if existed {
-        eprintln!("    (results/report.json already exists, so this prediction will not count as made first; delete it to predict blind.)");
-    }
-    let op = ask("    Which op will top the table (its name, e.g. matmul, gelu, softmax)? ")?;
-    if op.is_empty() {
-        eprintln!("==> No prediction made; `course run {}` will ask again next time.", exercise.number);
-        return Ok(());
-    }
-    let share = loop {
-        let text = ask("    Its share of the step, in % (e.g. 40)? ")?;
-        if text.is_empty() {
-            break None;
-        }
-        match text.trim_end_matches('%').trim().parse::<f64>() {
-            Ok(v) if v.is_finite() && (0.0..=100.0).contains(&v) => break Some(v),
-            _ => eprintln!("    A percentage between 0 and 100, please (or Enter to skip)."),
-        }
-    };
-    let at = std::time::SystemTime::now();
-    grader::fill_answers::set(&path, &prediction::record(&op, share, at, existed))
-        .with_context(|| format!("cannot record your prediction in {shown}"))?;
-    eprintln!("==> Recorded in {shown} ({}).", prediction::format_time(at));
     Ok(())
-}
-
-fn ask(question: &str) -> Result<String> {
-    eprint!("{question}");
-    std::io::stderr().flush()?;
-    let mut line = String::new();
-    std::io::stdin().lock().read_line(&mut line)?;
-    Ok(line.trim().to_string())
 }
 
 /// After the run: the prediction next to what the report measured.
 fn show_prediction(course: &Course, exercise: &ExerciseInfo) {
-    let (Some((op, share)), Some(report)) = (recorded(&answers_path(course, exercise)), report_path(course, exercise)) else { return };
+    let (Some(p), Some(report)) = (prediction::recorded(&answers_path(course, exercise)), report_path(course, exercise)) else { return };
     let shown = super::shown(&course.root, &report);
     let Ok(text) = std::fs::read_to_string(&report) else { return };
     match ProfileReport::parse(&text, &shown) {
-        Ok(profile) => eprintln!("==> {}.", prediction::beside_measurement(&op, share, &profile)),
+        Ok(profile) => eprintln!("==> {}.", prediction::beside_measurement(&p.op, p.share_pct, &profile)),
         Err(problem) => eprintln!("==> Cannot compare your prediction with {shown}: {problem}"),
     }
 }

@@ -94,8 +94,8 @@ fn prediction_question(ctx: &mut Ctx<'_>, key: &TopOpsKey, profile: &Result<Prof
     let op = match op {
         Got::Unanswered => {
             ctx.report.notes.push(
-                "no prediction recorded: `course run 3` asks for one in the terminal before the profile runs (delete results/report.json \
-                 first if it exists, so the prediction comes before the measurement)"
+                "no prediction recorded: `cargo run -p exercise-3` (or `course run 3`) asks for one in the terminal before the profile \
+                 runs (delete results/report.json first if it exists, so the prediction comes before the measurement)"
                     .to_string(),
             );
             ctx.push(q.unanswered(NOT_ANSWERED));
@@ -120,7 +120,7 @@ fn prediction_question(ctx: &mut Ctx<'_>, key: &TopOpsKey, profile: &Result<Prof
         Got::Answered(text) => match prediction::parse_time(&text) {
             Some(at) => at,
             None => {
-                ctx.push(q.wrong(format!("`prediction.made_at` is {text:?}, not a time `course run 3` wrote{beside}")));
+                ctx.push(q.wrong(format!("`prediction.made_at` is {text:?}, not a time the exercise wrote{beside}")));
                 return;
             }
         },
@@ -129,7 +129,7 @@ fn prediction_question(ctx: &mut Ctx<'_>, key: &TopOpsKey, profile: &Result<Prof
             return;
         }
         Got::Unanswered => {
-            ctx.push(q.wrong(format!("`prediction.made_at` is empty: a prediction counts when `course run 3` recorded when it was made{beside}")));
+            ctx.push(q.wrong(format!("`prediction.made_at` is empty: a prediction counts when the exercise recorded when it was made{beside}")));
             return;
         }
     };
@@ -139,7 +139,7 @@ fn prediction_question(ctx: &mut Ctx<'_>, key: &TopOpsKey, profile: &Result<Prof
         Got::Answered(true) => {
             ctx.push(q.wrong(format!(
                 "made {when}, when results/report.json already existed: a prediction made after a measurement can be read off it \
-                 (delete results/report.json, clear [prediction] and `course run 3` again){beside}"
+                 (delete results/report.json, clear [prediction] and run the exercise again){beside}"
             )));
             return;
         }
@@ -148,7 +148,7 @@ fn prediction_question(ctx: &mut Ctx<'_>, key: &TopOpsKey, profile: &Result<Prof
             return;
         }
         Got::Unanswered => {
-            ctx.push(q.wrong(format!("`prediction.report_existed` is empty: `course run 3` records whether a report existed{beside}")));
+            ctx.push(q.wrong(format!("`prediction.report_existed` is empty: the exercise records whether a report existed{beside}")));
             return;
         }
     }
