@@ -151,7 +151,7 @@ fn gpt2_profile_shows_the_roofline_columns_and_writes_the_ceilings_and_kernels()
     assert!(run.status.success(), "{stderr}");
     // A cache hit: nothing measured, the planted figures used.
     assert!(!stderr.contains("measuring"), "{stderr}");
-    for column in ["Roofline %", "Bound"] {
+    for column in ["Roofline %", "Bound", "Reading"] {
         assert!(stdout.contains(column), "no {column} column:\n{stdout}");
     }
     let report = profiler::Report::read_json(out.path().join("report.json")).unwrap();
@@ -164,7 +164,10 @@ fn gpt2_profile_shows_the_roofline_columns_and_writes_the_ceilings_and_kernels()
             let roofline = r.roofline.as_ref().unwrap_or_else(|| panic!("{} declared work but has no roofline", r.name));
             assert!(roofline.pct_of_roofline > 0.0, "{}: {roofline:?}", r.name);
         }
+        // A reading exactly where there is a roofline, taken with the profiler's defaults.
+        assert_eq!(r.reading.is_some(), r.roofline.is_some(), "{}: {r:?}", r.name);
     }
+    assert_eq!(report.reading_thresholds, profiler::reading::Thresholds::DEFAULT);
     for name in ["matmul", "lm_head", "gelu", "softmax", "layer_norm"] {
         assert!(row(name).roofline.is_some(), "{name} has no roofline: {:?}", row(name));
     }

@@ -60,21 +60,10 @@ pub struct PlanPoints {
 }
 
 /// When a mechanism agrees with a row's measured roofline (percentages of the row's rooflines;
-/// µs per call for launch overhead). See `crate::plan_rule` for how each is used.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct MechanismKey {
-    /// memory-traffic is wrong below this % of the memory roofline...
-    pub not_memory_below_pct: f64,
-    /// ...right above this one, and accepted but flagged for review in between.
-    pub memory_above_pct: f64,
-    /// slow-kernel is right below this % of the row's roofline...
-    pub slow_kernel_below_pct: f64,
-    /// ...wrong above this one (the op is near what the hardware allows), flagged in between.
-    pub near_roofline_above_pct: f64,
-    /// launch-overhead is right only when a call takes less than this, in µs.
-    pub launch_overhead_below_us: f64,
-}
+/// µs per call for launch overhead): the thresholds of the profiler's reading rule
+/// (`profiler::reading`, the same five fields), which `crate::plan_rule` judges by. The key's
+/// values replace the profiler's defaults; a test keeps the default key's equal to them.
+pub type MechanismKey = profiler::reading::Thresholds;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -191,6 +180,14 @@ impl Key {
             if !(0.0..=1.0).contains(&parsed.pass_mark()) {
                 return Err(KeyError(format!("{display_path}: [{section_name}] pass_mark must be a fraction between 0 and 1")));
             }
+            if let ExerciseKey::TopOps(t) = &parsed {
+                if let Some(problem) = t.mechanism.problem() {
+                    return Err(KeyError(format!(
+                        "{display_path}: [{section_name}.mechanism]: {problem}; fix the threshold (crates/profiler/REPORT.md, \
+                         section The reading, says what each one means)"
+                    )));
+                }
+            }
             exercises.insert(info.number, parsed);
         }
         Ok(Key { dir: PathBuf::new(), exercises })
@@ -246,5 +243,32 @@ mod tests {
             assert!(key.exercise(exercise.number).is_some());
         }
         assert_eq!(key.mechanism(), Some(&default_mechanism()));
+    }
+
+    #[test]
+    fn the_key_s_mechanism_thresholds_are_the_profiler_s_defaults() {
+        // The table a learner reads is read with the profiler's defaults; the default key grades
+        // with key.toml's. Read key.toml from disk, as `course check` does, and compare.
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("key/key.toml");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let table: toml::Table = toml::from_str(&text).unwrap();
+        let section = table["exercise-3"]["mechanism"].clone();
+        let on_disk: MechanismKey = section.try_into().unwrap();
+        assert_eq!(
+            on_disk,
+            profiler::reading::Thresholds::DEFAULT,
+            "{}: [exercise-3.mechanism] and profiler::reading::Thresholds::DEFAULT (crates/profiler/src/reading.rs) must hold the \
+             same values: change both, and crates/profiler/REPORT.md's table of defaults",
+            path.display()
+        );
+    }
+
+    #[test]
+    fn thresholds_that_contradict_themselves_are_refused_with_the_section() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let manifest = Manifest::load(&root.join(crate::manifest::MANIFEST_PATH)).unwrap();
+        let bad = DEFAULT_KEY_TOML.replace("not_memory_below_pct = 25.0", "not_memory_below_pct = 75.0");
+        let err = Key::parse(&bad, "key.toml", &manifest).unwrap_err().0;
+        assert!(err.starts_with("key.toml: [exercise-3.mechanism]: not_memory_below_pct (75) is above memory_above_pct (50)"), "{err}");
     }
 }

@@ -3,7 +3,11 @@
 //! solutions derive their answers from their own profile with it.
 //!
 //! Everything is read off the learner's own `report.json` (the profiler computes the roofline
-//! columns; this module only compares them with the key's thresholds, [`MechanismKey`]):
+//! columns; this module only compares them with the key's thresholds, [`MechanismKey`]). The
+//! comparisons are the profiler's reading rule's own tests (`profiler::reading`: memory
+//! traffic, slow kernel, launch overhead, each shown, open or refuted), which the table's
+//! Reading column is printed by: with the default key a mechanism the table reads for a row is
+//! never judged wrong for it.
 //!
 //! - **The ceiling rule.** Fixing an op saves at most its share of the step.
 //! - **memory-traffic** (the op's time is moving bytes): wrong below `not_memory_below_pct` of
@@ -25,6 +29,7 @@
 
 use crate::key::MechanismKey;
 use crate::results::profile_report::{ProfileReport, RankedOp};
+use profiler::reading::{self, Evidence, Reading};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Mechanism {
@@ -125,14 +130,34 @@ pub fn figure(x: f64) -> String {
     }
 }
 
+/// The mechanism a reading stands on; compute-bound names none (less work is all that helps).
+pub fn mechanism_of(reading: Reading) -> Option<Mechanism> {
+    match reading {
+        Reading::MemoryBound => Some(Mechanism::MemoryTraffic),
+        Reading::SlowKernel => Some(Mechanism::SlowKernel),
+        Reading::LaunchOverhead => Some(Mechanism::LaunchOverhead),
+        Reading::ComputeBound => None,
+    }
+}
+
+/// The table's reading of an op as the report holds it, in words; when the key grades with
+/// other thresholds than the report was read with, it says so.
+fn table_reading(profile: &ProfileReport, op: &RankedOp, key: &MechanismKey) -> String {
+    match (op.reading, profile.reading_thresholds.as_ref()) {
+        (Some(r), Some(t)) if t == key => format!("; the table reads it as {}", r.label()),
+        (Some(r), _) => format!("; the table reads it as {} (with the report's thresholds; this key grades with others)", r.label()),
+        (None, _) => String::new(),
+    }
+}
+
 /// What the profile measured for an op, in one sentence: rates, % of its rooflines, the
-/// bandwidth ceiling, the bound and the kernel.
-pub fn measured(profile: &ProfileReport, op: &RankedOp) -> String {
+/// bandwidth ceiling, the lower roof, the kernel and the table's reading.
+pub fn measured(profile: &ProfileReport, op: &RankedOp, key: &MechanismKey) -> String {
     let kernel = op.kernel.as_ref().map(|k| format!(" on kernel `{k}`")).unwrap_or_default();
     match (&op.roofline, &profile.ceilings) {
         (Some(r), Some(c)) => format!(
             "`{}` ran at {} GB/s and {} GFLOP/s{kernel}: {} of the {} GB/s read bandwidth (its memory roofline) and {} of its roofline \
-             ({} GFLOP/s at {} FLOP/byte, {}-bound)",
+             ({} GFLOP/s at {} FLOP/byte, where the {} roof is the lower){}",
             op.name,
             figure(r.gbytes_per_s),
             figure(r.gflops_per_s),
@@ -141,7 +166,8 @@ pub fn measured(profile: &ProfileReport, op: &RankedOp) -> String {
             pct(r.pct_of_roofline),
             figure(r.roofline_gflops_per_s),
             figure(r.intensity),
-            r.bound.name()
+            r.bound.name(),
+            table_reading(profile, op, key)
         ),
         (_, None) => format!("{} records no measured ceilings, so `{}` has no roofline columns{kernel}", profile.file, op.name),
         (None, Some(_)) => format!("`{}` declared no work (no FLOP or byte count), so its row has no roofline columns{kernel}", op.name),
@@ -155,7 +181,7 @@ pub fn ceiling(op: &RankedOp) -> (f64, String) {
 
 /// Judge `mechanism` for `op` against the profile's measurements.
 pub fn assess(profile: &ProfileReport, op: &RankedOp, mechanism: Mechanism, key: &MechanismKey) -> Assessment {
-    let facts = measured(profile, op);
+    let facts = measured(profile, op, key);
     let roofline = op.roofline.as_ref().filter(|_| profile.ceilings.is_some());
     let no_roofline = || {
         Judgement::new(
@@ -167,9 +193,9 @@ pub fn assess(profile: &ProfileReport, op: &RankedOp, mechanism: Mechanism, key:
         )
     };
     let judgement = match mechanism {
-        Mechanism::MemoryTraffic => match roofline {
+        Mechanism::MemoryTraffic => match roofline.map(|r| reading::memory_traffic(r.pct_of_memory_roofline, key)) {
             None => no_roofline(),
-            Some(r) if r.pct_of_memory_roofline < key.not_memory_below_pct => Judgement::new(
+            Some(Evidence::Refuted) => Judgement::new(
                 Verdict::Wrong,
                 format!(
                     "{facts}. Below {} of its memory roofline an op is not held back by memory traffic: moving its bytes is a small part \
@@ -177,11 +203,11 @@ pub fn assess(profile: &ProfileReport, op: &RankedOp, mechanism: Mechanism, key:
                     pct(key.not_memory_below_pct)
                 ),
             ),
-            Some(r) if r.pct_of_memory_roofline > key.memory_above_pct => Judgement::new(
+            Some(Evidence::Shown) => Judgement::new(
                 Verdict::Right,
                 format!("{facts}: above {} of its memory roofline, its time is mostly moving bytes", pct(key.memory_above_pct)),
             ),
-            Some(_) => Judgement::new(
+            Some(Evidence::Open) => Judgement::new(
                 Verdict::Flagged,
                 format!(
                     "{facts}: between {} and {} of its memory roofline, memory traffic may or may not be what holds it back \
@@ -191,13 +217,13 @@ pub fn assess(profile: &ProfileReport, op: &RankedOp, mechanism: Mechanism, key:
                 ),
             ),
         },
-        Mechanism::SlowKernel => match roofline {
+        Mechanism::SlowKernel => match roofline.map(|r| reading::slow_kernel(r.pct_of_roofline, key)) {
             None => no_roofline(),
-            Some(r) if r.pct_of_roofline < key.slow_kernel_below_pct => Judgement::new(
+            Some(Evidence::Shown) => Judgement::new(
                 Verdict::Right,
                 format!("{facts}: below {} of its roofline, its kernel is far from what the hardware allows for its work", pct(key.slow_kernel_below_pct)),
             ),
-            Some(r) if r.pct_of_roofline > key.near_roofline_above_pct => Judgement::new(
+            Some(Evidence::Refuted) => Judgement::new(
                 Verdict::Wrong,
                 format!(
                     "{facts}. Above {} of its roofline an op is near what the hardware allows for its work: a faster kernel has little \
@@ -205,7 +231,7 @@ pub fn assess(profile: &ProfileReport, op: &RankedOp, mechanism: Mechanism, key:
                     pct(key.near_roofline_above_pct)
                 ),
             ),
-            Some(_) => Judgement::new(
+            Some(Evidence::Open) => Judgement::new(
                 Verdict::Flagged,
                 format!(
                     "{facts}: between {} and {} of its roofline, a better kernel may or may not be what it needs (accepted, for review)",
@@ -227,19 +253,20 @@ pub fn assess(profile: &ProfileReport, op: &RankedOp, mechanism: Mechanism, key:
             None => Judgement::new(Verdict::Flagged, format!("{} does not say how many calls `{}` made (accepted, for review)", profile.file, op.name)),
             Some(per_call) => {
                 let calls = op.calls.unwrap_or(0.0);
-                if per_call >= key.launch_overhead_below_us {
+                if reading::launch_overhead(per_call, key) == Evidence::Refuted {
                     Judgement::new(
                         Verdict::Wrong,
                         format!(
                             "`{}` takes {} µs a call ({} calls, {} µs of {}): launching or dispatching an op costs a few µs, so only below \
-                             {} µs a call can overhead be much of its time; at {} µs a call its time is its own work",
+                             {} µs a call can overhead be much of its time; at {} µs a call its time is its own work{}",
                             op.name,
                             figure(per_call),
                             figure(calls),
                             figure(op.self_us),
                             profile.device.column(),
                             figure(key.launch_overhead_below_us),
-                            figure(per_call)
+                            figure(per_call),
+                            table_reading(profile, op, key)
                         ),
                     )
                 } else {
@@ -247,11 +274,12 @@ pub fn assess(profile: &ProfileReport, op: &RankedOp, mechanism: Mechanism, key:
                     Judgement::new(
                         verdict,
                         format!(
-                            "`{}` takes {} µs a call ({} calls): below {} µs a call, launching and dispatching can be much of its time",
+                            "`{}` takes {} µs a call ({} calls): below {} µs a call, launching and dispatching can be much of its time{}",
                             op.name,
                             figure(per_call),
                             figure(calls),
-                            figure(key.launch_overhead_below_us)
+                            figure(key.launch_overhead_below_us),
+                            table_reading(profile, op, key)
                         ),
                     )
                 }
@@ -367,7 +395,8 @@ mod tests {
     }
 
     /// A profile with ceilings (25 GB/s, 400 GFLOP/s) and rows (name, self µs, calls,
-    /// Some((GB/s, GFLOP/s, FLOP/byte))).
+    /// Some((GB/s, GFLOP/s, FLOP/byte))), each read by the profiler's rule at the default
+    /// thresholds, as the profiler writes the report.
     fn profile(rows: &[(&str, f64, f64, Option<(f64, f64, f64)>)]) -> ProfileReport {
         let (bw, peak) = (25.0, 400.0);
         let sum: f64 = rows.iter().map(|r| r.1).sum();
@@ -376,17 +405,26 @@ mod tests {
             .map(|(name, us, calls, rates)| {
                 let roofline = rates.map(|(gbs, gflops, intensity)| {
                     let roof = f64::min(peak, bw * intensity);
-                    serde_json::json!({"time_basis": "cpu", "gflops_per_s": gflops, "gbytes_per_s": gbs, "intensity": intensity,
-                        "roofline_gflops_per_s": roof, "pct_of_roofline": 100.0 * gflops / roof,
-                        "pct_of_memory_roofline": 100.0 * gbs / bw, "bound": if bw * intensity < peak { "memory" } else { "compute" }})
+                    let bound = if bw * intensity < peak { profiler::Bound::Memory } else { profiler::Bound::Compute };
+                    let figures = reading::Figures {
+                        pct_of_roofline: 100.0 * gflops / roof,
+                        pct_of_memory_roofline: 100.0 * gbs / bw,
+                        bound,
+                        us_per_call: Some(us / calls),
+                    };
+                    let read = reading::read(&figures, &reading::Thresholds::DEFAULT);
+                    (serde_json::json!({"time_basis": "cpu", "gflops_per_s": gflops, "gbytes_per_s": gbs, "intensity": intensity,
+                        "roofline_gflops_per_s": roof, "pct_of_roofline": figures.pct_of_roofline,
+                        "pct_of_memory_roofline": figures.pct_of_memory_roofline, "bound": bound.as_str()}), read)
                 });
                 serde_json::json!({"name": name, "calls": calls, "self_cpu_us": us, "cpu_total_us": us, "self_cpu_pct": 100.0 * us / sum,
-                    "kernel": "candle", "roofline": roofline})
+                    "kernel": "candle", "roofline": roofline.as_ref().map(|r| &r.0), "reading": roofline.map(|r| r.1)})
             })
             .collect();
         let text = serde_json::json!({"schema": crate::results::profile_report::SCHEMA, "device": "cpu", "sort_by": "self_cpu_time_total",
             "ceilings": {"device": "test", "threads": 2, "kernels": "avx512", "build": "release", "mem_read_gbps": bw, "peak_gflops": peak,
                          "bandwidth_how": "", "peak_how": ""},
+            "reading_thresholds": reading::Thresholds::DEFAULT,
             "totals": {"self_cpu_us": sum}, "rows": rows})
         .to_string();
         ProfileReport::parse(&text, "report.json").unwrap()
@@ -489,6 +527,55 @@ mod tests {
         assert_eq!(best.mechanism, Mechanism::SlowKernel);
         assert!(cut < 10.0 && cut <= best.max_cut_pct, "{cut} {}", best.max_cut_pct);
         assert_eq!(judge_cut(best.max_cut_pct, &best.arithmetic, cut).verdict, Verdict::Right);
+    }
+
+    #[test]
+    fn the_mechanism_a_row_reads_as_is_never_judged_wrong_for_it() {
+        // The table's Reading column and the plan rule are one rule: over rows on both sides of
+        // every default threshold, with short and long calls, the reading's mechanism is
+        // accepted (right, or flagged where the figures leave it open).
+        let mut rows = Vec::new();
+        for pct in [0.5, 10.0, 24.0, 26.0, 40.0, 49.0, 51.0, 80.0, 117.0] {
+            for us_per_call in [4.0_f64, 19.0, 21.0, 400.0] {
+                // Memory side (1 FLOP/byte, a roof of 25 GFLOP/s) and compute side (100 FLOP/byte,
+                // the 400 GFLOP/s peak) at `pct` of the roofline.
+                rows.push((format!("m{pct}-{us_per_call}"), us_per_call, Some((0.25 * pct, 0.25 * pct, 1.0))));
+                rows.push((format!("c{pct}-{us_per_call}"), us_per_call, Some((0.04 * pct, 4.0 * pct, 100.0))));
+            }
+        }
+        // The report lists its rows by self time, largest first.
+        rows.sort_by(|a, b| b.1.total_cmp(&a.1));
+        let rows: Vec<_> = rows.iter().map(|(n, us, r)| (n.as_str(), *us, 1.0, *r)).collect();
+        let p = profile(&rows);
+        let mut seen = std::collections::BTreeSet::new();
+        for op in &p.ops {
+            let read = op.reading.unwrap_or_else(|| panic!("{} has a roofline, so a reading", op.name));
+            seen.insert(read.as_str());
+            let Some(mechanism) = mechanism_of(read) else {
+                // Compute-bound: a faster kernel is not the answer.
+                assert_ne!(assess(&p, op, Mechanism::SlowKernel, &key()).judgement.verdict, Verdict::Right, "{}", op.name);
+                continue;
+            };
+            let a = assess(&p, op, mechanism, &key());
+            assert!(a.judgement.accepted(), "{} reads {} but {} is judged wrong: {}", op.name, read.as_str(), mechanism.name(), a.judgement.reason);
+            assert!(a.judgement.reason.contains(&format!("the table reads it as {}", read.label())), "{}", a.judgement.reason);
+        }
+        assert_eq!(seen.len(), 4, "every reading occurs: {seen:?}");
+    }
+
+    #[test]
+    fn a_key_with_other_thresholds_still_grades_by_its_own_and_says_the_table_differs() {
+        // gelu at 2% of its roofline, 67 µs a call: a slow kernel in the table. A key whose
+        // launch-overhead line is at 100 µs makes launch-overhead right; the feedback names the
+        // table's reading as the report's, not the key's.
+        let p = gelu_like();
+        let gelu = p.find("gelu").unwrap().1;
+        assert_eq!(gelu.reading, Some(Reading::SlowKernel));
+        let eager = MechanismKey { launch_overhead_below_us: 100.0, ..key() };
+        let a = assess(&p, gelu, Mechanism::LaunchOverhead, &eager);
+        assert_eq!(a.judgement.verdict, Verdict::Right, "{}", a.judgement.reason);
+        let m = assess(&p, gelu, Mechanism::MemoryTraffic, &eager);
+        assert!(m.judgement.reason.contains("the table reads it as slow kernel (with the report's thresholds; this key grades with others)"), "{}", m.judgement.reason);
     }
 
     #[test]

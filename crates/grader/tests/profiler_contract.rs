@@ -99,4 +99,40 @@ fn a_real_report_with_ceilings_carries_kernels_and_rooflines() {
     assert!((roofline.gbytes_per_s - 0.196_608 / 0.3).abs() < 1e-6, "{roofline:?}");
     assert!((roofline.pct_of_memory_roofline - 100.0 * roofline.gbytes_per_s / 20.0).abs() < 1e-9);
     assert!(report.find("mask").unwrap().1.roofline.is_none(), "no work, no roofline");
+    // The reading the table printed, read back as written: gelu far below its memory roofline
+    // is a slow kernel, though memory is its lower roof; mask, without work, has none.
+    assert_eq!(gelu.reading, Some(profiler::Reading::SlowKernel));
+    assert_eq!(roofline.bound.name(), "memory");
+    assert_eq!(report.find("mask").unwrap().1.reading, None);
+    assert_eq!(report.reading_thresholds, Some(profiler::reading::Thresholds::DEFAULT));
+}
+
+/// A profile read with a key's own thresholds: the report records them, and the grader's
+/// check of each reading uses them, not the defaults.
+#[test]
+fn a_report_read_with_other_thresholds_passes_with_its_own() {
+    let host = ManualClock::new();
+    let ceilings = profiler::Ceilings {
+        device: "test cpu".into(),
+        threads: 2,
+        kernels: "avx512".into(),
+        build: "release".into(),
+        mem_read_gbps: 20.0,
+        peak_gflops: 400.0,
+        bandwidth_how: "test".into(),
+        peak_how: "test".into(),
+    };
+    // 10 µs calls at 3% of the bandwidth: launch overhead by default, a slow kernel below a
+    // 5 µs launch line.
+    let strict = profiler::reading::Thresholds { launch_overhead_below_us: 5.0, ..profiler::reading::Thresholds::DEFAULT };
+    let options = Options { schedule: Schedule::new(0, 0, 1, 1), threads: Some(2), ..Options::default() };
+    let mut prof = Profiler::new(options).with_clock(host.clone()).with_ceilings(ceilings).with_reading_thresholds(strict);
+    prof.step(|| {
+        let _s = profiler::op("softmax").with_work(10_000, 6_000).with_kernel("candle");
+        host.advance_us(10);
+    });
+    let text = prof.finish().report().to_json();
+    let report = ProfileReport::parse(&text, "report.json").unwrap_or_else(|p| panic!("{p}\n{text}"));
+    assert_eq!(report.reading_thresholds, Some(strict));
+    assert_eq!(report.find("softmax").unwrap().1.reading, Some(profiler::Reading::SlowKernel));
 }

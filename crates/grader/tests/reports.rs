@@ -92,7 +92,7 @@ fn malformed_files_name_file_line_and_column() {
             ("exercise-1/answers.toml", "[quiz]\nntq-1 = Benchmark\n"),
             ("exercise-2/answers.toml", "[throughput]\nratio = \"fast\"\nverdict = 3\n"),
             ("exercise-2/results/bench.json", "{\"schema\": \"bench-report/2\",\n \"runs\": [\n"),
-            ("exercise-3/results/report.json", "{\"schema\": \"profiler-report/3\", \"device\": \"tpu\"}"),
+            ("exercise-3/results/report.json", "{\"schema\": \"profiler-report/4\", \"device\": \"tpu\"}"),
         ],
     );
     let reports = grade(files);
@@ -116,13 +116,27 @@ fn tampered_results_are_not_trusted() {
         gelu["roofline"]["pct_of_memory_roofline"] = 60.0.into();
         gelu["roofline"]["pct_of_roofline"] = 60.0.into();
     });
-    // Old reports: from before the roofline columns, and from before the shared environment.
-    let old = cpu_profile().replace("profiler-report/3", "profiler-report/1");
-    let old_environment = cpu_profile().replace("profiler-report/3", "profiler-report/2");
+    // A reading edited to pass a memory-traffic plan: gelu at 2% of its roofline claimed memory-bound.
+    let reading = edited(&cpu_profile(), |r| row(r, "gelu")["reading"] = "memory-bound".into());
+    // Old reports: from before the roofline columns, from before the shared environment, and
+    // from before the Reading column.
+    let old = cpu_profile().replace("profiler-report/4", "profiler-report/1");
+    let old_environment = cpu_profile().replace("profiler-report/4", "profiler-report/2");
+    let old_reading = cpu_profile().replace("profiler-report/4", "profiler-report/3");
     // A verdict its own interval contradicts.
     let verdict = ex2_bench_json(&[("output_tokens_per_s", "higher", "faster", 0.99, (0.95, 1.04))]);
     let mut out = String::new();
-    for (case, report_json) in [("shares", shares), ("ranking", swapped), ("totals", totals), ("roofline", roofline), ("rate", rate), ("old", old), ("old environment", old_environment)] {
+    for (case, report_json) in [
+        ("shares", shares),
+        ("ranking", swapped),
+        ("totals", totals),
+        ("roofline", roofline),
+        ("rate", rate),
+        ("reading", reading),
+        ("old", old),
+        ("old environment", old_environment),
+        ("old reading", old_reading),
+    ] {
         assert_ne!(report_json, cpu_profile(), "the {case} case must change the file");
         let reports = grade(with(perfect_files(), &[("exercise-3/results/report.json", &report_json)]));
         assert!(reports[2].problems.iter().any(|p| p.kind == grader::ProblemKind::Tampered), "{case}");

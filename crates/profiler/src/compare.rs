@@ -9,7 +9,7 @@ use crate::table::format_us;
 
 /// A side-by-side table of per-step self times. Rows match by name and input shapes; CUDA
 /// times are compared when both reports have them, CPU times otherwise. When either report
-/// has ceilings, each row's GB/s, Roofline %, Bound and Kernel follow, before → after.
+/// has ceilings, each row's GB/s, Roofline %, Bound, Reading and Kernel follow, before → after.
 pub fn compare(before: &Report, after: &Report) -> String {
     let device = before.has_device_times() && after.has_device_times();
     let roofline = before.ceilings.is_some() || after.ceilings.is_some();
@@ -49,7 +49,7 @@ pub fn compare(before: &Report, after: &Report) -> String {
         "Change %".to_string(),
     ];
     if roofline {
-        header.extend(["GB/s", "Roofline %", "Bound", "Kernel"].map(String::from));
+        header.extend(["GB/s", "Roofline %", "Bound", "Reading", "Kernel"].map(String::from));
     }
     let mut cells: Vec<Vec<String>> = lines
         .iter()
@@ -63,6 +63,8 @@ pub fn compare(before: &Report, after: &Report) -> String {
                 c.push(before_after(rate(rb, |x| format!("{:.2}", x.gbytes_per_s)), rate(ra, |x| format!("{:.2}", x.gbytes_per_s))));
                 c.push(before_after(rate(rb, |x| format!("{:.1}%", x.pct_of_roofline)), rate(ra, |x| format!("{:.1}%", x.pct_of_roofline))));
                 c.push(before_after(rate(rb, |x| x.bound.to_string()), rate(ra, |x| x.bound.to_string())));
+                let reading = |r: Option<&ReportRow>| r.and_then(|r| r.reading).map(|x| x.label().to_string());
+                c.push(before_after(reading(rb), reading(ra)));
                 let kernel = |r: Option<&ReportRow>| r.and_then(|r| r.kernel.clone());
                 c.push(before_after(kernel(rb), kernel(ra)));
             }
@@ -113,8 +115,8 @@ pub fn compare(before: &Report, after: &Report) -> String {
     ));
     if roofline {
         out.push_str(
-            "GB/s, Roofline %, Bound and Kernel: before -> after, from each report's own ceilings \
-             (see the table's footer); blank where a row declared no work or a report has no ceilings.\n",
+            "GB/s, Roofline %, Bound, Reading and Kernel: before -> after, from each report's own ceilings \
+             and reading thresholds (see the table's footer); blank where a row declared no work or a report has no ceilings.\n",
         );
     }
     for note in mismatches(before, after) {
@@ -192,6 +194,9 @@ fn mismatches(before: &Report, after: &Report) -> Vec<String> {
             notes.push("only one report has ceilings: the other side's roofline cells are blank".to_string())
         }
         _ => {}
+    }
+    if before.reading_thresholds != after.reading_thresholds {
+        notes.push("the reports were read with different thresholds: a changed Reading may be the thresholds' doing".to_string());
     }
     notes
 }

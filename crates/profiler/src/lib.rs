@@ -8,7 +8,9 @@
 //! `tracing` spans, so models that open spans (candle-transformers' `with_tracing`
 //! wrappers) can be profiled without editing them. With the machine's measured
 //! [`Ceilings`] handed in ([`Profiler::with_ceilings`]), every row that declared its work
-//! ([`Scope::with_work`]) gets a [`RowRoofline`], computed in [`roofline`] alone, and
+//! ([`Scope::with_work`]) gets a [`RowRoofline`], computed in [`roofline`] alone, and a
+//! [`Reading`] (memory-bound, compute-bound, slow kernel, launch overhead), given by
+//! [`reading`] alone with the caller's thresholds ([`Profiler::with_reading_thresholds`]);
 //! [`Scope::with_kernel`] labels which kernel a row ran on.
 
 mod aggregate;
@@ -23,6 +25,7 @@ mod error;
 mod flamegraph;
 mod profile;
 mod profiler;
+pub mod reading;
 mod report;
 pub mod roofline;
 mod schedule;
@@ -38,6 +41,7 @@ pub use environment::{cpu_model, unoptimised_build, Environment, Target};
 pub use error::ProfilerError;
 pub use profile::{Event, Profile, Step};
 pub use profiler::{Options, Profiler};
+pub use reading::Reading;
 pub use report::{CudaTimeBasis, Report, ReportRow, Totals, SCHEMA};
 pub use roofline::{Bound, Ceilings, RowRoofline, TimeBasis};
 pub use schedule::{Phase, Schedule};

@@ -3,6 +3,7 @@
 
 use crate::device::{DeviceKind, Timing};
 use crate::environment::Environment;
+use crate::reading::Thresholds;
 use crate::roofline::Ceilings;
 use crate::scope::Kind;
 
@@ -72,6 +73,9 @@ pub struct Profile {
     /// The machine's measured ceilings, handed in by the caller; with them every row that
     /// declared its work gets a roofline.
     pub ceilings: Option<Ceilings>,
+    /// The thresholds each row's [`crate::Reading`] is taken with (the caller's; by default
+    /// [`Thresholds::DEFAULT`]).
+    pub reading_thresholds: Thresholds,
 }
 
 impl Profile {
@@ -79,6 +83,12 @@ impl Profile {
     /// for a profile already finished).
     pub fn set_ceilings(&mut self, ceilings: Ceilings) {
         self.ceilings = Some(ceilings);
+    }
+
+    /// Read the rows with these thresholds (the same as
+    /// [`crate::Profiler::with_reading_thresholds`], for a profile already finished).
+    pub fn set_reading_thresholds(&mut self, thresholds: Thresholds) {
+        self.reading_thresholds = thresholds;
     }
 
     /// Number of active steps the profile holds.

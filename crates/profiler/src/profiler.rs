@@ -4,6 +4,7 @@ use crate::clock::{Clock, MonotonicClock};
 use crate::device::{DeviceKind, DeviceTimer, Timing};
 use crate::environment::{profiler_features, Environment, Target};
 use crate::profile::{Event, Profile, Step};
+use crate::reading::Thresholds;
 use crate::roofline::Ceilings;
 use crate::schedule::{Phase, Schedule};
 use crate::scope::{self, Recorder};
@@ -60,6 +61,7 @@ pub struct Profiler {
     steps: Vec<Step>,
     warnings: Vec<String>,
     ceilings: Option<Ceilings>,
+    reading_thresholds: Thresholds,
 }
 
 impl Profiler {
@@ -73,6 +75,7 @@ impl Profiler {
             steps: Vec::new(),
             warnings: Vec::new(),
             ceilings: None,
+            reading_thresholds: Thresholds::DEFAULT,
         }
     }
 
@@ -86,6 +89,13 @@ impl Profiler {
     /// caller: the profile's rows that declared work get a roofline against them.
     pub fn with_ceilings(mut self, ceilings: Ceilings) -> Self {
         self.ceilings = Some(ceilings);
+        self
+    }
+
+    /// The thresholds the rows' readings are taken with ([`crate::reading`]); without this
+    /// call, [`Thresholds::DEFAULT`]. A program that grades by an answer key passes the key's.
+    pub fn with_reading_thresholds(mut self, thresholds: Thresholds) -> Self {
+        self.reading_thresholds = thresholds;
         self
     }
 
@@ -233,6 +243,7 @@ impl Profiler {
             environment: Environment { threads, timing, ..captured },
             warnings: std::mem::take(&mut self.warnings),
             ceilings: self.ceilings.take(),
+            reading_thresholds: self.reading_thresholds,
         }
     }
 }

@@ -10,11 +10,12 @@ use crate::device::DeviceKind;
 use crate::environment::Environment;
 use crate::error::ProfilerError;
 use crate::profile::Profile;
+use crate::reading::{read_row, Reading, Thresholds};
 use crate::roofline::{row_roofline, Ceilings, RowRoofline, TimeBasis};
 
 /// The schema identifier written in every report. Bump the number on any incompatible
 /// change and describe it in REPORT.md.
-pub const SCHEMA: &str = "profiler-report/3";
+pub const SCHEMA: &str = "profiler-report/4";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Report {
@@ -28,6 +29,8 @@ pub struct Report {
     pub totals: Totals,
     /// The measured ceilings the rows' rooflines are taken against; null without them.
     pub ceilings: Option<Ceilings>,
+    /// The thresholds the rows' `reading`s were taken with (crate::reading).
+    pub reading_thresholds: Thresholds,
     /// The profile's warnings (device timing failures, refused nested profilers).
     pub warnings: Vec<String>,
     pub rows: Vec<ReportRow>,
@@ -77,6 +80,9 @@ pub struct ReportRow {
     /// Achieved rates against the ceilings; null without ceilings, without declared work,
     /// or without time.
     pub roofline: Option<RowRoofline>,
+    /// What holds the row back, read off its roofline with `reading_thresholds`; null without
+    /// a roofline.
+    pub reading: Option<Reading>,
 }
 
 fn us(ns: u64) -> f64 {
@@ -103,10 +109,18 @@ impl Report {
             let time_ns = if on_device { r.device_total_ns? } else { r.cpu_total_ns };
             row_roofline(r.flops.unwrap_or(0), r.bytes?, us(time_ns), basis, ceilings)
         };
+        // Launch overhead is judged by the self time a call in the run's own column.
+        let us_per_call = |r: &crate::aggregate::Row| -> Option<f64> {
+            let self_ns = if on_device { r.self_device_ns? } else { r.self_cpu_ns };
+            (r.calls > 0).then(|| us(self_ns) / r.calls as f64)
+        };
         let rows = k
             .rows
             .iter()
-            .map(|r| ReportRow {
+            .map(|r| {
+                let roofline = roofline(r);
+                let reading = read_row(roofline.as_ref(), us_per_call(r), &profile.reading_thresholds);
+                ReportRow {
                 name: r.name.clone(),
                 input_shapes: r.input_shapes.clone(),
                 calls: r.calls,
@@ -122,8 +136,9 @@ impl Report {
                 flops: r.flops,
                 bytes: r.bytes,
                 kernel: r.kernel.clone(),
-                roofline: roofline(r),
-            })
+                roofline,
+                reading,
+            }})
             .collect();
         Report {
             schema: SCHEMA.to_string(),
@@ -140,6 +155,7 @@ impl Report {
                 wall_us: us(k.wall_ns),
             },
             ceilings: profile.ceilings.clone(),
+            reading_thresholds: profile.reading_thresholds,
             warnings: profile.warnings.clone(),
             rows,
         }

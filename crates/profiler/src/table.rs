@@ -1,9 +1,15 @@
 //! The text table, in the shape of PyTorch's `prof.key_averages().table()`: right-aligned
 //! columns two spaces apart, dashed rules, automatic us/ms/s units, and the
 //! `Self CPU time total` / `Self CUDA time total` footers.
+//!
+//! With ceilings, a second block follows with the same rows in the same order: each row's
+//! share again, its kernel, its roofline columns and its reading ([`crate::reading`]). Kept
+//! apart from the time columns, a CPU run's table stays within about 115 columns a block,
+//! so a row reads across on one line of an ordinary terminal.
 
 use crate::aggregate::{SortBy, View};
 use crate::environment::unoptimised_build;
+use crate::reading::Thresholds;
 use crate::report::{Report, ReportRow};
 use crate::roofline::{giga_per_second, Ceilings};
 
@@ -76,8 +82,67 @@ fn ceilings_footer(c: &Ceilings, on_device: bool) -> String {
     )
 }
 
-/// Render `report` as a table, its warnings under the footers. With ceilings the roofline
-/// columns follow the PyTorch-style ones; without them `with_flops` adds GFLOP/s and GB/s.
+/// The footer line that says how the Reading column was read, with the report's thresholds.
+fn reading_footer(t: &Thresholds, on_device: bool) -> String {
+    format!(
+        "Reading, the first that holds: compute-bound (compute roof the lower, over {}% of it); memory-bound (over {}% of \
+         the bandwidth); launch overhead (under {}us of self {} time a call); slow kernel (under {}% of its roofline); \
+         else the lower roof, or slow kernel under {}% of the bandwidth. No roofline: the row declared no work.\n",
+        t.near_roofline_above_pct,
+        t.memory_above_pct,
+        t.launch_overhead_below_us,
+        if on_device { "CUDA" } else { "CPU" },
+        t.slow_kernel_below_pct,
+        t.not_memory_below_pct,
+    )
+}
+
+/// Which columns of a block get 4 characters of air and a minimum width, as PyTorch's do.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Widths {
+    /// PyTorch's: every column at least [`MIN_COLUMN`] wide, text columns 4 wider.
+    PyTorch,
+    /// As wide as the header or the widest cell; the first column as wide as `name_width`.
+    Tight { name_width: usize },
+}
+
+/// One block: its rules, header and rows; returns the text and the first column's width.
+fn block(header: &[&str], cells: &[Vec<String>], text_columns: &[usize], widths: Widths) -> (String, usize) {
+    let widths: Vec<usize> = header
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            let widest = cells.iter().map(|row| row[i].chars().count()).max().unwrap_or(0).max(h.len());
+            match widths {
+                Widths::PyTorch if text_columns.contains(&i) => (widest + 4).max(MIN_COLUMN),
+                Widths::PyTorch => widest.max(MIN_COLUMN),
+                Widths::Tight { name_width } if i == 0 => widest.max(name_width),
+                Widths::Tight { .. } => widest,
+            }
+        })
+        .collect();
+    let rule: String = widths.iter().map(|w| format!("{}  ", "-".repeat(*w))).collect();
+    let line = |cells: &[&str]| -> String { cells.iter().zip(&widths).map(|(c, w)| format!("{c:>w$}  ")).collect() };
+    let mut out = String::new();
+    out.push_str(&rule);
+    out.push('\n');
+    out.push_str(&line(header));
+    out.push('\n');
+    out.push_str(&rule);
+    out.push('\n');
+    for c in cells {
+        let refs: Vec<&str> = c.iter().map(String::as_str).collect();
+        out.push_str(&line(&refs));
+        out.push('\n');
+    }
+    out.push_str(&rule);
+    out.push('\n');
+    (out, widths[0])
+}
+
+/// Render `report` as a table, its warnings under the footers. With ceilings a second block
+/// holds the roofline columns and the reading; without them `with_flops` adds GFLOP/s and
+/// GB/s to the first.
 pub fn render(report: &Report, row_limit: Option<usize>, with_flops: bool) -> String {
     let device = report.has_device_times();
     let roofline = report.ceilings.is_some();
@@ -94,9 +159,6 @@ pub fn render(report: &Report, row_limit: Option<usize>, with_flops: bool) -> St
     header.push("# of Calls");
     if with_flops {
         header.extend(["GFLOP/s", "GB/s"]);
-    }
-    if roofline {
-        header.extend(["Kernel", "GFLOP/s", "GB/s", "FLOP/B", "Roofline %", "Bound"]);
     }
     if shapes {
         header.push("Input Shapes");
@@ -133,59 +195,20 @@ pub fn render(report: &Report, row_limit: Option<usize>, with_flops: bool) -> St
                 c.push(rate_cell(r.flops, time));
                 c.push(rate_cell(r.bytes, time));
             }
-            if roofline {
-                c.push(r.kernel.clone().unwrap_or_default());
-                match &r.roofline {
-                    Some(x) => c.extend([
-                        format!("{:.2}", x.gflops_per_s),
-                        format!("{:.2}", x.gbytes_per_s),
-                        format!("{:.2}", x.intensity),
-                        format!("{:.1}%", x.pct_of_roofline),
-                        x.bound.to_string(),
-                    ]),
-                    None => c.extend(std::iter::repeat_n(String::new(), 5)),
-                }
-            }
             if shapes {
                 c.push(cut(r.input_shapes.as_deref().unwrap_or("[]"), MAX_SHAPES_WIDTH));
             }
             c
         })
         .collect();
-
-    let widths: Vec<usize> = header
-        .iter()
-        .enumerate()
-        .map(|(i, h)| {
-            let widest = cells.iter().map(|row| row[i].chars().count()).max().unwrap_or(0);
-            // The name and shapes columns get 4 characters of air, as in PyTorch.
-            let is_text = i == 0 || (shapes && i == header.len() - 1);
-            if is_text { (widest.max(h.len()) + 4).max(MIN_COLUMN) } else { widest.max(h.len()).max(MIN_COLUMN) }
-        })
-        .collect();
-
-    let rule: String = widths.iter().map(|w| format!("{}  ", "-".repeat(*w))).collect();
-    let line = |cells: &[&str]| -> String {
-        cells.iter().zip(&widths).map(|(c, w)| format!("{c:>w$}  ")).collect()
-    };
+    let text_columns = if shapes { vec![0, header.len() - 1] } else { vec![0] };
+    let (times, name_width) = block(&header, &cells, &text_columns, Widths::PyTorch);
 
     let mut out = String::new();
     if unoptimised_build() {
         out.push_str("Note: built without optimisations (opt-level 0): these times are not representative.\n");
     }
-    out.push_str(&rule);
-    out.push('\n');
-    out.push_str(&line(&header));
-    out.push('\n');
-    out.push_str(&rule);
-    out.push('\n');
-    for c in &cells {
-        let refs: Vec<&str> = c.iter().map(String::as_str).collect();
-        out.push_str(&line(&refs));
-        out.push('\n');
-    }
-    out.push_str(&rule);
-    out.push('\n');
+    out.push_str(&times);
     out.push_str(&format!("Self CPU time total: {}\n", format_us(total_self_cpu)));
     if let Some(cuda) = report.totals.self_cuda_us {
         // Event pairs on the stream time the stream, idle waits for launches included: not
@@ -210,7 +233,10 @@ pub fn render(report: &Report, row_limit: Option<usize>, with_flops: bool) -> St
         out.push_str("No CUDA times were recorded: rows are sorted by the CPU times instead.\n");
     }
     if let Some(c) = &report.ceilings {
+        out.push('\n');
+        out.push_str(&roofline_block(&rows, device, name_width));
         out.push_str(&ceilings_footer(c, device));
+        out.push_str(&reading_footer(&report.reading_thresholds, device));
         let env = &report.environment;
         if c.threads != env.threads || c.build != env.build() {
             out.push_str(&format!(
@@ -227,6 +253,37 @@ pub fn render(report: &Report, row_limit: Option<usize>, with_flops: bool) -> St
         out.push_str(&format!("Warning: {w}\n"));
     }
     out
+}
+
+/// The second block: the rows again, by name and share, with their kernel, roofline columns
+/// and reading.
+fn roofline_block(rows: &[&ReportRow], device: bool, name_width: usize) -> String {
+    let header = ["Name", if device { "Self CUDA %" } else { "Self CPU %" }, "Kernel", "GFLOP/s", "GB/s", "FLOP/B", "Roofline %", "Bound", "Reading"];
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            let share = if device { r.self_cuda_pct.unwrap_or(0.0) } else { r.self_cpu_pct };
+            let mut c = vec![cut(&r.name, MAX_NAME_WIDTH), format_pct(share), r.kernel.clone().unwrap_or_default()];
+            match &r.roofline {
+                Some(x) => c.extend([
+                    format!("{:.2}", x.gflops_per_s),
+                    format!("{:.2}", x.gbytes_per_s),
+                    format!("{:.2}", x.intensity),
+                    format!("{:.1}%", x.pct_of_roofline),
+                    x.bound.to_string(),
+                ]),
+                None => c.extend(std::iter::repeat_n(String::new(), 5)),
+            }
+            // A reading is only ever taken from a roofline: without one, say so.
+            c.push(match (&r.roofline, r.reading) {
+                (_, Some(x)) => x.label().to_string(),
+                (None, None) => "no roofline".to_string(),
+                (Some(_), None) => String::new(),
+            });
+            c
+        })
+        .collect();
+    block(&header, &cells, &[0], Widths::Tight { name_width }).0
 }
 
 impl crate::profile::Profile {

@@ -2,9 +2,10 @@
 
 mod fixture;
 
+use profiler::reading::Thresholds;
 use profiler::{
-    Bound, ManualClock, Options, Profiler, Report, ReportRow, Row, Schedule, SortBy, TableOptions, TimeBasis, View,
-    STEP_ROW,
+    Bound, ManualClock, Options, Profiler, Reading, Report, ReportRow, Row, Schedule, SortBy, TableOptions, TimeBasis,
+    View, STEP_ROW,
 };
 
 fn row<'a>(rows: &'a [Row], name: &str) -> &'a Row {
@@ -104,6 +105,70 @@ fn rows_with_work_get_a_roofline_over_their_total_cpu_time() {
     let small = report_row(&report, "matmul", "[[1, 8, 768], [768, 768]]");
     assert_eq!((small.kernel.as_deref(), &small.roofline), (Some("candle-gemm"), &None));
     assert!(report.rows.iter().filter(|r| r.name != "matmul" && r.name != "bias_add").all(|r| r.roofline.is_none()));
+}
+
+#[test]
+fn every_row_with_a_roofline_has_a_reading_and_no_other_row_has_one() {
+    let p = fixture::profile_with_ceilings(false);
+    let report = p.report_with(TableOptions { group_by_input_shape: true, ..TableOptions::default() });
+    assert_eq!(report.reading_thresholds, Thresholds::DEFAULT);
+    // The big matmul at 94% of its compute roof; bias_add at 20% of the bandwidth in 4 µs calls.
+    assert_eq!(report_row(&report, "matmul", "[[1, 8, 768], [768, 2304]]").reading, Some(Reading::ComputeBound));
+    assert_eq!(report_row(&report, "bias_add", "[[1, 8, 2304], [2304]]").reading, Some(Reading::LaunchOverhead));
+    for r in &report.rows {
+        assert_eq!(r.reading.is_some(), r.roofline.is_some(), "{}", r.name);
+    }
+    // Without ceilings there is no roofline, so no reading either.
+    assert!(fixture::profile(false).report().rows.iter().all(|r| r.reading.is_none()));
+}
+
+#[test]
+fn the_caller_s_thresholds_reach_the_report_and_the_table() {
+    // With a launch-overhead line below bias_add's 4 µs a call, its 19.6% of the roofline is a
+    // slow kernel; the report records the thresholds it was read with and the footer prints them.
+    let strict = Thresholds { launch_overhead_below_us: 1.0, ..Thresholds::DEFAULT };
+    let mut p = fixture::profile_with_ceilings(false);
+    p.set_reading_thresholds(strict);
+    let report = p.report_with(TableOptions { group_by_input_shape: true, ..TableOptions::default() });
+    assert_eq!(report.reading_thresholds, strict);
+    assert_eq!(report_row(&report, "bias_add", "[[1, 8, 2304], [2304]]").reading, Some(Reading::SlowKernel));
+    let table = p.table(TableOptions::default());
+    assert!(table.contains("launch overhead (under 1us of self CPU time a call)"), "{table}");
+    let line = table.lines().rev().find(|l| l.trim_start().starts_with("bias_add")).unwrap();
+    assert!(line.trim_end().ends_with("slow kernel"), "{line}");
+    // The profiler's builder sets them the same way.
+    let built = Profiler::new(Options::default()).with_reading_thresholds(strict).finish();
+    assert_eq!(built.reading_thresholds, strict);
+    assert_eq!(Profiler::new(Options::default()).finish().reading_thresholds, Thresholds::DEFAULT);
+}
+
+#[test]
+fn an_op_far_below_its_memory_roofline_reads_slow_kernel_not_memory_bound() {
+    // A gelu on exercise 3's shapes, as slow as candle's scalar tanh on a CPU: 8 × 3072 values in,
+    // the same out, 348 µs a call, against 28.2 GB/s: 0.57 GB/s, 2% of the bandwidth.
+    let clock = ManualClock::new();
+    let options = Options { schedule: Schedule::new(0, 0, 1, 1), threads: Some(2), ..Options::default() };
+    let mut prof = Profiler::new(options).with_clock(clock.clone()).with_ceilings(profiler::Ceilings {
+        mem_read_gbps: 28.2,
+        peak_gflops: 361.9,
+        ..fixture::ceilings()
+    });
+    prof.step(|| {
+        for _ in 0..12 {
+            let _g = profiler::op("gelu").with_work(10 * 8 * 3072, 2 * 4 * 8 * 3072).with_kernel("candle");
+            clock.advance_us(348);
+        }
+    });
+    let p = prof.finish();
+    let report = p.report();
+    let gelu = report.rows.iter().find(|r| r.name == "gelu").unwrap();
+    let roofline = gelu.roofline.as_ref().unwrap();
+    assert_eq!(roofline.bound, Bound::Memory, "left of the ridge");
+    assert!(roofline.pct_of_memory_roofline < 3.0, "{roofline:?}");
+    assert_eq!(gelu.reading, Some(Reading::SlowKernel));
+    let table = p.table(TableOptions::default());
+    let line = table.lines().rev().find(|l| l.trim_start().starts_with("gelu")).unwrap();
+    assert!(line.contains("memory") && line.trim_end().ends_with("slow kernel") && !line.contains("memory-bound"), "{line}");
 }
 
 #[test]
@@ -302,7 +367,7 @@ fn report_json_round_trips_and_follows_the_schema() {
     assert_eq!(back, report);
 
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    assert_eq!(v["schema"], "profiler-report/3");
+    assert_eq!(v["schema"], "profiler-report/4");
     assert_eq!(v["device"], "cpu");
     assert_eq!(v["sort_by"], "self_cpu_time_total");
     assert_eq!(v["view"], "op");
@@ -318,11 +383,14 @@ fn report_json_round_trips_and_follows_the_schema() {
     assert!(v["totals"]["self_cuda_us"].is_null());
     assert!(v["totals"]["cuda_time_basis"].is_null());
     assert!(v["ceilings"].is_null());
+    for field in ["not_memory_below_pct", "memory_above_pct", "slow_kernel_below_pct", "near_roofline_above_pct", "launch_overhead_below_us"] {
+        assert!(v["reading_thresholds"][field].is_number(), "reading_thresholds field {field} missing");
+    }
     assert_eq!(v["warnings"], serde_json::json!([]));
     let first = &v["rows"][0];
     for field in [
         "name", "input_shapes", "calls", "self_cpu_us", "cpu_total_us", "self_cpu_pct", "self_cuda_us",
-        "cuda_total_us", "self_cuda_pct", "flops", "bytes", "kernel", "roofline",
+        "cuda_total_us", "self_cuda_pct", "flops", "bytes", "kernel", "roofline", "reading",
     ] {
         assert!(first.get(field).is_some(), "row field {field} missing");
     }
@@ -331,6 +399,7 @@ fn report_json_round_trips_and_follows_the_schema() {
     assert_eq!(first["flops"], 2 * 2 * 8 * 768 * 2304);
     assert_eq!(first["kernel"], "packed-avx512");
     assert!(first["roofline"].is_null(), "no ceilings, no roofline");
+    assert!(first["reading"].is_null(), "no roofline, no reading");
 }
 
 #[test]
@@ -345,7 +414,7 @@ fn a_cuda_report_with_ceilings_round_trips_and_names_its_time_basis() {
     let back = Report::read_json(&path).unwrap();
     assert_eq!((&back.ceilings, &back.totals, &back.warnings), (&report.ceilings, &report.totals, &report.warnings));
     for (b, r) in back.rows.iter().zip(&report.rows) {
-        assert_eq!((&b.name, &b.kernel, b.flops, b.bytes), (&r.name, &r.kernel, r.flops, r.bytes));
+        assert_eq!((&b.name, &b.kernel, b.flops, b.bytes, b.reading), (&r.name, &r.kernel, r.flops, r.bytes, r.reading));
         match (&b.roofline, &r.roofline) {
             (Some(x), Some(y)) => {
                 assert_eq!((x.time_basis, x.bound), (y.time_basis, y.bound));
@@ -361,6 +430,8 @@ fn a_cuda_report_with_ceilings_round_trips_and_names_its_time_basis() {
     let bias = v["rows"].as_array().unwrap().iter().find(|r| r["name"] == "bias_add").unwrap();
     assert_eq!(bias["roofline"]["time_basis"], "cuda-stream");
     assert_eq!(bias["roofline"]["bound"], "memory");
+    assert_eq!(bias["reading"], "launch-overhead");
+    assert_eq!(v["reading_thresholds"]["launch_overhead_below_us"], 20.0);
 }
 
 #[test]
@@ -372,10 +443,10 @@ fn reading_a_wrong_file_says_what_and_where() {
     assert!(err.contains("old.json") && err.contains("profiler-report/0") && err.contains("gpt2 profile"), "{err}");
     // A complete report of the previous version is refused too, with the way out.
     let mut old = serde_json::to_value(fixture::profile(false).report()).unwrap();
-    old["schema"] = "profiler-report/2".into();
+    old["schema"] = "profiler-report/3".into();
     std::fs::write(&path, old.to_string()).unwrap();
     let err = Report::read_json(&path).unwrap_err().to_string();
-    assert!(err.contains("old.json") && err.contains("profiler-report/2") && err.contains("profiler-report/3"), "{err}");
+    assert!(err.contains("old.json") && err.contains("profiler-report/3") && err.contains("profiler-report/4"), "{err}");
     assert!(err.contains("Re-run the profile"), "{err}");
     std::fs::write(&path, "{ not json").unwrap();
     let err = Report::read_json(&path).unwrap_err().to_string();

@@ -2,7 +2,12 @@
 
 mod fixture;
 
-use profiler::{compare, SortBy, TableOptions, View};
+use profiler::{compare, Reading, RowRoofline, SortBy, TableOptions, View};
+
+/// A row's reading at the profiler's default thresholds, as the report would hold it.
+fn read(roofline: Option<&RowRoofline>, us_per_call: f64) -> Option<Reading> {
+    profiler::reading::read_row(roofline, Some(us_per_call), &profiler::reading::Thresholds::DEFAULT)
+}
 
 #[test]
 fn table_cpu_only() {
@@ -93,6 +98,7 @@ fn compare_shows_the_roofline_columns_before_and_after() {
                 profiler::TimeBasis::Cpu,
                 &ceilings,
             );
+            row.reading = read(row.roofline.as_ref(), row.self_cpu_us / row.calls as f64);
         }
     }
     after.rows.retain(|r| r.name != "bias_add");
@@ -102,6 +108,7 @@ fn compare_shows_the_roofline_columns_before_and_after() {
         self_cpu_us: 6.0,
         cpu_total_us: 6.0,
         kernel: Some("avx512".into()),
+        reading: read(fused.as_ref(), 6.0 / before.rows[0].calls as f64),
         roofline: fused,
         ..before.rows[0].clone()
     });

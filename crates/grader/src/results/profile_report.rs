@@ -1,4 +1,4 @@
-//! The profiler's `report.json` (schema `profiler-report/3`, documented in
+//! The profiler's `report.json` (schema `profiler-report/4`, documented in
 //! crates/profiler/REPORT.md), and its consistency checks.
 //!
 //! Device-aware: a CPU run ranks ops by self CPU time, a CUDA run by self CUDA time; the
@@ -9,18 +9,23 @@
 //! profiler computes the roofline columns; the grader only checks that they agree with each
 //! other and with the ceilings, so an edited figure is reported as tampered. Version 3 changes
 //! only the `environment`, now the record bench.json carries too; the grader reads its
-//! `optimized_build`.
+//! `optimized_build`. Version 4 adds the `reading_thresholds` and per row the `reading` the
+//! table printed (memory-bound, compute-bound, slow kernel, launch overhead): the grader reads
+//! it as written, and checks it against the profiler's rule (`profiler::reading`) at those
+//! thresholds, as it checks the roofline columns.
 
 use super::{close, parse_json, tampered};
 use crate::problem::Problem;
+use profiler::reading::{self, Figures, Reading, Thresholds};
 use serde::{Deserialize, Serialize};
 
-pub const SCHEMA: &str = "profiler-report/3";
+pub const SCHEMA: &str = "profiler-report/4";
 
 /// Earlier schemas, each refused with what it lacks (the next step is the same: profile again).
-const OLD_SCHEMAS: [(&str, &str); 2] = [
+const OLD_SCHEMAS: [(&str, &str); 3] = [
     ("profiler-report/1", "from before the roofline columns"),
     ("profiler-report/2", "from before the environment record report.json and bench.json share"),
+    ("profiler-report/3", "from before the table's Reading column"),
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
@@ -116,6 +121,8 @@ struct RawReport {
     #[serde(default)]
     ceilings: Option<Ceilings>,
     #[serde(default)]
+    reading_thresholds: Option<Thresholds>,
+    #[serde(default)]
     warnings: Vec<String>,
     totals: RawTotals,
     rows: Vec<RawRow>,
@@ -157,6 +164,8 @@ struct RawRow {
     kernel: Option<String>,
     #[serde(default)]
     roofline: Option<Roofline>,
+    #[serde(default)]
+    reading: Option<Reading>,
 }
 
 /// One row as the device ranks it.
@@ -173,6 +182,9 @@ pub struct RankedOp {
     pub kernel: Option<String>,
     /// The roofline columns; None when the row declared no work or there are no ceilings.
     pub roofline: Option<Roofline>,
+    /// What the table read off the roofline columns (with the report's `reading_thresholds`);
+    /// None exactly when there are no roofline columns.
+    pub reading: Option<Reading>,
 }
 
 impl RankedOp {
@@ -191,6 +203,9 @@ pub struct ProfileReport {
     pub optimized_build: Option<bool>,
     /// The device's measured ceilings; None when the run measured none.
     pub ceilings: Option<Ceilings>,
+    /// The thresholds the rows' readings were taken with; None when the report holds none (it
+    /// then has no readings either).
+    pub reading_thresholds: Option<Thresholds>,
     /// What the profiler warned about (a busy machine, a debug build...).
     pub warnings: Vec<String>,
     /// The `ProfilerStep*` row (time no op covers), kept out of `ops`.
@@ -269,14 +284,17 @@ impl ProfileReport {
                 check_roofline(roofline, raw.ceilings.as_ref(), index, &row.name, file)?;
                 check_rates(roofline, row, index, file)?;
             }
-            ops.push(RankedOp {
+            let op = RankedOp {
                 name: row.name.clone(),
                 self_us,
                 share_pct,
                 calls: row.calls,
                 kernel: row.kernel.clone(),
                 roofline: row.roofline.clone(),
-            });
+                reading: row.reading,
+            };
+            check_reading(&op, raw.reading_thresholds.as_ref(), index, file)?;
+            ops.push(op);
         }
         if let Some(c) = &raw.ceilings {
             if !(c.mem_read_gbps.is_finite() && c.mem_read_gbps > 0.0 && c.peak_gflops.is_finite() && c.peak_gflops > 0.0) {
@@ -365,6 +383,7 @@ impl ProfileReport {
             device,
             optimized_build: raw.environment.and_then(|e| e.optimized_build),
             ceilings: raw.ceilings,
+            reading_thresholds: raw.reading_thresholds,
             warnings: raw.warnings,
             step,
             ops,
@@ -482,6 +501,71 @@ fn check_rates(r: &Roofline, row: &RawRow, index: usize, file: &str) -> Result<(
     Ok(())
 }
 
+impl Roofline {
+    /// The figures the reading rule reads, with the op's self time a call.
+    pub fn figures(&self, us_per_call: Option<f64>) -> Figures {
+        let bound = match self.bound {
+            Bound::Memory => profiler::Bound::Memory,
+            Bound::Compute => profiler::Bound::Compute,
+        };
+        Figures { pct_of_roofline: self.pct_of_roofline, pct_of_memory_roofline: self.pct_of_memory_roofline, bound, us_per_call }
+    }
+}
+
+/// A row's reading must be the one the profiler's rule gives its figures at the report's
+/// thresholds, and there only where it has roofline columns: the table printed it from them.
+fn check_reading(op: &RankedOp, thresholds: Option<&Thresholds>, index: usize, file: &str) -> Result<(), Problem> {
+    let row = format!("row {} (`{}`)", index + 1, op.name);
+    let (roofline, written) = match (&op.roofline, op.reading) {
+        (None, None) => return Ok(()),
+        (None, Some(r)) => {
+            return Err(tampered(file, format!("{row} reads {:?} without roofline columns to read it from", r.as_str()), REGENERATE))
+        }
+        (Some(_), None) => return Err(tampered(file, format!("{row} has roofline columns but no reading"), REGENERATE)),
+        (Some(roofline), Some(written)) => (roofline, written),
+    };
+    let Some(t) = thresholds else {
+        return Err(tampered(file, format!("{row} has a reading, but the report records no reading_thresholds it was read with"), REGENERATE));
+    };
+    if let Some(problem) = t.problem() {
+        return Err(tampered(file, format!("its reading_thresholds cannot be read by: {problem}"), REGENERATE));
+    }
+    // The figures went through JSON: a figure that sits on a threshold may come back a hair to
+    // either side of it, so either side's reading is honest.
+    let nudged = |x: f64, k: i32| x * (1.0 + f64::from(k) * 1e-9);
+    let per_call = op.us_per_call();
+    let honest = (-1..=1).any(|a| {
+        (-1..=1).any(|b| {
+            (-1..=1).any(|c| {
+                let f = Figures {
+                    pct_of_roofline: nudged(roofline.pct_of_roofline, a),
+                    pct_of_memory_roofline: nudged(roofline.pct_of_memory_roofline, b),
+                    us_per_call: per_call.map(|us| nudged(us, c)),
+                    ..roofline.figures(per_call)
+                };
+                reading::read(&f, t) == written
+            })
+        })
+    });
+    if !honest {
+        let expected = reading::read(&roofline.figures(per_call), t);
+        return Err(tampered(
+            file,
+            format!(
+                "{row} reads {:?}, but its roofline columns read {:?} at the report's thresholds ({:.2}% of its roofline, {:.2}% of \
+                 the memory roofline{})",
+                written.as_str(),
+                expected.as_str(),
+                roofline.pct_of_roofline,
+                roofline.pct_of_memory_roofline,
+                per_call.map(|us| format!(", {us:.1} µs a call")).unwrap_or_default()
+            ),
+            REGENERATE,
+        ));
+    }
+    Ok(())
+}
+
 /// How op names are compared: case and surrounding whitespace and backticks do not matter.
 pub fn op_key(name: &str) -> String {
     name.trim().trim_matches('`').trim().to_lowercase()
@@ -569,6 +653,62 @@ mod tests {
     fn a_cuda_run_without_cuda_times_is_rejected() {
         let text = report("cuda", &[("matmul", 600.0, None)], 600.0, None);
         assert!(ProfileReport::parse(&text, "report.json").is_err());
+    }
+
+    /// The committed CPU fixture (a real run), edited by `edit`.
+    fn fixture_edited(edit: impl FnOnce(&mut serde_json::Value)) -> Result<ProfileReport, Problem> {
+        let mut v: serde_json::Value = serde_json::from_str(include_str!("../../tests/fixtures/reports/cpu-b1-t8-stock-mlp.json")).unwrap();
+        edit(&mut v);
+        ProfileReport::parse(&v.to_string(), "report.json")
+    }
+
+    fn row_named<'a>(v: &'a mut serde_json::Value, name: &str) -> &'a mut serde_json::Value {
+        v["rows"].as_array_mut().unwrap().iter_mut().find(|r| r["name"] == name).unwrap()
+    }
+
+    #[test]
+    fn the_reading_is_read_as_written_and_checked_against_the_rule() {
+        let r = fixture_edited(|_| {}).unwrap();
+        assert_eq!(r.reading_thresholds, Some(Thresholds::DEFAULT));
+        // gelu's bound is memory, yet at 2% of its roofline the table read a slow kernel.
+        let gelu = r.find("gelu").unwrap().1;
+        assert_eq!((gelu.roofline.as_ref().unwrap().bound, gelu.reading), (Bound::Memory, Some(Reading::SlowKernel)));
+        assert_eq!(r.find("split_heads").unwrap().1.reading, None, "no work, no roofline, no reading");
+
+        let edited = fixture_edited(|v| row_named(v, "gelu")["reading"] = "memory-bound".into()).unwrap_err();
+        assert!(edited.message.contains("row 3 (`gelu`) reads \"memory-bound\", but its roofline columns read \"slow-kernel\""), "{}", edited.message);
+        let missing = fixture_edited(|v| row_named(v, "gelu")["reading"] = serde_json::Value::Null).unwrap_err();
+        assert!(missing.message.contains("has roofline columns but no reading"), "{}", missing.message);
+        let invented = fixture_edited(|v| row_named(v, "split_heads")["reading"] = "launch-overhead".into()).unwrap_err();
+        assert!(invented.message.contains("without roofline columns to read it from"), "{}", invented.message);
+        let unread = fixture_edited(|v| v.as_object_mut().unwrap().remove("reading_thresholds").map(drop).unwrap()).unwrap_err();
+        assert!(unread.message.contains("records no reading_thresholds"), "{}", unread.message);
+        for p in [edited, missing, invented, unread] {
+            assert_eq!(p.kind, crate::problem::ProblemKind::Tampered);
+        }
+    }
+
+    #[test]
+    fn a_report_read_with_other_thresholds_is_checked_with_those() {
+        // With a launch line at 400 µs a call, gelu's 348 µs calls are launch overhead: a report
+        // that says so, and records the thresholds, is honest.
+        let r = fixture_edited(|v| {
+            v["reading_thresholds"]["launch_overhead_below_us"] = 400.0.into();
+            for name in ["gelu", "attn_qk", "attn_v"] {
+                row_named(v, name)["reading"] = "launch-overhead".into();
+            }
+            row_named(v, "matmul")["reading"] = "memory-bound".into();
+        })
+        .unwrap();
+        assert_eq!(r.find("gelu").unwrap().1.reading, Some(Reading::LaunchOverhead));
+    }
+
+    #[test]
+    fn the_previous_schema_is_refused_with_the_way_out() {
+        let text = include_str!("../../tests/fixtures/reports/cpu-b1-t8-stock-mlp.json").replace("profiler-report/4", "profiler-report/3");
+        let p = ProfileReport::parse(&text, "report.json").unwrap_err();
+        assert!(p.message.contains("\"profiler-report/3\", from before the table's Reading column"), "{}", p.message);
+        assert!(p.next_step.contains("`course run`"), "{}", p.next_step);
     }
 
     #[test]

@@ -28,7 +28,7 @@ pub fn grader() -> Grader {
     Grader::new(manifest, bank, key).expect("grader")
 }
 
-/// A consistent profiler-report/3 without ceilings (so no roofline columns): shares of the
+/// A consistent profiler-report/4 without ceilings (so no roofline columns): shares of the
 /// device's column, totals equal to the rows. Rows are (name, self CPU µs, self CUDA µs) in the
 /// order given.
 pub fn profile_json(device: &str, rows: &[(&str, f64, Option<f64>)]) -> String {
@@ -42,13 +42,14 @@ pub fn profile_json(device: &str, rows: &[(&str, f64, Option<f64>)]) -> String {
                 "self_cpu_us": cpu, "cpu_total_us": cpu, "self_cpu_pct": round2(cpu / cpu_sum * 100.0),
                 "self_cuda_us": cuda, "cuda_total_us": cuda,
                 "self_cuda_pct": cuda.map(|c| round2(c / cuda_sum * 100.0)),
-                "flops": null, "bytes": null, "kernel": null, "roofline": null
+                "flops": null, "bytes": null, "kernel": null, "roofline": null, "reading": null
             })
         })
         .collect();
     let sort_by = if device == "cuda" { "self_cuda_time_total" } else { "self_cpu_time_total" };
     serde_json::to_string_pretty(&serde_json::json!({
-        "schema": "profiler-report/3", "device": device, "sort_by": sort_by, "view": "op", "ceilings": null, "warnings": [],
+        "schema": "profiler-report/4", "device": device, "sort_by": sort_by, "view": "op", "ceilings": null, "warnings": [],
+        "reading_thresholds": profiler::reading::Thresholds::DEFAULT,
         "grouped_by_input_shape": false, "active_steps": 5,
         "environment": {"cpu_model": "test cpu", "threads": 2, "os": "linux", "arch": "x86_64", "device": device,
                         "cargo_features": [], "dtype": "f32", "timing": if device == "cuda" { "cuda-events" } else { "host" },
