@@ -6,23 +6,54 @@ use crate::report::{ExerciseReport, Outcome, QuestionResult};
 use anstyle::{AnsiColor, Style};
 use std::fmt::Write as _;
 
-fn marker(outcome: Outcome) -> &'static str {
-    match outcome {
-        Outcome::Right => "✓",
-        Outcome::Partial => "~",
-        Outcome::Wrong => "✗",
-        Outcome::Unanswered => "·",
+/// How a question's status is shown: the autograder's outcome, except for an answer it flagged
+/// for the instructor (and no instructor has graded yet), which shows as awaiting review, its
+/// points provisional, whatever the autograder made of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Status {
+    Graded(Outcome),
+    Review,
+}
+
+impl Status {
+    fn of(q: &QuestionResult) -> Status {
+        if q.needs_review && q.overridden.is_none() && q.outcome != Outcome::Unanswered {
+            Status::Review
+        } else {
+            Status::Graded(q.outcome)
+        }
+    }
+
+    fn marker(self) -> &'static str {
+        match self {
+            Status::Graded(Outcome::Right) => "✓",
+            Status::Graded(Outcome::Partial) => "~",
+            Status::Graded(Outcome::Wrong) => "✗",
+            Status::Graded(Outcome::Unanswered) => "·",
+            Status::Review => "?",
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Status::Graded(outcome) => outcome.label(),
+            Status::Review => "to review",
+        }
+    }
+
+    fn style(self) -> Style {
+        let colour = match self {
+            Status::Graded(Outcome::Right) => AnsiColor::Green,
+            Status::Graded(Outcome::Partial) | Status::Review => AnsiColor::Yellow,
+            Status::Graded(Outcome::Wrong) => AnsiColor::Red,
+            Status::Graded(Outcome::Unanswered) => AnsiColor::BrightBlack,
+        };
+        Style::new().fg_color(Some(colour.into()))
     }
 }
 
 fn style(outcome: Outcome) -> Style {
-    let colour = match outcome {
-        Outcome::Right => AnsiColor::Green,
-        Outcome::Partial => AnsiColor::Yellow,
-        Outcome::Wrong => AnsiColor::Red,
-        Outcome::Unanswered => AnsiColor::BrightBlack,
-    };
-    Style::new().fg_color(Some(colour.into()))
+    Status::Graded(outcome).style()
 }
 
 fn paint(text: &str, style: Style, colour: bool) -> String {
@@ -54,9 +85,10 @@ pub fn terminal(report: &ExerciseReport, colour: bool) -> String {
         let _ = writeln!(out, "  {} {}", paint("Your variant:", bold, colour), one_line(variant));
     }
     for q in &report.questions {
-        let head = format!("{} {:<10}", marker(q.outcome), q.outcome.label());
+        let status = Status::of(q);
+        let head = format!("{} {:<10}", status.marker(), status.label());
         // The id is the answers.toml field (or quiz question) and what overrides refer to.
-        let _ = write!(out, "  {} {:>7}  {}: {}", paint(&head, style(q.outcome), colour), points(q), q.id, q.label);
+        let _ = write!(out, "  {} {:>7}  {}: {}", paint(&head, status.style(), colour), points(q), q.id, q.label);
         if let Some(answer) = &q.answer {
             let _ = write!(out, "  → {}", one_line(answer));
         }
@@ -121,7 +153,8 @@ pub fn markdown(report: &ExerciseReport) -> String {
                 why = format!("overridden by the instructor (autograder: {}): {}", show(o.autograded_points), md_cell(&o.reason));
             }
             let answer = q.answer.as_deref().map(|a| format!("`{}`", md_cell(a).replace('`', "'"))).unwrap_or_default();
-            let _ = writeln!(out, "| {} {} | `{}` {} | {answer} | {} | {why} |", marker(q.outcome), q.outcome.label(), q.id, md_cell(&q.label), points(q));
+            let status = Status::of(q);
+            let _ = writeln!(out, "| {} {} | `{}` {} | {answer} | {} | {why} |", status.marker(), status.label(), q.id, md_cell(&q.label), points(q));
         }
         let _ = writeln!(out);
     }
@@ -178,5 +211,28 @@ mod tests {
         assert!(terminal(&report(), true).contains("\x1b["));
         assert!(!terminal(&report(), false).contains('\x1b'));
         assert!(!markdown(&report()).contains('\x1b'));
+    }
+
+    #[test]
+    fn a_flagged_answer_shows_as_awaiting_review_not_as_right() {
+        // plan.why is worth 0 and "right" whatever it says; when the rubric flags it, the report
+        // must not show a tick above "needs instructor review".
+        let mut r = ExerciseReport::new(3, "T", 1.0);
+        let mut why = QuestionResult::new("plan.why", "Why", 0.0).answer("fuse it").right("missing: what the fix changes (needs instructor review)");
+        why.needs_review = true;
+        r.questions.push(why.clone());
+        let mut awarded = why.clone();
+        awarded.id = "route-why".into();
+        awarded.overridden = Some(crate::report::OverrideNote { autograded_points: 0.0, reason: "read and awarded".into() });
+        r.questions.push(awarded);
+        r.total();
+        let shown = terminal(&r, false);
+        let line = shown.lines().find(|l| l.contains("plan.why")).unwrap();
+        assert!(line.trim_start().starts_with("? to review") && line.contains("0/0"), "{shown}");
+        assert!(!line.contains('✓') && !line.contains("right"), "{shown}");
+        // Once an instructor has graded it, the outcome shows again.
+        assert!(shown.lines().any(|l| l.contains("route-why") && l.trim_start().starts_with("✓ right")), "{shown}");
+        let md = markdown(&r);
+        assert!(md.contains("| ? to review | `plan.why`") && md.contains("| ✓ right | `route-why`"), "{md}");
     }
 }
