@@ -297,6 +297,62 @@ answer.alternatives = ["bandwidth"]
         assert!(longest.len() * 3 <= counted, "the right option is the longest in {} of {counted} questions (at most a third allowed): {longest:?}", longest.len());
     }
 
+    /// The tools an option names, by a word match: benchmark (benchmarks, benchmarking,
+    /// benchmarked) and profile (profiles, profiling, profiled, profiler, profilers, Nsight).
+    fn tools_named(option: &str) -> Vec<&'static str> {
+        let mut tools: Vec<&'static str> = option
+            .split(|c: char| !c.is_alphanumeric())
+            .filter_map(|word| match word.to_lowercase().as_str() {
+                "benchmark" | "benchmarks" | "benchmarking" | "benchmarked" => Some("benchmark"),
+                "profile" | "profiles" | "profiling" | "profiled" | "profiler" | "profilers" | "nsight" => Some("profile"),
+                _ => None,
+            })
+            .collect();
+        tools.sort();
+        tools.dedup();
+        tools
+    }
+
+    #[test]
+    fn the_tool_words_are_matched_as_words() {
+        assert_eq!(tools_named("Benchmark at twice the rate."), ["benchmark"]);
+        assert_eq!(tools_named("Open Nsight Systems, then benchmarking."), ["benchmark", "profile"]);
+        assert_eq!(tools_named("A profile of each setup (the profiler's view)."), ["profile"]);
+        assert!(tools_named("Multiply today's P90 by two; profitable benchmarkers aside.").is_empty());
+    }
+
+    #[test]
+    fn the_right_option_is_rarely_the_only_one_that_names_its_tool() {
+        // A learner who picks the one option naming a tool no other option names must do no
+        // better than chance: "Benchmark ..." among "Profile ..." and "Nsight ..." distractors
+        // gives the answer away. Counted over the questions of three or more options in the
+        // graded bank and the book's practice quizzes together; at most one in six may.
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let mut counted = 0;
+        let mut alone = Vec::new();
+        for file in quiz_files(&bank_dir(&root)).into_iter().chain(quiz_files(&book_quiz_dir(&root))) {
+            for q in &file.questions {
+                let QuestionKind::MultipleChoice { answers, distractors, .. } = &q.kind else { continue };
+                if answers.len() + distractors.len() < 3 {
+                    continue;
+                }
+                counted += 1;
+                let in_distractors: Vec<&str> = distractors.iter().flat_map(|d| tools_named(d)).collect();
+                let only_right: Vec<&str> = answers.iter().flat_map(|a| tools_named(a)).filter(|t| !in_distractors.contains(t)).collect();
+                if !only_right.is_empty() {
+                    alone.push(format!("{}:{} ({})", file.name, q.id, only_right.join(", ")));
+                }
+            }
+        }
+        assert!(counted >= 30, "only {counted} multiple-choice questions of three or more options were found");
+        assert!(
+            alone.len() * 6 <= counted,
+            "in {} of {counted} questions the right option is the only one naming its tool (at most one in six allowed): {alone:?}; \
+             rewrite distractors to use the same tool the wrong way (wrong metric or traffic, one request instead of many, the wrong level of tool)",
+            alone.len()
+        );
+    }
+
     #[test]
     fn the_graded_banks_keep_their_contract() {
         // Exercise 1 routes each scenario to exactly "Benchmark" or "Profile"; every graded

@@ -8,6 +8,11 @@
 //! A keyword next to a negation says the opposite of the idea ("do not fuse it", "memory
 //! traffic is not the problem", "instead of fusing"): such a match does not count, and the
 //! answer is flagged. This is the one place negations are read, for every rubric of the course.
+//!
+//! An idea may also list `wrong` phrases: claims that contradict it, or figures the question's
+//! own numbers make impossible. A phrase word `>5` (or `<14`) matches any number above 5 (below
+//! 14), so `"sav* >5 ms"` catches "saves 8 ms" where no line can save more than 5. A wrong
+//! phrase in the answer (not itself negated) leaves its idea unmatched and flags the answer.
 
 use serde::Deserialize;
 
@@ -18,6 +23,10 @@ pub struct Idea {
     pub idea: String,
     /// Phrases any of which shows the idea.
     pub any: Vec<String>,
+    /// Phrases that contradict the idea (a wrong claim, an impossible figure): any of them in
+    /// the answer, not negated, and the idea is not credited.
+    #[serde(default)]
+    pub wrong: Vec<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -38,6 +47,8 @@ pub struct RubricResult {
     /// Ideas whose phrase occurred next to a negation, with the words that negated it
     /// (`"fus* (after \"do not\")"`): not counted as found, and a reason to flag the answer.
     pub negated: Vec<String>,
+    /// The wrong claims found (`"saves 12 ms"`), each of which cost its idea: a reason to flag.
+    pub contradicted: Vec<String>,
 }
 
 /// Below this many words a full match may be a list of keywords rather than an answer.
@@ -64,8 +75,23 @@ fn tokens(text: &str) -> Vec<Token> {
     let mut current = String::new();
     let mut clause = 0;
     for (i, &c) in chars.iter().enumerate() {
+        let in_number = matches!(c, '.' | ',')
+            && i > 0
+            && chars[i - 1].is_ascii_digit()
+            && chars.get(i + 1).is_some_and(|n| n.is_ascii_digit());
         if c.is_alphanumeric() {
+            // A unit written against its number ("8ms", "14GB") is a word of its own.
+            if c.is_alphabetic() && !current.is_empty() && current.chars().all(|d| d.is_ascii_digit() || d == '.') {
+                out.push(Token { word: std::mem::take(&mut current), clause });
+            }
             current.extend(c.to_lowercase());
+            continue;
+        }
+        // A decimal point keeps a number whole ("7.5"); a thousands comma is dropped ("1,190").
+        if in_number {
+            if c == '.' {
+                current.push('.');
+            }
             continue;
         }
         if !current.is_empty() {
@@ -74,11 +100,7 @@ fn tokens(text: &str) -> Vec<Token> {
         if c == '%' {
             out.push(Token { word: "%".to_string(), clause });
         }
-        let in_number = matches!(c, '.' | ',')
-            && i > 0
-            && chars[i - 1].is_ascii_digit()
-            && chars.get(i + 1).is_some_and(|n| n.is_ascii_digit());
-        if matches!(c, '.' | ',' | ';' | ':' | '!' | '?' | '(' | ')' | '—') && !in_number {
+        if matches!(c, '.' | ',' | ';' | ':' | '!' | '?' | '(' | ')' | '—') {
             clause += 1;
         }
     }
@@ -88,27 +110,58 @@ fn tokens(text: &str) -> Vec<Token> {
     out
 }
 
+/// One word of a phrase.
+#[derive(Debug, Clone, PartialEq)]
+enum Want {
+    /// This word (or, as a phrase's last word, its plural or verb form in -s / -es).
+    Word(String),
+    /// Any word that starts so (`fus*`).
+    Prefix(String),
+    /// Any number above (`>5`) or below (`<14`) this one.
+    Above(f64),
+    Below(f64),
+}
+
+fn pattern(phrase: &str) -> Vec<Want> {
+    let mut out = Vec::new();
+    for piece in phrase.split_whitespace() {
+        let bound = |prefix: char| piece.strip_prefix(prefix).and_then(|n| n.parse::<f64>().ok());
+        if let Some(n) = bound('>') {
+            out.push(Want::Above(n));
+        } else if let Some(n) = bound('<') {
+            out.push(Want::Below(n));
+        } else {
+            let mut parts: Vec<Want> = words(piece).into_iter().map(Want::Word).collect();
+            if piece.ends_with('*') {
+                if let Some(Want::Word(last)) = parts.pop() {
+                    parts.push(Want::Prefix(last));
+                }
+            }
+            out.extend(parts);
+        }
+    }
+    out
+}
+
 /// Where `phrase` occurs in `answer` (both as words): the index of each match's first word.
 fn phrase_matches(answer: &[String], phrase: &str) -> Vec<(usize, usize)> {
-    let prefix = phrase.trim_end().ends_with('*');
-    let wanted = words(phrase);
+    let wanted = pattern(phrase);
     if wanted.is_empty() || wanted.len() > answer.len() {
         return Vec::new();
     }
     let last = wanted.len() - 1;
+    let number = |word: &str| word.parse::<f64>().ok().filter(|n| n.is_finite());
     answer
         .windows(wanted.len())
         .enumerate()
         .filter(|(_, window)| {
-            window.iter().zip(&wanted).enumerate().all(|(i, (got, want))| {
-                if i == last && prefix {
-                    got.starts_with(want.as_str())
-                } else if i == last {
-                    // A plural or a verb ending on the last word is the same idea.
-                    got == want || got.strip_suffix('s') == Some(want) || got.strip_suffix("es") == Some(want)
-                } else {
-                    got == want
-                }
+            window.iter().zip(&wanted).enumerate().all(|(i, (got, want))| match want {
+                Want::Prefix(start) => got.starts_with(start.as_str()),
+                Want::Above(n) => number(got).is_some_and(|v| v > *n),
+                Want::Below(n) => number(got).is_some_and(|v| v < *n),
+                // A plural or a verb ending on the last word is the same idea.
+                Want::Word(w) if i == last => got == w || got.strip_suffix('s') == Some(w) || got.strip_suffix("es") == Some(w),
+                Want::Word(w) => got == w,
             })
         })
         .map(|(start, _)| (start, start + wanted.len()))
@@ -189,6 +242,7 @@ impl Rubric {
         let mut found = Vec::new();
         let mut missing = Vec::new();
         let mut negated = Vec::new();
+        let mut contradicted = Vec::new();
         for idea in &self.ideas {
             let phrases: Vec<String> = idea
                 .any
@@ -205,8 +259,20 @@ impl Rubric {
                     }
                 }
             }
+            // A wrong claim costs the idea, unless the answer denies it ("not compute-bound").
+            let wrong_claim = idea.wrong.iter().flat_map(|phrase| {
+                phrase_matches(&answer_words, phrase)
+                    .into_iter()
+                    .filter(|&(start, end)| negation_near(&answer_tokens, start, end).is_none())
+                    .map(|(start, end)| format!("\"{}\"", answer_words[start..end].join(" ")))
+                    .collect::<Vec<_>>()
+            });
+            let wrong_claim: Vec<String> = wrong_claim.collect();
+            if !wrong_claim.is_empty() {
+                contradicted.push(format!("{} (against: {})", wrong_claim.join(", "), idea.idea));
+                missing.push(idea.idea.clone());
             // One negated mention is enough to doubt the idea: the sentence argues both ways.
-            if let Some(against) = against {
+            } else if let Some(against) = against {
                 negated.push(against);
                 missing.push(idea.idea.clone());
             } else if hit {
@@ -219,8 +285,9 @@ impl Rubric {
         let needs_review = (fraction > 0.0 && fraction < 1.0)
             || (fraction >= 1.0 && answer_words.len() < MIN_WORDS_FOR_CONFIDENCE)
             || (fraction == 0.0 && answer_words.len() >= WORDS_WORTH_READING)
-            || !negated.is_empty();
-        RubricResult { found, missing, fraction, needs_review, negated }
+            || !negated.is_empty()
+            || !contradicted.is_empty();
+        RubricResult { found, missing, fraction, needs_review, negated, contradicted }
     }
 }
 
@@ -232,9 +299,9 @@ mod tests {
         Rubric {
             points: 3.0,
             ideas: vec![
-                Idea { idea: "little math".into(), any: vec!["little math".into(), "memory*".into()] },
-                Idea { idea: "removable".into(), any: vec!["fus*".into(), "remov*".into()] },
-                Idea { idea: "matmuls efficient".into(), any: vec!["already".into(), "{ops}".into()] },
+                Idea { idea: "little math".into(), any: vec!["little math".into(), "memory*".into()], wrong: vec![] },
+                Idea { idea: "removable".into(), any: vec!["fus*".into(), "remov*".into()], wrong: vec!["sav* >5 ms".into()] },
+                Idea { idea: "matmuls efficient".into(), any: vec!["already".into(), "{ops}".into()], wrong: vec!["compute bound".into()] },
             ],
         }
     }
@@ -313,5 +380,28 @@ mod tests {
         let expand = |p: &str| (p == "{ops}").then(|| vec!["gelu".to_string()]);
         let r = rubric().grade("gelu", &expand);
         assert_eq!(r.found, ["matmuls efficient"]);
+    }
+
+    #[test]
+    fn a_wrong_claim_or_an_impossible_figure_costs_its_idea() {
+        let r = rubric().grade("Little math, so fusing them saves 12 ms; the matmuls are already fast.", &none);
+        assert_eq!(r.missing, ["removable"], "{r:?}");
+        assert!(r.needs_review && r.contradicted.len() == 1 && r.contradicted[0].contains("\"saves 12 ms\""), "{r:?}");
+        // Within what the figures allow, or a unit written against its number: as usual.
+        assert_eq!(rubric().grade("Little math, so fusing them saves 3 ms; the matmuls are already fast.", &none).fraction, 1.0);
+        let r = rubric().grade("Little math, so fusing them saves 7.5ms; the matmuls are already fast.", &none);
+        assert!(r.contradicted.len() == 1 && r.contradicted[0].contains("\"saves 7.5 ms\""), "{r:?}");
+        // A claim the answer denies is no claim.
+        let r = rubric().grade("Little math, so fuse it: the matmuls are already fast, not compute bound.", &none);
+        assert!(r.contradicted.is_empty() && r.fraction == 1.0, "{r:?}");
+        let r = rubric().grade("Little math, so fuse it: the matmuls are already compute bound.", &none);
+        assert_eq!(r.missing, ["matmuls efficient"], "{r:?}");
+    }
+
+    #[test]
+    fn numbers_are_words_whole() {
+        assert_eq!(words("7.5% of 1,190 ms, 8ms, bf16 at 14GB"), ["7.5", "%", "of", "1190", "ms", "8", "ms", "bf16", "at", "14", "gb"]);
+        assert!(phrase_occurs(&words("it takes 15 ms"), ">14 ms") && !phrase_occurs(&words("it takes 14 ms"), ">14 ms"));
+        assert!(phrase_occurs(&words("a floor of 4 ms"), "floor of <14 ms"));
     }
 }

@@ -43,6 +43,12 @@ pub fn grade_by_rubric(
         }
         reason.push_str(&format!("not counted, next to a negation: {}", graded.negated.join("; ")));
     }
+    if !graded.contradicted.is_empty() {
+        if !reason.is_empty() {
+            reason.push_str(". ");
+        }
+        reason.push_str(&format!("not counted, a claim that contradicts it: {}", graded.contradicted.join("; ")));
+    }
     if graded.needs_review {
         reason.push_str(" (needs instructor review: the keyword rubric is unsure)");
     }
