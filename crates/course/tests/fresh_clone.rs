@@ -3,6 +3,8 @@
 //! that needs an id asks for it in a terminal, or says plainly how to give one without a
 //! terminal. Run on a `git clone` of this repository, as a learner gets it.
 
+// Not every helper of the shared module is used here.
+#[allow(dead_code)]
 mod common;
 
 use common::{repo, BIN};
