@@ -29,8 +29,9 @@
 //! 4. **slow kernel**: slow kernel is shown (the row is far below what the hardware allows for
 //!    its work, and its calls are long enough that the kernel itself is the time);
 //! 5. between the thresholds (nothing shown): the lower roof, **compute-bound** or
-//!    **memory-bound**, unless memory traffic is refuted, then **slow kernel**. Both memory
-//!    traffic and a slow kernel are open there; the grader accepts either for review.
+//!    **memory-bound**, unless memory traffic is refuted, then **slow kernel**. The figures
+//!    settle nothing there: on the memory side memory traffic and a slow kernel are both open
+//!    (the grader accepts either, flagged for review), on the compute side a slow kernel is.
 //!
 //! So a row below `not_memory_below_pct` of its memory roofline never reads memory-bound. A
 //! row without a roofline (it declared no work, or the run measured no ceilings) has no
