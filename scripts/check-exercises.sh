@@ -213,9 +213,10 @@ run_solution() { # N LABEL COMMAND...
   fi
 }
 
-# Solution 2 starts `gpt2 serve` itself ($bin/gpt2, beside it) at batch 8, then 16.
-wants 2 && run_solution 2 "gpt2 serve at batch 8 vs 16, 12 requests of 8 tokens at 4 requests/s each" \
-  "$bin/solution-2" --model synthetic --rate 4 --requests 12 --max-tokens 8 --prompt-words 8 --no-progress --exercise-dir "$(dir_of 2)"
+# Solution 2 starts `gpt2 serve` itself ($bin/gpt2, beside it) at batch 8, calibrates its
+# saturation, then loads batch 8 and 16 below and above it.
+wants 2 && run_solution 2 "gpt2 serve at batch 8 vs 16, below and above batch 8's saturation, 3 × 8 requests of 8 tokens" \
+  "$bin/solution-2" --model synthetic --calibration-requests 16 --replicates 3 --requests 8 --max-tokens 8 --prompt-words 8 --no-progress --exercise-dir "$(dir_of 2)"
 wants 3 && run_solution 3 "profile a forward pass, synthetic GPT-2" \
   "$bin/solution-3" --model synthetic --exercise-dir "$(dir_of 3)"
 wants 4 && run_solution 4 "budget of the illustrative table and of solution 3's profile" \

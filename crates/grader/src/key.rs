@@ -88,7 +88,6 @@ pub struct FuseKey {
     pub max_abs_error_limit: f64,
     /// Relative tolerance of the learner's max_abs_error against fused_check.json.
     pub error_rel_tolerance: f64,
-    pub share_tolerance_pct: f64,
     /// Relative tolerance of the roofline figures the learner copies (GB/s, % of roofline).
     pub roofline_rel_tolerance: f64,
 }

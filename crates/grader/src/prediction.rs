@@ -1,12 +1,13 @@
-//! Exercise 3's prediction: which op will top the table, and its share, written down before
-//! the profile runs. Exercise 3's own binary and `course run 3` ask for it in the terminal and
-//! record it in answers.toml's `[prediction]` with the time it was made and whether
-//! results/report.json existed then (the `answers-file` crate, re-exported here, so that exercise
-//! 3's build does not need the grader); `course check 3` grades it for having been made first
-//! (before the report was written) and shows it next to what was measured. Being right is not
-//! graded: the point is to notice how far a guess is from a measurement.
+//! A prediction written down before the first profile runs (exercise 3: which op will top the
+//! table, and its share; exercise 5: what fusing will do to the activation row). The exercise's
+//! own binary and `course run N` ask for it in the terminal and record it in answers.toml's
+//! `[prediction]` with the time it was made and whether the first results file existed then
+//! (the `answers-file` crate, re-exported here, so that the exercises' builds do not need the
+//! grader); `course check N` grades it for having been made first (before the report was
+//! written) and shows it next to what was measured. Being right is not graded: the point is to
+//! notice how far a guess is from a measurement.
 
-pub use answers_file::prediction::{ask, before_the_profile, format_time, parse_time, record, recorded, Outcome, Prediction, ASKED_ENV, TABLE};
+pub use answers_file::prediction::{format_time, parse_time, Form, Kind, Outcome, Prediction, Question, Value, ASKED_ENV, FUSION, TABLE, TOP_OP};
 
 use crate::results::profile_report::ProfileReport;
 

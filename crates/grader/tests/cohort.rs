@@ -71,7 +71,7 @@ fn build_cohort(dir: &Path) -> std::path::PathBuf {
     // dave: malformed TOML, wrong types, invalid UTF-8, an oversized results file.
     let mut dave = perfect_files_for("dave");
     dave.insert("exercise-1/answers.toml".into(), "[quiz\nntq-1 = \"Benchmark\"\n".into());
-    dave.insert("exercise-2/answers.toml".into(), "[throughput]\nratio = true\nverdict = [\"faster\"]\n".into());
+    dave.insert("exercise-2/answers.toml".into(), "[above]\nthroughput_ratio = true\nthroughput = [\"faster\"]\n".into());
     write_tree(&cohort.join("dave"), &dave);
     std::fs::write(cohort.join("dave/exercises/exercise-6/answers.toml"), b"[quiz]\ncy-double-traffic = \"\xc3\x28\"\n").unwrap();
     std::fs::write(cohort.join("dave/exercises/exercise-5/results/bench.json"), vec![b' '; 300 * 1024]).unwrap();

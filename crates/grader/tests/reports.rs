@@ -91,7 +91,7 @@ fn malformed_files_name_file_line_and_column() {
         &[
             ("exercise-1/answers.toml", "[quiz]\nntq-1 = Benchmark\n"),
             ("exercise-2/answers.toml", "[throughput]\nratio = \"fast\"\nverdict = 3\n"),
-            ("exercise-2/results/bench.json", "{\"schema\": \"bench-report/2\",\n \"runs\": [\n"),
+            ("exercise-2/results/bench.json", "{\"schema\": \"bench-report/3\",\n \"runs\": [\n"),
             ("exercise-3/results/report.json", "{\"schema\": \"profiler-report/4\", \"device\": \"tpu\"}"),
         ],
     );
@@ -124,7 +124,7 @@ fn tampered_results_are_not_trusted() {
     let old_environment = cpu_profile().replace("profiler-report/4", "profiler-report/2");
     let old_reading = cpu_profile().replace("profiler-report/4", "profiler-report/3");
     // A verdict its own interval contradicts.
-    let verdict = ex2_bench_json(&[("output_tokens_per_s", "higher", "faster", 0.99, (0.95, 1.04))]);
+    let verdict = ex2_bench_json(&[("above", "output_tokens_per_s", "higher", "faster", 0.99, (0.95, 1.04))]);
     let mut out = String::new();
     for (case, report_json) in [
         ("shares", shares),

@@ -1,24 +1,33 @@
 //! Exercise 2: Batch 8 versus 16. Is batch size 16 faster than batch size 8 for my traffic?
 //!
-//! A benchmarking question against a real server: this program starts `gpt2 serve` itself, at
-//! `--max-batch-size 8` and then at 16 (the most sequences decoding together; the server batches
-//! continuously), and sends each the same open-loop traffic with the bench crate's load client,
-//! as `course bench` does: Poisson arrivals at `--rate`, seeded prompts, `--max-tokens` tokens
-//! each. Only the batch size changes. Then batch 16 is compared with batch 8 three ways, by
-//! your percentile and your verdict (src/stats.rs): output tokens per second (throughput), and
-//! P90 TTFT and P90 TPOT (what each request waits), each a ratio with a 95% bootstrap interval
-//! against a noise threshold. Everything goes to results/bench.json and results/latency.svg.
+//! A benchmarking question against a real server, asked where its answer changes. This program
+//! starts `gpt2 serve` itself (the binary built beside it) at `--max-batch-size 8`, first to
+//! **calibrate**: with twice as many requests in flight as it batches (closed loop), it finds the
+//! rate batch 8 sustains on this machine, its saturation. Then it sends open-loop traffic (Poisson
+//! arrivals, seeded prompts, `--max-tokens` tokens each) at two rates, to batch 8 and then to
+//! batch 16, one variable changed:
+//!
+//! - **below** saturation (0.6 of it): the batch limit does not bind; both servers keep up, so
+//!   both deliver what arrives, and the arrivals set the throughput;
+//! - **above** it (1.5 times): batch 8 falls behind; batch 16 decodes more sequences a step, which
+//!   changes throughput and trades the wait for a first token (TTFT) against the time per token
+//!   (TPOT).
+//!
+//! Each rate and batch size is `--replicates` independent runs of `--requests` requests (fresh
+//! arrivals each), so the 95% intervals see run-to-run change. Batch 16 is compared with batch 8
+//! at each rate by your percentile and your verdict (src/stats.rs) on output tokens/s, P90 TTFT
+//! and P90 TPOT. Everything goes to results/bench.json and results/latency.svg.
 //!
 //! TODO (you): the two TODOs in src/stats.rs, then run this and fill in answers.toml.
 
 mod stats;
 
 use anyhow::{bail, Context, Result};
-use bench::compare::MetricChoice;
+use bench::compare::{arrivals_set_throughput, MetricChoice};
 use bench::environment::{Environment, Target};
 use bench::load::{self, Bound, LoadConfig, Prompt, Traffic};
 use bench::metrics::Slo;
-use bench::report::{Report, Run};
+use bench::report::{Calibration, Report, Run};
 use bench::server::LocalServer;
 use bench::stats::{Better, Comparison};
 use clap::Parser;
@@ -28,13 +37,14 @@ use std::time::Duration;
 
 #[derive(Parser)]
 #[command(
-    about = "Exercise 2: start gpt2 serve at batch 8 and at 16, send both the same traffic, compare throughput and latency",
+    about = "Exercise 2: find where batch 8 saturates, then compare gpt2 serve at batch 8 and 16 below and above that rate",
     long_about = "Exercise 2: Batch 8 versus 16.\n\n\
         Starts `gpt2 serve` (the binary built beside this one; synthetic weights by default, no download) at \
-        --max-batch-size 8, sends it open-loop traffic (Poisson arrivals at --rate, --requests requests of \
-        --max-tokens tokens), stops it, and does the same at 16. Prints both results tables, then compares batch \
-        16 with batch 8 on output tokens/s, P90 TTFT and P90 TPOT with your percentile and your verdict \
-        (src/stats.rs), and writes results/bench.json and results/latency.svg.\n\n\
+        --max-batch-size 8 and measures the rate it sustains with twice its batch in flight (its saturation). \
+        Then it sends the same open-loop traffic (Poisson arrivals, --replicates runs of --requests requests of \
+        --max-tokens tokens) at 0.6 times that rate and at 1.5 times it, to batch 8 and then to batch 16. At each \
+        rate it compares batch 16 with batch 8 on output tokens/s, P90 TTFT and P90 TPOT with your percentile \
+        and your verdict (src/stats.rs), and writes results/bench.json and results/latency.svg.\n\n\
         Then fill in answers.toml and run `course check 2`."
 )]
 struct Args {
@@ -51,26 +61,35 @@ struct Args {
     /// The batch size compared with it (B).
     #[arg(long, default_value_t = 16)]
     batch_b: u16,
-    /// Arrivals per second (open loop: requests arrive whether or not earlier ones finished).
-    #[arg(long, default_value_t = 4.0)]
-    rate: f64,
-    /// Requests sent to each batch size.
+    /// The two open-loop rates, below and above batch A's saturation, in requests per second
+    /// [default: 0.6 and 1.5 times the saturation the calibration measures].
+    #[arg(long, value_delimiter = ',', num_args = 2, value_names = ["BELOW", "ABOVE"])]
+    rates: Option<Vec<f64>>,
+    /// Requests of the calibration (closed loop, twice batch A in flight).
     #[arg(long, default_value_t = 40)]
+    calibration_requests: usize,
+    /// Requests in each replicate at each rate.
+    #[arg(long, default_value_t = 24)]
     requests: usize,
+    /// Independent replicates at each rate and batch size (fresh arrivals each). Five, not the
+    /// bench's default three: a P90's interval needs about 70 independent-looking samples a side
+    /// to close at 4 degrees of freedom, about 170 at 2.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u16).range(1..))]
+    replicates: u16,
     /// Tokens generated per request (the server is asked to ignore end-of-text).
     #[arg(long, default_value_t = 16)]
     max_tokens: usize,
     /// Words per prompt (seeded, different for every request, the same at both batch sizes).
     #[arg(long, default_value_t = 16)]
     prompt_words: usize,
-    /// Relative difference treated as noise (0.05: a 5% difference is not a difference).
-    #[arg(long, default_value_t = 0.05)]
-    threshold: f64,
-    /// Seed of the arrivals, the prompts and the bootstrap: both batch sizes get the same.
+    /// The smallest relative change worth acting on (0.05: 5%); `--threshold` is its old name.
+    #[arg(long, visible_alias = "threshold", default_value_t = 0.05)]
+    min_effect: f64,
+    /// Seed of the arrivals and the prompts: both batch sizes get the same (replicate k: seed + k).
     #[arg(long, default_value_t = 2)]
     seed: u64,
     /// Seconds before a request is given up.
-    #[arg(long, default_value_t = 120.0)]
+    #[arg(long, default_value_t = 180.0)]
     timeout: f64,
     /// The `gpt2` program to start [default: the one beside this program].
     #[arg(long, value_name = "PATH")]
@@ -83,10 +102,13 @@ struct Args {
     exercise_dir: Option<PathBuf>,
 }
 
-/// The three comparisons of batch 16 against batch 8: the metric (as `course bench --compare
-/// --metric` names it) and which direction is better.
+/// The three comparisons of batch 16 against batch 8 at each rate: the metric (as `course bench
+/// --compare --metric` names it) and which direction is better.
 const COMPARED: [(&str, Better); 3] =
     [("output_tokens_per_s", Better::Higher), ("ttft_ms.p90", Better::Lower), ("tpot_ms.p90", Better::Lower)];
+
+/// The two rates, as fractions of batch A's saturation, and their names in bench.json.
+const SCENARIOS: [(&str, f64); 2] = [("below", 0.6), ("above", 1.5)];
 
 fn main() -> ExitCode {
     match run(Args::parse()) {
@@ -99,74 +121,79 @@ fn main() -> ExitCode {
 }
 
 fn run(args: Args) -> Result<()> {
-    // Fail fast, before a minute of measuring, if src/stats.rs still has its TODOs.
+    // Fail fast, before minutes of measuring, if src/stats.rs still has its TODOs.
     let _ = stats::percentile(&[1.0, 2.0], 50.0);
     let _ = stats::verdict(1.0, 1.0, 0.05, Better::Higher);
-    if !(0.0..1.0).contains(&args.threshold) {
-        bail!("--threshold is a fraction in [0, 1), e.g. 0.05 for 5%; got {}", args.threshold);
+    if !(0.0..1.0).contains(&args.min_effect) {
+        bail!("--min-effect is a fraction in [0, 1), e.g. 0.05 for 5%; got {}", args.min_effect);
     }
-    if !(args.rate.is_finite() && args.rate > 0.0) {
-        bail!("--rate must be a positive number of requests per second; got {}", args.rate);
+    if let Some(rates) = &args.rates {
+        if rates.iter().any(|r| !(r.is_finite() && *r > 0.0)) || rates[0] >= rates[1] {
+            bail!("--rates takes two positive rates, the lower first (e.g. --rates 1.5,4.5); got {rates:?}");
+        }
     }
     let dir = args.exercise_dir.clone().unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
     let results = dir.join("results");
     let gpt2 = gpt2_program(args.gpt2.as_deref())?;
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the async runtime")?;
 
-    let run_a = measure(&args, &gpt2, args.batch_a, &results, &runtime)?;
-    let run_b = measure(&args, &gpt2, args.batch_b, &results, &runtime)?;
+    // Batch A: calibrate, then both rates, on one server.
+    let server = start(&args, &gpt2, args.batch_a, &results)?;
+    let (calibration, rates) = calibrate(&args, &server, &runtime)?;
+    let runs_a = measure(&args, &server, args.batch_a, &rates, &runtime)?;
+    server.stop();
+    let server = start(&args, &gpt2, args.batch_b, &results)?;
+    let runs_b = measure(&args, &server, args.batch_b, &rates, &runtime)?;
+    server.stop();
 
-    for run in [&run_a, &run_b] {
-        let ttft: Vec<f64> = run.requests.iter().filter(|r| r.ok).map(|r| r.ttft_ms).collect();
-        if let (Some(yours), Some(table)) = (stats::percentile(&ttft, 90.0), run.metrics.ttft_ms.as_ref()) {
-            println!("{}: P90 TTFT by your percentile {yours:.2} ms, by the table {:.2} ms", run.label, table.p90);
+    let mut comparisons = Vec::new();
+    for (((scenario, rate), a), b) in SCENARIOS.iter().map(|s| s.0).zip(&rates).zip(&runs_a).zip(&runs_b) {
+        for (metric, better) in COMPARED {
+            let choice = MetricChoice::parse(metric)?;
+            let mut c = stats::compare(&choice.name(), &choice.samples(a), &choice.samples(b), choice.stat, better, args.min_effect)
+                .with_context(|| format!("cannot compare {metric} at {rate} req/s: a run has too few samples of it, or batch {}'s is zero", args.batch_a))?;
+            if metric == "output_tokens_per_s" && arrivals_set_throughput(a, b) {
+                c = c.mark_set_by_arrivals();
+            }
+            c.scenario = Some(scenario.to_string());
+            println!("\n{scenario} saturation, {rate} req/s:\n{}", bench::report::comparison_text(&c, &a.label, &b.label));
+            comparisons.push(c);
         }
     }
-    let mut comparisons = Vec::new();
-    for (metric, better) in COMPARED {
-        let choice = MetricChoice::parse(metric)?;
-        let (a, b) = (choice.samples(&run_a), choice.samples(&run_b));
-        let comparison = stats::compare(&choice.name(), &a, &b, choice.stat, better, args.threshold)
-            .with_context(|| format!("cannot compare {metric}: a run has no samples of it, or batch {}'s is zero", args.batch_a))?;
-        println!("\n{}", bench::report::comparison_text(&comparison, &run_a.label, &run_b.label));
-        comparisons.push(comparison);
-    }
-    print!("{}", summary(&comparisons, &run_a.label, &run_b.label));
+    print!("{}", summary(&comparisons, &rates, args.batch_a, args.batch_b, args.requests));
 
     let target = Target { device: Some("server".into()), ..Target::default() };
-    let mut report = Report::new(Environment::capture(target), vec![run_a, run_b]);
+    let mut report = Report::new(Environment::capture(target), runs_a.into_iter().chain(runs_b).collect());
     report.comparisons = comparisons;
+    report.calibration = Some(calibration);
     let json = results.join("bench.json");
     report.write(&json)?;
     let svg = results.join("latency.svg");
-    bench::plot::write_latency_cdf(&svg, &[&report.runs[0], &report.runs[1]])?;
-    println!("wrote {} and {}", json.display(), svg.display());
+    let above: Vec<&Run> = report.runs.iter().filter(|r| r.label.ends_with("above")).collect();
+    bench::plot::write_latency_cdf(&svg, &above)?;
+    println!("wrote {} and {} (the latency picture is of the runs above saturation)", json.display(), svg.display());
     println!("Next: fill in answers.toml from the comparisons above, then `course check 2`.");
     Ok(())
 }
 
-/// Start `gpt2 serve` at `batch`, send it the traffic, stop it.
-fn measure(args: &Args, gpt2: &Path, batch: u16, results: &Path, runtime: &tokio::runtime::Runtime) -> Result<Run> {
-    let label = format!("batch-{batch}");
+/// Start `gpt2 serve` at `batch`, its output logged beside the results.
+fn start(args: &Args, gpt2: &Path, batch: u16, results: &Path) -> Result<LocalServer> {
     let serve: Vec<String> = ["serve", "--model", &args.model, "--device", &args.device, "--port", "0", "--max-batch-size", &batch.to_string()]
         .map(String::from)
         .to_vec();
-    let log = results.join(format!("serve-{label}.log"));
-    println!("\n{label}: starting {} {} (its output: {})", gpt2.display(), serve.join(" "), log.display());
-    let server = LocalServer::start(gpt2, &serve, Some(&log), Duration::from_secs(600))?;
-    println!(
-        "{label}: {} requests to {} at {} req/s, open loop: about {:.0} s of arrivals",
-        args.requests,
-        server.base_url,
-        args.rate,
-        args.requests as f64 / args.rate
-    );
-    let config = LoadConfig {
+    let log = results.join(format!("serve-batch-{batch}.log"));
+    println!("\nbatch-{batch}: starting {} {} (its output: {})", gpt2.display(), serve.join(" "), log.display());
+    LocalServer::start(gpt2, &serve, Some(&log), Duration::from_secs(600))
+}
+
+/// The same load for every run; only the traffic (and the request count) changes.
+fn load_config(args: &Args, server: &LocalServer, traffic: Traffic, requests: usize) -> LoadConfig {
+    LoadConfig {
         base_url: server.base_url.clone(),
         // gpt2 serve answers to the --model value unless told another name.
         model: args.model.clone(),
-        traffic: Traffic::OpenLoop { rate: args.rate, seed: args.seed },
-        bound: Bound::Requests(args.requests),
+        traffic,
+        bound: Bound::Requests(requests),
         prompt: Prompt::RandomWords { words: args.prompt_words, seed: args.seed },
         max_tokens: args.max_tokens,
         ignore_eos: true,
@@ -176,17 +203,69 @@ fn measure(args: &Args, gpt2: &Path, batch: u16, results: &Path, runtime: &tokio
         timeout_s: args.timeout,
         api_key: None,
         progress: !args.no_progress,
-    };
-    let outcome = runtime.block_on(load::run(&config)).with_context(|| format!("{label}: the load run failed; the server's output is in {}", log.display()))?;
-    server.stop();
-    let mut run = Run::from_load(label.clone(), &config, &Slo::default(), outcome)?;
-    // The one variable this comparison changes, recorded beside the traffic that stayed fixed.
-    run.config["server"] = serde_json::json!({ "program": "gpt2 serve", "model": args.model, "device": args.device, "max_batch_size": batch });
-    print!("{}", bench::report::table(&run));
-    if run.metrics.completed == 0 {
-        bail!("every request of {label} failed; the table above shows why, and {} the server's side", log.display());
     }
-    Ok(run)
+}
+
+/// Batch A's saturation: the requests per second it completes with twice its batch always in
+/// flight (closed loop, so it never waits for arrivals), and the two rates chosen from it.
+fn calibrate(args: &Args, server: &LocalServer, runtime: &tokio::runtime::Runtime) -> Result<(Calibration, Vec<f64>)> {
+    let in_flight = 2 * usize::from(args.batch_a);
+    println!("calibration: {} requests with {in_flight} always in flight (closed loop)", args.calibration_requests);
+    let config = load_config(args, server, Traffic::ClosedLoop { concurrency: in_flight }, args.calibration_requests);
+    let outcome = runtime.block_on(load::run(&config)).context("the calibration run failed")?;
+    let run = Run::from_load(format!("batch-{} saturation", args.batch_a), &config, &Slo::default(), outcome)?;
+    if run.metrics.completed == 0 {
+        bail!("every calibration request failed; {}", run.requests.iter().find_map(|r| r.error.clone()).unwrap_or_default());
+    }
+    let saturation = run.metrics.requests_per_s;
+    let rates = match &args.rates {
+        Some(rates) => rates.clone(),
+        None => SCENARIOS.iter().map(|(_, f)| round2(f * saturation)).collect(),
+    };
+    println!(
+        "calibration: batch {} sustains about {saturation:.2} req/s here; rates {} req/s (below) and {} req/s (above){}",
+        args.batch_a,
+        rates[0],
+        rates[1],
+        if args.rates.is_some() { ", from --rates" } else { "" }
+    );
+    let calibration = Calibration {
+        measured: format!("batch-{}, closed loop with {in_flight} requests in flight, {} requests", args.batch_a, args.calibration_requests),
+        saturation_rps: saturation,
+        rates: SCENARIOS.iter().map(|(name, _)| name.to_string()).zip(rates.iter().copied()).collect(),
+    };
+    Ok((calibration, rates))
+}
+
+/// Rounded down to two significant figures (a rate a person can type).
+fn round2(rate: f64) -> f64 {
+    let scale = 10f64.powi(rate.log10().floor() as i32 - 1);
+    (rate / scale).floor() * scale
+}
+
+/// Open-loop runs at each rate against one server, `--replicates` of `--requests` each.
+fn measure(args: &Args, server: &LocalServer, batch: u16, rates: &[f64], runtime: &tokio::runtime::Runtime) -> Result<Vec<Run>> {
+    let mut runs = Vec::new();
+    for ((scenario, _), &rate) in SCENARIOS.iter().zip(rates) {
+        let label = format!("batch-{batch} {scenario}");
+        println!(
+            "{label}: {} × {} requests at {rate} req/s, open loop: about {:.0} s of arrivals",
+            args.replicates,
+            args.requests,
+            f64::from(args.replicates) * args.requests as f64 / rate
+        );
+        let config = load_config(args, server, Traffic::OpenLoop { rate, seed: args.seed }, args.requests);
+        let outcome = runtime.block_on(load::run_replicates(&config, usize::from(args.replicates))).with_context(|| format!("{label}: the load run failed"))?;
+        let mut run = Run::from_load(label.clone(), &config, &Slo::default(), outcome)?;
+        // The one variable this comparison changes, recorded beside the traffic that stayed fixed.
+        run.config["server"] = serde_json::json!({ "program": "gpt2 serve", "model": args.model, "device": args.device, "max_batch_size": batch });
+        print!("{}", bench::report::table(&run));
+        if run.metrics.completed == 0 {
+            bail!("every request of {label} failed; the table above shows why");
+        }
+        runs.push(run);
+    }
+    Ok(runs)
 }
 
 /// The `gpt2` program: `--gpt2`, or the one cargo built beside this program.
@@ -206,20 +285,41 @@ fn gpt2_program(given: Option<&Path>) -> Result<PathBuf> {
     Ok(path)
 }
 
-/// The three verdicts side by side: which "faster" is which.
-fn summary(comparisons: &[Comparison], label_a: &str, label_b: &str) -> String {
-    let mut out = format!("\n{label_b} against {label_a} (B/A with its 95% interval):\n");
-    for c in comparisons {
-        let meaning = if c.better == Better::Higher { "throughput" } else { "latency" };
-        out.push_str(&format!(
-            "  {meaning:<11} {:<20} {:>7.3}  [{:.3}, {:.3}]  {}\n",
-            c.metric,
-            c.ratio,
-            c.ci_low,
-            c.ci_high,
-            c.verdict.as_str()
-        ));
+/// The six verdicts side by side, and how many requests an inconclusive one above saturation
+/// would need.
+fn summary(comparisons: &[Comparison], rates: &[f64], batch_a: u16, batch_b: u16, requests: usize) -> String {
+    let mut out = format!("\nbatch-{batch_b} against batch-{batch_a} (B/A with its 95% interval):\n");
+    for ((scenario, _), rate) in SCENARIOS.iter().zip(rates) {
+        out.push_str(&format!("  {scenario} saturation ({rate} req/s)\n"));
+        for c in comparisons.iter().filter(|c| c.scenario.as_deref() == Some(*scenario)) {
+            let meaning = if c.better == Better::Higher { "throughput" } else { "latency" };
+            let high = if c.ci_high.is_finite() { format!("{:.3}", c.ci_high) } else { "∞".into() };
+            let verdict = if c.set_by_arrivals { "set by the arrivals" } else { c.verdict.as_str() };
+            out.push_str(&format!("    {meaning:<11} {:<20} {:>7.3}  [{:.3}, {high}]  {verdict}\n", c.metric, c.ratio, c.ci_low));
+        }
+    }
+    for c in comparisons.iter().filter(|c| c.scenario.as_deref() == Some("above") && !c.set_by_arrivals) {
+        if let Some(n) = requests_to_decide(c, requests) {
+            out.push_str(&format!("  above: {} would need about {n} requests a replicate to be decisive\n", c.metric));
+        }
     }
     out.push_str("\"Faster\" means one of these; answers.toml asks which one your answer is about.\n");
     out
+}
+
+/// For an inconclusive comparison whose ratio lies beyond the band: the requests per replicate at
+/// which an interval of the same shape, narrowing as 1/√n, would clear the band. `None` when it is
+/// decisive already, open, or its ratio lies inside the band (more requests would say `same` or
+/// stay inconclusive).
+fn requests_to_decide(c: &Comparison, requests: usize) -> Option<usize> {
+    if c.verdict.is_a_difference() || !c.ci_high.is_finite() || c.ci_low <= 0.0 {
+        return None;
+    }
+    let (r, edge) = (c.ratio.ln(), if c.ratio > 1.0 { (1.0 + c.min_effect).ln() } else { (1.0 - c.min_effect).ln() });
+    let half = (c.ci_high.ln() - c.ci_low.ln()) / 2.0;
+    let room = (r - edge).abs();
+    if (r - edge).signum() != r.signum() || room == 0.0 {
+        return None;
+    }
+    Some((requests as f64 * (half / room).powi(2)).ceil() as usize)
 }

@@ -130,7 +130,7 @@ fn run(args: Args) -> Result<()> {
 /// it cannot record in is said, and the profile runs anyway.
 fn predict_first(dir: &Path) {
     let answers = dir.join("answers.toml");
-    match prediction::before_the_profile(&answers, &dir.join("results/report.json")) {
+    match prediction::TOP_OP.before_the_profile(&answers, &dir.join("results/report.json")) {
         Ok(Outcome::AlreadyRecorded(p)) => println!("Your prediction (in {}): {}.", answers.display(), p.describe()),
         Ok(Outcome::Made { .. }) => println!("Recorded in {}; now the measurement.", answers.display()),
         Ok(Outcome::Declined) => println!("No prediction made; the next run in a terminal asks again."),

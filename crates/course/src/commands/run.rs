@@ -1,16 +1,17 @@
 //! `course run N`: build and run the exercise as `cargo run -p exercise-N` does (the same
 //! profile, so the same build), passing arguments through.
 //!
-//! An exercise whose answers have a `[prediction]` table (exercise 3) first asks, in the
-//! terminal, what the learner expects the profile to show, and records it with the time and
-//! whether the results file existed then; afterwards it shows the prediction next to what was
-//! measured. Without a terminal (CI, no stdin) it says so and does not ask.
+//! An exercise whose answers have a `[prediction]` table (exercises 3 and 5) first asks, in the
+//! terminal, what the learner expects the profile to show (the questions of the form its table
+//! names), and records it with the time and whether the first results file existed then;
+//! afterwards exercise 3's is shown next to what was measured (exercise 5's binary shows its own
+//! beside each stage). Without a terminal (CI, no stdin) it says so and does not ask.
 
 use super::Course;
 use crate::cargo::Build;
 use anyhow::{Context, Result};
 use grader::manifest::ExerciseInfo;
-use grader::prediction::{self, Outcome};
+use grader::prediction::{self, Form, Outcome};
 use grader::results::profile_report::ProfileReport;
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -20,21 +21,21 @@ pub fn run(course: &Course, n: u32, build: &Build, args: &[String]) -> Result<Ex
     let exercise = course.exercise(n)?;
     // The exercise prints the learner's own variant, drawn from this id.
     crate::learner::ensure(course)?;
-    let predicts = predicts(exercise);
-    if predicts {
-        ask_prediction(course, exercise)?;
+    let form = form(exercise);
+    if let Some(form) = form {
+        ask_prediction(course, exercise, form)?;
     }
     let build = build.for_package(&exercise.package, &course.path(&exercise.dir).join("Cargo.toml"));
     eprintln!("==> {}", build.shown("run", &exercise.package));
     let mut command = crate::cargo::command(&course.root, "run", &exercise.package, &build, args)?;
-    if predicts {
-        // Exercise 3's binary asks for the prediction itself (so that `cargo run -p exercise-3`
-        // asks too), unless told it has been asked here already.
+    if form.is_some() {
+        // The exercise's binary asks for the prediction itself (so that `cargo run -p
+        // exercise-N` asks too), unless told it has been asked here already.
         command.env(prediction::ASKED_ENV, "1");
     }
     let status = command.status().context("cannot start `cargo run`: is cargo installed and on PATH?")?;
     if status.success() {
-        if predicts {
+        if form == Some(&prediction::TOP_OP) {
             show_prediction(course, exercise);
         }
         eprintln!("==> Done. When its results are written, grade it with `course check {n}`.");
@@ -52,9 +53,11 @@ pub fn run(course: &Course, n: u32, build: &Build, args: &[String]) -> Result<Ex
     }
 }
 
-/// Does this exercise start with a prediction (its answers template has the table)?
-fn predicts(exercise: &ExerciseInfo) -> bool {
-    exercise.answers_template.lines().any(|l| l.trim() == format!("[{}]", prediction::TABLE)) && exercise.result_path("profile").is_some()
+/// The prediction this exercise starts with: the form its answers template's `[prediction]`
+/// table names, where it also declares the `profile` results file the prediction comes before.
+fn form(exercise: &ExerciseInfo) -> Option<&'static Form> {
+    exercise.result_path("profile")?;
+    Form::for_template(&exercise.answers_template)
 }
 
 fn answers_path(course: &Course, exercise: &ExerciseInfo) -> PathBuf {
@@ -65,17 +68,17 @@ fn report_path(course: &Course, exercise: &ExerciseInfo) -> Option<PathBuf> {
     exercise.result_path("profile").map(|rel| course.exercises_dir().join(rel))
 }
 
-fn ask_prediction(course: &Course, exercise: &ExerciseInfo) -> Result<()> {
+fn ask_prediction(course: &Course, exercise: &ExerciseInfo, form: &Form) -> Result<()> {
     let path = answers_path(course, exercise);
     let shown = super::shown(&course.root, &path);
     let Some(report) = report_path(course, exercise) else { return Ok(()) };
-    let outcome = match prediction::recorded(&path) {
+    let outcome = match form.recorded(&path) {
         Some(p) => Outcome::AlreadyRecorded(p),
         None if !std::io::stdin().is_terminal() => Outcome::NoTerminal,
         None => {
             eprint!("==> ");
             let stdin = std::io::stdin();
-            prediction::ask(&path, &report, &mut stdin.lock(), &mut std::io::stderr())?
+            form.ask(&path, &report, &mut stdin.lock(), &mut std::io::stderr())?
         }
     };
     match outcome {
@@ -97,11 +100,11 @@ fn ask_prediction(course: &Course, exercise: &ExerciseInfo) -> Result<()> {
 
 /// After the run: the prediction next to what the report measured.
 fn show_prediction(course: &Course, exercise: &ExerciseInfo) {
-    let (Some(p), Some(report)) = (prediction::recorded(&answers_path(course, exercise)), report_path(course, exercise)) else { return };
+    let (Some(p), Some(report)) = (prediction::TOP_OP.recorded(&answers_path(course, exercise)), report_path(course, exercise)) else { return };
     let shown = super::shown(&course.root, &report);
     let Ok(text) = std::fs::read_to_string(&report) else { return };
     match ProfileReport::parse(&text, &shown) {
-        Ok(profile) => eprintln!("==> {}.", prediction::beside_measurement(&p.op, p.share_pct, &profile)),
+        Ok(profile) => eprintln!("==> {}.", prediction::beside_measurement(p.text("op").unwrap_or_default(), p.number("share_pct"), &profile)),
         Err(problem) => eprintln!("==> Cannot compare your prediction with {shown}: {problem}"),
     }
 }

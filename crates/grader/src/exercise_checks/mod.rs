@@ -7,6 +7,7 @@ pub mod bench_verdict;
 pub mod budget;
 pub mod fuse;
 pub mod plan;
+pub mod prediction;
 pub mod quiz;
 pub mod top_ops;
 pub mod traffic;
@@ -72,6 +73,12 @@ impl<'a> Ctx<'a> {
 
     /// Read a results file by role; on failure the problem is recorded once and the reason
     /// returned for the questions that needed the file.
+    /// Whether the results file of `role` is in the submission at all (for a file the exercise
+    /// writes only once the learner gets that far: its absence is an answer, not a problem).
+    pub fn has_result(&self, role: &str) -> bool {
+        self.info.result_path(role).is_some_and(|rel| !matches!(self.submission.file(&rel), FileState::Missing))
+    }
+
     fn results_text(&mut self, role: &str) -> Result<(String, String), String> {
         let Some(rel) = self.info.result_path(role) else {
             return Err(format!("the exercise manifest declares no `{role}` results file; tell the instructor"));

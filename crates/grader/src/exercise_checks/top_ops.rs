@@ -83,91 +83,23 @@ fn plan_questions(ctx: &mut Ctx<'_>, key: &TopOpsKey, profile: &Result<ProfileRe
 
 /// `[prediction]`: made before results/report.json was written, and shown beside it.
 fn prediction_question(ctx: &mut Ctx<'_>, key: &TopOpsKey, profile: &Result<ProfileReport, String>) {
-    let q = QuestionResult::new("prediction.made_first", "Your prediction, made before the profile ran", key.plan.prediction);
-    let op = ctx.text("prediction.op");
     let share = match ctx.number("prediction.share_pct") {
         Got::Answered(v) => Some(v),
         _ => None,
     };
-    let made_at = ctx.text("prediction.made_at");
-    let existed = ctx.flag("prediction.report_existed");
-    let op = match op {
-        Got::Unanswered => {
-            ctx.report.notes.push(
-                "no prediction recorded: `cargo run -p exercise-3` (or `course run 3`) asks for one in the terminal before the profile \
-                 runs (delete results/report.json first if it exists, so the prediction comes before the measurement)"
-                    .to_string(),
-            );
-            ctx.push(q.unanswered(NOT_ANSWERED));
-            return;
-        }
-        Got::Invalid(reason) => {
-            ctx.push(q.wrong(reason));
-            return;
-        }
-        Got::Answered(op) => op,
+    let op = ctx.text("prediction.op");
+    let beside = match (profile, &op) {
+        (Ok(p), Got::Answered(op)) => prediction::beside_measurement(op, share, p),
+        _ => String::new(),
     };
-    let shown = match share {
-        Some(s) => format!("{op} at {}%", show(s)),
-        None => op.clone(),
+    let shown = match op {
+        Got::Answered(op) => Got::Answered(match share {
+            Some(s) => format!("{op} at {}%", show(s)),
+            None => op,
+        }),
+        other => other,
     };
-    let q = q.answer(shown);
-    let beside = match profile {
-        Ok(p) => format!(". {}", prediction::beside_measurement(&op, share, p)),
-        Err(_) => String::new(),
-    };
-    let made_at = match made_at {
-        Got::Answered(text) => match prediction::parse_time(&text) {
-            Some(at) => at,
-            None => {
-                ctx.push(q.wrong(format!("`prediction.made_at` is {text:?}, not a time the exercise wrote{beside}")));
-                return;
-            }
-        },
-        Got::Invalid(reason) => {
-            ctx.push(q.wrong(reason));
-            return;
-        }
-        Got::Unanswered => {
-            ctx.push(q.wrong(format!("`prediction.made_at` is empty: a prediction counts when the exercise recorded when it was made{beside}")));
-            return;
-        }
-    };
-    let when = prediction::format_time(made_at);
-    match existed {
-        Got::Answered(false) => {}
-        Got::Answered(true) => {
-            ctx.push(q.wrong(format!(
-                "made {when}, when results/report.json already existed: a prediction made after a measurement can be read off it \
-                 (delete results/report.json, clear [prediction] and run the exercise again){beside}"
-            )));
-            return;
-        }
-        Got::Invalid(reason) => {
-            ctx.push(q.wrong(reason));
-            return;
-        }
-        Got::Unanswered => {
-            ctx.push(q.wrong(format!("`prediction.report_existed` is empty: the exercise records whether a report existed{beside}")));
-            return;
-        }
-    }
-    let Some(rel) = ctx.info.result_path("profile") else {
-        ctx.push(q.wrong("the exercise manifest declares no `profile` results file; tell the instructor"));
-        return;
-    };
-    let q = match ctx.submission.modified(&rel) {
-        Some(written) if made_at < written => {
-            q.right(format!("made {when}, before results/report.json was written ({}){beside}", prediction::format_time(written)))
-        }
-        Some(written) => q.wrong(format!(
-            "made {when}, but results/report.json was written at {}, before it: predict first, then profile{beside}",
-            prediction::format_time(written)
-        )),
-        // A zip records local times without a zone: only the recorded "no report yet" is left.
-        None => q.right(format!("made {when}, when no report existed (this submission does not record when results/report.json was written){beside}")),
-    };
-    ctx.push(q);
+    super::prediction::made_first(ctx, shown, key.plan.prediction, "profile", "results/report.json", &beside, "`cargo run -p exercise-3` (or `course run 3`)");
 }
 
 fn name_question(got: Got<String>, profile: &Result<ProfileReport, String>, rank: usize, q: QuestionResult) -> QuestionResult {

@@ -85,8 +85,14 @@ pub fn cpu_unfused_profile() -> String {
     fixture_report("ex5-cpu-unfused.json")
 }
 
-pub fn cpu_fused_profile() -> String {
-    fixture_report("ex5-cpu-fused.json")
+/// Exercise 5's stage 1 (the natural fusion: one pass, the same tanh) from the same run.
+pub fn cpu_stage1_profile() -> String {
+    fixture_report("ex5-cpu-stage1.json")
+}
+
+/// Exercise 5's stage 2 (the kernel fix) from the same run.
+pub fn cpu_stage2_profile() -> String {
+    fixture_report("ex5-cpu-stage2.json")
 }
 
 /// An illustrative CUDA run (H200-sized, B=8, T=128, hand-written: see make-fixtures.py there):
@@ -121,46 +127,58 @@ pub fn fixture_top3(report: &str) -> Vec<(String, f64)> {
 
 pub fn bench_json(verdict: &str, ratio: f64, ci: (f64, f64), p90_ttft_ms: f64) -> String {
     serde_json::to_string_pretty(&serde_json::json!({
-        "schema": "bench-report/2",
+        "schema": "bench-report/3",
         "environment": {"os": "linux"},
         "runs": [{"label": "a", "config": {}, "metrics": {"completed": 64, "ttft_ms": {"p50": p90_ttft_ms * 0.7, "p90": p90_ttft_ms, "p99": p90_ttft_ms * 1.2}}}],
-        "comparison": {"metric": "e2el_ms", "ratio": ratio, "ci_low": ci.0, "ci_high": ci.1, "threshold": 0.05,
+        "comparison": {"metric": "e2el_ms", "ratio": ratio, "ci_low": ci.0, "ci_high": ci.1, "min_effect": 0.05,
                        "better": "lower", "verdict": verdict, "a": 100.0, "b": 100.0 * ratio}
     }))
     .unwrap()
 }
 
 pub const PERFECT_EX1: &str = "[quiz]\nntq-1 = \"Benchmark\"\nntq-2 = \"Profile\"\nntq-3 = \"Benchmark\"\nntq-4 = \"Profile\"\nntq-5 = \"Benchmark\"\nntq-6 = \"Profile\"\nroute-why = \"A latency percentile under load is a whole-system figure, so a benchmark; a gap in our own engine whose fix is code needs a profile of where its time goes.\"\n";
-/// Exercise 2's answers on [`ex2_bench_json`]'s comparisons.
-pub const PERFECT_EX2: &str = "[throughput]\nratio = 1.31\nverdict = \"faster\"\n[latency]\nttft_p90_verdict = \"within_noise\"\ntpot_p90_verdict = \"slower\"\n[decision]\nmeaning = \"throughput\"\nanswer = \"faster\"\n";
+/// Exercise 2's answers on [`ex2_bench`]'s comparisons.
+pub const PERFECT_EX2: &str = "[below]\nthroughput = \"arrivals\"\nttft_p90 = \"inconclusive\"\ntpot_p90 = \"slower\"\n\
+    [above]\nthroughput_ratio = 1.31\nthroughput = \"faster\"\nttft_p90 = \"inconclusive\"\ntpot_p90 = \"slower\"\n\
+    [decision]\nmeaning = \"tpot\"\nanswer = \"slower\"\n";
 
-/// Exercise 2's bench.json: batch 8 and batch 16, and the comparisons of 16 against 8, each
-/// (metric, better, verdict, ratio, interval).
-pub fn ex2_bench_json(comparisons: &[(&str, &str, &str, f64, (f64, f64))]) -> String {
-    let run = |label: &str, p90: f64| serde_json::json!({"label": label, "config": {}, "metrics": {"completed": 40, "ttft_ms": {"p50": p90 * 0.6, "p90": p90, "p99": p90 * 1.1}}});
+/// One of exercise 2's comparisons of batch 16 against batch 8: (scenario, metric, better,
+/// verdict, ratio, interval); the verdict "arrivals" marks a throughput the arrivals set.
+pub type Ex2Comparison<'a> = (&'a str, &'a str, &'a str, &'a str, f64, (f64, f64));
+
+/// Exercise 2's bench.json: batch 8 and batch 16 below and above saturation, and the given
+/// comparisons of 16 against 8.
+pub fn ex2_bench_json(comparisons: &[Ex2Comparison<'_>]) -> String {
+    let run = |label: &str, p90: f64| serde_json::json!({"label": label, "config": {}, "metrics": {"completed": 72, "ttft_ms": {"p50": p90 * 0.6, "p90": p90, "p99": p90 * 1.1}}});
     let comparisons: Vec<serde_json::Value> = comparisons
         .iter()
-        .map(|(metric, better, verdict, ratio, (low, high))| {
-            serde_json::json!({"metric": metric, "ratio": ratio, "ci_low": low, "ci_high": high, "threshold": 0.05,
-                               "better": better, "verdict": verdict, "a": 100.0, "b": 100.0 * ratio})
+        .map(|(scenario, metric, better, verdict, ratio, (low, high))| {
+            let arrivals = *verdict == "arrivals";
+            serde_json::json!({"scenario": scenario, "metric": metric, "ratio": ratio, "ci_low": low, "ci_high": high, "min_effect": 0.05,
+                               "better": better, "verdict": if arrivals { "inconclusive" } else { verdict }, "set_by_arrivals": arrivals,
+                               "a": 100.0, "b": 100.0 * ratio})
         })
         .collect();
     serde_json::to_string_pretty(&serde_json::json!({
-        "schema": "bench-report/2",
+        "schema": "bench-report/3",
         "environment": {"os": "linux"},
-        "runs": [run("batch-8", 400.0), run("batch-16", 380.0)],
+        "runs": [run("batch-8 below", 300.0), run("batch-8 above", 900.0), run("batch-16 below", 280.0), run("batch-16 above", 700.0)],
         "comparisons": comparisons,
     }))
     .unwrap()
 }
 
-/// [`ex2_bench_json`] as a run could write it: throughput up by a clear margin, the P90 TTFT
-/// interval straddling the band, the P90 TPOT clearly worse.
+/// [`ex2_bench_json`] as a run could write it: below saturation the arrivals set the
+/// throughput, the P90 TTFT interval straddles the band and the P90 TPOT is clearly worse;
+/// above it the throughput is clearly up, the P90 TTFT open above, the P90 TPOT clearly worse.
 pub fn ex2_bench() -> String {
     ex2_bench_json(&[
-        ("output_tokens_per_s", "higher", "faster", 1.31, (1.12, 1.52)),
-        ("ttft_ms.p90", "lower", "within_noise", 0.95, (0.71, 1.24)),
-        ("tpot_ms.p90", "lower", "slower", 1.48, (1.33, 1.66)),
+        ("below", "output_tokens_per_s", "higher", "arrivals", 1.01, (0.93, 1.09)),
+        ("below", "ttft_ms.p90", "lower", "inconclusive", 0.95, (0.71, 1.24)),
+        ("below", "tpot_ms.p90", "lower", "slower", 1.48, (1.33, 1.66)),
+        ("above", "output_tokens_per_s", "higher", "faster", 1.31, (1.12, 1.52)),
+        ("above", "ttft_ms.p90", "lower", "inconclusive", 0.80, (0.41, 1.9)),
+        ("above", "tpot_ms.p90", "lower", "slower", 1.62, (1.40, 1.88)),
     ])
 }
 /// The prediction `course run 3` records, made before the report was written (see
@@ -230,21 +248,45 @@ pub fn perfect_ex4_for(id: &str) -> String {
     )
 }
 
-/// Exercise 5 on its two profiles: what moved from gelu to the fused op, and the mechanism the
-/// rule accepts on this CPU (a slow kernel).
+/// Exercise 5's prediction, made a minute before its first profile was written
+/// ([`report_written`]).
+pub const PREDICTION_EX5: &str = "[prediction]\nrow_time = \"shorter\"\npct_of_roofline = \"higher\"\nmade_at = \"Mon, 01 Jan 2024 09:03:12 GMT\"\nreport_existed = false\n";
+
+/// Exercise 5's answers after `prediction` on its three profiles: what moved at each stage,
+/// the unfused row's reading (a slow kernel on this CPU), what a fusion removes and what the
+/// kernel fix addressed.
+pub fn answers_ex5(prediction: &str, stage2: bool) -> String {
+    let (_, gelu) = fixture_row(&cpu_unfused_profile(), "gelu");
+    let (_, fused) = fixture_row(&cpu_stage1_profile(), "fused_bias_gelu");
+    let (_, fast) = fixture_row(&cpu_stage2_profile(), "fused_bias_gelu_fast");
+    let f = |r: &serde_json::Value| r["pct_of_roofline"].as_f64().unwrap();
+    let mut out = format!(
+        "{prediction}[fused_check]\nmax_abs_error = {}\n[stage1]\npct_of_roofline_before = {:.2}\npct_of_roofline_after = {:.2}\n\
+         reading = \"slow kernel\"\nmechanism = \"memory-traffic\"\n",
+        if stage2 { "4.8e-7" } else { "2.4e-7" },
+        f(&gelu),
+        f(&fused)
+    );
+    if stage2 {
+        out.push_str(&format!("[stage2]\npct_of_roofline_after = {:.2}\nmechanism = \"slow-kernel\"\n", f(&fast)));
+    }
+    out.push_str("[benchmark]\nverdict = \"faster\"\n");
+    out
+}
+
 pub fn perfect_ex5() -> String {
-    let (before, rb) = fixture_row(&cpu_unfused_profile(), "gelu");
-    let (after, ra) = fixture_row(&cpu_fused_profile(), "fused_bias_gelu");
-    let f = |r: &serde_json::Value, k: &str| r[k].as_f64().unwrap();
-    format!(
-        "[fused_check]\nmax_abs_error = 3.2e-7\n[profile]\nactivation_op = \"gelu\"\nshare_before_pct = {before:.2}\nfused_op = \"fused_bias_gelu\"\n\
-         share_after_pct = {after:.2}\n[roofline]\ngbytes_per_s_before = {:.3}\ngbytes_per_s_after = {:.3}\npct_of_roofline_before = {:.2}\n\
-         pct_of_roofline_after = {:.2}\nmechanism = \"slow-kernel\"\n[benchmark]\nverdict = \"faster\"\n",
-        f(&rb, "gbytes_per_s"),
-        f(&ra, "gbytes_per_s"),
-        f(&rb, "pct_of_roofline"),
-        f(&ra, "pct_of_roofline")
-    )
+    answers_ex5(PREDICTION_EX5, true)
+}
+
+/// Exercise 5's results/fused_check.json, with both stages or stage 1 only.
+pub fn fused_check_json(stage2: bool) -> String {
+    let mut stages = vec![serde_json::json!({"op": "fused_bias_gelu", "max_abs_error": 2.4e-7})];
+    if stage2 {
+        stages.push(serde_json::json!({"op": "fused_bias_gelu_fast", "max_abs_error": 4.8e-7}));
+    }
+    let worst = if stage2 { 4.8e-7 } else { 2.4e-7 };
+    serde_json::json!({"schema": "fused-check/2", "max_abs_error": worst, "limit": 1e-5, "shape": [64, 3072], "device": "cpu", "stages": stages})
+        .to_string()
 }
 
 pub const PERFECT_EX6: &str = "[quiz]\ncy-double-traffic = \"Benchmark at twice the load\"\ncy-slower-than-vllm = \"Profile your serving code\"\ncy-nsight-ttft = \"No: change the configuration and benchmark\"\ncy-which-line-first = \"The activations do little math on tiny tensors, so their time is kernel overhead that fusing removes, while the matmuls already run close to their own roofline.\"\n";
@@ -258,10 +300,12 @@ pub fn ex7_run_json(p90_ttft_ms: f64, ci: (f64, f64)) -> String {
 /// [`ex7_run_json`] with its median TTFT given (the lone run: the target is 4 × it).
 pub fn ex7_run_json_with_median(median_ttft_ms: f64, p90_ttft_ms: f64, ci: (f64, f64)) -> String {
     serde_json::to_string_pretty(&serde_json::json!({
-        "schema": "bench-report/2",
+        "schema": "bench-report/3",
         "environment": {"os": "linux"},
         "runs": [{"label": "rate", "config": {}, "metrics": {"completed": 60,
-                  "ttft_ms": {"median": median_ttft_ms, "p90": p90_ttft_ms, "p99": p90_ttft_ms * 1.2, "ci95_p90": [ci.0, ci.1]}}}]
+                  "ttft_ms": {"median": median_ttft_ms, "p90": p90_ttft_ms, "p99": p90_ttft_ms * 1.2,
+                              "ci95_p90": {"low": ci.0, "high": if ci.1.is_finite() { serde_json::json!(ci.1) } else { serde_json::Value::Null },
+                                           "method": "replicates", "runs": 3, "effective_n": 40.0}}}}]
     }))
     .unwrap()
 }
@@ -270,7 +314,7 @@ pub fn ex7_run_json_with_median(median_ttft_ms: f64, p90_ttft_ms: f64, ci: (f64,
 /// as JSON (`{"at": 5.2}`, `{"above": 32}`, `{"below": 1}`).
 pub fn ex7_sweep_json(bound_ms: f64, knee: serde_json::Value, ci: Option<(f64, f64)>) -> String {
     serde_json::to_string_pretty(&serde_json::json!({
-        "schema": "bench-report/2",
+        "schema": "bench-report/3",
         "environment": {"os": "linux"},
         "runs": [],
         "sweep": {"bounds": [{"metric": "ttft_ms", "percentile": 90.0, "bound_ms": bound_ms}],
@@ -299,9 +343,10 @@ pub fn perfect_files_for(id: &str) -> BTreeMap<String, String> {
     put("exercise-4/answers.toml", perfect_ex4_for(id));
     put("exercise-4/results/budget.json", budget_json(&cpu_profile()));
     put("exercise-5/answers.toml", perfect_ex5());
-    put("exercise-5/results/fused_check.json", r#"{"schema": "fused-check/1", "max_abs_error": 3.2e-7, "shape": [8, 3072], "device": "cpu"}"#.into());
+    put("exercise-5/results/fused_check.json", fused_check_json(true));
     put("exercise-5/results/unfused/report.json", cpu_unfused_profile());
-    put("exercise-5/results/fused/report.json", cpu_fused_profile());
+    put("exercise-5/results/stage1/report.json", cpu_stage1_profile());
+    put("exercise-5/results/stage2/report.json", cpu_stage2_profile());
     put("exercise-5/results/bench.json", bench_json("faster", 0.9, (0.86, 0.93), 40.0));
     put("exercise-6/answers.toml", PERFECT_EX6.into());
     put("exercise-7/answers.toml", PERFECT_EX7.into());
@@ -313,10 +358,11 @@ pub fn perfect_files_for(id: &str) -> BTreeMap<String, String> {
 }
 
 /// The learner's submission as a grader reads it, with exercise 3's report written at
-/// [`report_written`] (the prediction is graded against that time).
+/// [`report_written`] (the predictions of exercises 3 and 5 are graded against that time).
 pub fn submission(files: BTreeMap<String, String>) -> grader::Submission {
     let mut s = grader::Submission::from_texts("exercises", files);
     s.set_modified("exercise-3/results/report.json", report_written());
+    s.set_modified("exercise-5/results/unfused/report.json", report_written());
     s
 }
 
