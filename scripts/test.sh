@@ -38,9 +38,10 @@ step "building every package, binary and test (dev profile, the learner's)"
 cargo build --workspace --all-targets
 
 # The untouched exercises' own tests fail on purpose (they are the learner's to-do list);
-# check-exercises.sh below proves that they fail and that the solutions pass.
+# check-exercises.sh below proves that they fail and that the solutions pass. Exercise 3's tests
+# are of the program around the learner's answers (its prediction prompt), not of a TODO.
 step "Rust tests (every crate and solution)"
-cargo nextest run --workspace --no-fail-fast -E 'not package(/^exercise-/)' 
+cargo nextest run --workspace --no-fail-fast -E 'not package(/^exercise-/) or package(exercise-3)' 
 
 step "book tools (mdBook, mdbook-quiz)"
 scripts/install-book-tools.sh

@@ -120,7 +120,7 @@ fn run(args: Args) -> Result<()> {
     println!("      {} (open in https://ui.perfetto.dev) and {}", files.trace.display(), files.flamegraph.display());
     println!(
         "Next: copy the first three rows' names and {} shares into answers.toml; for your plan, read the \
-         Roofline % and Bound columns before you choose a mechanism; then `course check 3`.",
+         op's Roofline % and Reading before you choose a mechanism; then `course check 3`.",
         if on_cuda { "Self CUDA %" } else { "Self CPU %" }
     );
     Ok(())
