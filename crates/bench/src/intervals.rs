@@ -126,19 +126,27 @@ impl Spread {
             let k = runs.len() as f64;
             // Between runs: the run totals around what the pooled mean predicts for them.
             let between = k / (k - 1.0) * runs.iter().map(|r| (r.iter().sum::<f64>() - mean * r.len() as f64).powi(2)).sum::<f64>() / (nf * nf);
-            // Within runs: each run's first half against its second.
+            // Within runs: each run's first half against its second, around the mean of those
+            // differences: a difference every run shares (the queue filling from empty at the
+            // start, draining at the end) moves no run's statistic against another's.
             let halved: Vec<(f64, f64)> = runs
                 .iter()
                 .filter(|r| r.len() >= 2)
                 .map(|r| {
                     let (first, second) = r.split_at(r.len() / 2);
-                    let d = mean_of(first) - mean_of(second);
-                    (r.len() as f64 / nf, d)
+                    (r.len() as f64 / nf, mean_of(first) - mean_of(second))
                 })
                 .collect();
-            let within = halved.iter().map(|(w, d)| w * w * d * d / 4.0).sum::<f64>();
+            let within = if halved.len() >= 2 {
+                let h = halved.len() as f64;
+                let centre = halved.iter().map(|(_, d)| d).sum::<f64>() / h;
+                let spread = halved.iter().map(|(_, d)| (d - centre).powi(2)).sum::<f64>() / (h - 1.0);
+                spread / 4.0 * halved.iter().map(|(w, _)| w * w).sum::<f64>()
+            } else {
+                0.0
+            };
             if within > between {
-                (within, halved.len() as f64, Method::Replicates)
+                (within, halved.len() as f64 - 1.0, Method::Replicates)
             } else {
                 (between, k - 1.0, Method::Replicates)
             }

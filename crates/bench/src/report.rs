@@ -39,13 +39,13 @@ pub struct Report {
     pub calibration: Option<Calibration>,
 }
 
-/// A saturation measurement and the rates chosen from it.
+/// Saturation measurements and the rates chosen from them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Calibration {
-    /// What was measured, e.g. "batch-8, closed loop with 16 requests in flight".
+    /// How saturation was measured, e.g. "closed loop with twice the batch in flight, 40 requests".
     pub measured: String,
-    /// The requests per second it sustained.
-    pub saturation_rps: f64,
+    /// The requests per second each configuration sustained, by label (`batch-8`, `batch-16`).
+    pub saturation_rps: Vec<(String, f64)>,
     /// The open-loop rates then used, by scenario name (`below`, `above`).
     pub rates: Vec<(String, f64)>,
 }
@@ -172,9 +172,9 @@ pub fn table(run: &Run) -> String {
     let _ = writeln!(out, "{}", intervals_note(m.replicates));
     if let Some(kept_up) = m.kept_up_with_arrivals {
         let verdict = if kept_up {
-            "yes: latency held level through each run, so the arrivals set the throughput"
+            "yes: requests in flight stayed level, so the arrivals set the throughput"
         } else {
-            "no: latency kept climbing through a run, so the server fell behind the arrivals"
+            "no: requests in flight kept piling up, so the server fell behind the arrivals"
         };
         line(&mut out, "Kept up with the arrivals:", verdict.to_string());
     }

@@ -316,3 +316,12 @@ fn cli_sweep_writes_the_knee_and_its_svg() {
         .to_string();
     assert!(err.contains("increasing"), "{err}");
 }
+
+#[test]
+fn a_measured_rate_is_rounded_down_to_two_figures_a_person_can_type() {
+    for (rate, rounded, shown) in [(6.8391, 6.8, "6.8"), (1234.5, 1200.0, "1200"), (0.04567, 0.045, "0.045"), (4.5, 4.5, "4.5"), (1.2000001, 1.2, "1.2")] {
+        let got = load::round_rate(rate);
+        assert_eq!(got, rounded, "{rate}");
+        assert_eq!(got.to_string(), shown, "{rate} prints as typed");
+    }
+}

@@ -1,17 +1,18 @@
 //! Exercise 2: Batch 8 versus 16. Is batch size 16 faster than batch size 8 for my traffic?
 //!
 //! A benchmarking question against a real server, asked where its answer changes. This program
-//! starts `gpt2 serve` itself (the binary built beside it) at `--max-batch-size 8`, first to
-//! **calibrate**: with twice as many requests in flight as it batches (closed loop), it finds the
-//! rate batch 8 sustains on this machine, its saturation. Then it sends open-loop traffic (Poisson
-//! arrivals, seeded prompts, `--max-tokens` tokens each) at two rates, to batch 8 and then to
+//! starts `gpt2 serve` itself (the binary built beside it) at `--max-batch-size 8` and at 16,
+//! first to **calibrate**: with twice as many requests in flight as it batches (closed loop), it
+//! finds the rate each sustains on this machine, its saturation. Then it sends open-loop traffic
+//! (Poisson arrivals, seeded prompts, `--max-tokens` tokens each) at two rates, to batch 8 and to
 //! batch 16, one variable changed:
 //!
-//! - **below** saturation (0.6 of it): the batch limit does not bind; both servers keep up, so
-//!   both deliver what arrives, and the arrivals set the throughput;
-//! - **above** it (1.5 times): batch 8 falls behind; batch 16 decodes more sequences a step, which
-//!   changes throughput and trades the wait for a first token (TTFT) against the time per token
-//!   (TPOT).
+//! - **below** batch 8's saturation (0.6 of it): the batch limit does not bind; both servers keep
+//!   up, so both deliver what arrives, and the arrivals set the throughput;
+//! - **above** both saturations (twice the larger): both fall behind and run full batches while a
+//!   queue waits; batch 16 decodes more sequences a step, which changes throughput and trades the
+//!   wait for a first token (TTFT) against the time per token (TPOT). (Just above batch 8's
+//!   saturation batch 16 is near its own, where a short run's figures swing most.)
 //!
 //! Each rate and batch size is `--replicates` independent runs of `--requests` requests (fresh
 //! arrivals each), so the 95% intervals see run-to-run change. Batch 16 is compared with batch 8
@@ -37,12 +38,12 @@ use std::time::Duration;
 
 #[derive(Parser)]
 #[command(
-    about = "Exercise 2: find where batch 8 saturates, then compare gpt2 serve at batch 8 and 16 below and above that rate",
+    about = "Exercise 2: find where batch 8 and 16 saturate, then compare gpt2 serve at both below and above saturation",
     long_about = "Exercise 2: Batch 8 versus 16.\n\n\
         Starts `gpt2 serve` (the binary built beside this one; synthetic weights by default, no download) at \
-        --max-batch-size 8 and measures the rate it sustains with twice its batch in flight (its saturation). \
+        --max-batch-size 8 and 16 and measures the rate each sustains with twice its batch in flight (its saturation). \
         Then it sends the same open-loop traffic (Poisson arrivals, --replicates runs of --requests requests of \
-        --max-tokens tokens) at 0.6 times that rate and at 1.5 times it, to batch 8 and then to batch 16. At each \
+        --max-tokens tokens) at 0.6 times batch 8's saturation and at twice the larger saturation, to both. At each \
         rate it compares batch 16 with batch 8 on output tokens/s, P90 TTFT and P90 TPOT with your percentile \
         and your verdict (src/stats.rs), and writes results/bench.json and results/latency.svg.\n\n\
         Then fill in answers.toml and run `course check 2`."
@@ -61,15 +62,15 @@ struct Args {
     /// The batch size compared with it (B).
     #[arg(long, default_value_t = 16)]
     batch_b: u16,
-    /// The two open-loop rates, below and above batch A's saturation, in requests per second
-    /// [default: 0.6 and 1.5 times the saturation the calibration measures].
+    /// The two open-loop rates, below and above saturation, in requests per second [default: 0.6
+    /// times batch A's saturation, and twice the larger of the two saturations].
     #[arg(long, value_delimiter = ',', num_args = 2, value_names = ["BELOW", "ABOVE"])]
     rates: Option<Vec<f64>>,
-    /// Requests of the calibration (closed loop, twice batch A in flight).
+    /// Requests of each calibration (closed loop, twice the batch in flight).
     #[arg(long, default_value_t = 40)]
     calibration_requests: usize,
     /// Requests in each replicate at each rate.
-    #[arg(long, default_value_t = 24)]
+    #[arg(long, default_value_t = 32)]
     requests: usize,
     /// Independent replicates at each rate and batch size (fresh arrivals each). Five, not the
     /// bench's default three: a P90's interval needs about 70 independent-looking samples a side
@@ -107,8 +108,9 @@ struct Args {
 const COMPARED: [(&str, Better); 3] =
     [("output_tokens_per_s", Better::Higher), ("ttft_ms.p90", Better::Lower), ("tpot_ms.p90", Better::Lower)];
 
-/// The two rates, as fractions of batch A's saturation, and their names in bench.json.
-const SCENARIOS: [(&str, f64); 2] = [("below", 0.6), ("above", 1.5)];
+/// The two scenarios' names in bench.json: below batch A's saturation (0.6 of it), and above
+/// both (twice the larger).
+const SCENARIOS: [&str; 2] = ["below", "above"];
 
 fn main() -> ExitCode {
     match run(Args::parse()) {
@@ -137,17 +139,21 @@ fn run(args: Args) -> Result<()> {
     let gpt2 = gpt2_program(args.gpt2.as_deref())?;
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the async runtime")?;
 
-    // Batch A: calibrate, then both rates, on one server.
+    // Calibrate both (B's server then stays up for its runs), then A's runs.
     let server = start(&args, &gpt2, args.batch_a, &results)?;
-    let (calibration, rates) = calibrate(&args, &server, &runtime)?;
-    let runs_a = measure(&args, &server, args.batch_a, &rates, &runtime)?;
+    let saturation_a = saturation(&args, &server, args.batch_a, &runtime)?;
     server.stop();
     let server = start(&args, &gpt2, args.batch_b, &results)?;
+    let saturation_b = saturation(&args, &server, args.batch_b, &runtime)?;
+    let (calibration, rates) = choose_rates(&args, saturation_a, saturation_b);
     let runs_b = measure(&args, &server, args.batch_b, &rates, &runtime)?;
+    server.stop();
+    let server = start(&args, &gpt2, args.batch_a, &results)?;
+    let runs_a = measure(&args, &server, args.batch_a, &rates, &runtime)?;
     server.stop();
 
     let mut comparisons = Vec::new();
-    for (((scenario, rate), a), b) in SCENARIOS.iter().map(|s| s.0).zip(&rates).zip(&runs_a).zip(&runs_b) {
+    for (((scenario, rate), a), b) in SCENARIOS.iter().zip(&rates).zip(&runs_a).zip(&runs_b) {
         for (metric, better) in COMPARED {
             let choice = MetricChoice::parse(metric)?;
             let mut c = stats::compare(&choice.name(), &choice.samples(a), &choice.samples(b), choice.stat, better, args.min_effect)
@@ -206,47 +212,47 @@ fn load_config(args: &Args, server: &LocalServer, traffic: Traffic, requests: us
     }
 }
 
-/// Batch A's saturation: the requests per second it completes with twice its batch always in
-/// flight (closed loop, so it never waits for arrivals), and the two rates chosen from it.
-fn calibrate(args: &Args, server: &LocalServer, runtime: &tokio::runtime::Runtime) -> Result<(Calibration, Vec<f64>)> {
-    let in_flight = 2 * usize::from(args.batch_a);
+/// The requests per second `batch` completes with twice its batch always in flight (closed
+/// loop, so it never waits for arrivals): its saturation on this machine.
+fn saturation(args: &Args, server: &LocalServer, batch: u16, runtime: &tokio::runtime::Runtime) -> Result<f64> {
+    let in_flight = 2 * usize::from(batch);
     println!("calibration: {} requests with {in_flight} always in flight (closed loop)", args.calibration_requests);
     let config = load_config(args, server, Traffic::ClosedLoop { concurrency: in_flight }, args.calibration_requests);
     let outcome = runtime.block_on(load::run(&config)).context("the calibration run failed")?;
-    let run = Run::from_load(format!("batch-{} saturation", args.batch_a), &config, &Slo::default(), outcome)?;
+    let run = Run::from_load(format!("batch-{batch} saturation"), &config, &Slo::default(), outcome)?;
     if run.metrics.completed == 0 {
         bail!("every calibration request failed; {}", run.requests.iter().find_map(|r| r.error.clone()).unwrap_or_default());
     }
-    let saturation = run.metrics.requests_per_s;
+    println!("calibration: batch {batch} sustains about {:.2} req/s here", run.metrics.requests_per_s);
+    Ok(run.metrics.requests_per_s)
+}
+
+/// The two rates: 0.6 of batch A's saturation, where the limit does not bind, and twice the larger
+/// saturation, where both servers run full batches behind a queue (or `--rates`).
+fn choose_rates(args: &Args, saturation_a: f64, saturation_b: f64) -> (Calibration, Vec<f64>) {
     let rates = match &args.rates {
         Some(rates) => rates.clone(),
-        None => SCENARIOS.iter().map(|(_, f)| round2(f * saturation)).collect(),
+        None => vec![load::round_rate(0.6 * saturation_a), load::round_rate(2.0 * saturation_a.max(saturation_b))],
     };
     println!(
-        "calibration: batch {} sustains about {saturation:.2} req/s here; rates {} req/s (below) and {} req/s (above){}",
-        args.batch_a,
+        "rates: {} req/s (below batch {}'s saturation) and {} req/s (above both){}",
         rates[0],
+        args.batch_a,
         rates[1],
         if args.rates.is_some() { ", from --rates" } else { "" }
     );
     let calibration = Calibration {
-        measured: format!("batch-{}, closed loop with {in_flight} requests in flight, {} requests", args.batch_a, args.calibration_requests),
-        saturation_rps: saturation,
-        rates: SCENARIOS.iter().map(|(name, _)| name.to_string()).zip(rates.iter().copied()).collect(),
+        measured: format!("closed loop with twice the batch in flight, {} requests", args.calibration_requests),
+        saturation_rps: vec![(format!("batch-{}", args.batch_a), saturation_a), (format!("batch-{}", args.batch_b), saturation_b)],
+        rates: SCENARIOS.iter().map(|name| name.to_string()).zip(rates.iter().copied()).collect(),
     };
-    Ok((calibration, rates))
-}
-
-/// Rounded down to two significant figures (a rate a person can type).
-fn round2(rate: f64) -> f64 {
-    let scale = 10f64.powi(rate.log10().floor() as i32 - 1);
-    (rate / scale).floor() * scale
+    (calibration, rates)
 }
 
 /// Open-loop runs at each rate against one server, `--replicates` of `--requests` each.
 fn measure(args: &Args, server: &LocalServer, batch: u16, rates: &[f64], runtime: &tokio::runtime::Runtime) -> Result<Vec<Run>> {
     let mut runs = Vec::new();
-    for ((scenario, _), &rate) in SCENARIOS.iter().zip(rates) {
+    for (scenario, &rate) in SCENARIOS.iter().zip(rates) {
         let label = format!("batch-{batch} {scenario}");
         println!(
             "{label}: {} × {} requests at {rate} req/s, open loop: about {:.0} s of arrivals",
@@ -289,7 +295,7 @@ fn gpt2_program(given: Option<&Path>) -> Result<PathBuf> {
 /// would need.
 fn summary(comparisons: &[Comparison], rates: &[f64], batch_a: u16, batch_b: u16, requests: usize) -> String {
     let mut out = format!("\nbatch-{batch_b} against batch-{batch_a} (B/A with its 95% interval):\n");
-    for ((scenario, _), rate) in SCENARIOS.iter().zip(rates) {
+    for (scenario, rate) in SCENARIOS.iter().zip(rates) {
         out.push_str(&format!("  {scenario} saturation ({rate} req/s)\n"));
         for c in comparisons.iter().filter(|c| c.scenario.as_deref() == Some(*scenario)) {
             let meaning = if c.better == Better::Higher { "throughput" } else { "latency" };

@@ -154,25 +154,14 @@ fn pick_rate(args: &Args, knee: &Sweep) -> Result<f64> {
         Knee::At(k) | Knee::Above(k) => k,
         Knee::Below(r) => bail!(
             "the target already fails at {r} req/s, the lowest rate the sweep tried: give lower rates with --sweep-rates (e.g. {}) or check the server is not busy with something else",
-            [0.25, 0.5, 1.0].map(|f| round2(f * r)).map(|x| x.to_string()).join(",")
+            [0.25, 0.5, 1.0].map(|f| load::round_rate(f * r)).map(|x| x.to_string()).join(",")
         ),
     };
     let low = knee.ci95_knee.map_or(at, |[lo, _]| lo / 0.8);
     let rate = BELOW_KNEE * at.min(low);
-    Ok(round2(rate))
+    Ok(load::round_rate(rate))
 }
 
-/// Rounded down to two significant figures (a rate a person can type).
-fn round2(rate: f64) -> f64 {
-    // Scaled by an exact power of ten, so 1.2 prints as 1.2 rather than 1.2000000000000002.
-    let e = rate.log10().floor() as i32 - 1;
-    let rounded = if e >= 0 {
-        (rate / 10f64.powi(e)).floor() * 10f64.powi(e)
-    } else {
-        (rate * 10f64.powi(-e)).floor() / 10f64.powi(-e)
-    };
-    rounded.max(10f64.powi(e))
-}
 
 fn run(args: Args) -> Result<()> {
     if let Some(rate) = args.rate {
@@ -208,7 +197,7 @@ fn run(args: Args) -> Result<()> {
     }
     // One request at a time sustains 1 / E2EL requests per second; batching sustains more.
     let base = 0.5 * 1000.0 / e2el.median;
-    let rates = args.sweep_rates.clone().unwrap_or_else(|| (0..6).map(|i| round2(base * f64::from(1 << i))).collect());
+    let rates = args.sweep_rates.clone().unwrap_or_else(|| (0..6).map(|i| load::round_rate(base * f64::from(1 << i))).collect());
     let slo = Slo { ttft_ms: Some(target), ..Slo::default() };
     let bounds = sweep::Bound::from_slo(&slo, 90.0)?;
     println!("calibration: a sweep of {} requests per rate at {rates:?} req/s against P90 TTFT ≤ {target} ms", args.sweep_requests);

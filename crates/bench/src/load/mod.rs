@@ -179,6 +179,19 @@ impl LoadConfig {
     }
 }
 
+/// `rate` rounded down to two significant figures: a rate a person can type (exercises 2 and 7
+/// choose theirs from a measurement). Scaled by an exact power of ten, so 1.2 prints as 1.2
+/// rather than 1.2000000000000002.
+pub fn round_rate(rate: f64) -> f64 {
+    let e = rate.log10().floor() as i32 - 1;
+    let rounded = if e >= 0 {
+        (rate / 10f64.powi(e)).floor() * 10f64.powi(e)
+    } else {
+        (rate * 10f64.powi(-e)).floor() / 10f64.powi(-e)
+    };
+    rounded.max(10f64.powi(e))
+}
+
 /// The prompt of each request.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "snake_case")]

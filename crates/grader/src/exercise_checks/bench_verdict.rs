@@ -141,7 +141,7 @@ fn grade_reading(text: &str, reading: Option<Reading>, comparison: &Result<Compa
             given.as_str()
         )),
         (Reading::Arrivals, false) => q.wrong(format!(
-            "a run here fell behind its arrivals (its latency kept climbing), so the throughput is the servers' own: the benchmark says \"{}\"{on}: {}",
+            "a run here fell behind its arrivals (its requests in flight kept piling up), so the throughput is the servers' own: the benchmark says \"{}\"{on}: {}",
             c.verdict.as_str(),
             c.facts()
         )),
