@@ -46,6 +46,9 @@ export QEMU_LD_PREFIX="$sysroot"
 # Emulated memory reads say nothing about a real machine's bandwidth: a small buffer keeps the
 # ceilings measurement of the profile tests from taking minutes under qemu.
 export GPT2_CEILINGS_BUFFER_MIB=32
+# The A/A simulation (crates/bench/tests/aa_simulation.rs) runs a quarter of its measurements
+# under emulation, with the same bounds: about 8 s natively, minutes under qemu at full count.
+export AA_SIMULATION_SCALE=4
 export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc
 export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="qemu-aarch64 -L $sysroot"
 export CC_aarch64_unknown_linux_gnu=aarch64-linux-gnu-gcc

@@ -12,16 +12,20 @@
 //!
 //! - **replicates** (two or more runs with fresh arrival seeds, `--replicates K`): the larger of
 //!   two estimates of the variance of the pooled statistic, each with its own degrees of
-//!   freedom: the spread *between* runs (K − 1), and the difference between the two halves of
-//!   each run (K). The first sees run-to-run change; the second guards it when the few runs
-//!   happen to agree, since a queue that built up in one half of a run shows there.
+//!   freedom: the spread *between* runs (K − 1), and the spread of the difference between the
+//!   two halves of each run around its mean over the runs (K − 1). The first sees run-to-run
+//!   change; the second guards it when the few runs happen to agree, since a queue that built up
+//!   in one half of a run shows there. (Centred, because a difference every run shares, the
+//!   queue filling from empty at the start and draining at the end, moves no run's statistic
+//!   against another's: uncentred, it left every P90 of exercise 2's runs without an end.)
 //! - **sections** (one run): the run is cut into four consecutive quarters in arrival order and
 //!   the variance comes from their spread (3 degrees of freedom). Such an interval covers that
 //!   run only: one run cannot see how much the next run would differ.
 //!
 //! Either way the variance is never taken below what the same number of independent samples
-//! would give, and the interval uses Student's t at its degrees of freedom (the normal
-//! quantile where that floor decides).
+//! would give, and the interval uses Student's t at its degrees of freedom. Replicates whose
+//! spread an F test at 25% cannot tell from independent samples' are taken at the independent
+//! variance, with the normal quantile; one run's quarters keep their 3 degrees of freedom.
 //!
 //! A percentile is handled through the fraction of samples at or below it (its "score"):
 //! the interval of that fraction around p, mapped back through the pooled samples' quantiles.

@@ -173,9 +173,7 @@ impl BiasActivation for FusedBiasGelu {
     }
 
     fn forward(&self, x: &Tensor, bias: &Tensor) -> candle_core::Result<Tensor> {
-        // candle calls cpu_fwd or cuda_fwd by the tensors' device; a build without the `cuda`
-        // feature cannot open a CUDA device in the first place.
-        x.contiguous()?.apply_op2_no_bwd(&bias.contiguous()?, self)
+        apply(self, x, bias)
     }
 }
 
@@ -186,8 +184,14 @@ impl BiasActivation for FastFusedBiasGelu {
     }
 
     fn forward(&self, x: &Tensor, bias: &Tensor) -> candle_core::Result<Tensor> {
-        x.contiguous()?.apply_op2_no_bwd(&bias.contiguous()?, self)
+        apply(self, x, bias)
     }
+}
+
+/// `op` on `x` and `bias`: candle calls its cpu_fwd or cuda_fwd by the tensors' device (a build
+/// without the `cuda` feature cannot open a CUDA device in the first place).
+fn apply(op: &impl CustomOp2, x: &Tensor, bias: &Tensor) -> candle_core::Result<Tensor> {
+    x.contiguous()?.apply_op2_no_bwd(&bias.contiguous()?, op)
 }
 
 /// The largest absolute difference between `op` and candle's unfused ops (`broadcast_add`,
