@@ -8,12 +8,12 @@ use bench::report::{Report, Run};
 use grader::results::bench_report::{BenchReport, Verdict};
 
 /// Three replicates of `n` requests whose TTFTs spread evenly over `base..base + spread`, in an
-/// order with no trend; `climb` ms more for each request of a replicate (a queue building up).
-fn run(label: &str, base: f64, spread: f64, climb: f64, n: usize) -> Run {
+/// order with no trend; replicate k `shift × k` ms slower than the first (runs that disagree).
+fn run(label: &str, base: f64, spread: f64, shift: f64, n: usize) -> Run {
     let requests: Vec<RequestRecord> = (0..3 * n)
         .map(|j| {
             let (k, i) = (j / n, j % n);
-            let ttft = base + spread * (((i * 37 + k * 11) % n) as f64 / n as f64) + climb * i as f64;
+            let ttft = base + spread * (((i * 37 + k * 11) % n) as f64 / n as f64) + shift * k as f64;
             let json = serde_json::json!({
                 "replicate": k, "start_ms": i as f64 * 10.0, "ok": true, "ttft_ms": ttft, "e2el_ms": ttft + 100.0,
                 "itl_ms": [10.0, 10.0, 10.0], "output_tokens": 4
@@ -39,7 +39,7 @@ fn real_bench_reports_pass_with_every_verdict() {
         (run("b", 50.0, 20.0, 0.0, 200), Verdict::Faster),
         (run("b", 100.2, 20.0, 0.0, 200), Verdict::Same),
         (run("b", 150.0, 20.0, 0.0, 200), Verdict::Slower),
-        (run("b", 100.0, 20.0, 0.5, 40), Verdict::Inconclusive),
+        (run("b", 100.0, 20.0, 25.0, 40), Verdict::Inconclusive),
     ];
     for (b, expected) in cases {
         let (text, comparison) = bench_json(run("a", 100.0, 20.0, 0.0, 200), b);
