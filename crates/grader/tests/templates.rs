@@ -48,3 +48,22 @@ fn every_template_is_an_unanswered_answers_file() {
         assert!(answers.is_empty(), "{shown} has answers filled in: a learner would start with them");
     }
 }
+
+/// The exercises that start with a prediction get the questions their template asks: exercise
+/// 3 which op tops the table, exercise 5 what fusing will do (the form `course run` and the
+/// exercise's binary ask, chosen by the template's `[prediction]` keys); the others none.
+#[test]
+fn each_prediction_template_picks_its_form() {
+    use grader::prediction::{Form, FUSION, TOP_OP};
+    for exercise in &manifest().exercises {
+        let expected = match exercise.number {
+            3 => Some(&TOP_OP),
+            5 => Some(&FUSION),
+            _ => None,
+        };
+        assert_eq!(Form::for_template(&exercise.answers_template), expected, "exercise {}", exercise.number);
+        if expected.is_some() {
+            assert!(exercise.result_path("profile").is_some(), "exercise {} names the results file its prediction comes before", exercise.number);
+        }
+    }
+}
