@@ -34,6 +34,10 @@ for platform in "" aarch64-apple-darwin x86_64-pc-windows-msvc; do
   scripts/check-features.py ${platform:+--target "$platform"}
 done
 
+step "no import cycle between any crate's modules"
+scripts/check-module-cycles.py --self-test
+scripts/check-module-cycles.py
+
 step "building every package, binary and test (dev profile, the learner's)"
 cargo build --workspace --all-targets
 

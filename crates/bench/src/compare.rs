@@ -3,7 +3,7 @@
 use anyhow::{bail, Result};
 
 use crate::metrics;
-use crate::report::Run;
+use crate::run::Run;
 use crate::stats::{self, Better, Comparison, Stat};
 
 /// The metrics a comparison can be made on. Latencies take a statistic (`ttft_ms.p90`);

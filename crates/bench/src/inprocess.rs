@@ -14,7 +14,7 @@ use rand::{Rng, SeedableRng};
 use serde::Serialize;
 
 use crate::metrics::{self, RequestRecord, Slo};
-use crate::report::Run;
+use crate::run::Run;
 
 /// What one in-process benchmark holds fixed.
 #[derive(Debug, Clone, Serialize)]

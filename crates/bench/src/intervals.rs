@@ -39,7 +39,7 @@
 use serde::{Deserialize, Serialize};
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
-use crate::stats::{percentile_sorted, sorted_copy};
+use crate::percentile::{percentile_sorted, sorted_copy};
 
 /// Every interval's confidence level.
 pub const LEVEL: f64 = 0.95;

@@ -8,8 +8,8 @@ use std::path::Path;
 use anyhow::{anyhow, Context, Result};
 use plotters::prelude::*;
 
-use crate::report::Run;
-use crate::stats::sorted_copy;
+use crate::run::Run;
+use crate::percentile::sorted_copy;
 
 const PALETTE: [RGBColor; 6] = [
     RGBColor(31, 119, 180),

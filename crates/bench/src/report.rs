@@ -7,8 +7,9 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::environment::Environment;
-use crate::load::{LoadConfig, LoadOutcome, Traffic};
-use crate::metrics::{self, RequestRecord, RunMetrics, Slo, TtftBreakdown};
+use crate::metrics::TtftBreakdown;
+// A report's runs: re-exported so that `bench::report::{Report, Run}` names the file's two types.
+pub use crate::run::Run;
 use crate::stats::{Better, Comparison, Summary, Verdict};
 
 pub const SCHEMA: &str = "bench-report/3";
@@ -48,37 +49,6 @@ pub struct Calibration {
     pub saturation_rps: Vec<(String, f64)>,
     /// The open-loop rates then used, by scenario name (`below`, `above`).
     pub rates: Vec<(String, f64)>,
-}
-
-/// One measured configuration.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Run {
-    pub label: String,
-    /// What was varied and what was held fixed (rate, concurrency, batch size, lengths, …).
-    pub config: serde_json::Value,
-    pub metrics: RunMetrics,
-    /// Raw per-request samples, so that a later `--compare` can resample them.
-    #[serde(default)]
-    pub requests: Vec<RequestRecord>,
-    /// In-process runs: output tokens/s of each timed repeat.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub repeat_tokens_per_s: Vec<f64>,
-}
-
-impl Run {
-    /// A finished load run (one or more replicates) as a [`Run`] with its metrics; an open-loop
-    /// run also records whether the server kept up with its arrivals.
-    pub fn from_load(label: String, config: &LoadConfig, slo: &Slo, outcome: LoadOutcome) -> Result<Run> {
-        let mut metrics = metrics::compute(&outcome.records, &outcome.durations_s, slo);
-        if let Traffic::OpenLoop { .. } = config.traffic {
-            metrics.kept_up_with_arrivals = metrics::kept_up(&outcome.records, metrics.replicates);
-        }
-        let mut config_json = serde_json::to_value(config)?;
-        config_json["mode"] = "load".into();
-        config_json["slo"] = serde_json::to_value(slo)?;
-        config_json["replicates"] = metrics.replicates.into();
-        Ok(Run { label, config: config_json, metrics, requests: outcome.records, repeat_tokens_per_s: vec![] })
-    }
 }
 
 impl Report {

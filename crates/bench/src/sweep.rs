@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 use crate::intervals;
 use crate::load::{self, LoadConfig, Traffic};
 use crate::metrics::{self, Slo};
-use crate::report::Run;
+use crate::run::Run;
 use crate::stats;
 
 /// One bound of the target: `percentile` of `metric` at most `bound_ms`.

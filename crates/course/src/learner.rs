@@ -7,16 +7,16 @@
 //! question in the terminal (then stored). Without a terminal and without either, the command
 //! stops and says how to give one (`course id NAME`).
 
-use crate::commands::Course;
 use anyhow::{bail, Result};
 use grader::submission::{check_learner_id, read_learner_id, write_learner_id, LEARNER_FILE, LEARNER_ID_ENV, NO_LEARNER_ID};
 use std::io::{BufRead, IsTerminal, Write};
+use std::path::Path;
 
-/// The learner's id, asking for it (and storing it) the first time.
-pub fn ensure(course: &Course) -> Result<String> {
-    let dir = course.exercises_dir();
+/// The learner's id from the course's `exercises` folder, asking for it (and storing it there)
+/// the first time.
+pub fn ensure(dir: &Path) -> Result<String> {
     let from_env = std::env::var(LEARNER_ID_ENV).ok().filter(|v| !v.trim().is_empty());
-    if let Some(stored) = read_learner_id(&dir).map_err(anyhow::Error::msg)? {
+    if let Some(stored) = read_learner_id(dir).map_err(anyhow::Error::msg)? {
         if let Some(env) = &from_env {
             if env.trim().to_lowercase() != stored.to_lowercase() {
                 eprintln!("==> note: {LEARNER_ID_ENV}={env} is set, but exercises/{LEARNER_FILE} says {stored:?}: using {stored:?} (change it with `course id NAME`).");
@@ -26,7 +26,7 @@ pub fn ensure(course: &Course) -> Result<String> {
     }
     if let Some(env) = from_env {
         let id = check_learner_id(&env).map_err(|e| anyhow::anyhow!("{LEARNER_ID_ENV}: {e}"))?;
-        return store(course, &id);
+        return store(dir, &id);
     }
     if !std::io::stdin().is_terminal() {
         bail!("{NO_LEARNER_ID}");
@@ -41,46 +41,16 @@ pub fn ensure(course: &Course) -> Result<String> {
             break;
         }
         match check_learner_id(&line) {
-            Ok(id) => return store(course, &id),
+            Ok(id) => return store(dir, &id),
             Err(e) => eprintln!("    {e}"),
         }
     }
     bail!("{NO_LEARNER_ID}")
 }
 
-fn store(course: &Course, id: &str) -> Result<String> {
-    let id = write_learner_id(&course.exercises_dir(), id).map_err(anyhow::Error::msg)?;
+/// Stores `id` in `dir`'s learner file and says so.
+pub fn store(dir: &Path, id: &str) -> Result<String> {
+    let id = write_learner_id(dir, id).map_err(anyhow::Error::msg)?;
     eprintln!("==> Learner id {id:?} stored in exercises/{LEARNER_FILE} (submit it with your exercises; `course id NAME` changes it).");
     Ok(id)
-}
-
-/// `course id [NAME]`: show the stored id, or store a new one.
-pub fn command(course: &Course, name: Option<&str>) -> Result<std::process::ExitCode> {
-    let dir = course.exercises_dir();
-    let stored = read_learner_id(&dir).map_err(anyhow::Error::msg);
-    match name {
-        None => match stored? {
-            Some(id) => {
-                println!("{id}");
-                Ok(std::process::ExitCode::SUCCESS)
-            }
-            None => bail!("{NO_LEARNER_ID}"),
-        },
-        Some(name) => {
-            let id = check_learner_id(name).map_err(anyhow::Error::msg)?;
-            // A damaged file is replaced: that is what the learner asked for.
-            if let Ok(Some(old)) = stored {
-                if old == id {
-                    println!("Your learner id is already {id:?}.");
-                    return Ok(std::process::ExitCode::SUCCESS);
-                }
-                eprintln!(
-                    "==> Changing your learner id from {old:?} to {id:?}: the per-learner questions change with it \
-                     (run `course run 4` again for your new illustrative step, and answer them again)."
-                );
-            }
-            store(course, &id)?;
-            Ok(std::process::ExitCode::SUCCESS)
-        }
-    }
 }

@@ -29,7 +29,8 @@ use crate::cargo::Build;
 use anyhow::{bail, Context, Result};
 use grader::cohort::{Entry, StudentResult, TestOutcome, TestRun};
 use grader::manifest::ExerciseInfo;
-use grader::sources::{exercise_sources, Tree};
+use grader::sources::exercise_sources;
+use grader::tree::Tree;
 use grader::submission::Limits as ReadLimits;
 use grader::Grader;
 use std::path::{Path, PathBuf};
@@ -130,7 +131,7 @@ impl Sandbox {
             if !submission.has_folder(&exercise.folder_name()) {
                 continue;
             }
-            let run = match exercise_sources(entry, &submission, &exercise.folder_name(), "src", &ReadLimits::default()) {
+            let run = match exercise_sources(&entry.path, &submission, &exercise.folder_name(), "src", &ReadLimits::default()) {
                 Ok(tree) if tree.files.is_empty() => not_run(exercise, format!("{}/src/ is empty or missing", exercise.folder_name())),
                 Ok(tree) => self.run_exercise(exercise, &tree).unwrap_or_else(|e| not_run(exercise, format!("{e:#}"))),
                 Err(e) => not_run(exercise, e),

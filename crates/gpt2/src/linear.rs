@@ -42,7 +42,7 @@ impl Layout {
     pub fn for_device(device: &Device, dtype: DType) -> Self {
         if device.is_cuda() {
             Layout::InOut
-        } else if KernelPath::selected() != KernelPath::Portable && dtype == DType::F32 {
+        } else if KernelPath::fast_for(device, dtype).is_some() {
             Layout::Packed
         } else {
             Layout::OutIn

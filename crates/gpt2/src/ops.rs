@@ -64,11 +64,10 @@ pub mod label {
     }
 }
 
-/// The path our element-wise kernels run `t` on, or `None` where candle's op does (another
-/// device or dtype, or the `portable` path).
-fn elementwise_path(t: &Tensor) -> Option<KernelPath> {
-    let path = KernelPath::selected();
-    (t.device().is_cpu() && t.dtype() == DType::F32 && path != KernelPath::Portable).then_some(path)
+/// The path our kernels run an op on `t` with, or `None` where candle's op does
+/// ([`KernelPath::fast_for`]).
+fn fast_path(t: &Tensor) -> Option<KernelPath> {
+    KernelPath::fast_for(t.device(), t.dtype())
 }
 
 /// The label of an element-wise row: our kernel's width, or candle's op.
@@ -78,13 +77,6 @@ fn elementwise_label(path: Option<KernelPath>, device: &Device) -> &'static str 
         Some(KernelPath::Avx2) => label::AVX2,
         Some(KernelPath::Portable) | None => label::stock(device),
     }
-}
-
-/// The path whose packed kernel runs attention's products of `t`, or `None` where candle's
-/// batched matmul does (another device or dtype, or the `portable` path).
-fn packed_attention(t: &Tensor) -> Option<KernelPath> {
-    let path = KernelPath::selected();
-    (t.device().is_cpu() && t.dtype() == DType::F32 && path != KernelPath::Portable).then_some(path)
 }
 
 /// The token and position embeddings of `ids` (every sequence's new tokens, one after the
@@ -102,7 +94,7 @@ pub fn embedding(wte: &Tensor, wpe: &Tensor, ids: Vec<u32>, positions: Vec<u32>,
 pub fn layer_norm(x: &Tensor, weight: &Tensor, bias: &Tensor, eps: f32) -> Result<Tensor> {
     // Mean, variance, normalise, scale and shift: about 8 FLOPs per value.
     let (flops, bytes) = work::elementwise(x.elem_count(), 8, 1, 2 * weight.elem_count(), x.dtype().size_in_bytes());
-    let path = elementwise_path(x);
+    let path = fast_path(x);
     let _s = profiler::op_shapes("layer_norm", &[x.dims()]).with_work(flops, bytes).with_kernel(elementwise_label(path, x.device()));
     Ok(match path {
         Some(path) => elementwise::layer_norm(x, weight, bias, eps, path)?,
@@ -132,7 +124,7 @@ pub fn attn_scores(q: &Tensor, k: &Tensor) -> Result<Tensor> {
     let (flops, bytes) = work::matmul(b * h, t, d, k.dim(2)?, q.dtype().size_in_bytes());
     let scale = 1.0 / (d as f64).sqrt();
     // candle's batched gemm is slow at attention's small shapes; the packed kernel is not.
-    let packed = packed_attention(q);
+    let packed = fast_path(q);
     let kernel = packed.map_or(label::gemm(q.device()), label::packed);
     let _s = profiler::op_shapes("attn_qk", &[q.dims(), k.dims()]).with_work(flops, bytes).with_kernel(kernel);
     Ok(match packed {
@@ -163,7 +155,7 @@ pub fn mask_build(past: usize, seq: usize, device: &Device) -> Result<Option<Ten
 /// number of keys: runs of neighbouring sequences with the same cache length go together (a
 /// batch that started together decodes in one product per layer), the others one by one.
 pub fn attn_decode(q: &Tensor, kv: &[(Tensor, Tensor)]) -> Result<Tensor> {
-    if let Some(path) = packed_attention(q) {
+    if let Some(path) = fast_path(q) {
         return attn_decode_in_place(q, kv, path);
     }
     let mut ys = Vec::with_capacity(kv.len());
@@ -199,7 +191,7 @@ fn attn_decode_in_place(q: &Tensor, kv: &[(Tensor, Tensor)], path: KernelPath) -
 /// [`most_negative`]); `scores` unchanged without a mask.
 pub fn mask_apply(scores: Tensor, mask: Option<&Tensor>) -> Result<Tensor> {
     let Some(mask) = mask else { return Ok(scores) };
-    let path = elementwise_path(&scores);
+    let path = fast_path(&scores);
     let _s = profiler::op("mask_apply").with_kernel(elementwise_label(path, scores.device()));
     Ok(match path {
         Some(path) => {
@@ -228,7 +220,7 @@ fn most_negative(dtype: DType) -> f32 {
 pub fn softmax(scores: Tensor) -> Result<Tensor> {
     // Max, subtract, exponential, sum, divide.
     let (flops, bytes) = work::elementwise(scores.elem_count(), 5, 1, 0, scores.dtype().size_in_bytes());
-    let path = elementwise_path(&scores);
+    let path = fast_path(&scores);
     let _s = profiler::op_shapes("softmax", &[scores.dims()]).with_work(flops, bytes).with_kernel(elementwise_label(path, scores.device()));
     Ok(match path {
         Some(path) => {
@@ -244,7 +236,7 @@ pub fn softmax(scores: Tensor) -> Result<Tensor> {
 pub fn attn_values(probs: &Tensor, v: &Tensor) -> Result<Tensor> {
     let (b, h, t, s) = probs.dims4()?;
     let (flops, bytes) = work::matmul(b * h, t, s, v.dim(3)?, probs.dtype().size_in_bytes());
-    let packed = packed_attention(probs);
+    let packed = fast_path(probs);
     let kernel = packed.map_or(label::gemm(probs.device()), label::packed);
     let _s = profiler::op_shapes("attn_v", &[probs.dims(), v.dims()]).with_work(flops, bytes).with_kernel(kernel);
     Ok(match packed {
@@ -264,7 +256,7 @@ pub fn merge_heads(y: &Tensor) -> Result<Tensor> {
 /// slow single-threaded pass).
 pub fn bias_add(h: Tensor, bias: &Tensor) -> Result<Tensor> {
     let (flops, bytes) = work::elementwise(h.elem_count(), 1, 1, bias.elem_count(), h.dtype().size_in_bytes());
-    let path = elementwise_path(&h);
+    let path = fast_path(&h);
     let _s = profiler::op_shapes("bias_add", &[h.dims()]).with_work(flops, bytes).with_kernel(elementwise_label(path, h.device()));
     Ok(match path {
         Some(path) => {
@@ -289,7 +281,7 @@ pub fn bias_residual_add(h: Tensor, bias: &Tensor, residual: &Tensor) -> Result<
         return residual_add(&bias_add(h, bias)?, residual);
     }
     let (flops, bytes) = work::elementwise(h.elem_count(), 2, 2, bias.elem_count(), h.dtype().size_in_bytes());
-    let path = elementwise_path(&h);
+    let path = fast_path(&h);
     let _s = profiler::op_shapes("bias_residual_add", &[h.dims(), residual.dims()]).with_work(flops, bytes).with_kernel(elementwise_label(path, h.device()));
     Ok(match path {
         Some(path) => {
@@ -349,7 +341,7 @@ fn bias_gelu_work(h: &Tensor) -> Result<(u64, u64)> {
 
 fn bias_gelu(h: Tensor, bias: &Tensor) -> Result<Tensor> {
     let (flops, bytes) = bias_gelu_work(&h)?;
-    let path = elementwise_path(&h);
+    let path = fast_path(&h);
     let _s = profiler::op_shapes("bias_gelu", &[h.dims()]).with_work(flops, bytes).with_kernel(elementwise_label(path, h.device()));
     Ok(match path {
         Some(path) => {

@@ -5,6 +5,7 @@
 //! read, which defeats archive bombs (huge expansion, or a flood of entries).
 
 use crate::manifest::normalize_relative;
+use crate::tree::Tree;
 use crate::problem::{Location, Problem, ProblemKind};
 use crate::submission::{choose_base, human_bytes, no_exercises, skipped_folder, Limits, Submission, Wanted};
 use std::collections::{BTreeMap, BTreeSet};
@@ -279,9 +280,9 @@ fn scan_tar_gz(file: std::fs::File, archive: &str, wanted: &Wanted, limits: &Lim
 /// `exercise-2`, `src`), keyed by their path below it, under the same caps as grading:
 /// `course grade --run-tests` writes them into a scratch copy. Links are left out and named in
 /// `skipped`; entries that escape were already reported when the submission was graded.
-pub fn read_tree(path: &Path, kind: ArchiveKind, prefix: &[String], limits: &Limits) -> Result<crate::sources::Tree, String> {
+pub fn read_tree(path: &Path, kind: ArchiveKind, prefix: &[String], limits: &Limits) -> Result<Tree, String> {
     let file = std::fs::File::open(path).map_err(|e| format!("cannot open the archive: {e}"))?;
-    let mut tree = crate::sources::Tree::default();
+    let mut tree = Tree::default();
     match kind {
         ArchiveKind::Zip => {
             let mut zip = zip::ZipArchive::new(std::io::BufReader::new(file)).map_err(|e| format!("this is not a readable zip archive: {e}"))?;
@@ -333,7 +334,7 @@ fn below(components: &[String], prefix: &[String]) -> Option<String> {
     (components.len() > prefix.len() && components.starts_with(prefix)).then(|| components[prefix.len()..].join("/"))
 }
 
-fn tree_entry(reader: &mut impl Read, rel: String, limits: &Limits, tree: &mut crate::sources::Tree) -> std::io::Result<()> {
+fn tree_entry(reader: &mut impl Read, rel: String, limits: &Limits, tree: &mut Tree) -> std::io::Result<()> {
     let (bytes, over) = read_capped(reader, limits.max_file_bytes)?;
     tree.add(rel, bytes, over, limits).map_err(std::io::Error::other)
 }

@@ -34,6 +34,7 @@ pub mod report;
 pub mod results;
 pub mod sources;
 pub mod submission;
+pub mod tree;
 pub mod variant;
 
 pub use grade::{Grader, SetupError};

@@ -3,47 +3,23 @@
 //! them into a scratch copy of the course; grading itself never reads them.
 
 use crate::archive::{archive_kind, read_tree};
-use crate::cohort::Entry;
-use crate::submission::{human_bytes, Limits, Submission};
-use std::collections::BTreeMap;
+use crate::submission::{Limits, Submission};
+use crate::tree::Tree;
 use std::path::Path;
 
-/// Files by their path below the tree's root, and what was left out (links, oversized files).
-#[derive(Debug, Clone, Default)]
-pub struct Tree {
-    pub files: BTreeMap<String, Vec<u8>>,
-    pub skipped: Vec<String>,
-    total: u64,
-}
-
-impl Tree {
-    /// Keep a file, or note it skipped when `over` its cap; fails past the total cap.
-    pub(crate) fn add(&mut self, rel: String, bytes: Vec<u8>, over: bool, limits: &Limits) -> Result<(), String> {
-        if over {
-            self.skipped.push(format!("{rel}: over the {} size cap", human_bytes(limits.max_file_bytes)));
-            return Ok(());
-        }
-        self.total += bytes.len() as u64;
-        if self.total > limits.max_archive_bytes || self.files.len() >= limits.max_entries {
-            return Err(format!("the sources are over the {} / {} files cap", human_bytes(limits.max_archive_bytes), limits.max_entries));
-        }
-        self.files.insert(rel, bytes);
-        Ok(())
-    }
-}
-
-/// The files below `exercise-N/SUBDIR` of a graded submission (`submission` is what grading
-/// read from `entry`, so the exercises folder is the one graded). `Ok` with no files when the
-/// folder is absent.
-pub fn exercise_sources(entry: &Entry, submission: &Submission, folder: &str, subdir: &str, limits: &Limits) -> Result<Tree, String> {
+/// The files below `exercise-N/SUBDIR` of a graded submission, the cohort entry at `path` (a
+/// folder or an archive; `submission` is what grading read from it, so the exercises folder is
+/// the one graded). `Ok` with no files when the folder is absent.
+pub fn exercise_sources(path: &Path, submission: &Submission, folder: &str, subdir: &str, limits: &Limits) -> Result<Tree, String> {
     let Some(base) = &submission.base else { return Err("no exercise-N folders found".to_string()) };
     let mut prefix = base.clone();
     prefix.push(folder.to_string());
     prefix.push(subdir.to_string());
-    match archive_kind(&entry.file_name) {
-        Some(kind) if entry.path.is_file() => read_tree(&entry.path, kind, &prefix, limits),
+    let file_name = path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
+    match archive_kind(&file_name) {
+        Some(kind) if path.is_file() => read_tree(path, kind, &prefix, limits),
         _ => {
-            let root = entry.path.canonicalize().map_err(|e| format!("cannot open the folder: {e}"))?;
+            let root = path.canonicalize().map_err(|e| format!("cannot open the folder: {e}"))?;
             let dir = prefix.iter().fold(root, |p, c| p.join(c));
             let mut tree = Tree::default();
             if std::fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) {

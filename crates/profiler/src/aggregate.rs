@@ -328,3 +328,18 @@ impl KeyAverages {
         1.0 - unscoped as f64 / self.wall_ns as f64
     }
 }
+
+/// How to group, sort and cut the table (and the report).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TableOptions {
+    pub sort_by: SortBy,
+    /// Show only the first N rows (the report always holds every row).
+    pub row_limit: Option<usize>,
+    /// One row per (name, input shapes) instead of per name.
+    pub group_by_input_shape: bool,
+    pub view: View,
+    /// Show achieved GFLOP/s and GB/s for rows whose scopes declared their work (also on
+    /// when the profiler's `Options::with_flops` was). With ceilings the roofline columns,
+    /// which include these two, are always shown.
+    pub with_flops: bool,
+}

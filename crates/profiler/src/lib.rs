@@ -33,7 +33,7 @@ mod scope;
 mod table;
 pub mod tracing_layer;
 
-pub use aggregate::{KeyAverages, Row, SortBy, View, STEP_ROW};
+pub use aggregate::{KeyAverages, Row, SortBy, TableOptions, View, STEP_ROW};
 pub use clock::{Clock, ManualClock, MonotonicClock};
 pub use compare::compare;
 pub use device::{CudaTiming, DeviceError, DeviceKind, DeviceTimer, ManualDeviceTimer, Timing};
@@ -46,5 +46,5 @@ pub use report::{CudaTimeBasis, Report, ReportRow, Totals, SCHEMA};
 pub use roofline::{Bound, Ceilings, RowRoofline, TimeBasis};
 pub use schedule::{Phase, Schedule};
 pub use scope::{format_shapes, is_recording, module, op, op_shapes, Kind, Scope};
-pub use table::{format_us, TableOptions};
+pub use table::format_us;
 pub use tracing_layer::ProfilerLayer;

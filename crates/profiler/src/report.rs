@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::aggregate::{KeyAverages, SortBy, View};
+use crate::aggregate::{KeyAverages, SortBy, TableOptions, View};
 use crate::device::DeviceKind;
 use crate::environment::Environment;
 use crate::error::ProfilerError;
@@ -210,12 +210,12 @@ impl Profile {
     /// The report with default options: op view, sorted by self CPU time, not grouped by
     /// shape.
     pub fn report(&self) -> Report {
-        self.report_with(crate::table::TableOptions::default())
+        self.report_with(TableOptions::default())
     }
 
     /// The report for a view, sort key and grouping (`row_limit` is ignored: a report holds
     /// every row, so its percentages add up to 100).
-    pub fn report_with(&self, options: crate::table::TableOptions) -> Report {
+    pub fn report_with(&self, options: TableOptions) -> Report {
         let k = self.key_averages(options.view, options.group_by_input_shape, options.sort_by);
         Report::from_key_averages(self, &k)
     }

@@ -7,26 +7,11 @@
 //! apart from the time columns, a CPU run's table stays within about 115 columns a block,
 //! so a row reads across on one line of an ordinary terminal.
 
-use crate::aggregate::{SortBy, View};
+use crate::aggregate::{SortBy, TableOptions};
 use crate::environment::unoptimised_build;
 use crate::reading::Thresholds;
 use crate::report::{Report, ReportRow};
 use crate::roofline::{giga_per_second, Ceilings};
-
-/// How to group, sort and cut the table (and the report).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct TableOptions {
-    pub sort_by: SortBy,
-    /// Show only the first N rows (the report always holds every row).
-    pub row_limit: Option<usize>,
-    /// One row per (name, input shapes) instead of per name.
-    pub group_by_input_shape: bool,
-    pub view: View,
-    /// Show achieved GFLOP/s and GB/s for rows whose scopes declared their work (also on
-    /// when the profiler's `Options::with_flops` was). With ceilings the roofline columns,
-    /// which include these two, are always shown.
-    pub with_flops: bool,
-}
 
 /// Longest name shown before it is cut with `...` (PyTorch's default is the same).
 const MAX_NAME_WIDTH: usize = 55;

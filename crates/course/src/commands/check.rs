@@ -17,7 +17,7 @@ use std::process::ExitCode;
 pub fn pipeline(course: &Course, n: u32, build: &Build) -> Result<Option<ExerciseReport>> {
     let exercise = course.exercise(n)?;
     // The id first: the variant graded below is drawn from it, and asking comes before a build.
-    crate::learner::ensure(course)?;
+    crate::learner::ensure(&course.exercises_dir())?;
     // Load the question bank and the key first: a broken course should say so before a build.
     let grader = Grader::load(&course.root, None)?;
     if !course.path(&exercise.dir).join("Cargo.toml").is_file() {

@@ -3,6 +3,7 @@
 mod check;
 mod grade;
 mod hint;
+mod id;
 mod list;
 mod reset;
 mod run;
@@ -31,7 +32,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Watch { exercise, build } => watch::watch(&open()?, exercise, &Build::from_flag(build.features.as_deref())),
         Command::Reset { n, yes } => reset::reset(&open()?, n, yes),
         Command::Solution { n, force } => solution::solution(&open()?, n, force),
-        Command::Id { name } => crate::learner::command(&open()?, name.as_deref()),
+        Command::Id { name } => id::id(&open()?, name.as_deref()),
         Command::Grade { cohort_dir, key, overrides, out, threads, run_tests, test_timeout, test_memory, test_build_timeout, test_dir } => {
             let tests = run_tests.then(|| grade::RunTests {
                 limits: crate::sandbox::Limits { test_timeout, build_timeout: test_build_timeout, memory_bytes: test_memory },

@@ -20,7 +20,7 @@ use std::process::ExitCode;
 pub fn run(course: &Course, n: u32, build: &Build, args: &[String]) -> Result<ExitCode> {
     let exercise = course.exercise(n)?;
     // The exercise prints the learner's own variant, drawn from this id.
-    crate::learner::ensure(course)?;
+    crate::learner::ensure(&course.exercises_dir())?;
     let form = form(exercise);
     if let Some(form) = form {
         ask_prediction(course, exercise, form)?;

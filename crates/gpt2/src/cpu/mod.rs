@@ -104,6 +104,14 @@ impl KernelPath {
         KernelPath::configured().unwrap_or_else(|_| KernelPath::widest())
     }
 
+    /// The path whose kernels of ours run an op on a tensor of `dtype` on `device`, or `None`
+    /// where candle's op does: another device or dtype, or the `portable` path. The one rule
+    /// for element-wise ops, attention's products and the packed weight layout.
+    pub fn fast_for(device: &candle_core::Device, dtype: candle_core::DType) -> Option<KernelPath> {
+        let path = KernelPath::selected();
+        (device.is_cpu() && dtype == candle_core::DType::F32 && path != KernelPath::Portable).then_some(path)
+    }
+
     /// Like [`KernelPath::selected`], but a bad `GPT2_CPU_KERNELS` is an error that names it.
     pub fn configured() -> Result<KernelPath> {
         if let Some(&path) = KernelPath::ALL.get(FORCED.load(Ordering::Relaxed) as usize) {
