@@ -1,4 +1,4 @@
-//! The benchmark's `bench.json` (schema `bench-report/2`, written by crates/bench).
+//! The benchmark's `bench.json` (schema `bench-report/3`, written by crates/bench).
 //!
 //! Kept to the few fields the grader relies on, in one place, so a change in the bench crate's
 //! format is a change here only: the A/B `comparison`, each run's P90 TTFT with its interval,
