@@ -58,12 +58,9 @@ fn a_real_cuda_report_passes_and_ranks_by_self_cuda() {
     }
 }
 
-/// With ceilings, declared work and kernel labels: the grader reads the same roofline columns,
-/// kernels and ceilings the profiler wrote, and its consistency checks accept them.
-#[test]
-fn a_real_report_with_ceilings_carries_kernels_and_rooflines() {
-    let host = ManualClock::new();
-    let ceilings = profiler::Ceilings {
+/// 20 GB/s and 400 GFLOP/s, 2 threads: the ceilings both roofline tests record.
+fn test_ceilings() -> profiler::Ceilings {
+    profiler::Ceilings {
         device: "test cpu".into(),
         threads: 2,
         kernels: "avx512".into(),
@@ -72,7 +69,15 @@ fn a_real_report_with_ceilings_carries_kernels_and_rooflines() {
         peak_gflops: 400.0,
         bandwidth_how: "test".into(),
         peak_how: "test".into(),
-    };
+    }
+}
+
+/// With ceilings, declared work and kernel labels: the grader reads the same roofline columns,
+/// kernels and ceilings the profiler wrote, and its consistency checks accept them.
+#[test]
+fn a_real_report_with_ceilings_carries_kernels_and_rooflines() {
+    let host = ManualClock::new();
+    let ceilings = test_ceilings();
     let options = Options { schedule: Schedule::new(0, 1, 3, 1), threads: Some(2), ..Options::default() };
     let mut prof = Profiler::new(options).with_clock(host.clone()).with_ceilings(ceilings);
     for _ in 0..4 {
@@ -112,16 +117,7 @@ fn a_real_report_with_ceilings_carries_kernels_and_rooflines() {
 #[test]
 fn a_report_read_with_other_thresholds_passes_with_its_own() {
     let host = ManualClock::new();
-    let ceilings = profiler::Ceilings {
-        device: "test cpu".into(),
-        threads: 2,
-        kernels: "avx512".into(),
-        build: "release".into(),
-        mem_read_gbps: 20.0,
-        peak_gflops: 400.0,
-        bandwidth_how: "test".into(),
-        peak_how: "test".into(),
-    };
+    let ceilings = test_ceilings();
     // 10 µs calls at 3% of the bandwidth: launch overhead by default, a slow kernel below a
     // 5 µs launch line.
     let strict = profiler::reading::Thresholds { launch_overhead_below_us: 5.0, ..profiler::reading::Thresholds::DEFAULT };
