@@ -125,7 +125,10 @@ struct Span {
 struct Mlp {
     c_fc: Linear,
     c_proj: Linear,
+    /// The checkpoint's activation function (`gelu_new`, …).
     activation: Activation,
+    /// How its bias + activation run (the engine's fused kernel, candle's ops, or a caller's).
+    how: MlpActivation,
 }
 
 impl Mlp {
@@ -134,15 +137,16 @@ impl Mlp {
             c_fc: Linear::load(vb.pp("c_fc"), cfg.n_embd, cfg.inner_dim())?,
             c_proj: Linear::load(vb.pp("c_proj"), cfg.inner_dim(), cfg.n_embd)?,
             activation: cfg.activation_function,
+            how: MlpActivation::default(),
         })
     }
 
     /// Returns `residual + mlp(x)`.
-    fn forward(&self, x: &Tensor, residual: &Tensor, act: &MlpActivation) -> Result<Tensor> {
+    fn forward(&self, x: &Tensor, residual: &Tensor) -> Result<Tensor> {
         let _m = profiler::module("mlp");
         let h = self.c_fc.matmul(x)?;
         // The bias is applied with the activation (fused on the CPU).
-        let h = ops::bias_activation(h, self.c_fc.bias(), self.activation, act)?;
+        let h = ops::bias_activation(h, self.c_fc.bias(), self.activation, &self.how)?;
         let out = self.c_proj.matmul(&h)?;
         self.c_proj.add_bias_and_residual(out, residual)
     }
@@ -165,10 +169,10 @@ impl Block {
         })
     }
 
-    fn forward(&self, x: &Tensor, spans: &[Span], masks: &[Option<Tensor>], caches: &mut [&mut KvCache], act: &MlpActivation) -> Result<Tensor> {
+    fn forward(&self, x: &Tensor, spans: &[Span], masks: &[Option<Tensor>], caches: &mut [&mut KvCache]) -> Result<Tensor> {
         let _m = profiler::module("block");
         let x = self.attn.forward(&self.ln_1.forward(x)?, x, spans, masks, caches)?;
-        self.mlp.forward(&self.ln_2.forward(&x)?, &x, act)
+        self.mlp.forward(&self.ln_2.forward(&x)?, &x)
     }
 }
 
@@ -180,7 +184,6 @@ pub struct Model {
     ln_f: LayerNorm,
     lm_head: Linear,
     cfg: Config,
-    activation: MlpActivation,
 }
 
 impl Model {
@@ -194,7 +197,7 @@ impl Model {
         let ln_f = LayerNorm::load(vb.pp("ln_f"), cfg)?;
         // The head is tied to the token embedding: the same (vocab, n_embd) matrix.
         let lm_head = Linear::tied(wte.clone())?;
-        Ok(Self { wte, wpe, blocks, ln_f, lm_head, cfg: cfg.clone(), activation: MlpActivation::default() })
+        Ok(Self { wte, wpe, blocks, ln_f, lm_head, cfg: cfg.clone() })
     }
 
     pub fn config(&self) -> &Config {
@@ -212,7 +215,9 @@ impl Model {
     /// Swaps the MLP's bias + activation: `Stock` for candle's separate ops, `Fused` (the
     /// default) for the engine's kernel, `Custom` for exercise 5's.
     pub fn set_mlp_activation(&mut self, activation: MlpActivation) {
-        self.activation = activation;
+        for block in &mut self.blocks {
+            block.mlp.how = activation.clone();
+        }
     }
 
     /// A cache for `batch` rows, each growing to `capacity` positions.
@@ -286,7 +291,7 @@ impl Model {
         let masks = spans.iter().map(|s| ops::mask_build(s.past, s.new, self.device())).collect::<Result<Vec<_>>>()?;
         for (l, block) in self.blocks.iter().enumerate() {
             let mut caches: Vec<&mut KvCache> = segments.iter_mut().map(|s| &mut s.cache.layers[l]).collect();
-            x = block.forward(&x, &spans, &masks, &mut caches, &self.activation)?;
+            x = block.forward(&x, &spans, &masks, &mut caches)?;
         }
         for s in segments.iter_mut() {
             s.cache.len += s.ids.len();
