@@ -54,7 +54,9 @@ async fn open_loop_streams_every_request_and_times_each_token() {
     // This server sends no `server_timings`: no breakdown, and the usual report.
     assert!(out.records.iter().all(|r| r.server_timings.is_none()));
     let run = Run::from_load("t".into(), &cfg, &Default::default(), out).unwrap();
-    assert_eq!(run.metrics.kept_up_with_arrivals, Some(true), "an open-loop run says whether the server kept up");
+    // Whether it did depends on how fast this machine serves 200 req/s (under qemu it may
+    // not): the rule itself is tested on fixed arrivals in bench's metrics::tests.
+    assert!(run.metrics.kept_up_with_arrivals.is_some(), "an open-loop run says whether the server kept up");
     assert_eq!(run.metrics.ttft_breakdown, None);
     let table = bench::report::table(&run);
     assert!(table.contains("P90 TTFT") && !table.contains("queue + prefill"), "{table}");
