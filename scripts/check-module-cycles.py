@@ -21,8 +21,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-CRATE_PATH = re.compile(r"\bcrate::(\{[^;]*?\}|\w+)", re.S)
-SUPER_PATH = re.compile(r"\bsuper::(\{[^;]*?\}|\w+)", re.S)
+CRATE_PATH = re.compile(r"\bcrate::(\{|\w+)")
+SUPER_PATH = re.compile(r"\bsuper::(\{|\w+)")
 COMMENT = re.compile(r"//[^\n]*")
 
 
@@ -34,6 +34,18 @@ def top_module(src: Path, file: Path) -> str | None:
     if not parts or parts == ["lib"] or parts == ["main"] or parts[0] == "bin":
         return None
     return parts[0]
+
+
+def path_tail(text: str, m: re.Match) -> str:
+    """What follows `crate::` at `m`: a name, or a whole `{…}` group, nested groups included."""
+    if m.group(1) != "{":
+        return m.group(1)
+    depth = 0
+    for end in range(m.start(1), len(text)):
+        depth += {"{": 1, "}": -1}.get(text[end], 0)
+        if depth == 0:
+            return text[m.start(1) : end + 1]
+    return text[m.start(1) :]
 
 
 def first_names(group: str) -> list[str]:
@@ -70,7 +82,7 @@ def graph(src: Path) -> dict[str, dict[str, str]]:
         patterns = [CRATE_PATH] + ([SUPER_PATH] if top_level_file else [])
         for pattern in patterns:
             for m in pattern.finditer(text):
-                for name in first_names(m.group(1)):
+                for name in first_names(path_tail(text, m)):
                     if name in modules and name != module and name not in edges[module]:
                         line = text.count("\n", 0, m.start()) + 1
                         edges[module][name] = f"{file}:{line}"
@@ -136,7 +148,7 @@ def self_test() -> int:
         src = Path(tmp) / "crates" / "demo" / "src"
         (src / "serve").mkdir(parents=True)
         (src / "lib.rs").write_text("pub mod a; pub mod b; pub mod c; pub mod serve;\nuse crate::a::X;\n")
-        (src / "a.rs").write_text("use crate::{b::Y, c};\n// crate::serve in a comment is no edge\n")
+        (src / "a.rs").write_text("use crate::{b::{Y, Z}, c};\n// crate::serve in a comment is no edge\n")
         (src / "b.rs").write_text("pub struct Y;\nfn f() { super::c::g() }\n")
         (src / "c.rs").write_text("pub fn g() {}\n")
         (src / "serve" / "mod.rs").write_text("mod routes;\n")

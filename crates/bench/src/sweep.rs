@@ -25,8 +25,8 @@ use serde::{Deserialize, Serialize};
 use crate::intervals;
 use crate::load::{self, LoadConfig, Traffic};
 use crate::metrics::{self, Slo};
+use crate::percentile;
 use crate::run::Run;
-use crate::stats;
 
 /// One bound of the target: `percentile` of `metric` at most `bound_ms`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -113,7 +113,7 @@ fn margin(bounds: &[Bound], run: &Run) -> (f64, Vec<f64>, Option<[f64; 2]>) {
     let mut interval = true;
     for b in bounds {
         let groups = b.values(run);
-        let value = stats::percentile(&groups.concat(), b.percentile).unwrap_or(f64::INFINITY);
+        let value = percentile::percentile(&groups.concat(), b.percentile).unwrap_or(f64::INFINITY);
         values.push(value);
         m = m.max(value / b.bound_ms);
         match intervals::percentile(&groups, b.percentile) {
