@@ -1,7 +1,6 @@
 //! Key/value caches. Every sequence has its own ([`SeqCache`]: one candle `KvCache` per layer,
 //! `[1, n_head, positions, head_dim]`), so sequences of any lengths share a forward pass without
 //! padding, and a sequence joins or leaves a running batch without copying anyone's keys.
-//! [`Cache`] is a batch's rows of them, for [`crate::Model::forward`].
 
 use candle_nn::kv_cache::KvCache;
 
@@ -29,31 +28,5 @@ impl SeqCache {
 
     pub fn is_empty(&self) -> bool {
         self.len == 0
-    }
-}
-
-/// The caches of a batch's rows, one [`SeqCache`] each.
-#[derive(Clone)]
-pub struct Cache {
-    pub(crate) rows: Vec<SeqCache>,
-}
-
-impl Cache {
-    /// `batch` empty rows, each growing to `capacity` positions.
-    pub fn new(cfg: &Config, batch: usize, capacity: usize) -> Self {
-        Self { rows: (0..batch).map(|_| SeqCache::new(cfg, capacity)).collect() }
-    }
-
-    /// Positions cached in row 0 ([`crate::Model::forward`] keeps every row the same length).
-    pub fn len(&self) -> usize {
-        self.rows.first().map_or(0, SeqCache::len)
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    pub fn batch(&self) -> usize {
-        self.rows.len()
     }
 }

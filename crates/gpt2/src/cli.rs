@@ -3,7 +3,7 @@
 use candle_core::DType;
 
 use crate::cpu::KernelPath;
-use crate::device::{parse_dtype, DeviceChoice};
+use crate::device_flags::{parse_dtype, DeviceChoice};
 use crate::error::Result;
 use crate::model::Model;
 use crate::tokenizer::Tokenizer;
@@ -25,6 +25,20 @@ pub struct ModelArgs {
     /// Weight and activation precision: f32, or f16 / bf16 on CUDA.
     #[arg(long, default_value = "f32", value_parser = parse_dtype, value_name = "f32|f16|bf16")]
     pub dtype: DType,
+
+    /// CPU kernels the model is built for: `avx512` (packed AVX-512 matmul), `avx2` (packed
+    /// AVX2 matmul), `portable` (candle's own ops only, as on a CPU without AVX2), or `auto`
+    /// (the widest this CPU supports) [default: $GPT2_CPU_KERNELS, else auto].
+    #[arg(long, value_name = "auto|avx512|avx2|portable", value_parser = parse_kernels)]
+    pub kernels: Option<Kernels>,
+}
+
+/// A `--kernels` value: `auto` or one path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Kernels(pub Option<KernelPath>);
+
+fn parse_kernels(s: &str) -> std::result::Result<Kernels, String> {
+    KernelPath::parse(s).map(Kernels)
 }
 
 /// A model ready to run, with the tokenizer its checkpoint ships (if any).
@@ -40,42 +54,15 @@ impl ModelArgs {
     pub fn load(&self) -> Result<Loaded> {
         let source = WeightSource::parse(&self.model)?;
         let device = self.device.open()?;
+        let kernels = match self.kernels {
+            Some(Kernels(Some(path))) => KernelPath::resolve(Some(path))?,
+            // `--kernels auto` is the widest path, whatever GPT2_CPU_KERNELS says.
+            Some(Kernels(None)) => KernelPath::widest(),
+            None => KernelPath::resolve(None)?,
+        };
         let checkpoint = weights::resolve(&source, &mut |notice| eprintln!("{notice}"))?;
-        let model = weights::load(&checkpoint, &device, self.dtype)?;
+        let model = weights::load(&checkpoint, &device, self.dtype, kernels)?;
         let tokenizer = weights::load_tokenizer(&checkpoint)?;
         Ok(Loaded { model, tokenizer, checkpoint })
-    }
-}
-
-/// `--kernels`: which CPU kernel path a command runs (see `gpt2::cpu`), shared by `gpt2 bench`
-/// and `gpt2 profile`.
-#[derive(clap::Args, Debug, Clone, Default)]
-pub struct KernelArgs {
-    /// CPU kernels: `avx512` (packed AVX-512 matmul), `avx2` (packed AVX2 matmul), `portable`
-    /// (candle's own ops only, as on a CPU without AVX2), or
-    /// `auto` (the widest this CPU supports) [default: $GPT2_CPU_KERNELS, else auto].
-    #[arg(long, value_name = "auto|avx512|avx2|portable", value_parser = parse_kernels)]
-    pub kernels: Option<Kernels>,
-}
-
-/// A `--kernels` value: `auto` or one path.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Kernels(pub Option<KernelPath>);
-
-fn parse_kernels(s: &str) -> std::result::Result<Kernels, String> {
-    KernelPath::parse(s).map(Kernels)
-}
-
-impl KernelArgs {
-    /// Makes the flag's path the run's (before the model loads: weights are laid out for it)
-    /// and returns the path the run takes; without the flag, `GPT2_CPU_KERNELS` decides.
-    pub fn apply(&self) -> Result<KernelPath> {
-        match self.kernels {
-            Some(Kernels(path)) => {
-                KernelPath::force(path.unwrap_or_else(KernelPath::widest))?;
-                Ok(KernelPath::selected())
-            }
-            None => KernelPath::configured(),
-        }
     }
 }

@@ -3,7 +3,7 @@
 //! A [`Batch`] holds the sequences being generated: each has its own cache
 //! ([`crate::cache::SeqCache`]), so they need no common length and no padding. Requests
 //! [`Batch::admit`] it and wait as prompts; every [`Batch::step`] is one forward pass
-//! ([`Model::forward_segments`]) over one new token of every decoding sequence and the next
+//! ([`Model::forward`]) over one new token of every decoding sequence and the next
 //! prompt tokens of the waiting ones, as many as the caller's budget allows (a long prompt is
 //! split over several passes: chunked prefill). The pass that reaches a prompt's end samples
 //! its first token; from the next pass it decodes with the others. A finished sequence
@@ -25,7 +25,7 @@ use candle_core::IndexOp;
 
 use crate::error::{Error, Result};
 use crate::cache::SeqCache;
-use crate::model::{Model, Segment};
+use crate::model::{Logits, Model, Segment};
 use crate::sampler::Sampler;
 
 /// How the next token is chosen. `temperature` 0 is greedy (argmax).
@@ -257,7 +257,7 @@ impl Batch {
             }
             let sampler = request.sampling.sampler()?;
             // The last token sampled is never fed back: the cache reaches end − 1 positions.
-            let cache = model.new_seq_cache(end - 1);
+            let cache = model.new_cache(end - 1);
             sequences.push(Sequence { id, request, sampler, cache, tokens: Vec::new() });
         }
         let mut done = Vec::new();
@@ -305,14 +305,15 @@ impl Batch {
         let mut segments = Vec::with_capacity(self.decoding.len() + chunks);
         for s in &mut self.decoding {
             let last = s.tokens.last().expect("a decoding sequence has its first token");
-            segments.push(Segment { ids: std::slice::from_ref(last), cache: &mut s.cache, logits: true });
+            segments.push(Segment { ids: std::slice::from_ref(last), cache: &mut s.cache, logits: Logits::LastPosition });
         }
         for (s, &(_, n)) in self.prefilling.iter_mut().zip(&plan.prefill) {
             let from = s.cache.len();
-            let ends = from + n == s.request.prompt.len();
-            segments.push(Segment { ids: &s.request.prompt[from..from + n], cache: &mut s.cache, logits: ends });
+            // A chunk that does not end its prompt needs no logits.
+            let logits = if from + n == s.request.prompt.len() { Logits::LastPosition } else { Logits::None };
+            segments.push(Segment { ids: &s.request.prompt[from..from + n], cache: &mut s.cache, logits });
         }
-        let logits = model.forward_segments(&mut segments)?;
+        let logits = model.forward(&mut segments)?;
         drop(segments);
 
         let eos = model.config().eos_token_id;

@@ -9,9 +9,10 @@
 //!
 //! ```no_run
 //! let ckpt = gpt2::weights::resolve(&gpt2::WeightSource::parse("synthetic")?, &mut |m| eprintln!("{m}"))?;
-//! let model = gpt2::weights::load(&ckpt, &candle_core::Device::Cpu, candle_core::DType::F32)?;
-//! let mut cache = model.new_cache(1, 8);
-//! let logits = model.forward(&[vec![464, 2068, 7586]], &mut cache, gpt2::Logits::AllPositions)?;
+//! let kernels = gpt2::cpu::KernelPath::resolve(None)?; // GPT2_CPU_KERNELS, else the widest
+//! let model = gpt2::weights::load(&ckpt, &candle_core::Device::Cpu, candle_core::DType::F32, kernels)?;
+//! let mut cache = model.new_cache(8);
+//! let logits = model.forward_one(&[464, 2068, 7586], &mut cache, gpt2::Logits::AllPositions)?;
 //! # Ok::<(), gpt2::Error>(())
 //! ```
 
@@ -19,27 +20,28 @@ pub mod cache;
 pub mod ceilings;
 pub mod cli;
 pub mod config;
-pub mod device;
+pub mod device_flags;
+pub mod engine_bench;
 pub mod error;
 pub mod generate;
 pub mod cpu;
 pub mod linear;
 pub mod model;
 pub mod ops;
+pub mod pass;
 pub mod profile;
 pub mod sampler;
 #[cfg(feature = "serve")]
 pub mod serve;
-pub mod timing;
 pub mod tokenizer;
 pub mod weights;
-pub mod work;
+pub mod work_counts;
 
 pub use config::Config;
-pub use device::DeviceChoice;
+pub use device_flags::DeviceChoice;
 pub use error::{Error, Result};
 pub use generate::{generate, Completion, FinishReason, Flow, Request, Sampling, TokenEvent};
-pub use cache::{Cache, SeqCache};
+pub use cache::SeqCache;
 pub use model::{Logits, MlpActivation, Model, Segment};
 pub use tokenizer::Tokenizer;
 pub use weights::WeightSource;

@@ -2,7 +2,7 @@
 //!
 //! The checkpoint stores `Conv1D` weights as (in, out). That is a storage format, not a
 //! requirement; each weight is laid out once, at load time, the way its device (and on the
-//! CPU, the run's kernel path, `cpu::KernelPath`) multiplies fastest:
+//! CPU, the model's kernel path, `cpu::KernelPath`) multiplies fastest:
 //! - the `avx512` and `avx2` paths: packed into column panels for our own kernel
 //!   (`cpu::packed_matmul`), which runs every GPT-2 product, from a one-row decode step to a
 //!   128-token prefill: with AVX-512 1.2–3× faster than candle's gemm on the development
@@ -24,7 +24,7 @@ use crate::cpu::packed_matmul::PackedWeight;
 use crate::cpu::KernelPath;
 use crate::error::Result;
 use crate::ops::{self, label};
-use crate::work;
+use crate::work_counts as work;
 
 /// How a weight of logical shape (in, out) is held in memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,24 +38,16 @@ pub enum Layout {
 }
 
 impl Layout {
-    /// The layout for a (in, out) weight of `dtype` on `device` (see the module docs for why).
-    pub fn for_device(device: &Device, dtype: DType) -> Self {
+    /// The layout for a (in, out) weight of `dtype` on `device`, in a model built for `path`
+    /// (see the module docs for why).
+    pub fn for_device(path: KernelPath, device: &Device, dtype: DType) -> Self {
         if device.is_cuda() {
             Layout::InOut
-        } else if KernelPath::fast_for(device, dtype).is_some() {
+        } else if path.fast_for(device, dtype).is_some() {
             Layout::Packed
         } else {
             Layout::OutIn
         }
-    }
-
-    /// [`Layout::for_device`] for a weight being loaded: where `GPT2_CPU_KERNELS` names a path
-    /// this CPU cannot run, loading stops with that error instead of running another path.
-    fn at_load(device: &Device, dtype: DType) -> Result<Self> {
-        if device.is_cpu() {
-            KernelPath::configured()?;
-        }
-        Ok(Self::for_device(device, dtype))
     }
 }
 
@@ -84,35 +76,37 @@ pub struct Linear {
     bias: Option<Tensor>,
     /// The profiler row its product is counted under.
     op_name: &'static str,
+    /// The model's kernel path: the packed weight's, and its bias ops'.
+    path: KernelPath,
 }
 
 impl Linear {
     /// Loads a checkpoint `Conv1D`: `weight` is (in, out), `bias` is (out).
-    pub fn load(vb: VarBuilder, in_dim: usize, out_dim: usize) -> Result<Self> {
+    pub fn load(vb: VarBuilder, in_dim: usize, out_dim: usize, path: KernelPath) -> Result<Self> {
         let stored = vb.get((in_dim, out_dim), "weight")?;
         let bias = vb.get(out_dim, "bias")?;
-        let layout = Layout::at_load(vb.device(), stored.dtype())?;
-        Self::with_layout(stored, Some(bias), layout)
+        let layout = Layout::for_device(path, vb.device(), stored.dtype());
+        Self::with_layout(stored, Some(bias), layout, path)
     }
 
     /// The output head, tied to the token embedding `wte` (vocab, n_embd) = (out, in).
-    pub fn tied(wte: Tensor) -> Result<Self> {
-        let weight = match Layout::at_load(wte.device(), wte.dtype())? {
-            Layout::Packed => Weight::Packed(PackedWeight::pack(&wte, KernelPath::selected())?),
+    pub fn tied(wte: Tensor, path: KernelPath) -> Result<Self> {
+        let weight = match Layout::for_device(path, wte.device(), wte.dtype()) {
+            Layout::Packed => Weight::Packed(PackedWeight::pack(&wte, path)?),
             // wte is already (out, in): on CUDA too, where cuBLAS takes the transposed view.
             Layout::InOut | Layout::OutIn => Weight::OutIn(wte),
         };
-        Ok(Self { weight, bias: None, op_name: "lm_head" })
+        Ok(Self { weight, bias: None, op_name: "lm_head", path })
     }
 
-    /// `in_out` is the (in, out) weight; it is copied into `layout` once.
-    pub fn with_layout(in_out: Tensor, bias: Option<Tensor>, layout: Layout) -> Result<Self> {
+    /// `in_out` is the (in, out) weight; it is copied into `layout` once (packed for `path`).
+    pub fn with_layout(in_out: Tensor, bias: Option<Tensor>, layout: Layout, path: KernelPath) -> Result<Self> {
         let weight = match layout {
             Layout::InOut => Weight::InOut(in_out.contiguous()?),
             Layout::OutIn => Weight::OutIn(in_out.t()?.contiguous()?),
-            Layout::Packed => Weight::Packed(PackedWeight::pack(&in_out.t()?, KernelPath::selected())?),
+            Layout::Packed => Weight::Packed(PackedWeight::pack(&in_out.t()?, path)?),
         };
-        Ok(Self { weight, bias, op_name: "matmul" })
+        Ok(Self { weight, bias, op_name: "matmul", path })
     }
 
     pub fn bias(&self) -> &Tensor {
@@ -141,20 +135,39 @@ impl Linear {
     /// Adds the bias to a fresh product `h`.
     pub fn add_bias(&self, h: Tensor) -> Result<Tensor> {
         match &self.bias {
-            Some(b) => ops::bias_add(h, b),
+            Some(b) => ops::bias_add(h, b, self.path),
             None => Ok(h),
-        }
-    }
-
-    /// `h + bias + residual` for a fresh product `h` (one fused pass on the CPU).
-    pub fn add_bias_and_residual(&self, h: Tensor, residual: &Tensor) -> Result<Tensor> {
-        match &self.bias {
-            Some(b) => ops::bias_residual_add(h, b, residual),
-            None => ops::residual_add(&h, residual),
         }
     }
 
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
         self.add_bias(self.matmul(x)?)
+    }
+
+    /// `x · W` with the bias still to add: a residual stream adds it, `x + proj(h)`, in the
+    /// same pass as the residual itself (one fused row on the CPU). `module` is the scope of the
+    /// block part (`attn`, `mlp`) the projection ends: it stays open until that add is done, so
+    /// the add is counted in the part it belongs to.
+    pub fn project(&self, x: &Tensor, module: profiler::Scope) -> Result<Projected<'_>> {
+        Ok(Projected { product: self.matmul(x)?, linear: self, _module: module })
+    }
+}
+
+/// A projection's product whose bias is added with the residual it joins: `&x + projected` is
+/// `x + product + bias`.
+pub struct Projected<'a> {
+    product: Tensor,
+    linear: &'a Linear,
+    _module: profiler::Scope,
+}
+
+impl std::ops::Add<Projected<'_>> for &Tensor {
+    type Output = Result<Tensor>;
+
+    fn add(self, p: Projected<'_>) -> Result<Tensor> {
+        match &p.linear.bias {
+            Some(b) => ops::bias_residual_add(p.product, b, self, p.linear.path),
+            None => ops::residual_add(&p.product, self),
+        }
     }
 }

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use clap::builder::TypedValueParser as _;
 use clap::{Parser, Subcommand};
-use gpt2::timing;
+use gpt2::engine_bench;
 use gpt2::cli::ModelArgs;
 use gpt2::profile::ForwardProfile;
 use gpt2::{Flow, Logits, Request, Sampling};
@@ -92,8 +92,6 @@ struct ProfileArgs {
     #[arg(long)]
     remeasure_ceilings: bool,
     #[command(flatten)]
-    kernels: gpt2::cli::KernelArgs,
-    #[command(flatten)]
     model: ModelArgs,
 }
 
@@ -147,8 +145,6 @@ struct BenchArgs {
     /// Time each GPT-2 weight shape with both memory layouts instead of the model cases.
     #[arg(long)]
     layouts: bool,
-    #[command(flatten)]
-    kernels: gpt2::cli::KernelArgs,
     #[command(flatten)]
     model: ModelArgs,
 }
@@ -211,9 +207,8 @@ fn generate(args: GenerateArgs) -> Result<()> {
 fn logits(args: LogitsArgs) -> Result<()> {
     let loaded = args.model.load()?;
     let model = &loaded.model;
-    let mut cache = model.new_cache(1, args.ids.len());
-    let logits = model.forward(&[args.ids.clone()], &mut cache, Logits::AllPositions)?;
-    let rows: Vec<Vec<f32>> = logits.squeeze(0)?.to_vec2()?;
+    let logits = model.forward_one(&args.ids, &mut model.new_cache(args.ids.len()), Logits::AllPositions)?;
+    let rows: Vec<Vec<f32>> = logits.to_vec2()?;
     let mut out = std::io::stdout().lock();
     if args.json {
         serde_json::to_writer(&mut out, &rows)?;
@@ -230,13 +225,12 @@ fn logits(args: LogitsArgs) -> Result<()> {
 }
 
 fn bench_cmd(args: BenchArgs) -> Result<()> {
-    args.kernels.apply()?;
     let loaded = args.model.load()?;
     let model = &loaded.model;
     let device = model.device().clone();
     let threads = candle_core::utils::get_num_threads();
     if args.layouts {
-        let rows = timing::run_layout_cases(&device, args.warmup, args.repeats)?;
+        let rows = engine_bench::run_layout_cases(&device, model.kernel_path(), args.warmup, args.repeats)?;
         println!("{:<12} {:>4} {:>12} {:>12} {:>12} {:>12}  fastest", "matrix", "M", "in x out", "(out,in) ms", "(in,out) ms", "packed ms");
         for r in &rows {
             let packed = r.packed_ms.map_or("-".to_string(), |ms| format!("{ms:.3}"));
@@ -249,23 +243,23 @@ fn bench_cmd(args: BenchArgs) -> Result<()> {
         return Ok(());
     }
     let bar = ProgressBar::new(5).with_style(ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}")?);
-    let results = timing::run_model_cases(model, args.warmup, args.repeats, |name| {
+    let results = engine_bench::run_model_cases(model, args.warmup, args.repeats, |name| {
         bar.set_message(name.to_string());
         bar.inc(1);
     })?;
     bar.finish_and_clear();
     let (bandwidth, floor) = if device.is_cpu() {
-        let gbps = timing::memory_read_bandwidth(threads, 3);
+        let gbps = engine_bench::memory_read_bandwidth(threads, 3);
         let weight_bytes = model_weight_bytes(model);
         (Some(gbps), Some(weight_bytes as f64 / (gbps * 1e9) * 1e3))
     } else {
         (None, None)
     };
-    let report = timing::Report {
+    let report = engine_bench::Report {
         threads,
         device: format!("{:?}", device.location()),
         dtype: format!("{:?}", model.dtype()).to_lowercase(),
-        kernels: gpt2::cpu::run_kernels(&device).to_string(),
+        kernels: model.kernels().to_string(),
         synthetic_weights: loaded.checkpoint.synthetic,
         results,
         memory_read_gb_per_s: bandwidth,
@@ -308,7 +302,6 @@ fn profile_cmd(args: ProfileArgs) -> Result<()> {
         print!("{}", profiler::compare(&before, &after));
         return Ok(());
     }
-    args.kernels.apply()?;
     let mut loaded = args.model.load()?;
     loaded.model.set_mlp_activation(match args.mlp {
         Mlp::Fused => gpt2::MlpActivation::Fused,

@@ -8,41 +8,37 @@
 //! is recording.
 
 use candle_core::{DType, Device, Tensor};
-use candle_nn::kv_cache::KvCache;
 use candle_nn::VarBuilder;
 
-use crate::cache::{Cache, SeqCache};
+use crate::cache::SeqCache;
 use crate::config::{Activation, Config};
+use crate::cpu::KernelPath;
 use crate::error::{Error, Result};
-use crate::linear::Linear;
+use crate::linear::{Linear, Projected};
 use crate::ops;
 pub use crate::ops::{BiasActivation, MlpActivation};
-
-/// Which positions get logits: all of them (what `model(ids)` returns in PyTorch; the
-/// profiling exercise), or only the last (generation: the other rows would be thrown away).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Logits {
-    AllPositions,
-    LastPosition,
-}
+use crate::pass::{Group, Pass};
+pub use crate::pass::{Logits, Segment};
 
 struct LayerNorm {
     weight: Tensor,
     bias: Tensor,
     eps: f32,
+    path: KernelPath,
 }
 
 impl LayerNorm {
-    fn load(vb: VarBuilder, cfg: &Config) -> Result<Self> {
+    fn load(vb: VarBuilder, cfg: &Config, path: KernelPath) -> Result<Self> {
         Ok(Self {
             weight: vb.get(cfg.n_embd, "weight")?,
             bias: vb.get(cfg.n_embd, "bias")?,
             eps: cfg.layer_norm_epsilon as f32,
+            path,
         })
     }
 
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        ops::layer_norm(x, &self.weight, &self.bias, self.eps)
+        ops::layer_norm(x, &self.weight, &self.bias, self.eps, self.path)
     }
 }
 
@@ -51,75 +47,42 @@ struct Attention {
     c_proj: Linear,
     n_head: usize,
     head_dim: usize,
+    /// Which layer's entry of each sequence's cache it reads and appends to.
+    layer: usize,
+    path: KernelPath,
 }
 
 impl Attention {
-    fn load(vb: VarBuilder, cfg: &Config) -> Result<Self> {
+    fn load(vb: VarBuilder, cfg: &Config, layer: usize, path: KernelPath) -> Result<Self> {
         Ok(Self {
-            c_attn: Linear::load(vb.pp("c_attn"), cfg.n_embd, 3 * cfg.n_embd)?,
-            c_proj: Linear::load(vb.pp("c_proj"), cfg.n_embd, cfg.n_embd)?,
+            c_attn: Linear::load(vb.pp("c_attn"), cfg.n_embd, 3 * cfg.n_embd, path)?,
+            c_proj: Linear::load(vb.pp("c_proj"), cfg.n_embd, cfg.n_embd, path)?,
             n_head: cfg.n_head,
             head_dim: cfg.head_dim(),
+            layer,
+            path,
         })
     }
 
-    /// `x` is `[tokens, n_embd]`: the new tokens of each sequence of `spans`, one sequence after
-    /// another, each attending to its own `caches` entry (which gets its keys and values),
-    /// with its causal mask from `masks` (none for a single new token).
-    /// Returns `residual + attention(x)`: the output projection's bias and the residual add
-    /// are applied together.
-    ///
-    /// Sequences with one new token (decode steps) are split into heads together and attended
-    /// together by [`ops::attn_decode`]; every other sequence (a prompt or a chunk of one) takes
-    /// the general path, causal-masked within its new tokens.
-    fn forward(&self, x: &Tensor, residual: &Tensor, spans: &[Span], masks: &[Option<Tensor>], caches: &mut [&mut KvCache]) -> Result<Tensor> {
-        let _m = profiler::module("attn");
-        let qkv = self.c_attn.forward(x)?;
-        let decoding: Vec<usize> = (0..spans.len()).filter(|&s| spans[s].new == 1).collect();
-        let mut outputs: Vec<Option<Tensor>> = vec![None; spans.len()];
-        if !decoding.is_empty() {
-            // The decoding sequences' single rows are split into heads together.
-            let part = if decoding.len() == spans.len() {
-                qkv.clone()
-            } else {
-                let rows: Vec<u32> = decoding.iter().map(|&s| spans[s].start as u32).collect();
-                qkv.index_select(&Tensor::new(rows, qkv.device())?, 0)?
-            };
-            let (q, k, v) = ops::split_heads(&part, decoding.len(), self.n_head, self.head_dim)?;
-            let mut kv = Vec::with_capacity(decoding.len());
-            for (i, &s) in decoding.iter().enumerate() {
-                kv.push(ops::kv_cache(caches[s], &k.narrow(0, i, 1)?, &v.narrow(0, i, 1)?)?);
-            }
-            let y = ops::merge_heads(&ops::attn_decode(&q, &kv)?)?;
-            for (i, &s) in decoding.iter().enumerate() {
-                outputs[s] = Some(y.narrow(0, i, 1)?);
-            }
-        }
-        for (s, span) in spans.iter().enumerate() {
-            if outputs[s].is_some() {
-                continue;
-            }
-            let (q, k, v) = ops::split_heads(&qkv.narrow(0, span.start, span.new)?, 1, self.n_head, self.head_dim)?;
-            let (k, v) = ops::kv_cache(caches[s], &k, &v)?;
-            let att = ops::attn_scores(&q, &k)?; // q·kᵀ / √head_dim
-            let att = ops::mask_apply(att, masks[s].as_ref())?;
-            let att = ops::softmax(att)?;
-            outputs[s] = Some(ops::merge_heads(&ops::attn_values(&att, &v)?)?);
-        }
-        let outputs: Vec<Tensor> = outputs.into_iter().map(|y| y.expect("every sequence was attended")).collect();
-        let y = if outputs.len() == 1 { outputs[0].clone() } else { Tensor::cat(&outputs, 0)? };
-        let out = self.c_proj.matmul(&y)?;
-        self.c_proj.add_bias_and_residual(out, residual)
+    /// Causal self-attention over `x`, the pass's new tokens (`[tokens, n_embd]`), each
+    /// sequence against its own cache. The pass hands over its rows a group at a time: the
+    /// decode steps together (one new query each, no mask: one kernel reads every cache in
+    /// place), each prompt chunk on its own.
+    fn forward(&self, x: &Tensor, pass: &mut Pass) -> Result<Projected<'_>> {
+        let (module, p) = (profiler::module("attn"), self.path);
+        let y = pass.attend(self.layer, &self.c_attn.forward(x)?, |qkv, group| {
+            let (q, k, v) = ops::split_heads(qkv, group.sequences(), self.n_head, self.head_dim)?;
+            ops::merge_heads(&match group {
+                Group::Decode(caches) => ops::attn_decode(&q, &ops::kv_cache_each(caches, &k, &v)?, p)?,
+                Group::Chunk(cache, mask) => {
+                    let (k, v) = ops::kv_cache(cache, &k, &v)?;
+                    let att = ops::mask_apply(ops::attn_scores(&q, &k, p)?, mask, p)?; // q·kᵀ / √head_dim, causal
+                    ops::attn_values(&ops::softmax(att, p)?, &v, p)?
+                }
+            })
+        })?;
+        self.c_proj.project(&y, module)
     }
-}
-
-/// Where one sequence's new tokens sit in a forward pass: rows `start..start + new` of the
-/// activations, after the `past` positions its cache holds.
-#[derive(Debug, Clone, Copy)]
-struct Span {
-    start: usize,
-    new: usize,
-    past: usize,
 }
 
 struct Mlp {
@@ -129,26 +92,26 @@ struct Mlp {
     activation: Activation,
     /// How its bias + activation run (the engine's fused kernel, candle's ops, or a caller's).
     how: MlpActivation,
+    path: KernelPath,
 }
 
 impl Mlp {
-    fn load(vb: VarBuilder, cfg: &Config) -> Result<Self> {
+    fn load(vb: VarBuilder, cfg: &Config, path: KernelPath) -> Result<Self> {
         Ok(Self {
-            c_fc: Linear::load(vb.pp("c_fc"), cfg.n_embd, cfg.inner_dim())?,
-            c_proj: Linear::load(vb.pp("c_proj"), cfg.inner_dim(), cfg.n_embd)?,
+            c_fc: Linear::load(vb.pp("c_fc"), cfg.n_embd, cfg.inner_dim(), path)?,
+            c_proj: Linear::load(vb.pp("c_proj"), cfg.inner_dim(), cfg.n_embd, path)?,
             activation: cfg.activation_function,
             how: MlpActivation::default(),
+            path,
         })
     }
 
-    /// Returns `residual + mlp(x)`.
-    fn forward(&self, x: &Tensor, residual: &Tensor) -> Result<Tensor> {
-        let _m = profiler::module("mlp");
+    fn forward(&self, x: &Tensor) -> Result<Projected<'_>> {
+        let module = profiler::module("mlp");
         let h = self.c_fc.matmul(x)?;
         // The bias is applied with the activation (fused on the CPU).
-        let h = ops::bias_activation(h, self.c_fc.bias(), self.activation, &self.how)?;
-        let out = self.c_proj.matmul(&h)?;
-        self.c_proj.add_bias_and_residual(out, residual)
+        let h = ops::bias_activation(h, self.c_fc.bias(), self.activation, &self.how, self.path)?;
+        self.c_proj.project(&h, module)
     }
 }
 
@@ -160,19 +123,20 @@ struct Block {
 }
 
 impl Block {
-    fn load(vb: VarBuilder, cfg: &Config) -> Result<Self> {
+    fn load(vb: VarBuilder, cfg: &Config, layer: usize, path: KernelPath) -> Result<Self> {
         Ok(Self {
-            ln_1: LayerNorm::load(vb.pp("ln_1"), cfg)?,
-            attn: Attention::load(vb.pp("attn"), cfg)?,
-            ln_2: LayerNorm::load(vb.pp("ln_2"), cfg)?,
-            mlp: Mlp::load(vb.pp("mlp"), cfg)?,
+            ln_1: LayerNorm::load(vb.pp("ln_1"), cfg, path)?,
+            attn: Attention::load(vb.pp("attn"), cfg, layer, path)?,
+            ln_2: LayerNorm::load(vb.pp("ln_2"), cfg, path)?,
+            mlp: Mlp::load(vb.pp("mlp"), cfg, path)?,
         })
     }
 
-    fn forward(&self, x: &Tensor, spans: &[Span], masks: &[Option<Tensor>], caches: &mut [&mut KvCache]) -> Result<Tensor> {
+    /// Each output projection's bias is added together with its residual (`Projected`).
+    fn forward(&self, x: &Tensor, pass: &mut Pass) -> Result<Tensor> {
         let _m = profiler::module("block");
-        let x = self.attn.forward(&self.ln_1.forward(x)?, x, spans, masks, caches)?;
-        self.mlp.forward(&self.ln_2.forward(&x)?, &x)
+        let x = (x + self.attn.forward(&self.ln_1.forward(x)?, pass)?)?;
+        &x + self.mlp.forward(&self.ln_2.forward(&x)?)?
     }
 }
 
@@ -184,20 +148,22 @@ pub struct Model {
     ln_f: LayerNorm,
     lm_head: Linear,
     cfg: Config,
+    path: KernelPath,
 }
 
 impl Model {
-    /// Builds the model from checkpoint tensors. `vb` is rooted where `wte`, `wpe`, `h.N`
-    /// and `ln_f` live (the loader strips a `transformer.` prefix when there is one).
-    pub fn load(vb: VarBuilder, cfg: &Config) -> Result<Self> {
+    /// Builds the model from checkpoint tensors, its weights laid out for the CPU kernel path
+    /// `path` (which it then runs every op on). `vb` is rooted where `wte`, `wpe`, `h.N` and
+    /// `ln_f` live (the loader strips a `transformer.` prefix when there is one).
+    pub fn load(vb: VarBuilder, cfg: &Config, path: KernelPath) -> Result<Self> {
         cfg.validate().map_err(Error::Input)?;
         let wte = vb.get((cfg.vocab_size, cfg.n_embd), "wte.weight")?;
         let wpe = vb.get((cfg.n_positions, cfg.n_embd), "wpe.weight")?;
-        let blocks = (0..cfg.n_layer).map(|i| Block::load(vb.pp(format!("h.{i}")), cfg)).collect::<Result<Vec<_>>>()?;
-        let ln_f = LayerNorm::load(vb.pp("ln_f"), cfg)?;
+        let blocks = (0..cfg.n_layer).map(|i| Block::load(vb.pp(format!("h.{i}")), cfg, i, path)).collect::<Result<Vec<_>>>()?;
+        let ln_f = LayerNorm::load(vb.pp("ln_f"), cfg, path)?;
         // The head is tied to the token embedding: the same (vocab, n_embd) matrix.
-        let lm_head = Linear::tied(wte.clone())?;
-        Ok(Self { wte, wpe, blocks, ln_f, lm_head, cfg: cfg.clone() })
+        let lm_head = Linear::tied(wte.clone(), path)?;
+        Ok(Self { wte, wpe, blocks, ln_f, lm_head, cfg: cfg.clone(), path })
     }
 
     pub fn config(&self) -> &Config {
@@ -212,6 +178,16 @@ impl Model {
         self.wte.dtype()
     }
 
+    /// The CPU kernel path the model was built for.
+    pub fn kernel_path(&self) -> KernelPath {
+        self.path
+    }
+
+    /// What reports record as the model's kernels: the CPU path's name, or `cuda`.
+    pub fn kernels(&self) -> &'static str {
+        self.path.run_name(self.device())
+    }
+
     /// Swaps the MLP's bias + activation: `Stock` for candle's separate ops, `Fused` (the
     /// default) for the engine's kernel, `Custom` for exercise 5's.
     pub fn set_mlp_activation(&mut self, activation: MlpActivation) {
@@ -220,83 +196,38 @@ impl Model {
         }
     }
 
-    /// A cache for `batch` rows, each growing to `capacity` positions.
-    pub fn new_cache(&self, batch: usize, capacity: usize) -> Cache {
-        Cache::new(&self.cfg, batch, capacity)
-    }
-
-    /// A cache for one sequence growing to `capacity` positions (a [`Segment`]'s).
-    pub fn new_seq_cache(&self, capacity: usize) -> SeqCache {
+    /// A cache for one sequence growing to `capacity` positions.
+    pub fn new_cache(&self, capacity: usize) -> SeqCache {
         SeqCache::new(&self.cfg, capacity)
     }
 
-    /// Runs `ids` (one row per sequence, all rows the same length) after whatever `cache`
-    /// holds, appends their keys and values to it, and returns f32 logits shaped
-    /// `[batch, seq, vocab]` (`AllPositions`) or `[batch, vocab]` (`LastPosition`).
-    pub fn forward(&self, ids: &[Vec<u32>], cache: &mut Cache, logits: Logits) -> Result<Tensor> {
-        let (batch, seq) = (ids.len(), ids.first().map_or(0, Vec::len));
-        if let Some(r) = ids.iter().position(|row| row.len() != seq) {
-            return Err(Error::Input(format!("row {r} has {} ids, row 0 has {seq}: rows of one batch must be the same length (pad them)", ids[r].len())));
-        }
-        if batch != cache.batch() {
-            return Err(Error::Input(format!("the batch has {batch} rows but its cache was made for {}", cache.batch())));
-        }
-        let want = logits == Logits::LastPosition;
-        let mut segments: Vec<Segment> = ids.iter().zip(cache.rows.iter_mut()).map(|(ids, cache)| Segment { ids, cache, logits: want }).collect();
-        match logits {
-            Logits::LastPosition => self.forward_segments(&mut segments),
-            Logits::AllPositions => {
-                let x = self.hidden(&mut segments)?;
-                Ok(self.head(&x)?.reshape((batch, seq, self.cfg.vocab_size))?)
-            }
-        }
+    /// `batch` caches, each growing to `capacity` positions (for [`Segment::rows`]).
+    pub fn new_caches(&self, batch: usize, capacity: usize) -> Vec<SeqCache> {
+        (0..batch).map(|_| self.new_cache(capacity)).collect()
     }
 
     /// One forward pass over sequences of any lengths, each after what its own cache holds (a
     /// decode step's single tokens and prompt chunks together: continuous batching's pass).
-    /// Appends every segment's keys and values to its cache and returns f32 logits for the last
-    /// position of each segment whose `logits` is set, in order: `[those segments, vocab]`
-    /// (no rows, and no output head, when none is).
-    pub fn forward_segments(&self, segments: &mut [Segment<'_>]) -> Result<Tensor> {
-        let x = self.hidden(segments)?;
-        let mut last = Vec::new();
-        let mut end = 0;
-        for s in segments.iter() {
-            end += s.ids.len();
-            if s.logits {
-                last.push(end - 1);
-            }
+    /// Appends every segment's keys and values to its cache and returns f32 logits for the
+    /// positions each segment's `logits` asks for, in order: `[rows, vocab]` (no rows, and no
+    /// output head, when none does).
+    pub fn forward(&self, segments: &mut [Segment<'_>]) -> Result<Tensor> {
+        self.check_input(segments)?;
+        let mut pass = Pass::new(segments, self.device())?;
+        let mut x = ops::embedding(&self.wte, &self.wpe, pass.ids(), pass.positions(), &pass.shape())?;
+        for block in &self.blocks {
+            x = block.forward(&x, &mut pass)?;
         }
-        if last.is_empty() {
-            return Ok(Tensor::zeros((0, self.cfg.vocab_size), DType::F32, self.device())?);
+        match pass.finish() {
+            None => self.head(&x),
+            Some(rows) if rows.is_empty() => Ok(Tensor::zeros((0, self.cfg.vocab_size), DType::F32, self.device())?),
+            Some(rows) => self.head(&ops::last_position(&x, &rows)?),
         }
-        self.head(&ops::last_position(&x, &last)?)
     }
 
-    /// The blocks over every segment's new tokens: the last block's output, `[tokens, n_embd]`.
-    fn hidden(&self, segments: &mut [Segment<'_>]) -> Result<Tensor> {
-        self.check_input(segments)?;
-        let mut spans = Vec::with_capacity(segments.len());
-        let (mut ids, mut positions) = (Vec::new(), Vec::new());
-        for s in segments.iter() {
-            let past = s.cache.len;
-            spans.push(Span { start: ids.len(), new: s.ids.len(), past });
-            ids.extend_from_slice(s.ids);
-            positions.extend((past..past + s.ids.len()).map(|p| p as u32));
-        }
-        let seq = segments[0].ids.len();
-        let shape: Vec<usize> = if segments.iter().all(|s| s.ids.len() == seq) { vec![segments.len(), seq] } else { vec![ids.len()] };
-        let mut x = ops::embedding(&self.wte, &self.wpe, ids, positions, &shape)?;
-        // Each sequence's mask, built once for every layer.
-        let masks = spans.iter().map(|s| ops::mask_build(s.past, s.new, self.device())).collect::<Result<Vec<_>>>()?;
-        for (l, block) in self.blocks.iter().enumerate() {
-            let mut caches: Vec<&mut KvCache> = segments.iter_mut().map(|s| &mut s.cache.layers[l]).collect();
-            x = block.forward(&x, &spans, &masks, &mut caches)?;
-        }
-        for s in segments.iter_mut() {
-            s.cache.len += s.ids.len();
-        }
-        Ok(x)
+    /// [`Model::forward`] for one sequence.
+    pub fn forward_one(&self, ids: &[u32], cache: &mut SeqCache, logits: Logits) -> Result<Tensor> {
+        self.forward(&mut [Segment { ids, cache, logits }])
     }
 
     /// The final LayerNorm and the tied output head: f32 logits for each row of `x`.
@@ -328,13 +259,4 @@ impl Model {
         }
         Ok(())
     }
-}
-
-/// One sequence's share of a [`Model::forward_segments`] pass: `ids` continue what `cache`
-/// holds; `logits` asks for its last position's logits (a prompt chunk that does not end the
-/// prompt needs none).
-pub struct Segment<'a> {
-    pub ids: &'a [u32],
-    pub cache: &'a mut SeqCache,
-    pub logits: bool,
 }

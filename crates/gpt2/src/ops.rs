@@ -2,8 +2,8 @@
 //! paper while each row of a profile still says what ran.
 //!
 //! Each function owns its row: it opens the profiler scope (the row's name), attaches the
-//! work it does (FLOPs and bytes, counted with [`work`]), picks the kernel (the engine's own
-//! CPU kernels on the run's [`KernelPath`], candle's ops elsewhere) and tags the row with the
+//! work it does (FLOPs and bytes, counted with [`crate::work_counts`]), picks the kernel (the engine's own
+//! CPU kernels on the model's [`KernelPath`], which every such op is given, candle's ops elsewhere) and tags the row with the
 //! [`label`] of the kernel that ran. On every CPU path the rows are the same; only their
 //! kernel differs. The dense layers' products are `Linear`'s (`linear.rs`), tagged the same way.
 
@@ -16,7 +16,7 @@ use crate::config::Activation;
 use crate::cpu::packed_matmul::{self, Rhs};
 use crate::cpu::{elementwise, KernelPath};
 use crate::error::Result;
-use crate::work;
+use crate::work_counts as work;
 
 /// What a row's `kernel` column says ran.
 pub mod label {
@@ -64,10 +64,10 @@ pub mod label {
     }
 }
 
-/// The path our kernels run an op on `t` with, or `None` where candle's op does
-/// ([`KernelPath::fast_for`]).
-fn fast_path(t: &Tensor) -> Option<KernelPath> {
-    KernelPath::fast_for(t.device(), t.dtype())
+/// The path our kernels run an op on `t` with on a model built for `path`, or `None` where
+/// candle's op does ([`KernelPath::fast_for`]).
+fn fast_path(path: KernelPath, t: &Tensor) -> Option<KernelPath> {
+    path.fast_for(t.device(), t.dtype())
 }
 
 /// The label of an element-wise row: our kernel's width, or candle's op.
@@ -91,10 +91,10 @@ pub fn embedding(wte: &Tensor, wpe: &Tensor, ids: Vec<u32>, positions: Vec<u32>,
 }
 
 /// `(x − mean) / √(var + eps) · weight + bias` over each row of `x`.
-pub fn layer_norm(x: &Tensor, weight: &Tensor, bias: &Tensor, eps: f32) -> Result<Tensor> {
+pub fn layer_norm(x: &Tensor, weight: &Tensor, bias: &Tensor, eps: f32, path: KernelPath) -> Result<Tensor> {
     // Mean, variance, normalise, scale and shift: about 8 FLOPs per value.
     let (flops, bytes) = work::elementwise(x.elem_count(), 8, 1, 2 * weight.elem_count(), x.dtype().size_in_bytes());
-    let path = fast_path(x);
+    let path = fast_path(path, x);
     let _s = profiler::op_shapes("layer_norm", &[x.dims()]).with_work(flops, bytes).with_kernel(elementwise_label(path, x.device()));
     Ok(match path {
         Some(path) => elementwise::layer_norm(x, weight, bias, eps, path)?,
@@ -118,13 +118,19 @@ pub fn kv_cache(cache: &mut KvCache, k: &Tensor, v: &Tensor) -> Result<(Tensor, 
     Ok(cache.append(k, v)?)
 }
 
+/// [`kv_cache`] for each sequence of a decode step: row `i` of `k` and `v` (one new position
+/// each) goes to `caches[i]`; returns each sequence's keys and values so far.
+pub fn kv_cache_each(caches: Vec<&mut KvCache>, k: &Tensor, v: &Tensor) -> Result<Vec<(Tensor, Tensor)>> {
+    caches.into_iter().enumerate().map(|(i, cache)| kv_cache(cache, &k.narrow(0, i, 1)?, &v.narrow(0, i, 1)?)).collect()
+}
+
 /// The attention scores `q · kᵀ / √head_dim`, `[batch, heads, queries, keys]`.
-pub fn attn_scores(q: &Tensor, k: &Tensor) -> Result<Tensor> {
+pub fn attn_scores(q: &Tensor, k: &Tensor, path: KernelPath) -> Result<Tensor> {
     let (b, h, t, d) = q.dims4()?;
     let (flops, bytes) = work::matmul(b * h, t, d, k.dim(2)?, q.dtype().size_in_bytes());
     let scale = 1.0 / (d as f64).sqrt();
     // candle's batched gemm is slow at attention's small shapes; the packed kernel is not.
-    let packed = fast_path(q);
+    let packed = fast_path(path, q);
     let kernel = packed.map_or(label::gemm(q.device()), label::packed);
     let _s = profiler::op_shapes("attn_qk", &[q.dims(), k.dims()]).with_work(flops, bytes).with_kernel(kernel);
     Ok(match packed {
@@ -154,8 +160,8 @@ pub fn mask_build(past: usize, seq: usize, device: &Device) -> Result<Option<Ten
 /// place ([`crate::cpu::decode_attention`]). Elsewhere it is candle's products, which need one
 /// number of keys: runs of neighbouring sequences with the same cache length go together (a
 /// batch that started together decodes in one product per layer), the others one by one.
-pub fn attn_decode(q: &Tensor, kv: &[(Tensor, Tensor)]) -> Result<Tensor> {
-    if let Some(path) = fast_path(q) {
+pub fn attn_decode(q: &Tensor, kv: &[(Tensor, Tensor)], path: KernelPath) -> Result<Tensor> {
+    if let Some(path) = fast_path(path, q) {
         return attn_decode_in_place(q, kv, path);
     }
     let mut ys = Vec::with_capacity(kv.len());
@@ -169,7 +175,7 @@ pub fn attn_decode(q: &Tensor, kv: &[(Tensor, Tensor)]) -> Result<Tensor> {
             let (ks, vs): (Vec<Tensor>, Vec<Tensor>) = kv[i..j].iter().cloned().unzip();
             (Tensor::cat(&ks, 0)?, Tensor::cat(&vs, 0)?)
         };
-        ys.push(attn_values(&softmax(attn_scores(&q.narrow(0, i, j - i)?, &k)?)?, &v)?);
+        ys.push(attn_values(&softmax(attn_scores(&q.narrow(0, i, j - i)?, &k, path)?, path)?, &v, path)?);
         i = j;
     }
     Ok(Tensor::cat(&ys, 0)?)
@@ -189,9 +195,9 @@ fn attn_decode_in_place(q: &Tensor, kv: &[(Tensor, Tensor)], path: KernelPath) -
 
 /// `scores` with the positions `mask` blocks set to the most negative finite value (see
 /// [`most_negative`]); `scores` unchanged without a mask.
-pub fn mask_apply(scores: Tensor, mask: Option<&Tensor>) -> Result<Tensor> {
+pub fn mask_apply(scores: Tensor, mask: Option<&Tensor>, path: KernelPath) -> Result<Tensor> {
     let Some(mask) = mask else { return Ok(scores) };
-    let path = fast_path(&scores);
+    let path = fast_path(path, &scores);
     let _s = profiler::op("mask_apply").with_kernel(elementwise_label(path, scores.device()));
     Ok(match path {
         Some(path) => {
@@ -217,10 +223,10 @@ fn most_negative(dtype: DType) -> f32 {
 }
 
 /// Softmax over the keys (the last dimension) of fresh `scores`.
-pub fn softmax(scores: Tensor) -> Result<Tensor> {
+pub fn softmax(scores: Tensor, path: KernelPath) -> Result<Tensor> {
     // Max, subtract, exponential, sum, divide.
     let (flops, bytes) = work::elementwise(scores.elem_count(), 5, 1, 0, scores.dtype().size_in_bytes());
-    let path = fast_path(&scores);
+    let path = fast_path(path, &scores);
     let _s = profiler::op_shapes("softmax", &[scores.dims()]).with_work(flops, bytes).with_kernel(elementwise_label(path, scores.device()));
     Ok(match path {
         Some(path) => {
@@ -233,10 +239,10 @@ pub fn softmax(scores: Tensor) -> Result<Tensor> {
 }
 
 /// The attention output `probs · v`, `[batch, heads, queries, head_dim]`.
-pub fn attn_values(probs: &Tensor, v: &Tensor) -> Result<Tensor> {
+pub fn attn_values(probs: &Tensor, v: &Tensor, path: KernelPath) -> Result<Tensor> {
     let (b, h, t, s) = probs.dims4()?;
     let (flops, bytes) = work::matmul(b * h, t, s, v.dim(3)?, probs.dtype().size_in_bytes());
-    let packed = fast_path(probs);
+    let packed = fast_path(path, probs);
     let kernel = packed.map_or(label::gemm(probs.device()), label::packed);
     let _s = profiler::op_shapes("attn_v", &[probs.dims(), v.dims()]).with_work(flops, bytes).with_kernel(kernel);
     Ok(match packed {
@@ -254,9 +260,9 @@ pub fn merge_heads(y: &Tensor) -> Result<Tensor> {
 
 /// `h + bias` for a fresh product `h` (in place on the CPU, where candle's broadcast add is a
 /// slow single-threaded pass).
-pub fn bias_add(h: Tensor, bias: &Tensor) -> Result<Tensor> {
+pub fn bias_add(h: Tensor, bias: &Tensor, path: KernelPath) -> Result<Tensor> {
     let (flops, bytes) = work::elementwise(h.elem_count(), 1, 1, bias.elem_count(), h.dtype().size_in_bytes());
-    let path = fast_path(&h);
+    let path = fast_path(path, &h);
     let _s = profiler::op_shapes("bias_add", &[h.dims()]).with_work(flops, bytes).with_kernel(elementwise_label(path, h.device()));
     Ok(match path {
         Some(path) => {
@@ -276,12 +282,12 @@ pub fn residual_add(x: &Tensor, y: &Tensor) -> Result<Tensor> {
 
 /// `h + bias + residual` for a fresh product `h`: one row on the CPU (one fused pass with our
 /// kernels, candle's two ops on the `portable` path), `bias_add` then `residual_add` elsewhere.
-pub fn bias_residual_add(h: Tensor, bias: &Tensor, residual: &Tensor) -> Result<Tensor> {
+pub fn bias_residual_add(h: Tensor, bias: &Tensor, residual: &Tensor, path: KernelPath) -> Result<Tensor> {
     if !h.device().is_cpu() {
-        return residual_add(&bias_add(h, bias)?, residual);
+        return residual_add(&bias_add(h, bias, path)?, residual);
     }
     let (flops, bytes) = work::elementwise(h.elem_count(), 2, 2, bias.elem_count(), h.dtype().size_in_bytes());
-    let path = fast_path(&h);
+    let path = fast_path(path, &h);
     let _s = profiler::op_shapes("bias_residual_add", &[h.dims(), residual.dims()]).with_work(flops, bytes).with_kernel(elementwise_label(path, h.device()));
     Ok(match path {
         Some(path) => {
@@ -319,10 +325,10 @@ pub trait BiasActivation: Send + Sync {
 }
 
 /// The MLP's `activation(h + bias)` for a fresh product `h`, the way `how` says.
-pub fn bias_activation(h: Tensor, bias: &Tensor, activation: Activation, how: &MlpActivation) -> Result<Tensor> {
+pub fn bias_activation(h: Tensor, bias: &Tensor, activation: Activation, how: &MlpActivation, path: KernelPath) -> Result<Tensor> {
     match how {
-        MlpActivation::Fused if h.device().is_cpu() && activation == Activation::GeluTanh => bias_gelu(h, bias),
-        MlpActivation::Stock | MlpActivation::Fused => gelu(&bias_add(h, bias)?, activation),
+        MlpActivation::Fused if h.device().is_cpu() && activation == Activation::GeluTanh => bias_gelu(h, bias, path),
+        MlpActivation::Stock | MlpActivation::Fused => gelu(&bias_add(h, bias, path)?, activation),
         MlpActivation::Custom(op) => {
             // A caller's bias + activation does the fused op's work: its row gets a roofline too.
             let (flops, bytes) = bias_gelu_work(&h)?;
@@ -339,9 +345,9 @@ fn bias_gelu_work(h: &Tensor) -> Result<(u64, u64)> {
     Ok(work::elementwise(h.elem_count(), GELU_FLOPS + 1, 1, h.dim(1)?, h.dtype().size_in_bytes()))
 }
 
-fn bias_gelu(h: Tensor, bias: &Tensor) -> Result<Tensor> {
+fn bias_gelu(h: Tensor, bias: &Tensor, path: KernelPath) -> Result<Tensor> {
     let (flops, bytes) = bias_gelu_work(&h)?;
-    let path = fast_path(&h);
+    let path = fast_path(path, &h);
     let _s = profiler::op_shapes("bias_gelu", &[h.dims()]).with_work(flops, bytes).with_kernel(elementwise_label(path, h.device()));
     Ok(match path {
         Some(path) => {
@@ -363,8 +369,8 @@ fn gelu(h: &Tensor, activation: Activation) -> Result<Tensor> {
     })
 }
 
-/// Rows `rows` of `x` (`[tokens, width]`): the last position of each sequence that wants
-/// logits, `[rows, width]`.
+/// Rows `rows` of `x` (`[tokens, width]`): the positions that get logits (in generation, the
+/// last of each sequence that wants them), `[rows, width]`.
 pub fn last_position(x: &Tensor, rows: &[usize]) -> Result<Tensor> {
     let _s = profiler::op("last_position").with_kernel(label::stock(x.device()));
     let index = Tensor::new(rows.iter().map(|&r| r as u32).collect::<Vec<u32>>(), x.device())?;

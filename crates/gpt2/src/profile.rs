@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use profiler::{Ceilings, CudaTiming, DeviceKind, Options, Profile, Profiler, Schedule, TableOptions, Timing};
 
 use crate::error::{Error, Result};
-use crate::model::{Logits, Model};
+use crate::model::{Logits, Model, Segment};
 
 /// One profiled forward pass, repeated.
 #[derive(Debug, Clone)]
@@ -54,7 +54,7 @@ pub fn profile_forward(model: &Model, p: &ForwardProfile) -> Result<Profile> {
 /// worth having without its roofline columns.
 pub fn machine_ceilings(model: &Model, remeasure: bool) -> Option<Ceilings> {
     let mut note = |line: &str| eprintln!("{line}");
-    match crate::ceilings::for_device(model.device(), model.dtype(), remeasure, &mut note) {
+    match crate::ceilings::for_device(model.device(), model.dtype(), model.kernel_path(), remeasure, &mut note) {
         Ok(c) => Some(c),
         Err(e) => {
             eprintln!("warning: cannot measure this machine's ceilings ({e}); the table has no roofline columns");
@@ -80,7 +80,7 @@ pub fn profile_forward_with(model: &Model, p: &ForwardProfile, ceilings: Option<
         prof = prof.with_ceilings(c);
     }
     while !prof.is_done() {
-        prof.step(|| model.forward(&ids, &mut model.new_cache(p.batch, p.seq), Logits::AllPositions).map(drop))?;
+        prof.step(|| model.forward(&mut Segment::rows(&ids, &mut model.new_caches(p.batch, p.seq), Logits::AllPositions)?).map(drop))?;
     }
     let mut profile = prof.finish();
     // The profiler knows no model; the report's environment names the dtype it ran in.
@@ -143,7 +143,7 @@ impl Overhead {
 pub fn measure_overhead(model: &Model, p: &ForwardProfile, repeats: usize) -> Result<Overhead> {
     use std::time::Instant;
     let ids = sample_ids(p.batch, p.seq, model.config().vocab_size);
-    let forward = || model.forward(&ids, &mut model.new_cache(p.batch, p.seq), Logits::AllPositions).map(drop);
+    let forward = || model.forward(&mut Segment::rows(&ids, &mut model.new_caches(p.batch, p.seq), Logits::AllPositions)?).map(drop);
     let runs = p.warmup + repeats.max(1);
     // One profiler and one device timer for every run: a CUDA timer creates its events on
     // first use and re-records them afterwards, so building it per run would time about
@@ -165,7 +165,7 @@ pub fn measure_overhead(model: &Model, p: &ForwardProfile, repeats: usize) -> Re
             profiled.push(profiled_ms);
         }
     }
-    Ok(Overhead { plain_ms: crate::timing::median(&mut plain), profiled_ms: crate::timing::median(&mut profiled), repeats: plain.len() })
+    Ok(Overhead { plain_ms: crate::engine_bench::median(&mut plain), profiled_ms: crate::engine_bench::median(&mut profiled), repeats: plain.len() })
 }
 
 /// The files a profile is exported to.

@@ -14,6 +14,7 @@ use candle_nn::VarBuilder;
 use hf_hub::{Repo, RepoType};
 use rand::{Rng, SeedableRng};
 
+use crate::cpu::KernelPath;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::model::Model;
@@ -209,16 +210,16 @@ fn random_weights(cfg: &Config) -> Result<HashMap<String, Tensor>> {
 
 /// A model with `cfg`'s shapes and the synthetic checkpoint's seeded weights, built in
 /// memory without touching the disk (tests, benchmarks, servers under test).
-pub fn synthetic_model(cfg: &Config, device: &Device, dtype: DType) -> Result<Model> {
-    crate::device::check_dtype(device, dtype)?;
+pub fn synthetic_model(cfg: &Config, device: &Device, dtype: DType, kernels: KernelPath) -> Result<Model> {
+    crate::device_flags::check_dtype(device, dtype)?;
     let vb = VarBuilder::from_tensors(random_weights(cfg)?, dtype, device);
-    Model::load(vb, cfg)
+    Model::load(vb, cfg, kernels)
 }
 
-/// Reads the checkpoint's config and weights onto `device` as `dtype`. Every failure names
-/// the file it came from.
-pub fn load(ckpt: &Checkpoint, device: &Device, dtype: DType) -> Result<Model> {
-    crate::device::check_dtype(device, dtype)?;
+/// Reads the checkpoint's config and weights onto `device` as `dtype`, laid out for the CPU
+/// kernel path `kernels`. Every failure names the file it came from.
+pub fn load(ckpt: &Checkpoint, device: &Device, dtype: DType, kernels: KernelPath) -> Result<Model> {
+    crate::device_flags::check_dtype(device, dtype)?;
     let config_path = ckpt.config_path();
     if !config_path.is_file() {
         return Err(Error::Weights { path: config_path, message: "missing: a checkpoint directory needs config.json".into() });
@@ -236,7 +237,7 @@ pub fn load(ckpt: &Checkpoint, device: &Device, dtype: DType) -> Result<Model> {
     // truncates it while the model is being built (the tensors are copied out of the map).
     let vb = unsafe { VarBuilder::from_mmaped_safetensors(&[&weights_path], dtype, device) }.map_err(bad)?;
     let vb = if vb.contains_tensor("transformer.wte.weight") { vb.pp("transformer") } else { vb };
-    Model::load(vb, &cfg).map_err(|e| match e {
+    Model::load(vb, &cfg, kernels).map_err(|e| match e {
         Error::Candle(e) => bad(e),
         other => other,
     })

@@ -5,9 +5,9 @@ mod common;
 use std::path::Path;
 
 use candle_core::{DType, Device, Tensor};
-use common::{fixture_dir, tiny_model};
+use common::{default_path, fixture_dir, tiny_model};
 use gpt2::weights::{self, Checkpoint};
-use gpt2::{Config, Logits};
+use gpt2::{Config, Logits, Segment};
 
 /// A copy of the fixture in a temp dir, for breaking.
 fn copy_fixture() -> tempfile::TempDir {
@@ -20,7 +20,7 @@ fn copy_fixture() -> tempfile::TempDir {
 
 fn load_err(dir: &Path) -> String {
     let ckpt = Checkpoint { dir: dir.to_path_buf(), synthetic: false };
-    match weights::load(&ckpt, &Device::Cpu, DType::F32) {
+    match weights::load(&ckpt, &Device::Cpu, DType::F32, default_path()) {
         Ok(_) => panic!("{} loaded, but it is broken", dir.display()),
         Err(e) => e.to_string(),
     }
@@ -82,28 +82,32 @@ fn a_malformed_config_names_file_and_line() {
 
 #[test]
 fn ids_outside_the_vocabulary_are_refused() {
-    let model = tiny_model();
-    let err = model.forward(&[vec![1, 2, 512]], &mut model.new_cache(1, 3), Logits::AllPositions).unwrap_err().to_string();
+    let model = tiny_model(default_path());
+    let err = model.forward_one(&[1, 2, 512], &mut model.new_cache(3), Logits::AllPositions).unwrap_err().to_string();
     assert!(err.contains("token id 512") && err.contains("512 ids"), "{err}");
 }
 
 #[test]
 fn sequences_past_the_context_are_refused() {
-    let model = tiny_model();
-    let err = model.forward(&[vec![1; 65]], &mut model.new_cache(1, 65), Logits::LastPosition).unwrap_err().to_string();
+    let model = tiny_model(default_path());
+    let err = model.forward_one(&[1; 65], &mut model.new_cache(65), Logits::LastPosition).unwrap_err().to_string();
     assert!(err.contains("65 positions") && err.contains("context of 64"), "{err}");
     // The limit counts the cache too.
-    let mut cache = model.new_cache(1, 70);
-    model.forward(&[vec![1; 60]], &mut cache, Logits::LastPosition).unwrap();
-    let err = model.forward(&[vec![1; 5]], &mut cache, Logits::LastPosition).unwrap_err().to_string();
+    let mut cache = model.new_cache(70);
+    model.forward_one(&[1; 60], &mut cache, Logits::LastPosition).unwrap();
+    let err = model.forward_one(&[1; 5], &mut cache, Logits::LastPosition).unwrap_err().to_string();
     assert!(err.contains("60 cached + 5 new"), "{err}");
 }
 
 #[test]
-fn ragged_rows_are_refused() {
-    let model = tiny_model();
-    let err = model.forward(&[vec![1, 2, 3], vec![1, 2]], &mut model.new_cache(2, 3), Logits::LastPosition).unwrap_err().to_string();
-    assert!(err.contains("row 1 has 2 ids"), "{err}");
+fn a_batch_needs_a_cache_per_row() {
+    let model = tiny_model(default_path());
+    let ids = [vec![1, 2, 3], vec![1, 2]];
+    let err = Segment::rows(&ids, &mut model.new_caches(1, 3), Logits::LastPosition).err().expect("two rows, one cache").to_string();
+    assert!(err.contains("2 rows but 1 caches"), "{err}");
+    // Rows of different lengths are sequences of their own: each gets its last position's logits.
+    let logits = model.forward(&mut Segment::rows(&ids, &mut model.new_caches(2, 3), Logits::LastPosition).unwrap()).unwrap();
+    assert_eq!(logits.dims(), &[2, 512]);
 }
 
 /// `gpt2 logits` on the tiny fixture with `GPT2_CPU_KERNELS` and extra flags.

@@ -8,7 +8,7 @@ mod common;
 use candle_core::{DType, Device};
 use common::on_each_path;
 use gpt2::cpu::KernelPath;
-use gpt2::{Cache, Config, Logits, MlpActivation, Model};
+use gpt2::{Config, Logits, MlpActivation, Model, Segment};
 use profiler::{Options, Profiler, Schedule, SortBy, View, STEP_ROW};
 
 /// The ops the budget chapter deliberately leaves on "everything else": the embedding lookup
@@ -25,9 +25,9 @@ fn op_rows(model: &Model) -> Vec<(String, Option<String>)> {
     let mut prof = Profiler::new(Options { schedule: Schedule::new(0, 0, 1, 1), ..Options::default() });
     while !prof.is_done() {
         prof.step(|| {
-            let mut cache = Cache::new(model.config(), 2, 7);
-            model.forward(&[vec![5, 6, 7, 8, 9, 10], vec![1, 2, 7, 8, 9, 10]], &mut cache, Logits::AllPositions)?;
-            model.forward(&[vec![11], vec![11]], &mut cache, Logits::LastPosition).map(drop)
+            let mut caches = model.new_caches(2, 7);
+            model.forward(&mut Segment::rows(&[vec![5, 6, 7, 8, 9, 10], vec![1, 2, 7, 8, 9, 10]], &mut caches, Logits::AllPositions)?)?;
+            model.forward(&mut Segment::rows(&[vec![11], vec![11]], &mut caches, Logits::LastPosition)?).map(drop)
         })
         .unwrap();
     }
@@ -35,8 +35,8 @@ fn op_rows(model: &Model) -> Vec<(String, Option<String>)> {
     rows.into_iter().filter(|r| r.name != STEP_ROW).map(|r| (r.name, r.kernel)).collect()
 }
 
-fn synthetic(activation: MlpActivation) -> Model {
-    let mut model = gpt2::weights::synthetic_model(&Config::tiny(), &Device::Cpu, DType::F32).unwrap();
+fn synthetic(activation: MlpActivation, path: KernelPath) -> Model {
+    let mut model = gpt2::weights::synthetic_model(&Config::tiny(), &Device::Cpu, DType::F32, path).unwrap();
     model.set_mlp_activation(activation);
     model
 }
@@ -45,7 +45,7 @@ fn synthetic(activation: MlpActivation) -> Model {
 fn every_op_row_lands_on_a_named_budget_line() {
     on_each_path(|path| {
         for (activation, name) in [(MlpActivation::Stock, "stock"), (MlpActivation::Fused, "fused")] {
-            let rows = op_rows(&synthetic(activation));
+            let rows = op_rows(&synthetic(activation, path));
             let names: Vec<&str> = rows.iter().map(|(n, _)| n.as_str()).collect();
             // The step covered the ops it was built to: both mask rows, both activations' rows.
             for expected in ["embedding", "mask_build", "mask_apply", "softmax", "attn_qk", "attn_v", "last_position", "lm_head"] {
@@ -78,7 +78,7 @@ fn a_renamed_scope_would_be_caught() {
 #[test]
 fn every_op_row_says_which_kernel_ran() {
     on_each_path(|path| {
-        let rows = op_rows(&synthetic(MlpActivation::Fused));
+        let rows = op_rows(&synthetic(MlpActivation::Fused, path));
         let kernel = |op: &str| rows.iter().find(|(n, _)| n == op).and_then(|(_, k)| k.clone()).unwrap_or_else(|| panic!("{path}: no kernel on {op}: {rows:?}"));
         for (op, k) in &rows {
             let k = k.as_deref().unwrap_or_else(|| panic!("{path}: row {op} has no kernel label"));
@@ -106,4 +106,21 @@ fn every_op_row_says_which_kernel_ran() {
             assert_eq!(kernel(op), "candle", "{path}: {op}");
         }
     });
+}
+
+#[test]
+fn models_built_for_different_paths_keep_their_own_kernels_side_by_side() {
+    // The path is the model's: building a second model for another path, and running the two
+    // in turns, changes no row of the first (a process-wide path would mix them).
+    let paths = KernelPath::supported();
+    let models: Vec<Model> = paths.iter().map(|&p| synthetic(MlpActivation::Fused, p)).collect();
+    for _ in 0..2 {
+        for (model, &path) in models.iter().zip(&paths) {
+            assert_eq!(model.kernel_path(), path);
+            let rows = op_rows(model);
+            let softmax = rows.iter().find(|(n, _)| n == "softmax").and_then(|(_, k)| k.clone());
+            let want = if path == KernelPath::Portable { "candle" } else { path.name() };
+            assert_eq!(softmax.as_deref(), Some(want), "{path}: {rows:?}");
+        }
+    }
 }

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{fixture_dir, reference, tiny_model};
+use common::{default_path, fixture_dir, reference, tiny_model};
 use gpt2::{generate, FinishReason, Flow, Request, Sampling};
 use gpt2::generate::generate_fixed;
 
@@ -13,7 +13,7 @@ fn greedy(prompt: &[u32], max_tokens: usize) -> Request {
 
 #[test]
 fn a_batch_generates_what_each_prompt_generates_alone() {
-    let model = tiny_model();
+    let model = tiny_model(default_path());
     let ids = reference().ids;
     let requests = [greedy(&ids, 6), greedy(&ids[2..5], 9), greedy(&ids[7..8], 4)];
     let batched = generate(&model, &requests, &mut |_| Flow::Continue).unwrap();
@@ -27,7 +27,7 @@ fn a_batch_generates_what_each_prompt_generates_alone() {
 
 #[test]
 fn the_callback_sees_every_token_in_order_and_can_stop_a_row() {
-    let model = tiny_model();
+    let model = tiny_model(default_path());
     let ids = reference().ids;
     let mut seen: Vec<(usize, usize, u32)> = Vec::new();
     let out = generate(&model, &[greedy(&ids, 5), greedy(&ids, 5)], &mut |e| {
@@ -50,7 +50,7 @@ fn the_callback_sees_every_token_in_order_and_can_stop_a_row() {
 
 #[test]
 fn seeded_sampling_is_reproducible() {
-    let model = tiny_model();
+    let model = tiny_model(default_path());
     let ids = reference().ids;
     let sampled = |seed| {
         let sampling = Sampling { temperature: 1.5, top_k: Some(50), top_p: Some(0.95), seed };
@@ -64,7 +64,7 @@ fn seeded_sampling_is_reproducible() {
 #[test]
 fn generation_stops_at_the_end_of_text_token() {
     let ids = reference().ids;
-    let first = generate(&tiny_model(), &[greedy(&ids, 3)], &mut |_| Flow::Continue).unwrap()[0].tokens[0];
+    let first = generate(&tiny_model(default_path()), &[greedy(&ids, 3)], &mut |_| Flow::Continue).unwrap()[0].tokens[0];
     // The same weights, with the first greedy token declared end-of-text.
     let dir = tempfile::tempdir().unwrap();
     std::fs::copy(fixture_dir().join("model.safetensors"), dir.path().join("model.safetensors")).unwrap();
@@ -72,7 +72,7 @@ fn generation_stops_at_the_end_of_text_token() {
     cfg["eos_token_id"] = first.into();
     std::fs::write(dir.path().join("config.json"), cfg.to_string()).unwrap();
     let ckpt = gpt2::weights::Checkpoint { dir: dir.path().to_path_buf(), synthetic: false };
-    let model = gpt2::weights::load(&ckpt, &candle_core::Device::Cpu, candle_core::DType::F32).unwrap();
+    let model = gpt2::weights::load(&ckpt, &candle_core::Device::Cpu, candle_core::DType::F32, default_path()).unwrap();
     let mut req = greedy(&ids, 3);
     req.stop_at_eos = true;
     let out = generate(&model, &[req], &mut |_| Flow::Continue).unwrap();
@@ -82,7 +82,7 @@ fn generation_stops_at_the_end_of_text_token() {
 
 #[test]
 fn requests_that_cannot_fit_are_refused() {
-    let model = tiny_model();
+    let model = tiny_model(default_path());
     let err = generate(&model, &[greedy(&[1; 60], 10)], &mut |_| Flow::Continue).unwrap_err().to_string();
     assert!(err.contains("longer than the model's context of 64"), "{err}");
     let err = generate(&model, &[greedy(&[], 10)], &mut |_| Flow::Continue).unwrap_err().to_string();
@@ -93,7 +93,7 @@ fn requests_that_cannot_fit_are_refused() {
 
 #[test]
 fn fixed_length_generation_reports_every_token_of_every_row() {
-    let model = tiny_model();
+    let model = tiny_model(default_path());
     let ids = reference().ids;
     let prompts = [ids.clone(), ids[2..5].to_vec(), ids[7..8].to_vec()];
     let mut rows = Vec::new();

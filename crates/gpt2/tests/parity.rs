@@ -14,11 +14,10 @@ const TOL: f32 = 1e-4;
 #[test]
 fn full_sequence_logits_match_transformers() {
     on_each_path(|path| {
-        let model = tiny_model();
+        let model = tiny_model(path);
         let r = reference();
-        let mut cache = model.new_cache(1, r.ids.len());
-        let logits = model.forward(&[r.ids.clone()], &mut cache, Logits::AllPositions).unwrap();
-        let rows: Vec<Vec<f32>> = logits.i(0).unwrap().to_vec2().unwrap();
+        let logits = model.forward_one(&r.ids, &mut model.new_cache(r.ids.len()), Logits::AllPositions).unwrap();
+        let rows: Vec<Vec<f32>> = logits.to_vec2().unwrap();
         assert_eq!(rows.len(), r.logits.len());
         for (t, (ours, theirs)) in rows.iter().zip(&r.logits).enumerate() {
             let d = max_abs_diff(ours, theirs);
@@ -30,9 +29,9 @@ fn full_sequence_logits_match_transformers() {
 #[test]
 fn last_position_logits_are_the_last_row() {
     on_each_path(|path| {
-        let model = tiny_model();
+        let model = tiny_model(path);
         let r = reference();
-        let last = model.forward(&[r.ids.clone()], &mut model.new_cache(1, 16), Logits::LastPosition).unwrap();
+        let last = model.forward_one(&r.ids, &mut model.new_cache(16), Logits::LastPosition).unwrap();
         assert_eq!(last.dims(), &[1, 512]);
         let d = max_abs_diff(&last.i(0).unwrap().to_vec1().unwrap(), r.logits.last().unwrap());
         assert!(d <= TOL, "{path}: max |diff| = {d}");
@@ -42,17 +41,17 @@ fn last_position_logits_are_the_last_row() {
 #[test]
 fn kv_cache_decoding_matches_the_full_forward() {
     on_each_path(|path| {
-        let model = tiny_model();
+        let model = tiny_model(path);
         let r = reference();
         // A 4-token prefill, then one token at a time.
-        let mut cache = model.new_cache(1, r.ids.len());
-        let pre = model.forward(&[r.ids[..4].to_vec()], &mut cache, Logits::AllPositions).unwrap();
+        let mut cache = model.new_cache(r.ids.len());
+        let pre = model.forward_one(&r.ids[..4], &mut cache, Logits::AllPositions).unwrap();
         for t in 0..4 {
-            let d = max_abs_diff(&pre.i((0, t)).unwrap().to_vec1().unwrap(), &r.logits[t]);
+            let d = max_abs_diff(&pre.i(t).unwrap().to_vec1().unwrap(), &r.logits[t]);
             assert!(d <= TOL, "{path}, prefill position {t}: {d}");
         }
         for t in 4..r.ids.len() {
-            let step = model.forward(&[vec![r.ids[t]]], &mut cache, Logits::LastPosition).unwrap();
+            let step = model.forward_one(&[r.ids[t]], &mut cache, Logits::LastPosition).unwrap();
             let d = max_abs_diff(&step.i(0).unwrap().to_vec1().unwrap(), &r.logits[t]);
             assert!(d <= TOL, "{path}, decode position {t}: {d}");
         }
@@ -63,28 +62,28 @@ fn kv_cache_decoding_matches_the_full_forward() {
 #[test]
 fn sequences_of_different_lengths_in_one_pass_get_their_solo_logits() {
     on_each_path(|path| {
-        let model = tiny_model();
+        let model = tiny_model(path);
         let r = reference();
         let long = r.ids.clone();
         let short: Vec<u32> = r.ids[3..8].to_vec();
         // The short prompt alone, for comparison: its last logits, then one decode step.
-        let mut own = model.new_seq_cache(short.len() + 1);
-        let own_last = model.forward_segments(&mut [Segment { ids: &short, cache: &mut own, logits: true }]).unwrap();
-        let own_next = model.forward_segments(&mut [Segment { ids: &[9], cache: &mut own, logits: true }]).unwrap();
+        let mut own = model.new_cache(short.len() + 1);
+        let own_last = model.forward(&mut [Segment { ids: &short, cache: &mut own, logits: Logits::LastPosition }]).unwrap();
+        let own_next = model.forward(&mut [Segment { ids: &[9], cache: &mut own, logits: Logits::LastPosition }]).unwrap();
 
         // The long prompt alone, and its next token.
-        let mut long_own = model.new_seq_cache(long.len() + 1);
-        model.forward_segments(&mut [Segment { ids: &long, cache: &mut long_own, logits: false }]).unwrap();
-        let long_next = model.forward_segments(&mut [Segment { ids: &[9], cache: &mut long_own, logits: true }]).unwrap();
+        let mut long_own = model.new_cache(long.len() + 1);
+        model.forward(&mut [Segment { ids: &long, cache: &mut long_own, logits: Logits::None }]).unwrap();
+        let long_next = model.forward(&mut [Segment { ids: &[9], cache: &mut long_own, logits: Logits::LastPosition }]).unwrap();
 
         // Three prompts in one pass (the short one twice): no padding, each attends to its own cache.
-        let cache = |n: usize| model.new_seq_cache(n + 1);
+        let cache = |n: usize| model.new_cache(n + 1);
         let (mut a, mut b, mut b2) = (cache(long.len()), cache(short.len()), cache(short.len()));
         let all = model
-            .forward_segments(&mut [
-                Segment { ids: &long, cache: &mut a, logits: true },
-                Segment { ids: &short, cache: &mut b, logits: true },
-                Segment { ids: &short, cache: &mut b2, logits: true },
+            .forward(&mut [
+                Segment { ids: &long, cache: &mut a, logits: Logits::LastPosition },
+                Segment { ids: &short, cache: &mut b, logits: Logits::LastPosition },
+                Segment { ids: &short, cache: &mut b2, logits: Logits::LastPosition },
             ])
             .unwrap();
         assert_eq!(all.dims(), &[3, model.config().vocab_size]);
@@ -98,13 +97,13 @@ fn sequences_of_different_lengths_in_one_pass_get_their_solo_logits() {
         // Then one decode token for each (the short two alike side by side, then the long one)
         // next to a prompt chunk that wants no logits: a row of logits for each decoding
         // sequence, equal to its own decode step.
-        let mut c = model.new_seq_cache(8);
+        let mut c = model.new_cache(8);
         let mixed = model
-            .forward_segments(&mut [
-                Segment { ids: &[9], cache: &mut b, logits: true },
-                Segment { ids: &[9], cache: &mut b2, logits: true },
-                Segment { ids: &[9], cache: &mut a, logits: true },
-                Segment { ids: &long[..4], cache: &mut c, logits: false },
+            .forward(&mut [
+                Segment { ids: &[9], cache: &mut b, logits: Logits::LastPosition },
+                Segment { ids: &[9], cache: &mut b2, logits: Logits::LastPosition },
+                Segment { ids: &[9], cache: &mut a, logits: Logits::LastPosition },
+                Segment { ids: &long[..4], cache: &mut c, logits: Logits::None },
             ])
             .unwrap();
         assert_eq!(mixed.dims(), &[3, model.config().vocab_size]);
@@ -114,7 +113,7 @@ fn sequences_of_different_lengths_in_one_pass_get_their_solo_logits() {
         }
         assert_eq!((a.len(), b.len(), c.len()), (long.len() + 1, short.len() + 1, 4));
         // The chunk's rest, in a pass of its own, ends where the whole prompt does.
-        let rest = model.forward_segments(&mut [Segment { ids: &long[4..], cache: &mut c, logits: true }]).unwrap();
+        let rest = model.forward(&mut [Segment { ids: &long[4..], cache: &mut c, logits: Logits::LastPosition }]).unwrap();
         let d = max_abs_diff(&rest.i(0).unwrap().to_vec1().unwrap(), &r.logits[long.len() - 1]);
         assert!(d <= TOL, "{path}, prompt in two chunks: {d}");
     });

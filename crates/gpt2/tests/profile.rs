@@ -1,9 +1,12 @@
 //! The forward pass under the profiler: every op is in a scope, and the scopes account for
 //! the wall time of the step.
 
+mod common;
+
 use std::time::Instant;
 
 use candle_core::{DType, Device};
+use common::default_path;
 use gpt2::profile::{check_device_timing, profile_forward_with, sample_ids, ForwardProfile};
 use gpt2::{Config, Logits, MlpActivation};
 use profiler::{Ceilings, DeviceError, DeviceTimer, Options, Profiler, Schedule, SortBy, Timing, View};
@@ -14,7 +17,7 @@ fn names(view: View, profile: &profiler::Profile) -> Vec<String> {
 
 #[test]
 fn the_scopes_account_for_the_wall_time_of_a_gpt2_small_forward() {
-    let mut model = gpt2::weights::synthetic_model(&Config::gpt2_small(), &Device::Cpu, DType::F32).unwrap();
+    let mut model = gpt2::weights::synthetic_model(&Config::gpt2_small(), &Device::Cpu, DType::F32, default_path()).unwrap();
     for activation in [MlpActivation::Stock, MlpActivation::Fused] {
         model.set_mlp_activation(activation);
         let ids = sample_ids(1, 8, model.config().vocab_size);
@@ -24,7 +27,7 @@ fn the_scopes_account_for_the_wall_time_of_a_gpt2_small_forward() {
         while !prof.is_done() {
             let active = prof.next_phase() == profiler::Phase::Active;
             let start = Instant::now();
-            prof.step(|| model.forward(&ids, &mut model.new_cache(1, 8), Logits::AllPositions).map(drop)).unwrap();
+            prof.step(|| model.forward_one(&ids[0], &mut model.new_cache(8), Logits::AllPositions).map(drop)).unwrap();
             if active {
                 measured_ns += start.elapsed().as_nanos();
             }
@@ -41,7 +44,7 @@ fn the_scopes_account_for_the_wall_time_of_a_gpt2_small_forward() {
 
 #[test]
 fn the_table_reads_by_op_and_by_module() {
-    let mut model = gpt2::weights::synthetic_model(&Config::tiny(), &Device::Cpu, DType::F32).unwrap();
+    let mut model = gpt2::weights::synthetic_model(&Config::tiny(), &Device::Cpu, DType::F32, default_path()).unwrap();
     model.set_mlp_activation(MlpActivation::Stock);
     let p = ForwardProfile { batch: 2, seq: 5, warmup: 1, active: 2, ..ForwardProfile::default() };
     let profile = profile_forward_with(&model, &p, None).unwrap();
@@ -143,7 +146,7 @@ fn plant(cache: &std::path::Path, key: &gpt2::ceilings::Key, c: &Ceilings) -> st
 #[test]
 fn gpt2_profile_shows_the_roofline_columns_and_writes_the_ceilings_and_kernels() {
     let (cache, out) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let key = gpt2::ceilings::Key::current(&Device::Cpu, DType::F32).unwrap();
+    let key = gpt2::ceilings::Key::current(&Device::Cpu, DType::F32, default_path()).unwrap();
     let planted = planted_ceilings(&key);
     plant(cache.path(), &key, &planted);
     let run = gpt2_profile(cache.path(), out.path(), &["--mlp", "stock"]);
@@ -186,7 +189,7 @@ fn gpt2_profile_measures_the_ceilings_once_then_reads_them_and_remeasures_a_corr
     let stderr = String::from_utf8_lossy(&first.stderr);
     assert!(first.status.success(), "{stderr}");
     assert_eq!(stderr.matches("measuring this machine's ceilings once").count(), 1, "{stderr}");
-    let key = gpt2::ceilings::Key::current(&Device::Cpu, DType::F32).unwrap();
+    let key = gpt2::ceilings::Key::current(&Device::Cpu, DType::F32, default_path()).unwrap();
     let path = cache.path().join("ceilings").join(key.file_name());
     assert!(stderr.contains(&path.display().to_string()), "the note names the cache file: {stderr}");
     let measured = profiler::Report::read_json(out.path().join("report.json")).unwrap().ceilings.expect("the report has the ceilings");
@@ -216,7 +219,7 @@ fn gpt2_profile_measures_the_ceilings_once_then_reads_them_and_remeasures_a_corr
 #[test]
 fn gpt2_profile_keys_the_ceilings_by_kernel_path() {
     let (cache, out) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let key = gpt2::ceilings::Key::current(&Device::Cpu, DType::F32).unwrap();
+    let key = gpt2::ceilings::Key::current(&Device::Cpu, DType::F32, default_path()).unwrap();
     // Planted for this run's path; a portable run must not take them.
     plant(cache.path(), &key, &planted_ceilings(&key));
     let run = gpt2_profile(cache.path(), out.path(), &["--kernels", "portable"]);
@@ -254,14 +257,14 @@ impl DeviceTimer for FailingDeviceTimer {
 }
 
 fn tiny_profile(timer: Option<Box<dyn DeviceTimer>>) -> profiler::Profile {
-    let model = gpt2::weights::synthetic_model(&Config::tiny(), &Device::Cpu, DType::F32).unwrap();
+    let model = gpt2::weights::synthetic_model(&Config::tiny(), &Device::Cpu, DType::F32, default_path()).unwrap();
     let ids = sample_ids(1, 4, model.config().vocab_size);
     let mut prof = Profiler::new(Options { schedule: Schedule::new(0, 0, 2, 1), ..Options::default() });
     if let Some(t) = timer {
         prof = prof.with_boxed_device_timer(t);
     }
     while !prof.is_done() {
-        prof.step(|| model.forward(&ids, &mut model.new_cache(1, 4), Logits::AllPositions).map(drop)).unwrap();
+        prof.step(|| model.forward_one(&ids[0], &mut model.new_cache(4), Logits::AllPositions).map(drop)).unwrap();
     }
     prof.finish()
 }
@@ -295,7 +298,7 @@ fn a_cuda_profile_without_device_times_is_an_error_that_says_what_failed() {
 fn lm_head_profile_at_eight_positions_and_at_one() {
     let cfg = Config::gpt2_small();
     let wte = candle_core::Tensor::randn(0f32, 0.02, (cfg.vocab_size, cfg.n_embd), &Device::Cpu).unwrap();
-    let head = gpt2::linear::Linear::tied(wte).unwrap();
+    let head = gpt2::linear::Linear::tied(wte, default_path()).unwrap();
     let x8 = candle_core::Tensor::randn(0f32, 1.0, (8, cfg.n_embd), &Device::Cpu).unwrap();
     let x1 = x8.narrow(0, 7, 1).unwrap().contiguous().unwrap();
     let evictor: Vec<f32> = (0..(1usize << 28)).map(|i| (i % 3) as f32).collect();
@@ -316,7 +319,7 @@ fn lm_head_profile_at_eight_positions_and_at_one() {
         let (ms8, ms1) = (best_ms(&x8, cold), best_ms(&x1, cold));
         println!(
             "lm_head {what} ({} kernels, {} threads): M=8 {ms8:.3} ms, M=1 {ms1:.3} ms (best of 20): one position takes {:.0}% of eight's time",
-            gpt2::cpu::KernelPath::selected(),
+            default_path(),
             candle_core::utils::get_num_threads(),
             100.0 * ms1 / ms8
         );
@@ -339,7 +342,7 @@ fn gpt2_profile_overhead_times_every_repeat_with_one_profiler() {
     assert!(!stderr.contains("measuring"), "{stderr}");
 
     // In process: the medians are of the repeats only (warm-up runs left out).
-    let model = gpt2::weights::synthetic_model(&Config::tiny(), &Device::Cpu, DType::F32).unwrap();
+    let model = gpt2::weights::synthetic_model(&Config::tiny(), &Device::Cpu, DType::F32, default_path()).unwrap();
     let p = ForwardProfile { warmup: 2, ..ForwardProfile::default() };
     let o = gpt2::profile::measure_overhead(&model, &p, 4).unwrap();
     assert_eq!(o.repeats, 4);

@@ -29,6 +29,7 @@ fn load(dir: &Path) -> (Model, gpt2::Tokenizer) {
         model: dir.join("ckpt").to_string_lossy().into_owned(),
         device: DeviceChoice::Cpu,
         dtype: candle_core::DType::F32,
+        kernels: None,
     };
     let loaded = args.load().unwrap();
     (loaded.model, loaded.tokenizer.expect("synthetic checkpoints ship a tokenizer"))

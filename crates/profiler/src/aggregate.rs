@@ -13,7 +13,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::profile::{Profile, Step};
+use crate::recording::{Profile, Step};
 use crate::scope::Kind;
 
 /// The name of the row that holds each step's time outside every visible scope.

@@ -7,7 +7,7 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 use crate::error::ProfilerError;
-use crate::profile::{Event, Profile};
+use crate::recording::{Event, Profile};
 use crate::scope::Kind;
 
 const PID: u32 = 1;

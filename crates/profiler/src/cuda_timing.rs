@@ -22,7 +22,7 @@ use std::time::Instant;
 use candle_core::cuda_backend::cudarc::driver::{sys::CUevent_flags, CudaEvent, CudaStream, DriverError};
 use candle_core::Device;
 
-use crate::device::{CudaTiming, DeviceError, DeviceTimer, Timing};
+use crate::device_timer::{CudaTiming, DeviceError, DeviceTimer, Timing};
 
 /// A [`DeviceTimer`] on the stream candle launches its kernels on.
 pub struct CudaTimer {

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use crate::aggregate::STEP_ROW;
 use crate::error::ProfilerError;
-use crate::profile::Profile;
+use crate::recording::Profile;
 
 impl Profile {
     /// Host self time per stack, in the folded format inferno and Brendan Gregg's

@@ -6,10 +6,10 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::aggregate::{KeyAverages, SortBy, TableOptions, View};
-use crate::device::DeviceKind;
+use crate::device_timer::DeviceKind;
 use crate::environment::Environment;
 use crate::error::ProfilerError;
-use crate::profile::Profile;
+use crate::recording::Profile;
 use crate::reading::{read_row, Reading, Thresholds};
 use crate::roofline::{row_roofline, Ceilings, RowRoofline, TimeBasis};
 

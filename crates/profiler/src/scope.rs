@@ -11,7 +11,7 @@ use std::marker::PhantomData;
 use serde::{Deserialize, Serialize};
 
 use crate::clock::Clock;
-use crate::device::DeviceTimer;
+use crate::device_timer::DeviceTimer;
 
 /// What a scope stands for: an op (matmul, softmax…) or a module (block, attn, mlp).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

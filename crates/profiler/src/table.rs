@@ -271,7 +271,7 @@ fn roofline_block(rows: &[&ReportRow], device: bool, name_width: usize) -> Strin
     block(&header, &cells, &[0], Widths::Tight { name_width }).0
 }
 
-impl crate::profile::Profile {
+impl crate::recording::Profile {
     /// The key-averages table, PyTorch style.
     pub fn table(&self, options: TableOptions) -> String {
         let report = self.report_with(options);

@@ -7,15 +7,16 @@
 //! - [`decode_attention`]: one new query per sequence against its own cached keys and values,
 //!   read where the cache keeps them (a decode step's attention).
 //!
-//! A run takes one [`KernelPath`]: the widest the CPU supports, or the one forced by
-//! `GPT2_CPU_KERNELS` (or `--kernels`), so that a machine with AVX-512 can run, test and time
-//! what a laptop without it runs. `crate::ops` reads the path and picks each op's kernel.
+//! A model is built for one [`KernelPath`] and holds it ([`crate::Model::kernel_path`]): the
+//! widest the CPU supports, or the one `--kernels` (or `GPT2_CPU_KERNELS`) names, so that a
+//! machine with AVX-512 can run, test and time what a laptop without it runs. Its weights are
+//! laid out for that path when it loads, and every op it runs is given the path: there is no
+//! process-wide choice to change under a loaded model.
 
 pub mod decode_attention;
 pub mod elementwise;
 pub mod packed_matmul;
 
-use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::OnceLock;
 
 use candle_core::{CpuStorage, Device, Layout, Storage};
@@ -87,37 +88,32 @@ impl KernelPath {
         KernelPath::supported()[0]
     }
 
-    /// Makes `path` the run's path (overriding `GPT2_CPU_KERNELS`), or explains why this CPU
-    /// cannot run it. Weights are laid out for the path when a model loads: force it first.
-    pub fn force(path: KernelPath) -> Result<()> {
-        if !path.is_supported() {
-            return Err(Error::Device(unsupported(path, &format!("the `{}` kernel path", path.name()))));
+    /// The path a model is built for: `asked` (a `--kernels` value) when given, else
+    /// `GPT2_CPU_KERNELS`'s, else the widest this CPU supports. A path this CPU cannot run, or a
+    /// variable that names none, is an error that says what to use instead.
+    pub fn resolve(asked: Option<KernelPath>) -> Result<KernelPath> {
+        match asked {
+            Some(path) if path.is_supported() => Ok(path),
+            Some(path) => Err(Error::Device(unsupported(path, &format!("--kernels {}", path.name())))),
+            None => from_env().clone().map_err(Error::Device),
         }
-        FORCED.store(path as u8, Ordering::Relaxed);
-        Ok(())
     }
 
-    /// The run's path: the forced one, else `GPT2_CPU_KERNELS`'s, else the widest the CPU
-    /// supports. A value of the variable that is not a path, or not one this CPU has, reads
-    /// as `auto` here; loading a model reports it ([`KernelPath::configured`]).
-    pub fn selected() -> KernelPath {
-        KernelPath::configured().unwrap_or_else(|_| KernelPath::widest())
+    /// Which of our kernels run an op on a tensor of `dtype` on `device` when the model holds
+    /// this path: this path's, or `None` where candle's op does (another device or dtype, or
+    /// the `portable` path). The one rule for element-wise ops, attention's products and the
+    /// packed weight layout.
+    pub fn fast_for(self, device: &Device, dtype: candle_core::DType) -> Option<KernelPath> {
+        (device.is_cpu() && dtype == candle_core::DType::F32 && self != KernelPath::Portable).then_some(self)
     }
 
-    /// The path whose kernels of ours run an op on a tensor of `dtype` on `device`, or `None`
-    /// where candle's op does: another device or dtype, or the `portable` path. The one rule
-    /// for element-wise ops, attention's products and the packed weight layout.
-    pub fn fast_for(device: &candle_core::Device, dtype: candle_core::DType) -> Option<KernelPath> {
-        let path = KernelPath::selected();
-        (device.is_cpu() && dtype == candle_core::DType::F32 && path != KernelPath::Portable).then_some(path)
-    }
-
-    /// Like [`KernelPath::selected`], but a bad `GPT2_CPU_KERNELS` is an error that names it.
-    pub fn configured() -> Result<KernelPath> {
-        if let Some(&path) = KernelPath::ALL.get(FORCED.load(Ordering::Relaxed) as usize) {
-            return Ok(path);
+    /// What a report records as a model's kernels: this path's name on the CPU, `cuda` there.
+    pub fn run_name(self, device: &Device) -> &'static str {
+        if device.is_cuda() {
+            "cuda"
+        } else {
+            self.name()
         }
-        from_env().clone().map_err(Error::Device)
     }
 }
 
@@ -126,10 +122,6 @@ impl std::fmt::Display for KernelPath {
         f.write_str(self.name())
     }
 }
-
-/// The forced path's index in [`KernelPath::ALL`], or `NOT_FORCED`.
-static FORCED: AtomicU8 = AtomicU8::new(NOT_FORCED);
-const NOT_FORCED: u8 = u8::MAX;
 
 /// `GPT2_CPU_KERNELS`, read once.
 fn from_env() -> &'static std::result::Result<KernelPath, String> {
@@ -162,15 +154,6 @@ fn unsupported(path: KernelPath, what: &str) -> String {
 fn cpu_model() -> Option<String> {
     let text = std::fs::read_to_string("/proc/cpuinfo").ok()?;
     text.lines().find(|l| l.starts_with("model name")).and_then(|l| l.split_once(':')).map(|(_, v)| v.trim().to_string())
-}
-
-/// What a report records as the run's kernels: the CPU path's name, or `cuda`.
-pub fn run_kernels(device: &Device) -> &'static str {
-    if device.is_cuda() {
-        "cuda"
-    } else {
-        KernelPath::selected().name()
-    }
 }
 
 /// The contiguous f32 values a CPU tensor's storage holds for `layout`, or an error naming
@@ -218,17 +201,13 @@ mod tests {
     fn an_unsupported_path_is_refused_with_what_the_cpu_has() {
         let msg = unsupported(KernelPath::Avx512, "GPT2_CPU_KERNELS=avx512");
         assert!(msg.starts_with("GPT2_CPU_KERNELS=avx512 needs AVX-512") && msg.contains("it supports") && msg.contains("portable"), "{msg}");
-        match KernelPath::ALL.into_iter().find(|p| !p.is_supported()) {
-            Some(missing) => {
-                let err = KernelPath::force(missing).unwrap_err().to_string();
-                assert!(err.contains(ENV) && err.contains(missing.name()), "{err}");
-            }
-            // Every path runs here: forcing the narrowest one works (and is undone).
-            None => {
-                KernelPath::force(KernelPath::Portable).unwrap();
-                assert_eq!(KernelPath::selected(), KernelPath::Portable);
-                KernelPath::force(KernelPath::widest()).unwrap();
-            }
+        if let Some(missing) = KernelPath::ALL.into_iter().find(|p| !p.is_supported()) {
+            let err = KernelPath::resolve(Some(missing)).unwrap_err().to_string();
+            assert!(err.contains("--kernels") && err.contains(ENV) && err.contains(missing.name()), "{err}");
+        }
+        // Every supported path is given back as asked.
+        for path in KernelPath::supported() {
+            assert_eq!(KernelPath::resolve(Some(path)).unwrap(), path);
         }
     }
 }

@@ -16,24 +16,26 @@ pub fn fixture() -> Checkpoint {
     Checkpoint { dir: fixture_dir(), synthetic: false }
 }
 
-/// Runs `check` once per kernel path, with that path forced, so a model it loads is laid out
-/// and run for it: every path this CPU supports, or only the one `GPT2_CPU_KERNELS` names.
-/// Tests of one process take turns (the path is process-wide).
+/// Runs `check` once per kernel path (which it builds its models for): every path this CPU
+/// supports, or only the one `GPT2_CPU_KERNELS` names.
 pub fn on_each_path(mut check: impl FnMut(KernelPath)) {
-    static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
     let paths = match std::env::var(ENV).ok().map(|v| KernelPath::parse(&v)) {
         Some(Ok(Some(path))) => vec![path],
         _ => KernelPath::supported(),
     };
     for path in paths {
-        KernelPath::force(path).unwrap();
         check(path);
     }
 }
 
-pub fn tiny_model() -> Model {
-    weights::load(&fixture(), &Device::Cpu, DType::F32).expect("the committed fixture loads")
+/// The path a model is built for when nothing names one: `GPT2_CPU_KERNELS`'s, else the widest.
+pub fn default_path() -> KernelPath {
+    KernelPath::resolve(None).expect("GPT2_CPU_KERNELS names a path this CPU runs")
+}
+
+/// The committed fixture, built for `path`.
+pub fn tiny_model(path: KernelPath) -> Model {
+    weights::load(&fixture(), &Device::Cpu, DType::F32, path).expect("the committed fixture loads")
 }
 
 pub struct Reference {

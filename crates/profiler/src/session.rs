@@ -1,9 +1,9 @@
 //! The recording session: a schedule of steps, each recorded on the calling thread.
 
 use crate::clock::{Clock, MonotonicClock};
-use crate::device::{DeviceKind, DeviceTimer, Timing};
+use crate::device_timer::{DeviceKind, DeviceTimer, Timing};
 use crate::environment::{profiler_features, Environment, Target};
-use crate::profile::{Event, Profile, Step};
+use crate::recording::{Event, Profile, Step};
 use crate::reading::Thresholds;
 use crate::roofline::Ceilings;
 use crate::schedule::{Phase, Schedule};

@@ -1,7 +1,7 @@
 //! A finished recording: the active steps, each a tree of timed ranges. Everything the
 //! profiler prints or writes (table, report, trace, flame graph) is computed from this.
 
-use crate::device::{DeviceKind, Timing};
+use crate::device_timer::{DeviceKind, Timing};
 use crate::environment::Environment;
 use crate::reading::Thresholds;
 use crate::roofline::Ceilings;

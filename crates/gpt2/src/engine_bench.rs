@@ -1,4 +1,4 @@
-//! The timing behind `gpt2 bench` (the command keeps its name): the engine's speed on the
+//! `gpt2 bench`: the engine's speed on the
 //! shapes that matter, in a JSON that compares by name with `scripts/torch-reference.py`
 //! (PyTorch eager on the same machine).
 //!
@@ -11,9 +11,10 @@ use std::time::Instant;
 use candle_core::{Device, Tensor};
 use serde::{Deserialize, Serialize};
 
+use crate::cpu::KernelPath;
 use crate::error::Result;
 use crate::linear::{Layout, Linear};
-use crate::model::{Logits, Model};
+use crate::model::{Logits, Model, Segment};
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct CaseResult {
@@ -83,26 +84,26 @@ pub fn run_model_cases(model: &Model, warmup: usize, repeats: usize, mut progres
     let mut results = Vec::new();
 
     progress("forward_b1_t8");
-    let x = ids(1, 8, vocab);
+    let x = ids(1, 8, vocab).remove(0);
     results.push(time_case("forward_b1_t8", dev, warmup, repeats, || {
-        model.forward(&x, &mut model.new_cache(1, 8), Logits::AllPositions).map(drop)
+        model.forward_one(&x, &mut model.new_cache(8), Logits::AllPositions).map(drop)
     })?);
 
     progress("prefill_b1_t128");
-    let x = ids(1, 128, vocab);
+    let x = ids(1, 128, vocab).remove(0);
     results.push(time_case("prefill_b1_t128", dev, warmup, repeats, || {
-        model.forward(&x, &mut model.new_cache(1, 128), Logits::LastPosition).map(drop)
+        model.forward_one(&x, &mut model.new_cache(128), Logits::LastPosition).map(drop)
     })?);
 
     for batch in [1, 8, 16] {
         let name = format!("decode_b{batch}_ctx32");
         progress(&name);
-        let mut filled = model.new_cache(batch, 33);
-        model.forward(&ids(batch, 32, vocab), &mut filled, Logits::LastPosition)?;
+        let mut filled = model.new_caches(batch, 33);
+        model.forward(&mut Segment::rows(&ids(batch, 32, vocab), &mut filled, Logits::LastPosition)?)?;
         let step = ids(batch, 1, vocab);
         // Each repeat decodes column 33 from a copy of the same 32-column cache.
         results.push(time_case(&name, dev, warmup, repeats, || {
-            model.forward(&step, &mut filled.clone(), Logits::LastPosition).map(drop)
+            model.forward(&mut Segment::rows(&step, &mut filled.clone(), Logits::LastPosition)?).map(drop)
         })?);
     }
     Ok(results)
@@ -143,14 +144,15 @@ impl LayoutResult {
 /// stored contiguous (in, out), and (f32 on the `avx512` or `avx2` path) with W packed, for each GPT-2 small
 /// matrix at the batch sizes generation and prefill use, with the kernels the model would use
 /// for each (see `linear`).
-pub fn run_layout_cases(device: &Device, warmup: usize, repeats: usize) -> Result<Vec<LayoutResult>> {
+pub fn run_layout_cases(device: &Device, kernels: KernelPath, warmup: usize, repeats: usize) -> Result<Vec<LayoutResult>> {
     let shapes = [("c_attn", 768, 2304), ("attn.c_proj", 768, 768), ("c_fc", 768, 3072), ("mlp.c_proj", 3072, 768), ("lm_head", 768, 50257)];
     let mut rows = Vec::new();
     for (matrix, din, dout) in shapes {
         let w = Tensor::randn(0f32, 0.02, (din, dout), device)?;
-        let mut by_layout = vec![Linear::with_layout(w.clone(), None, Layout::OutIn)?, Linear::with_layout(w.clone(), None, Layout::InOut)?];
-        if Layout::for_device(device, w.dtype()) == Layout::Packed {
-            by_layout.push(Linear::with_layout(w, None, Layout::Packed)?);
+        let layout = |l| Linear::with_layout(w.clone(), None, l, kernels);
+        let mut by_layout = vec![layout(Layout::OutIn)?, layout(Layout::InOut)?];
+        if Layout::for_device(kernels, device, w.dtype()) == Layout::Packed {
+            by_layout.push(layout(Layout::Packed)?);
         }
         for m in [1, 8, 16, 128] {
             let x = Tensor::randn(0f32, 1.0, (m, din), device)?;
