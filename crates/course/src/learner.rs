@@ -8,25 +8,23 @@
 //! stops and says how to give one (`course id NAME`).
 
 use anyhow::{bail, Result};
-use grader::submission::{check_learner_id, read_learner_id, write_learner_id, LEARNER_FILE, LEARNER_ID_ENV, NO_LEARNER_ID};
+use course_model::learner_id::{check_learner_id, find_learner_id, write_learner_id, Found, LEARNER_FILE, LEARNER_ID_ENV, NO_LEARNER_ID};
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
 
 /// The learner's id from the course's `exercises` folder, asking for it (and storing it there)
 /// the first time.
 pub fn ensure(dir: &Path) -> Result<String> {
-    let from_env = std::env::var(LEARNER_ID_ENV).ok().filter(|v| !v.trim().is_empty());
-    if let Some(stored) = read_learner_id(dir).map_err(anyhow::Error::msg)? {
-        if let Some(env) = &from_env {
-            if env.trim().to_lowercase() != stored.to_lowercase() {
+    match find_learner_id(dir).map_err(anyhow::Error::msg)? {
+        Some(Found::Stored(stored)) => {
+            let env = std::env::var(LEARNER_ID_ENV).unwrap_or_default();
+            if !env.trim().is_empty() && env.trim().to_lowercase() != stored.to_lowercase() {
                 eprintln!("==> note: {LEARNER_ID_ENV}={env} is set, but exercises/{LEARNER_FILE} says {stored:?}: using {stored:?} (change it with `course id NAME`).");
             }
+            return Ok(stored);
         }
-        return Ok(stored);
-    }
-    if let Some(env) = from_env {
-        let id = check_learner_id(&env).map_err(|e| anyhow::anyhow!("{LEARNER_ID_ENV}: {e}"))?;
-        return store(dir, &id);
+        Some(Found::FromEnv(id)) => return store(dir, &id),
+        None => {}
     }
     if !std::io::stdin().is_terminal() {
         bail!("{NO_LEARNER_ID}");

@@ -5,6 +5,7 @@
 mod cargo;
 mod cli;
 mod commands;
+mod containment;
 mod learner;
 mod root;
 mod sandbox;

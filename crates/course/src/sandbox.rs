@@ -11,21 +11,11 @@
 //! one build folder (`target/grade-tests/target`, as CARGO_TARGET_DIR) compiles the dependencies and
 //! the course's crates once for the whole cohort, and again only the learner's package.
 //!
-//! **Isolation.** Build and tests run in their own process group, killed as a whole (SIGKILL)
-//! at the time limit. On Linux both start in a fresh network namespace (`unshare(2)` in the
-//! child before exec: CLONE_NEWNET as root, CLONE_NEWUSER|CLONE_NEWNET otherwise), which has no
-//! interface up, not even loopback; cargo runs `--offline`. The memory limit is RLIMIT_AS on
-//! each test binary (not on cargo and rustc, whose address space is much larger than what they
-//! use): it works for any user with no setup, where a cgroup needs root or a delegated cgroup
-//! tree; it bounds address space, not resident memory, so the limit must leave room for
-//! reservations (glibc's arenas are capped with MALLOC_ARENA_MAX=2 to keep them small).
-//!
-//! **Not isolated**, and said so in the output: the file system (the tests run as the user
-//! running `course grade` and can read and write what that user can), the shared build folder
-//! (a submission's tests could tamper with what later builds link), processes that leave the
-//! process group (setsid) outlive the time limit, and off Linux the network.
+//! **Isolation** is [`crate::containment`]'s: each build and test binary runs contained (its own
+//! process group, a time limit, a memory limit, no network), and what is not isolated is said.
 
 use crate::cargo::Build;
+use crate::containment::{contained, probe_network, Network};
 use anyhow::{bail, Context, Result};
 use grader::cohort::{Entry, StudentResult, TestOutcome, TestRun};
 use grader::manifest::ExerciseInfo;
@@ -34,8 +24,8 @@ use grader::tree::Tree;
 use grader::submission::Limits as ReadLimits;
 use grader::Grader;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 /// The instructor's limits for each learner's tests.
 #[derive(Debug, Clone, Copy)]
@@ -48,21 +38,8 @@ pub struct Limits {
     pub memory_bytes: u64,
 }
 
-/// How the children are kept off the network.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Network {
-    /// unshare(CLONE_NEWNET): needs CAP_SYS_ADMIN (root).
-    Namespace,
-    /// unshare(CLONE_NEWUSER | CLONE_NEWNET): any user, where the kernel allows user namespaces.
-    UserNamespace,
-    /// No isolation; the reason.
-    NotIsolated(String),
-}
-
 /// Most bytes of a test's output kept for the feedback.
 const OUTPUT_TAIL: u64 = 64 << 10;
-/// A test binary may write no file larger than this (its log included): RLIMIT_FSIZE.
-const TEST_FILE_BYTES: u64 = 256 << 20;
 
 pub struct Sandbox {
     course_root: PathBuf,
@@ -295,14 +272,8 @@ fn lock(dir: &Path) -> Result<std::fs::File> {
     let path = dir.join(".lock");
     let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path).with_context(|| format!("{}: cannot create", path.display()))?;
     #[cfg(unix)]
-    {
-        use std::os::fd::AsRawFd;
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-            bail!(
-                "{}: another `course grade --run-tests` is using this test folder; wait for it, or give this one its own --test-dir",
-                dir.display()
-            );
-        }
+    if rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive).is_err() {
+        bail!("{}: another `course grade --run-tests` is using this test folder; wait for it, or give this one its own --test-dir", dir.display());
     }
     Ok(file)
 }
@@ -425,174 +396,6 @@ fn tail(path: &Path, bytes: u64) -> String {
     let mut buf = Vec::new();
     let _ = file.take(bytes).read_to_end(&mut buf);
     String::from_utf8_lossy(&buf).into_owned()
-}
-
-/// How a contained child ended.
-struct Finished {
-    success: bool,
-    timed_out: bool,
-    signal: Option<i32>,
-}
-
-/// Run `command` in its own process group, in the sandbox's network isolation, with an
-/// optional RLIMIT_AS, stdout to `out` (and stderr to `err`, else to `out` as well); at
-/// `timeout` the whole group is killed.
-#[cfg(unix)]
-fn contained(command: &mut Command, out: &Path, err: Option<&Path>, network: &Network, memory: Option<u64>, timeout: Duration) -> Result<Finished> {
-    use std::os::unix::process::{CommandExt, ExitStatusExt};
-    let stdout = std::fs::File::create(out).with_context(|| format!("{}: cannot create", out.display()))?;
-    let stderr = match err {
-        Some(err) => std::fs::File::create(err).with_context(|| format!("{}: cannot create", err.display()))?,
-        None => stdout.try_clone().context("cannot share the log")?,
-    };
-    command.stdin(Stdio::null()).stdout(stdout).stderr(stderr).process_group(0);
-    isolate(command, network, memory);
-    let mut child = command.spawn().with_context(|| format!("cannot start {:?}", command.get_program()))?;
-    let pid = child.id() as libc::pid_t;
-    let deadline = Instant::now() + timeout;
-    let mut timed_out = false;
-    loop {
-        // Wait without reaping, so the group's id cannot be reused before it is killed.
-        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        let rc = unsafe { libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, libc::WEXITED | libc::WNOHANG | libc::WNOWAIT) };
-        let exited = rc == 0 && unsafe { info.si_pid() } != 0;
-        if exited || rc != 0 {
-            break;
-        }
-        if Instant::now() >= deadline {
-            timed_out = true;
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    // Whatever the tests left running goes with them.
-    unsafe { libc::kill(-pid, libc::SIGKILL) };
-    let status = child.wait().context("cannot wait for the test process")?;
-    Ok(Finished { success: status.success() && !timed_out, timed_out, signal: if timed_out { None } else { status.signal() } })
-}
-
-#[cfg(not(unix))]
-fn contained(_: &mut Command, _: &Path, _: Option<&Path>, _: &Network, _: Option<u64>, _: Duration) -> Result<Finished> {
-    bail!("--run-tests needs Linux or another Unix system")
-}
-
-/// Set the child's limits and namespaces between fork and exec. Everything the hook needs is
-/// prepared here: between fork and exec only system calls are safe (no allocation).
-#[cfg(unix)]
-fn isolate(command: &mut Command, network: &Network, memory: Option<u64>) {
-    use std::os::unix::process::CommandExt;
-    let mode = match network {
-        Network::Namespace => NetMode::Net,
-        Network::UserNamespace => NetMode::UserNet,
-        Network::NotIsolated(_) => NetMode::None,
-    };
-    let maps = UserMaps::current();
-    unsafe {
-        command.pre_exec(move || {
-            if let Some(bytes) = memory {
-                set_limit(libc::RLIMIT_AS, bytes)?;
-                set_limit(libc::RLIMIT_FSIZE, TEST_FILE_BYTES)?;
-                set_limit(libc::RLIMIT_CORE, 0)?;
-            }
-            enter_network_namespace(mode, &maps)
-        });
-    }
-}
-
-#[cfg(unix)]
-fn set_limit(resource: LimitResource, value: u64) -> std::io::Result<()> {
-    let limit = libc::rlimit { rlim_cur: value as libc::rlim_t, rlim_max: value as libc::rlim_t };
-    if unsafe { libc::setrlimit(resource, &limit) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
-}
-
-#[cfg(all(unix, target_os = "linux", target_env = "gnu"))]
-type LimitResource = libc::__rlimit_resource_t;
-#[cfg(all(unix, not(all(target_os = "linux", target_env = "gnu"))))]
-type LimitResource = libc::c_int;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum NetMode {
-    None,
-    Net,
-    UserNet,
-}
-
-/// `/proc/self/uid_map` and `gid_map` lines that map the user to itself in a new user
-/// namespace (so files it creates keep their owner), prepared before the fork.
-#[derive(Clone)]
-struct UserMaps {
-    uid: Vec<u8>,
-    gid: Vec<u8>,
-}
-
-impl UserMaps {
-    #[cfg(unix)]
-    fn current() -> UserMaps {
-        let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
-        UserMaps { uid: format!("{uid} {uid} 1\n").into_bytes(), gid: format!("{gid} {gid} 1\n").into_bytes() }
-    }
-}
-
-#[cfg(target_os = "linux")]
-fn enter_network_namespace(mode: NetMode, maps: &UserMaps) -> std::io::Result<()> {
-    let check = |rc: libc::c_int| if rc == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) };
-    match mode {
-        NetMode::None => Ok(()),
-        NetMode::Net => check(unsafe { libc::unshare(libc::CLONE_NEWNET) }),
-        NetMode::UserNet => {
-            check(unsafe { libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET) })?;
-            write_proc(c"/proc/self/setgroups", b"deny")?;
-            write_proc(c"/proc/self/uid_map", &maps.uid)?;
-            write_proc(c"/proc/self/gid_map", &maps.gid)
-        }
-    }
-}
-
-#[cfg(all(unix, not(target_os = "linux")))]
-fn enter_network_namespace(_: NetMode, _: &UserMaps) -> std::io::Result<()> {
-    Ok(())
-}
-
-#[cfg(target_os = "linux")]
-fn write_proc(path: &std::ffi::CStr, bytes: &[u8]) -> std::io::Result<()> {
-    let fd = unsafe { libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC) };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    let written = unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) };
-    unsafe { libc::close(fd) };
-    if written != bytes.len() as isize {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
-}
-
-/// Which network isolation works here: try a child in each mode (`course --version`).
-fn probe_network() -> Network {
-    if !cfg!(target_os = "linux") {
-        return Network::NotIsolated("only Linux has network namespaces".to_string());
-    }
-    let Ok(exe) = std::env::current_exe() else { return Network::NotIsolated("cannot find the course binary to try one".to_string()) };
-    let mut errors = Vec::new();
-    for (mode, network) in [(NetMode::Net, Network::Namespace), (NetMode::UserNet, Network::UserNamespace)] {
-        let mut command = Command::new(&exe);
-        command.arg("--version").stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
-        #[cfg(unix)]
-        {
-            use std::os::unix::process::CommandExt;
-            let maps = UserMaps::current();
-            unsafe { command.pre_exec(move || enter_network_namespace(mode, &maps)) };
-        }
-        match command.status() {
-            Ok(status) if status.success() => return network,
-            Ok(status) => errors.push(format!("{mode:?}: the child exited with {status}")),
-            Err(e) => errors.push(format!("{}: {e}", if mode == NetMode::Net { "unshare(CLONE_NEWNET)" } else { "unshare(CLONE_NEWUSER|CLONE_NEWNET)" })),
-        }
-    }
-    Network::NotIsolated(format!("no network namespace could be made ({})", errors.join("; ")))
 }
 
 #[cfg(test)]

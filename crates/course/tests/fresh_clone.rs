@@ -48,7 +48,7 @@ fn text(o: &Output) -> String {
 fn a_fresh_clone_has_no_learner_id_and_course_asks_for_one() {
     let dir = tempfile::tempdir().unwrap();
     let clone = fresh_clone(dir.path());
-    let id_file = clone.join("exercises").join(grader::submission::LEARNER_FILE);
+    let id_file = clone.join("exercises").join(course_model::learner_id::LEARNER_FILE);
     assert!(!id_file.exists(), "a clone comes with {}: every learner would share its id and variants; untrack it", id_file.display());
     let ignored = Command::new("git").arg("-C").arg(&clone).args(["check-ignore", "-q", "exercises/learner.toml"]).status().unwrap();
     assert!(ignored.success(), "exercises/learner.toml is not ignored: a learner's `git add -A` would commit their id for everyone");
@@ -69,7 +69,7 @@ fn a_fresh_clone_has_no_learner_id_and_course_asks_for_one() {
     let o = course(&clone, &["check", "1"], Stdio::from(terminal));
     let out = text(&o);
     assert!(out.contains("First, your learner id") && out.contains("Learner id \"alice\" stored"), "{out}");
-    assert_eq!(grader::submission::learner_id(&clone.join("exercises")).as_deref(), Some("alice"));
+    assert_eq!(course_model::learner_id::learner_id(&clone.join("exercises")).as_deref(), Some("alice"));
     // And the check goes on, with alice's own scenarios (none answered yet).
     assert!(out.contains("unanswered"), "{out}");
 }

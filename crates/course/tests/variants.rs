@@ -99,7 +99,7 @@ fn the_learner_id_is_asked_once_stored_and_shown() {
 
     let o = course(&root, &["id", "Alice"], None);
     assert!(o.status.success(), "{}", text(&o));
-    assert_eq!(grader::submission::learner_id(&root.join("exercises")).as_deref(), Some("Alice"));
+    assert_eq!(course_model::learner_id::learner_id(&root.join("exercises")).as_deref(), Some("Alice"));
     assert_eq!(String::from_utf8_lossy(&course(&root, &["id"], None).stdout).trim(), "Alice");
     // The stored id wins over the environment, and says so.
     let o = course(&root, &["check", "4"], Some("bob"));
@@ -112,7 +112,7 @@ fn the_learner_id_is_asked_once_stored_and_shown() {
     let fresh = course_copy(&dir.path().join("fresh"));
     let o = course(&fresh, &["check", "4"], Some("carol"));
     assert!(text(&o).contains("Learner id \"carol\" stored"), "{}", text(&o));
-    assert_eq!(grader::submission::learner_id(&fresh.join("exercises")).as_deref(), Some("carol"));
+    assert_eq!(course_model::learner_id::learner_id(&fresh.join("exercises")).as_deref(), Some("carol"));
 }
 
 #[test]
@@ -148,7 +148,7 @@ fn course_grade_regenerates_each_learners_step_and_flags_a_borrowed_id() {
     // alice and bob answer their own steps; eve submits alice's folder under her own name.
     for (folder, id) in [("alice", "alice"), ("bob", "bob"), ("eve", "alice")] {
         let exercises = cohort.join(folder).join("exercises");
-        grader::submission::write_learner_id(&exercises, id).unwrap();
+        course_model::learner_id::write_learner_id(&exercises, id).unwrap();
         write(&exercises.join("exercise-4/answers.toml"), &template(4));
         set(&exercises.join("exercise-4/answers.toml"), &illustrative_answers(id)).unwrap();
     }

@@ -4,7 +4,7 @@
 //! `feedback/STUDENT.md`.
 
 use crate::archive::{archive_kind, read_archive};
-use crate::atomic::write_atomically;
+use course_model::atomic::write_atomically;
 use crate::question_types::number::show;
 use crate::grade::Grader;
 use crate::overrides::Overrides;
@@ -367,7 +367,7 @@ fn write_outputs(grader: &Grader, cohort: &Cohort, out_dir: &Path) -> Result<(),
     let feedback_dir = out_dir.join("feedback");
     for student in &cohort.students {
         let path = feedback_dir.join(&student.feedback_file);
-        crate::atomic::write_replacing_quickly(&path, feedback_markdown(student).as_bytes())
+        course_model::atomic::write_replacing_quickly(&path, feedback_markdown(student).as_bytes())
             .map_err(|e| CohortError(format!("{}: cannot write the feedback: {e}", path.display())))?;
     }
     Ok(())

@@ -13,7 +13,6 @@
 
 pub mod answers;
 pub mod archive;
-pub mod atomic;
 pub mod cohort;
 pub mod exercise_checks;
 pub use answers_file::fill_answers;

@@ -120,7 +120,7 @@ pub fn run_exercise(exercise_dir: &Path, number: u32) -> Result<()> {
     let source = match &learner {
         Some(id) => format!("your variant (learner id `{id}`)"),
         None => {
-            eprintln!("note: these are the shared variant's questions, as there is {}", crate::submission::NO_LEARNER_ID);
+            eprintln!("note: these are the shared variant's questions, as there is {}", course_model::learner_id::NO_LEARNER_ID);
             "the shared variant".to_string()
         }
     };

@@ -71,7 +71,7 @@ pub fn for_learner(root: &Path, number: u32, exercises_dir: &Path) -> Result<(Qu
     let name = exercise.quizzes.first().ok_or_else(|| QuizError(format!("{MANIFEST_PATH}: exercise {number} names no quiz file")))?;
     let bank = QuestionBank::load(&[bank_dir(root)], std::slice::from_ref(name))?;
     let file = bank.file(name).ok_or_else(|| QuizError(format!("quiz file {name} was not loaded")))?;
-    let learner = crate::submission::current_learner_id(exercises_dir).map_err(QuizError)?;
+    let learner = course_model::learner_id::current_learner_id(exercises_dir).map_err(QuizError)?;
     Ok((variant_quiz(exercise, file, learner.as_deref())?, learner))
 }
 

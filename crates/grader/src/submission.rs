@@ -5,6 +5,7 @@
 //! A submission is found by its `exercise-N/` folders: the student's whole copy of the course
 //! or only its `exercises/` folder, as a folder, a `.zip` or a `.tar.gz` (see `crate::archive`).
 
+use course_model::learner_id::{id_matches_name, parse_learner_file, LEARNER_FILE};
 use crate::manifest::Manifest;
 use crate::problem::{Location, Problem, ProblemKind};
 use crate::progress::{Progress, PROGRESS_FILE};
@@ -247,105 +248,6 @@ impl Submission {
     }
 }
 
-/// The learner's id file, inside the exercises folder (so a submission of that folder carries
-/// it): one line, `id = "alice"`. Every per-learner variant is drawn from this id
-/// (`crate::variant`), so `course check` and `course grade` regenerate the same questions.
-pub const LEARNER_FILE: &str = "learner.toml";
-
-/// The environment variable that gives the id where no `learner.toml` exists yet (CI, scripts,
-/// a workshop machine set up in advance). `course` stores it on first use.
-pub const LEARNER_ID_ENV: &str = "COURSE_LEARNER_ID";
-
-/// Longest id accepted: a name or a student number, not an essay.
-const MAX_ID_CHARS: usize = 64;
-
-/// The id stored in `exercises_dir/learner.toml`, if that file holds a valid one.
-pub fn learner_id(exercises_dir: &Path) -> Option<String> {
-    read_learner_id(exercises_dir).ok().flatten()
-}
-
-/// The id stored in `exercises_dir/learner.toml`: `Ok(None)` when there is no such file, `Err`
-/// with a message naming the file and the fix when it cannot be read or is not valid.
-pub fn read_learner_id(exercises_dir: &Path) -> Result<Option<String>, String> {
-    let path = exercises_dir.join(LEARNER_FILE);
-    match std::fs::read_to_string(&path) {
-        Ok(text) => parse_learner_file(&text).map(Some).map_err(|e| format!("{}: {e}", path.display())),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(format!("{}: cannot read it ({e}); check its permissions", path.display())),
-    }
-}
-
-/// The id a learner's tools work with: the one stored in `exercises_dir/learner.toml`, else
-/// `COURSE_LEARNER_ID` (checked, not stored: `course` stores it). `Ok(None)` when neither says.
-pub fn current_learner_id(exercises_dir: &Path) -> Result<Option<String>, String> {
-    if let Some(id) = read_learner_id(exercises_dir)? {
-        return Ok(Some(id));
-    }
-    match std::env::var(LEARNER_ID_ENV) {
-        Ok(id) if !id.trim().is_empty() => check_learner_id(&id).map(Some).map_err(|e| format!("{LEARNER_ID_ENV}: {e}")),
-        _ => Ok(None),
-    }
-}
-
-/// What to tell a learner whose tools found no id.
-pub const NO_LEARNER_ID: &str = "no learner id yet: run `course id NAME` once (your name or student number, as your instructor asks; \
-     `course run` and `course check` also ask), or set COURSE_LEARNER_ID; it is stored in exercises/learner.toml";
-
-/// Store `id` (checked with [`check_learner_id`]) in `exercises_dir/learner.toml`, atomically.
-pub fn write_learner_id(exercises_dir: &Path, id: &str) -> Result<String, String> {
-    let id = check_learner_id(id)?;
-    let path = exercises_dir.join(LEARNER_FILE);
-    let text = format!(
-        "# Your learner id: `course` draws your own variant of the exercises from it, and the\n\
-         # instructor's `course grade` regenerates the same one. Change it with `course id NAME`.\n\
-         id = {}\n",
-        toml::Value::String(id.clone())
-    );
-    crate::atomic::write_atomically(&path, text.as_bytes()).map_err(|e| format!("{}: cannot write it ({e})", path.display()))?;
-    Ok(id)
-}
-
-/// The id a `learner.toml` holds, checked.
-pub fn parse_learner_file(text: &str) -> Result<String, String> {
-    #[derive(serde::Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct LearnerFile {
-        id: String,
-    }
-    let file: LearnerFile = toml::from_str(text).map_err(|e| format!("not a learner file ({}); it should hold one line, id = \"your-name\" (or run `course id NAME`)", e.message()))?;
-    check_learner_id(&file.id)
-}
-
-/// An id is trimmed; it must be 1 to 64 letters, digits, `-`, `_` or `.`, not starting with a
-/// dot, so that it can also name the learner's folder or archive in a cohort.
-pub fn check_learner_id(id: &str) -> Result<String, String> {
-    let id = id.trim();
-    if id.is_empty() {
-        return Err("the learner id is empty; use your name or student number, e.g. `course id alice`".to_string());
-    }
-    if id.chars().count() > MAX_ID_CHARS {
-        return Err(format!("the learner id is over {MAX_ID_CHARS} characters; use a short name or your student number"));
-    }
-    if let Some(bad) = id.chars().find(|c| !(c.is_alphanumeric() || matches!(c, '-' | '_' | '.'))) {
-        return Err(format!("the learner id {id:?} holds {bad:?}; use letters, digits, '-', '_' or '.' only (it also names your submission)"));
-    }
-    if id.starts_with('.') {
-        return Err(format!("the learner id {id:?} starts with a dot; start it with a letter or digit"));
-    }
-    Ok(id.to_string())
-}
-
-/// Whether a stored id matches the name of the folder or archive it was submitted as: the
-/// name without its archive extension (`alice.zip`, `alice.tar.gz`, `alice`), compared as the
-/// variant seed compares ids (trimmed, case-insensitive).
-pub fn id_matches_name(id: &str, submitted_as: &str) -> bool {
-    let stem = [".tar.gz", ".tgz", ".zip"]
-        .iter()
-        .find_map(|ext| submitted_as.len().checked_sub(ext.len()).filter(|&n| submitted_as[n..].eq_ignore_ascii_case(ext)).map(|n| &submitted_as[..n]))
-        .unwrap_or(submitted_as);
-    id.trim().to_lowercase() == stem.trim().to_lowercase()
-}
-
 pub(crate) fn too_large(shown: &str, cap: u64) -> Problem {
     Problem::new(
         ProblemKind::TooLarge,
@@ -572,23 +474,6 @@ mod tests {
         assert_eq!(p.kind, ProblemKind::NotUtf8);
         assert_eq!(p.location.as_ref().unwrap().line, Some(2));
         assert!(matches!(s.file("exercise-3/results/report.json"), FileState::Problem(p) if p.kind == ProblemKind::TooLarge));
-    }
-
-    #[test]
-    fn the_learner_id_is_written_read_back_and_checked() {
-        let dir = tempfile::tempdir().unwrap();
-        assert_eq!(read_learner_id(dir.path()), Ok(None));
-        assert_eq!(write_learner_id(dir.path(), "  alice-2 ").unwrap(), "alice-2");
-        assert_eq!(learner_id(dir.path()).as_deref(), Some("alice-2"));
-        let text = std::fs::read_to_string(dir.path().join(LEARNER_FILE)).unwrap();
-        assert!(text.contains("id = \"alice-2\""), "{text}");
-        for bad in ["", "   ", "../bob", "a b", ".hidden", &"x".repeat(65)] {
-            assert!(check_learner_id(bad).is_err(), "{bad:?} should be refused");
-        }
-        std::fs::write(dir.path().join(LEARNER_FILE), "name = \"alice\"\n").unwrap();
-        let err = read_learner_id(dir.path()).unwrap_err();
-        assert!(err.contains("learner.toml") && err.contains("course id"), "{err}");
-        assert_eq!(learner_id(dir.path()), None);
     }
 
     #[test]

@@ -6,7 +6,8 @@ mod support;
 
 use grader::quiz::{BankQuestion, QuestionKind, QuizFile};
 use grader::report::Outcome;
-use grader::submission::{Limits, Submission, LEARNER_FILE};
+use course_model::learner_id::LEARNER_FILE;
+use grader::submission::{Limits, Submission};
 use grader::{ExerciseReport, Grader};
 use std::collections::BTreeMap;
 

@@ -10,7 +10,7 @@ use grader::cohort::{grade_cohort, CohortOptions};
 use grader::exercise_checks::budget::IllustrativeStep;
 use grader::overrides::Overrides;
 use grader::report::{ExerciseReport, Outcome};
-use grader::submission::LEARNER_FILE;
+use course_model::learner_id::LEARNER_FILE;
 use std::collections::BTreeMap;
 use support::*;
 

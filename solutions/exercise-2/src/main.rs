@@ -35,6 +35,8 @@ use bench::stats::{Better, Comparison};
 use clap::Parser;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+
+use course_model::exercise::{self, ExerciseDir};
 use std::time::Duration;
 
 #[derive(Parser)]
@@ -99,9 +101,8 @@ struct Args {
     /// Hide the progress bars.
     #[arg(long)]
     no_progress: bool,
-    /// The exercise folder whose results/ receives the files [default: this exercise's folder].
-    #[arg(long, value_name = "DIR")]
-    exercise_dir: Option<PathBuf>,
+    #[command(flatten)]
+    dir: ExerciseDir,
 }
 
 /// The three comparisons of batch 16 against batch 8 at each rate: the metric (as `course bench
@@ -114,13 +115,7 @@ const COMPARED: [(&str, Better); 3] =
 const SCENARIOS: [&str; 2] = ["below", "above"];
 
 fn main() -> ExitCode {
-    match run(Args::parse()) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            ExitCode::FAILURE
-        }
-    }
+    exercise::main(|| run(Args::parse()))
 }
 
 fn run(args: Args) -> Result<()> {
@@ -135,7 +130,7 @@ fn run(args: Args) -> Result<()> {
             bail!("--rates takes two positive rates, the lower first (e.g. --rates 1.5,4.5); got {rates:?}");
         }
     }
-    let dir = args.exercise_dir.clone().unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
+    let dir = args.dir.or(env!("CARGO_MANIFEST_DIR"));
     let results = dir.join("results");
     let gpt2 = gpt2_program(args.gpt2.as_deref())?;
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the async runtime")?;

@@ -24,8 +24,9 @@ use gpt2::cli::ModelArgs;
 use gpt2::profile::{profile_forward, write_exports, ForwardProfile};
 use gpt2::MlpActivation;
 use profiler::{CudaTiming, SortBy, TableOptions};
-use std::path::PathBuf;
 use std::process::ExitCode;
+
+use course_model::exercise::{self, ExerciseDir};
 
 #[derive(Parser)]
 #[command(
@@ -57,23 +58,16 @@ struct Args {
     /// Rows printed (results/report.json holds every row).
     #[arg(long, default_value_t = 10)]
     row_limit: usize,
-    /// The exercise folder whose results/ receives the profile [default: this exercise's folder].
-    #[arg(long, value_name = "DIR")]
-    exercise_dir: Option<PathBuf>,
+    #[command(flatten)]
+    dir: ExerciseDir,
 }
 
 fn main() -> ExitCode {
-    match run(Args::parse()) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            ExitCode::FAILURE
-        }
-    }
+    exercise::main(|| run(Args::parse()))
 }
 
 fn run(args: Args) -> Result<()> {
-    let dir = args.exercise_dir.unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
+    let dir = args.dir.or(env!("CARGO_MANIFEST_DIR"));
     let results = dir.join("results");
     predict(&dir)?;
 

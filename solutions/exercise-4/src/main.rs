@@ -20,6 +20,8 @@ use profiler::{DeviceKind, Report};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use course_model::exercise::{self, ExerciseDir};
+
 // The one grouping of a profile's rows into its budget lines; and your illustrative step, drawn
 // from your learner id by the grader's own function (what `course check 4` grades you on).
 use bench::budget::from_report;
@@ -55,20 +57,12 @@ struct Args {
     /// Your profile [default: exercise-3/results/report.json next to this exercise].
     #[arg(long, value_name = "FILE")]
     profile: Option<PathBuf>,
-    /// This exercise's folder [default: this exercise's folder]; the profile is looked for in
-    /// ../exercise-3/results/ from it.
-    #[arg(long, value_name = "DIR")]
-    exercise_dir: Option<PathBuf>,
+    #[command(flatten)]
+    dir: ExerciseDir,
 }
 
 fn main() -> ExitCode {
-    match run(Args::parse()) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            ExitCode::FAILURE
-        }
-    }
+    exercise::main(|| run(Args::parse()))
 }
 
 fn bar(pct: f64) -> String {
@@ -97,9 +91,9 @@ fn illustrative(learner: &str, step: &IllustrativeStep) {
 /// Your learner id: exercises/learner.toml next to this exercise's folder, else COURSE_LEARNER_ID.
 fn learner_id(dir: &std::path::Path) -> Result<String> {
     let exercises = dir.join("..");
-    match grader::submission::current_learner_id(&exercises) {
+    match course_model::learner_id::current_learner_id(&exercises) {
         Ok(Some(id)) => Ok(id),
-        Ok(None) => bail!("{}", grader::submission::NO_LEARNER_ID),
+        Ok(None) => bail!("{}", course_model::learner_id::NO_LEARNER_ID),
         Err(e) => bail!("{e}"),
     }
 }
@@ -153,7 +147,7 @@ fn run(args: Args) -> Result<()> {
     if !(args.fraction > 0.0 && args.fraction <= 1.0) {
         bail!("--fraction is the part of the op your fix removes, above 0 and at most 1 (e.g. 0.67); got {}", args.fraction);
     }
-    let dir = args.exercise_dir.unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
+    let dir = args.dir.or(env!("CARGO_MANIFEST_DIR"));
     let learner = learner_id(&dir)?;
     let step = IllustrativeStep::for_learner(&learner);
     illustrative(&learner, &step);

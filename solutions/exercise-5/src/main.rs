@@ -27,8 +27,10 @@ use gpt2::model::BiasActivation;
 use gpt2::profile::{profile_forward, write_exports, ForwardProfile};
 use gpt2::{MlpActivation, Model};
 use profiler::{CudaTiming, SortBy, TableOptions};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
+
+use course_model::exercise::{self, ExerciseDir};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -80,19 +82,12 @@ struct Args {
     /// Seed of the prompts.
     #[arg(long, default_value_t = 5)]
     seed: u64,
-    /// The exercise folder whose results/ receives the files [default: this exercise's folder].
-    #[arg(long, value_name = "DIR")]
-    exercise_dir: Option<PathBuf>,
+    #[command(flatten)]
+    dir: ExerciseDir,
 }
 
 fn main() -> ExitCode {
-    match run(Args::parse()) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            ExitCode::FAILURE
-        }
-    }
+    exercise::main(|| run(Args::parse()))
 }
 
 /// A stage of the story: its op, where its profile goes, and how the page names it.
@@ -103,7 +98,7 @@ struct Stage {
 }
 
 fn run(args: Args) -> Result<()> {
-    let dir = args.exercise_dir.clone().unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
+    let dir = args.dir.or(env!("CARGO_MANIFEST_DIR"));
     let results = dir.join("results");
     std::fs::create_dir_all(&results).with_context(|| format!("cannot create {}", results.display()))?;
 

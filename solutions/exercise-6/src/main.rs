@@ -9,10 +9,9 @@
 //! Solution: the program is the exercise's; the answers are in this folder's answers.toml,
 //! which answers every question of the bank, so it passes whichever three an id draws.
 
-use grader::quiz_terminal;
-
 use clap::Parser;
-use std::path::{Path, PathBuf};
+use course_model::exercise::{self, ExerciseDir};
+use grader::quiz_terminal;
 use std::process::ExitCode;
 
 const NUMBER: u32 = 6;
@@ -30,24 +29,11 @@ const NUMBER: u32 = 6;
         to fill answers.toml by hand."
 )]
 struct Args {
-    /// The exercise folder whose answers.toml receives the answers; the course is two folders
-    /// above it [default: this exercise's folder].
-    #[arg(long, value_name = "DIR")]
-    exercise_dir: Option<PathBuf>,
+    #[command(flatten)]
+    dir: ExerciseDir,
 }
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    let dir = args.exercise_dir.unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
-    match run(&dir) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            ExitCode::FAILURE
-        }
-    }
-}
-
-fn run(dir: &Path) -> anyhow::Result<()> {
-    quiz_terminal::run_exercise(dir, NUMBER)
+    exercise::main(|| quiz_terminal::run_exercise(&args.dir.or(env!("CARGO_MANIFEST_DIR")), NUMBER))
 }

@@ -28,8 +28,10 @@ use bench::sweep::{self, Knee, Sweep};
 use grader::exercise_checks::traffic::{target_for, Verdict, TARGET_PER_LONE_TTFT};
 use grader::fill_answers as answers;
 use clap::Parser;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
+
+use course_model::exercise::{self, ExerciseDir};
 use std::time::Duration;
 
 #[derive(Parser)]
@@ -87,19 +89,12 @@ struct Args {
     /// Hide the progress bars.
     #[arg(long)]
     no_progress: bool,
-    /// The exercise folder whose results/ receives the files [default: this exercise's folder].
-    #[arg(long, value_name = "DIR")]
-    exercise_dir: Option<PathBuf>,
+    #[command(flatten)]
+    dir: ExerciseDir,
 }
 
 fn main() -> ExitCode {
-    match run(Args::parse()) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            ExitCode::FAILURE
-        }
-    }
+    exercise::main(|| run(Args::parse()))
 }
 
 const START_SERVER: &str = "start it first, in another terminal: cargo run -p gpt2 -- serve --max-batch-size 8 --port 8000 (or pass --base-url)";
@@ -172,7 +167,7 @@ fn run(args: Args) -> Result<()> {
     if let Some(t) = args.target_ms.filter(|t| !(t.is_finite() && *t > 0.0)) {
         bail!("--target-ms must be a positive number of milliseconds; got {t}");
     }
-    let dir = args.exercise_dir.clone().unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
+    let dir = args.dir.or(env!("CARGO_MANIFEST_DIR"));
     let results = dir.join("results");
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the async runtime")?;
     let model = match &args.served_model {

@@ -2,7 +2,7 @@
 
 use crate::commands::Course;
 use anyhow::{bail, Result};
-use grader::submission::{check_learner_id, read_learner_id, NO_LEARNER_ID};
+use course_model::learner_id::{check_learner_id, read_learner_id, NO_LEARNER_ID};
 
 /// `course id [NAME]`: show the stored id, or store a new one.
 pub fn id(course: &Course, name: Option<&str>) -> Result<std::process::ExitCode> {

@@ -51,7 +51,7 @@ pub fn reset(course: &Course, n: u32, yes: bool) -> Result<ExitCode> {
         }
     } else {
         let path = course.path(&exercise.dir).join("answers.toml");
-        grader::atomic::write_atomically(&path, exercise.answers_template.trim_start().as_bytes())
+        course_model::atomic::write_atomically(&path, exercise.answers_template.trim_start().as_bytes())
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
     let mut progress = course.progress()?;

@@ -10,7 +10,7 @@ use crate::key::{BudgetKey, MechanismKey};
 use crate::plan_rule::{self, Mechanism};
 use crate::problem::{Location, Problem, ProblemKind};
 use crate::report::QuestionResult;
-use crate::submission::LEARNER_FILE;
+use course_model::learner_id::LEARNER_FILE;
 use rand::Rng;
 
 /// The exercise whose variant this is (the seed mixes it with the id).

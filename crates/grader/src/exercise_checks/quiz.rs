@@ -27,7 +27,7 @@ pub fn check(ctx: &mut Ctx<'_>, key: &QuizKey) {
         None => ctx.report.notes.push(format!(
             "graded against the shared variant of exercise {}, as there is {}; then run the exercise again to be asked your own questions",
             ctx.info.number,
-            crate::submission::NO_LEARNER_ID
+            course_model::learner_id::NO_LEARNER_ID
         )),
     }
     let asked_ids: Vec<String> = asked.iter().map(|q| q.id.clone()).collect();

@@ -334,7 +334,7 @@ pub fn perfect_files_for(id: &str) -> BTreeMap<String, String> {
     let mut put = |k: &str, v: String| {
         f.insert(k.to_string(), v);
     };
-    put(grader::submission::LEARNER_FILE, learner_toml(id));
+    put(course_model::learner_id::LEARNER_FILE, learner_toml(id));
     put("exercise-1/answers.toml", PERFECT_EX1.into());
     put("exercise-2/answers.toml", PERFECT_EX2.into());
     put("exercise-2/results/bench.json", ex2_bench());

@@ -1,0 +1,199 @@
+//! Containing a child process: `course grade --run-tests` runs each learner's build and test
+//! binaries through [`contained`].
+//!
+//! **Isolation.** Build and tests run in their own process group, killed as a whole (SIGKILL)
+//! at the time limit. On Linux both start in a fresh network namespace (`unshare(2)` in the
+//! child before exec: CLONE_NEWNET as root, CLONE_NEWUSER|CLONE_NEWNET otherwise), which has no
+//! interface up, not even loopback; cargo runs `--offline`. The memory limit is RLIMIT_AS on
+//! each test binary (not on cargo and rustc, whose address space is much larger than what they
+//! use): it works for any user with no setup, where a cgroup needs root or a delegated cgroup
+//! tree; it bounds address space, not resident memory, so the limit must leave room for
+//! reservations (glibc's arenas are capped with MALLOC_ARENA_MAX=2 to keep them small).
+//!
+//! **Not isolated**, and said so in the output: the file system (the tests run as the user
+//! running `course grade` and can read and write what that user can), the shared build folder
+//! (a submission's tests could tamper with what later builds link), processes that leave the
+//! process group (setsid) outlive the time limit, and off Linux the network.
+
+use anyhow::{Context, Result};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How the children are kept off the network.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Network {
+    /// unshare(CLONE_NEWNET): needs CAP_SYS_ADMIN (root).
+    Namespace,
+    /// unshare(CLONE_NEWUSER | CLONE_NEWNET): any user, where the kernel allows user namespaces.
+    UserNamespace,
+    /// No isolation; the reason.
+    NotIsolated(String),
+}
+
+/// A test binary may write no file larger than this (its log included): RLIMIT_FSIZE.
+const TEST_FILE_BYTES: u64 = 256 << 20;
+
+/// How a contained child ended.
+pub struct Finished {
+    pub success: bool,
+    pub timed_out: bool,
+    pub signal: Option<i32>,
+}
+
+/// Run `command` in its own process group, in the sandbox's network isolation, with an
+/// optional RLIMIT_AS, stdout to `out` (and stderr to `err`, else to `out` as well); at
+/// `timeout` the whole group is killed.
+#[cfg(unix)]
+pub fn contained(command: &mut Command, out: &Path, err: Option<&Path>, network: &Network, memory: Option<u64>, timeout: Duration) -> Result<Finished> {
+    use std::os::unix::process::{CommandExt, ExitStatusExt};
+    let stdout = std::fs::File::create(out).with_context(|| format!("{}: cannot create", out.display()))?;
+    let stderr = match err {
+        Some(err) => std::fs::File::create(err).with_context(|| format!("{}: cannot create", err.display()))?,
+        None => stdout.try_clone().context("cannot share the log")?,
+    };
+    command.stdin(Stdio::null()).stdout(stdout).stderr(stderr).process_group(0);
+    isolate(command, network, memory);
+    let mut child = command.spawn().with_context(|| format!("cannot start {:?}", command.get_program()))?;
+    let pid = rustix::process::Pid::from_child(&child);
+    let deadline = Instant::now() + timeout;
+    let mut timed_out = false;
+    loop {
+        // Wait without reaping, so the group's id cannot be reused before it is killed.
+        use rustix::process::{WaitId, WaitIdOptions};
+        match rustix::process::waitid(WaitId::Pid(pid), WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT) {
+            Ok(None) => {}
+            // Exited, or cannot be waited for: either way, end it.
+            Ok(Some(_)) | Err(_) => break,
+        }
+        if Instant::now() >= deadline {
+            timed_out = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Whatever the tests left running goes with them.
+    let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+    let status = child.wait().context("cannot wait for the test process")?;
+    Ok(Finished { success: status.success() && !timed_out, timed_out, signal: if timed_out { None } else { status.signal() } })
+}
+
+#[cfg(not(unix))]
+pub fn contained(_: &mut Command, _: &Path, _: Option<&Path>, _: &Network, _: Option<u64>, _: Duration) -> Result<Finished> {
+    anyhow::bail!("--run-tests needs Linux or another Unix system")
+}
+
+/// Set the child's limits and namespaces between fork and exec. Everything the hook needs is
+/// prepared here: between fork and exec only system calls are safe (no allocation).
+#[cfg(unix)]
+fn isolate(command: &mut Command, network: &Network, memory: Option<u64>) {
+    use std::os::unix::process::CommandExt;
+    let mode = match network {
+        Network::Namespace => NetMode::Net,
+        Network::UserNamespace => NetMode::UserNet,
+        Network::NotIsolated(_) => NetMode::None,
+    };
+    let maps = UserMaps::current();
+    unsafe {
+        command.pre_exec(move || {
+            if let Some(bytes) = memory {
+                set_limit(Resource::As, bytes)?;
+                set_limit(Resource::Fsize, TEST_FILE_BYTES)?;
+                set_limit(Resource::Core, 0)?;
+            }
+            enter_network_namespace(mode, &maps)
+        });
+    }
+}
+
+#[cfg(unix)]
+use rustix::process::Resource;
+
+/// Soft and hard limit both, so the tests cannot raise it again.
+#[cfg(unix)]
+fn set_limit(resource: Resource, value: u64) -> std::io::Result<()> {
+    Ok(rustix::process::setrlimit(resource, rustix::process::Rlimit { current: Some(value), maximum: Some(value) })?)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum NetMode {
+    None,
+    Net,
+    UserNet,
+}
+
+/// `/proc/self/uid_map` and `gid_map` lines that map the user to itself in a new user
+/// namespace (so files it creates keep their owner), prepared before the fork.
+#[derive(Clone)]
+struct UserMaps {
+    uid: Vec<u8>,
+    gid: Vec<u8>,
+}
+
+impl UserMaps {
+    #[cfg(unix)]
+    fn current() -> UserMaps {
+        let (uid, gid) = (rustix::process::geteuid().as_raw(), rustix::process::getegid().as_raw());
+        UserMaps { uid: format!("{uid} {uid} 1\n").into_bytes(), gid: format!("{gid} {gid} 1\n").into_bytes() }
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn enter_network_namespace(mode: NetMode, maps: &UserMaps) -> std::io::Result<()> {
+    use rustix::thread::{unshare_unsafe, UnshareFlags};
+    // SAFETY: this runs in the child between fork and exec, with one thread; unsharing the
+    // network and user namespaces (not the file table, FILES) leaves every descriptor usable.
+    let unshare = |flags| unsafe { unshare_unsafe(flags) }.map_err(std::io::Error::from);
+    match mode {
+        NetMode::None => Ok(()),
+        NetMode::Net => unshare(UnshareFlags::NEWNET),
+        NetMode::UserNet => {
+            unshare(UnshareFlags::NEWUSER | UnshareFlags::NEWNET)?;
+            write_proc(c"/proc/self/setgroups", b"deny")?;
+            write_proc(c"/proc/self/uid_map", &maps.uid)?;
+            write_proc(c"/proc/self/gid_map", &maps.gid)
+        }
+    }
+}
+
+#[cfg(all(unix, not(target_os = "linux")))]
+fn enter_network_namespace(_: NetMode, _: &UserMaps) -> std::io::Result<()> {
+    Ok(())
+}
+
+/// Writes `bytes` to a `/proc` file in one `write(2)`, allocating nothing (it runs between fork
+/// and exec: `path` is a C string already).
+#[cfg(target_os = "linux")]
+fn write_proc(path: &std::ffi::CStr, bytes: &[u8]) -> std::io::Result<()> {
+    use rustix::fs::{Mode, OFlags};
+    let fd = rustix::fs::open(path, OFlags::WRONLY | OFlags::CLOEXEC, Mode::empty())?;
+    if rustix::io::write(&fd, bytes)? != bytes.len() {
+        return Err(std::io::Error::other(format!("{}: short write", path.to_string_lossy())));
+    }
+    Ok(())
+}
+
+/// Which network isolation works here: try a child in each mode (`course --version`).
+pub fn probe_network() -> Network {
+    if !cfg!(target_os = "linux") {
+        return Network::NotIsolated("only Linux has network namespaces".to_string());
+    }
+    let Ok(exe) = std::env::current_exe() else { return Network::NotIsolated("cannot find the course binary to try one".to_string()) };
+    let mut errors = Vec::new();
+    for (mode, network) in [(NetMode::Net, Network::Namespace), (NetMode::UserNet, Network::UserNamespace)] {
+        let mut command = Command::new(&exe);
+        command.arg("--version").stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+        #[cfg(unix)]
+        {
+            use std::os::unix::process::CommandExt;
+            let maps = UserMaps::current();
+            unsafe { command.pre_exec(move || enter_network_namespace(mode, &maps)) };
+        }
+        match command.status() {
+            Ok(status) if status.success() => return network,
+            Ok(status) => errors.push(format!("{mode:?}: the child exited with {status}")),
+            Err(e) => errors.push(format!("{}: {e}", if mode == NetMode::Net { "unshare(CLONE_NEWNET)" } else { "unshare(CLONE_NEWUSER|CLONE_NEWNET)" })),
+        }
+    }
+    Network::NotIsolated(format!("no network namespace could be made ({})", errors.join("; ")))
+}
