@@ -1,5 +1,5 @@
 //! The learner id: one line in `exercises/learner.toml`, `id = "alice"`. Every per-learner
-//! variant is drawn from it (the grader's `variant`), so `course check` and the instructor's `course
+//! variant is drawn from it (`crate::variant`), so `course check` and the instructor's `course
 //! grade` regenerate the same questions. This module reads, checks and writes it; `course`
 //! asks for it the first time (`course/src/learner.rs`).
 

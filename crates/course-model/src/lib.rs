@@ -3,6 +3,8 @@
 //!
 //! - [`learner_id`]: the learner's id, stored in `exercises/learner.toml`, from which every
 //!   per-learner variant is drawn;
+//! - [`variant`]: the per-learner random choices drawn from that id;
+//! - [`progress`]: the learner's progress file (hints, passes, solutions seen);
 //! - [`exercise`]: what every exercise's program shares (its `--exercise-dir` and its `main`);
 //! - [`atomic`]: file writes that a crash cannot leave half done.
 //!
@@ -11,3 +13,5 @@
 pub mod atomic;
 pub mod exercise;
 pub mod learner_id;
+pub mod progress;
+pub mod variant;

@@ -23,7 +23,6 @@ pub mod overrides;
 pub mod plan_rule;
 pub mod prediction;
 pub mod problem;
-pub mod progress;
 pub mod quiz;
 pub mod quiz_variant;
 pub mod question_types;
@@ -34,7 +33,6 @@ pub mod results;
 pub mod sources;
 pub mod submission;
 pub mod tree;
-pub mod variant;
 
 pub use grade::{Grader, SetupError};
 pub use manifest::{ExerciseInfo, Manifest};

@@ -8,7 +8,7 @@
 use course_model::learner_id::{id_matches_name, parse_learner_file, LEARNER_FILE};
 use crate::manifest::Manifest;
 use crate::problem::{Location, Problem, ProblemKind};
-use crate::progress::{Progress, PROGRESS_FILE};
+use course_model::progress::{Progress, PROGRESS_FILE};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 

@@ -51,7 +51,7 @@ proptest! {
         let _ = ProfileReport::parse(&text, "report.json");
         let _ = BenchReport::parse(&text, "bench.json");
         let _ = FusedCheck::parse(&text, "fused_check.json");
-        let _ = grader::progress::Progress::parse(&text);
+        let _ = course_model::progress::Progress::parse(&text);
         let _ = grader::overrides::Overrides::parse(&text, "overrides.toml");
     }
 

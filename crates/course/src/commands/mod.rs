@@ -14,7 +14,7 @@ use crate::cargo::Build;
 use crate::cli::{Cli, Command};
 use anyhow::{Context, Result};
 use grader::manifest::{ExerciseInfo, Manifest, MANIFEST_PATH};
-use grader::progress::{Progress, PROGRESS_FILE};
+use course_model::progress::{Progress, PROGRESS_FILE};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 

@@ -86,7 +86,7 @@ impl IllustrativeStep {
     /// the matmuls the largest line, as in a GPU decode step; every answer well apart from the
     /// worked example's.
     pub fn for_learner(learner_id: &str) -> IllustrativeStep {
-        let mut rng = crate::variant::rng(learner_id, EXERCISE);
+        let mut rng = course_model::variant::rng(learner_id, EXERCISE);
         let example = IllustrativeStep::example().answers();
         // A draw near the example is drawn again; the bound only makes the loop total (one in
         // three draws is near it, so 64 in a row do not happen).
@@ -100,7 +100,7 @@ impl IllustrativeStep {
         step
     }
 
-    fn draw(rng: &mut crate::variant::VariantRng) -> IllustrativeStep {
+    fn draw(rng: &mut course_model::variant::VariantRng) -> IllustrativeStep {
         let step: u32 = rng.random_range(30..=90);
         let (numerator, denominator) = FRACTIONS[rng.random_range(0..FRACTIONS.len())];
         // From 30 ms up, 8% to 30% of the step holds a multiple of every denominator (≤ 5).

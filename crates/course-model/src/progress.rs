@@ -65,7 +65,7 @@ impl Progress {
 
     pub fn save(&self, path: &Path) -> std::io::Result<()> {
         let text = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
-        course_model::atomic::write_atomically(path, (text + "\n").as_bytes())
+        crate::atomic::write_atomically(path, (text + "\n").as_bytes())
     }
 
     pub fn exercise(&self, number: u32) -> ExerciseProgress {
