@@ -5,6 +5,9 @@
 //!   per-learner variant is drawn;
 //! - [`variant`]: the per-learner random choices drawn from that id;
 //! - [`progress`]: the learner's progress file (hints, passes, solutions seen);
+//! - [`manifest`]: `exercises/info.toml`, the list of exercises and what each one is;
+//! - [`quiz`], [`quiz_variant`], [`quiz_terminal`]: the question bank, the questions a learner
+//!   is drawn, and asking them in the terminal (exercises 1 and 6);
 //! - [`exercise`]: what every exercise's program shares (its `--exercise-dir` and its `main`);
 //! - [`atomic`]: file writes that a crash cannot leave half done.
 //!
@@ -13,5 +16,10 @@
 pub mod atomic;
 pub mod exercise;
 pub mod learner_id;
+pub mod manifest;
 pub mod progress;
+pub mod quiz;
+pub mod quiz_terminal;
+pub mod quiz_variant;
+pub mod text;
 pub mod variant;

@@ -1,7 +1,7 @@
 //! Finding the course root: the folder holding exercises/info.toml.
 
 use anyhow::{bail, Result};
-use grader::manifest::MANIFEST_PATH;
+use course_model::manifest::MANIFEST_PATH;
 use std::path::{Path, PathBuf};
 
 pub fn find(explicit: Option<&Path>) -> Result<PathBuf> {

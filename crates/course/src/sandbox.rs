@@ -18,7 +18,7 @@ use crate::cargo::Build;
 use crate::containment::{contained, probe_network, Network};
 use anyhow::{bail, Context, Result};
 use grader::cohort::{Entry, StudentResult, TestOutcome, TestRun};
-use grader::manifest::ExerciseInfo;
+use course_model::manifest::ExerciseInfo;
 use grader::sources::exercise_sources;
 use grader::tree::Tree;
 use grader::submission::Limits as ReadLimits;

@@ -15,7 +15,7 @@ fn course_copy(dir: &Path) -> PathBuf {
     write(&root.join("crates/grader/key/key.toml"), &std::fs::read_to_string(repo().join("crates/grader/key/key.toml")).unwrap());
     for name in ["routing.toml", "check-yourself.toml"] {
         let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/quizzes").join(name)).unwrap();
-        write(&root.join(grader::quiz::BANK_DIR).join(name), &text);
+        write(&root.join(course_model::quiz::BANK_DIR).join(name), &text);
     }
     write(&root.join("Cargo.toml"), "[workspace]\nresolver = \"2\"\nmembers = [\"exercises/exercise-1\", \"exercises/exercise-2\"]\n");
     write(&root.join("exercises/exercise-1/Cargo.toml"), "[package]\nname = \"exercise-1\"\nversion = \"0.1.0\"\nedition = \"2021\"\n");

@@ -2,7 +2,8 @@
 //! so that a wrong type is reported at its line and column and never stops the other answers
 //! from being graded.
 
-use crate::problem::{line_column, Location, Problem, ProblemKind};
+use course_model::text::line_column;
+use crate::problem::{Location, Problem, ProblemKind};
 use std::collections::BTreeMap;
 use toml::de::{DeTable, DeValue};
 

@@ -4,7 +4,7 @@
 //! tool that did extract the archive would be led astray. Sizes are capped while the archive is
 //! read, which defeats archive bombs (huge expansion, or a flood of entries).
 
-use crate::manifest::normalize_relative;
+use course_model::manifest::normalize_relative;
 use crate::tree::Tree;
 use crate::problem::{Location, Problem, ProblemKind};
 use crate::submission::{choose_base, human_bytes, no_exercises, skipped_folder, Limits, Submission, Wanted};

@@ -4,9 +4,9 @@
 use crate::answers::Answers;
 use crate::exercise_checks::{self, Ctx};
 use crate::key::{ExerciseKey, Key, DEFAULT_KEY_DIR};
-use crate::manifest::{CheckKind, Manifest, MANIFEST_PATH};
+use course_model::manifest::{CheckKind, Manifest, MANIFEST_PATH};
 use crate::problem::{Location, Problem, ProblemKind};
-use crate::quiz::QuestionBank;
+use course_model::quiz::QuestionBank;
 use crate::report::ExerciseReport;
 use crate::submission::{FileState, Limits, Submission, Wanted};
 use std::path::Path;
@@ -54,7 +54,7 @@ impl Grader {
                 }
             }
             // The fixed questions exist and the pool is large enough for the draw.
-            crate::quiz_variant::asked(exercise, quiz, None).map_err(|e| SetupError(e.0))?;
+            course_model::quiz_variant::asked(exercise, quiz, None).map_err(|e| SetupError(e.0))?;
         }
         let wanted = Wanted::from_manifest(&manifest);
         Ok(Grader { manifest, bank, key, limits: Limits::default(), wanted })
@@ -147,7 +147,7 @@ mod tests {
             .exercises
             .iter()
             .flat_map(|e| e.quizzes.clone())
-            .filter(|q| !crate::quiz::bank_dir(&root).join(q).is_file())
+            .filter(|q| !course_model::quiz::bank_dir(&root).join(q).is_file())
             .collect();
         if !missing.is_empty() {
             eprintln!("skipped: bank quiz files not written yet: {missing:?}");

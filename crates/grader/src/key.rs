@@ -4,8 +4,8 @@
 //! same name (`crates/grader/bank/`: question variants learners have not seen).
 
 use crate::question_types::rubric::Rubric;
-use crate::manifest::{CheckKind, Manifest};
-use crate::problem::line_column;
+use course_model::manifest::{CheckKind, Manifest};
+use course_model::text::line_column;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -207,7 +207,7 @@ impl Key {
 
     /// Quiz folders to search, the key's own first.
     pub fn quiz_dirs(&self, root: &Path) -> Vec<PathBuf> {
-        vec![self.dir.join("quizzes"), crate::quiz::bank_dir(root)]
+        vec![self.dir.join("quizzes"), course_model::quiz::bank_dir(root)]
     }
 }
 
@@ -236,7 +236,7 @@ mod tests {
     #[test]
     fn the_default_key_matches_the_manifest() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-        let manifest = Manifest::load(&root.join(crate::manifest::MANIFEST_PATH)).unwrap();
+        let manifest = Manifest::load(&root.join(course_model::manifest::MANIFEST_PATH)).unwrap();
         let key = Key::load(&root.join(DEFAULT_KEY_DIR), &manifest).unwrap_or_else(|e| panic!("{e}"));
         for exercise in &manifest.exercises {
             assert!(key.exercise(exercise.number).is_some());
@@ -265,7 +265,7 @@ mod tests {
     #[test]
     fn thresholds_that_contradict_themselves_are_refused_with_the_section() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-        let manifest = Manifest::load(&root.join(crate::manifest::MANIFEST_PATH)).unwrap();
+        let manifest = Manifest::load(&root.join(course_model::manifest::MANIFEST_PATH)).unwrap();
         let bad = DEFAULT_KEY_TOML.replace("not_memory_below_pct = 25.0", "not_memory_below_pct = 75.0");
         let err = Key::parse(&bad, "key.toml", &manifest).unwrap_err().0;
         assert!(err.starts_with("key.toml: [exercise-3.mechanism]: not_memory_below_pct (75) is above memory_above_pct (50)"), "{err}");

@@ -1,9 +1,10 @@
 //! Grades the course's exercises: the learner's `answers.toml` and their own measured results
 //! (`results/*.json`) against the graded question bank (`crates/grader/bank`, mdbook-quiz files
-//! the book never renders; each learner is asked a draw made from their id, `variant`) and the
+//! the book never renders; each learner is asked a draw made from their id, `course_model::variant`) and the
 //! answer key, into reports for the terminal, Markdown and JSON; and whole workshop cohorts into
 //! a gradebook. The grader reads files only: re-running a submission's tests is `course grade
-//! --run-tests`, in a sandbox of the `course` crate.
+//! --run-tests`, in a sandbox of the `course` crate. What the course is (its manifest, question
+//! bank, learner id and variants) is `course_model`'s; this crate checks against it.
 //!
 //! ```text
 //! exercises/info.toml ─┐
@@ -18,15 +19,11 @@ pub mod exercise_checks;
 pub use answers_file::fill_answers;
 pub mod grade;
 pub mod key;
-pub mod manifest;
 pub mod overrides;
 pub mod plan_rule;
 pub mod prediction;
 pub mod problem;
-pub mod quiz;
-pub mod quiz_variant;
 pub mod question_types;
-pub mod quiz_terminal;
 pub mod render;
 pub mod report;
 pub mod results;
@@ -35,7 +32,7 @@ pub mod submission;
 pub mod tree;
 
 pub use grade::{Grader, SetupError};
-pub use manifest::{ExerciseInfo, Manifest};
+pub use course_model::manifest::{ExerciseInfo, Manifest};
 pub use problem::{Problem, ProblemKind};
 pub use report::{ExerciseReport, Outcome, QuestionResult};
 pub use submission::{Limits, Submission};

@@ -11,7 +11,7 @@
 //! reason = "Right idea in other words"
 //! ```
 
-use crate::problem::line_column;
+use course_model::text::line_column;
 use crate::report::{ExerciseReport, OverrideNote};
 use serde::Deserialize;
 use std::path::Path;

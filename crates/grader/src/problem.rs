@@ -4,6 +4,7 @@
 //! in the report with the file, line and column where there is one, and turned into a flag in
 //! the gradebook.
 
+use course_model::text::line_column;
 use serde::Serialize;
 use std::fmt;
 
@@ -92,19 +93,6 @@ impl fmt::Display for Location {
         }
         Ok(())
     }
-}
-
-/// 1-based line and column (in characters) of byte `offset` in `text`.
-pub fn line_column(text: &str, offset: usize) -> (usize, usize) {
-    let mut offset = offset.min(text.len());
-    while !text.is_char_boundary(offset) {
-        offset -= 1;
-    }
-    let before = &text[..offset];
-    let line = before.matches('\n').count() + 1;
-    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-    let column = before[line_start..].chars().count() + 1;
-    (line, column)
 }
 
 /// One recorded problem: what, where, and what to do next.

@@ -6,7 +6,7 @@
 //! or only its `exercises/` folder, as a folder, a `.zip` or a `.tar.gz` (see `crate::archive`).
 
 use course_model::learner_id::{id_matches_name, parse_learner_file, LEARNER_FILE};
-use crate::manifest::Manifest;
+use course_model::manifest::Manifest;
 use crate::problem::{Location, Problem, ProblemKind};
 use course_model::progress::{Progress, PROGRESS_FILE};
 use std::collections::{BTreeMap, BTreeSet};
@@ -412,7 +412,7 @@ fn link_stays_inside(link: &Path, jail: &Path) -> bool {
             Ok(target) => {
                 let parent = link.parent().unwrap_or(Path::new(""));
                 let rel = parent.strip_prefix(jail).map(PathBuf::from).unwrap_or_default();
-                crate::manifest::normalize_relative(&rel.join(target).to_string_lossy()).is_some()
+                course_model::manifest::normalize_relative(&rel.join(target).to_string_lossy()).is_some()
             }
             Err(_) => false,
         },

@@ -4,8 +4,8 @@
 mod support;
 
 use grader::key::Key;
-use grader::manifest::Manifest;
-use grader::quiz::QuestionBank;
+use course_model::manifest::Manifest;
+use course_model::quiz::QuestionBank;
 use grader::submission::Submission;
 use grader::Grader;
 
@@ -13,7 +13,7 @@ use grader::Grader;
 fn a_variant_key_and_quiz_change_the_grades() {
     let dir = tempfile::tempdir().unwrap();
     let root = support::repo_root();
-    let manifest = Manifest::load(&root.join(grader::manifest::MANIFEST_PATH)).unwrap();
+    let manifest = Manifest::load(&root.join(course_model::manifest::MANIFEST_PATH)).unwrap();
     // The variant: exercise 1's scenarios with every answer flipped, and a stricter pass mark
     // for exercise 4.
     let quiz = std::fs::read_to_string(support::fixture_quiz_dir().join("routing.toml")).unwrap();
@@ -42,7 +42,7 @@ fn a_variant_key_and_quiz_change_the_grades() {
 #[test]
 fn a_key_missing_a_section_is_refused_with_its_name() {
     let root = support::repo_root();
-    let manifest = Manifest::load(&root.join(grader::manifest::MANIFEST_PATH)).unwrap();
+    let manifest = Manifest::load(&root.join(course_model::manifest::MANIFEST_PATH)).unwrap();
     let err = Key::parse("[exercise-1]\npass_mark = 0.8\n", "key.toml", &manifest).unwrap_err();
     assert!(err.0.contains("[exercise-2]"), "{}", err.0);
     let err = Key::parse("[exercise-1]\npass_mark = 'high'\n", "key.toml", &manifest).unwrap_err();

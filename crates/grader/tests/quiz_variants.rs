@@ -4,7 +4,7 @@
 
 mod support;
 
-use grader::quiz::{BankQuestion, QuestionKind, QuizFile};
+use course_model::quiz::{BankQuestion, QuestionKind, QuizFile};
 use grader::report::Outcome;
 use course_model::learner_id::LEARNER_FILE;
 use grader::submission::{Limits, Submission};
@@ -50,7 +50,7 @@ fn bank_file<'a>(grader: &'a Grader, number: u32) -> &'a QuizFile {
 }
 
 fn variant(grader: &Grader, number: u32, learner: &str) -> Vec<BankQuestion> {
-    grader::quiz_variant::asked(grader.manifest.exercise(number).unwrap(), bank_file(grader, number), Some(learner)).unwrap()
+    course_model::quiz_variant::asked(grader.manifest.exercise(number).unwrap(), bank_file(grader, number), Some(learner)).unwrap()
 }
 
 fn ids(asked: &[BankQuestion]) -> Vec<String> {
@@ -149,7 +149,7 @@ fn the_practice_quiz_answers_do_not_grade_the_exam() {
     let root = support::repo_root();
     // The right answer of every practice question the book shows for these chapters.
     let practice = |name: &str| -> (String, QuizFile) {
-        let path = grader::quiz::book_quiz_dir(&root).join(name);
+        let path = course_model::quiz::book_quiz_dir(&root).join(name);
         let quiz = QuizFile::parse(&std::fs::read_to_string(&path).unwrap(), name, name).unwrap();
         let mut out = String::from("[quiz]\n");
         for q in &quiz.questions {

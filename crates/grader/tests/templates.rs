@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use grader::answers::Answers;
-use grader::manifest::{Manifest, MANIFEST_PATH};
+use course_model::manifest::{Manifest, MANIFEST_PATH};
 
 fn manifest() -> Manifest {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(MANIFEST_PATH);

@@ -12,7 +12,7 @@
 
 use clap::Parser;
 use course_model::exercise::{self, ExerciseDir};
-use grader::quiz_terminal;
+use course_model::quiz_terminal;
 use std::process::ExitCode;
 
 const NUMBER: u32 = 1;

@@ -13,7 +13,7 @@ mod watch;
 use crate::cargo::Build;
 use crate::cli::{Cli, Command};
 use anyhow::{Context, Result};
-use grader::manifest::{ExerciseInfo, Manifest, MANIFEST_PATH};
+use course_model::manifest::{ExerciseInfo, Manifest, MANIFEST_PATH};
 use course_model::progress::{Progress, PROGRESS_FILE};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

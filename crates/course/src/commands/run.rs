@@ -10,7 +10,7 @@
 use super::Course;
 use crate::cargo::Build;
 use anyhow::{Context, Result};
-use grader::manifest::ExerciseInfo;
+use course_model::manifest::ExerciseInfo;
 use grader::prediction::{self, Form, Outcome};
 use grader::results::profile_report::ProfileReport;
 use std::io::IsTerminal;

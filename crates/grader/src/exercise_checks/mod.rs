@@ -14,9 +14,9 @@ pub mod traffic;
 
 use crate::answers::{Answers, Field};
 use crate::question_types::number::{show, within};
-use crate::manifest::ExerciseInfo;
+use course_model::manifest::ExerciseInfo;
 use crate::problem::{Location, Problem, ProblemKind};
-use crate::quiz::QuestionBank;
+use course_model::quiz::QuestionBank;
 use crate::report::{ExerciseReport, QuestionResult};
 use crate::results::bench_report::BenchReport;
 use crate::results::budget_lines::BudgetLines;

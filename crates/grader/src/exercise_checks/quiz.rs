@@ -1,13 +1,13 @@
 //! Quiz exercises (1 and 6): the answers under `[quiz]`, by question id, graded against the
-//! learner's own variant of the quiz (`crate::quiz_variant`: the questions drawn for their id
+//! learner's own variant of the quiz (`course_model::quiz_variant`: the questions drawn for their id
 //! from the graded bank, `crates/grader/bank/`).
 
 use super::{Ctx, Got, NOT_ANSWERED};
 use crate::answers::NodeValue;
 use crate::key::QuizKey;
 use crate::question_types::{choice, short_answer};
-use crate::quiz::QuestionKind;
-use crate::quiz_variant;
+use course_model::quiz::QuestionKind;
+use course_model::quiz_variant;
 use crate::report::{Outcome, QuestionResult};
 
 pub fn check(ctx: &mut Ctx<'_>, key: &QuizKey) {

@@ -1,7 +1,7 @@
 //! Multiple choice: exact, single or multi-select. The learner writes the option's text.
 
 use super::normalize;
-use crate::quiz::{BankQuestion, QuestionKind};
+use course_model::quiz::{BankQuestion, QuestionKind};
 use crate::report::QuestionResult;
 
 /// Grade the options a learner chose; `chosen` is never empty (empty is "unanswered").

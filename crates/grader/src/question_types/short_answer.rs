@@ -2,7 +2,7 @@
 //! its alternatives), then, when the key has a rubric for the question, partial credit by ideas.
 
 use super::rubric::Rubric;
-use crate::quiz::{BankQuestion, QuestionKind};
+use course_model::quiz::{BankQuestion, QuestionKind};
 use crate::report::QuestionResult;
 
 pub fn grade(question: &BankQuestion, answer: &str, rubric: Option<&Rubric>, result: QuestionResult) -> QuestionResult {

@@ -4,8 +4,8 @@
 #![allow(dead_code)]
 
 use grader::key::Key;
-use grader::manifest::{Manifest, MANIFEST_PATH};
-use grader::quiz::QuestionBank;
+use course_model::manifest::{Manifest, MANIFEST_PATH};
+use course_model::quiz::QuestionBank;
 use grader::Grader;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

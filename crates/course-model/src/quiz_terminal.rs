@@ -4,7 +4,7 @@
 //! terminal it explains how to fill `answers.toml` by hand instead.
 
 use anyhow::{bail, Context, Result};
-use crate::fill_answers::{self, Answer};
+use answers_file::fill_answers::{self, Answer};
 use crate::quiz::{BankQuestion, QuestionKind, QuizFile};
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
@@ -120,7 +120,7 @@ pub fn run_exercise(exercise_dir: &Path, number: u32) -> Result<()> {
     let source = match &learner {
         Some(id) => format!("your variant (learner id `{id}`)"),
         None => {
-            eprintln!("note: these are the shared variant's questions, as there is {}", course_model::learner_id::NO_LEARNER_ID);
+            eprintln!("note: these are the shared variant's questions, as there is {}", crate::learner_id::NO_LEARNER_ID);
             "the shared variant".to_string()
         }
     };

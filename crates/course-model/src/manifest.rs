@@ -3,7 +3,7 @@
 //! `course` (list, run, check, hint, reset, solution), the grader and the cohort gradebook all
 //! read it; nothing else lists the exercises. The format is documented at the top of the file.
 
-use crate::problem::line_column;
+use crate::text::line_column;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::Path;

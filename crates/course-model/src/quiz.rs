@@ -4,7 +4,7 @@
 //! which exercises 1 and 6 draw each learner's questions (`crate::quiz_variant`). The grader
 //! refers to a question by file name and id.
 
-use crate::problem::line_column;
+use crate::text::line_column;
 use mdbook_quiz_schema::{MultipleChoiceAnswerFormat, Question, Quiz};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

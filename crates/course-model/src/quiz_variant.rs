@@ -1,7 +1,7 @@
 //! The questions one learner is asked in a quiz exercise (1 and 6), and the order of their
 //! options: `draw` questions from the quiz file's pool (every question the manifest's
 //! `questions` does not name), then the `questions` everyone is asked. The draw and the option
-//! order come from `course_model::variant::rng(learner, exercise)`, so the exercise's program that
+//! order come from `crate::variant::rng(learner, exercise)`, so the exercise's program that
 //! asks the questions, `course check` and `course grade` all regenerate the same variant.
 //!
 //! The shuffles are written here (Fisher–Yates over ChaCha8's raw 64-bit output) rather than
@@ -11,7 +11,7 @@
 use crate::manifest::{ExerciseInfo, Manifest, MANIFEST_PATH};
 use crate::quiz::{bank_dir, BankQuestion, QuestionBank, QuestionKind, QuizError, QuizFile};
 use std::path::Path;
-use course_model::variant::{self, VariantRng};
+use crate::variant::{self, VariantRng};
 use rand::RngCore;
 
 /// The id a learner without one is asked and graded as: one shared variant, which the
@@ -71,7 +71,7 @@ pub fn for_learner(root: &Path, number: u32, exercises_dir: &Path) -> Result<(Qu
     let name = exercise.quizzes.first().ok_or_else(|| QuizError(format!("{MANIFEST_PATH}: exercise {number} names no quiz file")))?;
     let bank = QuestionBank::load(&[bank_dir(root)], std::slice::from_ref(name))?;
     let file = bank.file(name).ok_or_else(|| QuizError(format!("quiz file {name} was not loaded")))?;
-    let learner = course_model::learner_id::current_learner_id(exercises_dir).map_err(QuizError)?;
+    let learner = crate::learner_id::current_learner_id(exercises_dir).map_err(QuizError)?;
     Ok((variant_quiz(exercise, file, learner.as_deref())?, learner))
 }
 
