@@ -9,7 +9,7 @@
 #   3. the real-client check: the official `openai` Python package against `gpt2 serve`;
 #   4. the exercises: each untouched exercise fails `course check`, each solution passes it;
 #   5. the CUDA code compiles (no GPU needed: nvcc and the CUDA headers come from PyPI);
-#   6. the gpt2, profiler, bench and grader tests on aarch64 (Apple Silicon's kind of CPU),
+#   6. the gpt2, profiler, bench, course-model and grader tests on aarch64 (Apple Silicon's kind of CPU),
 #      cross-compiled and run under qemu-user.
 # Before the build it checks that each package's own build (`cargo run -p exercise-3`...) would
 # compile its dependencies as the workspace's build does, here, on a Mac and on Windows
@@ -62,7 +62,7 @@ scripts/check-exercises.sh
 step "CUDA code compiles (cargo check --features cuda with PyPI's nvcc)"
 scripts/check-cuda.sh
 
-step "aarch64: gpt2, profiler, bench and grader tests cross-compiled and run under qemu-user"
+step "aarch64: gpt2, profiler, bench, course-model and grader tests cross-compiled and run under qemu-user"
 scripts/test-aarch64.sh
 
 step "all test suites passed"
