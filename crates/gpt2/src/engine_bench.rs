@@ -1,6 +1,5 @@
-//! `gpt2 bench`: the engine's speed on the
-//! shapes that matter, in a JSON that compares by name with `scripts/torch-reference.py`
-//! (PyTorch eager on the same machine).
+//! `gpt2 bench`: the engine's speed on the shapes that matter, in a JSON that compares by name
+//! with `scripts/torch-reference.py` (PyTorch eager on the same machine).
 //!
 //! Each case is warmed up, then timed over repeats; the report gives median, min and max.
 //! Times are host wall clock around work that has finished (the device is synchronised

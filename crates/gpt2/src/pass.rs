@@ -40,6 +40,11 @@ impl<'a> Segment<'a> {
         }
         Ok(ids.iter().zip(caches).map(|(ids, cache)| Segment { ids, cache, logits }).collect())
     }
+
+    /// A decode step: one new token, attended with the other decode steps ([`Group::Decode`]).
+    fn decodes(&self) -> bool {
+        self.ids.len() == 1
+    }
 }
 
 /// A pass's segments, where their rows sit and their masks.
@@ -107,7 +112,7 @@ impl<'s, 'a> Pass<'s, 'a> {
     /// other segment's rows, and returns that group's output rows; they are put back in the
     /// pass's order.
     pub(crate) fn attend(&mut self, layer: usize, qkv: &Tensor, mut attend: impl FnMut(&Tensor, Group<'_>) -> Result<Tensor>) -> Result<Tensor> {
-        let decoding: Vec<usize> = (0..self.segments.len()).filter(|&s| self.segments[s].ids.len() == 1).collect();
+        let decoding: Vec<usize> = (0..self.segments.len()).filter(|&s| self.segments[s].decodes()).collect();
         let mut outputs: Vec<Option<Tensor>> = vec![None; self.segments.len()];
         if !decoding.is_empty() {
             let rows = if decoding.len() == self.segments.len() {
@@ -116,14 +121,14 @@ impl<'s, 'a> Pass<'s, 'a> {
                 let rows: Vec<u32> = decoding.iter().map(|&s| self.starts[s] as u32).collect();
                 qkv.index_select(&Tensor::new(rows, qkv.device())?, 0)?
             };
-            let caches = self.segments.iter_mut().filter(|s| s.ids.len() == 1).map(|s| &mut s.cache.layers[layer]).collect();
+            let caches = self.segments.iter_mut().filter(|s| s.decodes()).map(|s| &mut s.cache.layers[layer]).collect();
             let y = attend(&rows, Group::Decode(caches))?;
             for (i, &s) in decoding.iter().enumerate() {
                 outputs[s] = Some(y.narrow(0, i, 1)?);
             }
         }
         for (s, segment) in self.segments.iter_mut().enumerate() {
-            if outputs[s].is_none() {
+            if !segment.decodes() {
                 let rows = qkv.narrow(0, self.starts[s], segment.ids.len())?;
                 outputs[s] = Some(attend(&rows, Group::Chunk(&mut segment.cache.layers[layer], self.masks[s].as_ref()))?);
             }
