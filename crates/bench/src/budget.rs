@@ -1,10 +1,11 @@
 //! `course bench budget`: a profile read as a budget, drawn as a bar chart.
 //!
 //! The book's chapter "Reading a profile as a budget" splits one step into four lines:
-//! matmuls, attention, activations and element-wise ops, and everything else. This module is
-//! the one place that says which profiler op goes on which line ([`line_of`]), holds the
-//! chapter's illustrative (not measured) 40 ms step ([`ILLUSTRATIVE`]), groups a real
-//! `report.json` the same way ([`from_report`]) and draws both side by side ([`write_svg`]).
+//! matmuls, attention, activations and element-wise ops, and everything else. Which op is on
+//! which line is not this module's to say: every row of a `report.json` carries its line (the
+//! op declared it, `profiler::Line`). This module holds the chapter's illustrative (not
+//! measured) 40 ms step ([`ILLUSTRATIVE`]), groups a real report by its rows' lines
+//! ([`from_report`]) and draws both side by side ([`write_svg`]).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -18,38 +19,16 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use profiler::{DeviceKind, Report, View};
 use serde::Serialize;
 
-/// One line of the budget.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Line {
-    Matmuls,
-    Attention,
-    Activations,
-    Other,
-}
+/// One line of the budget: the profiler's own, which every report row carries (`line`).
+pub use profiler::Line;
 
-impl Line {
-    /// In the order the chapter's table lists them.
-    pub const ALL: [Line; 4] = [Line::Matmuls, Line::Attention, Line::Activations, Line::Other];
-
-    /// The name the chapter's table uses.
-    pub fn name(self) -> &'static str {
-        match self {
-            Line::Matmuls => "matmuls",
-            Line::Attention => "attention",
-            Line::Activations => "activations and elementwise",
-            Line::Other => "everything else",
-        }
-    }
-
-    fn color(self) -> RGBColor {
-        match self {
-            Line::Matmuls => RGBColor(31, 119, 180),
-            Line::Attention => RGBColor(44, 160, 44),
-            // The chapter's flag: the line that does little math for its time.
-            Line::Activations => RGBColor(214, 39, 40),
-            Line::Other => RGBColor(127, 127, 127),
-        }
+fn color(line: Line) -> RGBColor {
+    match line {
+        Line::Matmuls => RGBColor(31, 119, 180),
+        Line::Attention => RGBColor(44, 160, 44),
+        // The chapter's flag: the line that does little math for its time.
+        Line::Activations => RGBColor(214, 39, 40),
+        Line::Other => RGBColor(127, 127, 127),
     }
 }
 
@@ -60,23 +39,6 @@ pub const ILLUSTRATIVE: [(Line, f64); 4] =
 /// One line of [`ILLUSTRATIVE`], in ms.
 pub fn illustrative_ms(line: Line) -> f64 {
     ILLUSTRATIVE.iter().find(|(l, _)| *l == line).map_or(0.0, |(_, ms)| *ms)
-}
-
-/// The budget line a profiler row belongs to, by its op name.
-///
-/// The names are the scopes the `gpt2` crate opens (`matmul`, `lm_head`, `attn_qk`, …). Any
-/// op with `gelu` in its name is an activation, so a learner's own fused kernel (exercise 5)
-/// lands on the activations line whatever it is called. Module rows (`block`, `attn`, `mlp`),
-/// the embedding lookup and the profiler's step row are "everything else".
-pub fn line_of(op: &str) -> Line {
-    let op = op.to_ascii_lowercase();
-    match op.as_str() {
-        "matmul" | "lm_head" | "linear" => Line::Matmuls,
-        "attn_qk" | "softmax" | "attn_v" | "attn_decode" | "mask" | "mask_build" | "mask_apply" | "split_heads" | "merge_heads" | "kv_cache" => Line::Attention,
-        "bias_add" | "bias_residual_add" | "residual_add" | "layer_norm" => Line::Activations,
-        _ if op.contains("gelu") => Line::Activations,
-        _ => Line::Other,
-    }
 }
 
 /// One bar: a line's time per step, its share, and the ops that were summed into it.
@@ -135,7 +97,7 @@ pub fn from_report(report: &Report, title: &str) -> Result<Budget> {
         if self_us <= 0.0 {
             continue;
         }
-        let entry = &mut lines[line_of(&row.name) as usize];
+        let entry = &mut lines[row.line as usize];
         entry.1 += self_us / 1000.0 / steps;
         entry.2.insert(row.name.clone());
     }
@@ -241,7 +203,7 @@ fn draw_panel<'a>(area: &Panel<'a>, budget: &Budget) -> Result<(), Box<dyn std::
     chart.draw_series(budget.lines.iter().enumerate().map(|(i, l)| {
         let mut bar = Rectangle::new(
             [(0.0, SegmentValue::Exact(row(i))), (l.share_pct, SegmentValue::Exact(row(i) + 1))],
-            l.line.color().filled(),
+            color(l.line).filled(),
         );
         bar.set_margin(8, 8, 0, 0);
         bar

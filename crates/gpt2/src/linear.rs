@@ -23,7 +23,7 @@ use candle_nn::VarBuilder;
 use crate::cpu::packed_matmul::PackedWeight;
 use crate::cpu::KernelPath;
 use crate::error::Result;
-use crate::ops::{self, label};
+use crate::ops::{self, label, list};
 use crate::work_counts as work;
 
 /// How a weight of logical shape (in, out) is held in memory.
@@ -75,7 +75,7 @@ pub struct Linear {
     weight: Weight,
     bias: Option<Tensor>,
     /// The profiler row its product is counted under.
-    op_name: &'static str,
+    op: profiler::OpName,
     /// The model's kernel path: the packed weight's, and its bias ops'.
     path: KernelPath,
 }
@@ -96,7 +96,7 @@ impl Linear {
             // wte is already (out, in): on CUDA too, where cuBLAS takes the transposed view.
             Layout::InOut | Layout::OutIn => Weight::OutIn(wte),
         };
-        Ok(Self { weight, bias: None, op_name: "lm_head", path })
+        Ok(Self { weight, bias: None, op: list::LM_HEAD, path })
     }
 
     /// `in_out` is the (in, out) weight; it is copied into `layout` once (packed for `path`).
@@ -106,7 +106,7 @@ impl Linear {
             Layout::OutIn => Weight::OutIn(in_out.t()?.contiguous()?),
             Layout::Packed => Weight::Packed(PackedWeight::pack(&in_out.t()?, path)?),
         };
-        Ok(Self { weight, bias, op_name: "matmul", path })
+        Ok(Self { weight, bias, op: list::MATMUL, path })
     }
 
     pub fn bias(&self) -> &Tensor {
@@ -124,7 +124,7 @@ impl Linear {
             Weight::Packed(w) => label::packed(w.path()),
             _ => label::gemm(x.device()),
         };
-        let _s = profiler::op_shapes(self.op_name, &[x.dims(), &[rows, cols]]).with_work(flops, bytes).with_kernel(kernel);
+        let _s = profiler::op_shapes(self.op, &[x.dims(), &[rows, cols]]).with_work(flops, bytes).with_kernel(kernel);
         Ok(match &self.weight {
             Weight::Packed(w) => w.matmul(x)?,
             Weight::OutIn(w) => x.matmul(&w.t()?)?,

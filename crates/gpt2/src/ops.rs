@@ -18,6 +18,48 @@ use crate::cpu::{elementwise, KernelPath};
 use crate::error::Result;
 use crate::work_counts as work;
 
+/// The engine's ops: each row's name and its budget line, declared here once. Every profile
+/// row of the engine comes from one of these; `report.json` carries the line, and `course
+/// bench budget`, exercise 4 and the grader read it from there.
+pub mod list {
+    use profiler::{Line, OpName};
+
+    pub const EMBEDDING: OpName = OpName::new("embedding", Line::Other);
+    pub const LAYER_NORM: OpName = OpName::new("layer_norm", Line::Activations);
+    /// A dense layer's product (`linear.rs`), and the one with the tied embedding.
+    pub const MATMUL: OpName = OpName::new("matmul", Line::Matmuls);
+    pub const LM_HEAD: OpName = OpName::new("lm_head", Line::Matmuls);
+    pub const SPLIT_HEADS: OpName = OpName::new("split_heads", Line::Attention);
+    pub const KV_CACHE: OpName = OpName::new("kv_cache", Line::Attention);
+    pub const ATTN_QK: OpName = OpName::new("attn_qk", Line::Attention);
+    pub const MASK_BUILD: OpName = OpName::new("mask_build", Line::Attention);
+    pub const MASK_APPLY: OpName = OpName::new("mask_apply", Line::Attention);
+    pub const SOFTMAX: OpName = OpName::new("softmax", Line::Attention);
+    pub const ATTN_V: OpName = OpName::new("attn_v", Line::Attention);
+    /// q·kᵀ, softmax and ·v in one pass for a decode step (the fast paths).
+    pub const ATTN_DECODE: OpName = OpName::new("attn_decode", Line::Attention);
+    pub const MERGE_HEADS: OpName = OpName::new("merge_heads", Line::Attention);
+    pub const BIAS_ADD: OpName = OpName::new("bias_add", Line::Activations);
+    pub const RESIDUAL_ADD: OpName = OpName::new("residual_add", Line::Activations);
+    pub const BIAS_RESIDUAL_ADD: OpName = OpName::new("bias_residual_add", Line::Activations);
+    pub const BIAS_GELU: OpName = OpName::new("bias_gelu", Line::Activations);
+    pub const GELU: OpName = OpName::new("gelu", Line::Activations);
+    /// The rows that get logits: a gather, no math.
+    pub const LAST_POSITION: OpName = OpName::new("last_position", Line::Other);
+
+    /// Every op above.
+    pub const ALL: [OpName; 19] = [
+        EMBEDDING, LAYER_NORM, MATMUL, LM_HEAD, SPLIT_HEADS, KV_CACHE, ATTN_QK, MASK_BUILD, MASK_APPLY, SOFTMAX, ATTN_V,
+        ATTN_DECODE, MERGE_HEADS, BIAS_ADD, RESIDUAL_ADD, BIAS_RESIDUAL_ADD, BIAS_GELU, GELU, LAST_POSITION,
+    ];
+
+    /// The line of a caller's own bias + activation ([`super::MlpActivation::Custom`]),
+    /// whatever its name.
+    pub fn custom(name: &'static str) -> OpName {
+        OpName::new(name, Line::Activations)
+    }
+}
+
 /// What a row's `kernel` column says ran.
 pub mod label {
     /// `cpu::packed_matmul` over weights packed at load: its AVX-512 kernel, and its AVX2 one.
@@ -84,7 +126,7 @@ fn elementwise_label(path: Option<KernelPath>, device: &Device) -> &'static str 
 /// rows of one length, `[tokens]` for sequences of several.
 pub fn embedding(wte: &Tensor, wpe: &Tensor, ids: Vec<u32>, positions: Vec<u32>, shape: &[usize]) -> Result<Tensor> {
     let device = wte.device();
-    let _s = profiler::op_shapes("embedding", &[shape]).with_kernel(label::stock(device));
+    let _s = profiler::op_shapes(list::EMBEDDING, &[shape]).with_kernel(label::stock(device));
     let tok = wte.index_select(&Tensor::new(ids, device)?, 0)?;
     let pos = wpe.index_select(&Tensor::new(positions, device)?, 0)?;
     Ok((tok + pos)?)
@@ -95,7 +137,7 @@ pub fn layer_norm(x: &Tensor, weight: &Tensor, bias: &Tensor, eps: f32, path: Ke
     // Mean, variance, normalise, scale and shift: about 8 FLOPs per value.
     let (flops, bytes) = work::elementwise(x.elem_count(), 8, 1, 2 * weight.elem_count(), x.dtype().size_in_bytes());
     let path = fast_path(path, x);
-    let _s = profiler::op_shapes("layer_norm", &[x.dims()]).with_work(flops, bytes).with_kernel(elementwise_label(path, x.device()));
+    let _s = profiler::op_shapes(list::LAYER_NORM, &[x.dims()]).with_work(flops, bytes).with_kernel(elementwise_label(path, x.device()));
     Ok(match path {
         Some(path) => elementwise::layer_norm(x, weight, bias, eps, path)?,
         None => candle_nn::ops::layer_norm(x, weight, bias, eps)?,
@@ -105,7 +147,7 @@ pub fn layer_norm(x: &Tensor, weight: &Tensor, bias: &Tensor, eps: f32, path: Ke
 /// The fused `[tokens, 3 · n_embd]` projection split into queries, keys and values, each
 /// `[batch, n_head, seq, head_dim]`.
 pub fn split_heads(qkv: &Tensor, batch: usize, n_head: usize, head_dim: usize) -> Result<(Tensor, Tensor, Tensor)> {
-    let _s = profiler::op("split_heads").with_kernel(label::stock(qkv.device()));
+    let _s = profiler::op(list::SPLIT_HEADS).with_kernel(label::stock(qkv.device()));
     let seq = qkv.dim(0)? / batch;
     let qkv = qkv.reshape((batch, seq, 3, n_head, head_dim))?;
     let head = |i: usize| -> candle_core::Result<Tensor> { qkv.i((.., .., i))?.transpose(1, 2)?.contiguous() };
@@ -114,7 +156,7 @@ pub fn split_heads(qkv: &Tensor, batch: usize, n_head: usize, head_dim: usize) -
 
 /// Appends the new keys and values to the layer's cache; returns all of them so far.
 pub fn kv_cache(cache: &mut KvCache, k: &Tensor, v: &Tensor) -> Result<(Tensor, Tensor)> {
-    let _s = profiler::op("kv_cache").with_kernel(label::stock(k.device()));
+    let _s = profiler::op(list::KV_CACHE).with_kernel(label::stock(k.device()));
     Ok(cache.append(k, v)?)
 }
 
@@ -132,7 +174,7 @@ pub fn attn_scores(q: &Tensor, k: &Tensor, path: KernelPath) -> Result<Tensor> {
     // candle's batched gemm is slow at attention's small shapes; the packed kernel is not.
     let packed = fast_path(path, q);
     let kernel = packed.map_or(label::gemm(q.device()), label::packed);
-    let _s = profiler::op_shapes("attn_qk", &[q.dims(), k.dims()]).with_work(flops, bytes).with_kernel(kernel);
+    let _s = profiler::op_shapes(list::ATTN_QK, &[q.dims(), k.dims()]).with_work(flops, bytes).with_kernel(kernel);
     Ok(match packed {
         Some(path) => packed_matmul::batched_matmul(q, k, Rhs::Transposed, scale as f32, path)?,
         None => (q * scale)?.matmul(&k.t()?)?,
@@ -143,7 +185,7 @@ pub fn attn_scores(q: &Tensor, k: &Tensor, path: KernelPath) -> Result<Tensor> {
 /// (a key in its future). `None` for a single new column (a decode step: it sees every key),
 /// which skips [`mask_apply`] entirely.
 pub fn mask_build(past: usize, seq: usize, device: &Device) -> Result<Option<Tensor>> {
-    let _s = profiler::op("mask_build").with_kernel(label::stock(device));
+    let _s = profiler::op(list::MASK_BUILD).with_kernel(label::stock(device));
     if seq == 1 {
         return Ok(None);
     }
@@ -188,7 +230,7 @@ fn attn_decode_in_place(q: &Tensor, kv: &[(Tensor, Tensor)], path: KernelPath) -
     // are the keys and values read once, the queries and the output.
     let flops = (4 * keys * h * d + 5 * keys * h) as u64;
     let bytes = ((2 * keys * h * d + 2 * n * h * d) * q.dtype().size_in_bytes()) as u64;
-    let _s = profiler::op_shapes("attn_decode", &[q.dims()]).with_work(flops, bytes).with_kernel(elementwise_label(Some(path), q.device()));
+    let _s = profiler::op_shapes(list::ATTN_DECODE, &[q.dims()]).with_work(flops, bytes).with_kernel(elementwise_label(Some(path), q.device()));
     let scale = 1.0 / (d as f32).sqrt();
     Ok(crate::cpu::decode_attention::attention(q, kv, scale, path)?)
 }
@@ -198,7 +240,7 @@ fn attn_decode_in_place(q: &Tensor, kv: &[(Tensor, Tensor)], path: KernelPath) -
 pub fn mask_apply(scores: Tensor, mask: Option<&Tensor>, path: KernelPath) -> Result<Tensor> {
     let Some(mask) = mask else { return Ok(scores) };
     let path = fast_path(path, &scores);
-    let _s = profiler::op("mask_apply").with_kernel(elementwise_label(path, scores.device()));
+    let _s = profiler::op(list::MASK_APPLY).with_kernel(elementwise_label(path, scores.device()));
     Ok(match path {
         Some(path) => {
             // `scores` was just computed: nothing else holds it.
@@ -227,7 +269,7 @@ pub fn softmax(scores: Tensor, path: KernelPath) -> Result<Tensor> {
     // Max, subtract, exponential, sum, divide.
     let (flops, bytes) = work::elementwise(scores.elem_count(), 5, 1, 0, scores.dtype().size_in_bytes());
     let path = fast_path(path, &scores);
-    let _s = profiler::op_shapes("softmax", &[scores.dims()]).with_work(flops, bytes).with_kernel(elementwise_label(path, scores.device()));
+    let _s = profiler::op_shapes(list::SOFTMAX, &[scores.dims()]).with_work(flops, bytes).with_kernel(elementwise_label(path, scores.device()));
     Ok(match path {
         Some(path) => {
             // `scores` was just computed: nothing else holds it.
@@ -244,7 +286,7 @@ pub fn attn_values(probs: &Tensor, v: &Tensor, path: KernelPath) -> Result<Tenso
     let (flops, bytes) = work::matmul(b * h, t, s, v.dim(3)?, probs.dtype().size_in_bytes());
     let packed = fast_path(path, probs);
     let kernel = packed.map_or(label::gemm(probs.device()), label::packed);
-    let _s = profiler::op_shapes("attn_v", &[probs.dims(), v.dims()]).with_work(flops, bytes).with_kernel(kernel);
+    let _s = profiler::op_shapes(list::ATTN_V, &[probs.dims(), v.dims()]).with_work(flops, bytes).with_kernel(kernel);
     Ok(match packed {
         Some(path) => packed_matmul::batched_matmul(probs, v, Rhs::AsIs, 1.0, path)?,
         None => probs.matmul(v)?,
@@ -253,7 +295,7 @@ pub fn attn_values(probs: &Tensor, v: &Tensor, path: KernelPath) -> Result<Tenso
 
 /// `[batch, heads, seq, head_dim]` back to `[batch · seq, heads · head_dim]`.
 pub fn merge_heads(y: &Tensor) -> Result<Tensor> {
-    let _s = profiler::op("merge_heads").with_kernel(label::stock(y.device()));
+    let _s = profiler::op(list::MERGE_HEADS).with_kernel(label::stock(y.device()));
     let (b, h, t, d) = y.dims4()?;
     Ok(y.transpose(1, 2)?.reshape((b * t, h * d))?)
 }
@@ -263,7 +305,7 @@ pub fn merge_heads(y: &Tensor) -> Result<Tensor> {
 pub fn bias_add(h: Tensor, bias: &Tensor, path: KernelPath) -> Result<Tensor> {
     let (flops, bytes) = work::elementwise(h.elem_count(), 1, 1, bias.elem_count(), h.dtype().size_in_bytes());
     let path = fast_path(path, &h);
-    let _s = profiler::op_shapes("bias_add", &[h.dims()]).with_work(flops, bytes).with_kernel(elementwise_label(path, h.device()));
+    let _s = profiler::op_shapes(list::BIAS_ADD, &[h.dims()]).with_work(flops, bytes).with_kernel(elementwise_label(path, h.device()));
     Ok(match path {
         Some(path) => {
             elementwise::bias_add_(&h, bias, path)?;
@@ -276,7 +318,7 @@ pub fn bias_add(h: Tensor, bias: &Tensor, path: KernelPath) -> Result<Tensor> {
 /// The residual connection `x + y`.
 pub fn residual_add(x: &Tensor, y: &Tensor) -> Result<Tensor> {
     let (flops, bytes) = work::elementwise(x.elem_count(), 1, 2, 0, x.dtype().size_in_bytes());
-    let _s = profiler::op_shapes("residual_add", &[x.dims(), y.dims()]).with_work(flops, bytes).with_kernel(label::stock(x.device()));
+    let _s = profiler::op_shapes(list::RESIDUAL_ADD, &[x.dims(), y.dims()]).with_work(flops, bytes).with_kernel(label::stock(x.device()));
     Ok((x + y)?)
 }
 
@@ -288,7 +330,7 @@ pub fn bias_residual_add(h: Tensor, bias: &Tensor, residual: &Tensor, path: Kern
     }
     let (flops, bytes) = work::elementwise(h.elem_count(), 2, 2, bias.elem_count(), h.dtype().size_in_bytes());
     let path = fast_path(path, &h);
-    let _s = profiler::op_shapes("bias_residual_add", &[h.dims(), residual.dims()]).with_work(flops, bytes).with_kernel(elementwise_label(path, h.device()));
+    let _s = profiler::op_shapes(list::BIAS_RESIDUAL_ADD, &[h.dims(), residual.dims()]).with_work(flops, bytes).with_kernel(elementwise_label(path, h.device()));
     Ok(match path {
         Some(path) => {
             elementwise::bias_residual_(&h, bias, residual, path)?;
@@ -332,7 +374,7 @@ pub fn bias_activation(h: Tensor, bias: &Tensor, activation: Activation, how: &M
         MlpActivation::Custom(op) => {
             // A caller's bias + activation does the fused op's work: its row gets a roofline too.
             let (flops, bytes) = bias_gelu_work(&h)?;
-            let _s = profiler::op_shapes(op.name(), &[h.dims()]).with_work(flops, bytes).with_kernel(label::CUSTOM);
+            let _s = profiler::op_shapes(list::custom(op.name()), &[h.dims()]).with_work(flops, bytes).with_kernel(label::CUSTOM);
             Ok(op.forward(&h, bias)?)
         }
     }
@@ -348,7 +390,7 @@ fn bias_gelu_work(h: &Tensor) -> Result<(u64, u64)> {
 fn bias_gelu(h: Tensor, bias: &Tensor, path: KernelPath) -> Result<Tensor> {
     let (flops, bytes) = bias_gelu_work(&h)?;
     let path = fast_path(path, &h);
-    let _s = profiler::op_shapes("bias_gelu", &[h.dims()]).with_work(flops, bytes).with_kernel(elementwise_label(path, h.device()));
+    let _s = profiler::op_shapes(list::BIAS_GELU, &[h.dims()]).with_work(flops, bytes).with_kernel(elementwise_label(path, h.device()));
     Ok(match path {
         Some(path) => {
             elementwise::bias_gelu_(&h, bias, path)?;
@@ -361,7 +403,7 @@ fn bias_gelu(h: Tensor, bias: &Tensor, path: KernelPath) -> Result<Tensor> {
 /// The config's activation (its row is `gelu` whichever it is), with candle's op.
 fn gelu(h: &Tensor, activation: Activation) -> Result<Tensor> {
     let (flops, bytes) = work::elementwise(h.elem_count(), GELU_FLOPS, 1, 0, h.dtype().size_in_bytes());
-    let _s = profiler::op_shapes("gelu", &[h.dims()]).with_work(flops, bytes).with_kernel(label::stock(h.device()));
+    let _s = profiler::op_shapes(list::GELU, &[h.dims()]).with_work(flops, bytes).with_kernel(label::stock(h.device()));
     Ok(match activation {
         Activation::GeluTanh => h.gelu()?,
         Activation::GeluErf => h.gelu_erf()?,
@@ -372,7 +414,7 @@ fn gelu(h: &Tensor, activation: Activation) -> Result<Tensor> {
 /// Rows `rows` of `x` (`[tokens, width]`): the positions that get logits (in generation, the
 /// last of each sequence that wants them), `[rows, width]`.
 pub fn last_position(x: &Tensor, rows: &[usize]) -> Result<Tensor> {
-    let _s = profiler::op("last_position").with_kernel(label::stock(x.device()));
+    let _s = profiler::op(list::LAST_POSITION).with_kernel(label::stock(x.device()));
     let index = Tensor::new(rows.iter().map(|&r| r as u32).collect::<Vec<u32>>(), x.device())?;
     Ok(x.index_select(&index, 0)?)
 }

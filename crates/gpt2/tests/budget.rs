@@ -1,7 +1,7 @@
-//! The rows a profile of GPT-2 emits, read against the two places that name them: the
-//! budget's lines (`bench::budget::line_of`, which the book's budget chapter and `course bench
-//! budget` use) and the kernel labels of the contract. A scope renamed in `gpt2::ops` without
-//! the budget would silently fall into "everything else"; these tests catch that.
+//! The rows a profile of GPT-2 emits, read against what they declare: the budget line each op
+//! names with itself in `gpt2::ops::list` (which the book's budget chapter, `course bench
+//! budget` and the grader read from report.json) and the kernel labels of the contract. An op
+//! left off the list, or put on "everything else" by mistake, is caught here.
 
 mod common;
 
@@ -9,7 +9,8 @@ use candle_core::{DType, Device};
 use common::on_each_path;
 use gpt2::cpu::KernelPath;
 use gpt2::{Config, Logits, MlpActivation, Model, Segment};
-use profiler::{Options, Profiler, Schedule, SortBy, View, STEP_ROW};
+use gpt2::ops::list;
+use profiler::{Line, Options, Profiler, Schedule, SortBy, View, STEP_ROW};
 
 /// The ops the budget chapter deliberately leaves on "everything else": the embedding lookup
 /// and the slice that keeps the last position. Every other op row must land on a named line.
@@ -18,10 +19,18 @@ const OTHER_BY_DESIGN: [&str; 2] = ["embedding", "last_position"];
 /// Every label a row may carry (the contract's vocabulary).
 const LABELS: [&str; 9] = ["packed-avx512", "packed-avx2", "candle-gemm", "avx512", "avx2", "candle", "cublas", "candle-cuda", "custom"];
 
-/// The op rows (name, kernel) of one recorded step that covers every op: a two-row prefill
+/// One op row: its name, budget line and kernel label.
+#[derive(Debug)]
+struct OpRow {
+    name: String,
+    line: Line,
+    kernel: Option<String>,
+}
+
+/// The op rows of one recorded step that covers every op: a two-row prefill
 /// with logits for all positions (the mask is built and applied), then a decode step for the
 /// last position only (`attn_decode` on the fast paths).
-fn op_rows(model: &Model) -> Vec<(String, Option<String>)> {
+fn op_rows(model: &Model) -> Vec<OpRow> {
     let mut prof = Profiler::new(Options { schedule: Schedule::new(0, 0, 1, 1), ..Options::default() });
     while !prof.is_done() {
         prof.step(|| {
@@ -32,7 +41,7 @@ fn op_rows(model: &Model) -> Vec<(String, Option<String>)> {
         .unwrap();
     }
     let rows = prof.finish().key_averages(View::Op, false, SortBy::SelfCpuTimeTotal).rows;
-    rows.into_iter().filter(|r| r.name != STEP_ROW).map(|r| (r.name, r.kernel)).collect()
+    rows.into_iter().filter(|r| r.name != STEP_ROW).map(|r| OpRow { name: r.name, line: r.line, kernel: r.kernel }).collect()
 }
 
 fn synthetic(activation: MlpActivation, path: KernelPath) -> Model {
@@ -46,7 +55,7 @@ fn every_op_row_lands_on_a_named_budget_line() {
     on_each_path(|path| {
         for (activation, name) in [(MlpActivation::Stock, "stock"), (MlpActivation::Fused, "fused")] {
             let rows = op_rows(&synthetic(activation, path));
-            let names: Vec<&str> = rows.iter().map(|(n, _)| n.as_str()).collect();
+            let names: Vec<&str> = rows.iter().map(|r| r.name.as_str()).collect();
             // The step covered the ops it was built to: both mask rows, both activations' rows.
             for expected in ["embedding", "mask_build", "mask_apply", "softmax", "attn_qk", "attn_v", "last_position", "lm_head"] {
                 assert!(names.contains(&expected), "{path}, {name} MLP: no {expected} row in {names:?}");
@@ -56,12 +65,14 @@ fn every_op_row_lands_on_a_named_budget_line() {
             }
             let activation_row = if name == "stock" { "gelu" } else { "bias_gelu" };
             assert!(names.contains(&activation_row), "{path}, {name} MLP: no {activation_row} row in {names:?}");
-            for op in &names {
-                let line = bench::budget::line_of(op);
-                if OTHER_BY_DESIGN.contains(op) {
-                    assert_eq!(line, bench::budget::Line::Other, "{op} moved off \"everything else\": update OTHER_BY_DESIGN and the chapter");
+            for row in &rows {
+                let op = row.name.as_str();
+                let declared = list::ALL.iter().find(|o| o.name == op);
+                assert_eq!(declared.map(|o| o.line()), Some(row.line), "{path}, {name} MLP: op row {op} is not on the line gpt2::ops::list declares");
+                if OTHER_BY_DESIGN.contains(&op) {
+                    assert_eq!(row.line, Line::Other, "{op} moved off \"everything else\": update OTHER_BY_DESIGN and the chapter");
                 } else {
-                    assert_ne!(line, bench::budget::Line::Other, "{path}, {name} MLP: op row {op} falls into \"everything else\"; map it in bench::budget::line_of");
+                    assert_ne!(row.line, Line::Other, "{path}, {name} MLP: op row {op} falls into \"everything else\"; give it its line in gpt2::ops::list");
                 }
             }
         }
@@ -69,18 +80,22 @@ fn every_op_row_lands_on_a_named_budget_line() {
 }
 
 #[test]
-fn a_renamed_scope_would_be_caught() {
-    // The check above is only as good as `line_of` is strict: a name it does not know is "other".
-    assert_eq!(bench::budget::line_of("mask_fill"), bench::budget::Line::Other);
-    assert_eq!(bench::budget::line_of("attn_scores"), bench::budget::Line::Other);
+fn the_op_list_names_each_op_once() {
+    let mut names: Vec<&str> = list::ALL.iter().map(|o| o.name).collect();
+    names.sort_unstable();
+    let before = names.len();
+    names.dedup();
+    assert_eq!(names.len(), before, "an op name is declared twice in gpt2::ops::list");
+    // The learner's own fused op of exercise 5 lands on the activations line, whatever its name.
+    assert_eq!(list::custom("my_kernel").line(), Line::Activations);
 }
 
 #[test]
 fn every_op_row_says_which_kernel_ran() {
     on_each_path(|path| {
         let rows = op_rows(&synthetic(MlpActivation::Fused, path));
-        let kernel = |op: &str| rows.iter().find(|(n, _)| n == op).and_then(|(_, k)| k.clone()).unwrap_or_else(|| panic!("{path}: no kernel on {op}: {rows:?}"));
-        for (op, k) in &rows {
+        let kernel = |op: &str| rows.iter().find(|r| r.name == op).and_then(|r| r.kernel.clone()).unwrap_or_else(|| panic!("{path}: no kernel on {op}: {rows:?}"));
+        for OpRow { name: op, kernel: k, .. } in &rows {
             let k = k.as_deref().unwrap_or_else(|| panic!("{path}: row {op} has no kernel label"));
             assert!(k.split('+').all(|l| LABELS.contains(&l)), "{path}: {op} ran on {k}, not a contract label");
         }
@@ -118,9 +133,45 @@ fn models_built_for_different_paths_keep_their_own_kernels_side_by_side() {
         for (model, &path) in models.iter().zip(&paths) {
             assert_eq!(model.kernel_path(), path);
             let rows = op_rows(model);
-            let softmax = rows.iter().find(|(n, _)| n == "softmax").and_then(|(_, k)| k.clone());
+            let softmax = rows.iter().find(|r| r.name == "softmax").and_then(|r| r.kernel.clone());
             let want = if path == KernelPath::Portable { "candle" } else { path.name() };
             assert_eq!(softmax.as_deref(), Some(want), "{path}: {rows:?}");
+        }
+    }
+}
+
+/// The committed report fixtures other crates' tests read: the grader's (real runs and the
+/// hand-written CUDA one) and bench's.
+fn report_fixtures() -> Vec<std::path::PathBuf> {
+    let crates = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut paths: Vec<_> = std::fs::read_dir(crates.join("grader/tests/fixtures/reports"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    paths.push(crates.join("bench/tests/fixtures/profile-report.json"));
+    paths.sort();
+    paths
+}
+
+#[test]
+fn the_committed_report_fixtures_put_each_op_on_its_declared_line() {
+    let fixtures = report_fixtures();
+    assert!(fixtures.len() >= 6, "{fixtures:?}");
+    for path in fixtures {
+        let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(report["schema"], profiler::SCHEMA, "{}", path.display());
+        for row in report["rows"].as_array().unwrap() {
+            let name = row["name"].as_str().unwrap();
+            let line: Line = serde_json::from_value(row["line"].clone()).unwrap_or_else(|e| panic!("{}: {name}: {e}", path.display()));
+            // The step row is "everything else"; exercise 5's fused ops are a caller's own.
+            let declared = match list::ALL.iter().find(|o| o.name == name) {
+                Some(op) => op.line(),
+                None if name == STEP_ROW => Line::Other,
+                None if name.starts_with("fused_bias_gelu") => list::custom("fused").line(),
+                None => panic!("{}: `{name}` is no op of gpt2::ops::list: regenerate the fixture", path.display()),
+            };
+            assert_eq!(line, declared, "{}: {name}", path.display());
         }
     }
 }

@@ -417,7 +417,7 @@ mod tests {
                         "roofline_gflops_per_s": roof, "pct_of_roofline": figures.pct_of_roofline,
                         "pct_of_memory_roofline": figures.pct_of_memory_roofline, "bound": bound.as_str()}), read)
                 });
-                serde_json::json!({"name": name, "calls": calls, "self_cpu_us": us, "cpu_total_us": us, "self_cpu_pct": 100.0 * us / sum,
+                serde_json::json!({"name": name, "line": profiler::Line::of_undeclared(name), "calls": calls, "self_cpu_us": us, "cpu_total_us": us, "self_cpu_pct": 100.0 * us / sum,
                     "kernel": "candle", "roofline": roofline.as_ref().map(|r| &r.0), "reading": roofline.map(|r| r.1)})
             })
             .collect();

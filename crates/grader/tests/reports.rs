@@ -92,7 +92,7 @@ fn malformed_files_name_file_line_and_column() {
             ("exercise-1/answers.toml", "[quiz]\nntq-1 = Benchmark\n"),
             ("exercise-2/answers.toml", "[throughput]\nratio = \"fast\"\nverdict = 3\n"),
             ("exercise-2/results/bench.json", "{\"schema\": \"bench-report/3\",\n \"runs\": [\n"),
-            ("exercise-3/results/report.json", "{\"schema\": \"profiler-report/4\", \"device\": \"tpu\"}"),
+            ("exercise-3/results/report.json", "{\"schema\": \"profiler-report/5\", \"device\": \"tpu\"}"),
         ],
     );
     let reports = grade(files);
@@ -118,11 +118,12 @@ fn tampered_results_are_not_trusted() {
     });
     // A reading edited to pass a memory-traffic plan: gelu at 2% of its roofline claimed memory-bound.
     let reading = edited(&cpu_profile(), |r| row(r, "gelu")["reading"] = "memory-bound".into());
-    // Old reports: from before the roofline columns, from before the shared environment, and
-    // from before the Reading column.
-    let old = cpu_profile().replace("profiler-report/4", "profiler-report/1");
-    let old_environment = cpu_profile().replace("profiler-report/4", "profiler-report/2");
-    let old_reading = cpu_profile().replace("profiler-report/4", "profiler-report/3");
+    // Old reports: from before the roofline columns, from before the shared environment, from
+    // before the Reading column, and from before each row's budget line.
+    let old = cpu_profile().replace("profiler-report/5", "profiler-report/1");
+    let old_environment = cpu_profile().replace("profiler-report/5", "profiler-report/2");
+    let old_reading = cpu_profile().replace("profiler-report/5", "profiler-report/3");
+    let old_line = cpu_profile().replace("profiler-report/5", "profiler-report/4");
     // A verdict its own interval contradicts.
     let verdict = ex2_bench_json(&[("above", "output_tokens_per_s", "higher", "faster", 0.99, (0.95, 1.04))]);
     let mut out = String::new();
@@ -136,6 +137,7 @@ fn tampered_results_are_not_trusted() {
         ("old", old),
         ("old environment", old_environment),
         ("old reading", old_reading),
+        ("old line", old_line),
     ] {
         assert_ne!(report_json, cpu_profile(), "the {case} case must change the file");
         let reports = grade(with(perfect_files(), &[("exercise-3/results/report.json", &report_json)]));
@@ -176,4 +178,39 @@ fn json_report_carries_every_question() {
     assert_eq!(json["questions"].as_array().unwrap().len(), 7, "six scenarios and the why line");
     assert_eq!(json["passed"], true);
     assert_eq!(json["questions"][0]["outcome"], "right");
+}
+
+#[test]
+fn exercise_4s_lines_are_checked_against_the_line_each_row_of_the_profile_gives() {
+    let budget: serde_json::Value = serde_json::from_str(&budget_json(&cpu_profile())).unwrap();
+    let edit_lines = |edit: &dyn Fn(&mut Vec<serde_json::Value>)| {
+        let mut b = budget.clone();
+        edit(b["lines"].as_array_mut().unwrap());
+        serde_json::to_string_pretty(&b).unwrap()
+    };
+    let share = |lines: &[serde_json::Value], i: usize| lines[i]["share_pct"].as_f64().unwrap();
+    let lm_head = fixture_row(&cpu_profile(), "lm_head").0;
+    // lm_head moved from matmuls to attention with both shares moved too, so every sum still
+    // holds: only the report's own `line` for lm_head says the file was edited.
+    let moved = edit_lines(&|lines| {
+        let (m, a) = (share(lines, 0), share(lines, 1));
+        lines[0]["ops"] = serde_json::json!(["matmul"]);
+        lines[0]["share_pct"] = (m - lm_head).into();
+        lines[1]["ops"].as_array_mut().unwrap().push("lm_head".into());
+        lines[1]["share_pct"] = (a + lm_head).into();
+    });
+    // The same op listed on two lines.
+    let twice = edit_lines(&|lines| lines[1]["ops"].as_array_mut().unwrap().push("matmul".into()));
+    let problems = |budget: &str| -> Vec<(grader::ProblemKind, String)> {
+        let reports = grade(with(perfect_files(), &[("exercise-4/results/budget.json", budget)]));
+        reports[3].problems.iter().map(|p| (p.kind, p.message.clone())).collect()
+    };
+    assert!(grade(perfect_files())[3].passed, "the unedited lines pass");
+    let found = problems(&moved);
+    assert!(
+        found.iter().any(|(k, m)| *k == grader::ProblemKind::Tampered && m.contains("lists `lm_head`, which") && m.contains("puts on `matmuls`")),
+        "{found:?}"
+    );
+    let found = problems(&twice);
+    assert!(found.iter().any(|(k, _)| *k == grader::ProblemKind::Tampered), "{found:?}");
 }

@@ -13,6 +13,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+use crate::line::Line;
 use crate::recording::{Profile, Step};
 use crate::scope::Kind;
 
@@ -112,6 +113,8 @@ impl FromStr for SortBy {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Row {
     pub name: String,
+    /// The budget line of the row's ranges (the first one's, should two disagree).
+    pub line: Line,
     pub input_shapes: Option<String>,
     pub calls: u64,
     pub self_cpu_ns: u64,
@@ -192,9 +195,10 @@ fn sort_rows(rows: &mut [Row], sort_by: SortBy) {
     });
 }
 
-fn new_row(name: &str, shapes: Option<String>, has_device: bool) -> Row {
+fn new_row(name: &str, line: Line, shapes: Option<String>, has_device: bool) -> Row {
     Row {
         name: name.to_string(),
+        line,
         input_shapes: shapes,
         calls: 0,
         self_cpu_ns: 0,
@@ -270,7 +274,7 @@ fn add_step(
     let root_key: Key = (STEP_ROW.to_string(), None);
     let device_wall = step.device_ns.unwrap_or(0);
     {
-        let root = rows.entry(root_key.clone()).or_insert_with(|| new_row(STEP_ROW, None, has_device));
+        let root = rows.entry(root_key.clone()).or_insert_with(|| new_row(STEP_ROW, Line::Other, None, has_device));
         root.calls += 1;
         root.cpu_total_ns += step.wall_ns();
         root.self_cpu_ns += step.wall_ns().saturating_sub(root_child_host);
@@ -292,7 +296,8 @@ fn add_step(
                 kernels.entry(key.clone()).or_default().insert(k);
             }
             let shapes = key.1.clone();
-            let row = rows.entry(key).or_insert_with(|| new_row(owner.map_or(STEP_ROW, |o| step.events[o].name), shapes, has_device));
+            let (name, line) = owner.map_or((STEP_ROW, Line::Other), |o| (step.events[o].name, step.events[o].line));
+            let row = rows.entry(key).or_insert_with(|| new_row(name, line, shapes, has_device));
             add_work(row, e.flops, e.bytes);
         }
         if !visible[i] {
@@ -300,7 +305,7 @@ fn add_step(
         }
         let key = key_of(e.name, &e.shapes);
         let shapes = key.1.clone();
-        let row = rows.entry(key).or_insert_with(|| new_row(e.name, shapes, has_device));
+        let row = rows.entry(key).or_insert_with(|| new_row(e.name, e.line, shapes, has_device));
         row.calls += 1;
         row.cpu_total_ns += e.host_ns();
         row.self_cpu_ns += e.host_ns().saturating_sub(child_host[i]);

@@ -11,7 +11,8 @@
 //! ([`Scope::with_work`]) gets a [`RowRoofline`], computed in [`roofline`] alone, and a
 //! [`Reading`] (memory-bound, compute-bound, slow kernel, launch overhead), given by
 //! [`reading`] alone with the caller's thresholds ([`Profiler::with_reading_thresholds`]);
-//! [`Scope::with_kernel`] labels which kernel a row ran on.
+//! [`Scope::with_kernel`] labels which kernel a row ran on, and every row says which budget
+//! [`Line`] it is on (declared with the op's name, [`OpName`]).
 
 mod aggregate;
 mod chrome_trace;
@@ -23,6 +24,7 @@ mod device_timer;
 mod environment;
 mod error;
 mod flamegraph;
+mod line;
 mod recording;
 mod session;
 pub mod reading;
@@ -39,6 +41,7 @@ pub use compare::compare;
 pub use device_timer::{CudaTiming, DeviceError, DeviceKind, DeviceTimer, ManualDeviceTimer, Timing};
 pub use environment::{cpu_model, unoptimised_build, Environment, Target};
 pub use error::ProfilerError;
+pub use line::{Line, OpName};
 pub use recording::{Event, Profile, Step};
 pub use session::{Options, Profiler};
 pub use reading::Reading;

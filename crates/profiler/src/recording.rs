@@ -5,6 +5,7 @@ use crate::device_timer::{DeviceKind, Timing};
 use crate::environment::Environment;
 use crate::reading::Thresholds;
 use crate::roofline::Ceilings;
+use crate::line::Line;
 use crate::scope::Kind;
 
 /// One closed range in a step.
@@ -12,6 +13,9 @@ use crate::scope::Kind;
 pub struct Event {
     pub name: &'static str,
     pub kind: Kind,
+    /// The budget line its row goes on: the one its opener declared, else
+    /// [`Line::of_undeclared`]'s for its name.
+    pub line: Line,
     /// Index of the enclosing event in [`Step::events`]; `None` when the step is the parent.
     pub parent: Option<usize>,
     /// Host clock, nanoseconds (same origin for every step of a profile).

@@ -9,13 +9,14 @@ use crate::aggregate::{KeyAverages, SortBy, TableOptions, View};
 use crate::device_timer::DeviceKind;
 use crate::environment::Environment;
 use crate::error::ProfilerError;
+use crate::line::Line;
 use crate::recording::Profile;
 use crate::reading::{read_row, Reading, Thresholds};
 use crate::roofline::{row_roofline, Ceilings, RowRoofline, TimeBasis};
 
 /// The schema identifier written in every report. Bump the number on any incompatible
 /// change and describe it in REPORT.md.
-pub const SCHEMA: &str = "profiler-report/4";
+pub const SCHEMA: &str = "profiler-report/5";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Report {
@@ -65,6 +66,9 @@ pub enum CudaTimeBasis {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ReportRow {
     pub name: String,
+    /// The budget line the row is on (declared by the op that opened it, else by its name:
+    /// [`crate::Line::of_undeclared`]).
+    pub line: Line,
     pub input_shapes: Option<String>,
     pub calls: u64,
     pub self_cpu_us: f64,
@@ -122,6 +126,7 @@ impl Report {
                 let reading = read_row(roofline.as_ref(), us_per_call(r), &profile.reading_thresholds);
                 ReportRow {
                 name: r.name.clone(),
+                line: r.line,
                 input_shapes: r.input_shapes.clone(),
                 calls: r.calls,
                 self_cpu_us: us(r.self_cpu_ns),

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::clock::Clock;
 use crate::device_timer::DeviceTimer;
+use crate::line::{Line, OpName};
 
 /// What a scope stands for: an op (matmul, softmax…) or a module (block, attn, mlp).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -94,39 +95,42 @@ pub fn is_recording() -> bool {
     RECORDING.with(Cell::get)
 }
 
-/// Open an op-level range.
+/// Open an op-level range: an [`OpName`] (its name and budget line) or a name alone, whose
+/// row's line is then [`Line::of_undeclared`]'s.
 #[inline]
-pub fn op(name: &'static str) -> Scope {
+pub fn op(op: impl Into<OpName>) -> Scope {
     if !is_recording() {
         return Scope::inactive();
     }
-    begin(name, Kind::Op, None)
+    let op = op.into();
+    begin(op.name, Kind::Op, op.line, None)
 }
 
 /// Open an op-level range and record its input shapes (when the profiler records shapes).
 #[inline]
-pub fn op_shapes(name: &'static str, shapes: &[&[usize]]) -> Scope {
+pub fn op_shapes(op: impl Into<OpName>, shapes: &[&[usize]]) -> Scope {
     if !is_recording() {
         return Scope::inactive();
     }
-    begin(name, Kind::Op, Some(shapes))
+    let op = op.into();
+    begin(op.name, Kind::Op, op.line, Some(shapes))
 }
 
-/// Open a module-level range.
+/// Open a module-level range; its row is on the "everything else" line.
 #[inline]
 pub fn module(name: &'static str) -> Scope {
     if !is_recording() {
         return Scope::inactive();
     }
-    begin(name, Kind::Module, None)
+    begin(name, Kind::Module, Some(Line::Other), None)
 }
 
-/// Open a range of either kind; used by the tracing layer.
+/// Open a range of either kind for a span known by name alone; used by the tracing layer.
 pub(crate) fn scope_of_kind(name: &'static str, kind: Kind) -> Scope {
-    if !is_recording() {
-        return Scope::inactive();
+    match kind {
+        Kind::Op => op(name),
+        Kind::Module => module(name),
     }
-    begin(name, kind, None)
 }
 
 /// Format shapes the way PyTorch prints `Input Shapes`: `[[1, 8, 768], [768, 2304]]`.
@@ -154,6 +158,8 @@ pub fn format_shapes(shapes: &[&[usize]]) -> String {
 pub(crate) struct RawEvent {
     pub name: &'static str,
     pub kind: Kind,
+    /// The budget line the opener declared; `None`: by name alone.
+    pub line: Option<Line>,
     /// Index of the enclosing event in the step, `None` for top-level ranges.
     pub parent: Option<u32>,
     pub start_ns: u64,
@@ -221,7 +227,7 @@ impl Recorder {
         }
     }
 
-    fn begin(&mut self, name: &'static str, kind: Kind, shapes: Option<&[&[usize]]>) -> u32 {
+    fn begin(&mut self, name: &'static str, kind: Kind, line: Option<Line>, shapes: Option<&[&[usize]]>) -> u32 {
         if let Some(d) = self.device.as_mut() {
             d.push_range(name);
         }
@@ -235,6 +241,7 @@ impl Recorder {
         self.events.push(RawEvent {
             name,
             kind,
+            line,
             parent: self.open.last().copied(),
             start_ns,
             end_ns: start_ns,
@@ -305,7 +312,7 @@ impl Recorder {
 
 #[cold]
 #[inline(never)]
-fn begin(name: &'static str, kind: Kind, shapes: Option<&[&[usize]]>) -> Scope {
+fn begin(name: &'static str, kind: Kind, line: Option<Line>, shapes: Option<&[&[usize]]>) -> Scope {
     RECORDER.with(|cell| {
         // A re-entrant call (a device timer that itself opens scopes) is simply not recorded.
         let Ok(mut slot) = cell.try_borrow_mut() else {
@@ -313,7 +320,7 @@ fn begin(name: &'static str, kind: Kind, shapes: Option<&[&[usize]]>) -> Scope {
         };
         match slot.as_mut() {
             Some(r) => Scope {
-                index: r.begin(name, kind, shapes),
+                index: r.begin(name, kind, line, shapes),
                 generation: r.generation,
                 _not_send: PhantomData,
             },

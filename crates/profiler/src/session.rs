@@ -3,6 +3,7 @@
 use crate::clock::{Clock, MonotonicClock};
 use crate::device_timer::{DeviceKind, DeviceTimer, Timing};
 use crate::environment::{profiler_features, Environment, Target};
+use crate::line::OpName;
 use crate::recording::{Event, Profile, Step};
 use crate::reading::Thresholds;
 use crate::roofline::Ceilings;
@@ -276,6 +277,7 @@ fn build_step(
         .map(|e| Event {
             name: e.name,
             kind: e.kind,
+            line: OpName { name: e.name, line: e.line }.line(),
             parent: e.parent.map(|p| p as usize),
             start_ns: e.start_ns,
             end_ns: e.end_ns,

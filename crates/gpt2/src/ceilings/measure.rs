@@ -174,7 +174,7 @@ fn linear_peak(device: &Device, dtype: DType, kernels: KernelPath) -> Result<(f6
         best = best.min(start.elapsed().as_secs_f64());
     }
     let k_avg = prof.finish().key_averages(profiler::View::Op, false, profiler::SortBy::SelfCpuTimeTotal);
-    let kernel = k_avg.rows.iter().find(|r| r.name == "matmul").and_then(|r| r.kernel.clone()).unwrap_or_else(|| "unlabelled".into());
+    let kernel = k_avg.rows.iter().find(|r| r.name == crate::ops::list::MATMUL.name).and_then(|r| r.kernel.clone()).unwrap_or_else(|| "unlabelled".into());
     let gflops = 2.0 * (m * k * n) as f64 / best / 1e9;
     Ok((gflops, format!("x ({m}×{k}) · W ({k}×{n}) through Linear ({kernel}), {dtype:?}, best of {PEAK_RUNS}")))
 }

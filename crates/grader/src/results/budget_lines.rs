@@ -7,9 +7,10 @@
 //!  "lines": [{"line": "matmuls", "share_pct": 87.2, "ops": ["lm_head", "matmul"]}, ...]}
 //! ```
 //!
-//! The grader does not know which op belongs on which line (that is `bench::budget`'s one job);
-//! it checks that each line's share is the sum of its ops' shares in the report it came from,
-//! and that the lines cover the report's rows once.
+//! The grader keeps no list of which op belongs on which line: each row of the report says its
+//! own (`line`, declared by the op). It checks that every op is listed under the line its row
+//! names, that each line's share is the sum of its ops' shares in the report it came from, and
+//! that the lines cover the report's rows once.
 
 use super::profile_report::ProfileReport;
 use super::{parse_json, tampered};
@@ -57,6 +58,13 @@ impl BudgetLines {
                         REGENERATE,
                     ));
                 };
+                if row.line.name() != line.line {
+                    return Err(tampered(
+                        file,
+                        format!("line `{}` lists `{op}`, which {} puts on `{}`", line.line, profile.file, row.line.name()),
+                        REGENERATE,
+                    ));
+                }
                 if !seen.insert(row.name.clone()) {
                     return Err(tampered(file, format!("`{}` is on two lines", row.name), REGENERATE));
                 }

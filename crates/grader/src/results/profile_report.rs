@@ -1,4 +1,4 @@
-//! The profiler's `report.json` (schema `profiler-report/4`, documented in
+//! The profiler's `report.json` (schema `profiler-report/5`, documented in
 //! crates/profiler/REPORT.md), and its consistency checks.
 //!
 //! Device-aware: a CPU run ranks ops by self CPU time, a CUDA run by self CUDA time; the
@@ -12,20 +12,23 @@
 //! `optimized_build`. Version 4 adds the `reading_thresholds` and per row the `reading` the
 //! table printed (memory-bound, compute-bound, slow kernel, launch overhead): the grader reads
 //! it as written, and checks it against the profiler's rule (`profiler::reading`) at those
-//! thresholds, as it checks the roofline columns.
+//! thresholds, as it checks the roofline columns. Version 5 adds per row the budget `line`
+//! its op declared, which exercise 4's lines are checked against.
 
 use super::{close, parse_json, tampered};
 use crate::problem::Problem;
 use profiler::reading::{self, Figures, Reading, Thresholds};
+use profiler::Line;
 use serde::{Deserialize, Serialize};
 
-pub const SCHEMA: &str = "profiler-report/4";
+pub const SCHEMA: &str = "profiler-report/5";
 
 /// Earlier schemas, each refused with what it lacks (the next step is the same: profile again).
-const OLD_SCHEMAS: [(&str, &str); 3] = [
+const OLD_SCHEMAS: [(&str, &str); 4] = [
     ("profiler-report/1", "from before the roofline columns"),
     ("profiler-report/2", "from before the environment record report.json and bench.json share"),
     ("profiler-report/3", "from before the table's Reading column"),
+    ("profiler-report/4", "from before each row said its budget line"),
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
@@ -144,6 +147,7 @@ struct RawTotals {
 #[derive(Debug, Clone, Deserialize)]
 struct RawRow {
     name: String,
+    line: Line,
     #[serde(default)]
     calls: Option<f64>,
     self_cpu_us: f64,
@@ -172,6 +176,8 @@ struct RawRow {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RankedOp {
     pub name: String,
+    /// The budget line the op declared (matmuls, attention, activations, other).
+    pub line: Line,
     /// Self time in the device's column, in µs (summed over the active steps).
     pub self_us: f64,
     /// Share of the sum of self times in the device's column, in percent.
@@ -286,6 +292,7 @@ impl ProfileReport {
             }
             let op = RankedOp {
                 name: row.name.clone(),
+                line: row.line,
                 self_us,
                 share_pct,
                 calls: row.calls,
@@ -583,7 +590,7 @@ mod tests {
             .iter()
             .map(|(name, cpu, cuda)| {
                 serde_json::json!({
-                    "name": name, "calls": 1, "self_cpu_us": cpu, "cpu_total_us": cpu,
+                    "name": name, "line": Line::of_undeclared(name), "calls": 1, "self_cpu_us": cpu, "cpu_total_us": cpu,
                     "self_cpu_pct": cpu / cpu_sum * 100.0,
                     "self_cuda_us": cuda, "self_cuda_pct": cuda.map(|c| c / cuda_sum * 100.0),
                     "extra_field": "ignored"
@@ -705,9 +712,9 @@ mod tests {
 
     #[test]
     fn the_previous_schema_is_refused_with_the_way_out() {
-        let text = include_str!("../../tests/fixtures/reports/cpu-b1-t8-stock-mlp.json").replace("profiler-report/4", "profiler-report/3");
+        let text = include_str!("../../tests/fixtures/reports/cpu-b1-t8-stock-mlp.json").replace("profiler-report/5", "profiler-report/4");
         let p = ProfileReport::parse(&text, "report.json").unwrap_err();
-        assert!(p.message.contains("\"profiler-report/3\", from before the table's Reading column"), "{}", p.message);
+        assert!(p.message.contains("\"profiler-report/4\", from before each row said its budget line"), "{}", p.message);
         assert!(p.next_step.contains("`course run`"), "{}", p.next_step);
     }
 
