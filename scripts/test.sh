@@ -7,7 +7,9 @@
 #   1. the Rust tests of every crate, exercise and solution (cargo nextest);
 #   2. the book: build with quiz validation, link and include checks, a headless-Chromium quiz test;
 #   3. the real-client check: the official `openai` Python package against `gpt2 serve`;
-#   4. the exercises: each untouched exercise fails `course check`, each solution passes it;
+#   4. the exercises (`course dev check`, driven by exercises/info.toml): each untouched exercise
+#      fails `course check`, each solution, run for real, passes it, and the terminal quizzes and
+#      exercise 3's prediction prompt work in a pseudo-terminal;
 #   5. the CUDA code compiles (no GPU needed: nvcc and the CUDA headers come from PyPI);
 #   6. the gpt2, profiler, bench, course-model and grader tests on aarch64 (Apple Silicon's kind of CPU),
 #      cross-compiled and run under qemu-user.
@@ -42,7 +44,7 @@ step "building every package, binary and test (dev profile, the learner's)"
 cargo build --workspace --all-targets
 
 # The untouched exercises' own tests fail on purpose (they are the learner's to-do list);
-# check-exercises.sh below proves that they fail and that the solutions pass. Exercise 3's tests
+# `course dev check` below proves that they fail and that the solutions pass. Exercise 3's tests
 # are of the program around the learner's answers (its prediction prompt), not of a TODO.
 step "Rust tests (every crate and solution)"
 cargo nextest run --workspace --no-fail-fast -E 'not package(/^exercise-/) or package(exercise-3)' 
@@ -56,8 +58,8 @@ scripts/test-book.sh
 step "openai client against gpt2 serve"
 python3 scripts/openai-client-check.py --binary "$bin/gpt2"
 
-step "exercises and solutions through course check"
-scripts/check-exercises.sh
+step "exercises and solutions through course check (course dev check)"
+"$bin/course" dev check
 
 step "CUDA code compiles (cargo check --features cuda with PyPI's nvcc)"
 scripts/check-cuda.sh

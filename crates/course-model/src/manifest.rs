@@ -72,6 +72,47 @@ pub struct ExerciseInfo {
     pub hints: Vec<String>,
     /// The starting `answers.toml`: its comments document the answer schema.
     pub answers_template: String,
+    /// What `course dev check` proves of this exercise (the course's lint of itself; learners
+    /// never need it): the `[exercises.dev_check]` table.
+    #[serde(default)]
+    pub dev_check: DevCheck,
+}
+
+/// The placeholder in [`DevCheck::args`] that `course dev check` replaces with the address of
+/// the server it started for the run ([`DevCheck::server`]).
+pub const BASE_URL_PLACEHOLDER: &str = "{base_url}";
+
+/// How `course dev check` proves an exercise sound: its untouched copy fails `course check N`
+/// with a message that says what to do, its solution, run for real, passes. Each field is what
+/// the check cannot read off the rest of the entry (the texts a failure must show, the small
+/// sizes a solution runs at in a test). Every list is empty, and `args` absent, by default.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DevCheck {
+    /// Texts that the untouched exercise's failing `course check N` must print (each one,
+    /// verbatim): what is wrong and what to do next.
+    #[serde(default)]
+    pub untouched_says: Vec<String>,
+    /// Texts that the untouched exercise's program must print when standard input is not a
+    /// terminal; empty: that run is not checked.
+    #[serde(default)]
+    pub no_terminal_says: Vec<String>,
+    /// The arguments the solution's program is run with, after `--exercise-dir DIR` (small sizes,
+    /// the synthetic model); absent: the solution is its answers.toml only and is not run.
+    #[serde(default)]
+    pub args: Option<Vec<String>>,
+    /// `gpt2 serve` arguments of a server the solution measures: `course dev check` starts it
+    /// on a free port (`--port 0`) and writes its address where `args` say `{base_url}`.
+    #[serde(default)]
+    pub server: Option<Vec<String>>,
+    /// Lines typed, one per prompt, when `course run N` asks for the prediction in a terminal
+    /// (the untouched exercise, run with `args`); empty: not checked.
+    #[serde(default)]
+    pub prediction: Vec<String>,
+    /// Texts that this `course run N` must print after the run (the prediction beside the
+    /// measurement).
+    #[serde(default)]
+    pub prediction_says: Vec<String>,
 }
 
 impl ExerciseInfo {
@@ -155,6 +196,7 @@ impl Manifest {
                     )));
                 }
             }
+            exercise.dev_check.validate(exercise.number).map_err(|problem| ManifestError(format!("{display_path}: {problem}")))?;
             if exercise.check == CheckKind::Quiz && (exercise.quizzes.len() != 1 || (exercise.questions.is_empty() && exercise.draw == 0)) {
                 return Err(ManifestError(format!(
                     "{display_path}: exercise {} is a quiz check: it needs exactly one file in `quizzes`, and a non-empty `questions` list or `draw` above 0",
@@ -167,6 +209,31 @@ impl Manifest {
 
     pub fn exercise(&self, number: u32) -> Option<&ExerciseInfo> {
         self.exercises.iter().find(|e| e.number == number)
+    }
+}
+
+impl DevCheck {
+    /// The fields that only make sense together, explained for exercise `number`.
+    fn validate(&self, number: u32) -> Result<(), String> {
+        let at = format!("exercise {number}'s [exercises.dev_check]");
+        let placeholder = self.args.iter().flatten().any(|a| a.contains(BASE_URL_PLACEHOLDER));
+        match (&self.server, placeholder) {
+            (Some(_), false) => Err(format!(
+                "{at} starts a `server` but its `args` never say {BASE_URL_PLACEHOLDER}: pass the address to the solution, \
+                 e.g. args = [\"--base-url\", \"{BASE_URL_PLACEHOLDER}\"]"
+            )),
+            (None, true) => Err(format!(
+                "{at}: `args` say {BASE_URL_PLACEHOLDER} but no `server` is started: add server = [\"--model\", \"synthetic\"] \
+                 (gpt2 serve's arguments)"
+            )),
+            _ if !self.prediction.is_empty() && self.args.is_none() => {
+                Err(format!("{at} types a `prediction` at `course run {number}`, which needs the run's `args` (e.g. args = [\"--model\", \"synthetic\"])"))
+            }
+            _ if !self.prediction_says.is_empty() && self.prediction.is_empty() => {
+                Err(format!("{at} has `prediction_says` but no `prediction` to type: add the lines typed at the prompts"))
+            }
+            _ => Ok(()),
+        }
     }
 }
 
@@ -215,7 +282,60 @@ mod tests {
             // The template is what learners start from: it must be valid TOML.
             toml::from_str::<toml::Table>(&exercise.answers_template)
                 .unwrap_or_else(|e| panic!("exercise {} template: {e}", exercise.number));
+            // `course dev check` proves each untouched exercise fails saying what to do, and runs
+            // every solution that writes results.
+            let dev = &exercise.dev_check;
+            assert!(!dev.untouched_says.is_empty(), "exercise {} has no dev_check.untouched_says", exercise.number);
+            assert!(exercise.results.is_empty() || dev.args.is_some(), "exercise {} writes results but has no dev_check.args", exercise.number);
         }
+    }
+
+    /// One exercise entry, with `extra` lines after it (a `[exercises.dev_check]` table).
+    fn one_exercise(extra: &str) -> String {
+        format!(
+            "format = 1\n[[exercises]]\nnumber = 1\nname = \"n\"\ntitle = \"t\"\ndir = \"exercises/exercise-1\"\npackage = \"exercise-1\"\n\
+             solution_dir = \"solutions/exercise-1\"\nchapter = \"c.md\"\ntest = false\ncheck = \"traffic\"\nhints = [\"h\"]\n\
+             answers_template = \"\"\n{extra}"
+        )
+    }
+
+    #[test]
+    fn dev_check_fields_parse_and_default_to_nothing() {
+        let plain = Manifest::parse(&one_exercise(""), "info.toml").unwrap();
+        assert_eq!(plain.exercises[0].dev_check, DevCheck::default());
+        assert_eq!(plain.exercises[0].dev_check.args, None, "no args: the solution is not run");
+
+        let text = one_exercise(
+            "[exercises.dev_check]\nuntouched_says = [\"results file is missing\", \"course run 1\"]\n\
+             no_terminal_says = [\"not a TTY\"]\nargs = [\"--base-url\", \"{base_url}\", \"--requests\", \"4\"]\n\
+             server = [\"--model\", \"synthetic\"]\nprediction = [\"matmul\", \"60\"]\nprediction_says = [\"You predicted\"]\n",
+        );
+        let dev = Manifest::parse(&text, "info.toml").unwrap_or_else(|e| panic!("{e}")).exercises.remove(0).dev_check;
+        assert_eq!(dev.untouched_says, ["results file is missing", "course run 1"]);
+        assert_eq!(dev.no_terminal_says, ["not a TTY"]);
+        assert_eq!(dev.args.as_deref(), Some(&["--base-url".to_string(), BASE_URL_PLACEHOLDER.to_string(), "--requests".into(), "4".into()][..]));
+        assert_eq!(dev.server.as_deref(), Some(&["--model".to_string(), "synthetic".to_string()][..]));
+        assert_eq!((dev.prediction.len(), dev.prediction_says.len()), (2, 1));
+
+        // An empty list of args is a run with `--exercise-dir` alone.
+        let dev = Manifest::parse(&one_exercise("[exercises.dev_check]\nargs = []\n"), "info.toml").unwrap().exercises.remove(0).dev_check;
+        assert_eq!(dev.args, Some(Vec::new()));
+    }
+
+    #[test]
+    fn dev_check_fields_that_do_not_fit_together_are_refused_with_the_fix() {
+        let refused = |extra: &str| Manifest::parse(&one_exercise(extra), "info.toml").unwrap_err().0;
+        let err = refused("[exercises.dev_check]\nserver = [\"--model\", \"synthetic\"]\nargs = [\"--requests\", \"4\"]\n");
+        assert!(err.starts_with("info.toml: exercise 1's [exercises.dev_check]") && err.contains("{base_url}"), "{err}");
+        let err = refused("[exercises.dev_check]\nargs = [\"--base-url\", \"{base_url}\"]\n");
+        assert!(err.contains("no `server` is started"), "{err}");
+        let err = refused("[exercises.dev_check]\nprediction = [\"matmul\"]\n");
+        assert!(err.contains("needs the run's `args`"), "{err}");
+        let err = refused("[exercises.dev_check]\nargs = []\nprediction_says = [\"You predicted\"]\n");
+        assert!(err.contains("no `prediction` to type"), "{err}");
+        // A misspelt field is named, with its line.
+        let err = refused("[exercises.dev_check]\nuntouched_say = [\"x\"]\n");
+        assert!(err.starts_with("info.toml:15:") && err.contains("untouched_say"), "{err}");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! One module per command.
 
 mod check;
+pub mod dev;
 mod grade;
 mod hint;
 mod id;
@@ -11,7 +12,7 @@ mod solution;
 mod watch;
 
 use crate::cargo::Build;
-use crate::cli::{Cli, Command};
+use crate::cli::{Cli, Command, DevCommand};
 use anyhow::{Context, Result};
 use course_model::manifest::{ExerciseInfo, Manifest, MANIFEST_PATH};
 use course_model::progress::{Progress, PROGRESS_FILE};
@@ -33,6 +34,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Reset { n, yes } => reset::reset(&open()?, n, yes),
         Command::Solution { n, force } => solution::solution(&open()?, n, force),
         Command::Id { name } => id::id(&open()?, name.as_deref()),
+        Command::Dev { command: DevCommand::Check { only, keep } } => dev::check(&open()?, &only, keep),
         Command::Grade { cohort_dir, key, overrides, out, threads, run_tests, test_timeout, test_memory, test_build_timeout, test_dir } => {
             let tests = run_tests.then(|| grade::RunTests {
                 limits: crate::sandbox::Limits { test_timeout, build_timeout: test_build_timeout, memory_bytes: test_memory },
