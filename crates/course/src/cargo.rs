@@ -91,21 +91,21 @@ impl Build {
     }
 }
 
-/// Whether a Cargo.toml declares `feature` in its `[features]` table (a line `name = [...]`).
+/// A Cargo.toml's text as a table (an unreadable one reads as empty: it declares nothing).
+fn manifest_table(manifest: &str) -> toml::Table {
+    manifest.parse().unwrap_or_default()
+}
+
+/// Whether a Cargo.toml declares `feature` in its `[features]` table.
 fn declares_feature(manifest: &str, feature: &str) -> bool {
-    let mut in_features = false;
-    for line in manifest.lines().map(str::trim) {
-        if line.starts_with('[') {
-            in_features = line == "[features]";
-        } else if in_features {
-            if let Some((key, _)) = line.split_once('=') {
-                if key.trim().trim_matches('"') == feature {
-                    return true;
-                }
-            }
-        }
-    }
-    false
+    manifest_table(manifest).get("features").and_then(toml::Value::as_table).is_some_and(|f| f.contains_key(feature))
+}
+
+/// The `name` of a Cargo.toml's `[package]` table.
+pub fn package_name(manifest: &str) -> Option<String> {
+    let table = manifest_table(manifest);
+    let name = table.get("package")?.get("name")?.as_str()?;
+    Some(name.to_string()).filter(|n| !n.is_empty())
 }
 
 fn cargo() -> Command {

@@ -12,6 +12,7 @@
 //! the copy's exercise folder. What `course` grades is the copy's own files.
 
 use anyhow::{Context, Result};
+use crate::cargo::package_name;
 use course_model::manifest::{Manifest, MANIFEST_PATH};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -96,23 +97,6 @@ pub fn plan(args: &[String]) -> Result<Plan, String> {
         "run" => Ok(Plan::Run { package, args: program_args }),
         other => Err(format!("{TAKES}; `cargo {other}` with arguments after `--` is not one of them")),
     }
-}
-
-/// The `name` of a Cargo.toml's `[package]` table.
-pub fn package_name(cargo_toml: &str) -> Option<String> {
-    let mut in_package = false;
-    for line in cargo_toml.lines().map(str::trim) {
-        if line.starts_with('[') {
-            in_package = line == "[package]";
-        } else if in_package {
-            if let Some((key, value)) = line.split_once('=') {
-                if key.trim() == "name" {
-                    return Some(value.trim().trim_matches('"').to_string()).filter(|n| !n.is_empty());
-                }
-            }
-        }
-    }
-    None
 }
 
 /// The package of `dir` in `checkout` (`solutions/exercise-3` holds `solution-3`).
