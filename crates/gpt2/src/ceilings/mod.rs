@@ -26,7 +26,7 @@ use crate::cpu::KernelPath;
 use crate::error::{Error, Result};
 
 pub use cache::{cache_folder, cached_or_measured};
-pub use measure::{measure, memory_read_bandwidth, BUFFER_ENV, PEAK_SHAPE};
+pub use measure::{measure, memory_read_bandwidth, BUFFER_ENV, PEAK_ROWS_ENV, PEAK_SHAPE};
 pub use profiler::Ceilings;
 
 /// What a measurement depends on; one cache file per key.
