@@ -49,11 +49,16 @@ fn bandwidth_buffer_bytes() -> usize {
 
 /// [`bandwidth_buffer_bytes`] for a given override (MiB, from [`BUFFER_ENV`]) and largest cache.
 fn buffer_bytes(override_mib: Option<&str>, largest_cache: Option<usize>) -> usize {
-    if let Some(mib) = override_mib.and_then(|v| v.trim().parse::<usize>().ok()) {
+    if let Some(mib) = parsed_override(override_mib) {
         return mib.max(16) << 20;
     }
     let at_least = 1usize << 30;
     largest_cache.map_or(at_least, |c| (2 * c).clamp(at_least, 4 << 30))
+}
+
+/// An override's number, or `None` where it is unset or unreadable (and so ignored).
+fn parsed_override(value: Option<&str>) -> Option<usize> {
+    value.and_then(|v| v.trim().parse().ok())
 }
 
 /// The largest CPU cache Linux reports (`/sys/devices/system/cpu/cpu0/cache/index*/size`,
@@ -159,17 +164,22 @@ const PEAK_RUNS: usize = 5;
 /// machine: the aarch64 tests run under qemu with 32.
 pub const PEAK_ROWS_ENV: &str = "GPT2_CEILINGS_PEAK_ROWS";
 
-/// [`PEAK_SHAPE`] with [`PEAK_ROWS_ENV`]'s row count, where it is set to a number.
-fn peak_shape(override_rows: Option<&str>) -> (usize, usize, usize) {
-    let (m, k, n) = PEAK_SHAPE;
-    let rows = override_rows.and_then(|v| v.trim().parse::<usize>().ok()).map_or(m, |r| r.clamp(16, m));
-    (rows, k, n)
+/// The product [`linear_peak`] times here: [`PEAK_SHAPE`], with [`PEAK_ROWS_ENV`]'s row count
+/// where it is set.
+fn peak_shape_here() -> (usize, usize, usize) {
+    peak_shape(std::env::var(PEAK_ROWS_ENV).ok().as_deref())
 }
 
-/// The best throughput of `PEAK_SHAPE` through [`Linear`] laid out as the model's layers are
-/// on `device`, and one line naming the kernel that ran it (read off the profiler's row).
+/// [`PEAK_SHAPE`] with a given override's row count (from [`PEAK_ROWS_ENV`]), where it is a number.
+fn peak_shape(override_rows: Option<&str>) -> (usize, usize, usize) {
+    let (m, k, n) = PEAK_SHAPE;
+    (parsed_override(override_rows).map_or(m, |r| r.clamp(16, m)), k, n)
+}
+
+/// The best throughput of [`peak_shape_here`]'s product through [`Linear`] laid out as the
+/// model's layers are on `device`, and one line naming the kernel that ran it (read off the profiler's row).
 fn linear_peak(device: &Device, dtype: DType, kernels: KernelPath) -> Result<(f64, String)> {
-    let (m, k, n) = peak_shape(std::env::var(PEAK_ROWS_ENV).ok().as_deref());
+    let (m, k, n) = peak_shape_here();
     let w = Tensor::randn(0f32, 0.02, (k, n), device)?.to_dtype(dtype)?;
     let x = Tensor::randn(0f32, 1.0, (m, k), device)?.to_dtype(dtype)?;
     let linear = Linear::with_layout(w, None, Layout::for_device(kernels, device, dtype), kernels)?;
@@ -302,7 +312,7 @@ mod tests {
         let c = measure(&Device::Cpu, DType::F32, path, &key).unwrap();
         assert!(key.matches(&c), "{c:?}");
         assert!(c.mem_read_gbps > 0.0 && c.peak_gflops > 0.0, "{c:?}");
-        let (m, k, _) = peak_shape(std::env::var(PEAK_ROWS_ENV).ok().as_deref());
+        let (m, k, _) = peak_shape_here();
         assert!(c.peak_how.contains(&format!("{m}×{k}")) && c.peak_how.contains("Linear"), "{}", c.peak_how);
         assert!(!c.peak_how.contains("unlabelled"), "the profiler's row names the kernel: {}", c.peak_how);
     }
