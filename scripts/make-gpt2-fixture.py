@@ -2,23 +2,31 @@
 """Builds the tiny GPT-2 parity fixture with Hugging Face transformers.
 
 Writes crates/gpt2/tests/fixtures/tiny-gpt2/ (a `save_pretrained` directory: config.json and
-model.safetensors, no tokenizer) and reference.json (token ids and transformers' logits for
-every position). The Rust tests load the same directory and must match these logits to 1e-4.
+model.safetensors, no tokenizer) and tiny-gpt2-reference.json: token ids, transformers' logits
+for every position (the Rust tests match them to 1e-4), and the logits of the same model with
+every parameter rounded to bf16 and to f16 and then run in f32 (`rounded_weights_logits`, which
+the half-type weight tests of crates/gpt2/tests/half_weights.rs match).
+
+An existing checkpoint is kept and only the reference is written again, so that new reference
+rows do not change the committed weights; `--new-weights` draws the weights afresh.
 
 Needs torch and transformers (install them in a virtual environment, e.g.
 `python3 -m venv target/pyenv && target/pyenv/bin/pip install torch transformers`), then:
-    target/pyenv/bin/python scripts/make-gpt2-fixture.py
+    target/pyenv/bin/python scripts/make-gpt2-fixture.py [--new-weights]
 """
+import copy
 import json
 import pathlib
+import sys
 
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel
 
 OUT = pathlib.Path(__file__).resolve().parents[1] / "crates/gpt2/tests/fixtures/tiny-gpt2"
+IDS = [[5, 17, 300, 42, 511, 0, 99, 250, 7, 128, 64, 3]]
 
 
-def main() -> None:
+def new_weights() -> None:
     torch.manual_seed(1234)
     config = GPT2Config(n_layer=2, n_embd=64, n_head=4, vocab_size=512, n_positions=64,
                         bos_token_id=511, eos_token_id=511)
@@ -34,12 +42,29 @@ def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(OUT, safe_serialization=True)
 
-    ids = [[5, 17, 300, 42, 511, 0, 99, 250, 7, 128, 64, 3]]
+
+def logits_of(model) -> list:
     with torch.no_grad():
-        logits = model(torch.tensor(ids)).logits
+        return model(torch.tensor(IDS)).logits[0].tolist()
+
+
+def rounded(model, dtype):
+    """The model with every parameter rounded to `dtype` and held in f32 again."""
+    model = copy.deepcopy(model)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(p.to(dtype).to(torch.float32))
+    return model
+
+
+def main() -> None:
+    if "--new-weights" in sys.argv[1:] or not (OUT / "model.safetensors").is_file():
+        new_weights()
+    model = GPT2LMHeadModel.from_pretrained(OUT, torch_dtype=torch.float32).eval()
     reference = {
-        "ids": ids,
-        "logits": logits[0].tolist(),
+        "ids": IDS,
+        "logits": logits_of(model),
+        "rounded_weights_logits": {name: logits_of(rounded(model, dtype)) for name, dtype in [("bf16", torch.bfloat16), ("f16", torch.float16)]},
         "made_with": {"torch": torch.__version__, "transformers": __import__("transformers").__version__},
     }
     (OUT.parent / "tiny-gpt2-reference.json").write_text(json.dumps(reference))

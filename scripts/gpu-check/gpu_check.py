@@ -34,9 +34,9 @@ import tarfile
 SCHEMA = "gpu-check/2"
 
 # gpt2 profile's report.json versions this script reads (/2 adds warnings, the CUDA time basis
-# and the rooflines, /3 the shared environment record, /4 each row's reading; the fields read
-# here are the same in all).
-PROFILE_SCHEMAS = ("profiler-report/1", "profiler-report/2", "profiler-report/3", "profiler-report/4", "profiler-report/5")
+# and the rooflines, /3 the shared environment record, /4 each row's reading, /5 each row's
+# budget line, /6 each row's type; the fields read here are the same in all).
+PROFILE_SCHEMAS = ("profiler-report/1", "profiler-report/2", "profiler-report/3", "profiler-report/4", "profiler-report/5", "profiler-report/6")
 
 # A CUDA report's self CUDA total is the stream's time between event pairs inside the steps,
 # which the host's wall clock of the same steps encloses (each step ends with a synchronise).

@@ -22,7 +22,9 @@ pub struct ModelArgs {
     #[arg(long, default_value = "auto", value_name = "cpu|cuda|auto")]
     pub device: DeviceChoice,
 
-    /// Weight and activation precision: f32, or f16 / bf16 on CUDA.
+    /// Weight precision: f32, f16 or bf16. On CUDA the whole model runs in it; on the CPU's
+    /// avx512 and avx2 paths the weights are stored in it (half the bytes) and widened to f32
+    /// in the matmuls, activations staying f32; on the portable path candle's ops run in it.
     #[arg(long, default_value = "f32", value_parser = parse_dtype, value_name = "f32|f16|bf16")]
     pub dtype: DType,
 

@@ -123,7 +123,7 @@ fn cuda_next_step() -> &'static str {
     "rebuild with `--features cuda` (see scripts/build-cuda.sh), or use --device cpu"
 }
 
-/// `--dtype`: f32 everywhere, f16 and bf16 on CUDA.
+/// `--dtype`: the type the weights are stored in (f32, f16 or bf16, on every device).
 pub fn parse_dtype(s: &str) -> std::result::Result<DType, String> {
     match s.to_ascii_lowercase().as_str() {
         "f32" | "float32" => Ok(DType::F32),
@@ -133,13 +133,12 @@ pub fn parse_dtype(s: &str) -> std::result::Result<DType, String> {
     }
 }
 
-/// Half precision runs on CUDA only: candle's CPU kernels for it are not the ones a
-/// course should time.
-pub fn check_dtype(device: &Device, dtype: DType) -> Result<()> {
+/// A model's weights can be f32, f16 or bf16 on every device: on CUDA the whole model runs in
+/// that type; on the CPU the packed paths keep the activations in f32 and the `portable` path
+/// runs candle's ops in the half type (`cpu::KernelPath::activations`).
+pub fn check_dtype(dtype: DType) -> Result<()> {
     match dtype {
-        DType::F32 => Ok(()),
-        DType::F16 | DType::BF16 if device.is_cuda() => Ok(()),
-        DType::F16 | DType::BF16 => Err(Error::Device(format!("{dtype:?} runs on CUDA only; use --dtype f32 on the CPU"))),
+        DType::F32 | DType::F16 | DType::BF16 => Ok(()),
         other => Err(Error::Device(format!("{other:?} is not a supported model dtype; use f32, f16 or bf16"))),
     }
 }
@@ -185,8 +184,11 @@ mod tests {
     }
 
     #[test]
-    fn half_precision_is_refused_on_cpu() {
-        assert!(check_dtype(&Device::Cpu, DType::F16).unwrap_err().to_string().contains("CUDA only"));
-        assert!(check_dtype(&Device::Cpu, DType::F32).is_ok());
+    fn the_three_float_types_are_model_types_and_others_are_not() {
+        for dtype in [DType::F32, DType::F16, DType::BF16] {
+            assert!(check_dtype(dtype).is_ok(), "{dtype:?}");
+        }
+        let err = check_dtype(DType::F64).unwrap_err().to_string();
+        assert!(err.contains("F64") && err.contains("f32, f16 or bf16"), "{err}");
     }
 }

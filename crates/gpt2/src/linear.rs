@@ -4,8 +4,9 @@
 //! requirement; each weight is laid out once, at load time, the way its device (and on the
 //! CPU, the model's kernel path, `cpu::KernelPath`) multiplies fastest:
 //! - the `avx512` and `avx2` paths: packed into column panels for our own kernel
-//!   (`cpu::packed_matmul`), which runs every GPT-2 product, from a one-row decode step to a
-//!   128-token prefill: with AVX-512 1.2–3× faster than candle's gemm on the development
+//!   (`cpu::packed_matmul`), in the weight's type (f32, or bf16 or f16 beside f32
+//!   activations: `KernelPath::activations`), which runs every GPT-2 product, from a one-row
+//!   decode step to a 128-token prefill: with AVX-512 1.2–3× faster than candle's gemm on the development
 //!   machine; with AVX2 at least as fast as gemm at every GPT-2 shape from 1 to 128 rows, and
 //!   1.5–2.4× faster from 2 to 16 rows (the `matmul_kernels` example, one thread, busy
 //!   2-core machine);
@@ -33,13 +34,14 @@ pub enum Layout {
     OutIn,
     /// Contiguous (in, out), multiplied as `x · w`.
     InOut,
-    /// Column panels for the packed kernel, AVX-512 or AVX2 (f32 on the CPU only).
+    /// Column panels for the packed kernel, AVX-512 or AVX2 (the CPU only, with f32
+    /// activations; the weight f32, bf16 or f16).
     Packed,
 }
 
 impl Layout {
-    /// The layout for a (in, out) weight of `dtype` on `device`, in a model built for `path`
-    /// (see the module docs for why).
+    /// The layout for a (in, out) weight multiplying activations of `dtype` on `device`, in a
+    /// model built for `path` (see the module docs for why).
     pub fn for_device(path: KernelPath, device: &Device, dtype: DType) -> Self {
         if device.is_cuda() {
             Layout::InOut
@@ -69,6 +71,14 @@ impl Weight {
             Weight::Packed(w) => w.dims(),
         })
     }
+
+    /// The type its values are stored in.
+    fn dtype(&self) -> DType {
+        match self {
+            Weight::OutIn(w) | Weight::InOut(w) => w.dtype(),
+            Weight::Packed(w) => w.dtype(),
+        }
+    }
 }
 
 pub struct Linear {
@@ -81,17 +91,21 @@ pub struct Linear {
 }
 
 impl Linear {
-    /// Loads a checkpoint `Conv1D`: `weight` is (in, out), `bias` is (out).
+    /// Loads a checkpoint `Conv1D`: `weight` is (in, out), `bias` is (out). The weight is held
+    /// in `vb`'s type, the bias in the activations' (`KernelPath::activations`).
     pub fn load(vb: VarBuilder, in_dim: usize, out_dim: usize, path: KernelPath) -> Result<Self> {
+        let activations = path.activations(vb.device(), vb.dtype());
         let stored = vb.get((in_dim, out_dim), "weight")?;
-        let bias = vb.get(out_dim, "bias")?;
-        let layout = Layout::for_device(path, vb.device(), stored.dtype());
+        let bias = vb.get(out_dim, "bias")?.to_dtype(activations)?;
+        let layout = Layout::for_device(path, vb.device(), activations);
         Self::with_layout(stored, Some(bias), layout, path)
     }
 
-    /// The output head, tied to the token embedding `wte` (vocab, n_embd) = (out, in).
+    /// The output head, tied to the token embedding `wte` (vocab, n_embd) = (out, in), in the
+    /// weights' type.
     pub fn tied(wte: Tensor, path: KernelPath) -> Result<Self> {
-        let weight = match Layout::for_device(path, wte.device(), wte.dtype()) {
+        let activations = path.activations(wte.device(), wte.dtype());
+        let weight = match Layout::for_device(path, wte.device(), activations) {
             Layout::Packed => Weight::Packed(PackedWeight::pack(&wte, path)?),
             // wte is already (out, in): on CUDA too, where cuBLAS takes the transposed view.
             Layout::InOut | Layout::OutIn => Weight::OutIn(wte),
@@ -99,7 +113,8 @@ impl Linear {
         Ok(Self { weight, bias: None, op: list::LM_HEAD, path })
     }
 
-    /// `in_out` is the (in, out) weight; it is copied into `layout` once (packed for `path`).
+    /// `in_out` is the (in, out) weight; it is copied into `layout` once (packed for `path`, in
+    /// its own type; the other layouts multiply in it, so it must be the activations' type).
     pub fn with_layout(in_out: Tensor, bias: Option<Tensor>, layout: Layout, path: KernelPath) -> Result<Self> {
         let weight = match layout {
             Layout::InOut => Weight::InOut(in_out.contiguous()?),
@@ -119,12 +134,13 @@ impl Linear {
         let (rows, cols) = self.weight.stored_dims()?;
         // Output features: the columns of an (in, out) weight, the rows of the others.
         let n = if let Weight::InOut(_) = self.weight { cols } else { rows };
-        let (flops, bytes) = work::matmul(1, m, k, n, x.dtype().size_in_bytes());
+        // Each operand at its stored width: a half-type weight moves half the bytes.
+        let (flops, bytes) = work::matmul_widths(1, m, k, n, x.dtype().size_in_bytes(), self.weight.dtype().size_in_bytes());
         let kernel = match &self.weight {
-            Weight::Packed(w) => label::packed(w.path()),
+            Weight::Packed(w) => label::packed(w.path(), w.dtype()),
             _ => label::gemm(x.device()),
         };
-        let _s = profiler::op_shapes(self.op, &[x.dims(), &[rows, cols]]).with_work(flops, bytes).with_kernel(kernel);
+        let _s = profiler::op_shapes(self.op, &[x.dims(), &[rows, cols]]).with_work(flops, bytes).with_kernel(kernel).with_dtype(self.weight.dtype().as_str());
         Ok(match &self.weight {
             Weight::Packed(w) => w.matmul(x)?,
             Weight::OutIn(w) => x.matmul(&w.t()?)?,

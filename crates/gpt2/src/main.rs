@@ -280,13 +280,15 @@ fn bench_cmd(args: BenchArgs) -> Result<()> {
 }
 
 /// Bytes of weights a decode step reads: every parameter once (the head shares `wte`;
-/// of `wpe` only one row is read, so it is left out).
+/// of `wpe` only one row is read, so it is left out), each at its stored width: the matrices
+/// in the weights' type, the LayerNorm gains and the biases in the activations' (f32 beside
+/// half-type matrices on the CPU's packed paths).
 fn model_weight_bytes(model: &gpt2::Model) -> usize {
     let c = model.config();
     let (e, inner) = (c.n_embd, c.inner_dim());
-    let per_layer = 4 * e + (e * 3 * e + 3 * e) + (e * e + e) + (e * inner + inner) + (inner * e + e);
-    let params = c.vocab_size * e + c.n_layer * per_layer + 2 * e;
-    params * model.dtype().size_in_bytes()
+    let matrices = c.vocab_size * e + c.n_layer * (e * 3 * e + e * e + e * inner + inner * e);
+    let vectors = c.n_layer * (4 * e + 3 * e + e + inner + e) + 2 * e;
+    matrices * model.dtype().size_in_bytes() + vectors * model.activation_dtype().size_in_bytes()
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]

@@ -29,9 +29,10 @@ struct LayerNorm {
 
 impl LayerNorm {
     fn load(vb: VarBuilder, cfg: &Config, path: KernelPath) -> Result<Self> {
+        let activations = path.activations(vb.device(), vb.dtype());
         Ok(Self {
-            weight: vb.get(cfg.n_embd, "weight")?,
-            bias: vb.get(cfg.n_embd, "bias")?,
+            weight: vb.get(cfg.n_embd, "weight")?.to_dtype(activations)?,
+            bias: vb.get(cfg.n_embd, "bias")?.to_dtype(activations)?,
             eps: cfg.layer_norm_epsilon as f32,
             path,
         })
@@ -142,6 +143,7 @@ impl Block {
 
 /// GPT-2 with its language-model head.
 pub struct Model {
+    /// The embeddings, in the activations' type (a lookup reads a few rows).
     wte: Tensor,
     wpe: Tensor,
     blocks: Vec<Block>,
@@ -149,21 +151,26 @@ pub struct Model {
     lm_head: Linear,
     cfg: Config,
     path: KernelPath,
+    /// The type the weights were loaded in (`--dtype`): the dense layers' and the head's.
+    weights: DType,
 }
 
 impl Model {
     /// Builds the model from checkpoint tensors, its weights laid out for the CPU kernel path
     /// `path` (which it then runs every op on). `vb` is rooted where `wte`, `wpe`, `h.N` and
-    /// `ln_f` live (the loader strips a `transformer.` prefix when there is one).
+    /// `ln_f` live (the loader strips a `transformer.` prefix when there is one); its type is
+    /// the weights' type, and [`KernelPath::activations`] gives the activations'.
     pub fn load(vb: VarBuilder, cfg: &Config, path: KernelPath) -> Result<Self> {
         cfg.validate().map_err(Error::Input)?;
+        let activations = path.activations(vb.device(), vb.dtype());
         let wte = vb.get((cfg.vocab_size, cfg.n_embd), "wte.weight")?;
-        let wpe = vb.get((cfg.n_positions, cfg.n_embd), "wpe.weight")?;
+        let wpe = vb.get((cfg.n_positions, cfg.n_embd), "wpe.weight")?.to_dtype(activations)?;
         let blocks = (0..cfg.n_layer).map(|i| Block::load(vb.pp(format!("h.{i}")), cfg, i, path)).collect::<Result<Vec<_>>>()?;
         let ln_f = LayerNorm::load(vb.pp("ln_f"), cfg, path)?;
-        // The head is tied to the token embedding: the same (vocab, n_embd) matrix.
+        // The head is tied to the token embedding: the same (vocab, n_embd) matrix, in the weights' type.
         let lm_head = Linear::tied(wte.clone(), path)?;
-        Ok(Self { wte, wpe, blocks, ln_f, lm_head, cfg: cfg.clone(), path })
+        let wte = wte.to_dtype(activations)?;
+        Ok(Self { wte, wpe, blocks, ln_f, lm_head, cfg: cfg.clone(), path, weights: vb.dtype() })
     }
 
     pub fn config(&self) -> &Config {
@@ -174,7 +181,14 @@ impl Model {
         self.wte.device()
     }
 
+    /// The type its weights are stored in (what `--dtype` asked for).
     pub fn dtype(&self) -> DType {
+        self.weights
+    }
+
+    /// The type its activations, KV cache and element-wise ops run in: f32 on the CPU's packed
+    /// paths whatever the weights' type, the weights' type elsewhere.
+    pub fn activation_dtype(&self) -> DType {
         self.wte.dtype()
     }
 

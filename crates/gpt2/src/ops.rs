@@ -4,8 +4,9 @@
 //! Each function owns its row: it opens the profiler scope (the row's name), attaches the
 //! work it does (FLOPs and bytes, counted with [`crate::work_counts`]), picks the kernel (the engine's own
 //! CPU kernels on the model's [`KernelPath`], which every such op is given, candle's ops elsewhere) and tags the row with the
-//! [`label`] of the kernel that ran. On every CPU path the rows are the same; only their
-//! kernel differs. The dense layers' products are `Linear`'s (`linear.rs`), tagged the same way.
+//! [`label`] of the kernel that ran and the type of the values it streamed (its input's; a dense
+//! layer's weights as stored). On every CPU path the rows are the same; only their kernel
+//! differs. The dense layers' products are `Linear`'s (`linear.rs`), tagged the same way.
 
 use std::sync::Arc;
 
@@ -62,9 +63,14 @@ pub mod list {
 
 /// What a row's `kernel` column says ran.
 pub mod label {
-    /// `cpu::packed_matmul` over weights packed at load: its AVX-512 kernel, and its AVX2 one.
+    /// `cpu::packed_matmul` over weights packed at load: its AVX-512 kernel, and its AVX2 one,
+    /// on f32 weights; then on bf16 and f16 weights (widened in registers, f32 arithmetic).
     pub const PACKED_AVX512: &str = "packed-avx512";
     pub const PACKED_AVX2: &str = "packed-avx2";
+    pub const PACKED_AVX512_BF16: &str = "packed-avx512-bf16";
+    pub const PACKED_AVX2_BF16: &str = "packed-avx2-bf16";
+    pub const PACKED_AVX512_F16: &str = "packed-avx512-f16";
+    pub const PACKED_AVX2_F16: &str = "packed-avx2-f16";
     /// Candle's CPU matmul.
     pub const CANDLE_GEMM: &str = "candle-gemm";
     /// `cpu::elementwise`, compiled 16 or 8 floats wide.
@@ -79,10 +85,16 @@ pub mod label {
     /// A caller's op ([`super::MlpActivation::Custom`]).
     pub const CUSTOM: &str = "custom";
 
-    /// The packed kernel's label on a kernel path that has one (`avx512`, `avx2`).
-    pub fn packed(path: crate::cpu::KernelPath) -> &'static str {
-        match path {
-            crate::cpu::KernelPath::Avx512 => PACKED_AVX512,
+    /// The packed kernel's label on a kernel path that has one (`avx512`, `avx2`), for a
+    /// weight stored as `dtype` (the type is named where it is not f32).
+    pub fn packed(path: crate::cpu::KernelPath, dtype: candle_core::DType) -> &'static str {
+        use candle_core::DType::{BF16, F16};
+        match (path, dtype) {
+            (crate::cpu::KernelPath::Avx512, BF16) => PACKED_AVX512_BF16,
+            (crate::cpu::KernelPath::Avx512, F16) => PACKED_AVX512_F16,
+            (crate::cpu::KernelPath::Avx512, _) => PACKED_AVX512,
+            (_, BF16) => PACKED_AVX2_BF16,
+            (_, F16) => PACKED_AVX2_F16,
             _ => PACKED_AVX2,
         }
     }
@@ -126,7 +138,7 @@ fn elementwise_label(path: Option<KernelPath>, device: &Device) -> &'static str 
 /// rows of one length, `[tokens]` for sequences of several.
 pub fn embedding(wte: &Tensor, wpe: &Tensor, ids: Vec<u32>, positions: Vec<u32>, shape: &[usize]) -> Result<Tensor> {
     let device = wte.device();
-    let _s = profiler::op_shapes(list::EMBEDDING, &[shape]).with_kernel(label::stock(device));
+    let _s = profiler::op_shapes(list::EMBEDDING, &[shape]).with_kernel(label::stock(device)).with_dtype(wte.dtype().as_str());
     let tok = wte.index_select(&Tensor::new(ids, device)?, 0)?;
     let pos = wpe.index_select(&Tensor::new(positions, device)?, 0)?;
     Ok((tok + pos)?)
@@ -137,7 +149,7 @@ pub fn layer_norm(x: &Tensor, weight: &Tensor, bias: &Tensor, eps: f32, path: Ke
     // Mean, variance, normalise, scale and shift: about 8 FLOPs per value.
     let (flops, bytes) = work::elementwise(x.elem_count(), 8, 1, 2 * weight.elem_count(), x.dtype().size_in_bytes());
     let path = fast_path(path, x);
-    let _s = profiler::op_shapes(list::LAYER_NORM, &[x.dims()]).with_work(flops, bytes).with_kernel(elementwise_label(path, x.device()));
+    let _s = profiler::op_shapes(list::LAYER_NORM, &[x.dims()]).with_work(flops, bytes).with_kernel(elementwise_label(path, x.device())).with_dtype(x.dtype().as_str());
     Ok(match path {
         Some(path) => elementwise::layer_norm(x, weight, bias, eps, path)?,
         None => candle_nn::ops::layer_norm(x, weight, bias, eps)?,
@@ -147,7 +159,7 @@ pub fn layer_norm(x: &Tensor, weight: &Tensor, bias: &Tensor, eps: f32, path: Ke
 /// The fused `[tokens, 3 · n_embd]` projection split into queries, keys and values, each
 /// `[batch, n_head, seq, head_dim]`.
 pub fn split_heads(qkv: &Tensor, batch: usize, n_head: usize, head_dim: usize) -> Result<(Tensor, Tensor, Tensor)> {
-    let _s = profiler::op(list::SPLIT_HEADS).with_kernel(label::stock(qkv.device()));
+    let _s = profiler::op(list::SPLIT_HEADS).with_kernel(label::stock(qkv.device())).with_dtype(qkv.dtype().as_str());
     let seq = qkv.dim(0)? / batch;
     let qkv = qkv.reshape((batch, seq, 3, n_head, head_dim))?;
     let head = |i: usize| -> candle_core::Result<Tensor> { qkv.i((.., .., i))?.transpose(1, 2)?.contiguous() };
@@ -156,7 +168,7 @@ pub fn split_heads(qkv: &Tensor, batch: usize, n_head: usize, head_dim: usize) -
 
 /// Appends the new keys and values to the layer's cache; returns all of them so far.
 pub fn kv_cache(cache: &mut KvCache, k: &Tensor, v: &Tensor) -> Result<(Tensor, Tensor)> {
-    let _s = profiler::op(list::KV_CACHE).with_kernel(label::stock(k.device()));
+    let _s = profiler::op(list::KV_CACHE).with_kernel(label::stock(k.device())).with_dtype(k.dtype().as_str());
     Ok(cache.append(k, v)?)
 }
 
@@ -173,8 +185,8 @@ pub fn attn_scores(q: &Tensor, k: &Tensor, path: KernelPath) -> Result<Tensor> {
     let scale = 1.0 / (d as f64).sqrt();
     // candle's batched gemm is slow at attention's small shapes; the packed kernel is not.
     let packed = fast_path(path, q);
-    let kernel = packed.map_or(label::gemm(q.device()), label::packed);
-    let _s = profiler::op_shapes(list::ATTN_QK, &[q.dims(), k.dims()]).with_work(flops, bytes).with_kernel(kernel);
+    let kernel = packed.map_or(label::gemm(q.device()), |path| label::packed(path, DType::F32));
+    let _s = profiler::op_shapes(list::ATTN_QK, &[q.dims(), k.dims()]).with_work(flops, bytes).with_kernel(kernel).with_dtype(q.dtype().as_str());
     Ok(match packed {
         Some(path) => packed_matmul::batched_matmul(q, k, Rhs::Transposed, scale as f32, path)?,
         None => (q * scale)?.matmul(&k.t()?)?,
@@ -185,7 +197,7 @@ pub fn attn_scores(q: &Tensor, k: &Tensor, path: KernelPath) -> Result<Tensor> {
 /// (a key in its future). `None` for a single new column (a decode step: it sees every key),
 /// which skips [`mask_apply`] entirely.
 pub fn mask_build(past: usize, seq: usize, device: &Device) -> Result<Option<Tensor>> {
-    let _s = profiler::op(list::MASK_BUILD).with_kernel(label::stock(device));
+    let _s = profiler::op(list::MASK_BUILD).with_kernel(label::stock(device)).with_dtype("u8");
     if seq == 1 {
         return Ok(None);
     }
@@ -230,7 +242,7 @@ fn attn_decode_in_place(q: &Tensor, kv: &[(Tensor, Tensor)], path: KernelPath) -
     // are the keys and values read once, the queries and the output.
     let flops = (4 * keys * h * d + 5 * keys * h) as u64;
     let bytes = ((2 * keys * h * d + 2 * n * h * d) * q.dtype().size_in_bytes()) as u64;
-    let _s = profiler::op_shapes(list::ATTN_DECODE, &[q.dims()]).with_work(flops, bytes).with_kernel(elementwise_label(Some(path), q.device()));
+    let _s = profiler::op_shapes(list::ATTN_DECODE, &[q.dims()]).with_work(flops, bytes).with_kernel(elementwise_label(Some(path), q.device())).with_dtype(q.dtype().as_str());
     let scale = 1.0 / (d as f32).sqrt();
     Ok(crate::cpu::decode_attention::attention(q, kv, scale, path)?)
 }
@@ -240,7 +252,7 @@ fn attn_decode_in_place(q: &Tensor, kv: &[(Tensor, Tensor)], path: KernelPath) -
 pub fn mask_apply(scores: Tensor, mask: Option<&Tensor>, path: KernelPath) -> Result<Tensor> {
     let Some(mask) = mask else { return Ok(scores) };
     let path = fast_path(path, &scores);
-    let _s = profiler::op(list::MASK_APPLY).with_kernel(elementwise_label(path, scores.device()));
+    let _s = profiler::op(list::MASK_APPLY).with_kernel(elementwise_label(path, scores.device())).with_dtype(scores.dtype().as_str());
     Ok(match path {
         Some(path) => {
             // `scores` was just computed: nothing else holds it.
@@ -269,7 +281,7 @@ pub fn softmax(scores: Tensor, path: KernelPath) -> Result<Tensor> {
     // Max, subtract, exponential, sum, divide.
     let (flops, bytes) = work::elementwise(scores.elem_count(), 5, 1, 0, scores.dtype().size_in_bytes());
     let path = fast_path(path, &scores);
-    let _s = profiler::op_shapes(list::SOFTMAX, &[scores.dims()]).with_work(flops, bytes).with_kernel(elementwise_label(path, scores.device()));
+    let _s = profiler::op_shapes(list::SOFTMAX, &[scores.dims()]).with_work(flops, bytes).with_kernel(elementwise_label(path, scores.device())).with_dtype(scores.dtype().as_str());
     Ok(match path {
         Some(path) => {
             // `scores` was just computed: nothing else holds it.
@@ -285,8 +297,8 @@ pub fn attn_values(probs: &Tensor, v: &Tensor, path: KernelPath) -> Result<Tenso
     let (b, h, t, s) = probs.dims4()?;
     let (flops, bytes) = work::matmul(b * h, t, s, v.dim(3)?, probs.dtype().size_in_bytes());
     let packed = fast_path(path, probs);
-    let kernel = packed.map_or(label::gemm(probs.device()), label::packed);
-    let _s = profiler::op_shapes(list::ATTN_V, &[probs.dims(), v.dims()]).with_work(flops, bytes).with_kernel(kernel);
+    let kernel = packed.map_or(label::gemm(probs.device()), |path| label::packed(path, DType::F32));
+    let _s = profiler::op_shapes(list::ATTN_V, &[probs.dims(), v.dims()]).with_work(flops, bytes).with_kernel(kernel).with_dtype(probs.dtype().as_str());
     Ok(match packed {
         Some(path) => packed_matmul::batched_matmul(probs, v, Rhs::AsIs, 1.0, path)?,
         None => probs.matmul(v)?,
@@ -295,7 +307,7 @@ pub fn attn_values(probs: &Tensor, v: &Tensor, path: KernelPath) -> Result<Tenso
 
 /// `[batch, heads, seq, head_dim]` back to `[batch · seq, heads · head_dim]`.
 pub fn merge_heads(y: &Tensor) -> Result<Tensor> {
-    let _s = profiler::op(list::MERGE_HEADS).with_kernel(label::stock(y.device()));
+    let _s = profiler::op(list::MERGE_HEADS).with_kernel(label::stock(y.device())).with_dtype(y.dtype().as_str());
     let (b, h, t, d) = y.dims4()?;
     Ok(y.transpose(1, 2)?.reshape((b * t, h * d))?)
 }
@@ -305,7 +317,7 @@ pub fn merge_heads(y: &Tensor) -> Result<Tensor> {
 pub fn bias_add(h: Tensor, bias: &Tensor, path: KernelPath) -> Result<Tensor> {
     let (flops, bytes) = work::elementwise(h.elem_count(), 1, 1, bias.elem_count(), h.dtype().size_in_bytes());
     let path = fast_path(path, &h);
-    let _s = profiler::op_shapes(list::BIAS_ADD, &[h.dims()]).with_work(flops, bytes).with_kernel(elementwise_label(path, h.device()));
+    let _s = profiler::op_shapes(list::BIAS_ADD, &[h.dims()]).with_work(flops, bytes).with_kernel(elementwise_label(path, h.device())).with_dtype(h.dtype().as_str());
     Ok(match path {
         Some(path) => {
             elementwise::bias_add_(&h, bias, path)?;
@@ -318,7 +330,7 @@ pub fn bias_add(h: Tensor, bias: &Tensor, path: KernelPath) -> Result<Tensor> {
 /// The residual connection `x + y`.
 pub fn residual_add(x: &Tensor, y: &Tensor) -> Result<Tensor> {
     let (flops, bytes) = work::elementwise(x.elem_count(), 1, 2, 0, x.dtype().size_in_bytes());
-    let _s = profiler::op_shapes(list::RESIDUAL_ADD, &[x.dims(), y.dims()]).with_work(flops, bytes).with_kernel(label::stock(x.device()));
+    let _s = profiler::op_shapes(list::RESIDUAL_ADD, &[x.dims(), y.dims()]).with_work(flops, bytes).with_kernel(label::stock(x.device())).with_dtype(x.dtype().as_str());
     Ok((x + y)?)
 }
 
@@ -330,7 +342,7 @@ pub fn bias_residual_add(h: Tensor, bias: &Tensor, residual: &Tensor, path: Kern
     }
     let (flops, bytes) = work::elementwise(h.elem_count(), 2, 2, bias.elem_count(), h.dtype().size_in_bytes());
     let path = fast_path(path, &h);
-    let _s = profiler::op_shapes(list::BIAS_RESIDUAL_ADD, &[h.dims(), residual.dims()]).with_work(flops, bytes).with_kernel(elementwise_label(path, h.device()));
+    let _s = profiler::op_shapes(list::BIAS_RESIDUAL_ADD, &[h.dims(), residual.dims()]).with_work(flops, bytes).with_kernel(elementwise_label(path, h.device())).with_dtype(h.dtype().as_str());
     Ok(match path {
         Some(path) => {
             elementwise::bias_residual_(&h, bias, residual, path)?;
@@ -374,7 +386,7 @@ pub fn bias_activation(h: Tensor, bias: &Tensor, activation: Activation, how: &M
         MlpActivation::Custom(op) => {
             // A caller's bias + activation does the fused op's work: its row gets a roofline too.
             let (flops, bytes) = bias_gelu_work(&h)?;
-            let _s = profiler::op_shapes(list::custom(op.name()), &[h.dims()]).with_work(flops, bytes).with_kernel(label::CUSTOM);
+            let _s = profiler::op_shapes(list::custom(op.name()), &[h.dims()]).with_work(flops, bytes).with_kernel(label::CUSTOM).with_dtype(h.dtype().as_str());
             Ok(op.forward(&h, bias)?)
         }
     }
@@ -390,7 +402,7 @@ fn bias_gelu_work(h: &Tensor) -> Result<(u64, u64)> {
 fn bias_gelu(h: Tensor, bias: &Tensor, path: KernelPath) -> Result<Tensor> {
     let (flops, bytes) = bias_gelu_work(&h)?;
     let path = fast_path(path, &h);
-    let _s = profiler::op_shapes(list::BIAS_GELU, &[h.dims()]).with_work(flops, bytes).with_kernel(elementwise_label(path, h.device()));
+    let _s = profiler::op_shapes(list::BIAS_GELU, &[h.dims()]).with_work(flops, bytes).with_kernel(elementwise_label(path, h.device())).with_dtype(h.dtype().as_str());
     Ok(match path {
         Some(path) => {
             elementwise::bias_gelu_(&h, bias, path)?;
@@ -403,7 +415,7 @@ fn bias_gelu(h: Tensor, bias: &Tensor, path: KernelPath) -> Result<Tensor> {
 /// The config's activation (its row is `gelu` whichever it is), with candle's op.
 fn gelu(h: &Tensor, activation: Activation) -> Result<Tensor> {
     let (flops, bytes) = work::elementwise(h.elem_count(), GELU_FLOPS, 1, 0, h.dtype().size_in_bytes());
-    let _s = profiler::op_shapes(list::GELU, &[h.dims()]).with_work(flops, bytes).with_kernel(label::stock(h.device()));
+    let _s = profiler::op_shapes(list::GELU, &[h.dims()]).with_work(flops, bytes).with_kernel(label::stock(h.device())).with_dtype(h.dtype().as_str());
     Ok(match activation {
         Activation::GeluTanh => h.gelu()?,
         Activation::GeluErf => h.gelu_erf()?,
@@ -414,7 +426,7 @@ fn gelu(h: &Tensor, activation: Activation) -> Result<Tensor> {
 /// Rows `rows` of `x` (`[tokens, width]`): the positions that get logits (in generation, the
 /// last of each sequence that wants them), `[rows, width]`.
 pub fn last_position(x: &Tensor, rows: &[usize]) -> Result<Tensor> {
-    let _s = profiler::op(list::LAST_POSITION).with_kernel(label::stock(x.device()));
+    let _s = profiler::op(list::LAST_POSITION).with_kernel(label::stock(x.device())).with_dtype(x.dtype().as_str());
     let index = Tensor::new(rows.iter().map(|&r| r as u32).collect::<Vec<u32>>(), x.device())?;
     Ok(x.index_select(&index, 0)?)
 }

@@ -211,7 +211,7 @@ fn random_weights(cfg: &Config) -> Result<HashMap<String, Tensor>> {
 /// A model with `cfg`'s shapes and the synthetic checkpoint's seeded weights, built in
 /// memory without touching the disk (tests, benchmarks, servers under test).
 pub fn synthetic_model(cfg: &Config, device: &Device, dtype: DType, kernels: KernelPath) -> Result<Model> {
-    crate::device_flags::check_dtype(device, dtype)?;
+    crate::device_flags::check_dtype(dtype)?;
     let vb = VarBuilder::from_tensors(random_weights(cfg)?, dtype, device);
     Model::load(vb, cfg, kernels)
 }
@@ -219,7 +219,7 @@ pub fn synthetic_model(cfg: &Config, device: &Device, dtype: DType, kernels: Ker
 /// Reads the checkpoint's config and weights onto `device` as `dtype`, laid out for the CPU
 /// kernel path `kernels`. Every failure names the file it came from.
 pub fn load(ckpt: &Checkpoint, device: &Device, dtype: DType, kernels: KernelPath) -> Result<Model> {
-    crate::device_flags::check_dtype(device, dtype)?;
+    crate::device_flags::check_dtype(dtype)?;
     let config_path = ckpt.config_path();
     if !config_path.is_file() {
         return Err(Error::Weights { path: config_path, message: "missing: a checkpoint directory needs config.json".into() });

@@ -3,10 +3,16 @@
 //! textbook ones: a multiply-add is two FLOPs; bytes are each operand read once and the
 //! output written once.
 
-/// `[m, k] · [k, n]`, possibly batched over `batch`.
+/// `[m, k] · [k, n]`, possibly batched over `batch`, every operand `elem` bytes a value.
 pub fn matmul(batch: usize, m: usize, k: usize, n: usize, elem: usize) -> (u64, u64) {
+    matmul_widths(batch, m, k, n, elem, elem)
+}
+
+/// [`matmul`] with the `[k, n]` operand (a weight) `weight` bytes a value and the others
+/// `elem`: a bf16 weight beside f32 activations is counted at 2 bytes, the activations at 4.
+pub fn matmul_widths(batch: usize, m: usize, k: usize, n: usize, elem: usize, weight: usize) -> (u64, u64) {
     let flops = 2 * batch * m * k * n;
-    let bytes = batch * (m * k + k * n + m * n) * elem;
+    let bytes = batch * ((m * k + m * n) * elem + k * n * weight);
     (flops as u64, bytes as u64)
 }
 

@@ -17,14 +17,34 @@ use profiler::{Line, Options, Profiler, Schedule, SortBy, View, STEP_ROW};
 const OTHER_BY_DESIGN: [&str; 2] = ["embedding", "last_position"];
 
 /// Every label a row may carry (the contract's vocabulary).
-const LABELS: [&str; 9] = ["packed-avx512", "packed-avx2", "candle-gemm", "avx512", "avx2", "candle", "cublas", "candle-cuda", "custom"];
+const LABELS: [&str; 13] = [
+    "packed-avx512",
+    "packed-avx2",
+    "packed-avx512-bf16",
+    "packed-avx2-bf16",
+    "packed-avx512-f16",
+    "packed-avx2-f16",
+    "candle-gemm",
+    "avx512",
+    "avx2",
+    "candle",
+    "cublas",
+    "candle-cuda",
+    "custom",
+];
 
-/// One op row: its name, budget line and kernel label.
+/// The model types a CPU model may be loaded in (`--dtype`).
+const DTYPES: [DType; 3] = [DType::F32, DType::BF16, DType::F16];
+
+/// One op row: its name, budget line, kernel label and work.
 #[derive(Debug)]
 struct OpRow {
     name: String,
     line: Line,
     kernel: Option<String>,
+    dtype: Option<String>,
+    flops: Option<u64>,
+    bytes: Option<u64>,
 }
 
 /// The op rows of one recorded step that covers every op: a two-row prefill
@@ -41,11 +61,16 @@ fn op_rows(model: &Model) -> Vec<OpRow> {
         .unwrap();
     }
     let rows = prof.finish().key_averages(View::Op, false, SortBy::SelfCpuTimeTotal).rows;
-    rows.into_iter().filter(|r| r.name != STEP_ROW).map(|r| OpRow { name: r.name, line: r.line, kernel: r.kernel }).collect()
+    rows.into_iter().filter(|r| r.name != STEP_ROW).map(|r| OpRow { name: r.name, line: r.line, kernel: r.kernel, dtype: r.dtype, flops: r.flops, bytes: r.bytes }).collect()
 }
 
 fn synthetic(activation: MlpActivation, path: KernelPath) -> Model {
-    let mut model = gpt2::weights::synthetic_model(&Config::tiny(), &Device::Cpu, DType::F32, path).unwrap();
+    synthetic_in(activation, path, DType::F32)
+}
+
+/// The tiny synthetic model with its weights in `dtype`.
+fn synthetic_in(activation: MlpActivation, path: KernelPath, dtype: DType) -> Model {
+    let mut model = gpt2::weights::synthetic_model(&Config::tiny(), &Device::Cpu, dtype, path).unwrap();
     model.set_mlp_activation(activation);
     model
 }
@@ -93,32 +118,81 @@ fn the_op_list_names_each_op_once() {
 #[test]
 fn every_op_row_says_which_kernel_ran() {
     on_each_path(|path| {
-        let rows = op_rows(&synthetic(MlpActivation::Fused, path));
-        let kernel = |op: &str| rows.iter().find(|r| r.name == op).and_then(|r| r.kernel.clone()).unwrap_or_else(|| panic!("{path}: no kernel on {op}: {rows:?}"));
-        for OpRow { name: op, kernel: k, .. } in &rows {
-            let k = k.as_deref().unwrap_or_else(|| panic!("{path}: row {op} has no kernel label"));
-            assert!(k.split('+').all(|l| LABELS.contains(&l)), "{path}: {op} ran on {k}, not a contract label");
+        for dtype in DTYPES {
+            let rows = op_rows(&synthetic_in(MlpActivation::Fused, path, dtype));
+            let kernel = |op: &str| rows.iter().find(|r| r.name == op).and_then(|r| r.kernel.clone()).unwrap_or_else(|| panic!("{path} {dtype:?}: no kernel on {op}: {rows:?}"));
+            for OpRow { name: op, kernel: k, .. } in &rows {
+                let k = k.as_deref().unwrap_or_else(|| panic!("{path} {dtype:?}: row {op} has no kernel label"));
+                assert!(k.split('+').all(|l| LABELS.contains(&l)), "{path} {dtype:?}: {op} ran on {k}, not a contract label");
+            }
+            // The path decides: the dense layers' products (a 12-row prefill and a 2-row decode
+            // step), named with the weights' type where it is a half type; attention's products
+            // and the element-wise ops, which run on f32 activations on the packed paths.
+            let half = match dtype {
+                DType::BF16 => "-bf16",
+                DType::F16 => "-f16",
+                _ => "",
+            };
+            let (matmul, attention, elementwise) = match path {
+                KernelPath::Avx512 => (format!("packed-avx512{half}"), "packed-avx512", "avx512"),
+                KernelPath::Avx2 => (format!("packed-avx2{half}"), "packed-avx2", "avx2"),
+                KernelPath::Portable => ("candle-gemm".to_string(), "candle-gemm", "candle"),
+            };
+            assert_eq!(kernel("matmul"), matmul, "{path} {dtype:?}");
+            assert_eq!(kernel("lm_head"), matmul, "{path} {dtype:?}");
+            for op in ["attn_qk", "attn_v"] {
+                assert_eq!(kernel(op), attention, "{path} {dtype:?}: {op}");
+            }
+            for op in ["layer_norm", "mask_apply", "softmax", "bias_gelu", "bias_residual_add"] {
+                assert_eq!(kernel(op), elementwise, "{path} {dtype:?}: {op}");
+            }
+            if path != KernelPath::Portable {
+                assert_eq!(kernel("attn_decode"), elementwise, "{path} {dtype:?}: attn_decode");
+            }
+            for op in ["embedding", "split_heads", "kv_cache", "merge_heads", "mask_build", "last_position"] {
+                assert_eq!(kernel(op), "candle", "{path} {dtype:?}: {op}");
+            }
+            // And each row names the type it streamed: the products the weights', the mask its
+            // bytes, the rest the activations' (f32 on the packed paths, the weights' on portable).
+            let activations = if path == KernelPath::Portable { dtype } else { DType::F32 };
+            for row in &rows {
+                let want = match row.name.as_str() {
+                    "matmul" | "lm_head" => dtype.as_str(),
+                    "mask_build" => "u8",
+                    _ => activations.as_str(),
+                };
+                assert_eq!(row.dtype.as_deref(), Some(want), "{path} {dtype:?}: {}", row.name);
+            }
         }
-        // The path decides: the dense layers' products (a 12-row prefill and a 2-row decode
-        // step), attention's products and the element-wise ops.
-        let (matmul, attention, elementwise) = match path {
-            KernelPath::Avx512 => ("packed-avx512", "packed-avx512", "avx512"),
-            KernelPath::Avx2 => ("packed-avx2", "packed-avx2", "avx2"),
-            KernelPath::Portable => ("candle-gemm", "candle-gemm", "candle"),
+    });
+}
+
+#[test]
+fn a_half_type_weight_is_counted_at_its_stored_width() {
+    on_each_path(|path| {
+        let work = |dtype: DType, op: &str| {
+            let rows = op_rows(&synthetic_in(MlpActivation::Fused, path, dtype));
+            let row = rows.iter().find(|r| r.name == op).unwrap_or_else(|| panic!("{path}: no {op} row"));
+            (row.flops.expect("a product counts its FLOPs"), row.bytes.expect("a product counts its bytes"))
         };
-        assert_eq!(kernel("matmul"), matmul, "{path}");
-        assert_eq!(kernel("lm_head"), matmul, "{path}");
-        for op in ["attn_qk", "attn_v"] {
-            assert_eq!(kernel(op), attention, "{path}: {op}");
-        }
-        for op in ["layer_norm", "mask_apply", "softmax", "bias_gelu", "bias_residual_add"] {
-            assert_eq!(kernel(op), elementwise, "{path}: {op}");
-        }
-        if path != KernelPath::Portable {
-            assert_eq!(kernel("attn_decode"), elementwise, "{path}: attn_decode");
-        }
-        for op in ["embedding", "split_heads", "kv_cache", "merge_heads", "mask_build", "last_position"] {
-            assert_eq!(kernel(op), "candle", "{path}: {op}");
+        let model = synthetic(MlpActivation::Fused, path);
+        let c = model.config();
+        let (e, inner) = (c.n_embd, c.inner_dim());
+        // `op_rows` runs two passes, each through every dense layer once and the head once.
+        let layer_weights = 2 * c.n_layer * (e * 3 * e + e * e + e * inner + inner * e);
+        let head_weights = 2 * c.vocab_size * e;
+        for dtype in [DType::BF16, DType::F16] {
+            for (op, weights) in [("matmul", layer_weights), ("lm_head", head_weights)] {
+                let ((f32_flops, f32_bytes), (flops, bytes)) = (work(DType::F32, op), work(dtype, op));
+                assert_eq!(flops, f32_flops, "{path} {dtype:?} {op}: the same arithmetic");
+                if path == KernelPath::Portable {
+                    // Candle's ops run in the half type: every operand is half as wide.
+                    assert_eq!(2 * bytes, f32_bytes, "{path} {dtype:?} {op}");
+                } else {
+                    // The weights at 2 bytes instead of 4; the f32 activations as before.
+                    assert_eq!(f32_bytes - bytes, 2 * weights as u64, "{path} {dtype:?} {op}");
+                }
+            }
         }
     });
 }

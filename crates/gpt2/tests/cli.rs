@@ -110,3 +110,89 @@ fn every_subcommand_has_help() {
         assert!(text(&out.stdout).contains("--model"), "{sub}: {}", text(&out.stdout));
     }
 }
+
+/// `gpt2 serve` on a free port: the child and the address and model name it announced.
+fn serve(args: &[&str], cache: &std::path::Path) -> (std::process::Child, String, String) {
+    use std::io::BufRead;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gpt2"))
+        .args(["serve", "--port", "0"])
+        .args(args)
+        .env("GPT2_COURSE_CACHE", cache)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("gpt2 serve starts");
+    let stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    for line in stderr.lines() {
+        let line = line.unwrap();
+        if let Some(rest) = line.strip_prefix("gpt2 serve: listening on http://") {
+            let addr = rest.split_whitespace().next().unwrap().to_string();
+            let model = rest.split('"').nth(1).unwrap().to_string();
+            return (child, addr, model);
+        }
+    }
+    let _ = child.kill();
+    panic!("gpt2 serve {args:?} exited before listening");
+}
+
+/// One HTTP/1.1 request with the body `json`, the whole response as text.
+fn post_json(addr: &str, path: &str, json: &str) -> String {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    write!(stream, "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{json}", json.len()).unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response
+}
+
+#[test]
+fn half_type_weights_run_in_all_four_commands_on_every_cpu_path() {
+    let cache = tempfile::tempdir().unwrap();
+    let env = [("GPT2_COURSE_CACHE", cache.path())];
+    common::on_each_path(|path| {
+        for dtype in ["bf16", "f16"] {
+            let model = ["--model", "synthetic-tiny", "--device", "cpu", "--dtype", dtype, "--kernels", path.name()];
+            let with = |first: &[&str], rest: &[&str]| -> Vec<String> { first.iter().chain(&model).chain(rest).map(|s| s.to_string()).collect() };
+            let run = |args: Vec<String>| {
+                let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                let out = gpt2(&args, &env);
+                assert!(out.status.success(), "{path} {dtype}: gpt2 {args:?}: {}", text(&out.stderr));
+                out
+            };
+
+            let out = run(with(&["generate"], &["--prompt", "Benchmark first", "--max-tokens", "4"]));
+            assert!(text(&out.stdout).starts_with("Benchmark first"), "{path} {dtype}: {}", text(&out.stdout));
+
+            let dir = tempfile::tempdir().unwrap();
+            // `gpt2 bench`'s cases need GPT-2 small's context: its synthetic weights (in the
+            // default cache the other tests share), on the widest path only.
+            if path == gpt2::cpu::KernelPath::widest() {
+                let json = dir.path().join("bench.json");
+                let args = ["bench", "--model", "synthetic", "--device", "cpu", "--dtype", dtype, "--kernels", path.name(), "--warmup", "0", "--repeats", "1", "--json", json.to_str().unwrap()];
+                let out = gpt2(&args, &[]);
+                assert!(out.status.success(), "{path} {dtype}: gpt2 {args:?}: {}", text(&out.stderr));
+                let bench: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+                assert_eq!((&bench["dtype"], &bench["kernels"]), (&dtype.into(), &path.name().into()));
+                // The floor counts GPT-2 small's 124M parameters at their stored widths: the
+                // matrices at 2 bytes, the LayerNorm gains and biases beside f32 activations at 4.
+                let (gbps, floor_ms) = (bench["memory_read_gb_per_s"].as_f64().unwrap(), bench["decode_floor_ms"].as_f64().unwrap());
+                let activations = if path == gpt2::cpu::KernelPath::Portable { 2 } else { 4 };
+                let bytes = 2 * 123_532_032 + activations * 121_344;
+                assert!((floor_ms - bytes as f64 / (gbps * 1e9) * 1e3).abs() < 1e-6 * floor_ms, "{path} {dtype}: floor {floor_ms} ms at {gbps} GB/s");
+            }
+
+            run(with(&["profile"], &["--seq", "4", "--out", dir.path().to_str().unwrap()]));
+            let report = profiler::Report::read_json(dir.path().join("report.json")).unwrap();
+            assert_eq!(report.environment.dtype, dtype, "{path}");
+            let matmul = report.rows.iter().find(|r| r.name == "matmul").and_then(|r| r.kernel.clone()).unwrap_or_default();
+            let want = if path == gpt2::cpu::KernelPath::Portable { "candle-gemm".to_string() } else { format!("packed-{path}-{dtype}") };
+            assert_eq!(matmul, want, "{path} {dtype}: the matmul row names the kernel and the weights' type");
+
+            let args = with(&[], &[]);
+            let (mut child, addr, served) = serve(&args.iter().map(String::as_str).collect::<Vec<_>>(), cache.path());
+            let response = post_json(&addr, "/v1/completions", &format!("{{\"model\": \"{served}\", \"prompt\": \"Hello\", \"max_tokens\": 3}}"));
+            let _ = child.kill();
+            let _ = child.wait();
+            assert!(response.starts_with("HTTP/1.1 200") && response.contains("\"choices\""), "{path} {dtype}: {response}");
+        }
+    });
+}

@@ -23,7 +23,7 @@ fn toml_like() -> impl Strategy<Value = String> {
 
 fn json_like() -> impl Strategy<Value = String> {
     let atoms = prop::sample::select(vec![
-        "{", "}", "[", "]", ",", ":", "\"schema\"", "\"profiler-report/5\"", "\"bench-report/3\"", "\"rows\"", "\"device\"", "\"cuda\"",
+        "{", "}", "[", "]", ",", ":", "\"schema\"", "\"profiler-report/6\"", "\"bench-report/3\"", "\"rows\"", "\"device\"", "\"cuda\"",
         "\"cpu\"", "\"name\"", "\"self_cpu_us\"", "\"self_cpu_pct\"", "\"totals\"", "\"comparison\"", "\"verdict\"", "\"faster\"", "1e308",
         "-1", "0", "null", "true", "\"max_abs_error\"", "\"runs\"", "\"metrics\"", "\"ttft_ms\"", "\"p90\"",
     ]);

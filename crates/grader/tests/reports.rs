@@ -92,7 +92,7 @@ fn malformed_files_name_file_line_and_column() {
             ("exercise-1/answers.toml", "[quiz]\nntq-1 = Benchmark\n"),
             ("exercise-2/answers.toml", "[throughput]\nratio = \"fast\"\nverdict = 3\n"),
             ("exercise-2/results/bench.json", "{\"schema\": \"bench-report/3\",\n \"runs\": [\n"),
-            ("exercise-3/results/report.json", "{\"schema\": \"profiler-report/5\", \"device\": \"tpu\"}"),
+            ("exercise-3/results/report.json", "{\"schema\": \"profiler-report/6\", \"device\": \"tpu\"}"),
         ],
     );
     let reports = grade(files);
@@ -119,11 +119,13 @@ fn tampered_results_are_not_trusted() {
     // A reading edited to pass a memory-traffic plan: gelu at 2% of its roofline claimed memory-bound.
     let reading = edited(&cpu_profile(), |r| row(r, "gelu")["reading"] = "memory-bound".into());
     // Old reports: from before the roofline columns, from before the shared environment, from
-    // before the Reading column, and from before each row's budget line.
-    let old = cpu_profile().replace("profiler-report/5", "profiler-report/1");
-    let old_environment = cpu_profile().replace("profiler-report/5", "profiler-report/2");
-    let old_reading = cpu_profile().replace("profiler-report/5", "profiler-report/3");
-    let old_line = cpu_profile().replace("profiler-report/5", "profiler-report/4");
+    // before the Reading column, from before each row's budget line, and from before each
+    // row's type.
+    let old = cpu_profile().replace("profiler-report/6", "profiler-report/1");
+    let old_environment = cpu_profile().replace("profiler-report/6", "profiler-report/2");
+    let old_reading = cpu_profile().replace("profiler-report/6", "profiler-report/3");
+    let old_line = cpu_profile().replace("profiler-report/6", "profiler-report/4");
+    let old_dtype = cpu_profile().replace("profiler-report/6", "profiler-report/5");
     // A verdict its own interval contradicts.
     let verdict = ex2_bench_json(&[("above", "output_tokens_per_s", "higher", "faster", 0.99, (0.95, 1.04))]);
     let mut out = String::new();
@@ -138,6 +140,7 @@ fn tampered_results_are_not_trusted() {
         ("old environment", old_environment),
         ("old reading", old_reading),
         ("old line", old_line),
+        ("old dtype", old_dtype),
     ] {
         assert_ne!(report_json, cpu_profile(), "the {case} case must change the file");
         let reports = grade(with(perfect_files(), &[("exercise-3/results/report.json", &report_json)]));

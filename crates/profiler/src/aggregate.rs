@@ -126,6 +126,8 @@ pub struct Row {
     /// The kernel labels of the row's ranges ([`crate::Scope::with_kernel`]): one label, or
     /// the distinct labels in sorted order joined by `+` when calls ran on different kernels.
     pub kernel: Option<String>,
+    /// The types of the row's ranges ([`crate::Scope::with_dtype`]), joined the same way.
+    pub dtype: Option<String>,
 }
 
 /// Rows plus the totals their percentages are taken of.
@@ -145,21 +147,31 @@ pub struct KeyAverages {
 
 type Key = (String, Option<String>);
 
-/// The distinct kernel labels seen per row while the steps are added.
-type Kernels = HashMap<Key, BTreeSet<&'static str>>;
+/// The distinct kernel labels and types seen per row while the steps are added.
+#[derive(Default)]
+struct Labels {
+    kernels: BTreeSet<&'static str>,
+    dtypes: BTreeSet<&'static str>,
+}
+
+/// One label, or the distinct labels in sorted order joined by `+`; `None` for none.
+fn joined(labels: BTreeSet<&'static str>) -> Option<String> {
+    (!labels.is_empty()).then(|| labels.into_iter().collect::<Vec<_>>().join("+"))
+}
 
 impl Profile {
     /// Group events into rows for `view`, sorted by `sort_by` (decreasing; ties by name).
     pub fn key_averages(&self, view: View, group_by_input_shape: bool, sort_by: SortBy) -> KeyAverages {
         let has_device = self.has_device_times();
         let mut rows: HashMap<Key, Row> = HashMap::new();
-        let mut kernels: Kernels = HashMap::new();
+        let mut labels: HashMap<Key, Labels> = HashMap::new();
         for step in &self.steps {
-            add_step(step, view, group_by_input_shape, has_device, &mut rows, &mut kernels);
+            add_step(step, view, group_by_input_shape, has_device, &mut rows, &mut labels);
         }
-        for (key, labels) in kernels {
+        for (key, Labels { kernels, dtypes }) in labels {
             if let Some(row) = rows.get_mut(&key) {
-                row.kernel = Some(labels.into_iter().collect::<Vec<_>>().join("+"));
+                row.kernel = joined(kernels);
+                row.dtype = joined(dtypes);
             }
         }
         let mut rows: Vec<Row> = rows.into_values().collect();
@@ -208,6 +220,7 @@ fn new_row(name: &str, line: Line, shapes: Option<String>, has_device: bool) -> 
         flops: None,
         bytes: None,
         kernel: None,
+        dtype: None,
     }
 }
 
@@ -227,7 +240,7 @@ fn add_step(
     grouped: bool,
     has_device: bool,
     rows: &mut HashMap<Key, Row>,
-    kernels: &mut Kernels,
+    labels: &mut HashMap<Key, Labels>,
 ) {
     let n = step.events.len();
     // Whether each event is a row in this view, and its nearest visible ancestor
@@ -285,15 +298,17 @@ fn add_step(
     }
 
     for (i, e) in step.events.iter().enumerate() {
-        // Work and kernel labels belong to the row the event's time is folded into.
+        // Work, kernel labels and types belong to the row the event's time is folded into.
         let owner = if visible[i] { Some(i) } else { view_parent[i] };
-        if e.flops.is_some() || e.bytes.is_some() || e.kernel.is_some() {
+        if e.flops.is_some() || e.bytes.is_some() || e.kernel.is_some() || e.dtype.is_some() {
             let key = match owner {
                 Some(o) => key_of(step.events[o].name, &step.events[o].shapes),
                 None => root_key.clone(),
             };
-            if let Some(k) = e.kernel {
-                kernels.entry(key.clone()).or_default().insert(k);
+            if e.kernel.is_some() || e.dtype.is_some() {
+                let row_labels = labels.entry(key.clone()).or_default();
+                row_labels.kernels.extend(e.kernel);
+                row_labels.dtypes.extend(e.dtype);
             }
             let shapes = key.1.clone();
             let (name, line) = owner.map_or((STEP_ROW, Line::Other), |o| (step.events[o].name, step.events[o].line));

@@ -36,6 +36,9 @@ fn args(e: &Event) -> Value {
     if let Some(b) = e.bytes {
         args.insert("bytes".into(), json!(b));
     }
+    if let Some(d) = e.dtype {
+        args.insert("dtype".into(), json!(d));
+    }
     if let Some(k) = e.kernel {
         args.insert("kernel".into(), json!(k));
     }

@@ -27,6 +27,8 @@ pub struct Event {
     pub bytes: Option<u64>,
     /// The kernel label given with [`crate::Scope::with_kernel`].
     pub kernel: Option<&'static str>,
+    /// The type given with [`crate::Scope::with_dtype`].
+    pub dtype: Option<&'static str>,
     /// Device start and end, nanoseconds since the step's device start, when device timing
     /// was on and worked.
     pub device_ns: Option<(u64, u64)>,

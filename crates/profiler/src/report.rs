@@ -16,7 +16,7 @@ use crate::roofline::{row_roofline, Ceilings, RowRoofline, TimeBasis};
 
 /// The schema identifier written in every report. Bump the number on any incompatible
 /// change and describe it in REPORT.md.
-pub const SCHEMA: &str = "profiler-report/5";
+pub const SCHEMA: &str = "profiler-report/6";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Report {
@@ -81,6 +81,8 @@ pub struct ReportRow {
     pub bytes: Option<u64>,
     /// The kernel label(s) of the row's ranges, distinct labels sorted and joined by `+`.
     pub kernel: Option<String>,
+    /// The type(s) of the values the row's ranges streamed, joined the same way.
+    pub dtype: Option<String>,
     /// Achieved rates against the ceilings; null without ceilings, without declared work,
     /// or without time.
     pub roofline: Option<RowRoofline>,
@@ -141,6 +143,7 @@ impl Report {
                 flops: r.flops,
                 bytes: r.bytes,
                 kernel: r.kernel.clone(),
+                dtype: r.dtype.clone(),
                 roofline,
                 reading,
             }})

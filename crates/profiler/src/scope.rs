@@ -78,6 +78,17 @@ impl Scope {
         }
         self
     }
+
+    /// Attach the type of the values the op streams (`"f32"`, `"bf16"`, `"f16"`: a dense
+    /// layer's weights as stored, else its input), so that a row's bytes and rates can be read
+    /// against its width: the same product moves half the bytes over bf16 weights.
+    #[inline]
+    pub fn with_dtype(self, dtype: &'static str) -> Self {
+        if self.is_active() {
+            with_recorder(self.generation, |r| r.events[self.index as usize].dtype = Some(dtype));
+        }
+        self
+    }
 }
 
 impl Drop for Scope {
@@ -171,6 +182,7 @@ pub(crate) struct RawEvent {
     pub flops: Option<u64>,
     pub bytes: Option<u64>,
     pub kernel: Option<&'static str>,
+    pub dtype: Option<&'static str>,
     pub device_start: Option<u32>,
     pub device_end: Option<u32>,
 }
@@ -250,6 +262,7 @@ impl Recorder {
             flops: None,
             bytes: None,
             kernel: None,
+            dtype: None,
             device_start,
             device_end: None,
         });

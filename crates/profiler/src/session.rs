@@ -285,6 +285,7 @@ fn build_step(
             flops: e.flops,
             bytes: e.bytes,
             kernel: e.kernel,
+            dtype: e.dtype,
             device_ns: match (device_start, at(e.device_start), at(e.device_end)) {
                 (Some(base), Some(s), Some(t)) if device_ns.is_some() => {
                     Some((s.saturating_sub(base), t.saturating_sub(base)))

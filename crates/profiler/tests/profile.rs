@@ -367,7 +367,7 @@ fn report_json_round_trips_and_follows_the_schema() {
     assert_eq!(back, report);
 
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    assert_eq!(v["schema"], "profiler-report/5");
+    assert_eq!(v["schema"], "profiler-report/6");
     assert_eq!(v["device"], "cpu");
     assert_eq!(v["sort_by"], "self_cpu_time_total");
     assert_eq!(v["view"], "op");
@@ -443,10 +443,10 @@ fn reading_a_wrong_file_says_what_and_where() {
     assert!(err.contains("old.json") && err.contains("profiler-report/0") && err.contains("gpt2 profile"), "{err}");
     // A complete report of the previous version is refused too, with the way out.
     let mut old = serde_json::to_value(fixture::profile(false).report()).unwrap();
-    old["schema"] = "profiler-report/4".into();
+    old["schema"] = "profiler-report/5".into();
     std::fs::write(&path, old.to_string()).unwrap();
     let err = Report::read_json(&path).unwrap_err().to_string();
-    assert!(err.contains("old.json") && err.contains("profiler-report/4") && err.contains("profiler-report/5"), "{err}");
+    assert!(err.contains("old.json") && err.contains("profiler-report/5") && err.contains("profiler-report/6"), "{err}");
     assert!(err.contains("Re-run the profile"), "{err}");
     std::fs::write(&path, "{ not json").unwrap();
     let err = Report::read_json(&path).unwrap_err().to_string();

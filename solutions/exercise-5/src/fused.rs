@@ -151,7 +151,7 @@ pub fn exp(x: f32) -> f32 {
 fn inputs<'a>(op: &str, s1: &'a CpuStorage, l1: &Layout, s2: &'a CpuStorage, l2: &Layout) -> candle_core::Result<(&'a [f32], &'a [f32])> {
     let (CpuStorage::F32(x), CpuStorage::F32(bias)) = (s1, s2) else {
         candle_core::bail!(
-            "{op}: this CPU op takes f32 tensors, got {:?} and {:?}; run the exercise with --dtype f32 (its default), or on a GPU (--features cuda --device cuda), whose kernel takes f16 and bf16 too",
+            "{op}: this CPU op takes f32 tensors, got {:?} and {:?} (with --dtype bf16 or f16 the portable kernel path runs candle's ops, and so this op, in that type); run the exercise with --dtype f32 (its default), or on the avx512 or avx2 path (--kernels), where a half-type model's activations stay f32, or on a GPU (--features cuda --device cuda), whose kernel takes f16 and bf16 too",
             s1.dtype(),
             s2.dtype()
         );
@@ -337,7 +337,7 @@ mod tests {
             let half = Tensor::zeros((2, 8), candle_core::DType::BF16, &Device::Cpu).unwrap();
             let half_bias = Tensor::zeros(8, candle_core::DType::BF16, &Device::Cpu).unwrap();
             let err = op.forward(&half, &half_bias).unwrap_err().to_string();
-            assert!(err.contains("f32") && err.contains("BF16") && err.contains("--dtype f32"), "{stage}: {err}");
+            assert!(err.contains("f32") && err.contains("BF16") && err.contains("--dtype f32") && err.contains("--kernels"), "{stage}: {err}");
         }
     }
 }

@@ -177,12 +177,15 @@ fn peak_shape(override_rows: Option<&str>) -> (usize, usize, usize) {
 }
 
 /// The best throughput of [`peak_shape_here`]'s product through [`Linear`] laid out as the
-/// model's layers are on `device`, and one line naming the kernel that ran it (read off the profiler's row).
+/// model's layers are on `device`, with the weight in `dtype` and `x` in the activations' type
+/// (f32 beside a half-type weight on the CPU's packed paths), and one line naming the kernel
+/// that ran it (read off the profiler's row).
 fn linear_peak(device: &Device, dtype: DType, kernels: KernelPath) -> Result<(f64, String)> {
     let (m, k, n) = peak_shape_here();
+    let activations = kernels.activations(device, dtype);
     let w = Tensor::randn(0f32, 0.02, (k, n), device)?.to_dtype(dtype)?;
-    let x = Tensor::randn(0f32, 1.0, (m, k), device)?.to_dtype(dtype)?;
-    let linear = Linear::with_layout(w, None, Layout::for_device(kernels, device, dtype), kernels)?;
+    let x = Tensor::randn(0f32, 1.0, (m, k), device)?.to_dtype(activations)?;
+    let linear = Linear::with_layout(w, None, Layout::for_device(kernels, device, activations), kernels)?;
     // One warm-up (packing scratch, thread pool), then the timed runs, each its own step.
     let mut prof = profiler::Profiler::new(profiler::Options {
         schedule: profiler::Schedule::new(0, 1, PEAK_RUNS, 1),

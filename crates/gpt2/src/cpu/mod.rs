@@ -65,7 +65,8 @@ impl KernelPath {
         #[cfg(target_arch = "x86_64")]
         {
             use std::arch::is_x86_feature_detected as has;
-            let avx2 = has!("avx2") && has!("fma");
+            // F16C widens f16 weights; every AVX2 CPU has it.
+            let avx2 = has!("avx2") && has!("fma") && has!("f16c");
             match self {
                 KernelPath::Avx512 => avx2 && has!("avx512f") && has!("avx512dq") && has!("avx512vl"),
                 KernelPath::Avx2 => avx2,
@@ -107,6 +108,20 @@ impl KernelPath {
         (device.is_cpu() && dtype == candle_core::DType::F32 && self != KernelPath::Portable).then_some(self)
     }
 
+    /// The type a model's activations run in (so its KV cache and every op but the dense
+    /// layers' products) when its weights are stored as `weights` on `device`: f32 on the
+    /// CPU's `avx512` and `avx2` paths, whose packed products read a bf16 or f16 weight as
+    /// stored and widen it in registers; the weights' own type elsewhere (CUDA, and the
+    /// `portable` path, whose candle ops cannot mix types). The one rule for what runs in
+    /// which type.
+    pub fn activations(self, device: &Device, weights: candle_core::DType) -> candle_core::DType {
+        if device.is_cpu() && self != KernelPath::Portable {
+            candle_core::DType::F32
+        } else {
+            weights
+        }
+    }
+
     /// What a report records as a model's kernels: this path's name on the CPU, `cuda` there.
     pub fn run_name(self, device: &Device) -> &'static str {
         if device.is_cuda() {
@@ -140,8 +155,8 @@ fn from_env() -> &'static std::result::Result<KernelPath, String> {
 /// Why `what` cannot run here, and what to use instead.
 fn unsupported(path: KernelPath, what: &str) -> String {
     let needs = match path {
-        KernelPath::Avx512 => "AVX-512 (F, DQ, VL) with AVX2 and FMA",
-        _ => "AVX2 and FMA",
+        KernelPath::Avx512 => "AVX-512 (F, DQ, VL) with AVX2, FMA and F16C",
+        _ => "AVX2, FMA and F16C",
     };
     let has: Vec<&str> = KernelPath::supported().iter().map(|p| p.name()).collect();
     format!(

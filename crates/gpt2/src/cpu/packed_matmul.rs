@@ -8,8 +8,12 @@
 //! be laid out once in the order the kernel reads it, and nothing is packed per call.
 //!
 //! Layout (the same for both instruction sets): `W` becomes `⌈n / 32⌉` panels; panel `p` holds
-//! columns `32p .. 32p + 32` as `k` rows of 32 contiguous floats (two cache lines), the last
-//! panel padded with zeros.
+//! columns `32p .. 32p + 32` as `k` rows of 32 contiguous values, the last panel padded with
+//! zeros. A weight keeps the type it is packed from: f32 (a row is two cache lines), or bf16 or
+//! f16 (a row is one cache line: half the bytes to stream, which is what a memory-bound decode
+//! step waits on). Half-type values are widened to f32 in registers as they are loaded (bf16 by
+//! a 16-bit shift, f16 with F16C's conversion) and every product accumulates in f32; `x` and the
+//! output are f32 whatever the weight's type.
 //!
 //! Kernel: a block of the output lives in vector registers: up to 12 rows × 32 columns (a
 //! whole panel) with AVX-512 (24 of the 32 registers), up to 3 rows × 32 columns with AVX2
@@ -26,6 +30,7 @@
 //! slice stays in L2.
 
 use candle_core::{DType, Device, Result, Tensor};
+use half::{bf16, f16};
 use rayon::prelude::*;
 
 use super::{cpu_f32, KernelPath};
@@ -38,10 +43,35 @@ const KC: usize = 256;
 /// the panels are streamed in memory order.
 const X_IN_L2: usize = 64 * 1024;
 
-/// One cache line of floats; the panels are built from these so every vector load is aligned.
+/// One cache line; the panels are built from these so every vector load is aligned.
 #[derive(Clone, Copy)]
 #[repr(C, align(64))]
-struct Line([f32; 16]);
+struct Line([u8; 64]);
+
+/// The types a panel can hold, as the kernels' `W` parameter (a const generic: each kernel
+/// is compiled once per type, with the widening of that type and no other).
+const F32: u8 = 0;
+const BF16: u8 = 1;
+const F16: u8 = 2;
+
+/// The kernels' code for a weight of `dtype`, or an error for a type no kernel reads.
+fn stored(dtype: DType) -> Result<u8> {
+    match dtype {
+        DType::F32 => Ok(F32),
+        DType::BF16 => Ok(BF16),
+        DType::F16 => Ok(F16),
+        other => candle_core::bail!("packed matmul: a weight of {other:?} cannot be packed (f32, bf16 or f16 can)"),
+    }
+}
+
+/// Bytes of one value of a panel of type `w`.
+const fn width(w: u8) -> usize {
+    if w == F32 {
+        4
+    } else {
+        2
+    }
+}
 
 /// Why the packed kernel cannot run on `path` here, if it cannot.
 fn check_path(path: KernelPath, op: &str) -> Result<()> {
@@ -71,39 +101,56 @@ pub struct PackedWeight {
     k: usize,
     /// The instructions its products run on (`avx512` or `avx2`), checked when it was packed.
     path: KernelPath,
+    /// The type its values are stored in ([`F32`], [`BF16`] or [`F16`]).
+    w: u8,
 }
 
 impl std::fmt::Debug for PackedWeight {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "PackedWeight({} × {}, {})", self.n, self.k, self.path)
+        write!(f, "PackedWeight({} × {}, {:?}, {})", self.n, self.k, self.dtype(), self.path)
     }
 }
 
 impl PackedWeight {
-    /// Packs a contiguous f32 `w_out_in` of shape (n, k) on the CPU, for the products of the
-    /// `avx512` or `avx2` kernel `path` (an error where this CPU lacks it, or for `portable`).
+    /// Packs `w_out_in` of shape (n, k), f32, bf16 or f16 on the CPU, in its own type, for the
+    /// products of the `avx512` or `avx2` kernel `path` (an error where this CPU lacks it, or
+    /// for `portable`).
     pub fn pack(w_out_in: &Tensor, path: KernelPath) -> Result<Self> {
         check_path(path, "packed matmul")?;
+        let w = stored(w_out_in.dtype())?;
         let (n, k) = w_out_in.dims2()?;
-        let w = w_out_in.to_dtype(DType::F32)?.contiguous()?;
-        let w = w.flatten_all()?.to_vec1::<f32>()?;
-        let mut packed = Self::zeroed(n, k, path);
-        // Each panel is 2k lines: fill them in parallel, one panel per task.
-        // (max(1): with k = 0 there are no lines and nothing to fill.)
-        packed.panels.par_chunks_mut(2 * k.max(1)).enumerate().for_each(|(p, panel)| fill_panel(panel, p, n, k, |c, kk| w[c * k + kk]));
+        // As f32, exactly: a bf16 or f16 value widens without rounding, and narrows back to itself.
+        let values = w_out_in.to_dtype(DType::F32)?.contiguous()?.flatten_all()?.to_vec1::<f32>()?;
+        let value = |c: usize, kk: usize| values[c * k + kk];
+        let mut packed = Self::zeroed(n, k, path, w);
+        // Fill the panels in parallel, one panel per task.
+        let lines = packed.panel_lines().max(1);
+        let panels = packed.panels.par_chunks_mut(lines).enumerate();
+        match w {
+            F32 => panels.for_each(|(p, panel)| fill_panel(values_mut::<f32>(panel), p, n, k, value)),
+            BF16 => panels.for_each(|(p, panel)| fill_panel(values_mut::<u16>(panel), p, n, k, |c, kk| bf16::from_f32(value(c, kk)).to_bits())),
+            _ => panels.for_each(|(p, panel)| fill_panel(values_mut::<u16>(panel), p, n, k, |c, kk| f16::from_f32(value(c, kk)).to_bits())),
+        }
         Ok(packed)
     }
 
-    /// Packs, on this thread, the (n, k) matrix whose element (c, kk) is `value(c, kk)`
+    /// Packs, on this thread, the f32 (n, k) matrix whose element (c, kk) is `value(c, kk)`
     /// (`path` already checked).
     fn pack_with(n: usize, k: usize, path: KernelPath, value: impl Fn(usize, usize) -> f32) -> Self {
-        let mut packed = Self::zeroed(n, k, path);
-        packed.panels.chunks_mut(2 * k.max(1)).enumerate().for_each(|(p, panel)| fill_panel(panel, p, n, k, &value));
+        let mut packed = Self::zeroed(n, k, path, F32);
+        let lines = packed.panel_lines().max(1);
+        packed.panels.chunks_mut(lines).enumerate().for_each(|(p, panel)| fill_panel(values_mut::<f32>(panel), p, n, k, &value));
         packed
     }
 
-    fn zeroed(n: usize, k: usize, path: KernelPath) -> Self {
-        Self { panels: vec![Line([0.0; 16]); n.div_ceil(NR) * k * 2], n, k, path }
+    fn zeroed(n: usize, k: usize, path: KernelPath, w: u8) -> Self {
+        let lines = n.div_ceil(NR) * k * NR * width(w) / 64;
+        Self { panels: vec![Line([0; 64]); lines], n, k, path, w }
+    }
+
+    /// Cache lines per panel: `k` rows of 32 values (zero with k = 0: nothing to fill).
+    fn panel_lines(&self) -> usize {
+        self.k * NR * width(self.w) / 64
     }
 
     /// The kernel path its products run on.
@@ -111,12 +158,22 @@ impl PackedWeight {
         self.path
     }
 
+    /// The type its values are stored in: the tensor's it was packed from.
+    pub fn dtype(&self) -> DType {
+        match self.w {
+            F32 => DType::F32,
+            BF16 => DType::BF16,
+            _ => DType::F16,
+        }
+    }
+
     /// (n, k): the shape of the weight this was packed from.
     pub fn dims(&self) -> (usize, usize) {
         (self.n, self.k)
     }
 
-    /// `x (m × k) · Wᵀ → (m × n)`, f32 on the CPU, with the instructions of [`Self::path`].
+    /// `x (m × k) · Wᵀ → (m × n)`: `x` and the output f32 on the CPU, whatever the weight's
+    /// type, with the instructions of [`Self::path`].
     pub fn matmul(&self, x: &Tensor) -> Result<Tensor> {
         let (m, k) = x.dims2()?;
         if k != self.k {
@@ -161,7 +218,7 @@ impl PackedWeight {
             // slice is the one that follows in memory.
             for p in panels {
                 for k0 in slices.clone() {
-                    let next = self.slice(p, k0).wrapping_add(KC.min(k - k0) * NR);
+                    let next = self.slice(p, k0).wrapping_add(KC.min(k - k0) * NR * width(self.w));
                     for r0 in (0..m).step_by(mr) {
                         self.tile(xs, m, (p, k0), r0, next, out);
                     }
@@ -184,26 +241,26 @@ impl PackedWeight {
 
     /// Where panel `p`'s slice from step `k0` starts (computed without a bounds check: the
     /// slice after the last panel is only ever prefetched).
-    fn slice(&self, p: usize, k0: usize) -> *const f32 {
-        self.panels.as_ptr().cast::<f32>().wrapping_add(p * NR * self.k + k0 * NR)
+    fn slice(&self, p: usize, k0: usize) -> *const u8 {
+        self.panels.as_ptr().cast::<u8>().wrapping_add((p * NR * self.k + k0 * NR) * width(self.w))
     }
 
     /// Rows `r0 .. r0 + max_rows` and columns `32p .. 32p + 32` of the product, from panel `p`'s
     /// slice of `k` that starts at `k0` (added to what the earlier slices left in `out`).
-    unsafe fn tile(&self, xs: &[f32], m: usize, (p, k0): (usize, usize), r0: usize, next: *const f32, out: &OutPtr) {
+    unsafe fn tile(&self, xs: &[f32], m: usize, (p, k0): (usize, usize), r0: usize, next: *const u8, out: &OutPtr) {
         let k = self.k;
         let rows = max_rows(self.path).min(m - r0);
         let tile = Tile {
             x: xs.as_ptr().add(r0 * k + k0 * rows),
             next,
-            panel: floats(&self.panels[p * 2 * k..(p + 1) * 2 * k]).as_ptr().add(k0 * NR),
+            panel: self.slice(p, k0),
             depth: KC.min(k - k0),
             out: out.0.add(r0 * self.n + p * NR),
             ldo: self.n,
             columns: NR.min(self.n - p * NR),
             accumulate: k0 > 0,
         };
-        tile.run(self.path, rows);
+        tile.run(self.path, rows, self.w);
     }
 }
 
@@ -277,9 +334,8 @@ fn written_output(len: usize, k: usize, write: impl FnOnce(&OutPtr)) -> Vec<f32>
     out
 }
 
-/// Writes panel `p` of an (n, k) matrix given element by element.
-fn fill_panel(panel: &mut [Line], p: usize, n: usize, k: usize, value: impl Fn(usize, usize) -> f32) {
-    let panel = floats_mut(panel);
+/// Writes panel `p` of an (n, k) matrix given element by element, in the panel's type `T`.
+fn fill_panel<T>(panel: &mut [T], p: usize, n: usize, k: usize, value: impl Fn(usize, usize) -> T) {
     for j in 0..NR.min(n - p * NR) {
         for kk in 0..k {
             panel[kk * NR + j] = value(p * NR + j, kk);
@@ -299,8 +355,9 @@ struct Tile {
     x: *const f32,
     /// The panel slice the next tiles will read (prefetched; may point past the panels,
     /// which a prefetch ignores).
-    next: *const f32,
-    panel: *const f32,
+    next: *const u8,
+    /// This tile's panel slice: `depth` rows of 32 values of the weight's type.
+    panel: *const u8,
     depth: usize,
     out: *mut f32,
     ldo: usize,
@@ -310,48 +367,73 @@ struct Tile {
 
 impl Tile {
     /// # Safety
-    /// The CPU has `path`'s instructions, and `rows` is within its [`max_rows`].
-    unsafe fn run(&self, path: KernelPath, rows: usize) {
+    /// The CPU has `path`'s instructions, `rows` is within its [`max_rows`], and `w` is the
+    /// panel's type.
+    unsafe fn run(&self, path: KernelPath, rows: usize, w: u8) {
+        /// One arm per row count and weight type, each a kernel compiled for exactly those.
         #[cfg(target_arch = "x86_64")]
-        match (path, rows) {
-            (KernelPath::Avx512, 1) => avx512::kernel::<1>(self),
-            (KernelPath::Avx512, 2) => avx512::kernel::<2>(self),
-            (KernelPath::Avx512, 3) => avx512::kernel::<3>(self),
-            (KernelPath::Avx512, 4) => avx512::kernel::<4>(self),
-            (KernelPath::Avx512, 5) => avx512::kernel::<5>(self),
-            (KernelPath::Avx512, 6) => avx512::kernel::<6>(self),
-            (KernelPath::Avx512, 7) => avx512::kernel::<7>(self),
-            (KernelPath::Avx512, 8) => avx512::kernel::<8>(self),
-            (KernelPath::Avx512, 9) => avx512::kernel::<9>(self),
-            (KernelPath::Avx512, 10) => avx512::kernel::<10>(self),
-            (KernelPath::Avx512, 11) => avx512::kernel::<11>(self),
-            (KernelPath::Avx512, 12) => avx512::kernel::<12>(self),
-            (KernelPath::Avx2, 1) => avx2::kernel::<1>(self),
-            (KernelPath::Avx2, 2) => avx2::kernel::<2>(self),
-            (KernelPath::Avx2, 3) => avx2::kernel::<3>(self),
-            _ => unreachable!("no {path} tile of {rows} rows (`max_rows` sets the limits)"),
+        macro_rules! kernels {
+            ($isa:ident, $($rows:literal)*) => {
+                match (rows, w) {
+                    $(($rows, F32) => $isa::kernel::<$rows, F32>(self),
+                      ($rows, BF16) => $isa::kernel::<$rows, BF16>(self),
+                      ($rows, _) => $isa::kernel::<$rows, F16>(self),)*
+                    _ => unreachable!("no {path} tile of {rows} rows (`max_rows` sets the limits)"),
+                }
+            };
+        }
+        #[cfg(target_arch = "x86_64")]
+        match path {
+            KernelPath::Avx512 => kernels!(avx512, 1 2 3 4 5 6 7 8 9 10 11 12),
+            _ => kernels!(avx2, 1 2 3),
         }
         #[cfg(not(target_arch = "x86_64"))]
-        unreachable!("`check_path` fails off x86-64 ({path}, rows {rows})")
+        unreachable!("`check_path` fails off x86-64 ({path}, rows {rows}, type {w})")
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 mod avx512 {
-    use super::{Tile, NR};
+    use super::{width, Tile, BF16, F32, NR};
     use std::arch::x86_64::*;
 
+    /// A panel row's 32 values as two vectors of 16 floats: loaded, or widened from 16-bit
+    /// values (bf16: the high half of an f32, so a shift; f16: the conversion instruction).
     #[target_feature(enable = "avx512f")]
-    pub unsafe fn kernel<const ROWS: usize>(t: &Tile) {
+    #[inline]
+    unsafe fn panel_row<const W: u8>(row: *const u8) -> [__m512; 2] {
+        if W == F32 {
+            let row = row.cast::<f32>();
+            return [_mm512_load_ps(row), _mm512_load_ps(row.add(16))];
+        }
+        let halves = row.cast::<__m256i>();
+        let (h0, h1) = (_mm256_load_si256(halves), _mm256_load_si256(halves.add(1)));
+        if W == BF16 {
+            [bf16_widened(h0), bf16_widened(h1)]
+        } else {
+            [_mm512_cvtph_ps(h0), _mm512_cvtph_ps(h1)]
+        }
+    }
+
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    unsafe fn bf16_widened(h: __m256i) -> __m512 {
+        _mm512_castsi512_ps(_mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(h)))
+    }
+
+    #[target_feature(enable = "avx512f")]
+    pub unsafe fn kernel<const ROWS: usize, const W: u8>(t: &Tile) {
         let mut acc = [[_mm512_setzero_ps(); 2]; ROWS];
+        let row_bytes = NR * width(W);
         for kk in 0..t.depth {
             // One step of the next slice into L2 per step of this one, so that the weights'
             // stream from memory overlaps the arithmetic instead of stalling it.
-            let next = t.next.wrapping_add(kk * NR);
+            let next = t.next.wrapping_add(kk * row_bytes);
             _mm_prefetch::<_MM_HINT_T1>(next.cast());
-            _mm_prefetch::<_MM_HINT_T1>(next.wrapping_add(16).cast());
-            let b0 = _mm512_load_ps(t.panel.add(kk * NR));
-            let b1 = _mm512_load_ps(t.panel.add(kk * NR + 16));
+            if W == F32 {
+                _mm_prefetch::<_MM_HINT_T1>(next.wrapping_add(64).cast());
+            }
+            let [b0, b1] = panel_row::<W>(t.panel.add(kk * row_bytes));
             for (r, acc) in acc.iter_mut().enumerate() {
                 let a = _mm512_set1_ps(*t.x.add(kk * ROWS + r));
                 acc[0] = _mm512_fmadd_ps(a, b0, acc[0]);
@@ -381,8 +463,24 @@ mod avx512 {
 
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
-    use super::{Tile, NR};
+    use super::{width, Tile, BF16, F32, NR};
     use std::arch::x86_64::*;
+
+    /// Vector `j` (values 8j .. 8j + 8) of a panel row: loaded, or widened from 16-bit values
+    /// as in the AVX-512 kernel (f16 through F16C).
+    #[target_feature(enable = "avx2,fma,f16c")]
+    #[inline]
+    unsafe fn panel_vector<const W: u8>(row: *const u8, j: usize) -> __m256 {
+        if W == F32 {
+            return _mm256_load_ps(row.cast::<f32>().add(8 * j));
+        }
+        let h = _mm_load_si128(row.cast::<__m128i>().add(j));
+        if W == BF16 {
+            _mm256_castsi256_ps(_mm256_slli_epi32::<16>(_mm256_cvtepu16_epi32(h)))
+        } else {
+            _mm256_cvtph_ps(h)
+        }
+    }
 
     /// `ROWS × 32` of the output: four 8-float vectors per row of `x`. With three rows the 12
     /// accumulators and 3 broadcasts leave one of the 16 registers for the panel, so each
@@ -390,14 +488,17 @@ mod avx2 {
     /// (A 6 × 16 tile over half panels, the usual AVX2 shape, reached 47–76% of this tile's
     /// GFLOP/s at 128 rows on c_attn, c_fc, mlp.c_proj and lm_head, and the same on
     /// attn.c_proj: the `matmul_kernels` example, one thread, busy 2-core machine.)
-    #[target_feature(enable = "avx2,fma")]
-    pub unsafe fn kernel<const ROWS: usize>(t: &Tile) {
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub unsafe fn kernel<const ROWS: usize, const W: u8>(t: &Tile) {
         let mut acc = [[_mm256_setzero_ps(); 4]; ROWS];
+        let row_bytes = NR * width(W);
         for kk in 0..t.depth {
             // One step of the next slice into L2 per step of this one, as in the AVX-512 kernel.
-            let next = t.next.wrapping_add(kk * NR);
+            let next = t.next.wrapping_add(kk * row_bytes);
             _mm_prefetch::<_MM_HINT_T1>(next.cast());
-            _mm_prefetch::<_MM_HINT_T1>(next.wrapping_add(16).cast());
+            if W == F32 {
+                _mm_prefetch::<_MM_HINT_T1>(next.wrapping_add(64).cast());
+            }
             let x = t.x.add(kk * ROWS);
             let mut a = [_mm256_setzero_ps(); ROWS];
             for (r, a) in a.iter_mut().enumerate() {
@@ -406,7 +507,7 @@ mod avx2 {
             // Column vector outermost, so that one panel register serves every row.
             #[allow(clippy::needless_range_loop)]
             for j in 0..4 {
-                let b = _mm256_load_ps(t.panel.add(kk * NR + 8 * j));
+                let b = panel_vector::<W>(t.panel.add(kk * row_bytes), j);
                 for r in 0..ROWS {
                     acc[r][j] = _mm256_fmadd_ps(a[r], b, acc[r][j]);
                 }
@@ -466,14 +567,12 @@ fn pack_rows(xs: &[f32], m: usize, k: usize, mr: usize) -> Vec<f32> {
     packed
 }
 
-fn floats(lines: &[Line]) -> &[f32] {
-    // SAFETY: `Line` is `repr(C)` around `[f32; 16]`, with no padding (64 bytes, align 64).
-    unsafe { std::slice::from_raw_parts(lines.as_ptr().cast::<f32>(), lines.len() * 16) }
-}
-
-fn floats_mut(lines: &mut [Line]) -> &mut [f32] {
-    // SAFETY: as in `floats`.
-    unsafe { std::slice::from_raw_parts_mut(lines.as_mut_ptr().cast::<f32>(), lines.len() * 16) }
+/// Cache lines seen as the values of type `T` (`f32` or `u16`, the bits of a bf16 or f16) they hold.
+fn values_mut<T: Copy>(lines: &mut [Line]) -> &mut [T] {
+    debug_assert!(64 % std::mem::size_of::<T>() == 0 && std::mem::align_of::<T>() <= 64);
+    // SAFETY: `Line` is `repr(C)` around 64 bytes (align 64, no padding), which hold a whole
+    // number of `T`s, suitably aligned; every bit pattern is a valid f32 or u16.
+    unsafe { std::slice::from_raw_parts_mut(lines.as_mut_ptr().cast::<T>(), lines.len() * 64 / std::mem::size_of::<T>()) }
 }
 
 #[cfg(test)]
@@ -508,6 +607,37 @@ mod tests {
                 let d = max_diff(packed.matmul(&x).unwrap(), x.matmul(&w.t().unwrap()).unwrap());
                 assert!(d < 1e-4, "{path} {m}x{k}x{n}: max |diff| {d}");
             }
+        }
+    }
+
+    #[test]
+    fn half_type_weights_match_candles_matmul_on_the_same_rounded_values() {
+        for path in packed_paths() {
+            for dtype in [DType::BF16, DType::F16] {
+                // A decode row, the 12- and 3-row tiles with remainders, a partial last panel, and
+                // a prefill-sized x (the k-slice-major order).
+                for (m, k, n) in [(1, 768, 2304), (13, 3072, 768), (5, 100, 7), (16, 768, 1003), (128, 768, 2304)] {
+                    let x = Tensor::randn(0f32, 1.0, (m, k), &Device::Cpu).unwrap();
+                    let w = Tensor::randn(0f32, 0.05, (n, k), &Device::Cpu).unwrap().to_dtype(dtype).unwrap();
+                    let packed = PackedWeight::pack(&w, path).unwrap();
+                    assert_eq!(packed.dtype(), dtype);
+                    // The packed weight holds half the bytes of an f32 one.
+                    assert_eq!(packed.panels.len() * 64, n.div_ceil(NR) * NR * k * 2);
+                    // Widening is exact, so the products are those of the rounded values in f32.
+                    let reference = x.matmul(&w.to_dtype(DType::F32).unwrap().t().unwrap()).unwrap();
+                    let d = max_diff(packed.matmul(&x).unwrap(), reference);
+                    assert!(d < 1e-4, "{path} {dtype:?} {m}x{k}x{n}: max |diff| {d}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_weight_of_another_type_is_refused_by_name() {
+        for path in packed_paths() {
+            let w = Tensor::zeros((8, 16), DType::F64, &Device::Cpu).unwrap();
+            let err = PackedWeight::pack(&w, path).unwrap_err().to_string();
+            assert!(err.contains("F64") && err.contains("bf16"), "{err}");
         }
     }
 

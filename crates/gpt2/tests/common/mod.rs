@@ -43,17 +43,30 @@ pub struct Reference {
     pub logits: Vec<Vec<f32>>,
 }
 
-pub fn reference() -> Reference {
+fn reference_json() -> serde_json::Value {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiny-gpt2-reference.json");
-    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// A JSON array of rows of logits.
+fn logit_rows(rows: &serde_json::Value) -> Vec<Vec<f32>> {
+    let rows = rows.as_array().expect("rows of logits");
+    rows.iter().map(|row| row.as_array().unwrap().iter().map(|x| x.as_f64().unwrap() as f32).collect()).collect()
+}
+
+pub fn reference() -> Reference {
+    let v = reference_json();
     let ids = v["ids"][0].as_array().unwrap().iter().map(|x| x.as_u64().unwrap() as u32).collect();
-    let logits = v["logits"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|row| row.as_array().unwrap().iter().map(|x| x.as_f64().unwrap() as f32).collect())
-        .collect();
-    Reference { ids, logits }
+    Reference { ids, logits: logit_rows(&v["logits"]) }
+}
+
+/// Transformers' logits for the reference ids with every parameter of the fixture rounded to
+/// `dtype` (bf16 or f16) and the model then run in f32 (`scripts/make-gpt2-fixture.py`).
+pub fn rounded_reference(dtype: DType) -> Vec<Vec<f32>> {
+    let key = format!("{dtype:?}").to_lowercase();
+    let v = reference_json();
+    assert!(v["rounded_weights_logits"][&key].is_array(), "the reference has no {key} rows: rerun scripts/make-gpt2-fixture.py");
+    logit_rows(&v["rounded_weights_logits"][&key])
 }
 
 pub fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {

@@ -1,4 +1,4 @@
-//! The profiler's `report.json` (schema `profiler-report/5`, documented in
+//! The profiler's `report.json` (schema `profiler-report/6`, documented in
 //! crates/profiler/REPORT.md), and its consistency checks.
 //!
 //! Device-aware: a CPU run ranks ops by self CPU time, a CUDA run by self CUDA time; the
@@ -21,14 +21,15 @@ use profiler::reading::{self, Figures, Reading, Thresholds};
 use profiler::Line;
 use serde::{Deserialize, Serialize};
 
-pub const SCHEMA: &str = "profiler-report/5";
+pub const SCHEMA: &str = "profiler-report/6";
 
 /// Earlier schemas, each refused with what it lacks (the next step is the same: profile again).
-const OLD_SCHEMAS: [(&str, &str); 4] = [
+const OLD_SCHEMAS: [(&str, &str); 5] = [
     ("profiler-report/1", "from before the roofline columns"),
     ("profiler-report/2", "from before the environment record report.json and bench.json share"),
     ("profiler-report/3", "from before the table's Reading column"),
     ("profiler-report/4", "from before each row said its budget line"),
+    ("profiler-report/5", "from before each row said the type of the values it streamed"),
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
@@ -712,9 +713,9 @@ mod tests {
 
     #[test]
     fn the_previous_schema_is_refused_with_the_way_out() {
-        let text = include_str!("../../tests/fixtures/reports/cpu-b1-t8-stock-mlp.json").replace("profiler-report/5", "profiler-report/4");
+        let text = include_str!("../../tests/fixtures/reports/cpu-b1-t8-stock-mlp.json").replace("profiler-report/6", "profiler-report/5");
         let p = ProfileReport::parse(&text, "report.json").unwrap_err();
-        assert!(p.message.contains("\"profiler-report/4\", from before each row said its budget line"), "{}", p.message);
+        assert!(p.message.contains("\"profiler-report/5\", from before each row said the type of the values it streamed"), "{}", p.message);
         assert!(p.next_step.contains("`course run`"), "{}", p.next_step);
     }
 
