@@ -7,7 +7,7 @@ use candle_core::{DType, Device, Tensor};
 
 use super::{Ceilings, Key};
 use crate::cpu::KernelPath;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::linear::{Layout, Linear};
 
 /// Measures `device`'s ceilings now (a few seconds).
@@ -263,7 +263,7 @@ fn cublas_peak(device: &Device, dtype: DType) -> Result<f64> {
 
 #[cfg(not(feature = "cuda"))]
 fn measure_cuda(_device: &Device, _dtype: DType) -> Result<(f64, String, f64, String)> {
-    Err(Error::Device("this build has no CUDA support (built without --features cuda)".into()))
+    Err(crate::error::Error::Device("this build has no CUDA support (built without --features cuda)".into()))
 }
 
 #[cfg(test)]
