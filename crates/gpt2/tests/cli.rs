@@ -163,13 +163,13 @@ fn half_type_weights_run_in_all_four_commands_on_every_cpu_path() {
             assert!(text(&out.stdout).starts_with("Benchmark first"), "{path} {dtype}: {}", text(&out.stdout));
 
             let dir = tempfile::tempdir().unwrap();
-            // `gpt2 bench`'s cases need GPT-2 small's context: its synthetic weights (in the
-            // default cache the other tests share). x86-64 runs it on every path, portable
-            // included; the aarch64 run, emulated, leaves it out (one such bench takes minutes there).
+            // `gpt2 bench`'s cases need GPT-2 small's context: its synthetic weights, written
+            // once into this test's own cache. x86-64 runs it on every path, portable included;
+            // the aarch64 run, emulated, leaves it out (one such bench takes minutes there).
             if cfg!(target_arch = "x86_64") {
                 let json = dir.path().join("bench.json");
                 let args = ["bench", "--model", "synthetic", "--device", "cpu", "--dtype", dtype, "--kernels", path.name(), "--warmup", "0", "--repeats", "1", "--json", json.to_str().unwrap()];
-                let out = gpt2(&args, &[]);
+                let out = gpt2(&args, &env);
                 assert!(out.status.success(), "{path} {dtype}: gpt2 {args:?}: {}", text(&out.stderr));
                 let bench: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
                 assert_eq!((&bench["dtype"], &bench["kernels"]), (&dtype.into(), &path.name().into()));
