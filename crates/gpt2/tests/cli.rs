@@ -121,12 +121,15 @@ fn serve(args: &[&str], cache: &std::path::Path) -> (std::process::Child, String
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("gpt2 serve starts");
-    let stderr = std::io::BufReader::new(child.stderr.take().unwrap());
-    for line in stderr.lines() {
-        let line = line.unwrap();
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    while let Some(Ok(line)) = stderr.next() {
         if let Some(rest) = line.strip_prefix("gpt2 serve: listening on http://") {
             let addr = rest.split_whitespace().next().unwrap().to_string();
             let model = rest.split('"').nth(1).unwrap().to_string();
+            // Keep reading what the server prints after this line: a closed pipe would make
+            // its next `eprintln!` (the "try: curl" line) fail, and the server would die
+            // mid-request (CI saw "connection reset by peer" when the read end closed first).
+            std::thread::spawn(move || stderr.for_each(drop));
             return (child, addr, model);
         }
     }

@@ -160,17 +160,25 @@ pub fn run(args: ServeArgs) -> Result<()> {
             format!("cannot listen on {addr}: is another server using the port? choose another with --port")
         })?;
         let local: SocketAddr = listener.local_addr()?;
-        eprintln!(
+        say(format_args!(
             "gpt2 serve: listening on http://{local}  (model \"{served}\", --max-batch-size {}, --queue-size {}){}",
             options.max_batch_size,
             options.queue_size,
             if synthetic.get() == Some(&true) { "  [synthetic weights: real timings, meaningless text]" } else { "" }
-        );
-        eprintln!("  try: curl http://{local}/v1/models   stop: Ctrl-C");
+        ));
+        say(format_args!("  try: curl http://{local}/v1/models   stop: Ctrl-C"));
         server.serve(listener, shutdown_signal()).await?;
-        eprintln!("gpt2 serve: every accepted request finished; bye");
+        say(format_args!("gpt2 serve: every accepted request finished; bye"));
         Ok(())
     })
+}
+
+/// One line for the person at the terminal. Unlike `eprintln!`, a closed stderr (`gpt2 serve |
+/// head -1`, or a parent that stopped reading once it had the address) is no reason to panic
+/// and drop every request in flight: the line is simply not shown.
+fn say(line: std::fmt::Arguments) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{line}");
 }
 
 /// Resolves on the first SIGINT (Ctrl-C) or SIGTERM.
@@ -199,13 +207,13 @@ async fn shutdown_signal() {
         _ = ctrl_c => {},
         _ = terminate => {},
     }
-    eprintln!(
+    say(format_args!(
         "gpt2 serve: shutting down: no new connections; finishing the requests already accepted \
          (Ctrl-C again to exit at once)"
-    );
+    ));
     tokio::spawn(async {
         if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!("gpt2 serve: second Ctrl-C: exiting without finishing the requests in flight");
+            say(format_args!("gpt2 serve: second Ctrl-C: exiting without finishing the requests in flight"));
             std::process::exit(130);
         }
     });
