@@ -2,7 +2,8 @@
 //! learner id, [`IllustrativeStep::for_learner`]) and on the learner's own exercise-3 profile
 //! (checked against that report and for consistency), and the ceiling rule on that profile's
 //! budget lines (results/budget.json): the most each line can save is its share, and whether
-//! any single line can give the cut asked for.
+//! any single line can give the cut asked for; then the memory-traffic fix done for real
+//! ([`super::fewer_bytes`]).
 
 use super::{number_question, Ctx, Got, NOT_ANSWERED};
 use crate::question_types::number::{show, within};
@@ -330,6 +331,7 @@ pub fn check(ctx: &mut Ctx<'_>, key: &BudgetKey, mechanism: &MechanismKey) {
     ctx.push(q);
 
     ceiling_questions(ctx, key, &profile);
+    super::fewer_bytes::check(ctx, key, &profile);
 }
 
 /// `[lines]`: the ceiling rule on the learner's budget lines.

@@ -5,6 +5,7 @@
 
 pub mod bench_verdict;
 pub mod budget;
+pub mod fewer_bytes;
 pub mod fuse;
 pub mod plan;
 pub mod prediction;

@@ -128,6 +128,8 @@ struct RawReport {
     reading_thresholds: Option<Thresholds>,
     #[serde(default)]
     warnings: Vec<String>,
+    #[serde(default)]
+    active_steps: Option<f64>,
     totals: RawTotals,
     rows: Vec<RawRow>,
 }
@@ -136,6 +138,8 @@ struct RawReport {
 struct RawEnvironment {
     #[serde(default)]
     optimized_build: Option<bool>,
+    #[serde(default)]
+    dtype: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -208,6 +212,10 @@ pub struct ProfileReport {
     pub device: Device,
     /// False when the profiled program was built without optimisations; None when unsaid.
     pub optimized_build: Option<bool>,
+    /// The model's weight type as the run stated it (`f32`, `bf16`, `f16`); None when unsaid.
+    pub dtype: Option<String>,
+    /// The steps the times are summed over; None when unsaid.
+    pub active_steps: Option<f64>,
     /// The device's measured ceilings; None when the run measured none.
     pub ceilings: Option<Ceilings>,
     /// The thresholds the rows' readings were taken with; None when the report holds none (it
@@ -389,7 +397,9 @@ impl ProfileReport {
         Ok(ProfileReport {
             file: file.to_string(),
             device,
-            optimized_build: raw.environment.and_then(|e| e.optimized_build),
+            optimized_build: raw.environment.as_ref().and_then(|e| e.optimized_build),
+            dtype: raw.environment.and_then(|e| e.dtype).filter(|d| d != "unknown"),
+            active_steps: raw.active_steps.filter(|n| *n >= 1.0),
             ceilings: raw.ceilings,
             reading_thresholds: raw.reading_thresholds,
             warnings: raw.warnings,
@@ -411,6 +421,13 @@ impl ProfileReport {
 
     pub fn top(&self, n: usize) -> &[RankedOp] {
         &self.ops[..n.min(self.ops.len())]
+    }
+
+    /// One step's time in the device's column, in µs: every row's self time (the time no op
+    /// covers included) over the active steps (1 when the report does not say).
+    pub fn step_us(&self) -> f64 {
+        let sum: f64 = self.ops.iter().chain(&self.step).map(|op| op.self_us).sum();
+        sum / self.active_steps.unwrap_or(1.0)
     }
 }
 

@@ -235,17 +235,39 @@ pub fn perfect_ex4() -> String {
 }
 
 /// Exercise 4 on [`cpu_profile`]: the learner's own illustrative step; lm_head, removing half
-/// of it; the matmuls line (matmul and lm_head) is the largest.
+/// of it; the matmuls line (matmul and lm_head) is the largest; and [`bytes_answers`].
 pub fn perfect_ex4_for(id: &str) -> String {
     let report = cpu_profile();
     let lm_head = fixture_row(&report, "lm_head").0;
     let matmuls = fixture_row(&report, "matmul").0 + lm_head;
     format!(
         "{}[own]\nop = \"lm_head\"\nop_share_pct = {lm_head:.2}\n\
-         removed_fraction = 0.5\nsaving_pct = {:.2}\n[lines]\nlargest = \"matmuls\"\nlargest_ceiling_pct = {matmuls:.2}\none_line_gives_target = \"yes\"\n",
+         removed_fraction = 0.5\nsaving_pct = {:.2}\n[lines]\nlargest = \"matmuls\"\nlargest_ceiling_pct = {matmuls:.2}\none_line_gives_target = \"yes\"\n{}",
         illustrative_answers(id),
-        lm_head / 2.0
+        lm_head / 2.0,
+        bytes_answers(&report)
     )
+}
+
+/// Exercise 4's `[bytes]` on a report: each row at the same % of its roofline with twice its
+/// intensity takes old roof / new roof of its time, the roofs min(peak, bandwidth × intensity).
+/// On the CPU fixture both rows stay below its ridge (3.95 and 3.96 FLOP/byte doubled, against
+/// 352.2 / 27.8 = 12.7) and halve; on `ex4-cpu-f32.json` both cross it (doubled 7.9 against 6.0).
+pub fn bytes_answers(report: &str) -> String {
+    let v: serde_json::Value = serde_json::from_str(report).unwrap();
+    let (bw, peak) = (v["ceilings"]["mem_read_gbps"].as_f64().unwrap(), v["ceilings"]["peak_gflops"].as_f64().unwrap());
+    let cut = |name| {
+        let (share, roofline) = fixture_row(report, name);
+        let intensity = roofline["intensity"].as_f64().unwrap();
+        share * (1.0 - f64::min(peak, bw * intensity) / f64::min(peak, 2.0 * bw * intensity))
+    };
+    let (matmul, lm_head) = (cut("matmul"), cut("lm_head"));
+    bytes_section(matmul, lm_head, matmul + lm_head)
+}
+
+/// A `[bytes]` section, to two decimals as a learner copies them.
+pub fn bytes_section(matmul: f64, lm_head: f64, total: f64) -> String {
+    format!("[bytes]\nmatmul_cut_pct = {matmul:.2}\nlm_head_cut_pct = {lm_head:.2}\npredicted_cut_pct = {total:.2}\n")
 }
 
 /// Exercise 5's prediction, made a minute before its first profile was written

@@ -1,0 +1,374 @@
+//! Exercise 4's last step, `[bytes]`: the memory-traffic fix done for real. From the learner's
+//! own f32 profile (exercise 3's report.json) they predict the step-time cut of storing the
+//! weights of the `matmul` and `lm_head` rows in half the bytes (bf16), then profile again with
+//! `--dtype bf16` and compare.
+//!
+//! The prediction is the roofline's own arithmetic, read off the f32 row: at the same % of its
+//! roofline, a row takes `roof / new roof` of its time, where half the bytes doubles its
+//! intensity and so its memory roof (`bandwidth × intensity`), and the compute roof (the peak)
+//! stays where it is:
+//!
+//! ```text
+//! cut = share × (1 − min(peak, bw × I) / min(peak, bw × 2I))
+//! ```
+//!
+//! A memory-bound row that stays below the ridge point (`peak / bw`) halves; one that crosses it
+//! gains only up to the peak; a compute-bound row gains nothing. What is graded is that
+//! arithmetic on the learner's columns, never the measured outcome (which depends on the machine
+//! and the kernels). The measured cut, where the learner ran the bf16 profile, is shown beside
+//! it in a note, with what the two profiles say about the gap.
+
+use super::{Ctx, Got, NOT_ANSWERED};
+use crate::key::BudgetKey;
+use crate::plan_rule::{figure, pct};
+use crate::question_types::number::{show, within};
+use crate::report::QuestionResult;
+use crate::results::profile_report::{Bound, ProfileReport, RankedOp};
+
+/// The rows whose weights the fix stores in half the bytes, with their `[bytes]` fields.
+pub const ROWS: [(&str, &str); 2] = [("matmul", "bytes.matmul_cut_pct"), ("lm_head", "bytes.lm_head_cut_pct")];
+
+/// The whole step's predicted cut: the rows' cuts added.
+pub const TOTAL: &str = "bytes.predicted_cut_pct";
+
+/// The results role of the profile run with half-type weights (results/bf16/report.json).
+pub const MEASURED_ROLE: &str = "profile_bf16";
+
+/// The weight type the prediction starts from.
+const FROM_DTYPE: &str = "f32";
+
+/// What half the bytes does to one row, at the same % of its roofline.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HalfBytes {
+    pub row: String,
+    /// The row's share of the step, %.
+    pub share_pct: f64,
+    /// The step-time cut it gives, % of the step.
+    pub cut_pct: f64,
+    /// Which roof bounds the row before, and after its bytes are halved.
+    pub bound: Bound,
+    pub bound_after: Bound,
+    /// The arithmetic, in a sentence, with the row's own figures.
+    pub arithmetic: String,
+}
+
+/// The cut of halving `op`'s bytes: `share × (1 − roof / new roof)` (see the module's doc).
+pub fn half_bytes(profile: &ProfileReport, op: &RankedOp) -> Result<HalfBytes, String> {
+    let (Some(r), Some(c)) = (&op.roofline, &profile.ceilings) else {
+        return Err(format!(
+            "`{}` has no roofline columns in {} (no work count or no measured ceilings): nothing says what fewer bytes would do to it",
+            op.name, profile.file
+        ));
+    };
+    let (peak, bw) = (c.peak_gflops, c.mem_read_gbps);
+    let ridge = peak / bw;
+    let roof = f64::min(peak, bw * r.intensity);
+    let doubled = 2.0 * r.intensity;
+    let roof_after = f64::min(peak, bw * doubled);
+    let kept = roof / roof_after;
+    let cut_pct = op.share_pct * (1.0 - kept);
+    let bound_after = if bw * doubled < peak { Bound::Memory } else { Bound::Compute };
+    let head = format!(
+        "`{}` has {} of the step at {} FLOP/byte, with the ridge at {} / {} = {} FLOP/byte",
+        op.name,
+        pct(op.share_pct),
+        figure(r.intensity),
+        figure(peak),
+        figure(bw),
+        figure(ridge)
+    );
+    let arithmetic = match (r.bound, bound_after) {
+        (Bound::Compute, _) => format!(
+            "{head}: it is compute-bound, its roof the {} GFLOP/s peak, which fewer bytes leave where it is: it keeps its time, a 0% cut",
+            figure(peak)
+        ),
+        (Bound::Memory, Bound::Memory) => format!(
+            "{head}: half the bytes doubles its intensity to {}, still below the ridge, so its roof doubles and at the same {} of it \
+             the row takes half its time: {} × 1/2 = {} of the step",
+            figure(doubled),
+            pct(r.pct_of_roofline),
+            pct(op.share_pct),
+            pct(cut_pct)
+        ),
+        (Bound::Memory, Bound::Compute) => format!(
+            "{head}: half the bytes doubles its intensity to {}, past the ridge, so its roof rises only from {} to the {} GFLOP/s peak \
+             and at the same {} of it the row keeps {} / {} of its time: {} × (1 − {}) = {} of the step",
+            figure(doubled),
+            figure(roof),
+            figure(peak),
+            pct(r.pct_of_roofline),
+            figure(roof),
+            figure(peak),
+            pct(op.share_pct),
+            figure(kept),
+            pct(cut_pct)
+        ),
+    };
+    Ok(HalfBytes { row: op.name.clone(), share_pct: op.share_pct, cut_pct, bound: r.bound, bound_after, arithmetic })
+}
+
+/// The prediction for each row of [`ROWS`] on `profile`, in that order.
+pub fn predictions(profile: &ProfileReport) -> Vec<Result<HalfBytes, String>> {
+    ROWS.iter()
+        .map(|(name, _)| match profile.find(name) {
+            Some((_, op)) => half_bytes(profile, op),
+            None => Err(format!("`{name}` is not a row of {}", profile.file)),
+        })
+        .collect()
+}
+
+/// Why the profile cannot be predicted from, if it cannot: it must have run with f32 weights.
+fn not_f32(profile: &ProfileReport) -> Option<String> {
+    match profile.dtype.as_deref() {
+        Some(d) if d != FROM_DTYPE => Some(format!(
+            "{} ran with {d} weights: the prediction starts from the f32 profile; run exercise 3 again without --dtype \
+             (`course run 3`; f32 is its default)",
+            profile.file
+        )),
+        _ => None,
+    }
+}
+
+/// `[bytes]`: the two rows' cuts and their sum, graded against the arithmetic on `profile`.
+pub fn check(ctx: &mut Ctx<'_>, key: &BudgetKey, profile: &Result<ProfileReport, String>) {
+    let predicted: Vec<Result<HalfBytes, String>> = match profile {
+        Ok(p) => match not_f32(p) {
+            Some(why) => vec![Err(why); ROWS.len()],
+            None => predictions(p),
+        },
+        Err(reason) => vec![Err(reason.clone()); ROWS.len()],
+    };
+    let tolerance = key.share_tolerance_pct;
+    for ((name, field), expected) in ROWS.iter().zip(&predicted) {
+        let got = ctx.number(field);
+        let q = QuestionResult::new(*field, format!("The step-time cut from `{name}` with half its bytes, %"), 1.0);
+        ctx.push(row_question(q, got, expected, tolerance));
+    }
+    let got = ctx.number(TOTAL);
+    let q = QuestionResult::new(TOTAL, "The whole step's predicted cut, %", 1.0);
+    ctx.push(total_question(q, got, &predicted, tolerance));
+    if let Ok(p) = profile {
+        if not_f32(p).is_none() {
+            measured_note(ctx, p, &predicted);
+        }
+    }
+}
+
+fn row_question(q: QuestionResult, got: Got<f64>, expected: &Result<HalfBytes, String>, tolerance: f64) -> QuestionResult {
+    let given = match got {
+        Got::Unanswered => return q.unanswered(NOT_ANSWERED),
+        Got::Invalid(reason) => return q.wrong(reason),
+        Got::Answered(v) => v,
+    };
+    let q = q.answer(show(given));
+    let h = match expected {
+        Err(reason) => return q.wrong(reason.clone()),
+        Ok(h) => h,
+    };
+    if within(given, h.cut_pct, tolerance, 0.0) {
+        return q.right(h.arithmetic.clone());
+    }
+    let why = if given > h.share_pct + tolerance {
+        format!("{} is more than the row's whole {} share: a fix saves at most the line it removes time from. {}", pct(given), pct(h.share_pct), h.arithmetic)
+    } else if h.bound == Bound::Compute {
+        format!("a compute-bound row's time does not follow its bytes. {}", h.arithmetic)
+    } else if h.bound_after == Bound::Compute && within(given, h.share_pct / 2.0, tolerance, 0.0) {
+        format!("half its time holds only while the row stays memory-bound. {}", h.arithmetic)
+    } else {
+        h.arithmetic.clone()
+    };
+    q.wrong(why)
+}
+
+fn total_question(q: QuestionResult, got: Got<f64>, predicted: &[Result<HalfBytes, String>], tolerance: f64) -> QuestionResult {
+    let given = match got {
+        Got::Unanswered => return q.unanswered(NOT_ANSWERED),
+        Got::Invalid(reason) => return q.wrong(reason),
+        Got::Answered(v) => v,
+    };
+    let q = q.answer(show(given));
+    let rows: Vec<&HalfBytes> = match predicted.iter().map(|p| p.as_ref()).collect::<Result<_, _>>() {
+        Ok(rows) => rows,
+        Err(reason) => return q.wrong(reason.clone()),
+    };
+    let expected: f64 = rows.iter().map(|h| h.cut_pct).sum();
+    let shares: f64 = rows.iter().map(|h| h.share_pct).sum();
+    let sum = format!(
+        "{} = {}",
+        rows.iter().map(|h| format!("{} ({})", pct(h.cut_pct), h.row)).collect::<Vec<_>>().join(" + "),
+        pct(expected)
+    );
+    // Two rows' tolerances add up.
+    if within(given, expected, tolerance * rows.len() as f64, 0.0) {
+        return q.right(format!("{sum}: the step takes {} of its time", pct(100.0 - expected)));
+    }
+    let why = if within(given, 50.0, tolerance, 0.0) {
+        format!(
+            "half the bytes of two rows is not half the step: the rows that keep their bytes keep their time, and each row's own cut \
+             follows its roofline: {sum}"
+        )
+    } else if given > shares + tolerance {
+        format!("{} is more than the two rows hold together ({}): a fix saves at most the lines it removes time from; {sum}", pct(given), pct(shares))
+    } else {
+        format!("the two rows' cuts add up: {sum}")
+    };
+    q.wrong(why)
+}
+
+/// Where the learner ran the half-type profile: the measured cut beside the prediction, and what
+/// the two profiles say about the gap. A note, never graded: the outcome depends on the machine
+/// and the kernels, the arithmetic does not.
+fn measured_note(ctx: &mut Ctx<'_>, before: &ProfileReport, predicted: &[Result<HalfBytes, String>]) {
+    let Ok(rows) = predicted.iter().map(|p| p.as_ref()).collect::<Result<Vec<&HalfBytes>, _>>() else { return };
+    let expected: f64 = rows.iter().map(|h| h.cut_pct).sum();
+    if !ctx.has_result(MEASURED_ROLE) {
+        let path = ctx.info.result_path(MEASURED_ROLE).unwrap_or_default();
+        ctx.report.notes.push(format!(
+            "Your predicted cut is {}. To measure it, profile again with half-type weights into {path} and compare (the exercise's page \
+             has the commands).",
+            pct(expected)
+        ));
+        return;
+    }
+    let Ok(after) = ctx.profile(MEASURED_ROLE) else { return };
+    let dtype = after.dtype.clone().unwrap_or_else(|| "an unstated type".into());
+    if after.device != before.device || dtype == FROM_DTYPE {
+        ctx.report.notes.push(format!(
+            "{} is not the half-type run of your profile ({} with {dtype} weights, against {} with f32): profile again with --dtype bf16 \
+             on the same device",
+            after.file,
+            after.device.name(),
+            before.device.name()
+        ));
+        return;
+    }
+    let (step_before, step_after) = (before.step_us() / 1e3, after.step_us() / 1e3);
+    let mut lines = vec![format!(
+        "Measured with {dtype} weights ({}): one step went from {} to {} ms, a {} cut, against your predicted {}.",
+        after.file,
+        figure(step_before),
+        figure(step_after),
+        pct(100.0 * (1.0 - step_after / step_before)),
+        pct(expected)
+    )];
+    let (mut rows_before, mut rows_after) = (0.0, 0.0);
+    for h in &rows {
+        let (Some(b), Some(a)) = (before.row(&h.row), after.row(&h.row)) else { continue };
+        let (ms_before, ms_after) = (b.self_us / before.active_steps.unwrap_or(1.0) / 1e3, a.self_us / after.active_steps.unwrap_or(1.0) / 1e3);
+        rows_before += ms_before;
+        rows_after += ms_after;
+        lines.push(row_gap(h, before, b, a, ms_before, ms_after));
+    }
+    lines.push(format!(
+        "The rows the prediction leaves alone went from {} to {} ms{}.",
+        figure(step_before - rows_before),
+        figure(step_after - rows_after),
+        match before.device {
+            crate::results::profile_report::Device::Cpu => " (on the CPU they keep their f32 type: what moves there is run to run)",
+            // On CUDA the whole model runs in the half type.
+            crate::results::profile_report::Device::Cuda => " (on CUDA they run in the half type too)",
+        }
+    ));
+    ctx.report.notes.push(lines.join(" "));
+}
+
+/// One row's measured change beside its prediction, and what its rates say about a gap.
+fn row_gap(h: &HalfBytes, before: &ProfileReport, b: &RankedOp, a: &RankedOp, ms_before: f64, ms_after: f64) -> String {
+    let predicted_ms = ms_before * (1.0 - h.cut_pct / h.share_pct.max(f64::MIN_POSITIVE));
+    let kernel = a.kernel.as_deref().map(|k| format!(", kernel `{k}`")).unwrap_or_default();
+    let head = format!("`{}`: {} → {} ms a step (predicted {} ms{kernel})", h.row, figure(ms_before), figure(ms_after), figure(predicted_ms));
+    let (Some(rb), Some(ra)) = (&b.roofline, &a.roofline) else { return format!("{head}.") };
+    let rates = format!(
+        "{} → {} GFLOP/s, {} → {} GB/s",
+        figure(rb.gflops_per_s),
+        figure(ra.gflops_per_s),
+        figure(rb.gbytes_per_s),
+        figure(ra.gbytes_per_s)
+    );
+    // Within a tenth of the prediction (or better), the arithmetic held.
+    if ms_after <= predicted_ms * 1.1 {
+        return format!("{head}: as predicted ({rates}).");
+    }
+    let peak = before.ceilings.as_ref().map(|c| c.peak_gflops).unwrap_or(f64::NAN);
+    if (ra.gflops_per_s / rb.gflops_per_s - 1.0).abs() < 0.15 {
+        format!(
+            "{head}: {rates}. It read its bytes at a lower rate and did its arithmetic at the same one, so its time was set by the \
+             kernel's arithmetic rate ({} of the {} GFLOP/s peak in f32), not by its bytes, though its f32 row read as memory-bound: \
+             fewer bytes cannot speed up a row whose kernel is not waiting on memory.",
+            pct(100.0 * rb.gflops_per_s / peak),
+            figure(peak)
+        )
+    } else {
+        format!(
+            "{head}: {rates}; it reached {} of its new roofline against {} in f32, where the prediction held it at the same %.",
+            pct(ra.pct_of_roofline),
+            pct(rb.pct_of_roofline)
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use profiler::reading;
+
+    /// A report with ceilings (bw 25 GB/s, peak 400 GFLOP/s: the ridge at 16 FLOP/byte) and rows
+    /// (name, share of a 10 ms step in %, intensity, % of roofline).
+    fn report(rows: &[(&str, f64, f64, f64)]) -> ProfileReport {
+        let (bw, peak) = (25.0, 400.0);
+        let rows: Vec<_> = rows
+            .iter()
+            .map(|(name, share, intensity, pct_of_roofline)| {
+                let us = share * 100.0;
+                let roof = f64::min(peak, bw * intensity);
+                let gflops = roof * pct_of_roofline / 100.0;
+                let bound = if bw * intensity < peak { profiler::Bound::Memory } else { profiler::Bound::Compute };
+                let figures = reading::Figures {
+                    pct_of_roofline: *pct_of_roofline,
+                    pct_of_memory_roofline: 100.0 * gflops / intensity / bw,
+                    bound,
+                    us_per_call: Some(us),
+                };
+                serde_json::json!({"name": name, "line": "matmuls", "calls": 1.0, "self_cpu_us": us, "cpu_total_us": us, "self_cpu_pct": share,
+                    "roofline": {"time_basis": "cpu", "gflops_per_s": gflops, "gbytes_per_s": gflops / intensity, "intensity": intensity,
+                        "roofline_gflops_per_s": roof, "pct_of_roofline": pct_of_roofline,
+                        "pct_of_memory_roofline": figures.pct_of_memory_roofline, "bound": bound.as_str()},
+                    "reading": reading::read(&figures, &reading::Thresholds::DEFAULT)})
+            })
+            .collect();
+        let total: f64 = rows.iter().map(|r| r["self_cpu_us"].as_f64().unwrap()).sum();
+        let text = serde_json::json!({"schema": crate::results::profile_report::SCHEMA, "device": "cpu", "sort_by": "self_cpu_time_total",
+            "ceilings": {"mem_read_gbps": bw, "peak_gflops": peak}, "reading_thresholds": reading::Thresholds::DEFAULT, "totals": {"self_cpu_us": total}, "rows": rows})
+        .to_string();
+        ProfileReport::parse(&text, "report.json").unwrap()
+    }
+
+    #[test]
+    fn a_memory_bound_row_below_the_ridge_halves_one_past_it_reaches_the_peak_and_a_compute_bound_one_keeps_its_time() {
+        let p = report(&[("matmul", 60.0, 4.0, 60.0), ("lm_head", 20.0, 12.0, 80.0), ("attn_qk", 15.0, 32.0, 50.0), ("rest", 5.0, 1.0, 10.0)]);
+        let cut = |name| half_bytes(&p, p.find(name).unwrap().1).unwrap();
+        // 4 → 8 FLOP/byte, below the ridge at 16: half the time.
+        let m = cut("matmul");
+        assert!((m.cut_pct - 30.0).abs() < 1e-9, "{m:?}");
+        assert_eq!((m.bound, m.bound_after), (Bound::Memory, Bound::Memory));
+        // 12 → 24 FLOP/byte, past the ridge: the roof rises from 300 to 400, the row keeps 3/4.
+        let l = cut("lm_head");
+        assert!((l.cut_pct - 5.0).abs() < 1e-9, "{l:?}");
+        assert!(l.arithmetic.contains("past the ridge") && l.arithmetic.contains("400"), "{}", l.arithmetic);
+        // Compute-bound: nothing.
+        let a = cut("attn_qk");
+        assert_eq!(a.cut_pct, 0.0);
+        assert!(a.arithmetic.contains("compute-bound"), "{}", a.arithmetic);
+    }
+
+    #[test]
+    fn a_cut_never_exceeds_half_the_row_and_never_goes_negative() {
+        for intensity in [0.1, 1.0, 7.9, 8.0, 8.1, 15.9, 16.0, 100.0] {
+            for pct_of_roofline in [1.0, 50.0, 100.0] {
+                let p = report(&[("matmul", 100.0, intensity, pct_of_roofline)]);
+                let h = half_bytes(&p, &p.ops[0]).unwrap();
+                assert!((0.0..=50.0 + 1e-9).contains(&h.cut_pct), "I={intensity}: {h:?}");
+            }
+        }
+    }
+}
