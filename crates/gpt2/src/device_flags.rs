@@ -129,7 +129,15 @@ pub fn parse_dtype(s: &str) -> std::result::Result<DType, String> {
         "f32" | "float32" => Ok(DType::F32),
         "f16" | "float16" | "half" => Ok(DType::F16),
         "bf16" | "bfloat16" => Ok(DType::BF16),
-        other => Err(format!("unknown dtype \"{other}\": use f32, f16 or bf16")),
+        other => Err(format!(
+            "\"{other}\" is not a weight type this engine runs: it stores weights as f32, f16 or bf16, on every device \
+             (cpu, cuda) and every CPU kernel path (avx512, avx2, portable); run --dtype bf16 (or f16) for half the bytes of f32{}",
+            if other.starts_with('q') || other.starts_with("int") {
+                " (quantized weights are not implemented here: llama.cpp runs them from a GGUF file)"
+            } else {
+                ""
+            }
+        )),
     }
 }
 

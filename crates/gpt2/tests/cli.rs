@@ -103,6 +103,18 @@ fn generate_without_a_tokenizer_explains_why() {
 }
 
 #[test]
+fn a_weight_type_the_engine_cannot_run_is_refused_by_every_command_with_what_it_can() {
+    for sub in ["generate", "bench", "profile", "serve"] {
+        let out = gpt2(&[sub, "--model", "synthetic-tiny", "--device", "cpu", "--dtype", "q8_0"], &[]);
+        assert!(!out.status.success(), "{sub}");
+        let err = text(&out.stderr);
+        for part in ["\"q8_0\" is not a weight type this engine runs", "f32, f16 or bf16", "every CPU kernel path", "--dtype bf16", "llama.cpp"] {
+            assert!(err.contains(part), "{sub}: {part}: {err}");
+        }
+    }
+}
+
+#[test]
 fn every_subcommand_has_help() {
     for sub in ["generate", "logits", "bench"] {
         let out = gpt2(&[sub, "--help"], &[]);
