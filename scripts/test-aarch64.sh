@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The gpt2, profiler, bench, course-model and grader tests on aarch64 Linux — the CPU kind of Apple Silicon
+# The gpt2, engine, llama, profiler, bench, course-model and grader tests on aarch64 Linux — the CPU kind of Apple Silicon
 # and ARM laptops, where the engine runs its portable path — cross-compiled on this x86-64
 # machine and run under qemu-user, so a regression there fails CI before it reaches a learner.
 #
@@ -59,4 +59,4 @@ export AR_aarch64_unknown_linux_gnu=aarch64-linux-gnu-ar
 # Release, unlike the rest of the test command (the dev profile): this is a separate build in
 # any case (its own folder, target/aarch64-unknown-linux-gnu), so it is still one build there,
 # and the one whose time under qemu the CI budget was measured with.
-cargo nextest run --release --target "$target" -p gpt2 -p profiler -p bench -p course-model -p grader --no-fail-fast -E "$filter"
+cargo nextest run --release --target "$target" -p gpt2 -p engine -p llama -p profiler -p bench -p course-model -p grader --no-fail-fast -E "$filter"

@@ -11,7 +11,7 @@
 #      fails `course check`, each solution, run for real, passes it, and the terminal quizzes and
 #      exercise 3's prediction prompt work in a pseudo-terminal;
 #   5. the CUDA code compiles (no GPU needed: nvcc and the CUDA headers come from PyPI);
-#   6. the gpt2, profiler, bench, course-model and grader tests on aarch64 (Apple Silicon's kind of CPU),
+#   6. the gpt2, engine, llama, profiler, bench, course-model and grader tests on aarch64 (Apple Silicon's kind of CPU),
 #      cross-compiled and run under qemu-user.
 # Before the build it checks that each package's own build (`cargo run -p exercise-3`...) would
 # compile its dependencies as the workspace's build does, here, on a Mac and on Windows
@@ -64,7 +64,7 @@ step "exercises and solutions through course check (course dev check)"
 step "CUDA code compiles (cargo check --features cuda with PyPI's nvcc)"
 scripts/check-cuda.sh
 
-step "aarch64: gpt2, profiler, bench, course-model and grader tests cross-compiled and run under qemu-user"
+step "aarch64: gpt2, engine, llama, profiler, bench, course-model and grader tests cross-compiled and run under qemu-user"
 scripts/test-aarch64.sh
 
 step "all test suites passed"

@@ -6,18 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 
-/// The MLP's activation, as `config.json` names it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Activation {
-    /// GPT-2's own: the tanh approximation of GELU (`gelu_new`, also `gelu_pytorch_tanh`).
-    #[serde(rename = "gelu_new", alias = "gelu_pytorch_tanh", alias = "gelu_fast")]
-    GeluTanh,
-    /// The exact, erf-based GELU.
-    #[serde(rename = "gelu")]
-    GeluErf,
-    #[serde(rename = "relu")]
-    Relu,
-}
+pub use engine::ops::Activation;
 
 /// GPT-2's configuration. Field names are those of `transformers.GPT2Config`, so a checkpoint's
 /// `config.json` deserialises directly; unknown fields are ignored, options this model does not

@@ -8,6 +8,7 @@
 //!   subcommands and by the course's exercises.
 //!
 //! ```no_run
+//! use gpt2::CausalLm;
 //! let ckpt = gpt2::weights::resolve(&gpt2::WeightSource::parse("synthetic")?, &mut |m| eprintln!("{m}"))?;
 //! let kernels = gpt2::cpu::KernelPath::resolve(None)?; // GPT2_CPU_KERNELS, else the widest
 //! let model = gpt2::weights::load(&ckpt, &candle_core::Device::Cpu, candle_core::DType::F32, kernels)?;
@@ -16,32 +17,27 @@
 //! # Ok::<(), gpt2::Error>(())
 //! ```
 
-pub mod cache;
-pub mod ceilings;
+// The engine's layers below the model, under the names this crate has always used.
+pub use engine::{cache, ceilings, cpu, error, linear, ops, pass, profile, work_counts};
+
 pub mod cli;
 pub mod config;
 pub mod device_flags;
 pub mod engine_bench;
-pub mod error;
 pub mod generate;
-pub mod cpu;
-pub mod linear;
 pub mod model;
-pub mod ops;
-pub mod pass;
-pub mod profile;
 pub mod sampler;
 #[cfg(feature = "serve")]
 pub mod serve;
 pub mod tokenizer;
 pub mod weights;
-pub mod work_counts;
 
 pub use config::Config;
 pub use device_flags::DeviceChoice;
 pub use error::{Error, Result};
 pub use generate::{generate, Completion, FinishReason, Flow, Request, Sampling, TokenEvent};
 pub use cache::SeqCache;
+pub use engine::CausalLm;
 pub use model::{Logits, MlpActivation, Model, Segment};
 pub use tokenizer::Tokenizer;
 pub use weights::WeightSource;

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use clap::builder::TypedValueParser as _;
 use clap::{Parser, Subcommand};
+use gpt2::CausalLm;
 use gpt2::engine_bench;
 use gpt2::cli::ModelArgs;
 use gpt2::profile::ForwardProfile;

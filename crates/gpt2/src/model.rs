@@ -72,7 +72,7 @@ impl Attention {
     fn forward(&self, x: &Tensor, pass: &mut Pass) -> Result<Projected<'_>> {
         let (module, p) = (profiler::module("attn"), self.path);
         let y = pass.attend(self.layer, &self.c_attn.forward(x)?, |qkv, group| {
-            let (q, k, v) = ops::split_heads(qkv, group.sequences(), self.n_head, self.head_dim)?;
+            let (q, k, v) = ops::split_heads(qkv, group.sequences(), self.n_head, self.n_head, self.head_dim)?;
             ops::merge_heads(&match group {
                 Group::Decode(caches) => ops::attn_decode(&q, &ops::kv_cache_each(caches, &k, &v)?, p)?,
                 Group::Chunk(cache, mask) => {
@@ -168,7 +168,7 @@ impl Model {
         let blocks = (0..cfg.n_layer).map(|i| Block::load(vb.pp(format!("h.{i}")), cfg, i, path)).collect::<Result<Vec<_>>>()?;
         let ln_f = LayerNorm::load(vb.pp("ln_f"), cfg, path)?;
         // The head is tied to the token embedding: the same (vocab, n_embd) matrix, in the weights' type.
-        let lm_head = Linear::tied(wte.clone(), path)?;
+        let lm_head = Linear::head(wte.clone(), path)?;
         let wte = wte.to_dtype(activations)?;
         Ok(Self { wte, wpe, blocks, ln_f, lm_head, cfg: cfg.clone(), path, weights: vb.dtype() })
     }
@@ -197,11 +197,6 @@ impl Model {
         self.path
     }
 
-    /// What reports record as the model's kernels: the CPU path's name, or `cuda`.
-    pub fn kernels(&self) -> &'static str {
-        self.path.run_name(self.device())
-    }
-
     /// Swaps the MLP's bias + activation: `Stock` for candle's separate ops, `Fused` (the
     /// default) for the engine's kernel, `Custom` for exercise 5's.
     pub fn set_mlp_activation(&mut self, activation: MlpActivation) {
@@ -212,12 +207,7 @@ impl Model {
 
     /// A cache for one sequence growing to `capacity` positions.
     pub fn new_cache(&self, capacity: usize) -> SeqCache {
-        SeqCache::new(&self.cfg, capacity)
-    }
-
-    /// `batch` caches, each growing to `capacity` positions (for [`Segment::rows`]).
-    pub fn new_caches(&self, batch: usize, capacity: usize) -> Vec<SeqCache> {
-        (0..batch).map(|_| self.new_cache(capacity)).collect()
+        SeqCache::new(self.cfg.n_layer, capacity)
     }
 
     /// One forward pass over sequences of any lengths, each after what its own cache holds (a
@@ -226,22 +216,13 @@ impl Model {
     /// positions each segment's `logits` asks for, in order: `[rows, vocab]` (no rows, and no
     /// output head, when none does).
     pub fn forward(&self, segments: &mut [Segment<'_>]) -> Result<Tensor> {
-        self.check_input(segments)?;
+        engine::pass::check_input(segments, self.cfg.vocab_size, self.cfg.n_positions)?;
         let mut pass = Pass::new(segments, self.device())?;
-        let mut x = ops::embedding(&self.wte, &self.wpe, pass.ids(), pass.positions(), &pass.shape())?;
+        let mut x = ops::embedding(&self.wte, Some(&self.wpe), pass.ids(), pass.positions(), &pass.shape())?;
         for block in &self.blocks {
             x = block.forward(&x, &mut pass)?;
         }
-        match pass.finish() {
-            None => self.head(&x),
-            Some(rows) if rows.is_empty() => Ok(Tensor::zeros((0, self.cfg.vocab_size), DType::F32, self.device())?),
-            Some(rows) => self.head(&ops::last_position(&x, &rows)?),
-        }
-    }
-
-    /// [`Model::forward`] for one sequence.
-    pub fn forward_one(&self, ids: &[u32], cache: &mut SeqCache, logits: Logits) -> Result<Tensor> {
-        self.forward(&mut [Segment { ids, cache, logits }])
+        pass.logits(&x, self.cfg.vocab_size, |x| self.head(x))
     }
 
     /// The final LayerNorm and the tied output head: f32 logits for each row of `x`.
@@ -249,28 +230,26 @@ impl Model {
         let x = self.ln_f.forward(x)?;
         Ok(self.lm_head.matmul(&x)?.to_dtype(DType::F32)?)
     }
+}
 
-    /// Rejects what would otherwise fail deep inside a kernel: no tokens, ids outside the
-    /// vocabulary, sequences past the context window.
-    fn check_input(&self, segments: &[Segment<'_>]) -> Result<()> {
-        if segments.is_empty() || segments.iter().any(|s| s.ids.is_empty()) {
-            return Err(Error::Input("empty input: give at least one token id in at least one row".into()));
-        }
-        let vocab = self.cfg.vocab_size;
-        for (r, s) in segments.iter().enumerate() {
-            if let Some((c, id)) = s.ids.iter().enumerate().find(|(_, id)| **id as usize >= vocab) {
-                return Err(Error::Input(format!("token id {id} (row {r}, position {c}) is out of range: the vocabulary has {vocab} ids (0..={})", vocab - 1)));
-            }
-            let end = s.cache.len + s.ids.len();
-            if end > self.cfg.n_positions {
-                return Err(Error::Input(format!(
-                    "sequence of {end} positions ({} cached + {} new) is longer than the model's context of {} (n_positions)",
-                    s.cache.len,
-                    s.ids.len(),
-                    self.cfg.n_positions
-                )));
-            }
-        }
-        Ok(())
+/// The tools' view of the model (`gpt2 profile`, `gpt2 bench`, exercise 3).
+impl engine::CausalLm for Model {
+    fn forward(&self, segments: &mut [Segment<'_>]) -> Result<Tensor> {
+        Model::forward(self, segments)
+    }
+    fn new_cache(&self, capacity: usize) -> SeqCache {
+        Model::new_cache(self, capacity)
+    }
+    fn device(&self) -> &Device {
+        Model::device(self)
+    }
+    fn dtype(&self) -> DType {
+        Model::dtype(self)
+    }
+    fn kernel_path(&self) -> KernelPath {
+        self.path
+    }
+    fn vocab_size(&self) -> usize {
+        self.cfg.vocab_size
     }
 }

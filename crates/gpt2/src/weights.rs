@@ -126,18 +126,7 @@ fn snapshot_dir(file: &Path) -> std::result::Result<PathBuf, String> {
     file.parent().map(Path::to_path_buf).ok_or_else(|| format!("{} has no parent folder", file.display()))
 }
 
-/// The folder the synthetic checkpoints are kept in: `$GPT2_COURSE_CACHE`, else
-/// `$XDG_CACHE_HOME/gpt2-course`, else `~/.cache/gpt2-course`.
-pub fn cache_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("GPT2_COURSE_CACHE") {
-        return PathBuf::from(dir);
-    }
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-        .unwrap_or_else(std::env::temp_dir);
-    base.join("gpt2-course")
-}
+pub use engine::cache_dir;
 
 /// The synthetic checkpoint of `cfg`, written on first use.
 fn synthetic(cfg: Config) -> Result<Checkpoint> {
@@ -150,30 +139,17 @@ fn synthetic(cfg: Config) -> Result<Checkpoint> {
 }
 
 /// Writes a complete checkpoint directory (config.json, model.safetensors, tokenizer.json)
-/// for `cfg` with seeded random weights. The files are written to a sibling temporary
-/// folder and renamed into place, so a crash or a concurrent writer never leaves a
-/// half-written checkpoint behind.
+/// for `cfg` with seeded random weights, in one step ([`engine::write_dir_atomically`]).
 pub fn write_synthetic(dir: &Path, cfg: &Config) -> Result<()> {
-    let parent = dir.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
-    let tmp = tempfile::Builder::new().prefix(".synthetic-").tempdir_in(parent).map_err(|e| Error::io(parent, e))?;
-    let config_path = tmp.path().join("config.json");
-    let json = serde_json::to_string_pretty(cfg).map_err(|e| Error::Input(e.to_string()))?;
-    std::fs::write(&config_path, json).map_err(|e| Error::io(&config_path, e))?;
-    let weights_path = tmp.path().join("model.safetensors");
-    candle_core::safetensors::save(&random_weights(cfg)?, &weights_path)
-        .map_err(|e| Error::Weights { path: weights_path.clone(), message: e.to_string() })?;
-    tokenizer::write_synthetic(&tmp.path().join("tokenizer.json"), cfg.vocab_size, SYNTHETIC_SEED)?;
-    let tmp = tmp.keep();
-    match std::fs::rename(&tmp, dir) {
-        Ok(()) => Ok(()),
-        // Another process finished first: its checkpoint is identical; keep it.
-        Err(_) if dir.join("model.safetensors").is_file() => {
-            let _ = std::fs::remove_dir_all(&tmp);
-            Ok(())
-        }
-        Err(e) => Err(Error::io(dir, e)),
-    }
+    engine::write_dir_atomically(dir, |tmp| {
+        let config_path = tmp.join("config.json");
+        let json = serde_json::to_string_pretty(cfg).map_err(|e| Error::Input(e.to_string()))?;
+        std::fs::write(&config_path, json).map_err(|e| Error::io(&config_path, e))?;
+        let weights_path = tmp.join("model.safetensors");
+        candle_core::safetensors::save(&random_weights(cfg)?, &weights_path)
+            .map_err(|e| Error::Weights { path: weights_path.clone(), message: e.to_string() })?;
+        tokenizer::write_synthetic(&tmp.join("tokenizer.json"), cfg.vocab_size, SYNTHETIC_SEED)
+    })
 }
 
 /// GPT-2's initialisation, seeded: weights uniform with standard deviation 0.02 (the

@@ -6,6 +6,7 @@ use std::path::Path;
 
 use candle_core::{DType, Device, Tensor};
 use common::{default_path, fixture_dir, tiny_model};
+use gpt2::CausalLm;
 use gpt2::weights::{self, Checkpoint};
 use gpt2::{Config, Logits, Segment};
 

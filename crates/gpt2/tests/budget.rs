@@ -7,6 +7,7 @@ mod common;
 
 use candle_core::{DType, Device};
 use common::on_each_path;
+use gpt2::CausalLm;
 use gpt2::cpu::KernelPath;
 use gpt2::{Config, Logits, MlpActivation, Model, Segment};
 use gpt2::ops::list;

@@ -7,6 +7,7 @@ mod common;
 
 use candle_core::IndexOp;
 use common::{max_abs_diff, on_each_path, reference, tiny_model};
+use gpt2::CausalLm;
 use gpt2::{Logits, Segment};
 
 const TOL: f32 = 1e-4;

@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use candle_core::{DType, Device};
 use common::default_path;
+use gpt2::CausalLm;
 use gpt2::profile::{check_device_timing, profile_forward_with, sample_ids, ForwardProfile};
 use gpt2::{Config, Logits, MlpActivation};
 use profiler::{Ceilings, DeviceError, DeviceTimer, Options, Profiler, Schedule, SortBy, Timing, View};
@@ -298,7 +299,7 @@ fn a_cuda_profile_without_device_times_is_an_error_that_says_what_failed() {
 fn lm_head_profile_at_eight_positions_and_at_one() {
     let cfg = Config::gpt2_small();
     let wte = candle_core::Tensor::randn(0f32, 0.02, (cfg.vocab_size, cfg.n_embd), &Device::Cpu).unwrap();
-    let head = gpt2::linear::Linear::tied(wte, default_path()).unwrap();
+    let head = gpt2::linear::Linear::head(wte, default_path()).unwrap();
     let x8 = candle_core::Tensor::randn(0f32, 1.0, (8, cfg.n_embd), &Device::Cpu).unwrap();
     let x1 = x8.narrow(0, 7, 1).unwrap().contiguous().unwrap();
     let evictor: Vec<f32> = (0..(1usize << 28)).map(|i| (i % 3) as f32).collect();

@@ -10,14 +10,27 @@
 
 use std::sync::Arc;
 
-use candle_core::{DType, Device, IndexOp, Tensor};
+use candle_core::{DType, Device, Tensor};
 use candle_nn::kv_cache::KvCache;
 
-use crate::config::Activation;
 use crate::cpu::packed_matmul::{self, Rhs};
 use crate::cpu::{elementwise, KernelPath};
 use crate::error::Result;
 use crate::work_counts as work;
+use serde::{Deserialize, Serialize};
+
+/// The MLP's activation, as `config.json` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Activation {
+    /// GPT-2's own: the tanh approximation of GELU (`gelu_new`, also `gelu_pytorch_tanh`).
+    #[serde(rename = "gelu_new", alias = "gelu_pytorch_tanh", alias = "gelu_fast")]
+    GeluTanh,
+    /// The exact, erf-based GELU.
+    #[serde(rename = "gelu")]
+    GeluErf,
+    #[serde(rename = "relu")]
+    Relu,
+}
 
 /// The engine's ops: each row's name and its budget line, declared here once. Every profile
 /// row of the engine comes from one of these; `report.json` carries the line, and `course
@@ -47,11 +60,20 @@ pub mod list {
     pub const GELU: OpName = OpName::new("gelu", Line::Activations);
     /// The rows that get logits: a gather, no math.
     pub const LAST_POSITION: OpName = OpName::new("last_position", Line::Other);
+    /// The Llama family's: RMSNorm (each block's two, the final one, and Qwen3's per-head
+    /// norms of queries and keys), rotary position embeddings, the keys and values of a
+    /// grouped-query layer repeated for each query head that shares them, and the gated MLP's
+    /// `silu(gate) · up`.
+    pub const RMS_NORM: OpName = OpName::new("rms_norm", Line::Activations);
+    pub const ROPE: OpName = OpName::new("rope", Line::Attention);
+    pub const REPEAT_KV: OpName = OpName::new("repeat_kv", Line::Attention);
+    pub const SILU_MUL: OpName = OpName::new("silu_mul", Line::Activations);
 
     /// Every op above.
-    pub const ALL: [OpName; 19] = [
+    pub const ALL: [OpName; 23] = [
         EMBEDDING, LAYER_NORM, MATMUL, LM_HEAD, SPLIT_HEADS, KV_CACHE, ATTN_QK, MASK_BUILD, MASK_APPLY, SOFTMAX, ATTN_V,
-        ATTN_DECODE, MERGE_HEADS, BIAS_ADD, RESIDUAL_ADD, BIAS_RESIDUAL_ADD, BIAS_GELU, GELU, LAST_POSITION,
+        ATTN_DECODE, MERGE_HEADS, BIAS_ADD, RESIDUAL_ADD, BIAS_RESIDUAL_ADD, BIAS_GELU, GELU, LAST_POSITION, RMS_NORM, ROPE,
+        REPEAT_KV, SILU_MUL,
     ];
 
     /// The line of a caller's own bias + activation ([`super::MlpActivation::Custom`]),
@@ -133,15 +155,18 @@ fn elementwise_label(path: Option<KernelPath>, device: &Device) -> &'static str 
     }
 }
 
-/// The token and position embeddings of `ids` (every sequence's new tokens, one after the
-/// other), summed: `[tokens, n_embd]`. `shape` is what the profile shows: `[batch, seq]` for
-/// rows of one length, `[tokens]` for sequences of several.
-pub fn embedding(wte: &Tensor, wpe: &Tensor, ids: Vec<u32>, positions: Vec<u32>, shape: &[usize]) -> Result<Tensor> {
+/// The token embeddings of `ids` (every sequence's new tokens, one after the other), plus the
+/// learned position embeddings of `positions` where the model has them (`wpe`, GPT-2's; rotary
+/// models have none): `[tokens, n_embd]`. `shape` is what the profile shows: `[batch, seq]`
+/// for rows of one length, `[tokens]` for sequences of several.
+pub fn embedding(wte: &Tensor, wpe: Option<&Tensor>, ids: Vec<u32>, positions: Vec<u32>, shape: &[usize]) -> Result<Tensor> {
     let device = wte.device();
     let _s = profiler::op_shapes(list::EMBEDDING, &[shape]).with_kernel(label::stock(device)).with_dtype(wte.dtype().as_str());
     let tok = wte.index_select(&Tensor::new(ids, device)?, 0)?;
-    let pos = wpe.index_select(&Tensor::new(positions, device)?, 0)?;
-    Ok((tok + pos)?)
+    Ok(match wpe {
+        Some(wpe) => (tok + wpe.index_select(&Tensor::new(positions, device)?, 0)?)?,
+        None => tok,
+    })
 }
 
 /// `(x − mean) / √(var + eps) · weight + bias` over each row of `x`.
@@ -156,14 +181,69 @@ pub fn layer_norm(x: &Tensor, weight: &Tensor, bias: &Tensor, eps: f32, path: Ke
     })
 }
 
-/// The fused `[tokens, 3 · n_embd]` projection split into queries, keys and values, each
-/// `[batch, n_head, seq, head_dim]`.
-pub fn split_heads(qkv: &Tensor, batch: usize, n_head: usize, head_dim: usize) -> Result<(Tensor, Tensor, Tensor)> {
+/// The fused `[tokens, (n_head + 2 · kv_heads) · head_dim]` projection split into queries
+/// (`[batch, n_head, seq, head_dim]`) and keys and values (`[batch, kv_heads, seq, head_dim]`
+/// each; `kv_heads` is `n_head` but for grouped-query attention).
+pub fn split_heads(qkv: &Tensor, batch: usize, n_head: usize, kv_heads: usize, head_dim: usize) -> Result<(Tensor, Tensor, Tensor)> {
     let _s = profiler::op(list::SPLIT_HEADS).with_kernel(label::stock(qkv.device())).with_dtype(qkv.dtype().as_str());
     let seq = qkv.dim(0)? / batch;
-    let qkv = qkv.reshape((batch, seq, 3, n_head, head_dim))?;
-    let head = |i: usize| -> candle_core::Result<Tensor> { qkv.i((.., .., i))?.transpose(1, 2)?.contiguous() };
-    Ok((head(0)?, head(1)?, head(2)?))
+    let qkv = qkv.reshape((batch, seq, n_head + 2 * kv_heads, head_dim))?;
+    let heads = |from: usize, n: usize| -> candle_core::Result<Tensor> { qkv.narrow(2, from, n)?.transpose(1, 2)?.contiguous() };
+    Ok((heads(0, n_head)?, heads(n_head, kv_heads)?, heads(n_head + kv_heads, kv_heads)?))
+}
+
+/// Rotary position embeddings (the "rotate half" form of Hugging Face's Llama) applied to `x`,
+/// `[batch, heads, seq, head_dim]`, whose position `(b, t)` is at angle table row
+/// `positions[b · seq + t]`; `cos` and `sin` are the model's tables, `[positions, head_dim / 2]`.
+pub fn rope(x: &Tensor, cos: &Tensor, sin: &Tensor, positions: &[u32]) -> Result<Tensor> {
+    let (b, _, t, d) = x.dims4()?;
+    // Each pair of values: two products and a sum for each of its two outputs.
+    let (flops, bytes) = work::elementwise(x.elem_count(), 3, 1, 2 * positions.len() * d / 2, x.dtype().size_in_bytes());
+    let _s = profiler::op_shapes(list::ROPE, &[x.dims()]).with_work(flops, bytes).with_kernel(label::stock(x.device())).with_dtype(x.dtype().as_str());
+    let consecutive = positions.windows(2).all(|w| w[1] == w[0] + 1);
+    let (cos, sin) = if b == 1 && consecutive {
+        (cos.narrow(0, positions[0] as usize, t)?, sin.narrow(0, positions[0] as usize, t)?)
+    } else {
+        let index = Tensor::new(positions, cos.device())?;
+        (cos.index_select(&index, 0)?.reshape((b, t, d / 2))?, sin.index_select(&index, 0)?.reshape((b, t, d / 2))?)
+    };
+    Ok(candle_nn::rotary_emb::rope(&x.contiguous()?, &cos, &sin)?)
+}
+
+/// Grouped-query attention's keys or values (`[batch, kv_heads, positions, head_dim]`) with
+/// each head repeated `n_rep` times in place, so that query head `i` meets key head
+/// `i / n_rep`: `[batch, kv_heads · n_rep, positions, head_dim]`. A copy; `x` itself when
+/// `n_rep` is 1.
+pub fn repeat_kv(x: Tensor, n_rep: usize) -> Result<Tensor> {
+    if n_rep == 1 {
+        return Ok(x);
+    }
+    let (b, kv, s, d) = x.dims4()?;
+    let bytes = ((1 + n_rep) * x.elem_count() * x.dtype().size_in_bytes()) as u64;
+    let _s = profiler::op_shapes(list::REPEAT_KV, &[x.dims()]).with_work(0, bytes).with_kernel(label::stock(x.device())).with_dtype(x.dtype().as_str());
+    Ok(x.unsqueeze(2)?.broadcast_as((b, kv, n_rep, s, d))?.reshape((b, kv * n_rep, s, d))?)
+}
+
+/// `x / √(mean(x²) + eps) · weight` over the last dimension of `x`.
+pub fn rms_norm(x: &Tensor, weight: &Tensor, eps: f32) -> Result<Tensor> {
+    // Square, sum, scale by the reciprocal root, multiply by the gain: about 4 FLOPs per value.
+    let (flops, bytes) = work::elementwise(x.elem_count(), 4, 1, weight.elem_count(), x.dtype().size_in_bytes());
+    let _s = profiler::op_shapes(list::RMS_NORM, &[x.dims()]).with_work(flops, bytes).with_kernel(label::stock(x.device())).with_dtype(x.dtype().as_str());
+    Ok(candle_nn::ops::rms_norm(&x.contiguous()?, weight, eps)?)
+}
+
+/// The gated MLP's activation: `silu(gate) · up` for the fused `[tokens, 2 · n_inner]`
+/// product of the gate and up projections (gate first): `[tokens, n_inner]`.
+pub fn silu_mul(gate_up: &Tensor) -> Result<Tensor> {
+    let inner = gate_up.dim(1)? / 2;
+    let out = gate_up.dim(0)? * inner;
+    // SiLU x / (1 + e^-x) (counted as 4, the exponential as one) and the product: read both
+    // halves once, write once.
+    let (flops, bytes) = work::elementwise(out, 5, 2, 0, gate_up.dtype().size_in_bytes());
+    let _s = profiler::op_shapes(list::SILU_MUL, &[gate_up.dims()]).with_work(flops, bytes).with_kernel(label::stock(gate_up.device())).with_dtype(gate_up.dtype().as_str());
+    let gate = gate_up.narrow(1, 0, inner)?;
+    let up = gate_up.narrow(1, inner, inner)?;
+    Ok((candle_nn::ops::silu(&gate)? * up)?)
 }
 
 /// Appends the new keys and values to the layer's cache; returns all of them so far.
@@ -208,7 +288,9 @@ pub fn mask_build(past: usize, seq: usize, device: &Device) -> Result<Option<Ten
 
 /// A decode step's attention: `softmax(q · kᵀ / √head_dim) · v` for one new query per sequence
 /// (`q` `[sequences, heads, 1, head_dim]`) against each sequence's own `(keys, values)`:
-/// `[sequences, heads, 1, head_dim]`. No mask: a single new token sees every key.
+/// `[sequences, heads, 1, head_dim]`. No mask: a single new token sees every key. The caches
+/// may hold fewer heads than the queries (grouped-query attention): query head `i` reads key
+/// and value head `i / (heads / kv_heads)`.
 ///
 /// On the CPU's fast paths this is one `attn_decode` row, the kernel that reads each cache in
 /// place ([`crate::cpu::decode_attention`]). Elsewhere it is candle's products, which need one
@@ -229,6 +311,8 @@ pub fn attn_decode(q: &Tensor, kv: &[(Tensor, Tensor)], path: KernelPath) -> Res
             let (ks, vs): (Vec<Tensor>, Vec<Tensor>) = kv[i..j].iter().cloned().unzip();
             (Tensor::cat(&ks, 0)?, Tensor::cat(&vs, 0)?)
         };
+        let n_rep = q.dim(1)? / k.dim(1)?;
+        let (k, v) = (repeat_kv(k, n_rep)?, repeat_kv(v, n_rep)?);
         ys.push(attn_values(&softmax(attn_scores(&q.narrow(0, i, j - i)?, &k, path)?, path)?, &v, path)?);
         i = j;
     }
@@ -237,11 +321,13 @@ pub fn attn_decode(q: &Tensor, kv: &[(Tensor, Tensor)], path: KernelPath) -> Res
 
 fn attn_decode_in_place(q: &Tensor, kv: &[(Tensor, Tensor)], path: KernelPath) -> Result<Tensor> {
     let (n, h, _, d) = q.dims4()?;
+    let kv_heads = kv.first().map_or(Ok(h), |(k, _)| k.dim(1))?;
     let keys: usize = kv.iter().map(|(k, _)| k.dim(2).unwrap_or(0)).sum();
     // Scores and output: 2 FLOPs per key element each, plus softmax's 5 per score; the bytes
-    // are the keys and values read once, the queries and the output.
+    // are the keys and values read once (each key head once, however many query heads share
+    // it), the queries and the output.
     let flops = (4 * keys * h * d + 5 * keys * h) as u64;
-    let bytes = ((2 * keys * h * d + 2 * n * h * d) * q.dtype().size_in_bytes()) as u64;
+    let bytes = ((2 * keys * kv_heads * d + 2 * n * h * d) * q.dtype().size_in_bytes()) as u64;
     let _s = profiler::op_shapes(list::ATTN_DECODE, &[q.dims()]).with_work(flops, bytes).with_kernel(elementwise_label(Some(path), q.device())).with_dtype(q.dtype().as_str());
     let scale = 1.0 / (d as f32).sqrt();
     Ok(crate::cpu::decode_attention::attention(q, kv, scale, path)?)
@@ -434,6 +520,7 @@ pub fn last_position(x: &Tensor, rows: &[usize]) -> Result<Tensor> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use candle_core::IndexOp;
 
     #[test]
     fn mask_blocks_the_future() {

@@ -40,8 +40,9 @@ impl<'a> Rows<'a> {
 }
 
 /// `softmax(q · kᵀ · scale) · v` for `q` `[sequences, n_head, 1, head_dim]` (contiguous f32)
-/// and each sequence's `(keys, values)` (`[1, n_head, positions, head_dim]`, any number of
-/// positions, at least one): `[sequences, n_head, 1, head_dim]`.
+/// and each sequence's `(keys, values)` (`[1, kv_heads, positions, head_dim]`, any number of
+/// positions, at least one; `kv_heads` divides `n_head`, and query head `i` reads key and value
+/// head `i / (n_head / kv_heads)`): `[sequences, n_head, 1, head_dim]`.
 pub fn attention(q: &Tensor, kv: &[(Tensor, Tensor)], scale: f32, path: KernelPath) -> Result<Tensor> {
     let (n, heads, one, head_dim) = q.dims4()?;
     if one != 1 || kv.len() != n {
@@ -50,10 +51,18 @@ pub fn attention(q: &Tensor, kv: &[(Tensor, Tensor)], scale: f32, path: KernelPa
     let q = q.contiguous()?;
     let (q_storage, q_layout) = q.storage_and_layout();
     let qv = super::cpu_f32(&q_storage, q_layout, "decode attention")?;
+    let kv_heads = match kv.first() {
+        Some((k, _)) => k.dim(1)?,
+        None => heads,
+    };
+    if kv_heads == 0 || heads % kv_heads != 0 {
+        candle_core::bail!("decode attention: {heads} query heads cannot share {kv_heads} key/value heads evenly");
+    }
+    let group = heads / kv_heads;
     let guards: Vec<_> = kv.iter().map(|(k, v)| (k.storage_and_layout(), v.storage_and_layout())).collect();
     let rows: Vec<(Rows, Rows)> = guards
         .iter()
-        .map(|((ks, kl), (vs, vl))| Ok((Rows::of(ks, kl, heads, head_dim)?, Rows::of(vs, vl, heads, head_dim)?)))
+        .map(|((ks, kl), (vs, vl))| Ok((Rows::of(ks, kl, kv_heads, head_dim)?, Rows::of(vs, vl, kv_heads, head_dim)?)))
         .collect::<Result<_>>()?;
     if let Some(r) = rows.iter().position(|(k, v)| k.len == 0 || k.len != v.len) {
         candle_core::bail!("decode attention: sequence {r} has {} keys and {} values", rows[r].0.len, rows[r].1.len);
@@ -67,7 +76,7 @@ pub fn attention(q: &Tensor, kv: &[(Tensor, Tensor)], scale: f32, path: KernelPa
         compiled_for(
             path,
             #[inline(always)]
-            || one_head(query, k, v, head, head_dim, scale, o),
+            || one_head(query, k, v, head / group, head_dim, scale, o),
         );
     });
     Tensor::from_vec(out, (n, heads, 1, head_dim), &Device::Cpu)

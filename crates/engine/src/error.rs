@@ -9,7 +9,7 @@ pub enum Error {
     #[error("{}: {source}", path.display())]
     Io { path: PathBuf, source: std::io::Error },
 
-    #[error("{}: invalid GPT-2 config: {message}", path.display())]
+    #[error("{}: invalid config: {message}", path.display())]
     Config { path: PathBuf, message: String },
 
     #[error("{}: {message}\n  next step: re-download or re-export the checkpoint (e.g. `model.save_pretrained(dir)` in transformers)", path.display())]

@@ -24,7 +24,7 @@ pub enum Logits {
     None,
 }
 
-/// One sequence's slice of a [`crate::Model::forward`] pass: `ids` continue what `cache` holds.
+/// One sequence's slice of a model's forward pass: `ids` continue what `cache` holds.
 pub struct Segment<'a> {
     pub ids: &'a [u32],
     pub cache: &'a mut SeqCache,
@@ -48,7 +48,7 @@ impl<'a> Segment<'a> {
 }
 
 /// A pass's segments, where their rows sit and their masks.
-pub(crate) struct Pass<'s, 'a> {
+pub struct Pass<'s, 'a> {
     segments: &'s mut [Segment<'a>],
     /// The first row of each segment in the pass's activations.
     starts: Vec<usize>,
@@ -57,7 +57,7 @@ pub(crate) struct Pass<'s, 'a> {
 }
 
 /// The sequences one attention call of [`Pass::attend`] covers, with their layer's caches.
-pub(crate) enum Group<'g> {
+pub enum Group<'g> {
     /// Every sequence with one new token (a decode step): attended together, unmasked (a
     /// single new token sees every key).
     Decode(Vec<&'g mut KvCache>),
@@ -67,7 +67,7 @@ pub(crate) enum Group<'g> {
 
 impl Group<'_> {
     /// How many sequences the group's rows belong to.
-    pub(crate) fn sequences(&self) -> usize {
+    pub fn sequences(&self) -> usize {
         match self {
             Group::Decode(caches) => caches.len(),
             Group::Chunk(..) => 1,
@@ -76,7 +76,7 @@ impl Group<'_> {
 }
 
 impl<'s, 'a> Pass<'s, 'a> {
-    pub(crate) fn new(segments: &'s mut [Segment<'a>], device: &Device) -> Result<Self> {
+    pub fn new(segments: &'s mut [Segment<'a>], device: &Device) -> Result<Self> {
         let mut starts = Vec::with_capacity(segments.len());
         let mut row = 0;
         for s in segments.iter() {
@@ -88,18 +88,18 @@ impl<'s, 'a> Pass<'s, 'a> {
     }
 
     /// Every segment's new token ids, one segment after another.
-    pub(crate) fn ids(&self) -> Vec<u32> {
+    pub fn ids(&self) -> Vec<u32> {
         self.segments.iter().flat_map(|s| s.ids.iter().copied()).collect()
     }
 
     /// The position of each new token in its own sequence.
-    pub(crate) fn positions(&self) -> Vec<u32> {
+    pub fn positions(&self) -> Vec<u32> {
         self.segments.iter().flat_map(|s| (s.cache.len..s.cache.len + s.ids.len()).map(|p| p as u32)).collect()
     }
 
     /// The input's shape as a profile shows it: `[batch, seq]` for segments of one length,
     /// `[tokens]` for several.
-    pub(crate) fn shape(&self) -> Vec<usize> {
+    pub fn shape(&self) -> Vec<usize> {
         let seq = self.segments[0].ids.len();
         match self.segments.iter().all(|s| s.ids.len() == seq) {
             true => vec![self.segments.len(), seq],
@@ -111,7 +111,7 @@ impl<'s, 'a> Pass<'s, 'a> {
     /// runs once for the decode steps' rows together, if there are any, and once for each
     /// other segment's rows, and returns that group's output rows; they are put back in the
     /// pass's order.
-    pub(crate) fn attend(&mut self, layer: usize, qkv: &Tensor, mut attend: impl FnMut(&Tensor, Group<'_>) -> Result<Tensor>) -> Result<Tensor> {
+    pub fn attend(&mut self, layer: usize, qkv: &Tensor, mut attend: impl FnMut(&Tensor, Group<'_>) -> Result<Tensor>) -> Result<Tensor> {
         let decoding: Vec<usize> = (0..self.segments.len()).filter(|&s| self.segments[s].decodes()).collect();
         let mut outputs: Vec<Option<Tensor>> = vec![None; self.segments.len()];
         if !decoding.is_empty() {
@@ -137,9 +137,21 @@ impl<'s, 'a> Pass<'s, 'a> {
         Ok(if outputs.len() == 1 { outputs[0].clone() } else { Tensor::cat(&outputs, 0)? })
     }
 
-    /// Ends the pass: every cache now holds its segment's tokens. Returns the rows that want
-    /// logits, or `None` when all of them do.
-    pub(crate) fn finish(self) -> Option<Vec<usize>> {
+    /// Ends the pass over `x` (the last block's output, `[tokens, width]`): every cache now
+    /// holds its segment's tokens, and `head` (the final norm and the output head) runs on the
+    /// rows that want logits, gathered by a `last_position` row where not all of them do:
+    /// `[rows, vocab]`, or no rows (and no head) when none does.
+    pub fn logits(self, x: &Tensor, vocab: usize, head: impl FnOnce(&Tensor) -> Result<Tensor>) -> Result<Tensor> {
+        match self.finish() {
+            None => head(x),
+            Some(rows) if rows.is_empty() => Ok(Tensor::zeros((0, vocab), candle_core::DType::F32, x.device())?),
+            Some(rows) => head(&ops::last_position(x, &rows)?),
+        }
+    }
+
+    /// Every cache now holds its segment's tokens. Returns the rows that want logits, or
+    /// `None` when all of them do.
+    fn finish(self) -> Option<Vec<usize>> {
         let mut rows = Vec::new();
         let mut all = true;
         for (s, start) in self.segments.iter_mut().zip(self.starts) {
@@ -154,4 +166,26 @@ impl<'s, 'a> Pass<'s, 'a> {
         }
         (!all).then_some(rows)
     }
+}
+
+/// Rejects what would otherwise fail deep inside a kernel: no tokens, ids outside a vocabulary
+/// of `vocab`, sequences past a context of `context` positions.
+pub fn check_input(segments: &[Segment<'_>], vocab: usize, context: usize) -> Result<()> {
+    if segments.is_empty() || segments.iter().any(|s| s.ids.is_empty()) {
+        return Err(Error::Input("empty input: give at least one token id in at least one row".into()));
+    }
+    for (r, s) in segments.iter().enumerate() {
+        if let Some((c, id)) = s.ids.iter().enumerate().find(|(_, id)| **id as usize >= vocab) {
+            return Err(Error::Input(format!("token id {id} (row {r}, position {c}) is out of range: the vocabulary has {vocab} ids (0..={})", vocab - 1)));
+        }
+        let end = s.cache.len + s.ids.len();
+        if end > context {
+            return Err(Error::Input(format!(
+                "sequence of {end} positions ({} cached + {} new) is longer than the model's context of {context}",
+                s.cache.len,
+                s.ids.len()
+            )));
+        }
+    }
+    Ok(())
 }

@@ -1,6 +1,7 @@
-//! GPT-2's dense layers and the memory layout of their weights.
+//! Dense layers and the memory layout of their weights.
 //!
-//! The checkpoint stores `Conv1D` weights as (in, out). That is a storage format, not a
+//! GPT-2's checkpoint stores `Conv1D` weights as (in, out), the Llama family's `nn.Linear` as
+//! (out, in). That is a storage format, not a
 //! requirement; each weight is laid out once, at load time, the way its device (and on the
 //! CPU, the model's kernel path, `cpu::KernelPath`) multiplies fastest:
 //! - the `avx512` and `avx2` paths: packed into column panels for our own kernel
@@ -101,14 +102,23 @@ impl Linear {
         Self::with_layout(stored, Some(bias), layout, path)
     }
 
-    /// The output head, tied to the token embedding `wte` (vocab, n_embd) = (out, in), in the
-    /// weights' type.
-    pub fn tied(wte: Tensor, path: KernelPath) -> Result<Self> {
-        let activations = path.activations(wte.device(), wte.dtype());
-        let weight = match Layout::for_device(path, wte.device(), activations) {
-            Layout::Packed => Weight::Packed(PackedWeight::pack(&wte, path)?),
-            // wte is already (out, in): on CUDA too, where cuBLAS takes the transposed view.
-            Layout::InOut | Layout::OutIn => Weight::OutIn(wte),
+    /// A PyTorch `nn.Linear`: `weight` is (out, in), in the weights' type, `bias` (out) in the
+    /// activations' (`KernelPath::activations`).
+    pub fn from_out_in(weight: Tensor, bias: Option<Tensor>, path: KernelPath) -> Result<Self> {
+        let activations = path.activations(weight.device(), weight.dtype());
+        let layout = Layout::for_device(path, weight.device(), activations);
+        let bias = bias.map(|b| b.to_dtype(activations)).transpose()?;
+        Self::with_layout(weight.t()?, bias, layout, path)
+    }
+
+    /// The output head, (vocab, n_embd) = (out, in), in the weights' type: GPT-2's is its token
+    /// embedding `wte` (tied), as are some of the Llama family's; the others store their own.
+    pub fn head(w: Tensor, path: KernelPath) -> Result<Self> {
+        let activations = path.activations(w.device(), w.dtype());
+        let weight = match Layout::for_device(path, w.device(), activations) {
+            Layout::Packed => Weight::Packed(PackedWeight::pack(&w, path)?),
+            // Already (out, in): on CUDA too, where cuBLAS takes the transposed view.
+            Layout::InOut | Layout::OutIn => Weight::OutIn(w),
         };
         Ok(Self { weight, bias: None, op: list::LM_HEAD, path })
     }

@@ -25,7 +25,7 @@ struct CacheFile {
 /// `ceilings/` under the course's cache folder (`$GPT2_COURSE_CACHE`, else
 /// `$XDG_CACHE_HOME/gpt2-course`, else `~/.cache/gpt2-course`).
 pub fn cache_folder() -> PathBuf {
-    crate::weights::cache_dir().join("ceilings")
+    crate::cache_dir().join("ceilings")
 }
 
 /// The ceilings in `path` when it holds a measurement for `key`; otherwise `measure()`'s,

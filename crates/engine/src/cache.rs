@@ -4,8 +4,6 @@
 
 use candle_nn::kv_cache::KvCache;
 
-use crate::config::Config;
-
 /// One sequence's keys and values, layer by layer.
 #[derive(Clone)]
 pub struct SeqCache {
@@ -16,9 +14,9 @@ pub struct SeqCache {
 impl SeqCache {
     /// `capacity` is the number of positions the sequence will reach (prompt + new tokens): the
     /// cache allocates that once (candle's cache grows by as much again if it is passed).
-    pub fn new(cfg: &Config, capacity: usize) -> Self {
+    pub fn new(layers: usize, capacity: usize) -> Self {
         let capacity = capacity.max(1);
-        Self { layers: (0..cfg.n_layer).map(|_| KvCache::new(2, capacity)).collect(), len: 0 }
+        Self { layers: (0..layers).map(|_| KvCache::new(2, capacity)).collect(), len: 0 }
     }
 
     /// Positions already cached.

@@ -1,4 +1,5 @@
-//! Profiling a forward pass: the steps of `gpt2 profile` and of exercise 3.
+//! Profiling a forward pass of any model ([`crate::CausalLm`]): the steps of `gpt2 profile`
+//! and of exercises 3 and 8.
 //!
 //! The profiler's schedule runs warm-up forwards (allocations, thread pools, kernel set-up)
 //! that are not counted, then active forwards that are. On CUDA, op times come from CUDA
@@ -14,7 +15,8 @@ use std::path::{Path, PathBuf};
 use profiler::{Ceilings, CudaTiming, DeviceKind, Options, Profile, Profiler, Schedule, TableOptions, Timing};
 
 use crate::error::{Error, Result};
-use crate::model::{Logits, Model, Segment};
+use crate::causal_lm::CausalLm;
+use crate::pass::{Logits, Segment};
 
 /// One profiled forward pass, repeated.
 #[derive(Debug, Clone)]
@@ -44,7 +46,7 @@ pub fn sample_ids(batch: usize, seq: usize, vocab: usize) -> Vec<Vec<u32>> {
 /// Runs `model(ids)` (logits for every position, as in PyTorch's recipe) under the
 /// profiler and returns the recorded profile, with this machine's ceilings: read from the
 /// cache, or measured once (a note on standard error says so).
-pub fn profile_forward(model: &Model, p: &ForwardProfile) -> Result<Profile> {
+pub fn profile_forward(model: &dyn CausalLm, p: &ForwardProfile) -> Result<Profile> {
     let ceilings = machine_ceilings(model, false);
     profile_forward_with(model, p, ceilings)
 }
@@ -52,7 +54,7 @@ pub fn profile_forward(model: &Model, p: &ForwardProfile) -> Result<Profile> {
 /// This machine's ceilings for `model`'s device and dtype (see [`crate::ceilings`]), notes
 /// on standard error. A measurement that fails is one line there too: the profile is still
 /// worth having without its roofline columns.
-pub fn machine_ceilings(model: &Model, remeasure: bool) -> Option<Ceilings> {
+pub fn machine_ceilings(model: &dyn CausalLm, remeasure: bool) -> Option<Ceilings> {
     let mut note = |line: &str| eprintln!("{line}");
     match crate::ceilings::for_device(model.device(), model.dtype(), model.kernel_path(), remeasure, &mut note) {
         Ok(c) => Some(c),
@@ -64,8 +66,8 @@ pub fn machine_ceilings(model: &Model, remeasure: bool) -> Option<Ceilings> {
 }
 
 /// [`profile_forward`] with the ceilings given (`None`: no roofline columns).
-pub fn profile_forward_with(model: &Model, p: &ForwardProfile, ceilings: Option<Ceilings>) -> Result<Profile> {
-    let ids = sample_ids(p.batch, p.seq, model.config().vocab_size);
+pub fn profile_forward_with(model: &dyn CausalLm, p: &ForwardProfile, ceilings: Option<Ceilings>) -> Result<Profile> {
+    let ids = sample_ids(p.batch, p.seq, model.vocab_size());
     let device = model.device();
     let options = Options {
         schedule: Schedule::new(0, p.warmup, p.active.max(1), 1),
@@ -140,9 +142,9 @@ impl Overhead {
 
 /// Alternates unprofiled and profiled forwards `repeats` times each (after `p.warmup`
 /// untimed pairs), so drift in the machine's speed hits both sides alike.
-pub fn measure_overhead(model: &Model, p: &ForwardProfile, repeats: usize) -> Result<Overhead> {
+pub fn measure_overhead(model: &dyn CausalLm, p: &ForwardProfile, repeats: usize) -> Result<Overhead> {
     use std::time::Instant;
-    let ids = sample_ids(p.batch, p.seq, model.config().vocab_size);
+    let ids = sample_ids(p.batch, p.seq, model.vocab_size());
     let forward = || model.forward(&mut Segment::rows(&ids, &mut model.new_caches(p.batch, p.seq), Logits::AllPositions)?).map(drop);
     let runs = p.warmup + repeats.max(1);
     // One profiler and one device timer for every run: a CUDA timer creates its events on
@@ -165,7 +167,7 @@ pub fn measure_overhead(model: &Model, p: &ForwardProfile, repeats: usize) -> Re
             profiled.push(profiled_ms);
         }
     }
-    Ok(Overhead { plain_ms: crate::engine_bench::median(&mut plain), profiled_ms: crate::engine_bench::median(&mut profiled), repeats: plain.len() })
+    Ok(Overhead { plain_ms: crate::model_cases::median(&mut plain), profiled_ms: crate::model_cases::median(&mut profiled), repeats: plain.len() })
 }
 
 /// The files a profile is exported to.

@@ -1,0 +1,63 @@
+//! The course's inference engine below its models, shared by every model family it runs
+//! (GPT-2 in `gpt2`, the Llama family in `llama`).
+//!
+//! - [`ops`]: the forward pass's ops, one function per profiler row: each opens its row,
+//!   attaches its work ([`work_counts`]) and picks its kernel; [`ops::list`] is the one home of
+//!   the rows' names and budget lines.
+//! - [`cpu`]: the engine's own CPU kernels and the [`cpu::KernelPath`] a model is built for.
+//! - [`linear`]: dense layers, each weight laid out once for its device and kernel path.
+//! - [`cache`] and [`pass`]: each sequence's KV cache, and one forward pass over sequences of
+//!   any lengths (continuous batching's pass).
+//! - [`CausalLm`]: what the tools need of a model; [`profile`] records a forward pass of any
+//!   model with this machine's [`ceilings`], [`model_cases`] times the benchmark's cases.
+
+use std::path::{Path, PathBuf};
+
+/// Where the course keeps what it makes once (synthetic checkpoints, measured ceilings):
+/// `GPT2_COURSE_CACHE`, else `$XDG_CACHE_HOME/gpt2-course`, else `~/.cache/gpt2-course`.
+pub fn cache_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("GPT2_COURSE_CACHE") {
+        return PathBuf::from(dir);
+    }
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir);
+    base.join("gpt2-course")
+}
+
+pub mod cache;
+pub mod causal_lm;
+pub mod ceilings;
+pub mod cpu;
+pub mod error;
+pub mod linear;
+pub mod model_cases;
+pub mod ops;
+pub mod pass;
+pub mod profile;
+pub mod work_counts;
+
+pub use cache::SeqCache;
+pub use causal_lm::CausalLm;
+pub use error::{Error, Result};
+pub use pass::{Logits, Segment};
+
+/// Writes a directory in one step: `fill` writes its files into a sibling temporary folder,
+/// which is then renamed to `dir`, so a crash or a concurrent writer never leaves a half-written
+/// checkpoint behind. Where another process got there first, its directory is kept.
+pub fn write_dir_atomically(dir: &Path, fill: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
+    let parent = dir.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+    let tmp = tempfile::Builder::new().prefix(".partial-").tempdir_in(parent).map_err(|e| Error::io(parent, e))?;
+    fill(tmp.path())?;
+    let tmp = tmp.keep();
+    match std::fs::rename(&tmp, dir) {
+        Ok(()) => Ok(()),
+        Err(_) if dir.is_dir() => {
+            let _ = std::fs::remove_dir_all(&tmp);
+            Ok(())
+        }
+        Err(e) => Err(Error::io(dir, e)),
+    }
+}

@@ -1,0 +1,225 @@
+//! The Llama decoder (Touvron et al., 2023) and its close relatives, numerically the same model
+//! as Hugging Face's `LlamaForCausalLM`, `MistralForCausalLM`, `Qwen2ForCausalLM` and
+//! `Qwen3ForCausalLM`: token embeddings, pre-RMSNorm blocks of rotary grouped-query attention
+//! and a SiLU-gated MLP, a final RMSNorm, and an output head (tied to the embeddings or not).
+//!
+//! Every step is one op of `engine::ops` (its own profiler row, with its work count and the
+//! kernel that ran) or a module (`block`, `attn`, `mlp`), as in GPT-2's `model.rs`. Two products
+//! are fused at load, as GPT-2's checkpoint already stores them: the query, key and value
+//! projections into one `qkv` matrix, the gate and up projections into one `gate_up` matrix.
+
+use candle_core::{DType, Device, Tensor};
+use candle_nn::VarBuilder;
+use engine::cpu::KernelPath;
+use engine::linear::Linear;
+use engine::ops;
+use engine::pass::{Group, Pass};
+use engine::{CausalLm, Result, Segment, SeqCache};
+
+use crate::config::Config;
+use crate::rope::Tables;
+
+struct RmsNorm {
+    weight: Tensor,
+    eps: f32,
+}
+
+impl RmsNorm {
+    fn load(vb: VarBuilder, width: usize, eps: f64, activations: DType) -> Result<Self> {
+        Ok(Self { weight: vb.get(width, "weight")?.to_dtype(activations)?, eps: eps as f32 })
+    }
+
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        ops::rms_norm(x, &self.weight, self.eps)
+    }
+}
+
+/// `names` (each an `nn.Linear` under `vb`) as one dense layer, their outputs side by side.
+fn fused(vb: &VarBuilder, names: &[(&str, usize)], in_dim: usize, bias: bool, path: KernelPath) -> Result<Linear> {
+    let weights = names.iter().map(|(n, out)| vb.get((*out, in_dim), &format!("{n}.weight"))).collect::<candle_core::Result<Vec<_>>>()?;
+    let bias = match bias {
+        true => Some(Tensor::cat(&names.iter().map(|(n, out)| vb.get(*out, &format!("{n}.bias"))).collect::<candle_core::Result<Vec<_>>>()?, 0)?),
+        false => None,
+    };
+    Linear::from_out_in(Tensor::cat(&weights, 0)?, bias, path)
+}
+
+struct Attention {
+    qkv: Linear,
+    o_proj: Linear,
+    /// Qwen3's per-head norms of the queries and the keys.
+    qk_norm: Option<(RmsNorm, RmsNorm)>,
+    n_head: usize,
+    kv_heads: usize,
+    head_dim: usize,
+    /// Which layer's entry of each sequence's cache it reads and appends to.
+    layer: usize,
+    path: KernelPath,
+}
+
+impl Attention {
+    fn load(vb: VarBuilder, cfg: &Config, layer: usize, path: KernelPath, activations: DType) -> Result<Self> {
+        let (h, d, kv) = (cfg.num_attention_heads, cfg.head_dim, cfg.num_key_value_heads);
+        let qkv = fused(&vb, &[("q_proj", h * d), ("k_proj", kv * d), ("v_proj", kv * d)], cfg.hidden_size, cfg.qkv_bias, path)?;
+        let o_proj = Linear::from_out_in(vb.get((cfg.hidden_size, h * d), "o_proj.weight")?, None, path)?;
+        let qk_norm = match cfg.qk_norm {
+            true => Some((RmsNorm::load(vb.pp("q_norm"), d, cfg.rms_norm_eps, activations)?, RmsNorm::load(vb.pp("k_norm"), d, cfg.rms_norm_eps, activations)?)),
+            false => None,
+        };
+        Ok(Self { qkv, o_proj, qk_norm, n_head: h, kv_heads: kv, head_dim: d, layer, path })
+    }
+
+    /// Causal self-attention over `x`, the pass's new tokens, each sequence against its own
+    /// cache: the pass hands over the decode steps' rows together and each prompt chunk's alone.
+    fn forward(&self, x: &Tensor, rope: &Tables, pass: &mut Pass) -> Result<Tensor> {
+        let (_m, p) = (profiler::module("attn"), self.path);
+        let y = pass.attend(self.layer, &self.qkv.forward(x)?, |qkv, group| {
+            let (q, k, v) = ops::split_heads(qkv, group.sequences(), self.n_head, self.kv_heads, self.head_dim)?;
+            let (q, k) = match &self.qk_norm {
+                Some((q_norm, k_norm)) => (q_norm.forward(&q)?, k_norm.forward(&k)?),
+                None => (q, k),
+            };
+            let positions = positions(&group, q.dim(2)?);
+            let (q, k) = (ops::rope(&q, &rope.cos, &rope.sin, &positions)?, ops::rope(&k, &rope.cos, &rope.sin, &positions)?);
+            ops::merge_heads(&match group {
+                Group::Decode(caches) => ops::attn_decode(&q, &ops::kv_cache_each(caches, &k, &v)?, p)?,
+                Group::Chunk(cache, mask) => {
+                    let (k, v) = ops::kv_cache(cache, &k, &v)?;
+                    let n_rep = self.n_head / self.kv_heads;
+                    let (k, v) = (ops::repeat_kv(k, n_rep)?, ops::repeat_kv(v, n_rep)?);
+                    let att = ops::mask_apply(ops::attn_scores(&q, &k, p)?, mask, p)?;
+                    ops::attn_values(&ops::softmax(att, p)?, &v, p)?
+                }
+            })
+        })?;
+        self.o_proj.matmul(&y)
+    }
+}
+
+/// The position of each of a group's new rows in its own sequence (`seq` rows a sequence):
+/// what its cache held before them.
+fn positions(group: &Group, seq: usize) -> Vec<u32> {
+    match group {
+        Group::Decode(caches) => caches.iter().map(|c| c.current_seq_len() as u32).collect(),
+        Group::Chunk(cache, _) => (cache.current_seq_len()..cache.current_seq_len() + seq).map(|p| p as u32).collect(),
+    }
+}
+
+struct Mlp {
+    gate_up: Linear,
+    down: Linear,
+}
+
+impl Mlp {
+    fn load(vb: VarBuilder, cfg: &Config, path: KernelPath) -> Result<Self> {
+        let inner = cfg.intermediate_size;
+        Ok(Self {
+            gate_up: fused(&vb, &[("gate_proj", inner), ("up_proj", inner)], cfg.hidden_size, false, path)?,
+            down: Linear::from_out_in(vb.get((cfg.hidden_size, inner), "down_proj.weight")?, None, path)?,
+        })
+    }
+
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let _m = profiler::module("mlp");
+        self.down.matmul(&ops::silu_mul(&self.gate_up.matmul(x)?)?)
+    }
+}
+
+struct Block {
+    input_layernorm: RmsNorm,
+    attn: Attention,
+    post_attention_layernorm: RmsNorm,
+    mlp: Mlp,
+}
+
+impl Block {
+    fn load(vb: VarBuilder, cfg: &Config, layer: usize, path: KernelPath, activations: DType) -> Result<Self> {
+        let eps = cfg.rms_norm_eps;
+        Ok(Self {
+            input_layernorm: RmsNorm::load(vb.pp("input_layernorm"), cfg.hidden_size, eps, activations)?,
+            attn: Attention::load(vb.pp("self_attn"), cfg, layer, path, activations)?,
+            post_attention_layernorm: RmsNorm::load(vb.pp("post_attention_layernorm"), cfg.hidden_size, eps, activations)?,
+            mlp: Mlp::load(vb.pp("mlp"), cfg, path)?,
+        })
+    }
+
+    fn forward(&self, x: &Tensor, rope: &Tables, pass: &mut Pass) -> Result<Tensor> {
+        let _m = profiler::module("block");
+        let x = ops::residual_add(x, &self.attn.forward(&self.input_layernorm.forward(x)?, rope, pass)?)?;
+        ops::residual_add(&x, &self.mlp.forward(&self.post_attention_layernorm.forward(&x)?)?)
+    }
+}
+
+/// A Llama-family decoder with its language-model head.
+pub struct Model {
+    /// The token embeddings, in the activations' type (a lookup reads a few rows).
+    embed_tokens: Tensor,
+    blocks: Vec<Block>,
+    norm: RmsNorm,
+    lm_head: Linear,
+    rope: Tables,
+    cfg: Config,
+    path: KernelPath,
+    /// The type the weights were loaded in: the dense layers' and the head's.
+    weights: DType,
+}
+
+impl Model {
+    /// Builds the model from checkpoint tensors (`vb` rooted where `model.` and `lm_head` live),
+    /// its weights laid out for the CPU kernel path `path`, which it then runs every op on.
+    /// `vb`'s type is the weights' type; [`KernelPath::activations`] gives the activations'.
+    pub fn load(vb: VarBuilder, cfg: &Config, path: KernelPath) -> Result<Self> {
+        let activations = path.activations(vb.device(), vb.dtype());
+        let (h, vocab) = (cfg.hidden_size, cfg.vocab_size);
+        let embed = vb.get((vocab, h), "model.embed_tokens.weight")?;
+        let blocks = (0..cfg.num_hidden_layers)
+            .map(|i| Block::load(vb.pp(format!("model.layers.{i}")), cfg, i, path, activations))
+            .collect::<Result<Vec<_>>>()?;
+        let norm = RmsNorm::load(vb.pp("model.norm"), h, cfg.rms_norm_eps, activations)?;
+        let head = match cfg.tie_word_embeddings {
+            true => embed.clone(),
+            false => vb.get((vocab, h), "lm_head.weight")?,
+        };
+        let lm_head = Linear::head(head, path)?;
+        let rope = Tables::new(cfg, activations, vb.device())?;
+        Ok(Self { embed_tokens: embed.to_dtype(activations)?, blocks, norm, lm_head, rope, cfg: cfg.clone(), path, weights: vb.dtype() })
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    /// The final RMSNorm and the output head: f32 logits for each row of `x`.
+    fn head(&self, x: &Tensor) -> Result<Tensor> {
+        let x = self.norm.forward(x)?;
+        Ok(self.lm_head.matmul(&x)?.to_dtype(DType::F32)?)
+    }
+}
+
+/// The tools' view of the model (the profile, the benchmark cases, exercise 8).
+impl CausalLm for Model {
+    fn forward(&self, segments: &mut [Segment<'_>]) -> Result<Tensor> {
+        engine::pass::check_input(segments, self.cfg.vocab_size, self.cfg.max_positions)?;
+        let mut pass = Pass::new(segments, self.device())?;
+        let mut x = ops::embedding(&self.embed_tokens, None, pass.ids(), pass.positions(), &pass.shape())?;
+        for block in &self.blocks {
+            x = block.forward(&x, &self.rope, &mut pass)?;
+        }
+        pass.logits(&x, self.cfg.vocab_size, |x| self.head(x))
+    }
+    fn new_cache(&self, capacity: usize) -> SeqCache {
+        SeqCache::new(self.cfg.num_hidden_layers, capacity)
+    }
+    fn device(&self) -> &Device {
+        self.embed_tokens.device()
+    }
+    fn dtype(&self) -> DType {
+        self.weights
+    }
+    fn kernel_path(&self) -> KernelPath {
+        self.path
+    }
+    fn vocab_size(&self) -> usize {
+        self.cfg.vocab_size
+    }
+}

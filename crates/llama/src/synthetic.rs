@@ -1,0 +1,131 @@
+//! Seeded random checkpoints with a real model's shapes: every timing is real, the outputs are
+//! not. Written as a Hub-style directory (`config.json` in transformers' field names and
+//! `model.safetensors` with the Hub's tensor names), so the same loader reads them, and
+//! llama.cpp's converter turns them into a GGUF of the same weights.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use candle_core::{DType, Device, Tensor};
+use engine::{Error, Result};
+use rand::{Rng, SeedableRng};
+
+/// The same weights on every machine.
+const SEED: u64 = 2023;
+/// Bump when the contents change, so stale caches are not reused.
+const VERSION: u32 = 1;
+
+/// A synthetic checkpoint's shape.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Shape {
+    pub name: &'static str,
+    pub vocab_size: usize,
+    pub hidden_size: usize,
+    pub intermediate_size: usize,
+    pub layers: usize,
+    pub heads: usize,
+    pub kv_heads: usize,
+    pub max_positions: usize,
+    pub rope_theta: f64,
+}
+
+/// `HuggingFaceTB/SmolLM2-135M`'s shapes: 30 layers 576 wide, 9 query heads over 3 key/value
+/// heads, a 49152-token vocabulary and a tied head (134.5 million parameters).
+pub const SMOLLM2_135M: Shape =
+    Shape { name: "smollm2-135m", vocab_size: 49152, hidden_size: 576, intermediate_size: 1536, layers: 30, heads: 9, kv_heads: 3, max_positions: 8192, rope_theta: 100000.0 };
+
+/// A small one for tests: 2 layers 64 wide, grouped-query.
+pub const TINY: Shape = Shape { name: "llama-tiny", vocab_size: 512, hidden_size: 64, intermediate_size: 160, layers: 2, heads: 4, kv_heads: 2, max_positions: 256, rope_theta: 10000.0 };
+
+/// The shapes `--model synthetic-NAME` names.
+pub const SHAPES: [Shape; 2] = [SMOLLM2_135M, TINY];
+
+impl Shape {
+    /// `config.json` as transformers' `LlamaConfig` writes it.
+    pub fn config_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "architectures": ["LlamaForCausalLM"],
+            "model_type": "llama",
+            "vocab_size": self.vocab_size,
+            "hidden_size": self.hidden_size,
+            "intermediate_size": self.intermediate_size,
+            "num_hidden_layers": self.layers,
+            "num_attention_heads": self.heads,
+            "num_key_value_heads": self.kv_heads,
+            "max_position_embeddings": self.max_positions,
+            "rms_norm_eps": 1e-5,
+            "rope_theta": self.rope_theta,
+            "hidden_act": "silu",
+            "tie_word_embeddings": true,
+            "bos_token_id": 0,
+            "eos_token_id": 0,
+            "torch_dtype": "float32",
+        })
+    }
+
+    /// Seeded weights: uniform with standard deviation 0.02, RMSNorm gains 1; `nn.Linear`
+    /// weights (out, in), as the Hub stores them.
+    fn weights(&self) -> Result<HashMap<String, Tensor>> {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(SEED);
+        let half_width = 0.02 * 3f32.sqrt();
+        let mut random = |dims: &[usize]| -> Result<Tensor> {
+            let data: Vec<f32> = (0..dims.iter().product()).map(|_| rng.random_range(-half_width..half_width)).collect();
+            Ok(Tensor::from_vec(data, dims, &Device::Cpu)?)
+        };
+        let ones = |n: usize| Tensor::ones(n, DType::F32, &Device::Cpu);
+        let (h, d) = (self.hidden_size, self.hidden_size / self.heads);
+        let mut w = HashMap::new();
+        w.insert("model.embed_tokens.weight".to_string(), random(&[self.vocab_size, h])?);
+        for i in 0..self.layers {
+            let p = |s: &str| format!("model.layers.{i}.{s}");
+            let projections = [
+                ("self_attn.q_proj", self.heads * d, h),
+                ("self_attn.k_proj", self.kv_heads * d, h),
+                ("self_attn.v_proj", self.kv_heads * d, h),
+                ("self_attn.o_proj", h, self.heads * d),
+                ("mlp.gate_proj", self.intermediate_size, h),
+                ("mlp.up_proj", self.intermediate_size, h),
+                ("mlp.down_proj", h, self.intermediate_size),
+            ];
+            for (name, out, inp) in projections {
+                w.insert(p(&format!("{name}.weight")), random(&[out, inp])?);
+            }
+            w.insert(p("input_layernorm.weight"), ones(h)?);
+            w.insert(p("post_attention_layernorm.weight"), ones(h)?);
+        }
+        w.insert("model.norm.weight".into(), ones(h)?);
+        Ok(w)
+    }
+
+    /// Writes the checkpoint into `dir` in one step (a crash leaves nothing half-written).
+    pub fn write(&self, dir: &Path) -> Result<()> {
+        engine::write_dir_atomically(dir, |tmp| {
+            let config = tmp.join("config.json");
+            let json = serde_json::to_string_pretty(&self.config_json()).map_err(|e| Error::Input(e.to_string()))?;
+            std::fs::write(&config, json).map_err(|e| Error::io(&config, e))?;
+            let weights = tmp.join("model.safetensors");
+            candle_core::safetensors::save(&self.weights()?, &weights).map_err(|e| Error::Weights { path: weights.clone(), message: e.to_string() })
+        })
+    }
+
+    /// The checkpoint in the course's cache, written on first use.
+    pub fn cached(&self) -> Result<PathBuf> {
+        let dir = engine::cache_dir().join(format!("synthetic-v{VERSION}-{}", self.name));
+        if !dir.join("model.safetensors").is_file() {
+            self.write(&dir)?;
+        }
+        Ok(dir)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn smollm2_shapes_count_its_parameters() {
+        let cfg = crate::Config::from_json(&SMOLLM2_135M.config_json().to_string()).unwrap();
+        assert_eq!(cfg.parameters(), 134_515_008);
+        assert_eq!((cfg.head_dim, cfg.n_rep()), (64, 3));
+    }
+}
