@@ -30,12 +30,14 @@ pub mod cache;
 pub mod causal_lm;
 pub mod ceilings;
 pub mod cpu;
+pub mod device_flags;
 pub mod error;
 pub mod linear;
 pub mod model_cases;
 pub mod ops;
 pub mod pass;
 pub mod profile;
+pub mod run_args;
 pub mod work_counts;
 
 pub use cache::SeqCache;

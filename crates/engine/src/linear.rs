@@ -193,7 +193,7 @@ impl std::ops::Add<Projected<'_>> for &Tensor {
     fn add(self, p: Projected<'_>) -> Result<Tensor> {
         match &p.linear.bias {
             Some(b) => ops::bias_residual_add(p.product, b, self, p.linear.path),
-            None => ops::residual_add(&p.product, self),
+            None => ops::residual_add(p.product, self, p.linear.path),
         }
     }
 }

@@ -225,25 +225,32 @@ pub fn repeat_kv(x: Tensor, n_rep: usize) -> Result<Tensor> {
 }
 
 /// `x / √(mean(x²) + eps) · weight` over the last dimension of `x`.
-pub fn rms_norm(x: &Tensor, weight: &Tensor, eps: f32) -> Result<Tensor> {
+pub fn rms_norm(x: &Tensor, weight: &Tensor, eps: f32, path: KernelPath) -> Result<Tensor> {
     // Square, sum, scale by the reciprocal root, multiply by the gain: about 4 FLOPs per value.
     let (flops, bytes) = work::elementwise(x.elem_count(), 4, 1, weight.elem_count(), x.dtype().size_in_bytes());
-    let _s = profiler::op_shapes(list::RMS_NORM, &[x.dims()]).with_work(flops, bytes).with_kernel(label::stock(x.device())).with_dtype(x.dtype().as_str());
-    Ok(candle_nn::ops::rms_norm(&x.contiguous()?, weight, eps)?)
+    let path = fast_path(path, x);
+    let _s = profiler::op_shapes(list::RMS_NORM, &[x.dims()]).with_work(flops, bytes).with_kernel(elementwise_label(path, x.device())).with_dtype(x.dtype().as_str());
+    let x = x.contiguous()?;
+    Ok(match path {
+        Some(path) => elementwise::rms_norm(&x, weight, eps, path)?,
+        None => candle_nn::ops::rms_norm(&x, weight, eps)?,
+    })
 }
 
 /// The gated MLP's activation: `silu(gate) · up` for the fused `[tokens, 2 · n_inner]`
 /// product of the gate and up projections (gate first): `[tokens, n_inner]`.
-pub fn silu_mul(gate_up: &Tensor) -> Result<Tensor> {
+pub fn silu_mul(gate_up: &Tensor, path: KernelPath) -> Result<Tensor> {
     let inner = gate_up.dim(1)? / 2;
     let out = gate_up.dim(0)? * inner;
     // SiLU x / (1 + e^-x) (counted as 4, the exponential as one) and the product: read both
     // halves once, write once.
     let (flops, bytes) = work::elementwise(out, 5, 2, 0, gate_up.dtype().size_in_bytes());
-    let _s = profiler::op_shapes(list::SILU_MUL, &[gate_up.dims()]).with_work(flops, bytes).with_kernel(label::stock(gate_up.device())).with_dtype(gate_up.dtype().as_str());
-    let gate = gate_up.narrow(1, 0, inner)?;
-    let up = gate_up.narrow(1, inner, inner)?;
-    Ok((candle_nn::ops::silu(&gate)? * up)?)
+    let path = fast_path(path, gate_up);
+    let _s = profiler::op_shapes(list::SILU_MUL, &[gate_up.dims()]).with_work(flops, bytes).with_kernel(elementwise_label(path, gate_up.device())).with_dtype(gate_up.dtype().as_str());
+    Ok(match path {
+        Some(path) => elementwise::silu_mul(gate_up, path)?,
+        None => (candle_nn::ops::silu(&gate_up.narrow(1, 0, inner)?)? * gate_up.narrow(1, inner, inner)?)?,
+    })
 }
 
 /// Appends the new keys and values to the layer's cache; returns all of them so far.
@@ -413,18 +420,26 @@ pub fn bias_add(h: Tensor, bias: &Tensor, path: KernelPath) -> Result<Tensor> {
     })
 }
 
-/// The residual connection `x + y`.
-pub fn residual_add(x: &Tensor, y: &Tensor) -> Result<Tensor> {
-    let (flops, bytes) = work::elementwise(x.elem_count(), 1, 2, 0, x.dtype().size_in_bytes());
-    let _s = profiler::op_shapes(list::RESIDUAL_ADD, &[x.dims(), y.dims()]).with_work(flops, bytes).with_kernel(label::stock(x.device())).with_dtype(x.dtype().as_str());
-    Ok((x + y)?)
+/// The residual connection `h + residual` for a fresh `h` (a block part's output), in place on
+/// the CPU's fast paths.
+pub fn residual_add(h: Tensor, residual: &Tensor, path: KernelPath) -> Result<Tensor> {
+    let (flops, bytes) = work::elementwise(h.elem_count(), 1, 2, 0, h.dtype().size_in_bytes());
+    let path = fast_path(path, &h);
+    let _s = profiler::op_shapes(list::RESIDUAL_ADD, &[h.dims(), residual.dims()]).with_work(flops, bytes).with_kernel(elementwise_label(path, h.device())).with_dtype(h.dtype().as_str());
+    Ok(match path {
+        Some(path) => {
+            elementwise::residual_add_(&h, residual, path)?;
+            h
+        }
+        None => (h + residual)?,
+    })
 }
 
 /// `h + bias + residual` for a fresh product `h`: one row on the CPU (one fused pass with our
 /// kernels, candle's two ops on the `portable` path), `bias_add` then `residual_add` elsewhere.
 pub fn bias_residual_add(h: Tensor, bias: &Tensor, residual: &Tensor, path: KernelPath) -> Result<Tensor> {
     if !h.device().is_cpu() {
-        return residual_add(&bias_add(h, bias, path)?, residual);
+        return residual_add(bias_add(h, bias, path)?, residual, path);
     }
     let (flops, bytes) = work::elementwise(h.elem_count(), 2, 2, bias.elem_count(), h.dtype().size_in_bytes());
     let path = fast_path(path, &h);

@@ -18,11 +18,10 @@
 //! ```
 
 // The engine's layers below the model, under the names this crate has always used.
-pub use engine::{cache, ceilings, cpu, error, linear, ops, pass, profile, work_counts};
+pub use engine::{cache, ceilings, cpu, device_flags, error, linear, ops, pass, profile, work_counts};
 
 pub mod cli;
 pub mod config;
-pub mod device_flags;
 pub mod engine_bench;
 pub mod generate;
 pub mod model;

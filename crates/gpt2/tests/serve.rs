@@ -27,9 +27,7 @@ fn tiny_checkpoint() -> tempfile::TempDir {
 fn load(dir: &Path) -> (Model, gpt2::Tokenizer) {
     let args = gpt2::cli::ModelArgs {
         model: dir.join("ckpt").to_string_lossy().into_owned(),
-        device: DeviceChoice::Cpu,
-        dtype: candle_core::DType::F32,
-        kernels: None,
+        run: gpt2::cli::RunArgs { device: DeviceChoice::Cpu, ..Default::default() },
     };
     let loaded = args.load().unwrap();
     (loaded.model, loaded.tokenizer.expect("synthetic checkpoints ship a tokenizer"))

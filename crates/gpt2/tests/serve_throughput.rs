@@ -24,7 +24,7 @@ const PROMPT: &str = "Measure the whole system first; then look inside.";
 #[test]
 #[ignore = "a measurement: run with --ignored --nocapture"]
 fn server_throughput_against_in_process_batch_16() {
-    let args = gpt2::cli::ModelArgs { model: "synthetic".into(), device: DeviceChoice::Cpu, dtype: candle_core::DType::F32, kernels: None };
+    let args = gpt2::cli::ModelArgs { model: "synthetic".into(), run: gpt2::cli::RunArgs { device: DeviceChoice::Cpu, ..Default::default() } };
     let loaded = args.load().unwrap();
     let tokenizer = loaded.tokenizer.unwrap();
     let model = Arc::new(loaded.model);

@@ -22,15 +22,17 @@ use crate::rope::Tables;
 struct RmsNorm {
     weight: Tensor,
     eps: f32,
+    path: KernelPath,
 }
 
 impl RmsNorm {
-    fn load(vb: VarBuilder, width: usize, eps: f64, activations: DType) -> Result<Self> {
-        Ok(Self { weight: vb.get(width, "weight")?.to_dtype(activations)?, eps: eps as f32 })
+    fn load(vb: VarBuilder, width: usize, eps: f64, path: KernelPath) -> Result<Self> {
+        let activations = path.activations(vb.device(), vb.dtype());
+        Ok(Self { weight: vb.get(width, "weight")?.to_dtype(activations)?, eps: eps as f32, path })
     }
 
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        ops::rms_norm(x, &self.weight, self.eps)
+        ops::rms_norm(x, &self.weight, self.eps, self.path)
     }
 }
 
@@ -58,12 +60,12 @@ struct Attention {
 }
 
 impl Attention {
-    fn load(vb: VarBuilder, cfg: &Config, layer: usize, path: KernelPath, activations: DType) -> Result<Self> {
+    fn load(vb: VarBuilder, cfg: &Config, layer: usize, path: KernelPath) -> Result<Self> {
         let (h, d, kv) = (cfg.num_attention_heads, cfg.head_dim, cfg.num_key_value_heads);
         let qkv = fused(&vb, &[("q_proj", h * d), ("k_proj", kv * d), ("v_proj", kv * d)], cfg.hidden_size, cfg.qkv_bias, path)?;
         let o_proj = Linear::from_out_in(vb.get((cfg.hidden_size, h * d), "o_proj.weight")?, None, path)?;
         let qk_norm = match cfg.qk_norm {
-            true => Some((RmsNorm::load(vb.pp("q_norm"), d, cfg.rms_norm_eps, activations)?, RmsNorm::load(vb.pp("k_norm"), d, cfg.rms_norm_eps, activations)?)),
+            true => Some((RmsNorm::load(vb.pp("q_norm"), d, cfg.rms_norm_eps, path)?, RmsNorm::load(vb.pp("k_norm"), d, cfg.rms_norm_eps, path)?)),
             false => None,
         };
         Ok(Self { qkv, o_proj, qk_norm, n_head: h, kv_heads: kv, head_dim: d, layer, path })
@@ -108,6 +110,7 @@ fn positions(group: &Group, seq: usize) -> Vec<u32> {
 struct Mlp {
     gate_up: Linear,
     down: Linear,
+    path: KernelPath,
 }
 
 impl Mlp {
@@ -116,12 +119,13 @@ impl Mlp {
         Ok(Self {
             gate_up: fused(&vb, &[("gate_proj", inner), ("up_proj", inner)], cfg.hidden_size, false, path)?,
             down: Linear::from_out_in(vb.get((cfg.hidden_size, inner), "down_proj.weight")?, None, path)?,
+            path,
         })
     }
 
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
         let _m = profiler::module("mlp");
-        self.down.matmul(&ops::silu_mul(&self.gate_up.matmul(x)?)?)
+        self.down.matmul(&ops::silu_mul(&self.gate_up.matmul(x)?, self.path)?)
     }
 }
 
@@ -130,23 +134,25 @@ struct Block {
     attn: Attention,
     post_attention_layernorm: RmsNorm,
     mlp: Mlp,
+    path: KernelPath,
 }
 
 impl Block {
-    fn load(vb: VarBuilder, cfg: &Config, layer: usize, path: KernelPath, activations: DType) -> Result<Self> {
+    fn load(vb: VarBuilder, cfg: &Config, layer: usize, path: KernelPath) -> Result<Self> {
         let eps = cfg.rms_norm_eps;
         Ok(Self {
-            input_layernorm: RmsNorm::load(vb.pp("input_layernorm"), cfg.hidden_size, eps, activations)?,
-            attn: Attention::load(vb.pp("self_attn"), cfg, layer, path, activations)?,
-            post_attention_layernorm: RmsNorm::load(vb.pp("post_attention_layernorm"), cfg.hidden_size, eps, activations)?,
+            input_layernorm: RmsNorm::load(vb.pp("input_layernorm"), cfg.hidden_size, eps, path)?,
+            attn: Attention::load(vb.pp("self_attn"), cfg, layer, path)?,
+            post_attention_layernorm: RmsNorm::load(vb.pp("post_attention_layernorm"), cfg.hidden_size, eps, path)?,
             mlp: Mlp::load(vb.pp("mlp"), cfg, path)?,
+            path,
         })
     }
 
     fn forward(&self, x: &Tensor, rope: &Tables, pass: &mut Pass) -> Result<Tensor> {
         let _m = profiler::module("block");
-        let x = ops::residual_add(x, &self.attn.forward(&self.input_layernorm.forward(x)?, rope, pass)?)?;
-        ops::residual_add(&x, &self.mlp.forward(&self.post_attention_layernorm.forward(&x)?)?)
+        let x = ops::residual_add(self.attn.forward(&self.input_layernorm.forward(x)?, rope, pass)?, x, self.path)?;
+        ops::residual_add(self.mlp.forward(&self.post_attention_layernorm.forward(&x)?)?, &x, self.path)
     }
 }
 
@@ -173,9 +179,9 @@ impl Model {
         let (h, vocab) = (cfg.hidden_size, cfg.vocab_size);
         let embed = vb.get((vocab, h), "model.embed_tokens.weight")?;
         let blocks = (0..cfg.num_hidden_layers)
-            .map(|i| Block::load(vb.pp(format!("model.layers.{i}")), cfg, i, path, activations))
+            .map(|i| Block::load(vb.pp(format!("model.layers.{i}")), cfg, i, path))
             .collect::<Result<Vec<_>>>()?;
-        let norm = RmsNorm::load(vb.pp("model.norm"), h, cfg.rms_norm_eps, activations)?;
+        let norm = RmsNorm::load(vb.pp("model.norm"), h, cfg.rms_norm_eps, path)?;
         let head = match cfg.tie_word_embeddings {
             true => embed.clone(),
             false => vb.get((vocab, h), "lm_head.weight")?,

@@ -106,7 +106,7 @@ fn run(args: Args) -> Result<()> {
     // it does candle's ops (no `--release` needed), so the comparison is fair in the learner's
     // build. They are checked first, on the device the model will run on, so a wrong op stops
     // the run before GPT-2 is even downloaded.
-    let device = args.model.device.open().context("cannot open the device")?;
+    let device = args.model.run.open_device().context("cannot open the device")?;
     let on_cuda = device.is_cuda();
     println!("1. Are the fused ops correct? (on the {})", if on_cuda { "GPU: src/fused_bias_gelu.cu" } else { "CPU" });
     let stages = check_correctness(&device, &results.join("fused_check.json"))?;

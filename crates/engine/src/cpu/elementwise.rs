@@ -314,6 +314,101 @@ pub fn layer_norm(x: &Tensor, weight: &Tensor, bias: &Tensor, eps: f32, path: Ke
     Ok(y)
 }
 
+/// RMSNorm over each row, in place: `x / √(mean(x²) + eps) · weight`.
+struct RmsNormRows {
+    eps: f32,
+    path: KernelPath,
+}
+
+impl candle_core::InplaceOp2 for RmsNormRows {
+    fn name(&self) -> &'static str {
+        "rms_norm"
+    }
+    fn cpu_fwd(&self, s1: &mut CpuStorage, l1: &Layout, s2: &CpuStorage, l2: &Layout) -> Result<()> {
+        let weight = slice(s2, l2, self.name())?;
+        let h = slice_mut(s1, l1, self.name())?;
+        if weight.is_empty() || h.len() % weight.len() != 0 {
+            candle_core::bail!("rms_norm: rows of {} values, weight {}", h.len(), weight.len());
+        }
+        let eps = self.eps;
+        for_rows(
+            self.path,
+            h,
+            weight.len(),
+            #[inline(always)]
+            |row, _| {
+                let inv = 1.0 / (lane_sum(row, |v| v * v) / row.len() as f32 + eps).sqrt();
+                row.iter_mut().zip(weight).for_each(|(v, w)| *v = *v * inv * w);
+            },
+        );
+        Ok(())
+    }
+}
+
+/// RMSNorm of each row (the last dimension) of `x` (contiguous f32 on the CPU) into a new
+/// tensor, 16 lanes at a time.
+pub fn rms_norm(x: &Tensor, weight: &Tensor, eps: f32, path: KernelPath) -> Result<Tensor> {
+    let y = x.copy()?;
+    y.inplace_op2(weight, &RmsNormRows { eps, path })?;
+    Ok(y)
+}
+
+/// `h += residual`, element by element.
+struct ResidualAdd {
+    path: KernelPath,
+}
+
+impl candle_core::InplaceOp2 for ResidualAdd {
+    fn name(&self) -> &'static str {
+        "residual_add"
+    }
+    fn cpu_fwd(&self, s1: &mut CpuStorage, l1: &Layout, s2: &CpuStorage, l2: &Layout) -> Result<()> {
+        let residual = slice(s2, l2, self.name())?;
+        let h = slice_mut(s1, l1, self.name())?;
+        if residual.len() != h.len() || h.is_empty() {
+            candle_core::bail!("residual_add: residual has {} elements, output {}", residual.len(), h.len());
+        }
+        let width = l1.dims().last().copied().unwrap_or(h.len());
+        for_rows(
+            self.path,
+            h,
+            width,
+            #[inline(always)]
+            |row, i| row.iter_mut().zip(&residual[i * width..(i + 1) * width]).for_each(|(y, r)| *y += r),
+        );
+        Ok(())
+    }
+}
+
+/// `h += residual` in place (both contiguous f32 on the CPU, of one shape).
+pub fn residual_add_(h: &Tensor, residual: &Tensor, path: KernelPath) -> Result<()> {
+    h.inplace_op2(residual, &ResidualAdd { path })
+}
+
+/// `silu(gate) · up` for each row of `gate_up` (`[tokens, 2 · inner]`, gate first; contiguous
+/// f32 on the CPU) into a new `[tokens, inner]` tensor, in one pass.
+pub fn silu_mul(gate_up: &Tensor, path: KernelPath) -> Result<Tensor> {
+    let (tokens, width) = gate_up.dims2()?;
+    let inner = width / 2;
+    let gate_up = gate_up.contiguous()?;
+    let (storage, layout) = gate_up.storage_and_layout();
+    let input = super::cpu_f32(&storage, layout, "silu_mul")?;
+    let mut out = vec![0f32; tokens * inner];
+    if inner > 0 {
+        for_rows(
+            path,
+            &mut out,
+            inner,
+            #[inline(always)]
+            |row, i| {
+                let (gate, up) = input[i * width..(i + 1) * width].split_at(inner);
+                row.iter_mut().zip(gate).zip(up).for_each(|((y, &g), &u)| *y = g / (1.0 + exp(-g)) * u);
+            },
+        );
+    }
+    Tensor::from_vec(out, (tokens, inner), gate_up.device())
+}
+
 /// `h += bias` in place (`h` is `[tokens, width]`, contiguous f32 on the CPU).
 pub fn bias_add_(h: &Tensor, bias: &Tensor, path: KernelPath) -> Result<()> {
     h.inplace_op2(bias, &BiasAdd { path })
