@@ -119,6 +119,27 @@ impl Prediction {
     }
 }
 
+/// The top-ops exercises' first step (3 and 8): the learner's prediction of the table's top op,
+/// asked once in a terminal before the profile of `dir`'s exercise runs, and what happened said
+/// in one line. Without a terminal it names the exercise's commands (`cargo run -p PACKAGE`,
+/// `course run NUMBER`). A file it cannot record in is said, and the profile runs anyway.
+pub fn top_op_first(dir: &Path, package: &str, number: u32) {
+    let answers = dir.join("answers.toml");
+    match TOP_OP.before_the_profile(&answers, &dir.join("results/report.json")) {
+        Ok(Outcome::AlreadyRecorded(p)) => println!("Your prediction (in {}): {}.", answers.display(), p.describe()),
+        Ok(Outcome::Made { .. }) => println!("Recorded in {}; now the measurement.", answers.display()),
+        Ok(Outcome::Declined) => println!("No prediction made; the next run in a terminal asks again."),
+        Ok(Outcome::NoTerminal) => eprintln!(
+            "note: not asking for your prediction, as standard input is not a terminal. To make one before the profile \
+             runs, run `cargo run -p {package}` (or `course run {number}`) in a terminal, after deleting results/report.json \
+             if it exists; until then the \
+             prediction question stays unanswered."
+        ),
+        Ok(Outcome::AskedByCourse) => {}
+        Err(e) => eprintln!("warning: {e:#}; profiling without a prediction."),
+    }
+}
+
 /// When a prediction was made, as answers.toml stores it (an HTTP date: UTC, to the second).
 pub fn format_time(at: SystemTime) -> String {
     httpdate::fmt_http_date(at)

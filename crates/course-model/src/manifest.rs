@@ -274,7 +274,7 @@ mod tests {
     fn the_course_manifest_parses_and_is_complete() {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(MANIFEST_PATH);
         let manifest = Manifest::load(&path).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(manifest.exercises.len(), 7);
+        assert_eq!(manifest.exercises.len(), 8);
         for exercise in &manifest.exercises {
             assert_eq!(exercise.dir, format!("exercises/exercise-{}", exercise.number));
             assert_eq!(exercise.package, format!("exercise-{}", exercise.number));

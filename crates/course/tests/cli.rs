@@ -73,7 +73,7 @@ fn check_list_hint_solution_and_progress() {
 
     let o = course(&root, &["list"]);
     assert!(o.status.success());
-    assert!(text(&o).contains("0 of 7 exercises done"), "{}", text(&o));
+    assert!(text(&o).contains("0 of 8 exercises done"), "{}", text(&o));
 
     // The untouched exercise builds, but its check fails with a report.
     let o = course(&root, &["check", "1"]);
@@ -97,7 +97,7 @@ fn check_list_hint_solution_and_progress() {
 
     // Progress survives: a new process sees exercise 1 done.
     let o = course(&root, &["list"]);
-    assert!(text(&o).contains("1 of 7 exercises done"), "{}", text(&o));
+    assert!(text(&o).contains("1 of 8 exercises done"), "{}", text(&o));
     let progress = std::fs::read_to_string(root.join("exercises/.course-progress.json")).unwrap();
     assert!(progress.contains("\"solution_viewed_before_pass\": true"), "{progress}");
 

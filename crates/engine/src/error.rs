@@ -33,3 +33,16 @@ impl Error {
         Error::Io { path: path.to_owned(), source }
     }
 }
+
+/// Candle's message about a checkpoint's weights (it names the tensor), with what usually
+/// causes it; `family` names the kind of checkpoint expected (`GPT-2`, `Llama-family`).
+pub fn weights_message(e: &candle_core::Error, family: &str) -> String {
+    let text = e.to_string();
+    if text.contains("shape mismatch") || text.contains("unexpected shape") {
+        format!("{text} (does config.json describe these weights?)")
+    } else if text.contains("cannot find tensor") {
+        format!("{text} (not a {family} checkpoint, or an incomplete one)")
+    } else {
+        format!("not a readable safetensors file: {text} (truncated or corrupted download? delete it and download it again)")
+    }
+}

@@ -208,7 +208,7 @@ pub fn load(ckpt: &Checkpoint, device: &Device, dtype: DType, kernels: KernelPat
             message: "missing: a checkpoint directory needs model.safetensors (pytorch_model.bin is not read; save with safe_serialization=True)".into(),
         });
     }
-    let bad = |e: candle_core::Error| Error::Weights { path: weights_path.clone(), message: weights_message(e) };
+    let bad = |e: candle_core::Error| Error::Weights { path: weights_path.clone(), message: engine::error::weights_message(&e, "GPT-2") };
     // SAFETY: the file is mapped read-only; like every safetensors loader we assume no one
     // truncates it while the model is being built (the tensors are copied out of the map).
     let vb = unsafe { VarBuilder::from_mmaped_safetensors(&[&weights_path], dtype, device) }.map_err(bad)?;
@@ -217,18 +217,6 @@ pub fn load(ckpt: &Checkpoint, device: &Device, dtype: DType, kernels: KernelPat
         Error::Candle(e) => bad(e),
         other => other,
     })
-}
-
-/// Candle's messages name the tensor; add what usually causes each.
-fn weights_message(e: candle_core::Error) -> String {
-    let text = e.to_string();
-    if text.contains("shape mismatch") || text.contains("unexpected shape") {
-        format!("{text} (does config.json describe these weights?)")
-    } else if text.contains("cannot find tensor") {
-        format!("{text} (not a GPT-2 checkpoint, or an incomplete one)")
-    } else {
-        format!("not a readable safetensors file: {text} (truncated or corrupted download?)")
-    }
 }
 
 /// The tokenizer of a checkpoint, when it has one (`save_pretrained` directories of a bare

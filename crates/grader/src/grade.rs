@@ -122,7 +122,7 @@ impl Grader {
         match key {
             ExerciseKey::Quiz(k) => exercise_checks::quiz::check(&mut ctx, k),
             ExerciseKey::BenchVerdict(k) => exercise_checks::bench_verdict::check(&mut ctx, k),
-            ExerciseKey::TopOps(k) => exercise_checks::top_ops::check(&mut ctx, k),
+            ExerciseKey::TopOps(k) => exercise_checks::top_ops::check(&mut ctx, k, &mechanism),
             ExerciseKey::Budget(k) => exercise_checks::budget::check(&mut ctx, k, &mechanism),
             ExerciseKey::Fuse(k) => exercise_checks::fuse::check(&mut ctx, k, &mechanism),
             ExerciseKey::Traffic(k) => exercise_checks::traffic::check(&mut ctx, k),

@@ -43,8 +43,10 @@ pub struct TopOpsKey {
     pub share_tolerance_pct: f64,
     /// Points of the plan's questions and of the prediction.
     pub plan: PlanPoints,
-    /// The thresholds the plan's mechanism is judged by (see `crate::plan_rule`).
-    pub mechanism: MechanismKey,
+    /// The thresholds the plan's mechanism is judged by (see `crate::plan_rule`): written in
+    /// the first such exercise's section (exercise 3's), and used by every exercise.
+    #[serde(default)]
+    pub mechanism: Option<MechanismKey>,
     /// Reads `plan.why`: it only flags an answer for review, it never gives or takes points.
     /// `{top_ops}` in a synonym list stands for the names of the learner's own top three ops.
     pub why: Rubric,
@@ -179,8 +181,8 @@ impl Key {
             if !(0.0..=1.0).contains(&parsed.pass_mark()) {
                 return Err(KeyError(format!("{display_path}: [{section_name}] pass_mark must be a fraction between 0 and 1")));
             }
-            if let ExerciseKey::TopOps(t) = &parsed {
-                if let Some(problem) = t.mechanism.problem() {
+            if let ExerciseKey::TopOps(TopOpsKey { mechanism: Some(m), .. }) = &parsed {
+                if let Some(problem) = m.problem() {
                     return Err(KeyError(format!(
                         "{display_path}: [{section_name}.mechanism]: {problem}; fix the threshold (crates/profiler/REPORT.md, \
                          section The reading, says what each one means)"
@@ -200,7 +202,7 @@ impl Key {
     /// and used by every exercise that judges a mechanism (3, 4 and 5).
     pub fn mechanism(&self) -> Option<&MechanismKey> {
         self.exercises.values().find_map(|k| match k {
-            ExerciseKey::TopOps(t) => Some(&t.mechanism),
+            ExerciseKey::TopOps(t) => t.mechanism.as_ref(),
             _ => None,
         })
     }

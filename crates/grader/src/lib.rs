@@ -29,6 +29,7 @@ pub mod report;
 pub mod results;
 pub mod sources;
 pub mod submission;
+pub mod top_ops_reference;
 pub mod tree;
 
 pub use grade::{Grader, SetupError};

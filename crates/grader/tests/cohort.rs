@@ -137,7 +137,7 @@ fn a_bad_cohort_is_graded_student_by_student() {
     assert_eq!(names, ["alice", "alice.zip", "bob", "carol", "dave", "erin", "frank", "grace", "heidi", "ivan"]);
     assert_eq!(cohort.warnings, ["skipped notes.txt: not a folder, .zip or .tar.gz"]);
     let by_name = |n: &str| cohort.students.iter().find(|s| s.student == n).unwrap();
-    assert_eq!(by_name("alice").passed(), 7, "{:?}", by_name("alice").flags());
+    assert_eq!(by_name("alice").passed(), 8, "{:?}", by_name("alice").flags());
     assert!(by_name("bob").flags().contains(&"solution-early:4".to_string()), "{:?}", by_name("bob").flags());
     let bob_feedback = std::fs::read_to_string(out.join("feedback/bob.md")).unwrap();
     assert!(bob_feedback.contains("the solution was shown before this exercise passed"));

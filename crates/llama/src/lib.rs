@@ -15,6 +15,7 @@
 pub mod config;
 pub mod model;
 pub mod rope;
+pub mod source;
 pub mod synthetic;
 pub mod weights;
 

@@ -25,19 +25,13 @@ pub fn safetensors_files(dir: &Path) -> Result<Vec<PathBuf>> {
             message: "missing, and no model.safetensors.index.json beside it: a checkpoint directory needs its safetensors weights (pytorch_model.bin is not read)".into(),
         });
     }
-    let text = std::fs::read_to_string(&index).map_err(|e| Error::io(&index, e))?;
-    let bad = |message: String| Error::Weights { path: index.clone(), message };
-    let json: serde_json::Value = serde_json::from_str(&text).map_err(|e| bad(format!("not JSON: {e}")))?;
-    let map = json.get("weight_map").and_then(|m| m.as_object()).ok_or_else(|| bad("no weight_map object".into()))?;
-    let mut files: Vec<PathBuf> = Vec::new();
-    for file in map.values().filter_map(|v| v.as_str()) {
-        let path = dir.join(file);
-        if !files.contains(&path) {
-            if !path.is_file() {
-                return Err(bad(format!("names shard {file}, which is not in {}", dir.display())));
-            }
-            files.push(path);
+    let mut files = Vec::new();
+    for shard in crate::source::shard_names(&index)? {
+        let path = dir.join(&shard);
+        if !path.is_file() {
+            return Err(Error::Weights { path: index, message: format!("names shard {shard}, which is not in {}", dir.display()) });
         }
+        files.push(path);
     }
     Ok(files)
 }
@@ -52,7 +46,7 @@ pub fn load(dir: &Path, device: &Device, dtype: DType, kernels: KernelPath) -> R
     let cfg = Config::from_file(&config_path)?;
     let files = safetensors_files(dir)?;
     let shown = files[0].clone();
-    let bad = |e: candle_core::Error| Error::Weights { path: shown.clone(), message: e.to_string() };
+    let bad = |e: candle_core::Error| Error::Weights { path: shown.clone(), message: engine::error::weights_message(&e, "Llama-family") };
     // SAFETY: the files are mapped read-only; like every safetensors loader we assume no one
     // truncates them while the model is being built (the tensors are copied out of the map).
     let vb = unsafe { VarBuilder::from_mmaped_safetensors(&files, dtype, device) }.map_err(bad)?;

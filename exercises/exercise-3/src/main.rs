@@ -13,14 +13,13 @@
 //! the three ops with the largest self time with their shares, and your plan to cut the step
 //! time by 10%: the op to attack, the cut you expect, the mechanism, and why.
 
-use answers_file::prediction::{self, Outcome};
+use answers_file::prediction;
 use anyhow::{Context, Result};
 use clap::Parser;
 use gpt2::cli::ModelArgs;
 use gpt2::profile::{profile_forward, write_exports, ForwardProfile};
 use gpt2::MlpActivation;
 use profiler::{CudaTiming, SortBy, TableOptions};
-use std::path::Path;
 use std::process::ExitCode;
 
 use course_model::exercise::{self, ExerciseDir};
@@ -68,7 +67,7 @@ fn main() -> ExitCode {
 fn run(args: Args) -> Result<()> {
     let dir = args.dir.or(env!("CARGO_MANIFEST_DIR"));
     let results = dir.join("results");
-    predict_first(&dir);
+    prediction::top_op_first(&dir, "exercise-3", 3);
 
     // ANCHOR: load
     // GPT-2 small from the hub (or its cache); offline, the synthetic checkpoint, with a notice.
@@ -119,22 +118,4 @@ fn run(args: Args) -> Result<()> {
         if on_cuda { "Self CUDA %" } else { "Self CPU %" }
     );
     Ok(())
-}
-
-/// Your prediction, written down before the profile runs (asked once, in a terminal). A file
-/// it cannot record in is said, and the profile runs anyway.
-fn predict_first(dir: &Path) {
-    let answers = dir.join("answers.toml");
-    match prediction::TOP_OP.before_the_profile(&answers, &dir.join("results/report.json")) {
-        Ok(Outcome::AlreadyRecorded(p)) => println!("Your prediction (in {}): {}.", answers.display(), p.describe()),
-        Ok(Outcome::Made { .. }) => println!("Recorded in {}; now the measurement.", answers.display()),
-        Ok(Outcome::Declined) => println!("No prediction made; the next run in a terminal asks again."),
-        Ok(Outcome::NoTerminal) => eprintln!(
-            "note: not asking for your prediction, as standard input is not a terminal. To make one before the profile \
-             runs, run `cargo run -p exercise-3` (or `course run 3`) in a terminal, after deleting results/report.json if \
-             it exists; until then the prediction question stays unanswered."
-        ),
-        Ok(Outcome::AskedByCourse) => {}
-        Err(e) => eprintln!("warning: {e:#}; profiling without a prediction."),
-    }
 }

@@ -14,9 +14,7 @@
 //! (`plan_rule::best_plan`), expecting 10% when that plan allows it and the honest smaller cut
 //! when no plan does. On another machine or device the plan may differ: that is the point.
 
-use grader::fill_answers as answers;
-use grader::plan_rule::{self, Assessment, Mechanism};
-use grader::results::profile_report::ProfileReport;
+use grader::top_ops_reference::{fill_answers, predict};
 
 use anyhow::{Context, Result};
 use clap::Parser;
@@ -117,68 +115,4 @@ fn run(args: Args) -> Result<()> {
     fill_answers(&files.report, &dir.join("answers.toml"))?;
     println!("Next: `course check 3`.");
     Ok(())
-}
-
-/// A prediction written down before the profile runs, unless one is recorded already: asked in
-/// a terminal, as the exercise asks; without one, the reference guess (the matmuls hold most of
-/// GPT-2's weights).
-fn predict(dir: &std::path::Path) -> Result<()> {
-    let path = dir.join("answers.toml");
-    let report = dir.join("results/report.json");
-    use grader::prediction::{Value, TOP_OP};
-    TOP_OP.before_the_profile(&path, &report)?;
-    if TOP_OP.recorded(&path).is_some() {
-        return Ok(());
-    }
-    let guess = [("op", Value::Text("matmul".into())), ("share_pct", Value::Number(60.0))];
-    answers::fill(&path, &TOP_OP.record(&guess, std::time::SystemTime::now(), report.exists()))
-}
-
-/// The answers, read from the saved report with the grader's own reader and rule.
-fn fill_answers(report_path: &std::path::Path, answers_path: &std::path::Path) -> Result<()> {
-    let text = std::fs::read_to_string(report_path).with_context(|| format!("cannot read {}", report_path.display()))?;
-    let report = ProfileReport::parse(&text, &report_path.display().to_string()).map_err(|p| anyhow::anyhow!("{p}"))?;
-    let mut answers: Vec<(String, answers::Answer)> = Vec::new();
-    for (i, op) in report.top(3).iter().enumerate() {
-        answers.push((format!("top_ops.{i}.name"), op.name.as_str().into()));
-        answers.push((format!("top_ops.{i}.share_pct"), op.share_pct.into()));
-    }
-    let key = grader::key::default_mechanism();
-    let Some((plan, cut)) = plan_rule::best_plan(&report, &key, 10.0) else {
-        anyhow::bail!("the course's rule accepts no plan on {}: profile with work counts and ceilings", report_path.display());
-    };
-    println!("(solution) the plan: {} by {} ({}); {}", plan.op.name, plan.mechanism.name(), plan.judgement.reason, plan.arithmetic);
-    answers.push(("plan.attack".into(), plan.op.name.as_str().into()));
-    answers.push(("plan.expected_cut_pct".into(), cut.into()));
-    answers.push(("plan.mechanism".into(), plan.mechanism.name().into()));
-    answers.push(("plan.why".into(), why(&plan, cut).into()));
-    answers::fill(answers_path, &answers)
-}
-
-/// One sentence from the measured figures: the share, the rate, and what the fix changes.
-fn why(plan: &Assessment, cut: f64) -> String {
-    let op = &plan.op.name;
-    let share = plan_rule::pct(plan.op.share_pct);
-    let roofline = plan.op.roofline.as_ref();
-    let memory = roofline.map(|r| plan_rule::pct(r.pct_of_memory_roofline)).unwrap_or_default();
-    let of_roofline = roofline.map(|r| plan_rule::pct(r.pct_of_roofline)).unwrap_or_default();
-    let cut = plan_rule::pct(cut);
-    match plan.mechanism {
-        Mechanism::MemoryTraffic => format!(
-            "`{op}` takes {share} of the step and moves its bytes at {memory} of the measured read bandwidth, so its time is mostly \
-             reading memory: halving the bytes it reads (bf16 weights) can cut about {cut}, within its share."
-        ),
-        Mechanism::SlowKernel => format!(
-            "`{op}` takes {share} of the step but reaches only {of_roofline} of its roofline, so its kernel is slow for its work: a \
-             vectorised kernel can cut up to {cut}."
-        ),
-        Mechanism::WastedWork => format!(
-            "`{op}` takes {share} of the step doing work the step does not need; skipping it leaves its memory traffic ({memory} of the \
-             read bandwidth), so it can cut about {cut}."
-        ),
-        Mechanism::LaunchOverhead => format!(
-            "`{op}` takes {share} of the step in calls of a few microseconds each, mostly launch overhead: fewer, larger calls can cut \
-             about {cut}."
-        ),
-    }
 }

@@ -1,4 +1,4 @@
-//! Exercise 3: the prediction made before the profile ran, the top three ops of the learner's
+//! Exercises 3 and 8: the prediction made before the profile ran, the top three ops of the learner's
 //! own profile with their shares, device-aware (self CPU on a CPU run, self CUDA on a CUDA
 //! run), and a plan graded by the course's arithmetic (`crate::plan_rule`) against that same
 //! profile.
@@ -6,7 +6,7 @@
 use super::plan::{cut_question, mechanism_question, why_question};
 use super::{Ctx, Got, NOT_ANSWERED};
 use crate::question_types::number::{show, within};
-use crate::key::TopOpsKey;
+use crate::key::{MechanismKey, TopOpsKey};
 use crate::plan_rule;
 use crate::prediction;
 use crate::report::QuestionResult;
@@ -14,7 +14,7 @@ use crate::results::profile_report::{op_key, ProfileReport};
 
 const ORDINALS: [&str; 3] = ["first", "second", "third"];
 
-pub fn check(ctx: &mut Ctx<'_>, key: &TopOpsKey) {
+pub fn check(ctx: &mut Ctx<'_>, key: &TopOpsKey, mechanism: &MechanismKey) {
     let profile = ctx.profile("profile");
     if let Ok(p) = &profile {
         ctx.report.device = Some(p.device.name().to_string());
@@ -36,12 +36,12 @@ pub fn check(ctx: &mut Ctx<'_>, key: &TopOpsKey) {
         let q = QuestionResult::new(format!("top_ops.{rank}.share_pct"), format!("The {ordinal} op's share, %"), 1.0);
         ctx.push(share_question(share, &profile, rank, named.as_deref(), key.share_tolerance_pct, q));
     }
-    plan_questions(ctx, key, &profile);
+    plan_questions(ctx, key, mechanism, &profile);
     prediction_question(ctx, key, &profile);
 }
 
 /// `[plan]`: the op to attack, the mechanism, the cut expected, and why.
-fn plan_questions(ctx: &mut Ctx<'_>, key: &TopOpsKey, profile: &Result<ProfileReport, String>) {
+fn plan_questions(ctx: &mut Ctx<'_>, key: &TopOpsKey, thresholds: &MechanismKey, profile: &Result<ProfileReport, String>) {
     let attack = ctx.text("plan.attack");
     let q = QuestionResult::new("plan.attack", "The op you would attack first for a 10% cut", key.plan.attack);
     let mut op = None;
@@ -69,7 +69,7 @@ fn plan_questions(ctx: &mut Ctx<'_>, key: &TopOpsKey, profile: &Result<ProfileRe
 
     let mechanism = ctx.text("plan.mechanism");
     let q = QuestionResult::new("plan.mechanism", "What holds that op back (the mechanism)", key.plan.mechanism);
-    let (q, assessment) = mechanism_question(mechanism, profile.as_ref().ok(), op.as_ref(), &key.mechanism, q);
+    let (q, assessment) = mechanism_question(mechanism, profile.as_ref().ok(), op.as_ref(), thresholds, q);
     ctx.push(q);
 
     let cut = ctx.number("plan.expected_cut_pct");
@@ -99,7 +99,8 @@ fn prediction_question(ctx: &mut Ctx<'_>, key: &TopOpsKey, profile: &Result<Prof
         }),
         other => other,
     };
-    super::prediction::made_first(ctx, shown, key.plan.prediction, "profile", "results/report.json", &beside, "`cargo run -p exercise-3` (or `course run 3`)");
+    let command = format!("`cargo run -p {}` (or `course run {}`)", ctx.info.package, ctx.info.number);
+    super::prediction::made_first(ctx, shown, key.plan.prediction, "profile", "results/report.json", &beside, &command);
 }
 
 fn name_question(got: Got<String>, profile: &Result<ProfileReport, String>, rank: usize, q: QuestionResult) -> QuestionResult {

@@ -79,6 +79,23 @@ pub fn cpu_profile() -> String {
     fixture_report("cpu-b1-t8-stock-mlp.json")
 }
 
+/// Exercise 8's profile: a real run of its solution on the development machine, on
+/// `synthetic-smollm2-135m` (SmolLM2-135M's shapes, the Llama engine, f32, B=1 T=8).
+pub fn llama_profile() -> String {
+    fixture_report("ex8-cpu-smollm2.json")
+}
+
+/// Exercise 8's plan on [`llama_profile`]: the layers' matmuls, memory-bound at 64% of the read
+/// bandwidth, with their weights halved.
+pub const PERFECT_PLAN_EX8: &str = "[plan]\nattack = \"matmul\"\nexpected_cut_pct = 10\nmechanism = \"memory-traffic\"\nwhy = \"matmul is 70% of the step and reads its weights at 64% of the measured bandwidth: bf16 weights halve the bytes.\"\n";
+
+/// Exercise 8's answers on [`llama_profile`], as a learner copies the table (two decimals).
+pub fn perfect_ex8() -> String {
+    let top: Vec<(String, f64)> = fixture_top3(&llama_profile()).into_iter().map(|(n, s)| (n, (s * 100.0).round() / 100.0)).collect();
+    let top: Vec<(&str, f64)> = top.iter().map(|(n, s)| (n.as_str(), *s)).collect();
+    perfect_ex3(&top, PERFECT_PLAN_EX8)
+}
+
 /// Exercise 5's two profiles from one real run of its solution on the same machine: the stock
 /// MLP, and the learner's `fused_bias_gelu` plugged in.
 pub fn cpu_unfused_profile() -> String {
@@ -362,6 +379,8 @@ pub fn perfect_files_for(id: &str) -> BTreeMap<String, String> {
     put("exercise-2/results/bench.json", ex2_bench());
     put("exercise-3/answers.toml", perfect_ex3_cpu());
     put("exercise-3/results/report.json", cpu_profile());
+    put("exercise-8/answers.toml", perfect_ex8());
+    put("exercise-8/results/report.json", llama_profile());
     put("exercise-4/answers.toml", perfect_ex4_for(id));
     put("exercise-4/results/budget.json", budget_json(&cpu_profile()));
     put("exercise-5/answers.toml", perfect_ex5());
@@ -384,6 +403,7 @@ pub fn perfect_files_for(id: &str) -> BTreeMap<String, String> {
 pub fn submission(files: BTreeMap<String, String>) -> grader::Submission {
     let mut s = grader::Submission::from_texts("exercises", files);
     s.set_modified("exercise-3/results/report.json", report_written());
+    s.set_modified("exercise-8/results/report.json", report_written());
     s.set_modified("exercise-5/results/unfused/report.json", report_written());
     s
 }

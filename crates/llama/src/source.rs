@@ -1,0 +1,227 @@
+//! Where a `--model` value points: a checkpoint directory, a Hugging Face Hub repository
+//! (fetched into the standard HF cache, or read from it offline), or a synthetic checkpoint
+//! with a real model's shapes. Before any weight is read or downloaded, the checkpoint's size is
+//! held against the memory this machine has free.
+
+use std::path::{Path, PathBuf};
+
+use candle_core::DType;
+use engine::{Error, Result};
+use hf_hub::{Repo, RepoType};
+
+use crate::config::Config;
+use crate::synthetic::{Shape, SHAPES, SMOLLM2_135M};
+
+/// What `--model` names when nothing is given: the smallest model of the family on the Hub.
+pub const DEFAULT_MODEL: &str = "HuggingFaceTB/SmolLM2-135M";
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Source {
+    Dir(PathBuf),
+    Hub(String),
+    Synthetic(Shape),
+}
+
+/// A checkpoint directory ready for [`crate::weights::load`].
+#[derive(Debug, Clone)]
+pub struct Checkpoint {
+    pub dir: PathBuf,
+    /// What the learner asked for (a repository id, a folder, `synthetic-…`).
+    pub name: String,
+    /// Seeded random weights: real timings, meaningless outputs.
+    pub synthetic: bool,
+}
+
+impl Source {
+    /// Reads `--model`: an existing directory, `synthetic-NAME`, or a Hub repository id
+    /// (`owner/name`).
+    pub fn parse(arg: &str) -> Result<Self> {
+        let path = Path::new(arg);
+        if path.is_dir() {
+            return Ok(Source::Dir(path.to_owned()));
+        }
+        if let Some(name) = arg.strip_prefix("synthetic-") {
+            return SHAPES.iter().find(|s| s.name == name).map(|s| Source::Synthetic(*s)).ok_or_else(|| {
+                let names: Vec<String> = SHAPES.iter().map(|s| format!("synthetic-{}", s.name)).collect();
+                Error::Input(format!("--model {arg}: no such synthetic checkpoint; there are {}", names.join(", ")))
+            });
+        }
+        if arg.ends_with(".gguf") {
+            return Err(Error::Input(format!(
+                "--model {arg}: a GGUF file; this engine reads safetensors checkpoints (a Hub repository id or a folder with \
+                 config.json and model.safetensors); GGUF models run through candle-transformers' quantized models, which this \
+                 program does not include yet"
+            )));
+        }
+        let parts: Vec<&str> = arg.split('/').collect();
+        if parts.len() == 2 && parts.iter().all(|p| !p.is_empty() && !p.contains(char::is_whitespace)) && !arg.starts_with('.') {
+            return Ok(Source::Hub(arg.to_string()));
+        }
+        Err(Error::Input(format!(
+            "--model {arg}: not a directory, a Hub repository id (owner/name, e.g. {DEFAULT_MODEL}) or synthetic-{}",
+            SMOLLM2_135M.name
+        )))
+    }
+}
+
+/// Finds or fetches `source`'s checkpoint. `dtype` is the type the weights will be held in, for
+/// the memory check. `notice` gets the one line said when the default model cannot be reached and
+/// the synthetic one with its shapes stands in.
+pub fn resolve(source: &Source, dtype: DType, notice: &mut dyn FnMut(&str)) -> Result<Checkpoint> {
+    match source {
+        Source::Dir(dir) => {
+            check_memory(dir, dtype)?;
+            Ok(Checkpoint { dir: dir.clone(), name: dir.display().to_string(), synthetic: false })
+        }
+        Source::Synthetic(shape) => synthetic(shape, dtype),
+        Source::Hub(repo) => match from_hub(repo, dtype) {
+            Ok(dir) => Ok(Checkpoint { dir, name: repo.clone(), synthetic: false }),
+            Err(HubError::Refused(e)) => Err(e),
+            Err(HubError::Unreachable(why)) if repo == DEFAULT_MODEL => {
+                notice(&format!(
+                    "note: cannot get {repo} from the Hugging Face Hub ({why}) and it is not cached; using synthetic-{} \
+                     (its shapes, seeded random weights) instead: timings are real, outputs are not",
+                    SMOLLM2_135M.name
+                ));
+                synthetic(&SMOLLM2_135M, dtype)
+            }
+            Err(HubError::Unreachable(why)) => Err(Error::Input(format!(
+                "cannot get {repo} from the Hugging Face Hub ({why}) and it is not cached; on a machine that can reach the Hub, \
+                 run this once (it fills the cache), or download the repository's config.json and *.safetensors into a folder \
+                 and pass --model FOLDER"
+            ))),
+        },
+    }
+}
+
+fn synthetic(shape: &Shape, dtype: DType) -> Result<Checkpoint> {
+    let cfg = Config::from_json(&shape.config_json().to_string()).map_err(Error::Input)?;
+    fits_in_memory(&cfg, dtype, &format!("synthetic-{}", shape.name))?;
+    Ok(Checkpoint { dir: shape.cached()?, name: format!("synthetic-{}", shape.name), synthetic: true })
+}
+
+enum HubError {
+    /// The Hub or the cache answered, and the checkpoint cannot be used.
+    Refused(Error),
+    /// Neither the Hub nor the cache has it.
+    Unreachable(String),
+}
+
+/// The repository's config.json, then (if the model fits) its weights: `model.safetensors`, or
+/// the index and every shard it names. From the HF cache when there, else downloaded with a
+/// progress bar; `HF_HUB_OFFLINE=1` never touches the network. Returns the snapshot folder.
+fn from_hub(repo: &str, dtype: DType) -> std::result::Result<PathBuf, HubError> {
+    let hub_repo = Repo::new(repo.to_string(), RepoType::Model);
+    let cache = hf_hub::Cache::from_env().repo(hub_repo.clone());
+    let offline = std::env::var("HF_HUB_OFFLINE").is_ok_and(|v| matches!(v.as_str(), "1" | "true" | "TRUE" | "yes"));
+    let api = match offline {
+        true => None,
+        false => Some(hf_hub::api::sync::ApiBuilder::from_env().with_progress(true).build().map_err(|e| HubError::Unreachable(e.to_string()))?.repo(hub_repo)),
+    };
+    let get = |file: &str| -> std::result::Result<PathBuf, String> {
+        if let Some(path) = cache.get(file) {
+            return Ok(path);
+        }
+        match &api {
+            None => Err("HF_HUB_OFFLINE is set".into()),
+            Some(api) => api.get(file).map_err(|e| e.to_string()),
+        }
+    };
+    let config_path = get("config.json").map_err(HubError::Unreachable)?;
+    let cfg = Config::from_file(&config_path).map_err(HubError::Refused)?;
+    fits_in_memory(&cfg, dtype, repo).map_err(HubError::Refused)?;
+    if get("model.safetensors").is_err() {
+        let index = get("model.safetensors.index.json").map_err(|why| HubError::Unreachable(format!("no model.safetensors nor an index of shards: {why}")))?;
+        for shard in shard_names(&index).map_err(HubError::Refused)? {
+            get(&shard).map_err(|why| HubError::Unreachable(format!("{shard}: {why}")))?;
+        }
+    }
+    Ok(config_path.parent().map(Path::to_path_buf).unwrap_or_default())
+}
+
+/// The shard files a `model.safetensors.index.json` names, each once.
+pub fn shard_names(index: &Path) -> Result<Vec<String>> {
+    let text = std::fs::read_to_string(index).map_err(|e| Error::io(index, e))?;
+    let bad = |message: String| Error::Weights { path: index.to_owned(), message };
+    let json: serde_json::Value = serde_json::from_str(&text).map_err(|e| bad(format!("not JSON: {e}")))?;
+    let map = json.get("weight_map").and_then(|m| m.as_object()).ok_or_else(|| bad("no weight_map object".into()))?;
+    let mut names: Vec<String> = Vec::new();
+    for file in map.values().filter_map(|v| v.as_str()) {
+        if !names.iter().any(|n| n == file) {
+            names.push(file.to_string());
+        }
+    }
+    Ok(names)
+}
+
+/// A directory's checkpoint against this machine's free memory, from its config.json.
+fn check_memory(dir: &Path, dtype: DType) -> Result<()> {
+    let config = dir.join("config.json");
+    if !config.is_file() {
+        return Err(Error::Weights { path: config, message: "missing: a checkpoint directory needs config.json".into() });
+    }
+    fits_in_memory(&Config::from_file(&config)?, dtype, &dir.display().to_string())
+}
+
+/// Loading holds the weights twice for a moment (as read, then laid out for the kernels), so a
+/// model needs twice its size in free memory.
+pub fn fits_in_memory(cfg: &Config, dtype: DType, name: &str) -> Result<()> {
+    match available_memory() {
+        Some(free) => fits(cfg, dtype, name, free),
+        None => Ok(()),
+    }
+}
+
+/// [`fits_in_memory`] with `free` bytes free.
+fn fits(cfg: &Config, dtype: DType, name: &str, free: u64) -> Result<()> {
+    let size = cfg.parameters() as u64 * dtype.size_in_bytes() as u64;
+    if 2 * size > free {
+        return Err(Error::Input(format!(
+            "{name} has {:.2} billion parameters: {} in {} and about {} while loading, but this machine has {} free; pick a \
+             smaller model, or --dtype bf16 to halve it",
+            cfg.parameters() as f64 / 1e9,
+            gib(size),
+            dtype.as_str(),
+            gib(2 * size),
+            gib(free)
+        )));
+    }
+    Ok(())
+}
+
+fn gib(bytes: u64) -> String {
+    format!("{:.1} GiB", bytes as f64 / (1u64 << 30) as f64)
+}
+
+/// Free memory as Linux reports it (`MemAvailable`); `None` elsewhere (the check is then
+/// skipped).
+fn available_memory() -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn model_values_parse_to_their_source() {
+        assert_eq!(Source::parse("HuggingFaceTB/SmolLM2-135M").unwrap(), Source::Hub("HuggingFaceTB/SmolLM2-135M".into()));
+        assert_eq!(Source::parse("synthetic-smollm2-135m").unwrap(), Source::Synthetic(SMOLLM2_135M));
+        assert!(Source::parse("synthetic-gpt5").unwrap_err().to_string().contains("synthetic-smollm2-135m"));
+        assert!(Source::parse("model.Q8_0.gguf").unwrap_err().to_string().contains("GGUF"));
+        assert!(Source::parse("no such folder").unwrap_err().to_string().contains("not a directory, a Hub repository id"));
+    }
+
+    #[test]
+    fn a_model_that_does_not_fit_is_refused_with_its_size_and_the_free_memory() {
+        let cfg = Config::from_json(&SMOLLM2_135M.config_json().to_string()).unwrap();
+        // 134.5 M parameters: 0.50 GiB in f32, 1.0 GiB while loading; 0.25 GiB in bf16.
+        let e = fits(&cfg, DType::F32, "m", 800 << 20).unwrap_err().to_string();
+        assert!(e.contains("0.13 billion parameters: 0.5 GiB in f32 and about 1.0 GiB while loading") && e.contains("0.8 GiB free"), "{e}");
+        assert!(fits(&cfg, DType::BF16, "m", 800 << 20).is_ok());
+        assert!(fits(&cfg, DType::F32, "m", 2 << 30).is_ok());
+    }
+}

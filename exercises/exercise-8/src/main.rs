@@ -1,0 +1,132 @@
+//! Exercise 8: Your own model — exercise 3's questions, asked of a model you pick.
+//!
+//! Loads a Llama-family checkpoint (a Hugging Face Hub repository, a folder, or a synthetic one
+//! with a real model's shapes), runs forward passes under the profiler on the course's own
+//! engine, prints the top-ops table with each op's roofline against this machine's ceilings, and
+//! saves the profile to results/report.json, which `course check 8` grades your answers against.
+//!
+//! Before the profile runs, in a terminal, it asks for your prediction (which op will top the
+//! table of YOUR model, and its share) when answers.toml holds none yet.
+//!
+//! TODO (you): pick a model that fits your machine, run it (`cargo run -p exercise-8 -- --model
+//! ID`), read the table, and fill in answers.toml: the three ops with the largest self time with
+//! their shares, and your plan to cut the step time by 10%.
+
+use std::process::ExitCode;
+
+use answers_file::prediction;
+use anyhow::{Context, Result};
+use clap::Parser;
+use course_model::exercise::{self, ExerciseDir};
+use engine::profile::{profile_forward, write_exports, ForwardProfile};
+use engine::run_args::RunArgs;
+use engine::CausalLm;
+use llama::source::{self, Source, DEFAULT_MODEL};
+use profiler::{CudaTiming, SortBy, TableOptions};
+
+#[derive(Parser)]
+#[command(
+    about = "Exercise 8: profile a model of your own choosing, print its top ops and write results/report.json",
+    long_about = "Exercise 8: Your own model.\n\n\
+        Supported: the Llama family, on the course's own engine, every op in its own row with its work count and \
+        roofline (the first tier): config.json's model_type llama (Llama 2, 3, 3.1, 3.2, SmolLM, SmolLM2, \
+        TinyLlama), mistral, qwen2 (Qwen2, Qwen2.5) and qwen3, from safetensors checkpoints, in f32, bf16 or f16. \
+        Other architectures and GGUF files (the second tier, through candle-transformers' models) are not in this \
+        version: such a checkpoint is refused with what was found.\n\n\
+        --model takes a Hub repository id (downloaded once into the Hugging Face cache; offline, the cache), a \
+        folder holding config.json and model.safetensors (or an index and its shards), or a synthetic checkpoint \
+        with a real model's shapes (synthetic-smollm2-135m, synthetic-llama-tiny). A model needs about twice its \
+        weights in free memory while it loads (parameters × 4 bytes in f32, × 2 in bf16); a larger one is refused \
+        before anything is read.\n\n\
+        Before the profile, in a terminal, it asks for your prediction of the table's top op when answers.toml \
+        holds none yet. Then fill in answers.toml from the table and run `course check 8`."
+)]
+struct Args {
+    /// The model: a Hub repository id, a checkpoint folder, or synthetic-smollm2-135m /
+    /// synthetic-llama-tiny (offline, the default falls back to synthetic-smollm2-135m).
+    #[arg(long, default_value = DEFAULT_MODEL, value_name = "ID|DIR|synthetic-NAME")]
+    model: String,
+    #[command(flatten)]
+    run: RunArgs,
+    /// Sequences in the batch.
+    #[arg(long, default_value_t = 1)]
+    batch: usize,
+    /// Tokens per sequence.
+    #[arg(long, default_value_t = 8)]
+    seq: usize,
+    /// Forwards run first and not recorded (allocations, thread pools, kernel set-up).
+    #[arg(long, default_value_t = 2)]
+    warmup: usize,
+    /// Forwards recorded; the table's times are totals over them.
+    #[arg(long, default_value_t = 5)]
+    active: usize,
+    /// Rows printed (results/report.json holds every row).
+    #[arg(long, default_value_t = 12)]
+    row_limit: usize,
+    #[command(flatten)]
+    dir: ExerciseDir,
+}
+
+fn main() -> ExitCode {
+    exercise::main(|| run(Args::parse()))
+}
+
+fn run(args: Args) -> Result<()> {
+    let dir = args.dir.or(env!("CARGO_MANIFEST_DIR"));
+    let results = dir.join("results");
+    prediction::top_op_first(&dir, "exercise-8", 8);
+
+    // ANCHOR: load
+    // Your model: its config.json is read first, and a model too large for this machine's free
+    // memory is refused before any weight is read or downloaded.
+    let started = std::time::Instant::now();
+    let checkpoint = source::resolve(&Source::parse(&args.model)?, args.run.dtype, &mut |notice| eprintln!("{notice}"))?;
+    let model = llama::weights::load(&checkpoint.dir, &args.run.open_device()?, args.run.dtype, args.run.kernel_path()?)
+        .with_context(|| format!("cannot load {}", checkpoint.name))?;
+    let cfg = model.config();
+    println!(
+        "{}: {} ({:.1} M parameters, {} layers, {} query heads over {} key/value heads), {} weights, kernels {}",
+        checkpoint.name,
+        cfg.family.model_type(),
+        cfg.parameters() as f64 / 1e6,
+        cfg.num_hidden_layers,
+        cfg.num_attention_heads,
+        cfg.num_key_value_heads,
+        args.run.dtype.as_str(),
+        model.kernels()
+    );
+    if checkpoint.synthetic {
+        println!("(synthetic weights: every timing is real, the model's outputs are not)");
+    }
+    // ANCHOR_END: load
+
+    let spec = ForwardProfile {
+        batch: args.batch,
+        seq: args.seq,
+        warmup: args.warmup,
+        active: args.active,
+        record_shapes: true,
+        with_flops: false,
+        cuda_timing: CudaTiming::Events,
+    };
+    let profile = profile_forward(&model, &spec)?;
+    let on_cuda = model.device().is_cuda();
+    let options = TableOptions {
+        sort_by: if on_cuda { SortBy::SelfCudaTimeTotal } else { SortBy::SelfCpuTimeTotal },
+        row_limit: Some(args.row_limit),
+        ..TableOptions::default()
+    };
+    println!("forward pass B={} T={}: {} recorded after {} warm-up", args.batch, args.seq, args.active, args.warmup);
+    print!("{}", profile.table(options));
+    let files = write_exports(&profile, options, &results)?;
+    println!("(from the command to the table: {:.1} s)", started.elapsed().as_secs_f64());
+
+    println!("\nwrote {} (graded by `course check 8`),", files.report.display());
+    println!("      {} (open in https://ui.perfetto.dev) and {}", files.trace.display(), files.flamegraph.display());
+    println!(
+        "Next: copy the first three rows' names and {} shares into answers.toml; for your plan, read the op's Roofline % \
+         and Reading before you choose a mechanism; then `course check 8`.",
+        if on_cuda { "Self CUDA %" } else { "Self CPU %" }
+    );
+    Ok(())
+}
