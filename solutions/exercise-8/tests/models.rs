@@ -1,0 +1,183 @@
+//! Exercise 8's program on every first-tier variant, and on what it must refuse: each tiny
+//! seeded checkpoint of crates/llama/tests/fixtures profiles into a table and a report; a model
+//! too large for the machine is refused from its config.json alone; a model type it does not
+//! run and a GGUF file are refused with what was found; a checkpoint on a stand-in for the
+//! Hugging Face Hub (hf-hub honours HF_ENDPOINT) is downloaded into the HF cache, then read from
+//! there offline, and a truncated download is an error that names the file and the next step.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use axum::extract::{Path as UrlPath, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+
+const BIN: &str = env!("CARGO_BIN_EXE_solution-8");
+const VARIANTS: [&str; 6] = ["llama", "llama3", "smollm2", "mistral", "qwen2", "qwen3"];
+
+fn fixture(variant: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../crates/llama/tests/fixtures/tiny-{variant}"))
+}
+
+/// A folder holding exercise 8's answers.toml as a learner starts with it.
+fn folder() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../exercises/exercise-8/answers.toml"), dir.path().join("answers.toml")).unwrap();
+    dir
+}
+
+fn run(model: &str, dir: &Path, env: &[(&str, &Path)], offline: bool) -> Output {
+    let mut c = Command::new(BIN);
+    c.args(["--model", model, "--device", "cpu", "--warmup", "0", "--active", "1", "--seq", "4", "--row-limit", "30", "--exercise-dir"]).arg(dir);
+    c.env_remove("COURSE_PREDICTION_ASKED").env_remove("HF_HUB_OFFLINE");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    if offline {
+        c.env("HF_HUB_OFFLINE", "1");
+    }
+    c.stdin(std::process::Stdio::null()).output().unwrap()
+}
+
+fn text(o: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+#[test]
+fn every_first_tier_variant_profiles_into_a_table_and_a_report() {
+    let expected_type = ["llama", "llama", "llama", "mistral", "qwen2", "qwen3"];
+    for (variant, model_type) in VARIANTS.iter().zip(expected_type) {
+        let dir = folder();
+        let o = run(fixture(variant).to_str().unwrap(), dir.path(), &[], true);
+        let out = text(&o);
+        assert!(o.status.success(), "{variant}: {out}");
+        assert!(out.contains(&format!(": {model_type} (")), "{variant}: the model line names its type: {out}");
+        for row in ["matmul", "lm_head", "rms_norm", "rope", "silu_mul", "Roofline %"] {
+            assert!(out.contains(row), "{variant}: no {row} in the table: {out}");
+        }
+        let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("results/report.json")).unwrap()).unwrap();
+        let rows = report["rows"].as_array().unwrap();
+        assert!(rows.iter().any(|r| r["name"] == "rope" && r["line"] == "attention"), "{variant}: {report}");
+        let answers: toml::Table = std::fs::read_to_string(dir.path().join("answers.toml")).unwrap().parse().unwrap();
+        assert!(answers["plan"]["attack"].as_str().is_some_and(|a| !a.is_empty()), "{variant}: the solution filled in its plan");
+    }
+}
+
+/// Llama 3.1 70B's shapes: 70.6 billion parameters, 282 GB in f32.
+const SEVENTY_B: &str = r#"{"model_type":"llama","architectures":["LlamaForCausalLM"],"vocab_size":128256,"hidden_size":8192,
+    "intermediate_size":28672,"num_hidden_layers":80,"num_attention_heads":64,"num_key_value_heads":8,
+    "max_position_embeddings":131072,"rms_norm_eps":1e-5,"rope_theta":500000.0,"hidden_act":"silu","tie_word_embeddings":false}"#;
+
+#[test]
+fn a_model_larger_than_the_free_memory_is_refused_before_any_weight_is_read() {
+    let ckpt = tempfile::tempdir().unwrap();
+    std::fs::write(ckpt.path().join("config.json"), SEVENTY_B).unwrap();
+    let o = run(ckpt.path().to_str().unwrap(), folder().path(), &[], true);
+    let out = text(&o);
+    assert!(!o.status.success(), "{out}");
+    assert!(out.contains("70.55 billion parameters: 262.8 GiB in f32") && out.contains("free; pick a smaller model"), "{out}");
+    assert!(!out.contains("model.safetensors"), "refused before it looked for the weights: {out}");
+}
+
+#[test]
+fn another_architecture_and_a_gguf_file_are_refused_with_what_was_found() {
+    let ckpt = tempfile::tempdir().unwrap();
+    std::fs::write(ckpt.path().join("config.json"), SEVENTY_B.replace("\"model_type\":\"llama\"", "\"model_type\":\"gemma\"")).unwrap();
+    let o = run(ckpt.path().to_str().unwrap(), folder().path(), &[], true);
+    let out = text(&o);
+    assert!(!o.status.success() && out.contains("model_type \"gemma\" is not in the Llama family this engine runs (llama, mistral, qwen2, qwen3)"), "{out}");
+    assert!(out.contains("config.json"), "names the file: {out}");
+    let o = run("model-Q8_0.gguf", folder().path(), &[], true);
+    assert!(!o.status.success() && text(&o).contains("a GGUF file"), "{}", text(&o));
+}
+
+/// The stand-in's files: repository id → file name → bytes.
+type Files = HashMap<String, HashMap<String, Vec<u8>>>;
+
+/// What hf-hub asks of a file: `GET /{owner}/{name}/resolve/{revision}/{file}` with a `Range`;
+/// it reads the size from `Content-Range`, the commit from `x-repo-commit` and the `etag`.
+async fn resolve(State(files): State<std::sync::Arc<Files>>, UrlPath((owner, name, _revision, file)): UrlPath<(String, String, String, String)>, headers: HeaderMap) -> Response {
+    let Some(bytes) = files.get(&format!("{owner}/{name}")).and_then(|repo| repo.get(&file)) else {
+        return StatusCode::NOT_FOUND.into_response();
+    };
+    let start: usize = headers
+        .get(header::RANGE)
+        .and_then(|r| r.to_str().ok())
+        .and_then(|r| r.strip_prefix("bytes="))
+        .and_then(|r| r.split('-').next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0)
+        .min(bytes.len());
+    let end = match headers.get(header::RANGE).and_then(|r| r.to_str().ok()) {
+        Some("bytes=0-0") => 1.min(bytes.len()),
+        _ => bytes.len(),
+    };
+    let etag = format!("\"{:x}-{}\"", bytes.len(), file.len());
+    (
+        StatusCode::PARTIAL_CONTENT,
+        [
+            (header::CONTENT_RANGE, format!("bytes {start}-{}/{}", end.max(1) - 1, bytes.len())),
+            (header::ETAG, etag),
+            (header::HeaderName::from_static("x-repo-commit"), "0123456789abcdef0123456789abcdef01234567".to_string()),
+        ],
+        bytes[start..end].to_vec(),
+    )
+        .into_response()
+}
+
+/// Serves `files` on a loopback port until the returned sender is dropped; returns the
+/// endpoint's URL.
+fn stand_in(files: Files) -> (String, tokio::sync::oneshot::Sender<()>, std::thread::JoinHandle<()>) {
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+    let server = std::thread::spawn(move || {
+        tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async move {
+            let app = axum::Router::new().route("/{owner}/{name}/resolve/{revision}/{file}", axum::routing::get(resolve)).with_state(std::sync::Arc::new(files));
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            addr_tx.send(listener.local_addr().unwrap()).unwrap();
+            axum::serve(listener, app).with_graceful_shutdown(async move { drop(stopped.await) }).await.unwrap();
+        })
+    });
+    (format!("http://{}", addr_rx.recv().unwrap()), stop, server)
+}
+
+fn repo_files(dir: &Path, truncate_weights: bool) -> HashMap<String, Vec<u8>> {
+    let mut files = HashMap::new();
+    for name in ["config.json", "model.safetensors"] {
+        let mut bytes = std::fs::read(dir.join(name)).unwrap();
+        if truncate_weights && name == "model.safetensors" {
+            bytes.truncate(bytes.len() / 2);
+        }
+        files.insert(name.to_string(), bytes);
+    }
+    files
+}
+
+#[test]
+fn a_hub_checkpoint_is_downloaded_once_then_read_offline_and_a_truncated_one_is_an_error() {
+    let hf = tempfile::tempdir().unwrap();
+    let files: Files = [("course/tiny-qwen2".to_string(), repo_files(&fixture("qwen2"), false)), ("course/broken".to_string(), repo_files(&fixture("llama"), true))].into();
+    let (endpoint, stop, server) = stand_in(files);
+    let endpoint = PathBuf::from(endpoint);
+    let env = [("HF_HOME", hf.path()), ("HF_ENDPOINT", endpoint.as_path())];
+
+    let o = run("course/tiny-qwen2", folder().path(), &env, false);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("course/tiny-qwen2: qwen2 ("), "{}", text(&o));
+    let cached = hf.path().join("hub/models--course--tiny-qwen2/snapshots/0123456789abcdef0123456789abcdef01234567/model.safetensors");
+    assert!(cached.exists(), "the weights are in the HF cache");
+
+    let o = run("course/broken", folder().path(), &env, false);
+    let out = text(&o);
+    assert!(!o.status.success(), "{out}");
+    assert!(out.contains("models--course--broken") && out.contains("model.safetensors") && out.contains("delete it and download it again"), "{out}");
+
+    // The stand-in is gone: the cached checkpoint is read offline, the uncached one is refused.
+    drop(stop);
+    server.join().unwrap();
+    let o = run("course/tiny-qwen2", folder().path(), &env, true);
+    assert!(o.status.success(), "offline, from the cache: {}", text(&o));
+    let o = run("course/never-fetched", folder().path(), &env, true);
+    assert!(!o.status.success() && text(&o).contains("HF_HUB_OFFLINE is set") && text(&o).contains("--model FOLDER"), "{}", text(&o));
+}
