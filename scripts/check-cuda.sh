@@ -46,8 +46,8 @@ else
   cuda_log "candle's GGUF/MoE static kernel library is not compiled (never linked by a check; --full compiles it)"
 fi
 
-packages=(gpt2 engine llama profiler)
-features=(gpt2/cuda gpt2/nvtx engine/cuda llama/cuda profiler/cuda profiler/nvtx)
+packages=(gpt2 engine llama traced-models profiler)
+features=(gpt2/cuda gpt2/nvtx engine/cuda llama/cuda traced-models/cuda profiler/cuda profiler/nvtx)
 cuda_add_exercises
 
 cuda_cargo_args

@@ -33,6 +33,7 @@ pub mod cpu;
 pub mod device_flags;
 pub mod error;
 pub mod linear;
+pub mod memory;
 pub mod model_cases;
 pub mod ops;
 pub mod pass;

@@ -49,8 +49,7 @@ impl Source {
         if arg.ends_with(".gguf") {
             return Err(Error::Input(format!(
                 "--model {arg}: a GGUF file; this engine reads safetensors checkpoints (a Hub repository id or a folder with \
-                 config.json and model.safetensors); GGUF models run through candle-transformers' quantized models, which this \
-                 program does not include yet"
+                 config.json and model.safetensors); GGUF files run in the second tier (the traced-models crate, exercise 8)"
             )));
         }
         let parts: Vec<&str> = arg.split('/').collect();
@@ -166,40 +165,14 @@ fn check_memory(dir: &Path, dtype: DType) -> Result<()> {
 /// Loading holds the weights twice for a moment (as read, then laid out for the kernels), so a
 /// model needs twice its size in free memory.
 pub fn fits_in_memory(cfg: &Config, dtype: DType, name: &str) -> Result<()> {
-    match available_memory() {
-        Some(free) => fits(cfg, dtype, name, free),
-        None => Ok(()),
-    }
+    let (needed, detail) = need(cfg, dtype);
+    engine::memory::check_fits(name, needed, &detail)
 }
 
-/// [`fits_in_memory`] with `free` bytes free.
-fn fits(cfg: &Config, dtype: DType, name: &str, free: u64) -> Result<()> {
+/// The bytes a model of `cfg` needs while loading in `dtype`, and what that figure is.
+fn need(cfg: &Config, dtype: DType) -> (u64, String) {
     let size = cfg.parameters() as u64 * dtype.size_in_bytes() as u64;
-    if 2 * size > free {
-        return Err(Error::Input(format!(
-            "{name} has {:.2} billion parameters: {} in {} and about {} while loading, but this machine has {} free; pick a \
-             smaller model, or --dtype bf16 to halve it",
-            cfg.parameters() as f64 / 1e9,
-            gib(size),
-            dtype.as_str(),
-            gib(2 * size),
-            gib(free)
-        )));
-    }
-    Ok(())
-}
-
-fn gib(bytes: u64) -> String {
-    format!("{:.1} GiB", bytes as f64 / (1u64 << 30) as f64)
-}
-
-/// Free memory as Linux reports it (`MemAvailable`); `None` elsewhere (the check is then
-/// skipped).
-fn available_memory() -> Option<u64> {
-    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
+    (2 * size, format!("has {:.2} billion parameters: {} in {}", cfg.parameters() as f64 / 1e9, engine::memory::gib(size), dtype.as_str()))
 }
 
 #[cfg(test)]
@@ -219,9 +192,13 @@ mod tests {
     fn a_model_that_does_not_fit_is_refused_with_its_size_and_the_free_memory() {
         let cfg = Config::from_json(&SMOLLM2_135M.config_json().to_string()).unwrap();
         // 134.5 M parameters: 0.50 GiB in f32, 1.0 GiB while loading; 0.25 GiB in bf16.
-        let e = fits(&cfg, DType::F32, "m", 800 << 20).unwrap_err().to_string();
-        assert!(e.contains("0.13 billion parameters: 0.5 GiB in f32 and about 1.0 GiB while loading") && e.contains("0.8 GiB free"), "{e}");
-        assert!(fits(&cfg, DType::BF16, "m", 800 << 20).is_ok());
-        assert!(fits(&cfg, DType::F32, "m", 2 << 30).is_ok());
+        let fits = |dtype, free| {
+            let (needed, detail) = need(&cfg, dtype);
+            engine::memory::fits("m", needed, &detail, free)
+        };
+        let e = fits(DType::F32, 800 << 20).unwrap_err().to_string();
+        assert!(e.contains("m has 0.13 billion parameters: 0.5 GiB in f32: about 1.0 GiB while loading") && e.contains("0.8 GiB free"), "{e}");
+        assert!(fits(DType::BF16, 800 << 20).is_ok());
+        assert!(fits(DType::F32, 2 << 30).is_ok());
     }
 }

@@ -39,6 +39,15 @@ pub struct Environment {
     pub crate_version: String,
     /// Seconds since the Unix epoch when the record was taken.
     pub timestamp_unix_s: u64,
+    /// The model that ran, as the caller names it (`HuggingFaceTB/SmolLM2-135M`); absent when
+    /// the caller did not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// How its rows were made, as the caller states it: `engine` (every op in its own row, with
+    /// its work count and roofline) or `spans` (the tracing spans the model opens, without work
+    /// counts, so without rooflines); absent when the caller did not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tier: Option<String>,
 }
 
 /// What only the caller knows: the device, the features its binary was built with, the dtype.
@@ -67,6 +76,8 @@ impl Environment {
             git_dirty,
             optimized_build: !unoptimised_build(),
             crate_version: env!("CARGO_PKG_VERSION").to_string(),
+            model: None,
+            tier: None,
             timestamp_unix_s: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map(|d| d.as_secs())

@@ -12,6 +12,7 @@
 //! ID`), read the table, and fill in answers.toml: the three ops with the largest self time with
 //! their shares, and your plan to cut the step time by 10%.
 
+use std::path::Path;
 use std::process::ExitCode;
 
 use answers_file::prediction;
@@ -31,8 +32,10 @@ use profiler::{CudaTiming, SortBy, TableOptions};
         Supported: the Llama family, on the course's own engine, every op in its own row with its work count and \
         roofline (the first tier): config.json's model_type llama (Llama 2, 3, 3.1, 3.2, SmolLM, SmolLM2, \
         TinyLlama), mistral, qwen2 (Qwen2, Qwen2.5) and qwen3, from safetensors checkpoints, in f32, bf16 or f16. \
-        Other architectures and GGUF files (the second tier, through candle-transformers' models) are not in this \
-        version: such a checkpoint is refused with what was found.\n\n\
+        The second tier: a GGUF file (--model FILE.gguf) whose general.architecture is llama or qwen2, run by \
+        candle-transformers' quantized_llama or quantized_qwen2 and profiled through the tracing spans they open: \
+        its rows are those spans, without work counts (so no roofline), and the time no span covers is one row, \
+        outside_any_span. Other architectures are refused with what was found.\n\n\
         --model takes a Hub repository id (downloaded once into the Hugging Face cache; offline, the cache), a \
         folder holding config.json and model.safetensors (or an index and its shards), or a synthetic checkpoint \
         with a real model's shapes (synthetic-smollm2-135m, synthetic-llama-tiny). A model needs about twice its \
@@ -42,9 +45,10 @@ use profiler::{CudaTiming, SortBy, TableOptions};
         holds none yet. Then fill in answers.toml from the table and run `course check 8`."
 )]
 struct Args {
-    /// The model: a Hub repository id, a checkpoint folder, or synthetic-smollm2-135m /
-    /// synthetic-llama-tiny (offline, the default falls back to synthetic-smollm2-135m).
-    #[arg(long, default_value = DEFAULT_MODEL, value_name = "ID|DIR|synthetic-NAME")]
+    /// The model: a Hub repository id, a checkpoint folder, synthetic-smollm2-135m /
+    /// synthetic-llama-tiny (offline, the default falls back to synthetic-smollm2-135m), or a
+    /// GGUF file (the second tier).
+    #[arg(long, default_value = DEFAULT_MODEL, value_name = "ID|DIR|synthetic-NAME|FILE.gguf")]
     model: String,
     #[command(flatten)]
     run: RunArgs,
@@ -76,30 +80,6 @@ fn run(args: Args) -> Result<()> {
     let results = dir.join("results");
     prediction::top_op_first(&dir, "exercise-8", 8);
 
-    // ANCHOR: load
-    // Your model: its config.json is read first, and a model too large for this machine's free
-    // memory is refused before any weight is read or downloaded.
-    let started = std::time::Instant::now();
-    let checkpoint = source::resolve(&Source::parse(&args.model)?, args.run.dtype, &mut |notice| eprintln!("{notice}"))?;
-    let model = llama::weights::load(&checkpoint.dir, &args.run.open_device()?, args.run.dtype, args.run.kernel_path()?)
-        .with_context(|| format!("cannot load {}", checkpoint.name))?;
-    let cfg = model.config();
-    println!(
-        "{}: {} ({:.1} M parameters, {} layers, {} query heads over {} key/value heads), {} weights, kernels {}",
-        checkpoint.name,
-        cfg.family.model_type(),
-        cfg.parameters() as f64 / 1e6,
-        cfg.num_hidden_layers,
-        cfg.num_attention_heads,
-        cfg.num_key_value_heads,
-        args.run.dtype.as_str(),
-        model.kernels()
-    );
-    if checkpoint.synthetic {
-        println!("(synthetic weights: every timing is real, the model's outputs are not)");
-    }
-    // ANCHOR_END: load
-
     let spec = ForwardProfile {
         batch: args.batch,
         seq: args.seq,
@@ -109,8 +89,18 @@ fn run(args: Args) -> Result<()> {
         with_flops: false,
         cuda_timing: CudaTiming::Events,
     };
-    let profile = profile_forward(&model, &spec)?;
-    let on_cuda = model.device().is_cuda();
+    let started = std::time::Instant::now();
+    let device = args.run.open_device()?;
+    let profile = match args.model.ends_with(".gguf") {
+        // The second tier: a GGUF file, run by candle-transformers and profiled through its spans.
+        true => {
+            let (profile, line) = traced_models::profile_file(Path::new(&args.model), &device, &spec)?;
+            println!("{line}");
+            profile
+        }
+        false => in_the_engine(&args, &device, &spec)?,
+    };
+    let on_cuda = device.is_cuda();
     let options = TableOptions {
         sort_by: if on_cuda { SortBy::SelfCudaTimeTotal } else { SortBy::SelfCpuTimeTotal },
         row_limit: Some(args.row_limit),
@@ -129,4 +119,35 @@ fn run(args: Args) -> Result<()> {
         if on_cuda { "Self CUDA %" } else { "Self CPU %" }
     );
     Ok(())
+}
+
+/// The first tier: a Llama-family checkpoint on the course's engine, every op in its own row.
+fn in_the_engine(args: &Args, device: &candle_core::Device, spec: &ForwardProfile) -> Result<profiler::Profile> {
+    // ANCHOR: load
+    // Your model: its config.json is read first, and a model too large for this machine's free
+    // memory is refused before any weight is read or downloaded.
+    let checkpoint = source::resolve(&Source::parse(&args.model)?, args.run.dtype, &mut |notice| eprintln!("{notice}"))?;
+    let model = llama::weights::load(&checkpoint.dir, device, args.run.dtype, args.run.kernel_path()?)
+        .with_context(|| format!("cannot load {}", checkpoint.name))?;
+    let cfg = model.config();
+    println!(
+        "{}: {} ({:.1} M parameters, {} layers, {} query heads over {} key/value heads), {} weights, kernels {}",
+        checkpoint.name,
+        cfg.family.model_type(),
+        cfg.parameters() as f64 / 1e6,
+        cfg.num_hidden_layers,
+        cfg.num_attention_heads,
+        cfg.num_key_value_heads,
+        args.run.dtype.as_str(),
+        model.kernels()
+    );
+    if checkpoint.synthetic {
+        println!("(synthetic weights: every timing is real, the model's outputs are not)");
+    }
+    // ANCHOR_END: load
+
+    let mut profile = profile_forward(&model, spec)?;
+    profile.environment.model = Some(checkpoint.name.clone());
+    profile.environment.tier = Some("engine".into());
+    Ok(profile)
 }

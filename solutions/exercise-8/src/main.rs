@@ -11,6 +11,7 @@
 //! grader's reader and rule (`grader::top_ops_reference`, as solution 3 does): the top three rows
 //! and their shares, and the plan the course's rule prefers on this model, on this machine.
 
+use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
@@ -30,8 +31,10 @@ use profiler::{CudaTiming, SortBy, TableOptions};
         Supported: the Llama family, on the course's own engine, every op in its own row with its work count and \
         roofline (the first tier): config.json's model_type llama (Llama 2, 3, 3.1, 3.2, SmolLM, SmolLM2, \
         TinyLlama), mistral, qwen2 (Qwen2, Qwen2.5) and qwen3, from safetensors checkpoints, in f32, bf16 or f16. \
-        Other architectures and GGUF files (the second tier, through candle-transformers' models) are not in this \
-        version: such a checkpoint is refused with what was found.\n\n\
+        The second tier: a GGUF file (--model FILE.gguf) whose general.architecture is llama or qwen2, run by \
+        candle-transformers' quantized_llama or quantized_qwen2 and profiled through the tracing spans they open: \
+        its rows are those spans, without work counts (so no roofline), and the time no span covers is one row, \
+        outside_any_span. Other architectures are refused with what was found.\n\n\
         --model takes a Hub repository id (downloaded once into the Hugging Face cache; offline, the cache), a \
         folder holding config.json and model.safetensors (or an index and its shards), or a synthetic checkpoint \
         with a real model's shapes (synthetic-smollm2-135m, synthetic-llama-tiny). A model needs about twice its \
@@ -41,9 +44,10 @@ use profiler::{CudaTiming, SortBy, TableOptions};
         holds none yet. Then fill in answers.toml from the table and run `course check 8`."
 )]
 struct Args {
-    /// The model: a Hub repository id, a checkpoint folder, or synthetic-smollm2-135m /
-    /// synthetic-llama-tiny (offline, the default falls back to synthetic-smollm2-135m).
-    #[arg(long, default_value = DEFAULT_MODEL, value_name = "ID|DIR|synthetic-NAME")]
+    /// The model: a Hub repository id, a checkpoint folder, synthetic-smollm2-135m /
+    /// synthetic-llama-tiny (offline, the default falls back to synthetic-smollm2-135m), or a
+    /// GGUF file (the second tier).
+    #[arg(long, default_value = DEFAULT_MODEL, value_name = "ID|DIR|synthetic-NAME|FILE.gguf")]
     model: String,
     #[command(flatten)]
     run: RunArgs,
@@ -75,12 +79,51 @@ fn run(args: Args) -> Result<()> {
     let results = dir.join("results");
     predict(&dir)?;
 
+    let spec = ForwardProfile {
+        batch: args.batch,
+        seq: args.seq,
+        warmup: args.warmup,
+        active: args.active,
+        record_shapes: true,
+        with_flops: false,
+        cuda_timing: CudaTiming::Events,
+    };
+    let started = std::time::Instant::now();
+    let device = args.run.open_device()?;
+    let profile = match args.model.ends_with(".gguf") {
+        // The second tier: a GGUF file, run by candle-transformers and profiled through its spans.
+        true => {
+            let (profile, line) = traced_models::profile_file(Path::new(&args.model), &device, &spec)?;
+            println!("{line}");
+            profile
+        }
+        false => in_the_engine(&args, &device, &spec)?,
+    };
+    let on_cuda = device.is_cuda();
+    let options = TableOptions {
+        sort_by: if on_cuda { SortBy::SelfCudaTimeTotal } else { SortBy::SelfCpuTimeTotal },
+        row_limit: Some(args.row_limit),
+        ..TableOptions::default()
+    };
+    println!("forward pass B={} T={}: {} recorded after {} warm-up", args.batch, args.seq, args.active, args.warmup);
+    print!("{}", profile.table(options));
+    let files = write_exports(&profile, options, &results)?;
+    println!("(from the command to the table: {:.1} s)", started.elapsed().as_secs_f64());
+
+    println!("\nwrote {} (graded by `course check 8`),", files.report.display());
+    println!("      {} (open in https://ui.perfetto.dev) and {}", files.trace.display(), files.flamegraph.display());
+    fill_answers(&files.report, &dir.join("answers.toml"))?;
+    println!("Next: `course check 8`.");
+    Ok(())
+}
+
+/// The first tier: a Llama-family checkpoint on the course's engine, every op in its own row.
+fn in_the_engine(args: &Args, device: &candle_core::Device, spec: &ForwardProfile) -> Result<profiler::Profile> {
     // ANCHOR: load
     // Your model: its config.json is read first, and a model too large for this machine's free
     // memory is refused before any weight is read or downloaded.
-    let started = std::time::Instant::now();
     let checkpoint = source::resolve(&Source::parse(&args.model)?, args.run.dtype, &mut |notice| eprintln!("{notice}"))?;
-    let model = llama::weights::load(&checkpoint.dir, &args.run.open_device()?, args.run.dtype, args.run.kernel_path()?)
+    let model = llama::weights::load(&checkpoint.dir, device, args.run.dtype, args.run.kernel_path()?)
         .with_context(|| format!("cannot load {}", checkpoint.name))?;
     let cfg = model.config();
     println!(
@@ -99,30 +142,8 @@ fn run(args: Args) -> Result<()> {
     }
     // ANCHOR_END: load
 
-    let spec = ForwardProfile {
-        batch: args.batch,
-        seq: args.seq,
-        warmup: args.warmup,
-        active: args.active,
-        record_shapes: true,
-        with_flops: false,
-        cuda_timing: CudaTiming::Events,
-    };
-    let profile = profile_forward(&model, &spec)?;
-    let on_cuda = model.device().is_cuda();
-    let options = TableOptions {
-        sort_by: if on_cuda { SortBy::SelfCudaTimeTotal } else { SortBy::SelfCpuTimeTotal },
-        row_limit: Some(args.row_limit),
-        ..TableOptions::default()
-    };
-    println!("forward pass B={} T={}: {} recorded after {} warm-up", args.batch, args.seq, args.active, args.warmup);
-    print!("{}", profile.table(options));
-    let files = write_exports(&profile, options, &results)?;
-    println!("(from the command to the table: {:.1} s)", started.elapsed().as_secs_f64());
-
-    println!("\nwrote {} (graded by `course check 8`),", files.report.display());
-    println!("      {} (open in https://ui.perfetto.dev) and {}", files.trace.display(), files.flamegraph.display());
-    fill_answers(&files.report, &dir.join("answers.toml"))?;
-    println!("Next: `course check 8`.");
-    Ok(())
+    let mut profile = profile_forward(&model, spec)?;
+    profile.environment.model = Some(checkpoint.name.clone());
+    profile.environment.tier = Some("engine".into());
+    Ok(profile)
 }

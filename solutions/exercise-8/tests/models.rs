@@ -4,6 +4,8 @@
 //! run and a GGUF file are refused with what was found; a checkpoint on a stand-in for the
 //! Hugging Face Hub (hf-hub honours HF_ENDPOINT) is downloaded into the HF cache, then read from
 //! there offline, and a truncated download is an error that names the file and the next step.
+//! The reference solution passes `course check 8`'s grading on a first-tier model and on a
+//! second-tier one (a GGUF file written by candle).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -88,8 +90,14 @@ fn another_architecture_and_a_gguf_file_are_refused_with_what_was_found() {
     let out = text(&o);
     assert!(!o.status.success() && out.contains("model_type \"gemma\" is not in the Llama family this engine runs (llama, mistral, qwen2, qwen3)"), "{out}");
     assert!(out.contains("config.json"), "names the file: {out}");
+    let gguf = ckpt.path().join("tiny-gemma3.gguf");
+    let gemma3 = traced_models::gguf::TinyShape { arch: "gemma3", ..traced_models::gguf::TINY_LLAMA };
+    traced_models::gguf::write_tiny(&gguf, &gemma3, candle_core::quantized::GgmlDType::Q8_0).unwrap();
+    let o = run(gguf.to_str().unwrap(), folder().path(), &[], true);
+    let out = text(&o);
+    assert!(!o.status.success() && out.contains("general.architecture \"gemma3\" is not one this program runs from a GGUF file (llama, qwen2)"), "{out}");
     let o = run("model-Q8_0.gguf", folder().path(), &[], true);
-    assert!(!o.status.success() && text(&o).contains("a GGUF file"), "{}", text(&o));
+    assert!(!o.status.success() && text(&o).contains("--model model-Q8_0.gguf: no such file"), "{}", text(&o));
 }
 
 /// The stand-in's files: repository id → file name → bytes.
@@ -180,4 +188,32 @@ fn a_hub_checkpoint_is_downloaded_once_then_read_offline_and_a_truncated_one_is_
     assert!(o.status.success(), "offline, from the cache: {}", text(&o));
     let o = run("course/never-fetched", folder().path(), &env, true);
     assert!(!o.status.success() && text(&o).contains("HF_HUB_OFFLINE is set") && text(&o).contains("--model FOLDER"), "{}", text(&o));
+}
+
+/// Exercise 8's grade of the answers and report the solution left in `dir`, by the course's
+/// manifest and default key (what `course check 8` runs after its build).
+fn grade(dir: &Path) -> grader::report::ExerciseReport {
+    let grader = grader::Grader::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."), None).unwrap();
+    let files = ["answers.toml", "results/report.json"].map(|f| (format!("exercise-8/{f}"), std::fs::read_to_string(dir.join(f)).unwrap()));
+    grader.grade_exercise(&grader::Submission::from_texts("exercises", files), 8)
+}
+
+#[test]
+fn the_solution_passes_on_a_first_tier_and_a_second_tier_model() {
+    let gguf_dir = tempfile::tempdir().unwrap();
+    let gguf = gguf_dir.path().join("tiny-llama-q8_0.gguf");
+    traced_models::gguf::write_tiny(&gguf, &traced_models::gguf::TINY_LLAMA, candle_core::quantized::GgmlDType::Q8_0).unwrap();
+    for (model, tier) in [(fixture("qwen3"), "engine"), (gguf, "spans")] {
+        let dir = folder();
+        let o = run(model.to_str().unwrap(), dir.path(), &[], true);
+        assert!(o.status.success(), "{}", text(&o));
+        let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("results/report.json")).unwrap()).unwrap();
+        assert_eq!(report["environment"]["tier"], tier, "the report says which tier ran");
+        if tier == "spans" {
+            assert!(text(&o).contains("second tier") && text(&o).contains("outside_any_span"), "{}", text(&o));
+            assert!(report["rows"].as_array().unwrap().iter().all(|r| r["roofline"].is_null()), "no roofline without a work count");
+        }
+        let r = grade(dir.path());
+        assert!(r.passed, "{tier}: {:#?}", r.questions);
+    }
 }
