@@ -29,6 +29,7 @@ pub fn cache_dir() -> PathBuf {
 pub mod cache;
 pub mod causal_lm;
 pub mod ceilings;
+pub mod checkpoint;
 pub mod cpu;
 pub mod device_flags;
 pub mod error;

@@ -34,6 +34,12 @@ impl Family {
     fn from_model_type(name: &str) -> Option<Family> {
         Family::ALL.iter().find(|(_, n)| *n == name).map(|(f, _)| *f)
     }
+
+    /// From a transformers class name: `LlamaForCausalLM`, `Qwen2ForCausalLM`, ...
+    fn from_architecture(arch: &str) -> Option<Family> {
+        let prefix = [("Llama", Family::Llama), ("Mistral", Family::Mistral), ("Qwen2", Family::Qwen2), ("Qwen3", Family::Qwen3)];
+        prefix.iter().find(|(p, _)| arch.strip_prefix(p).is_some_and(|rest| rest == "ForCausalLM")).map(|(_, f)| *f)
+    }
 }
 
 /// How the rotary angles are stretched for long contexts (`rope_scaling`, or `rope_parameters`
@@ -104,6 +110,19 @@ struct Raw {
 
 fn default_eps() -> f64 {
     1e-6
+}
+
+/// The Llama-family variant a checkpoint's config.json names (`model_type`, else its
+/// architecture), or `None` when it names another model: for a caller that runs other models
+/// some other way (exercise 8's second tier).
+pub fn family_of_file(path: &Path) -> Result<Option<Family>> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    let raw: serde_json::Value = serde_json::from_str(&text).map_err(|e| Error::Config { path: path.to_owned(), message: e.to_string() })?;
+    if let Some(name) = raw.get("model_type").and_then(|v| v.as_str()) {
+        return Ok(Family::from_model_type(name));
+    }
+    let arch = raw.get("architectures").and_then(|a| a.get(0)).and_then(|a| a.as_str()).unwrap_or("");
+    Ok(Family::from_architecture(arch))
 }
 
 impl Config {
@@ -188,12 +207,7 @@ fn family_of(raw: &Raw) -> std::result::Result<Family, String> {
         return Family::from_model_type(name).ok_or_else(|| format!("model_type \"{name}\" is not in the Llama family this engine runs ({supported})"));
     }
     let arch = raw.architectures.first().map(String::as_str).unwrap_or("");
-    let prefix = [("Llama", Family::Llama), ("Mistral", Family::Mistral), ("Qwen2", Family::Qwen2), ("Qwen3", Family::Qwen3)];
-    prefix
-        .iter()
-        .find(|(p, _)| arch.strip_prefix(p).is_some_and(|rest| rest == "ForCausalLM"))
-        .map(|(_, f)| *f)
-        .ok_or_else(|| format!("no model_type, and architectures {:?} names none of the Llama family ({supported})", raw.architectures))
+    Family::from_architecture(arch).ok_or_else(|| format!("no model_type, and architectures {:?} names none of the Llama family ({supported})", raw.architectures))
 }
 
 /// The rotary base and scaling, from `rope_parameters` (transformers 5) or `rope_theta` and

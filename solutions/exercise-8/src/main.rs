@@ -31,10 +31,11 @@ use profiler::{CudaTiming, SortBy, TableOptions};
         Supported: the Llama family, on the course's own engine, every op in its own row with its work count and \
         roofline (the first tier): config.json's model_type llama (Llama 2, 3, 3.1, 3.2, SmolLM, SmolLM2, \
         TinyLlama), mistral, qwen2 (Qwen2, Qwen2.5) and qwen3, from safetensors checkpoints, in f32, bf16 or f16. \
-        The second tier: a GGUF file (--model FILE.gguf) whose general.architecture is llama or qwen2, run by \
-        candle-transformers' quantized_llama or quantized_qwen2 and profiled through the tracing spans they open: \
-        its rows are those spans, without work counts (so no roofline), and the time no span covers is one row, \
-        outside_any_span. Other architectures are refused with what was found.\n\n\
+        The second tier: a GGUF file (--model FILE.gguf) whose general.architecture is llama or qwen2 (run by \
+        candle-transformers' quantized_llama or quantized_qwen2), or a checkpoint whose model_type is phi3 or gemma \
+        (its phi3 and gemma models), profiled through the tracing spans those models open: the rows are those \
+        spans, without work counts (so no roofline), and the time no span covers is one row, outside_any_span. \
+        Other model types are refused with what was found.\n\n\
         --model takes a Hub repository id (downloaded once into the Hugging Face cache; offline, the cache), a \
         folder holding config.json and model.safetensors (or an index and its shards), or a synthetic checkpoint \
         with a real model's shapes (synthetic-smollm2-135m, synthetic-llama-tiny). A model needs about twice its \
@@ -91,13 +92,15 @@ fn run(args: Args) -> Result<()> {
     let started = std::time::Instant::now();
     let device = args.run.open_device()?;
     let profile = match args.model.ends_with(".gguf") {
-        // The second tier: a GGUF file, run by candle-transformers and profiled through its spans.
-        true => {
-            let (profile, line) = traced_models::profile_file(Path::new(&args.model), &device, &spec)?;
-            println!("{line}");
-            profile
+        true => through_its_spans(Path::new(&args.model), &args.model, &device, &args, &spec)?,
+        false => {
+            // Found or fetched first; its config.json says which tier runs it.
+            let checkpoint = source::resolve(&Source::parse(&args.model)?, args.run.dtype, &mut |notice| eprintln!("{notice}"))?;
+            match llama::config::family_of_file(&checkpoint.dir.join("config.json"))? {
+                Some(_) => in_the_engine(&checkpoint, &device, &args, &spec)?,
+                None => through_its_spans(&checkpoint.dir, &checkpoint.name, &device, &args, &spec)?,
+            }
         }
-        false => in_the_engine(&args, &device, &spec)?,
     };
     let on_cuda = device.is_cuda();
     let options = TableOptions {
@@ -118,11 +121,10 @@ fn run(args: Args) -> Result<()> {
 }
 
 /// The first tier: a Llama-family checkpoint on the course's engine, every op in its own row.
-fn in_the_engine(args: &Args, device: &candle_core::Device, spec: &ForwardProfile) -> Result<profiler::Profile> {
+fn in_the_engine(checkpoint: &source::Checkpoint, device: &candle_core::Device, args: &Args, spec: &ForwardProfile) -> Result<profiler::Profile> {
     // ANCHOR: load
-    // Your model: its config.json is read first, and a model too large for this machine's free
-    // memory is refused before any weight is read or downloaded.
-    let checkpoint = source::resolve(&Source::parse(&args.model)?, args.run.dtype, &mut |notice| eprintln!("{notice}"))?;
+    // Your model, on the course's engine. Its config.json was read first: a model too large for
+    // this machine's free memory was refused before any weight was read or downloaded.
     let model = llama::weights::load(&checkpoint.dir, device, args.run.dtype, args.run.kernel_path()?)
         .with_context(|| format!("cannot load {}", checkpoint.name))?;
     let cfg = model.config();
@@ -145,5 +147,14 @@ fn in_the_engine(args: &Args, device: &candle_core::Device, spec: &ForwardProfil
     let mut profile = profile_forward(&model, spec)?;
     profile.environment.model = Some(checkpoint.name.clone());
     profile.environment.tier = Some("engine".into());
+    Ok(profile)
+}
+
+/// The second tier: a GGUF file, or a checkpoint of another model type, run by
+/// candle-transformers and profiled through the tracing spans it opens.
+fn through_its_spans(path: &Path, name: &str, device: &candle_core::Device, args: &Args, spec: &ForwardProfile) -> Result<profiler::Profile> {
+    let (profile, line) = traced_models::profile_model(path, name, device, args.run.dtype, spec)
+        .context("exercise 8 runs the Llama family on the course's engine, and phi3, gemma and GGUF files through their spans (--help)")?;
+    println!("{line}");
     Ok(profile)
 }

@@ -85,11 +85,11 @@ fn a_model_larger_than_the_free_memory_is_refused_before_any_weight_is_read() {
 #[test]
 fn another_architecture_and_a_gguf_file_are_refused_with_what_was_found() {
     let ckpt = tempfile::tempdir().unwrap();
-    std::fs::write(ckpt.path().join("config.json"), SEVENTY_B.replace("\"model_type\":\"llama\"", "\"model_type\":\"gemma\"")).unwrap();
+    std::fs::write(ckpt.path().join("config.json"), SEVENTY_B.replace("\"model_type\":\"llama\"", "\"model_type\":\"mamba\"")).unwrap();
     let o = run(ckpt.path().to_str().unwrap(), folder().path(), &[], true);
     let out = text(&o);
-    assert!(!o.status.success() && out.contains("model_type \"gemma\" is not in the Llama family this engine runs (llama, mistral, qwen2, qwen3)"), "{out}");
-    assert!(out.contains("config.json"), "names the file: {out}");
+    assert!(!o.status.success() && out.contains("exercise 8 runs the Llama family on the course's engine, and phi3, gemma and GGUF files"), "{out}");
+    assert!(out.contains("model_type \"mamba\" is not one this program runs through candle-transformers") && out.contains("config.json"), "names what it found: {out}");
     let gguf = ckpt.path().join("tiny-gemma3.gguf");
     let gemma3 = traced_models::gguf::TinyShape { arch: "gemma3", ..traced_models::gguf::TINY_LLAMA };
     traced_models::gguf::write_tiny(&gguf, &gemma3, candle_core::quantized::GgmlDType::Q8_0).unwrap();
@@ -203,7 +203,9 @@ fn the_solution_passes_on_a_first_tier_and_a_second_tier_model() {
     let gguf_dir = tempfile::tempdir().unwrap();
     let gguf = gguf_dir.path().join("tiny-llama-q8_0.gguf");
     traced_models::gguf::write_tiny(&gguf, &traced_models::gguf::TINY_LLAMA, candle_core::quantized::GgmlDType::Q8_0).unwrap();
-    for (model, tier) in [(fixture("qwen3"), "engine"), (gguf, "spans")] {
+    let phi3 = gguf_dir.path().join("tiny-phi3");
+    traced_models::tiny::write(&phi3, "phi3").unwrap();
+    for (model, tier) in [(fixture("qwen3"), "engine"), (gguf, "spans"), (phi3, "spans")] {
         let dir = folder();
         let o = run(model.to_str().unwrap(), dir.path(), &[], true);
         assert!(o.status.success(), "{}", text(&o));

@@ -1,7 +1,7 @@
-//! The second tier on tiny GGUF files written by candle itself: each architecture loads, runs
-//! and profiles into the rows of the spans its model opens, plus one row for the time outside
-//! any span; no row has a work count, so none has a roofline. An architecture this tier does
-//! not run is refused by name.
+//! The second tier on tiny GGUF files written by candle itself and on tiny Phi-3 and Gemma
+//! checkpoints: each architecture loads, runs and profiles into the rows of the spans its model
+//! opens, plus one row for the time outside any span; no row has a work count, so none has a
+//! roofline. An architecture this tier does not run is refused by name.
 
 use candle_core::quantized::GgmlDType;
 use candle_core::Device;
@@ -67,4 +67,34 @@ fn an_architecture_this_tier_does_not_run_is_refused_by_name() {
     let not_gguf = _dir.path().join("not.gguf");
     std::fs::write(&not_gguf, b"safetensors?").unwrap();
     assert!(TracedModel::load_gguf(&not_gguf, &Device::Cpu).err().unwrap().to_string().contains("not a readable GGUF file"));
+}
+
+/// Phi-3 opens `linear` and `rms-norm` spans; Gemma opens none, so its whole forward pass is the
+/// untraced row: what "through its spans" can show depends on the model's authors.
+#[test]
+fn phi3_and_gemma_checkpoints_profile_into_the_spans_they_open() {
+    for (arch, spans) in [("phi3", &["linear", "rms-norm"][..]), ("gemma", &[][..])] {
+        let dir = tempfile::tempdir().unwrap();
+        traced_models::tiny::write(dir.path(), arch).unwrap();
+        let profile = with_span_profiler(|| {
+            let mut model = TracedModel::load_safetensors(dir.path(), &Device::Cpu, candle_core::DType::F32).unwrap();
+            assert_eq!(model.architecture, arch);
+            profile(&mut model, 6, 1, 2).unwrap()
+        });
+        let rows = profile.key_averages(View::Op, false, SortBy::SelfCpuTimeTotal).rows;
+        let names: Vec<&str> = rows.iter().map(|r| r.name.as_str()).filter(|n| *n != profiler::STEP_ROW).collect();
+        for expected in spans.iter().copied().chain([UNTRACED.name]) {
+            assert!(names.contains(&expected), "{arch}: no {expected} row in {names:?}");
+        }
+        if spans.is_empty() {
+            assert_eq!(names, [UNTRACED.name], "{arch} opens no span");
+        }
+        assert!(rows.iter().all(|r| r.flops.is_none() && r.bytes.is_none()), "{arch}: a work count nobody measured");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    traced_models::tiny::write(dir.path(), "phi3").unwrap();
+    let config = std::fs::read_to_string(dir.path().join("config.json")).unwrap().replace("\"phi3\"", "\"mamba\"");
+    std::fs::write(dir.path().join("config.json"), config).unwrap();
+    let e = TracedModel::load_safetensors(dir.path(), &Device::Cpu, candle_core::DType::F32).err().unwrap().to_string();
+    assert!(e.contains("model_type \"mamba\" is not one this program runs through candle-transformers (phi3, gemma)") && e.contains("config.json"), "{e}");
 }
