@@ -9,7 +9,8 @@ use crate::cpu::KernelPath;
 use crate::pass::{Logits, Segment};
 use crate::{Result, SeqCache};
 
-pub trait CausalLm {
+/// `Sync`: the tools run it on the compute pool's threads ([`crate::cpu::on_pool`]).
+pub trait CausalLm: Sync {
     /// One forward pass over sequences of any lengths, each after what its own cache holds:
     /// f32 logits for the positions each segment's `logits` asks for, `[rows, vocab]`.
     fn forward(&self, segments: &mut [Segment<'_>]) -> Result<Tensor>;

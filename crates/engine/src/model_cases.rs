@@ -56,7 +56,12 @@ fn ids(batch: usize, seq: usize, vocab: usize) -> Vec<Vec<u32>> {
 
 /// The engine benchmark: (a) forward B=1 T=8 with logits for every position, (b) prefill
 /// B=1 T=128, (c) one KV-cache decode step at context 32 for B = 1, 8, 16.
-pub fn run_model_cases(model: &dyn CausalLm, warmup: usize, repeats: usize, mut progress: impl FnMut(&str)) -> Result<Vec<CaseResult>> {
+/// Each case runs on the compute pool ([`crate::cpu::on_pool`]), as generation does.
+pub fn run_model_cases(model: &dyn CausalLm, warmup: usize, repeats: usize, mut progress: impl FnMut(&str) + Send) -> Result<Vec<CaseResult>> {
+    crate::cpu::on_pool(move || cases(model, warmup, repeats, &mut progress))
+}
+
+fn cases(model: &dyn CausalLm, warmup: usize, repeats: usize, progress: &mut (impl FnMut(&str) + Send)) -> Result<Vec<CaseResult>> {
     let vocab = model.vocab_size();
     let dev = model.device();
     let mut results = Vec::new();

@@ -65,8 +65,13 @@ pub fn machine_ceilings(model: &dyn CausalLm, remeasure: bool) -> Option<Ceiling
     }
 }
 
-/// [`profile_forward`] with the ceilings given (`None`: no roofline columns).
+/// [`profile_forward`] with the ceilings given (`None`: no roofline columns), recorded on the
+/// compute pool ([`crate::cpu::on_pool`]) as the benchmark and generation run the model.
 pub fn profile_forward_with(model: &dyn CausalLm, p: &ForwardProfile, ceilings: Option<Ceilings>) -> Result<Profile> {
+    crate::cpu::on_pool(|| record_forward(model, p, ceilings))
+}
+
+fn record_forward(model: &dyn CausalLm, p: &ForwardProfile, ceilings: Option<Ceilings>) -> Result<Profile> {
     let ids = sample_ids(p.batch, p.seq, model.vocab_size());
     let device = model.device();
     let options = Options {
@@ -143,6 +148,10 @@ impl Overhead {
 /// Alternates unprofiled and profiled forwards `repeats` times each (after `p.warmup`
 /// untimed pairs), so drift in the machine's speed hits both sides alike.
 pub fn measure_overhead(model: &dyn CausalLm, p: &ForwardProfile, repeats: usize) -> Result<Overhead> {
+    crate::cpu::on_pool(|| overhead(model, p, repeats))
+}
+
+fn overhead(model: &dyn CausalLm, p: &ForwardProfile, repeats: usize) -> Result<Overhead> {
     use std::time::Instant;
     let ids = sample_ids(p.batch, p.seq, model.vocab_size());
     let forward = || model.forward(&mut Segment::rows(&ids, &mut model.new_caches(p.batch, p.seq), Logits::AllPositions)?).map(drop);

@@ -313,7 +313,7 @@ impl Batch {
             let logits = if from + n == s.request.prompt.len() { Logits::LastPosition } else { Logits::None };
             segments.push(Segment { ids: &s.request.prompt[from..from + n], cache: &mut s.cache, logits });
         }
-        let logits = model.forward(&mut segments)?;
+        let logits = engine::cpu::on_pool(|| model.forward(&mut segments))?;
         drop(segments);
 
         let eos = model.config().eos_token_id;
