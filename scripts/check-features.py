@@ -17,7 +17,8 @@ allows on stable) and compares:
      workspace build compiles too, so CI's one build serves every package; and
      `cargo build -p exercise-3` after `cargo build -p exercise-5` compiles no crate again: only
      exercise-3 and what only it uses (the issue's proof);
-  3. the HTTP stack stays out of exercise-3's graph (gpt2's `serve` feature is off there).
+  3. the HTTP stack stays out of exercise-3's graph (gpt2's `serve` feature is off there), and so
+     does candle-transformers (exercise 8's second tier).
 
     scripts/check-features.py [--target TRIPLE] [--help]
 
@@ -194,6 +195,15 @@ def main():
         print(f"FAIL{platform} exercise-3's graph has the HTTP stack: {', '.join(http)}")
     else:
         print(f"ok{platform}   exercise-3 builds without the HTTP stack (no tokio, hyper, axum)")
+
+    # Exercise 8's second tier runs candle-transformers' models: a learner's first build leaves
+    # them out.
+    second_tier = sorted({name(u) for u in ex3 if name(u).split("@")[0] in ("candle-transformers", "traced-models")})
+    if second_tier:
+        failed += 1
+        print(f"FAIL{platform} exercise-3's graph has exercise 8's second tier: {', '.join(second_tier)}")
+    else:
+        print(f"ok{platform}   exercise-3 builds without candle-transformers (exercise 8's second tier)")
     sys.exit(1 if failed else 0)
 
 
