@@ -130,14 +130,15 @@ fn sequences_at_different_positions_in_one_pass_get_their_solo_logits() {
 
 /// Weights stored in a half type stay close to transformers' f32 logits (the packed paths widen
 /// them beside f32 activations; the portable path runs candle's ops in the half type). The
-/// worst this machine measured over the six fixtures: 0.041 in bf16 and 0.0056 in f16, both on
-/// the portable path; the packed paths 0.024 and 0.0036.
+/// worst measured over the six fixtures: 0.041 in bf16 and 0.0056 in f16 on x86-64's portable
+/// path, 0.0106 in f16 on aarch64's (under qemu: candle's half-type ops round otherwise there);
+/// the packed paths 0.024 and 0.0036.
 #[test]
 fn half_type_weights_stay_close_to_the_f32_logits() {
     on_each_path(|path| {
         for variant in VARIANTS {
             let r = reference(variant);
-            for (dtype, bound) in [(DType::BF16, 0.06), (DType::F16, 0.01)] {
+            for (dtype, bound) in [(DType::BF16, 0.06), (DType::F16, 0.02)] {
                 let dir = fixtures().join(format!("tiny-{variant}"));
                 let m = llama::weights::load(&dir, &Device::Cpu, dtype, path).unwrap();
                 let logits = m.forward_one(&r.ids, &mut m.new_cache(r.ids.len()), Logits::AllPositions).unwrap();

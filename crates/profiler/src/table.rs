@@ -214,6 +214,9 @@ pub fn render(report: &Report, row_limit: Option<usize>, with_flops: bool) -> St
             _ => String::new(),
         }
     ));
+    if let Some(line) = model_line(&report.environment) {
+        out.push_str(&line);
+    }
     if matches!(report.sort_by, SortBy::SelfCudaTimeTotal | SortBy::CudaTimeTotal) && !device {
         out.push_str("No CUDA times were recorded: rows are sorted by the CPU times instead.\n");
     }
@@ -279,6 +282,19 @@ impl crate::recording::Profile {
     }
 }
 
+/// What ran and how its rows were made, where the caller said (`Environment::model`, `tier`).
+fn model_line(env: &crate::Environment) -> Option<String> {
+    let model = env.model.as_deref().unwrap_or("the model");
+    let how = match env.tier.as_deref()? {
+        "engine" => "the engine's ops, one row each, with a roofline where the op declares its work".to_string(),
+        "spans" => "the tracing spans the model opens, without work counts, so without a roofline (its time \
+                    outside every span is a row of its own)"
+            .to_string(),
+        other => format!("tier {other}"),
+    };
+    Some(format!("Model: {model}; rows: {how}.\n"))
+}
+
 impl Report {
     /// The table of a report read back from disk: the same table the profile printed
     /// (roofline columns when the report has ceilings, its warnings under the footers).
@@ -290,6 +306,17 @@ impl Report {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_model_line_says_how_the_rows_were_made() {
+        let mut env = crate::Environment::capture(crate::Target::default());
+        assert_eq!(model_line(&env), None, "nothing said, nothing printed");
+        env.model = Some("m.gguf".into());
+        env.tier = Some("spans".into());
+        assert!(model_line(&env).unwrap().starts_with("Model: m.gguf; rows: the tracing spans the model opens, without work counts"));
+        env.tier = Some("engine".into());
+        assert!(model_line(&env).unwrap().contains("a roofline where the op declares its work"));
+    }
 
     #[test]
     fn units_switch_like_pytorch() {

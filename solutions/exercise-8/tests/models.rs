@@ -211,8 +211,10 @@ fn the_solution_passes_on_a_first_tier_and_a_second_tier_model() {
         assert!(o.status.success(), "{}", text(&o));
         let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("results/report.json")).unwrap()).unwrap();
         assert_eq!(report["environment"]["tier"], tier, "the report says which tier ran");
+        assert!(text(&o).contains(&format!("Model: {}; rows: ", model.display())), "the table says what ran: {}", text(&o));
         if tier == "spans" {
             assert!(text(&o).contains("second tier") && text(&o).contains("outside_any_span"), "{}", text(&o));
+            assert!(text(&o).contains("rows: the tracing spans the model opens, without work counts"), "{}", text(&o));
             assert!(report["rows"].as_array().unwrap().iter().all(|r| r["roofline"].is_null()), "no roofline without a work count");
         }
         let r = grade(dir.path());
