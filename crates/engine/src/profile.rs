@@ -71,9 +71,10 @@ pub fn profile_forward_with(model: &dyn CausalLm, p: &ForwardProfile, ceilings: 
     crate::cpu::on_pool(|| record_forward(model, p, ceilings))
 }
 
-fn record_forward(model: &dyn CausalLm, p: &ForwardProfile, ceilings: Option<Ceilings>) -> Result<Profile> {
-    let ids = sample_ids(p.batch, p.seq, model.vocab_size());
-    let device = model.device();
+/// The profiler `p` describes, for forwards on `device`: its schedule, shapes and FLOP counts,
+/// the compute threads, CUDA events (or sync) where the device is a GPU, and the reading
+/// thresholds. Every model's profile is recorded with it, whichever tier made the model.
+pub fn recorder(device: &candle_core::Device, p: &ForwardProfile) -> Result<Profiler> {
     let options = Options {
         schedule: Schedule::new(0, p.warmup, p.active.max(1), 1),
         record_shapes: p.record_shapes,
@@ -81,8 +82,12 @@ fn record_forward(model: &dyn CausalLm, p: &ForwardProfile, ceilings: Option<Cei
         device: if device.is_cuda() { DeviceKind::Cuda } else { DeviceKind::Cpu },
         threads: Some(candle_core::utils::get_num_threads()),
     };
-    let mut prof = attach_device_timer(Profiler::new(options), device, p.cuda_timing)?
-        .with_reading_thresholds(profiler::reading::Thresholds::DEFAULT);
+    Ok(attach_device_timer(Profiler::new(options), device, p.cuda_timing)?.with_reading_thresholds(profiler::reading::Thresholds::DEFAULT))
+}
+
+fn record_forward(model: &dyn CausalLm, p: &ForwardProfile, ceilings: Option<Ceilings>) -> Result<Profile> {
+    let ids = sample_ids(p.batch, p.seq, model.vocab_size());
+    let mut prof = recorder(model.device(), p)?;
     if let Some(c) = ceilings {
         prof = prof.with_ceilings(c);
     }

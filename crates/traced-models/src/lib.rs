@@ -16,7 +16,8 @@ use std::path::Path;
 
 use candle_core::{Device, Tensor};
 use engine::{Error, Result};
-use profiler::{Line, OpName, Options, Profile, Profiler, Schedule};
+use engine::profile::ForwardProfile;
+use profiler::{Line, OpName, Profile};
 
 /// The row of the forward pass's time that no span of the model covers.
 pub const UNTRACED: OpName = OpName::new("outside_any_span", Line::Other);
@@ -121,22 +122,16 @@ impl TracedModel {
     }
 }
 
-/// Records forward passes of `seq` tokens (one sequence) under the profiler, `warmup` thrown
-/// away and `active` recorded: each pass a fresh sequence, the model's spans its rows, and the
-/// time no span covers one [`UNTRACED`] row. The model must have been loaded with a
-/// [`profiler::ProfilerLayer`] subscriber in place (its spans are made when it is built): see
-/// [`with_span_profiler`].
-pub fn profile(model: &mut TracedModel, seq: usize, warmup: usize, active: usize) -> Result<Profile> {
-    let ids: Vec<u32> = (0..seq).map(|t| (t * 104_729 % 97 + 3) as u32).collect();
+/// Records forward passes as `spec` says (one sequence of `spec.seq` tokens), with the profiler
+/// every model's profile is recorded with (`engine::profile::recorder`): each pass a fresh
+/// sequence, the model's spans its rows, and the time no span covers one [`UNTRACED`] row. The
+/// model must have been loaded with a [`profiler::ProfilerLayer`] subscriber in place (its spans
+/// are made when it is built): see [`with_span_profiler`].
+pub fn profile(model: &mut TracedModel, spec: &ForwardProfile) -> Result<Profile> {
+    // Ids inside the smallest vocabulary this tier meets (the tests' 256 tokens).
+    let ids = engine::profile::sample_ids(1, spec.seq, 256).remove(0);
     let ids = Tensor::new(ids.as_slice(), model.device())?.unsqueeze(0)?;
-    let options = Options {
-        schedule: Schedule::new(0, warmup, active.max(1), 1),
-        record_shapes: true,
-        device: if model.device().is_cuda() { profiler::DeviceKind::Cuda } else { profiler::DeviceKind::Cpu },
-        threads: Some(candle_core::utils::get_num_threads()),
-        ..Options::default()
-    };
-    let mut prof = Profiler::new(options).with_reading_thresholds(profiler::reading::Thresholds::DEFAULT);
+    let mut prof = engine::profile::recorder(model.device(), spec)?;
     while !prof.is_done() {
         prof.step(|| {
             model.restart();
@@ -165,7 +160,7 @@ pub fn with_span_profiler<T>(f: impl FnOnce() -> T) -> T {
 /// [`profiler::ProfilerLayer`] and profiled as `spec` says (one sequence: `spec.batch` must be
 /// 1). The profile's environment names the model (`name`) and the tier. Returns it with a line
 /// that describes the model.
-pub fn profile_model(path: &Path, name: &str, device: &Device, dtype: candle_core::DType, spec: &engine::profile::ForwardProfile) -> Result<(Profile, String)> {
+pub fn profile_model(path: &Path, name: &str, device: &Device, dtype: candle_core::DType, spec: &ForwardProfile) -> Result<(Profile, String)> {
     if spec.batch != 1 {
         return Err(Error::Input(format!("--batch {}: the second tier profiles one sequence (--batch 1)", spec.batch)));
     }
@@ -182,7 +177,7 @@ pub fn profile_model(path: &Path, name: &str, device: &Device, dtype: candle_cor
             true => TracedModel::load_gguf(path, device)?,
             false => TracedModel::load_safetensors(path, device, dtype)?,
         };
-        let profile = profile(&mut model, spec.seq, spec.warmup, spec.active)?;
+        let profile = profile(&mut model, spec)?;
         Ok((profile, model))
     })?;
     profile.environment.model = Some(name.to_string());

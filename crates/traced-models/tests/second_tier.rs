@@ -5,6 +5,7 @@
 
 use candle_core::quantized::GgmlDType;
 use candle_core::Device;
+use engine::profile::ForwardProfile;
 use profiler::{Line, SortBy, View};
 use traced_models::gguf::{write_tiny, TinyShape, TINY_LLAMA, TINY_QWEN2};
 use traced_models::{profile, with_span_profiler, TracedModel, UNTRACED};
@@ -26,7 +27,7 @@ fn each_architecture_profiles_into_its_spans_and_the_untraced_rest() {
         let profile = with_span_profiler(|| {
             let mut model = TracedModel::load_gguf(&path, &Device::Cpu).unwrap();
             assert_eq!((model.architecture.as_str(), model.weight_type.as_str()), (shape.arch, "q8_0"));
-            profile(&mut model, 6, 1, 2).unwrap()
+            profile(&mut model, &ForwardProfile { seq: 6, warmup: 1, active: 2, ..ForwardProfile::default() }).unwrap()
         });
         let rows = profile.key_averages(View::Op, false, SortBy::SelfCpuTimeTotal).rows;
         let names: Vec<&str> = rows.iter().map(|r| r.name.as_str()).collect();
@@ -79,7 +80,7 @@ fn phi3_and_gemma_checkpoints_profile_into_the_spans_they_open() {
         let profile = with_span_profiler(|| {
             let mut model = TracedModel::load_safetensors(dir.path(), &Device::Cpu, candle_core::DType::F32).unwrap();
             assert_eq!(model.architecture, arch);
-            profile(&mut model, 6, 1, 2).unwrap()
+            profile(&mut model, &ForwardProfile { seq: 6, warmup: 1, active: 2, ..ForwardProfile::default() }).unwrap()
         });
         let rows = profile.key_averages(View::Op, false, SortBy::SelfCpuTimeTotal).rows;
         let names: Vec<&str> = rows.iter().map(|r| r.name.as_str()).filter(|n| *n != profiler::STEP_ROW).collect();
