@@ -147,7 +147,7 @@ impl Linear {
         // Each operand at its stored width: a half-type weight moves half the bytes.
         let (flops, bytes) = work::matmul_widths(1, m, k, n, x.dtype().size_in_bytes(), self.weight.dtype().size_in_bytes());
         let kernel = match &self.weight {
-            Weight::Packed(w) => label::packed(w.path(), w.dtype()),
+            Weight::Packed(w) => label::packed(w.path(), w.dtype(), w.uses_dot_products(m)),
             _ => label::gemm(x.device()),
         };
         let _s = profiler::op_shapes(self.op, &[x.dims(), &[rows, cols]]).with_work(flops, bytes).with_kernel(kernel).with_dtype(self.weight.dtype().as_str());

@@ -86,10 +86,12 @@ pub mod list {
 /// What a row's `kernel` column says ran.
 pub mod label {
     /// `cpu::packed_matmul` over weights packed at load: its AVX-512 kernel, and its AVX2 one,
-    /// on f32 weights; then on bf16 and f16 weights (widened in registers, f32 arithmetic).
+    /// on f32 weights; then on bf16 and f16 weights (widened in registers, f32 arithmetic);
+    /// then bf16 weights on `avx512_bf16`'s dot product (`x` rounded to bf16, f32 sums).
     pub const PACKED_AVX512: &str = "packed-avx512";
     pub const PACKED_AVX2: &str = "packed-avx2";
     pub const PACKED_AVX512_BF16: &str = "packed-avx512-bf16";
+    pub const PACKED_AVX512_BF16_DOT: &str = "packed-avx512-bf16-dot";
     pub const PACKED_AVX2_BF16: &str = "packed-avx2-bf16";
     pub const PACKED_AVX512_F16: &str = "packed-avx512-f16";
     pub const PACKED_AVX2_F16: &str = "packed-avx2-f16";
@@ -108,10 +110,12 @@ pub mod label {
     pub const CUSTOM: &str = "custom";
 
     /// The packed kernel's label on a kernel path that has one (`avx512`, `avx2`), for a
-    /// weight stored as `dtype` (the type is named where it is not f32).
-    pub fn packed(path: crate::cpu::KernelPath, dtype: candle_core::DType) -> &'static str {
+    /// weight stored as `dtype` (the type is named where it is not f32), and whether the
+    /// product ran on the bf16 dot product.
+    pub fn packed(path: crate::cpu::KernelPath, dtype: candle_core::DType, dot: bool) -> &'static str {
         use candle_core::DType::{BF16, F16};
         match (path, dtype) {
+            (crate::cpu::KernelPath::Avx512, BF16) if dot => PACKED_AVX512_BF16_DOT,
             (crate::cpu::KernelPath::Avx512, BF16) => PACKED_AVX512_BF16,
             (crate::cpu::KernelPath::Avx512, F16) => PACKED_AVX512_F16,
             (crate::cpu::KernelPath::Avx512, _) => PACKED_AVX512,
@@ -272,7 +276,7 @@ pub fn attn_scores(q: &Tensor, k: &Tensor, path: KernelPath) -> Result<Tensor> {
     let scale = 1.0 / (d as f64).sqrt();
     // candle's batched gemm is slow at attention's small shapes; the packed kernel is not.
     let packed = fast_path(path, q);
-    let kernel = packed.map_or(label::gemm(q.device()), |path| label::packed(path, DType::F32));
+    let kernel = packed.map_or(label::gemm(q.device()), |path| label::packed(path, DType::F32, false));
     let _s = profiler::op_shapes(list::ATTN_QK, &[q.dims(), k.dims()]).with_work(flops, bytes).with_kernel(kernel).with_dtype(q.dtype().as_str());
     Ok(match packed {
         Some(path) => packed_matmul::batched_matmul(q, k, Rhs::Transposed, scale as f32, path)?,
@@ -390,7 +394,7 @@ pub fn attn_values(probs: &Tensor, v: &Tensor, path: KernelPath) -> Result<Tenso
     let (b, h, t, s) = probs.dims4()?;
     let (flops, bytes) = work::matmul(b * h, t, s, v.dim(3)?, probs.dtype().size_in_bytes());
     let packed = fast_path(path, probs);
-    let kernel = packed.map_or(label::gemm(probs.device()), |path| label::packed(path, DType::F32));
+    let kernel = packed.map_or(label::gemm(probs.device()), |path| label::packed(path, DType::F32, false));
     let _s = profiler::op_shapes(list::ATTN_V, &[probs.dims(), v.dims()]).with_work(flops, bytes).with_kernel(kernel).with_dtype(probs.dtype().as_str());
     Ok(match packed {
         Some(path) => packed_matmul::batched_matmul(probs, v, Rhs::AsIs, 1.0, path)?,

@@ -17,11 +17,21 @@ use profiler::{Line, Options, Profiler, Schedule, SortBy, View, STEP_ROW};
 /// and the slice that keeps the last position. Every other op row must land on a named line.
 const OTHER_BY_DESIGN: [&str; 2] = ["embedding", "last_position"];
 
+/// Whether this CPU has `avx512_bf16`, whose dot product the AVX-512 path's bf16 products of
+/// 8 rows or more run on.
+fn has_bf16_dot() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return std::arch::is_x86_feature_detected!("avx512bf16");
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
 /// Every label a row may carry (the contract's vocabulary).
-const LABELS: [&str; 13] = [
+const LABELS: [&str; 14] = [
     "packed-avx512",
     "packed-avx2",
     "packed-avx512-bf16",
+    "packed-avx512-bf16-dot",
     "packed-avx2-bf16",
     "packed-avx512-f16",
     "packed-avx2-f16",
@@ -134,7 +144,11 @@ fn every_op_row_says_which_kernel_ran() {
                 DType::F16 => "-f16",
                 _ => "",
             };
+            // On AVX-512 a bf16 product of 8 rows or more runs on `avx512_bf16`'s dot product
+            // where the CPU has it: the prefill's row then names both kernels.
+            let dot = path == KernelPath::Avx512 && dtype == DType::BF16 && has_bf16_dot();
             let (matmul, attention, elementwise) = match path {
+                KernelPath::Avx512 if dot => ("packed-avx512-bf16+packed-avx512-bf16-dot".to_string(), "packed-avx512", "avx512"),
                 KernelPath::Avx512 => (format!("packed-avx512{half}"), "packed-avx512", "avx512"),
                 KernelPath::Avx2 => (format!("packed-avx2{half}"), "packed-avx2", "avx2"),
                 KernelPath::Portable => ("candle-gemm".to_string(), "candle-gemm", "candle"),

@@ -17,7 +17,7 @@ const OTHER_BY_DESIGN: [&str; 2] = ["embedding", "last_position"];
 /// The rows that only move or reshape values and declare no work (as for GPT-2).
 const NO_WORK: [&str; 5] = ["embedding", "split_heads", "kv_cache", "merge_heads", "last_position"];
 
-const LABELS: [&str; 10] = ["packed-avx512", "packed-avx2", "packed-avx512-bf16", "packed-avx2-bf16", "packed-avx512-f16", "packed-avx2-f16", "candle-gemm", "avx512", "avx2", "candle"];
+const LABELS: [&str; 11] = ["packed-avx512", "packed-avx2", "packed-avx512-bf16", "packed-avx512-bf16-dot", "packed-avx2-bf16", "packed-avx512-f16", "packed-avx2-f16", "candle-gemm", "avx512", "avx2", "candle"];
 
 fn model(variant: &str, path: KernelPath, dtype: DType) -> Model {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/fixtures/tiny-{variant}"));
@@ -75,7 +75,9 @@ fn every_op_of_every_variant_has_its_named_row_kernel_and_work() {
                     assert_eq!(declared.map(|o| o.line()), Some(row.line), "{at}: row {op} is not on the line engine::ops::list declares");
                     assert_eq!(row.line == Line::Other, OTHER_BY_DESIGN.contains(&op), "{at}: {op} is on {:?}", row.line);
                     let kernel = row.kernel.as_deref().unwrap_or_else(|| panic!("{at}: {op} has no kernel label"));
-                    assert!(LABELS.contains(&kernel), "{at}: {op} ran on {kernel}, not a contract label");
+                    // A row that ran on two kernels (a bf16 product widened for a decode row and
+                    // on the dot product for a prefill) names both, joined by `+`.
+                    assert!(kernel.split('+').all(|k| LABELS.contains(&k)), "{at}: {op} ran on {kernel}, not a contract label");
                     if !NO_WORK.contains(&op) && op != "mask_build" && op != "mask_apply" {
                         assert!(row.flops.is_some() && row.bytes.is_some_and(|b| b > 0), "{at}: {op} has no work count: {row:?}");
                     }
@@ -84,7 +86,9 @@ fn every_op_of_every_variant_has_its_named_row_kernel_and_work() {
                 let packed = path != KernelPath::Portable;
                 assert_eq!(matmul.starts_with("packed-"), packed, "{at}: the dense layers ran on {matmul}");
                 if packed && dtype != DType::F32 {
-                    assert!(matmul.ends_with(if dtype == DType::BF16 { "-bf16" } else { "-f16" }), "{at}: {matmul}");
+                    // Each kernel the products ran on names the weights' type (bf16's dot product too).
+                    let half = if dtype == DType::BF16 { "-bf16" } else { "-f16" };
+                    assert!(matmul.split('+').all(|k| k.ends_with(half) || k.ends_with(&format!("{half}-dot"))), "{at}: {matmul}");
                 }
             }
         }

@@ -15,6 +15,15 @@
 //! a 16-bit shift, f16 with F16C's conversion) and every product accumulates in f32; `x` and the
 //! output are f32 whatever the weight's type.
 //!
+//! A bf16 weight on the AVX-512 path is stored with `k` in pairs ([`paired`]): each 32-bit
+//! lane holds one column's values at `k` and `k + 1`, so a panel row pair is two cache lines of
+//! 16 columns each. Widening that lane is one shift (the value at `k`) and one mask (the value
+//! at `k + 1`), with no shuffle across lanes; and it is the layout of `avx512_bf16`'s dot
+//! product (`vdpbf16ps`: 16 lanes × 2 products a step, twice the multiply-adds of an f32 FMA).
+//! Where the CPU has that instruction, products of at least [`DOT_MIN_ROWS`] rows (a prefill,
+//! a batch of decode steps) run on it, with `x` rounded to bf16 for the product (the sums stay
+//! f32); smaller ones (a single decode step, bound by the weights' bytes) widen and stay exact.
+//!
 //! Kernel: a block of the output lives in vector registers: up to 12 rows × 32 columns (a
 //! whole panel) with AVX-512 (24 of the 32 registers), up to 3 rows × 32 columns with AVX2
 //! (12 of the 16). For each `k` it loads the panel's vectors once, broadcasts one value per
@@ -103,6 +112,34 @@ pub struct PackedWeight {
     path: KernelPath,
     /// The type its values are stored in ([`F32`], [`BF16`] or [`F16`]).
     w: u8,
+    /// Whether `k` is stored in pairs ([`paired`]), padded to an even count.
+    pairs: bool,
+}
+
+/// Whether a weight of type `w` packed for `path` stores `k` in pairs: bf16 on AVX-512.
+fn paired(path: KernelPath, w: u8) -> bool {
+    path == KernelPath::Avx512 && w == BF16
+}
+
+/// Products with at least this many rows of `x` use `avx512_bf16`'s dot product where the CPU
+/// has it (see the module's notes).
+pub const DOT_MIN_ROWS: usize = 8;
+
+/// Whether a product of `m` rows of `x` against a `dtype` weight packed for `path` runs on the
+/// bf16 dot product on this CPU, and so rounds `x` to bf16 (what a parity bound must allow for).
+pub fn rounds_activations(path: KernelPath, dtype: DType, m: usize) -> bool {
+    path == KernelPath::Avx512 && dtype == DType::BF16 && m >= DOT_MIN_ROWS && has_bf16_dot()
+}
+
+/// Whether this CPU has `avx512_bf16` (read once).
+fn has_bf16_dot() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        *HAS.get_or_init(|| std::arch::is_x86_feature_detected!("avx512bf16"))
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
 }
 
 impl std::fmt::Debug for PackedWeight {
@@ -125,11 +162,12 @@ impl PackedWeight {
         let mut packed = Self::zeroed(n, k, path, w);
         // Fill the panels in parallel, one panel per task.
         let lines = packed.panel_lines().max(1);
+        let pairs = packed.pairs;
         let panels = packed.panels.par_chunks_mut(lines).enumerate();
         match w {
-            F32 => panels.for_each(|(p, panel)| fill_panel(values_mut::<f32>(panel), p, n, k, value)),
-            BF16 => panels.for_each(|(p, panel)| fill_panel(values_mut::<u16>(panel), p, n, k, |c, kk| bf16::from_f32(value(c, kk)).to_bits())),
-            _ => panels.for_each(|(p, panel)| fill_panel(values_mut::<u16>(panel), p, n, k, |c, kk| f16::from_f32(value(c, kk)).to_bits())),
+            F32 => panels.for_each(|(p, panel)| fill_panel(values_mut::<f32>(panel), p, n, k, false, value)),
+            BF16 => panels.for_each(|(p, panel)| fill_panel(values_mut::<u16>(panel), p, n, k, pairs, |c, kk| bf16::from_f32(value(c, kk)).to_bits())),
+            _ => panels.for_each(|(p, panel)| fill_panel(values_mut::<u16>(panel), p, n, k, false, |c, kk| f16::from_f32(value(c, kk)).to_bits())),
         }
         Ok(packed)
     }
@@ -139,18 +177,35 @@ impl PackedWeight {
     fn pack_with(n: usize, k: usize, path: KernelPath, value: impl Fn(usize, usize) -> f32) -> Self {
         let mut packed = Self::zeroed(n, k, path, F32);
         let lines = packed.panel_lines().max(1);
-        packed.panels.chunks_mut(lines).enumerate().for_each(|(p, panel)| fill_panel(values_mut::<f32>(panel), p, n, k, &value));
+        packed.panels.chunks_mut(lines).enumerate().for_each(|(p, panel)| fill_panel(values_mut::<f32>(panel), p, n, k, false, &value));
         packed
     }
 
     fn zeroed(n: usize, k: usize, path: KernelPath, w: u8) -> Self {
-        let lines = n.div_ceil(NR) * k * NR * width(w) / 64;
-        Self { panels: vec![Line([0; 64]); lines], n, k, path, w }
+        let pairs = paired(path, w);
+        let stored_k = if pairs { k.next_multiple_of(2) } else { k };
+        let lines = n.div_ceil(NR) * stored_k * NR * width(w) / 64;
+        Self { panels: vec![Line([0; 64]); lines], n, k, path, w, pairs }
+    }
+
+    /// The rows of `k` a panel holds: `k`, or with pairs the even count at or above it.
+    fn stored_k(&self) -> usize {
+        if self.pairs {
+            self.k.next_multiple_of(2)
+        } else {
+            self.k
+        }
     }
 
     /// Cache lines per panel: `k` rows of 32 values (zero with k = 0: nothing to fill).
     fn panel_lines(&self) -> usize {
-        self.k * NR * width(self.w) / 64
+        self.stored_k() * NR * width(self.w) / 64
+    }
+
+    /// Whether a product with `m` rows of `x` runs on `avx512_bf16`'s dot product (rounding
+    /// `x` to bf16), rather than widening the weight to f32.
+    pub fn uses_dot_products(&self, m: usize) -> bool {
+        rounds_activations(self.path, self.dtype(), m)
     }
 
     /// The kernel path its products run on.
@@ -181,7 +236,13 @@ impl PackedWeight {
         }
         let x = x.contiguous()?;
         let (storage, layout) = x.storage_and_layout();
-        let xs = pack_rows(cpu_f32(&storage, layout, "packed matmul")?, m, k, max_rows(self.path));
+        let values = cpu_f32(&storage, layout, "packed matmul")?;
+        let mr = max_rows(self.path);
+        let xs = if self.uses_dot_products(m) {
+            Rows::Pairs(pack_rows(&bf16_pairs(values, m, k), m, k.div_ceil(2), mr))
+        } else {
+            Rows::F32(pack_rows(values, m, k, mr))
+        };
         drop(storage);
 
         let panels = self.n.div_ceil(NR);
@@ -203,12 +264,12 @@ impl PackedWeight {
     ///
     /// # Safety
     /// `out` must be valid for m × n writes that no other thread makes.
-    unsafe fn product_here(&self, xs: &[f32], m: usize, out: &OutPtr) {
+    unsafe fn product_here(&self, xs: &Rows, m: usize, out: &OutPtr) {
         self.panels_product(xs, m, 0..self.n.div_ceil(NR), out);
     }
 
     /// Columns `32 · panels.start .. 32 · panels.end` of the product, for every row of `x`.
-    unsafe fn panels_product(&self, xs: &[f32], m: usize, panels: std::ops::Range<usize>, out: &OutPtr) {
+    unsafe fn panels_product(&self, xs: &Rows, m: usize, panels: std::ops::Range<usize>, out: &OutPtr) {
         let slices = (0..self.k).step_by(KC);
         let k = self.k;
         let mr = max_rows(self.path);
@@ -242,16 +303,21 @@ impl PackedWeight {
     /// Where panel `p`'s slice from step `k0` starts (computed without a bounds check: the
     /// slice after the last panel is only ever prefetched).
     fn slice(&self, p: usize, k0: usize) -> *const u8 {
-        self.panels.as_ptr().cast::<u8>().wrapping_add((p * NR * self.k + k0 * NR) * width(self.w))
+        self.panels.as_ptr().cast::<u8>().wrapping_add((p * NR * self.stored_k() + k0 * NR) * width(self.w))
     }
 
     /// Rows `r0 .. r0 + max_rows` and columns `32p .. 32p + 32` of the product, from panel `p`'s
     /// slice of `k` that starts at `k0` (added to what the earlier slices left in `out`).
-    unsafe fn tile(&self, xs: &[f32], m: usize, (p, k0): (usize, usize), r0: usize, next: *const u8, out: &OutPtr) {
+    unsafe fn tile(&self, xs: &Rows, m: usize, (p, k0): (usize, usize), r0: usize, next: *const u8, out: &OutPtr) {
         let k = self.k;
         let rows = max_rows(self.path).min(m - r0);
+        // Row block r0's values from step k0 on (4 bytes a value or a pair, in either form).
+        let x = match xs {
+            Rows::F32(xs) => xs.as_ptr().add(r0 * k + k0 * rows).cast::<u8>(),
+            Rows::Pairs(xs) => xs.as_ptr().add(r0 * k.div_ceil(2) + k0 / 2 * rows).cast::<u8>(),
+        };
         let tile = Tile {
-            x: xs.as_ptr().add(r0 * k + k0 * rows),
+            x,
             next,
             panel: self.slice(p, k0),
             depth: KC.min(k - k0),
@@ -260,8 +326,15 @@ impl PackedWeight {
             columns: NR.min(self.n - p * NR),
             accumulate: k0 > 0,
         };
-        tile.run(self.path, rows, self.w);
+        tile.run(self.path, rows, self.w, matches!(xs, Rows::Pairs(_)));
     }
+}
+
+/// `x` regrouped for the kernels by [`pack_rows`]: f32 values, or for the dot product bf16
+/// pairs, one 32-bit lane per pair of steps of `k` ([`bf16_pairs`]).
+enum Rows {
+    F32(Vec<f32>),
+    Pairs(Vec<u32>),
 }
 
 /// How the second operand of a [`batched_matmul`] is stored.
@@ -309,6 +382,7 @@ pub fn batched_matmul(a: &Tensor, b: &Tensor, rhs: Rhs, scale: f32, path: Kernel
             if scale != 1.0 {
                 xs.iter_mut().for_each(|v| *v *= scale);
             }
+            let xs = Rows::F32(xs);
             // SAFETY: `check_path` checked the CPU; product i owns the m × n values from i · m · n of the count · m · n.
             unsafe { packed.product_here(&xs, m, &OutPtr(out.0.wrapping_add(i * m * n))) };
         })
@@ -334,11 +408,14 @@ fn written_output(len: usize, k: usize, write: impl FnOnce(&OutPtr)) -> Vec<f32>
     out
 }
 
-/// Writes panel `p` of an (n, k) matrix given element by element, in the panel's type `T`.
-fn fill_panel<T>(panel: &mut [T], p: usize, n: usize, k: usize, value: impl Fn(usize, usize) -> T) {
+/// Writes panel `p` of an (n, k) matrix given element by element, in the panel's type `T`:
+/// row `kk` of 32 columns after row `kk - 1`, or with `pairs` ([`paired`]) each pair of rows as
+/// two lines of 16 columns, a column's two values side by side.
+fn fill_panel<T>(panel: &mut [T], p: usize, n: usize, k: usize, pairs: bool, value: impl Fn(usize, usize) -> T) {
     for j in 0..NR.min(n - p * NR) {
         for kk in 0..k {
-            panel[kk * NR + j] = value(p * NR + j, kk);
+            let at = if pairs { kk / 2 * 2 * NR + j / 16 * 32 + j % 16 * 2 + kk % 2 } else { kk * NR + j };
+            panel[at] = value(p * NR + j, kk);
         }
     }
 }
@@ -351,8 +428,9 @@ unsafe impl Sync for OutPtr {}
 /// kernels do not exist (`check_path` refuses first), so nothing reads the fields there.
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 struct Tile {
-    /// Row block of [`pack_rows`], at the first step: `x[r][kk]` is at `kk * rows + r`.
-    x: *const f32,
+    /// Row block of [`pack_rows`], at the first step: `x[r][kk]` is at `kk * rows + r` (f32),
+    /// or for the dot product the pair `x[r][2q], x[r][2q + 1]` at `q * rows + r` (u32).
+    x: *const u8,
     /// The panel slice the next tiles will read (prefetched; may point past the panels,
     /// which a prefetch ignores).
     next: *const u8,
@@ -367,9 +445,9 @@ struct Tile {
 
 impl Tile {
     /// # Safety
-    /// The CPU has `path`'s instructions, `rows` is within its [`max_rows`], and `w` is the
-    /// panel's type.
-    unsafe fn run(&self, path: KernelPath, rows: usize, w: u8) {
+    /// The CPU has `path`'s instructions (and `avx512_bf16` with `dot`), `rows` is within its
+    /// [`max_rows`], `w` is the panel's type, and `x` is in pairs exactly when `dot`.
+    unsafe fn run(&self, path: KernelPath, rows: usize, w: u8, dot: bool) {
         /// One arm per row count and weight type, each a kernel compiled for exactly those.
         #[cfg(target_arch = "x86_64")]
         macro_rules! kernels {
@@ -383,12 +461,22 @@ impl Tile {
             };
         }
         #[cfg(target_arch = "x86_64")]
+        macro_rules! dot_kernels {
+            ($($rows:literal)*) => {
+                match rows {
+                    $($rows => avx512::dot_kernel::<$rows>(self),)*
+                    _ => unreachable!("no dot-product tile of {rows} rows (`max_rows` sets the limits)"),
+                }
+            };
+        }
+        #[cfg(target_arch = "x86_64")]
         match path {
+            KernelPath::Avx512 if dot => dot_kernels!(1 2 3 4 5 6 7 8 9 10 11 12),
             KernelPath::Avx512 => kernels!(avx512, 1 2 3 4 5 6 7 8 9 10 11 12),
             _ => kernels!(avx2, 1 2 3),
         }
         #[cfg(not(target_arch = "x86_64"))]
-        unreachable!("`check_path` fails off x86-64 ({path}, rows {rows}, type {w})")
+        unreachable!("`check_path` fails off x86-64 ({path}, rows {rows}, type {w}, dot {dot})")
     }
 }
 
@@ -397,8 +485,8 @@ mod avx512 {
     use super::{width, Tile, BF16, F32, NR};
     use std::arch::x86_64::*;
 
-    /// A panel row's 32 values as two vectors of 16 floats: loaded, or widened from 16-bit
-    /// values (bf16: the high half of an f32, so a shift; f16: the conversion instruction).
+    /// A panel row's 32 values as two vectors of 16 floats: loaded, or widened from f16 with
+    /// the conversion instruction (bf16 panels are in pairs: [`widened_pairs`]).
     #[target_feature(enable = "avx512f")]
     #[inline]
     unsafe fn panel_row<const W: u8>(row: *const u8) -> [__m512; 2] {
@@ -407,39 +495,104 @@ mod avx512 {
             return [_mm512_load_ps(row), _mm512_load_ps(row.add(16))];
         }
         let halves = row.cast::<__m256i>();
-        let (h0, h1) = (_mm256_load_si256(halves), _mm256_load_si256(halves.add(1)));
-        if W == BF16 {
-            [bf16_widened(h0), bf16_widened(h1)]
-        } else {
-            [_mm512_cvtph_ps(h0), _mm512_cvtph_ps(h1)]
-        }
+        [_mm512_cvtph_ps(_mm256_load_si256(halves)), _mm512_cvtph_ps(_mm256_load_si256(halves.add(1)))]
     }
 
+    /// Prefetches into L2 the `bytes` (64 or 128) of the next slice that match this step, so
+    /// that the weights' stream from memory overlaps the arithmetic instead of stalling it.
     #[target_feature(enable = "avx512f")]
     #[inline]
-    unsafe fn bf16_widened(h: __m256i) -> __m512 {
-        _mm512_castsi512_ps(_mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(h)))
+    unsafe fn prefetch_next(next: *const u8, bytes: usize) {
+        _mm_prefetch::<_MM_HINT_T1>(next.cast());
+        if bytes > 64 {
+            _mm_prefetch::<_MM_HINT_T1>(next.wrapping_add(64).cast());
+        }
     }
 
     #[target_feature(enable = "avx512f")]
     pub unsafe fn kernel<const ROWS: usize, const W: u8>(t: &Tile) {
+        if W == BF16 {
+            return widened_pairs::<ROWS>(t);
+        }
         let mut acc = [[_mm512_setzero_ps(); 2]; ROWS];
         let row_bytes = NR * width(W);
+        let x = t.x.cast::<f32>();
         for kk in 0..t.depth {
-            // One step of the next slice into L2 per step of this one, so that the weights'
-            // stream from memory overlaps the arithmetic instead of stalling it.
-            let next = t.next.wrapping_add(kk * row_bytes);
-            _mm_prefetch::<_MM_HINT_T1>(next.cast());
-            if W == F32 {
-                _mm_prefetch::<_MM_HINT_T1>(next.wrapping_add(64).cast());
-            }
+            prefetch_next(t.next.wrapping_add(kk * row_bytes), row_bytes);
             let [b0, b1] = panel_row::<W>(t.panel.add(kk * row_bytes));
             for (r, acc) in acc.iter_mut().enumerate() {
-                let a = _mm512_set1_ps(*t.x.add(kk * ROWS + r));
+                let a = _mm512_set1_ps(*x.add(kk * ROWS + r));
                 acc[0] = _mm512_fmadd_ps(a, b0, acc[0]);
                 acc[1] = _mm512_fmadd_ps(a, b1, acc[1]);
             }
         }
+        store(t, &acc);
+    }
+
+    /// A bf16 panel stored in pairs of `k`, widened: a 32-bit lane holds a column's values at
+    /// `2q` (its low half: shifted up, it is that value as an f32) and `2q + 1` (its high half:
+    /// with the low half cleared, it is that value as an f32). Exact, as for the other types.
+    #[target_feature(enable = "avx512f")]
+    unsafe fn widened_pairs<const ROWS: usize>(t: &Tile) {
+        let mut acc = [[_mm512_setzero_ps(); 2]; ROWS];
+        let x = t.x.cast::<f32>();
+        let high = _mm512_set1_epi32(0xFFFF_0000_u32 as i32);
+        let pair = |q: usize| -> [__m512i; 2] {
+            let lines = t.panel.add(q * 2 * 64).cast::<__m512i>();
+            [_mm512_load_si512(lines), _mm512_load_si512(lines.add(1))]
+        };
+        for q in 0..t.depth / 2 {
+            prefetch_next(t.next.wrapping_add(q * 2 * 64), 128);
+            let [l0, l1] = pair(q);
+            let even = [_mm512_castsi512_ps(_mm512_slli_epi32::<16>(l0)), _mm512_castsi512_ps(_mm512_slli_epi32::<16>(l1))];
+            let odd = [_mm512_castsi512_ps(_mm512_and_si512(l0, high)), _mm512_castsi512_ps(_mm512_and_si512(l1, high))];
+            for (r, acc) in acc.iter_mut().enumerate() {
+                let (a0, a1) = (_mm512_set1_ps(*x.add(2 * q * ROWS + r)), _mm512_set1_ps(*x.add((2 * q + 1) * ROWS + r)));
+                acc[0] = _mm512_fmadd_ps(a0, even[0], acc[0]);
+                acc[1] = _mm512_fmadd_ps(a0, even[1], acc[1]);
+                acc[0] = _mm512_fmadd_ps(a1, odd[0], acc[0]);
+                acc[1] = _mm512_fmadd_ps(a1, odd[1], acc[1]);
+            }
+        }
+        if t.depth % 2 == 1 {
+            // An odd k's last step: the pair's second value is padding, and x has no value there.
+            let q = t.depth / 2;
+            let [l0, l1] = pair(q);
+            let even = [_mm512_castsi512_ps(_mm512_slli_epi32::<16>(l0)), _mm512_castsi512_ps(_mm512_slli_epi32::<16>(l1))];
+            for (r, acc) in acc.iter_mut().enumerate() {
+                let a = _mm512_set1_ps(*x.add(2 * q * ROWS + r));
+                acc[0] = _mm512_fmadd_ps(a, even[0], acc[0]);
+                acc[1] = _mm512_fmadd_ps(a, even[1], acc[1]);
+            }
+        }
+        store(t, &acc);
+    }
+
+    /// A bf16 panel stored in pairs, against `x` rounded to bf16 pairs: `vdpbf16ps` adds both
+    /// products of a pair to an f32 lane in one instruction. The padding of an odd `k` is zero
+    /// on both sides.
+    #[target_feature(enable = "avx512f,avx512bf16")]
+    pub unsafe fn dot_kernel<const ROWS: usize>(t: &Tile) {
+        let mut acc = [[_mm512_setzero_ps(); 2]; ROWS];
+        let x = t.x.cast::<i32>();
+        for q in 0..t.depth.div_ceil(2) {
+            prefetch_next(t.next.wrapping_add(q * 2 * 64), 128);
+            let lines = t.panel.add(q * 2 * 64).cast::<__m512i>();
+            let b0: __m512bh = std::mem::transmute(_mm512_load_si512(lines));
+            let b1: __m512bh = std::mem::transmute(_mm512_load_si512(lines.add(1)));
+            for (r, acc) in acc.iter_mut().enumerate() {
+                let a: __m512bh = std::mem::transmute(_mm512_set1_epi32(*x.add(q * ROWS + r)));
+                acc[0] = _mm512_dpbf16_ps(acc[0], a, b0);
+                acc[1] = _mm512_dpbf16_ps(acc[1], a, b1);
+            }
+        }
+        store(t, &acc);
+    }
+
+    /// Writes (or adds, after the first slice of `k`) the tile's accumulators to the output.
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    unsafe fn store<const ROWS: usize>(t: &Tile, acc: &[[__m512; 2]; ROWS]) {
         // The last panel of a weight whose n is not a multiple of 32 is partly padding.
         let lanes = |from: usize| -> __mmask16 {
             let n = t.columns.saturating_sub(from).min(16);
@@ -499,7 +652,7 @@ mod avx2 {
             if W == F32 {
                 _mm_prefetch::<_MM_HINT_T1>(next.wrapping_add(64).cast());
             }
-            let x = t.x.add(kk * ROWS);
+            let x = t.x.cast::<f32>().add(kk * ROWS);
             let mut a = [_mm256_setzero_ps(); ROWS];
             for (r, a) in a.iter_mut().enumerate() {
                 *a = _mm256_broadcast_ss(&*x.add(r));
@@ -545,12 +698,12 @@ mod avx2 {
 
 /// `x (m × k)` regrouped in blocks of `mr` rows (fewer in the last), each block stored
 /// k-major: `x[r0 + r][kk]` is at `r0 * k + kk * rows + r`.
-fn pack_rows(xs: &[f32], m: usize, k: usize, mr: usize) -> Vec<f32> {
-    let mut packed = vec![0f32; m * k];
+fn pack_rows<T: Copy + Default + Send + Sync>(xs: &[T], m: usize, k: usize, mr: usize) -> Vec<T> {
+    let mut packed = vec![T::default(); m * k];
     if k == 0 {
         return packed;
     }
-    let fill = |(b, block): (usize, &mut [f32])| {
+    let fill = |(b, block): (usize, &mut [T])| {
         let (r0, rows) = (b * mr, block.len() / k);
         for r in 0..rows {
             for (kk, &v) in xs[(r0 + r) * k..(r0 + r + 1) * k].iter().enumerate() {
@@ -565,6 +718,30 @@ fn pack_rows(xs: &[f32], m: usize, k: usize, mr: usize) -> Vec<f32> {
         packed.chunks_mut(mr * k).enumerate().for_each(fill);
     }
     packed
+}
+
+/// `x (m × k)` rounded to bf16 (to nearest, ties to even) in pairs along `k`: element `q` of
+/// row `r` holds `x[r][2q]` in its low half and `x[r][2q + 1]` (zero past an odd `k`) in its
+/// high half, the order of a panel's pairs.
+fn bf16_pairs(xs: &[f32], m: usize, k: usize) -> Vec<u32> {
+    let k2 = k.div_ceil(2);
+    let mut pairs = vec![0u32; m * k2];
+    let bits = |v: f32| u32::from(bf16::from_f32(v).to_bits());
+    let fill = |(row, out): (&[f32], &mut [u32])| {
+        for (q, out) in out.iter_mut().enumerate() {
+            let high = row.get(2 * q + 1).map_or(0, |&v| bits(v));
+            *out = bits(row[2 * q]) | high << 16;
+        }
+    };
+    if k == 0 {
+        return pairs;
+    }
+    if m * k > X_IN_L2 {
+        xs.par_chunks(k).zip(pairs.par_chunks_mut(k2)).for_each(fill);
+    } else {
+        xs.chunks(k).zip(pairs.chunks_mut(k2)).for_each(fill);
+    }
+    pairs
 }
 
 /// Cache lines seen as the values of type `T` (`f32` or `u16`, the bits of a bf16 or f16) they hold.
@@ -614,22 +791,49 @@ mod tests {
     fn half_type_weights_match_candles_matmul_on_the_same_rounded_values() {
         for path in packed_paths() {
             for dtype in [DType::BF16, DType::F16] {
-                // A decode row, the 12- and 3-row tiles with remainders, a partial last panel, and
-                // a prefill-sized x (the k-slice-major order).
-                for (m, k, n) in [(1, 768, 2304), (13, 3072, 768), (5, 100, 7), (16, 768, 1003), (128, 768, 2304)] {
+                // A decode row, the 12- and 3-row tiles with remainders, a partial last panel, a
+                // prefill-sized x (the k-slice-major order), and an odd k (bf16's pairs padded)
+                // below and above the dot product's row count.
+                for (m, k, n) in [(1, 768, 2304), (13, 3072, 768), (5, 100, 7), (16, 768, 1003), (128, 768, 2304), (1, 101, 40), (9, 601, 40)] {
                     let x = Tensor::randn(0f32, 1.0, (m, k), &Device::Cpu).unwrap();
                     let w = Tensor::randn(0f32, 0.05, (n, k), &Device::Cpu).unwrap().to_dtype(dtype).unwrap();
                     let packed = PackedWeight::pack(&w, path).unwrap();
                     assert_eq!(packed.dtype(), dtype);
-                    // The packed weight holds half the bytes of an f32 one.
-                    assert_eq!(packed.panels.len() * 64, n.div_ceil(NR) * NR * k * 2);
-                    // Widening is exact, so the products are those of the rounded values in f32.
-                    let reference = x.matmul(&w.to_dtype(DType::F32).unwrap().t().unwrap()).unwrap();
-                    let d = max_diff(packed.matmul(&x).unwrap(), reference);
-                    assert!(d < 1e-4, "{path} {dtype:?} {m}x{k}x{n}: max |diff| {d}");
+                    // The packed weight holds half the bytes of an f32 one (k padded to pairs).
+                    let stored_k = if packed.pairs { k.next_multiple_of(2) } else { k };
+                    assert_eq!(packed.panels.len() * 64, n.div_ceil(NR) * NR * stored_k * 2);
+                    // Widening is exact, so the products are those of the rounded weights in f32;
+                    // the dot product rounds x to bf16 as well, and its sums are f32.
+                    let w32 = w.to_dtype(DType::F32).unwrap().t().unwrap();
+                    let exact = x.matmul(&w32).unwrap();
+                    let dot = packed.uses_dot_products(m);
+                    let reference = if dot { x.to_dtype(DType::BF16).unwrap().to_dtype(DType::F32).unwrap().matmul(&w32).unwrap() } else { exact.clone() };
+                    let ours = packed.matmul(&x).unwrap();
+                    let d = max_diff(ours.clone(), reference);
+                    assert!(d < 1e-4, "{path} {dtype:?} {m}x{k}x{n} (dot {dot}): max |diff| {d}");
+                    if dot {
+                        // x's rounding shows: the dot product did run.
+                        assert!(max_diff(ours, exact) > 1e-3, "{path} {m}x{k}x{n}: no trace of bf16 activations");
+                    }
                 }
             }
         }
+    }
+
+    #[test]
+    #[cfg(target_arch = "x86_64")]
+    fn bf16_on_avx512_runs_the_dot_product_from_its_row_count_where_the_cpu_has_it() {
+        if !KernelPath::Avx512.is_supported() {
+            return eprintln!("no AVX-512 here: nothing to check");
+        }
+        let w = Tensor::zeros((40, 16), DType::BF16, &Device::Cpu).unwrap();
+        let packed = PackedWeight::pack(&w, KernelPath::Avx512).unwrap();
+        assert!(!packed.uses_dot_products(DOT_MIN_ROWS - 1));
+        assert_eq!(packed.uses_dot_products(DOT_MIN_ROWS), std::arch::is_x86_feature_detected!("avx512bf16"));
+        // Other types and the AVX2 path widen whatever the row count.
+        let f16 = PackedWeight::pack(&w.to_dtype(DType::F16).unwrap(), KernelPath::Avx512).unwrap();
+        let avx2 = PackedWeight::pack(&w, KernelPath::Avx2).unwrap();
+        assert!(!f16.uses_dot_products(128) && !avx2.uses_dot_products(128));
     }
 
     #[test]
