@@ -16,7 +16,9 @@ pub struct RunArgs {
 
     /// Weight precision: f32, f16 or bf16. On CUDA the whole model runs in it; on the CPU's
     /// avx512 and avx2 paths the weights are stored in it (half the bytes) and widened to f32
-    /// in the matmuls, activations staying f32; on the portable path candle's ops run in it.
+    /// in the matmuls, activations staying f32 (except that on avx512, bf16 products of 8 rows
+    /// or more run on the CPU's bf16 dot product where it has one, rounding their input to
+    /// bf16); on the portable path candle's ops run in it.
     #[arg(long, default_value = "f32", value_parser = parse_dtype, value_name = "f32|f16|bf16")]
     pub dtype: DType,
 
