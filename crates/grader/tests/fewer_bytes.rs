@@ -7,8 +7,9 @@
 //! 3.96 FLOP/byte doubled, below the ridge at 352.2 / 27.8 = 12.7 FLOP/byte): each halves, so
 //! the step's cut is half of 60.9% + 20.0%, 40.4%. In the CUDA fixture both are compute-bound
 //! (184 and 218 FLOP/byte against a ridge of 11.8): fewer bytes give nothing.
-//! `ex4-cpu-f32.json` and `ex4-cpu-bf16.json` are one real pair of runs, f32 and bf16 weights
-//! (make-fixtures.py there says how they were made).
+//! `ex4-cpu-f32.json` and `ex4-cpu-bf16.json` are one real pair of runs, f32 and bf16 weights,
+//! from before the bf16 products ran on `avx512_bf16`'s dot product; `ex4-dot-f32.json` and
+//! `ex4-dot-bf16.json` another pair, after (make-fixtures.py there says how they were made).
 
 mod support;
 
@@ -127,6 +128,20 @@ fn the_measured_cut_is_shown_beside_the_prediction_and_not_graded() {
     let r = grade(&f32_run, &bytes_answers(&f32_run), Some(&f32_run));
     assert!(r.notes.iter().any(|n| n.contains("is not the half-type run of your profile")), "{:?}", r.notes);
     assert_eq!(outcomes(&r), [Outcome::Right; 3]);
+}
+
+#[test]
+fn a_cut_beyond_the_prediction_is_explained_by_the_half_type_kernels_own_peak() {
+    // Since the bf16 products of 8 rows run on the dot product, the bf16 run's peak (359
+    // GFLOP/s) is not the f32 one (206) that the prediction holds each row under.
+    let (f32_run, bf16_run) = (fixture_report("ex4-dot-f32.json"), fixture_report("ex4-dot-bf16.json"));
+    let r = grade(&f32_run, &bytes_answers(&f32_run), Some(&bf16_run));
+    assert_eq!(outcomes(&r), [Outcome::Right; 3], "{}", feedback(&r));
+    let note = r.notes.iter().find(|n| n.starts_with("Measured with bf16 weights")).unwrap_or_else(|| panic!("{:?}", r.notes));
+    for part in ["kernel `packed-avx512-bf16-dot`", "better than predicted", "the f32 peak, 206 GFLOP/s", "own peak on this machine is 359 GFLOP/s"] {
+        assert!(note.contains(part), "{part}: {note}");
+    }
+    insta::assert_snapshot!(feedback(&r));
 }
 
 #[test]

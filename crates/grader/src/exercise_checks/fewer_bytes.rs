@@ -257,7 +257,7 @@ fn measured_note(ctx: &mut Ctx<'_>, before: &ProfileReport, predicted: &[Result<
         let (ms_before, ms_after) = (b.self_us / before.active_steps.unwrap_or(1.0) / 1e3, a.self_us / after.active_steps.unwrap_or(1.0) / 1e3);
         rows_before += ms_before;
         rows_after += ms_after;
-        lines.push(row_gap(h, before, b, a, ms_before, ms_after));
+        lines.push(row_gap(h, (before, &after), b, a, ms_before, ms_after));
     }
     lines.push(format!(
         "The rows the prediction leaves alone went from {} to {} ms{}.",
@@ -273,7 +273,7 @@ fn measured_note(ctx: &mut Ctx<'_>, before: &ProfileReport, predicted: &[Result<
 }
 
 /// One row's measured change beside its prediction, and what its rates say about a gap.
-fn row_gap(h: &HalfBytes, before: &ProfileReport, b: &RankedOp, a: &RankedOp, ms_before: f64, ms_after: f64) -> String {
+fn row_gap(h: &HalfBytes, (before, after): (&ProfileReport, &ProfileReport), b: &RankedOp, a: &RankedOp, ms_before: f64, ms_after: f64) -> String {
     let predicted_ms = ms_before * (1.0 - h.cut_pct / h.share_pct.max(f64::MIN_POSITIVE));
     let kernel = a.kernel.as_deref().map(|k| format!(", kernel `{k}`")).unwrap_or_default();
     let head = format!("`{}`: {} → {} ms a step (predicted {} ms{kernel})", h.row, figure(ms_before), figure(ms_after), figure(predicted_ms));
@@ -285,11 +285,25 @@ fn row_gap(h: &HalfBytes, before: &ProfileReport, b: &RankedOp, a: &RankedOp, ms
         figure(rb.gbytes_per_s),
         figure(ra.gbytes_per_s)
     );
+    let peak = before.ceilings.as_ref().map(|c| c.peak_gflops).unwrap_or(f64::NAN);
+    let peak_after = after.ceilings.as_ref().map(|c| c.peak_gflops).unwrap_or(f64::NAN);
+    // Over a tenth better than the prediction, with a higher peak in the half type: the roof the
+    // prediction held the row under (f32's) was not the half-type kernel's.
+    if ms_after < predicted_ms * 0.9 && peak_after > peak * 1.1 {
+        return format!(
+            "{head}: {rates}, better than predicted. The prediction held the row under the f32 peak, {} GFLOP/s; the half-type \
+             kernel's own peak on this machine is {} GFLOP/s (this run's ceilings), so the doubled FLOP/B met a higher roof: it reached \
+             {} of that roofline against {} in f32.",
+            figure(peak),
+            figure(peak_after),
+            pct(ra.pct_of_roofline),
+            pct(rb.pct_of_roofline)
+        );
+    }
     // Within a tenth of the prediction (or better), the arithmetic held.
     if ms_after <= predicted_ms * 1.1 {
         return format!("{head}: as predicted ({rates}).");
     }
-    let peak = before.ceilings.as_ref().map(|c| c.peak_gflops).unwrap_or(f64::NAN);
     if (ra.gflops_per_s / rb.gflops_per_s - 1.0).abs() < 0.15 {
         format!(
             "{head}: {rates}. It read its bytes at a lower rate and did its arithmetic at the same one, so its time was set by the \
