@@ -541,10 +541,12 @@ mod avx512 {
             let lines = t.panel.add(q * 2 * 64).cast::<__m512i>();
             [_mm512_load_si512(lines), _mm512_load_si512(lines.add(1))]
         };
+        // The values at 2q, from a pair's two lines.
+        let even = |[l0, l1]: [__m512i; 2]| [_mm512_castsi512_ps(_mm512_slli_epi32::<16>(l0)), _mm512_castsi512_ps(_mm512_slli_epi32::<16>(l1))];
         for q in 0..t.depth / 2 {
             prefetch_next(t.next.wrapping_add(q * 2 * 64), 128);
             let [l0, l1] = pair(q);
-            let even = [_mm512_castsi512_ps(_mm512_slli_epi32::<16>(l0)), _mm512_castsi512_ps(_mm512_slli_epi32::<16>(l1))];
+            let even = even([l0, l1]);
             let odd = [_mm512_castsi512_ps(_mm512_and_si512(l0, high)), _mm512_castsi512_ps(_mm512_and_si512(l1, high))];
             for (r, acc) in acc.iter_mut().enumerate() {
                 let (a0, a1) = (_mm512_set1_ps(*x.add(2 * q * ROWS + r)), _mm512_set1_ps(*x.add((2 * q + 1) * ROWS + r)));
@@ -557,8 +559,7 @@ mod avx512 {
         if t.depth % 2 == 1 {
             // An odd k's last step: the pair's second value is padding, and x has no value there.
             let q = t.depth / 2;
-            let [l0, l1] = pair(q);
-            let even = [_mm512_castsi512_ps(_mm512_slli_epi32::<16>(l0)), _mm512_castsi512_ps(_mm512_slli_epi32::<16>(l1))];
+            let even = even(pair(q));
             for (r, acc) in acc.iter_mut().enumerate() {
                 let a = _mm512_set1_ps(*x.add(2 * q * ROWS + r));
                 acc[0] = _mm512_fmadd_ps(a, even[0], acc[0]);
