@@ -254,7 +254,7 @@ fn measured_note(ctx: &mut Ctx<'_>, before: &ProfileReport, predicted: &[Result<
     let (mut rows_before, mut rows_after) = (0.0, 0.0);
     for h in &rows {
         let (Some(b), Some(a)) = (before.row(&h.row), after.row(&h.row)) else { continue };
-        let (ms_before, ms_after) = (b.self_us / before.active_steps.unwrap_or(1.0) / 1e3, a.self_us / after.active_steps.unwrap_or(1.0) / 1e3);
+        let (ms_before, ms_after) = (before.per_step_us(b.self_us) / 1e3, after.per_step_us(a.self_us) / 1e3);
         rows_before += ms_before;
         rows_after += ms_after;
         lines.push(row_gap(h, (before, &after), b, a, ms_before, ms_after));

@@ -427,7 +427,12 @@ impl ProfileReport {
     /// covers included) over the active steps (1 when the report does not say).
     pub fn step_us(&self) -> f64 {
         let sum: f64 = self.ops.iter().chain(&self.step).map(|op| op.self_us).sum();
-        sum / self.active_steps.unwrap_or(1.0)
+        self.per_step_us(sum)
+    }
+
+    /// A total over the recorded steps (a row's `self_us`, say) as one step's share, in µs.
+    pub fn per_step_us(&self, total_us: f64) -> f64 {
+        total_us / self.active_steps.unwrap_or(1.0)
     }
 }
 
