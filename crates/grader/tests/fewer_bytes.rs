@@ -145,6 +145,30 @@ fn a_cut_beyond_the_prediction_is_explained_by_the_half_type_kernels_own_peak() 
 }
 
 #[test]
+fn course_run_4_shows_the_columns_the_prediction_is_worked_from_and_the_commands() {
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/reports");
+    let exercise = fixtures.join("../exercise-4");
+    let text = grader::exercise_checks::fewer_bytes::prediction_inputs(&fixtures.join("ex4-dot-f32.json"), &exercise).unwrap();
+    for part in [
+        "ceilings: 34.8 GB/s read, 205.8 GFLOP/s peak; the ridge at 5.92 FLOP/byte",
+        "  matmul       50.97%       3.95",
+        "  lm_head      21.90%       3.96",
+        "85.76%   memory",
+        "--dtype bf16 --out ",
+        "fixtures/exercise-4/results/bf16\n",
+        "fixtures/reports/ex4-dot-f32.json ",
+    ] {
+        assert!(text.contains(part), "{part:?} in:\n{text}");
+    }
+    // `exercise-4/..` is tidied away; a bf16 profile is named as the wrong start; a missing file is named.
+    assert!(!text.contains("/../"), "{text}");
+    let bf16 = grader::exercise_checks::fewer_bytes::prediction_inputs(&fixtures.join("ex4-dot-bf16.json"), &exercise).unwrap();
+    assert!(bf16.contains("Your profile ran with bf16 weights: predict from an f32 profile"), "{bf16}");
+    let err = grader::exercise_checks::fewer_bytes::prediction_inputs(&fixtures.join("missing.json"), &exercise).unwrap_err();
+    assert!(err.contains("missing.json"), "{err}");
+}
+
+#[test]
 fn half_the_time_past_the_ridge_is_wrong_with_the_arithmetic() {
     // On the machine of `ex4-cpu-f32.json` both rows cross the ridge (3.95 FLOP/byte doubled is
     // 7.9, the ridge 194 / 32.2 = 6.0): the natural "half the bytes, half the time" overstates them.

@@ -136,66 +136,6 @@ fn budget_lines(report: &Report, path: &std::path::Path) -> Result<()> {
     Ok(())
 }
 
-/// The memory-traffic fix on your own profile (answers `[bytes]`): the two weight-heavy rows'
-/// roofline columns, which the prediction is worked from, and the commands that measure it.
-fn fewer_bytes(profile_path: &std::path::Path, dir: &std::path::Path) -> Result<()> {
-    use grader::results::profile_report::ProfileReport;
-    let text = std::fs::read_to_string(profile_path).with_context(|| format!("cannot read {}", profile_path.display()))?;
-    let report = ProfileReport::parse(&text, &profile_path.display().to_string()).map_err(|p| anyhow::anyhow!("{p}"))?;
-    println!("\nThe memory-traffic fix: the weights of `matmul` and `lm_head` in bf16, half the bytes (answers [bytes]).");
-    if let Some(dtype) = report.dtype.as_deref().filter(|d| *d != "f32") {
-        println!("  Your profile ran with {dtype} weights: predict from an f32 profile (`course run 3` without --dtype).");
-    }
-    let Some(c) = &report.ceilings else {
-        println!("  Your profile has no measured ceilings, so no roofline columns to predict from: profile again (`course run 3`).");
-        return Ok(());
-    };
-    println!(
-        "  This machine's ceilings: {:.1} GB/s read, {:.1} GFLOP/s peak; the ridge at {:.2} FLOP/byte.",
-        c.mem_read_gbps,
-        c.peak_gflops,
-        c.peak_gflops / c.mem_read_gbps
-    );
-    println!("  {:<10} {:>8} {:>10} {:>14} {:>14} {:>8}", "row", "share", "FLOP/byte", "roof GFLOP/s", "% of roofline", "bound");
-    for (name, _) in grader::exercise_checks::fewer_bytes::ROWS {
-        match report.find(name).map(|(_, op)| op) {
-            Some(op) => match &op.roofline {
-                Some(r) => println!(
-                    "  {:<10} {:>7.2}% {:>10.2} {:>14.2} {:>13.2}% {:>8}",
-                    op.name,
-                    op.share_pct,
-                    r.intensity,
-                    r.roofline_gflops_per_s,
-                    r.pct_of_roofline,
-                    r.bound.name()
-                ),
-                None => println!("  {:<10} {:>7.2}%   (no roofline columns)", op.name, op.share_pct),
-            },
-            None => println!("  {name:<10} (not a row of your profile)"),
-        }
-    }
-    // The commands as typed from where this program runs (the repository's root, for `cargo run`).
-    let here = std::env::current_dir().unwrap_or_default();
-    let shown = |p: std::path::PathBuf| {
-        // `exercise-4/../exercise-3` as `exercise-3`.
-        let mut tidy = std::path::PathBuf::new();
-        for part in p.components() {
-            match part {
-                std::path::Component::ParentDir if tidy.file_name().is_some() => {
-                    tidy.pop();
-                }
-                other => tidy.push(other),
-            }
-        }
-        tidy.strip_prefix(&here).map(|p| p.to_path_buf()).unwrap_or(tidy).display().to_string()
-    };
-    let out = shown(dir.join("results/bf16"));
-    println!("  Then measure it, with the flags you gave exercise 3 (if any):");
-    println!("    cargo run -p gpt2 -- profile --mlp stock --dtype bf16 --out {out}");
-    println!("    cargo run -p gpt2 -- profile --compare {} {out}/report.json", shown(profile_path.to_path_buf()));
-    Ok(())
-}
-
 /// The self-time share of a row in the column its device ranks by.
 fn share_of(report: &Report, row: &profiler::ReportRow) -> f64 {
     match report.device {
@@ -230,7 +170,8 @@ fn run(args: Args) -> Result<()> {
         println!("  {:<28} {share:>7.2}% {share:>9.2}% {saving:>21.2}%", row.name);
     }
     budget_lines(&report, &dir.join("results/budget.json"))?;
-    fewer_bytes(&path, &dir)?;
+    let inputs = grader::exercise_checks::fewer_bytes::prediction_inputs(&path, &dir).map_err(|e| anyhow::anyhow!("{e}"))?;
+    print!("\n{inputs}");
     if let Some(op) = &args.op {
         let wanted = op.trim().to_lowercase();
         let Some(row) = report.rows.iter().find(|r| r.name.to_lowercase() == wanted) else {
