@@ -71,6 +71,24 @@ pub fn profile_forward_with(model: &dyn CausalLm, p: &ForwardProfile, ceilings: 
     crate::cpu::on_pool(|| record_forward(model, p, ceilings))
 }
 
+/// The op rows (the step row left out) of one recorded step that runs every op a model has:
+/// a prefill of two 6-token sequences with logits for every position (the mask is built and
+/// applied; 12 rows, enough for the products' widest kernels), then a decode step of both for
+/// the last position only. Each model's budget test reads these rows against the op list.
+pub fn every_op_rows(model: &dyn CausalLm) -> Result<Vec<profiler::Row>> {
+    let mut prof = Profiler::new(Options { schedule: Schedule::new(0, 0, 1, 1), ..Options::default() });
+    while !prof.is_done() {
+        prof.step(|| -> Result<()> {
+            let mut caches = model.new_caches(2, 7);
+            model.forward(&mut Segment::rows(&[vec![5, 6, 7, 8, 9, 10], vec![1, 2, 7, 8, 9, 10]], &mut caches, Logits::AllPositions)?)?;
+            model.forward(&mut Segment::rows(&[vec![11], vec![11]], &mut caches, Logits::LastPosition)?)?;
+            Ok(())
+        })?;
+    }
+    let rows = prof.finish().key_averages(profiler::View::Op, false, profiler::SortBy::SelfCpuTimeTotal).rows;
+    Ok(rows.into_iter().filter(|r| r.name != profiler::STEP_ROW).collect())
+}
+
 /// The profiler `p` describes, for forwards on `device`: its schedule, shapes and FLOP counts,
 /// the compute threads, CUDA events (or sync) where the device is a GPU, and the reading
 /// thresholds. Every model's profile is recorded with it, whichever tier made the model.

@@ -7,11 +7,10 @@ mod common;
 
 use candle_core::{DType, Device};
 use common::on_each_path;
-use gpt2::CausalLm;
 use gpt2::cpu::KernelPath;
-use gpt2::{Config, Logits, MlpActivation, Model, Segment};
+use gpt2::{Config, MlpActivation, Model};
 use gpt2::ops::list;
-use profiler::{Line, Options, Profiler, Schedule, SortBy, View, STEP_ROW};
+use profiler::{Line, STEP_ROW};
 
 /// The ops the budget chapter deliberately leaves on "everything else": the embedding lookup
 /// and the slice that keeps the last position. Every other op row must land on a named line.
@@ -58,21 +57,10 @@ struct OpRow {
     bytes: Option<u64>,
 }
 
-/// The op rows of one recorded step that covers every op: a two-row prefill
-/// with logits for all positions (the mask is built and applied), then a decode step for the
-/// last position only (`attn_decode` on the fast paths).
+/// The op rows of one step that runs every op (`engine::profile::every_op_rows`).
 fn op_rows(model: &Model) -> Vec<OpRow> {
-    let mut prof = Profiler::new(Options { schedule: Schedule::new(0, 0, 1, 1), ..Options::default() });
-    while !prof.is_done() {
-        prof.step(|| {
-            let mut caches = model.new_caches(2, 7);
-            model.forward(&mut Segment::rows(&[vec![5, 6, 7, 8, 9, 10], vec![1, 2, 7, 8, 9, 10]], &mut caches, Logits::AllPositions)?)?;
-            model.forward(&mut Segment::rows(&[vec![11], vec![11]], &mut caches, Logits::LastPosition)?).map(drop)
-        })
-        .unwrap();
-    }
-    let rows = prof.finish().key_averages(View::Op, false, SortBy::SelfCpuTimeTotal).rows;
-    rows.into_iter().filter(|r| r.name != STEP_ROW).map(|r| OpRow { name: r.name, line: r.line, kernel: r.kernel, dtype: r.dtype, flops: r.flops, bytes: r.bytes }).collect()
+    let rows = engine::profile::every_op_rows(model).unwrap();
+    rows.into_iter().map(|r| OpRow { name: r.name, line: r.line, kernel: r.kernel, dtype: r.dtype, flops: r.flops, bytes: r.bytes }).collect()
 }
 
 fn synthetic(activation: MlpActivation, path: KernelPath) -> Model {

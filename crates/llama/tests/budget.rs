@@ -6,10 +6,8 @@
 use candle_core::{DType, Device};
 use engine::cpu::KernelPath;
 use engine::ops::list;
-use engine::{Logits, Segment};
-use engine::CausalLm;
 use llama::Model;
-use profiler::{Line, Options, Profiler, Schedule, SortBy, View, STEP_ROW};
+use profiler::Line;
 
 /// The ops the budget chapter leaves on "everything else" by design (as for GPT-2).
 const OTHER_BY_DESIGN: [&str; 2] = ["embedding", "last_position"];
@@ -33,20 +31,10 @@ struct OpRow {
     bytes: Option<u64>,
 }
 
-/// A recorded step that covers every op: a two-sequence prefill with logits for every position
-/// (the mask is built and applied), then a decode step for the last position only.
+/// The op rows of one step that runs every op (`engine::profile::every_op_rows`).
 fn op_rows(model: &Model) -> Vec<OpRow> {
-    let mut prof = Profiler::new(Options { schedule: Schedule::new(0, 0, 1, 1), ..Options::default() });
-    while !prof.is_done() {
-        prof.step(|| {
-            let mut caches = model.new_caches(2, 7);
-            model.forward(&mut Segment::rows(&[vec![5, 6, 7, 8, 9, 10], vec![1, 2, 7, 8, 9, 10]], &mut caches, Logits::AllPositions)?)?;
-            model.forward(&mut Segment::rows(&[vec![11], vec![11]], &mut caches, Logits::LastPosition)?).map(drop)
-        })
-        .unwrap();
-    }
-    let rows = prof.finish().key_averages(View::Op, false, SortBy::SelfCpuTimeTotal).rows;
-    rows.into_iter().filter(|r| r.name != STEP_ROW).map(|r| OpRow { name: r.name, line: r.line, kernel: r.kernel, flops: r.flops, bytes: r.bytes }).collect()
+    let rows = engine::profile::every_op_rows(model).unwrap();
+    rows.into_iter().map(|r| OpRow { name: r.name, line: r.line, kernel: r.kernel, flops: r.flops, bytes: r.bytes }).collect()
 }
 
 #[test]
