@@ -112,13 +112,21 @@ pub struct PackedWeight {
     path: KernelPath,
     /// The type its values are stored in ([`F32`], [`BF16`] or [`F16`]).
     w: u8,
-    /// Whether `k` is stored in pairs ([`paired`]), padded to an even count.
-    pairs: bool,
 }
 
 /// Whether a weight of type `w` packed for `path` stores `k` in pairs: bf16 on AVX-512.
 fn paired(path: KernelPath, w: u8) -> bool {
     path == KernelPath::Avx512 && w == BF16
+}
+
+/// The rows of `k` a panel holds: `k`, or with pairs the even count at or above it (the last
+/// pair padded with zeros).
+fn stored_k(k: usize, pairs: bool) -> usize {
+    if pairs {
+        k.next_multiple_of(2)
+    } else {
+        k
+    }
 }
 
 /// Products with at least this many rows of `x` use `avx512_bf16`'s dot product where the CPU
@@ -128,7 +136,7 @@ pub const DOT_MIN_ROWS: usize = 8;
 /// Whether a product of `m` rows of `x` against a `dtype` weight packed for `path` runs on the
 /// bf16 dot product on this CPU, and so rounds `x` to bf16 (what a parity bound must allow for).
 pub fn rounds_activations(path: KernelPath, dtype: DType, m: usize) -> bool {
-    path == KernelPath::Avx512 && dtype == DType::BF16 && m >= DOT_MIN_ROWS && has_bf16_dot()
+    stored(dtype).is_ok_and(|w| paired(path, w)) && m >= DOT_MIN_ROWS && has_bf16_dot()
 }
 
 /// Whether this CPU has `avx512_bf16` (read once).
@@ -162,7 +170,7 @@ impl PackedWeight {
         let mut packed = Self::zeroed(n, k, path, w);
         // Fill the panels in parallel, one panel per task.
         let lines = packed.panel_lines().max(1);
-        let pairs = packed.pairs;
+        let pairs = packed.pairs();
         let panels = packed.panels.par_chunks_mut(lines).enumerate();
         match w {
             F32 => panels.for_each(|(p, panel)| fill_panel(values_mut::<f32>(panel), p, n, k, false, value)),
@@ -182,19 +190,18 @@ impl PackedWeight {
     }
 
     fn zeroed(n: usize, k: usize, path: KernelPath, w: u8) -> Self {
-        let pairs = paired(path, w);
-        let stored_k = if pairs { k.next_multiple_of(2) } else { k };
-        let lines = n.div_ceil(NR) * stored_k * NR * width(w) / 64;
-        Self { panels: vec![Line([0; 64]); lines], n, k, path, w, pairs }
+        let lines = n.div_ceil(NR) * stored_k(k, paired(path, w)) * NR * width(w) / 64;
+        Self { panels: vec![Line([0; 64]); lines], n, k, path, w }
     }
 
-    /// The rows of `k` a panel holds: `k`, or with pairs the even count at or above it.
+    /// Whether `k` is stored in pairs ([`paired`]).
+    fn pairs(&self) -> bool {
+        paired(self.path, self.w)
+    }
+
+    /// The rows of `k` a panel holds ([`stored_k`]).
     fn stored_k(&self) -> usize {
-        if self.pairs {
-            self.k.next_multiple_of(2)
-        } else {
-            self.k
-        }
+        stored_k(self.k, self.pairs())
     }
 
     /// Cache lines per panel: `k` rows of 32 values (zero with k = 0: nothing to fill).
@@ -480,9 +487,25 @@ impl Tile {
     }
 }
 
+/// Prefetches into L2 the `bytes` (64 or 128) of the next slice that match a kernel's step, so
+/// that the weights' stream from memory overlaps the arithmetic instead of stalling it (both
+/// instruction sets' kernels; a prefetch never faults, so `next` may point past the panels).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn prefetch_next(next: *const u8, bytes: usize) {
+    use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T1};
+    // SAFETY: SSE is part of x86-64, and a prefetch reads nothing the program can observe.
+    unsafe {
+        _mm_prefetch::<_MM_HINT_T1>(next.cast());
+        if bytes > 64 {
+            _mm_prefetch::<_MM_HINT_T1>(next.wrapping_add(64).cast());
+        }
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 mod avx512 {
-    use super::{width, Tile, BF16, F32, NR};
+    use super::{prefetch_next, width, Tile, BF16, F32, NR};
     use std::arch::x86_64::*;
 
     /// A panel row's 32 values as two vectors of 16 floats: loaded, or widened from f16 with
@@ -496,17 +519,6 @@ mod avx512 {
         }
         let halves = row.cast::<__m256i>();
         [_mm512_cvtph_ps(_mm256_load_si256(halves)), _mm512_cvtph_ps(_mm256_load_si256(halves.add(1)))]
-    }
-
-    /// Prefetches into L2 the `bytes` (64 or 128) of the next slice that match this step, so
-    /// that the weights' stream from memory overlaps the arithmetic instead of stalling it.
-    #[target_feature(enable = "avx512f")]
-    #[inline]
-    unsafe fn prefetch_next(next: *const u8, bytes: usize) {
-        _mm_prefetch::<_MM_HINT_T1>(next.cast());
-        if bytes > 64 {
-            _mm_prefetch::<_MM_HINT_T1>(next.wrapping_add(64).cast());
-        }
     }
 
     #[target_feature(enable = "avx512f")]
@@ -617,7 +629,7 @@ mod avx512 {
 
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
-    use super::{width, Tile, BF16, F32, NR};
+    use super::{prefetch_next, width, Tile, BF16, F32, NR};
     use std::arch::x86_64::*;
 
     /// Vector `j` (values 8j .. 8j + 8) of a panel row: loaded, or widened from 16-bit values
@@ -647,12 +659,7 @@ mod avx2 {
         let mut acc = [[_mm256_setzero_ps(); 4]; ROWS];
         let row_bytes = NR * width(W);
         for kk in 0..t.depth {
-            // One step of the next slice into L2 per step of this one, as in the AVX-512 kernel.
-            let next = t.next.wrapping_add(kk * row_bytes);
-            _mm_prefetch::<_MM_HINT_T1>(next.cast());
-            if W == F32 {
-                _mm_prefetch::<_MM_HINT_T1>(next.wrapping_add(64).cast());
-            }
+            prefetch_next(t.next.wrapping_add(kk * row_bytes), row_bytes);
             let x = t.x.cast::<f32>().add(kk * ROWS);
             let mut a = [_mm256_setzero_ps(); ROWS];
             for (r, a) in a.iter_mut().enumerate() {
@@ -801,7 +808,7 @@ mod tests {
                     let packed = PackedWeight::pack(&w, path).unwrap();
                     assert_eq!(packed.dtype(), dtype);
                     // The packed weight holds half the bytes of an f32 one (k padded to pairs).
-                    let stored_k = if packed.pairs { k.next_multiple_of(2) } else { k };
+                    let stored_k = if packed.pairs() { k.next_multiple_of(2) } else { k };
                     assert_eq!(packed.panels.len() * 64, n.div_ceil(NR) * NR * stored_k * 2);
                     // Widening is exact, so the products are those of the rounded weights in f32;
                     // the dot product rounds x to bf16 as well, and its sums are f32.
