@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use crate::fill_answers as answers;
 use crate::plan_rule::{self, Assessment, Mechanism};
@@ -27,8 +27,7 @@ pub fn predict(dir: &Path) -> Result<()> {
 
 /// The answers, read from the saved report with the grader's own reader and rule.
 pub fn fill_answers(report_path: &Path, answers_path: &Path) -> Result<()> {
-    let text = std::fs::read_to_string(report_path).with_context(|| format!("cannot read {}", report_path.display()))?;
-    let report = ProfileReport::parse(&text, &report_path.display().to_string()).map_err(|p| anyhow::anyhow!("{p}"))?;
+    let report = ProfileReport::read(report_path).map_err(anyhow::Error::msg)?;
     let mut answers: Vec<(String, answers::Answer)> = Vec::new();
     for (i, op) in report.top(3).iter().enumerate() {
         answers.push((format!("top_ops.{i}.name"), op.name.as_str().into()));

@@ -201,8 +201,7 @@ fn answers(step: &IllustrativeStep, profile_path: &std::path::Path, op: Option<&
     let step_ms = step.step_ms();
     let line_ms = step.activations_ms();
     let saved = budget::saving_ms(line_ms, step.removed.value());
-    let text = std::fs::read_to_string(profile_path).with_context(|| format!("cannot read {}", profile_path.display()))?;
-    let report = ProfileReport::parse(&text, &profile_path.display().to_string()).map_err(|p| anyhow::anyhow!("{p}"))?;
+    let report = ProfileReport::read(profile_path).map_err(anyhow::Error::msg)?;
     let (row, fraction) = match op {
         Some(name) => {
             let Some((_, row)) = report.find(name) else { bail!("`{name}` is not a row of {}", profile_path.display()) };

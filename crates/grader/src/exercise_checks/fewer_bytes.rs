@@ -221,8 +221,7 @@ fn total_question(q: QuestionResult, got: Got<f64>, predicted: &[Result<HalfByte
 /// names the file that could not be read.
 pub fn prediction_inputs(profile_path: &std::path::Path, exercise_dir: &std::path::Path) -> Result<String, String> {
     use std::fmt::Write;
-    let text = std::fs::read_to_string(profile_path).map_err(|e| format!("cannot read {}: {e}", profile_path.display()))?;
-    let report = ProfileReport::parse(&text, &profile_path.display().to_string()).map_err(|p| p.to_string())?;
+    let report = ProfileReport::read(profile_path)?;
     let mut out = String::from("The memory-traffic fix: the weights of `matmul` and `lm_head` in bf16, half the bytes (answers [bytes]).\n");
     if let Some(dtype) = report.dtype.as_deref().filter(|d| *d != FROM_DTYPE) {
         let _ = writeln!(out, "  Your profile ran with {dtype} weights: predict from an f32 profile (`course run 3` without --dtype).");

@@ -258,6 +258,13 @@ const TOTALS_REL_TOLERANCE: f64 = 0.01;
 const TOTALS_ABS_TOLERANCE_US: f64 = 1.0;
 
 impl ProfileReport {
+    /// Read, parse and check the report at `path` (what a program that fills or prints answers
+    /// from a learner's report needs): the error names the file, and says what is wrong with it.
+    pub fn read(path: &std::path::Path) -> Result<ProfileReport, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        ProfileReport::parse(&text, &path.display().to_string()).map_err(|p| p.to_string())
+    }
+
     /// Parse and check a report; any inconsistency is a `Tampered` problem.
     pub fn parse(text: &str, file: &str) -> Result<ProfileReport, Problem> {
         let raw: RawReport = parse_json(text, file, &format!("profiler report ({SCHEMA})"), REGENERATE)?;
