@@ -38,6 +38,39 @@ impl Default for ForwardProfile {
     }
 }
 
+impl std::fmt::Display for ForwardProfile {
+    /// The table's heading: `forward pass B=1 T=8: 5 recorded after 2 warm-up`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "forward pass B={} T={}: {} recorded after {} warm-up", self.batch, self.seq, self.active, self.warmup)
+    }
+}
+
+/// The shape and schedule of a profiled forward, as the commands that profile one take them
+/// (`gpt2 profile`, exercise 8); the defaults are [`ForwardProfile::default`]'s.
+#[derive(clap::Args, Debug, Clone, Copy)]
+pub struct ScheduleArgs {
+    /// Sequences in the batch.
+    #[arg(long, default_value_t = 1)]
+    pub batch: usize,
+    /// Tokens per sequence.
+    #[arg(long, default_value_t = 8)]
+    pub seq: usize,
+    /// Forwards run first and not recorded (allocations, thread pools, kernel set-up).
+    #[arg(long, default_value_t = 2)]
+    pub warmup: usize,
+    /// Forwards recorded; the table's times are totals over them.
+    #[arg(long, default_value_t = 5)]
+    pub active: usize,
+}
+
+impl ScheduleArgs {
+    /// The profile these flags ask for, with every op's input shapes recorded.
+    pub fn profile(&self, with_flops: bool, cuda_timing: CudaTiming) -> ForwardProfile {
+        let Self { batch, seq, warmup, active } = *self;
+        ForwardProfile { batch, seq, warmup, active, record_shapes: true, with_flops, cuda_timing }
+    }
+}
+
 /// Seeded ids inside any vocabulary: the profile does not depend on the text.
 pub fn sample_ids(batch: usize, seq: usize, vocab: usize) -> Vec<Vec<u32>> {
     (0..batch).map(|b| (0..seq).map(|t| ((b * 7919 + t * 104_729 + 464) % vocab) as u32).collect()).collect()
@@ -209,6 +242,19 @@ pub struct Exports {
     pub trace: PathBuf,
     pub folded: PathBuf,
     pub flamegraph: PathBuf,
+}
+
+impl Exports {
+    /// What was written, for the lines after the table; `report_note` says who reads the report.
+    pub fn listing(&self, report_note: &str) -> String {
+        format!(
+            "wrote {} ({report_note}),\n      {} (open in https://ui.perfetto.dev), {} and {}",
+            self.report.display(),
+            self.trace.display(),
+            self.folded.display(),
+            self.flamegraph.display()
+        )
+    }
 }
 
 /// Writes `report.json` (the grader reads it), `trace.json` (Perfetto, chrome://tracing),

@@ -10,7 +10,7 @@ use clap::{Parser, Subcommand};
 use gpt2::CausalLm;
 use gpt2::engine_bench;
 use gpt2::cli::ModelArgs;
-use gpt2::profile::ForwardProfile;
+use gpt2::profile::ScheduleArgs;
 use gpt2::{Flow, Logits, Request, Sampling};
 use profiler::{CudaTiming, SortBy, TableOptions, View};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -41,12 +41,8 @@ enum Command {
 
 #[derive(clap::Args)]
 struct ProfileArgs {
-    /// Sequences in the batch.
-    #[arg(long, default_value_t = 1)]
-    batch: usize,
-    /// Tokens per sequence.
-    #[arg(long, default_value_t = 8)]
-    seq: usize,
+    #[command(flatten)]
+    schedule: ScheduleArgs,
     /// Sort key, as in PyTorch: self_cpu_time_total, cpu_time_total, self_cuda_time_total,
     /// cuda_time_total or count [default: self_cuda_time_total on CUDA, else self_cpu_time_total].
     #[arg(long)]
@@ -64,12 +60,6 @@ struct ProfileArgs {
     /// this machine's ceilings are known: they are measured once and cached).
     #[arg(long)]
     with_flops: bool,
-    /// Forwards run before recording (not counted).
-    #[arg(long, default_value_t = 2)]
-    warmup: usize,
-    /// Forwards recorded; times are totals over them.
-    #[arg(long, default_value_t = 5)]
-    active: usize,
     /// On CUDA: time ops with CUDA events (default) or by synchronising around each op.
     #[arg(long, default_value_t = CudaTiming::Events, value_parser = cuda_timing_values())]
     cuda_timing: CudaTiming,
@@ -312,26 +302,18 @@ fn profile_cmd(args: ProfileArgs) -> Result<()> {
     });
     let model = &loaded.model;
     let on_cuda = model.device().is_cuda();
-    let spec = ForwardProfile {
-        batch: args.batch,
-        seq: args.seq,
-        warmup: args.warmup,
-        active: args.active,
-        record_shapes: true,
-        with_flops: args.with_flops,
-        cuda_timing: args.cuda_timing,
-    };
+    let spec = args.schedule.profile(args.with_flops, args.cuda_timing);
     if let Some(repeats) = args.overhead {
         let o = gpt2::profile::measure_overhead(model, &spec, repeats)?;
         println!(
             "forward B={} T={}: unprofiled median {:.3} ms, profiled median {:.3} ms over {} alternating repeats: overhead {:+.2}%",
-            args.batch, args.seq, o.plain_ms, o.profiled_ms, o.repeats, o.percent()
+            spec.batch, spec.seq, o.plain_ms, o.profiled_ms, o.repeats, o.percent()
         );
         return Ok(());
     }
     let ceilings = gpt2::profile::machine_ceilings(model, args.remeasure_ceilings);
     let profile = gpt2::profile::profile_forward_with(model, &spec, ceilings)?;
-    let default_sort = if on_cuda { SortBy::SelfCudaTimeTotal } else { SortBy::SelfCpuTimeTotal };
+    let default_sort = SortBy::self_time(on_cuda);
     let options = TableOptions {
         sort_by: args.sort_by.unwrap_or(default_sort),
         row_limit: Some(args.row_limit),
@@ -342,10 +324,10 @@ fn profile_cmd(args: ProfileArgs) -> Result<()> {
     if loaded.checkpoint.synthetic {
         println!("(synthetic weights: timings are real, the model's outputs are not)");
     }
-    println!("forward B={} T={}, {} recorded after {} warm-up", args.batch, args.seq, args.active, args.warmup);
+    println!("{spec}");
     print!("{}", profile.table(options));
     let out = gpt2::profile::write_exports(&profile, options, &args.out)?;
-    println!("\nwrote {}, {}, {} and {}", out.report.display(), out.trace.display(), out.folded.display(), out.flamegraph.display());
+    println!("\n{}", out.listing("read by `gpt2 profile --compare` and the grader"));
     // Written first, so the failed run's report (with its warnings) can be read.
     gpt2::profile::check_device_timing(&profile)?;
     Ok(())

@@ -82,6 +82,16 @@ impl SortBy {
         SortBy::Count,
     ];
 
+    /// Self time where the work ran: on the device for CUDA, whose kernels run asynchronously
+    /// (host time would rank their launches), on the host for a CPU.
+    pub fn self_time(on_cuda: bool) -> Self {
+        if on_cuda {
+            SortBy::SelfCudaTimeTotal
+        } else {
+            SortBy::SelfCpuTimeTotal
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             SortBy::SelfCpuTimeTotal => "self_cpu_time_total",
@@ -362,4 +372,11 @@ pub struct TableOptions {
     /// when the profiler's `Options::with_flops` was). With ceilings the roofline columns,
     /// which include these two, are always shown.
     pub with_flops: bool,
+}
+
+impl TableOptions {
+    /// The first `row_limit` rows by `sort_by`: PyTorch's `table(sort_by=…, row_limit=…)`.
+    pub fn top(sort_by: SortBy, row_limit: usize) -> Self {
+        Self { sort_by, row_limit: Some(row_limit), ..Self::default() }
+    }
 }

@@ -19,7 +19,7 @@ use grader::top_ops_reference::{fill_answers, predict};
 use anyhow::{Context, Result};
 use clap::Parser;
 use gpt2::cli::ModelArgs;
-use gpt2::profile::{profile_forward, write_exports, ForwardProfile};
+use gpt2::profile::{profile_forward, write_exports, ForwardProfile, ScheduleArgs};
 use gpt2::MlpActivation;
 use profiler::{CudaTiming, SortBy, TableOptions};
 use std::process::ExitCode;
@@ -41,18 +41,8 @@ use course_model::exercise::{self, ExerciseDir};
 struct Args {
     #[command(flatten)]
     model: ModelArgs,
-    /// Sequences in the batch.
-    #[arg(long, default_value_t = 1)]
-    batch: usize,
-    /// Tokens per sequence.
-    #[arg(long, default_value_t = 8)]
-    seq: usize,
-    /// Forwards run first and not recorded (allocations, thread pools, kernel set-up).
-    #[arg(long, default_value_t = 2)]
-    warmup: usize,
-    /// Forwards recorded; the table's times are totals over them.
-    #[arg(long, default_value_t = 5)]
-    active: usize,
+    #[command(flatten)]
+    schedule: ScheduleArgs,
     /// Rows printed (results/report.json holds every row).
     #[arg(long, default_value_t = 10)]
     row_limit: usize,
@@ -88,10 +78,10 @@ fn run(args: Args) -> Result<()> {
     // declares its work gets a roofline: its GFLOP/s and GB/s, the % of what it could reach
     // at its arithmetic intensity, and whether memory or compute bounds it.
     let spec = ForwardProfile {
-        batch: args.batch,
-        seq: args.seq,
-        warmup: args.warmup,
-        active: args.active,
+        batch: args.schedule.batch,
+        seq: args.schedule.seq,
+        warmup: args.schedule.warmup,
+        active: args.schedule.active,
         record_shapes: true,
         with_flops: false,
         cuda_timing: CudaTiming::Events,
@@ -100,18 +90,13 @@ fn run(args: Args) -> Result<()> {
 
     // On a GPU the kernels run asynchronously: rank by the time they took on the device.
     let on_cuda = model.device().is_cuda();
-    let options = TableOptions {
-        sort_by: if on_cuda { SortBy::SelfCudaTimeTotal } else { SortBy::SelfCpuTimeTotal },
-        row_limit: Some(args.row_limit),
-        ..TableOptions::default()
-    };
-    println!("forward pass B={} T={}: {} recorded after {} warm-up", args.batch, args.seq, args.active, args.warmup);
+    let options = TableOptions::top(SortBy::self_time(on_cuda), args.row_limit);
+    println!("{spec}");
     print!("{}", profile.table(options));
     let files = write_exports(&profile, options, &results)?;
     // ANCHOR_END: profile
 
-    println!("\nwrote {} (graded by `course check 3`),", files.report.display());
-    println!("      {} (open in https://ui.perfetto.dev) and {}", files.trace.display(), files.flamegraph.display());
+    println!("\n{}", files.listing("graded by `course check 3`"));
     fill_answers(&files.report, &dir.join("answers.toml"))?;
     println!("Next: `course check 3`.");
     Ok(())

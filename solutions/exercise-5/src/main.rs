@@ -313,8 +313,8 @@ fn profile(model: &mut Model, activation: &MlpActivation, args: &Args, dir: &Pat
     let spec = ForwardProfile { batch: 1, seq: args.seq, warmup: 2, active: args.active, record_shapes: true, with_flops: false, cuda_timing: CudaTiming::Events };
     let profile = profile_forward(model, &spec)?;
     // A GPU's question is where its time goes: sort by self CUDA time there.
-    let sort_by = if model.device().is_cuda() { SortBy::SelfCudaTimeTotal } else { SortBy::SelfCpuTimeTotal };
-    let options = TableOptions { sort_by, row_limit: Some(8), ..TableOptions::default() };
+    let sort_by = SortBy::self_time(model.device().is_cuda());
+    let options = TableOptions::top(sort_by, 8);
     println!("\n{}:", dir.display());
     print!("{}", profile.table(options));
     let files = write_exports(&profile, options, dir)?;

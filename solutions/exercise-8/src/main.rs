@@ -18,7 +18,7 @@ use anyhow::{Context, Result};
 use grader::top_ops_reference::{fill_answers, predict};
 use clap::Parser;
 use course_model::exercise::{self, ExerciseDir};
-use engine::profile::{profile_forward, write_exports, ForwardProfile};
+use engine::profile::{profile_forward, write_exports, ForwardProfile, ScheduleArgs};
 use engine::run_args::RunArgs;
 use engine::CausalLm;
 use llama::source::{self, Source, DEFAULT_MODEL};
@@ -52,21 +52,11 @@ struct Args {
     model: String,
     #[command(flatten)]
     run: RunArgs,
-    /// Sequences in the batch.
-    #[arg(long, default_value_t = 1)]
-    batch: usize,
-    /// Tokens per sequence.
-    #[arg(long, default_value_t = 8)]
-    seq: usize,
-    /// Forwards run first and not recorded (allocations, thread pools, kernel set-up).
-    #[arg(long, default_value_t = 2)]
-    warmup: usize,
-    /// Forwards recorded; the table's times are totals over them.
-    #[arg(long, default_value_t = 5)]
-    active: usize,
     /// Rows printed (results/report.json holds every row).
     #[arg(long, default_value_t = 12)]
     row_limit: usize,
+    #[command(flatten)]
+    schedule: ScheduleArgs,
     #[command(flatten)]
     dir: ExerciseDir,
 }
@@ -80,15 +70,7 @@ fn run(args: Args) -> Result<()> {
     let results = dir.join("results");
     predict(&dir)?;
 
-    let spec = ForwardProfile {
-        batch: args.batch,
-        seq: args.seq,
-        warmup: args.warmup,
-        active: args.active,
-        record_shapes: true,
-        with_flops: false,
-        cuda_timing: CudaTiming::Events,
-    };
+    let spec = args.schedule.profile(false, CudaTiming::Events);
     let started = std::time::Instant::now();
     let device = args.run.open_device()?;
     let profile = match args.model.ends_with(".gguf") {
@@ -103,18 +85,13 @@ fn run(args: Args) -> Result<()> {
         }
     };
     let on_cuda = device.is_cuda();
-    let options = TableOptions {
-        sort_by: if on_cuda { SortBy::SelfCudaTimeTotal } else { SortBy::SelfCpuTimeTotal },
-        row_limit: Some(args.row_limit),
-        ..TableOptions::default()
-    };
-    println!("forward pass B={} T={}: {} recorded after {} warm-up", args.batch, args.seq, args.active, args.warmup);
+    let options = TableOptions::top(SortBy::self_time(on_cuda), args.row_limit);
+    println!("{spec}");
     print!("{}", profile.table(options));
     let files = write_exports(&profile, options, &results)?;
     println!("(from the command to the table: {:.1} s)", started.elapsed().as_secs_f64());
 
-    println!("\nwrote {} (graded by `course check 8`),", files.report.display());
-    println!("      {} (open in https://ui.perfetto.dev) and {}", files.trace.display(), files.flamegraph.display());
+    println!("\n{}", files.listing("graded by `course check 8`"));
     fill_answers(&files.report, &dir.join("answers.toml"))?;
     println!("Next: `course check 8`.");
     Ok(())

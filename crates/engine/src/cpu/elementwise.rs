@@ -73,100 +73,50 @@ pub(crate) fn compiled_for<R>(path: KernelPath, f: impl FnOnce() -> R) -> R {
     f()
 }
 
-/// `h += bias`, row by row.
-struct BiasAdd {
-    path: KernelPath,
+/// An in-place op on the CPU, as candle runs one: `f` gets the output's values (contiguous
+/// f32) and its layout, then each operand's values. Each kernel below is one of these, with
+/// its row loop in `f`; the struct is only the door candle's `inplace_op*` calls through.
+struct InPlace<F> {
+    name: &'static str,
+    f: F,
 }
 
-impl candle_core::InplaceOp2 for BiasAdd {
+impl<F: Fn(&mut [f32], &Layout) -> Result<()> + Send + Sync> candle_core::InplaceOp1 for InPlace<F> {
     fn name(&self) -> &'static str {
-        "bias_add"
-    }
-    fn cpu_fwd(&self, s1: &mut CpuStorage, l1: &Layout, s2: &CpuStorage, l2: &Layout) -> Result<()> {
-        let bias = slice(s2, l2, self.name())?;
-        let h = slice_mut(s1, l1, self.name())?;
-        for_rows(
-            self.path,
-            h,
-            bias.len(),
-            #[inline(always)]
-            |row, _| row.iter_mut().zip(bias).for_each(|(y, b)| *y += b),
-        );
-        Ok(())
-    }
-}
-
-/// `h = gelu_tanh(h + bias)`: GPT-2's MLP activation fused with the bias before it.
-struct BiasGelu {
-    path: KernelPath,
-}
-
-impl candle_core::InplaceOp2 for BiasGelu {
-    fn name(&self) -> &'static str {
-        "bias_gelu"
-    }
-    fn cpu_fwd(&self, s1: &mut CpuStorage, l1: &Layout, s2: &CpuStorage, l2: &Layout) -> Result<()> {
-        let bias = slice(s2, l2, self.name())?;
-        let h = slice_mut(s1, l1, self.name())?;
-        for_rows(
-            self.path,
-            h,
-            bias.len(),
-            #[inline(always)]
-            |row, _| row.iter_mut().zip(bias).for_each(|(y, b)| *y = gelu_tanh(*y + b)),
-        );
-        Ok(())
-    }
-}
-
-/// `h = h + bias + residual`: a projection's bias fused with the residual add after it.
-struct BiasResidual {
-    path: KernelPath,
-}
-
-impl candle_core::InplaceOp3 for BiasResidual {
-    fn name(&self) -> &'static str {
-        "bias_residual_add"
-    }
-    fn cpu_fwd(&self, s1: &mut CpuStorage, l1: &Layout, s2: &CpuStorage, l2: &Layout, s3: &CpuStorage, l3: &Layout) -> Result<()> {
-        let bias = slice(s2, l2, self.name())?;
-        let residual = slice(s3, l3, self.name())?;
-        let h = slice_mut(s1, l1, self.name())?;
-        if residual.len() != h.len() {
-            candle_core::bail!("bias_residual_add: residual has {} elements, output {}", residual.len(), h.len());
-        }
-        let width = bias.len();
-        for_rows(
-            self.path,
-            h,
-            width,
-            #[inline(always)]
-            |row, i| {
-                let res = &residual[i * width..(i + 1) * width];
-                row.iter_mut().zip(bias).zip(res).for_each(|((y, b), r)| *y += b + r)
-            },
-        );
-        Ok(())
-    }
-}
-
-/// Softmax over the last dimension, in place. Candle's CPU softmax calls libm's `exp` once per
-/// value; at a 128-token prefill (12 heads × 128 × 128 scores a layer) that took 1.1 ms a layer,
-/// as long as the two attention products together.
-struct SoftmaxLastDim {
-    path: KernelPath,
-}
-
-impl candle_core::InplaceOp1 for SoftmaxLastDim {
-    fn name(&self) -> &'static str {
-        "softmax"
+        self.name
     }
     fn cpu_fwd(&self, s: &mut CpuStorage, l: &Layout) -> Result<()> {
+        (self.f)(slice_mut(s, l, self.name)?, l)
+    }
+}
+
+impl<F: Fn(&mut [f32], &Layout, &[f32]) -> Result<()> + Send + Sync> candle_core::InplaceOp2 for InPlace<F> {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+    fn cpu_fwd(&self, s1: &mut CpuStorage, l1: &Layout, s2: &CpuStorage, l2: &Layout) -> Result<()> {
+        (self.f)(slice_mut(s1, l1, self.name)?, l1, slice(s2, l2, self.name)?)
+    }
+}
+
+impl<F: Fn(&mut [f32], &Layout, &[f32], &[f32]) -> Result<()> + Send + Sync> candle_core::InplaceOp3 for InPlace<F> {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+    fn cpu_fwd(&self, s1: &mut CpuStorage, l1: &Layout, s2: &CpuStorage, l2: &Layout, s3: &CpuStorage, l3: &Layout) -> Result<()> {
+        (self.f)(slice_mut(s1, l1, self.name)?, l1, slice(s2, l2, self.name)?, slice(s3, l3, self.name)?)
+    }
+}
+
+/// Softmax over the last dimension of `h`, in place (contiguous f32 on the CPU). Candle's CPU
+/// softmax calls libm's `exp` once per value; at a 128-token prefill (12 heads × 128 × 128
+/// scores a layer) that took 1.1 ms a layer, as long as the two attention products together.
+pub fn softmax_last_dim_(h: &Tensor, path: KernelPath) -> Result<()> {
+    let f = |h: &mut [f32], l: &Layout| {
         let width = l.dims().last().copied().unwrap_or(1);
-        let h = slice_mut(s, l, self.name())?;
         if width > 0 {
             for_rows(
-                self.path,
+                path,
                 h,
                 width,
                 #[inline(always)]
@@ -174,7 +124,8 @@ impl candle_core::InplaceOp1 for SoftmaxLastDim {
             );
         }
         Ok(())
-    }
+    };
+    h.inplace_op1(&InPlace { name: "softmax", f })
 }
 
 /// `row = e^(row − max) / Σ e^(row − max)`, with 16 running lanes for the max and the sum so
@@ -203,11 +154,6 @@ pub(crate) fn softmax_row(row: &mut [f32]) {
     }
     let inv = 1.0 / total;
     row.iter_mut().for_each(|v| *v *= inv);
-}
-
-/// Softmax over the last dimension of `h`, in place (contiguous f32 on the CPU).
-pub fn softmax_last_dim_(h: &Tensor, path: KernelPath) -> Result<()> {
-    h.inplace_op1(&SoftmaxLastDim { path })
 }
 
 /// Attention scores `[batch, heads, queries, keys]` set to `value` where the mask
@@ -260,26 +206,27 @@ pub fn mask_fill_(scores: &Tensor, mask: &Tensor, value: f32, path: KernelPath) 
     scores.inplace_op2(mask, &MaskFill { value, path })
 }
 
-/// LayerNorm over each row, in place: `(x − mean) / √(var + eps) · weight + bias`.
-struct LayerNormRows {
-    eps: f32,
-    path: KernelPath,
+/// `Σ f(v)` over `values`, in 16 running lanes so that the loop vectorises.
+#[inline(always)]
+fn lane_sum(values: &[f32], f: impl Fn(f32) -> f32) -> f32 {
+    let mut lanes = [0f32; 16];
+    let mut chunks = values.chunks_exact(16);
+    for chunk in &mut chunks {
+        lanes.iter_mut().zip(chunk).for_each(|(s, &v)| *s += f(v));
+    }
+    lanes.iter().sum::<f32>() + chunks.remainder().iter().map(|&v| f(v)).sum::<f32>()
 }
 
-impl candle_core::InplaceOp3 for LayerNormRows {
-    fn name(&self) -> &'static str {
-        "layer_norm"
-    }
-    fn cpu_fwd(&self, s1: &mut CpuStorage, l1: &Layout, s2: &CpuStorage, l2: &Layout, s3: &CpuStorage, l3: &Layout) -> Result<()> {
-        let weight = slice(s2, l2, self.name())?;
-        let bias = slice(s3, l3, self.name())?;
-        let h = slice_mut(s1, l1, self.name())?;
+/// LayerNorm of each row of `x` (contiguous f32 on the CPU) into a new tensor:
+/// `(x − mean) / √(var + eps) · weight + bias`. Candle's CPU layer norm sums each row one
+/// value at a time; this one sums 16 lanes at once.
+pub fn layer_norm(x: &Tensor, weight: &Tensor, bias: &Tensor, eps: f32, path: KernelPath) -> Result<Tensor> {
+    let f = |h: &mut [f32], _: &Layout, weight: &[f32], bias: &[f32]| {
         if weight.len() != bias.len() || weight.is_empty() || h.len() % weight.len() != 0 {
             candle_core::bail!("layer_norm: rows of {} values, weight {}, bias {}", h.len(), weight.len(), bias.len());
         }
-        let eps = self.eps;
         for_rows(
-            self.path,
+            path,
             h,
             weight.len(),
             #[inline(always)]
@@ -292,47 +239,21 @@ impl candle_core::InplaceOp3 for LayerNormRows {
             },
         );
         Ok(())
-    }
-}
-
-/// `Σ f(v)` over `values`, in 16 running lanes so that the loop vectorises.
-#[inline(always)]
-fn lane_sum(values: &[f32], f: impl Fn(f32) -> f32) -> f32 {
-    let mut lanes = [0f32; 16];
-    let mut chunks = values.chunks_exact(16);
-    for chunk in &mut chunks {
-        lanes.iter_mut().zip(chunk).for_each(|(s, &v)| *s += f(v));
-    }
-    lanes.iter().sum::<f32>() + chunks.remainder().iter().map(|&v| f(v)).sum::<f32>()
-}
-
-/// LayerNorm of each row of `x` (contiguous f32 on the CPU) into a new tensor. Candle's
-/// CPU layer norm sums each row one value at a time; this one sums 16 lanes at once.
-pub fn layer_norm(x: &Tensor, weight: &Tensor, bias: &Tensor, eps: f32, path: KernelPath) -> Result<Tensor> {
+    };
     let y = x.copy()?;
-    y.inplace_op3(weight, bias, &LayerNormRows { eps, path })?;
+    y.inplace_op3(weight, bias, &InPlace { name: "layer_norm", f })?;
     Ok(y)
 }
 
-/// RMSNorm over each row, in place: `x / √(mean(x²) + eps) · weight`.
-struct RmsNormRows {
-    eps: f32,
-    path: KernelPath,
-}
-
-impl candle_core::InplaceOp2 for RmsNormRows {
-    fn name(&self) -> &'static str {
-        "rms_norm"
-    }
-    fn cpu_fwd(&self, s1: &mut CpuStorage, l1: &Layout, s2: &CpuStorage, l2: &Layout) -> Result<()> {
-        let weight = slice(s2, l2, self.name())?;
-        let h = slice_mut(s1, l1, self.name())?;
+/// RMSNorm of each row (the last dimension) of `x` (contiguous f32 on the CPU) into a new
+/// tensor, `x / √(mean(x²) + eps) · weight`, 16 lanes at a time.
+pub fn rms_norm(x: &Tensor, weight: &Tensor, eps: f32, path: KernelPath) -> Result<Tensor> {
+    let f = |h: &mut [f32], _: &Layout, weight: &[f32]| {
         if weight.is_empty() || h.len() % weight.len() != 0 {
             candle_core::bail!("rms_norm: rows of {} values, weight {}", h.len(), weight.len());
         }
-        let eps = self.eps;
         for_rows(
-            self.path,
+            path,
             h,
             weight.len(),
             #[inline(always)]
@@ -342,47 +263,29 @@ impl candle_core::InplaceOp2 for RmsNormRows {
             },
         );
         Ok(())
-    }
-}
-
-/// RMSNorm of each row (the last dimension) of `x` (contiguous f32 on the CPU) into a new
-/// tensor, 16 lanes at a time.
-pub fn rms_norm(x: &Tensor, weight: &Tensor, eps: f32, path: KernelPath) -> Result<Tensor> {
+    };
     let y = x.copy()?;
-    y.inplace_op2(weight, &RmsNormRows { eps, path })?;
+    y.inplace_op2(weight, &InPlace { name: "rms_norm", f })?;
     Ok(y)
 }
 
-/// `h += residual`, element by element.
-struct ResidualAdd {
-    path: KernelPath,
-}
-
-impl candle_core::InplaceOp2 for ResidualAdd {
-    fn name(&self) -> &'static str {
-        "residual_add"
-    }
-    fn cpu_fwd(&self, s1: &mut CpuStorage, l1: &Layout, s2: &CpuStorage, l2: &Layout) -> Result<()> {
-        let residual = slice(s2, l2, self.name())?;
-        let h = slice_mut(s1, l1, self.name())?;
+/// `h += residual` in place (both contiguous f32 on the CPU, of one shape).
+pub fn residual_add_(h: &Tensor, residual: &Tensor, path: KernelPath) -> Result<()> {
+    let f = |h: &mut [f32], l: &Layout, residual: &[f32]| {
         if residual.len() != h.len() || h.is_empty() {
             candle_core::bail!("residual_add: residual has {} elements, output {}", residual.len(), h.len());
         }
-        let width = l1.dims().last().copied().unwrap_or(h.len());
+        let width = l.dims().last().copied().unwrap_or(h.len());
         for_rows(
-            self.path,
+            path,
             h,
             width,
             #[inline(always)]
             |row, i| row.iter_mut().zip(&residual[i * width..(i + 1) * width]).for_each(|(y, r)| *y += r),
         );
         Ok(())
-    }
-}
-
-/// `h += residual` in place (both contiguous f32 on the CPU, of one shape).
-pub fn residual_add_(h: &Tensor, residual: &Tensor, path: KernelPath) -> Result<()> {
-    h.inplace_op2(residual, &ResidualAdd { path })
+    };
+    h.inplace_op2(residual, &InPlace { name: "residual_add", f })
 }
 
 /// `silu(gate) · up` for each row of `gate_up` (`[tokens, 2 · inner]`, gate first; contiguous
@@ -411,17 +314,50 @@ pub fn silu_mul(gate_up: &Tensor, path: KernelPath) -> Result<Tensor> {
 
 /// `h += bias` in place (`h` is `[tokens, width]`, contiguous f32 on the CPU).
 pub fn bias_add_(h: &Tensor, bias: &Tensor, path: KernelPath) -> Result<()> {
-    h.inplace_op2(bias, &BiasAdd { path })
+    bias_then(h, bias, path, "bias_add", |v| v)
 }
 
-/// `h = gelu_tanh(h + bias)` in place.
+/// `h = gelu_tanh(h + bias)` in place: GPT-2's MLP activation fused with the bias before it.
 pub fn bias_gelu_(h: &Tensor, bias: &Tensor, path: KernelPath) -> Result<()> {
-    h.inplace_op2(bias, &BiasGelu { path })
+    bias_then(h, bias, path, "bias_gelu", gelu_tanh)
 }
 
-/// `h += bias + residual` in place.
+/// `h = act(h + bias)`, row by row. `act` is a function item or a closure, so each use is
+/// compiled with its own body inlined into the row loop.
+fn bias_then(h: &Tensor, bias: &Tensor, path: KernelPath, name: &'static str, act: impl Fn(f32) -> f32 + Send + Sync) -> Result<()> {
+    let f = |h: &mut [f32], _: &Layout, bias: &[f32]| {
+        for_rows(
+            path,
+            h,
+            bias.len(),
+            #[inline(always)]
+            |row, _| row.iter_mut().zip(bias).for_each(|(y, b)| *y = act(*y + b)),
+        );
+        Ok(())
+    };
+    h.inplace_op2(bias, &InPlace { name, f })
+}
+
+/// `h += bias + residual` in place: a projection's bias fused with the residual add after it.
 pub fn bias_residual_(h: &Tensor, bias: &Tensor, residual: &Tensor, path: KernelPath) -> Result<()> {
-    h.inplace_op3(bias, residual, &BiasResidual { path })
+    let f = |h: &mut [f32], _: &Layout, bias: &[f32], residual: &[f32]| {
+        if residual.len() != h.len() {
+            candle_core::bail!("bias_residual_add: residual has {} elements, output {}", residual.len(), h.len());
+        }
+        let width = bias.len();
+        for_rows(
+            path,
+            h,
+            width,
+            #[inline(always)]
+            |row, i| {
+                let res = &residual[i * width..(i + 1) * width];
+                row.iter_mut().zip(bias).zip(res).for_each(|((y, b), r)| *y += b + r)
+            },
+        );
+        Ok(())
+    };
+    h.inplace_op3(bias, residual, &InPlace { name: "bias_residual_add", f })
 }
 
 /// GELU with the tanh approximation, `0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))`, written
