@@ -196,6 +196,9 @@ def main():
                 fail("the server did not stop within 60 s of SIGTERM", log.name)
     if server.returncode != 0:
         fail(f"the server exited with status {server.returncode} after SIGTERM", log.name)
+    # The server's log is kept only where a failure above names it.
+    log.close()
+    os.unlink(log.name)
     print("openai-client-check: OK (completions and chat completions, streamed and whole, with the official client; server stopped cleanly)")
 
 

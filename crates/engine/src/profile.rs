@@ -275,3 +275,27 @@ pub fn write_exports(profile: &Profile, options: TableOptions, dir: &Path) -> Re
     profile.flamegraph_svg(&out.flamegraph).map_err(fail)?;
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Command {
+        #[command(flatten)]
+        schedule: ScheduleArgs,
+    }
+
+    #[test]
+    fn the_flags_default_to_the_default_profile_and_set_its_fields() {
+        let given = Command::parse_from(["profile"]).schedule.profile(false, CudaTiming::Events);
+        assert_eq!(format!("{given:?}"), format!("{:?}", ForwardProfile::default()));
+        let flags = ["profile", "--batch", "4", "--seq", "16", "--warmup", "1", "--active", "3"];
+        let given = Command::parse_from(flags).schedule.profile(true, CudaTiming::Sync);
+        assert_eq!((given.batch, given.seq, given.warmup, given.active), (4, 16, 1, 3));
+        assert!(given.record_shapes && given.with_flops);
+        assert_eq!(given.cuda_timing, CudaTiming::Sync);
+        assert_eq!(given.to_string(), "forward pass B=4 T=16: 3 recorded after 1 warm-up");
+    }
+}
