@@ -11,7 +11,7 @@
 //! `course check 1`.
 
 use clap::Parser;
-use course_model::exercise::{self, ExerciseDir};
+use course_model::exercise;
 use course_model::quiz_terminal;
 use std::process::ExitCode;
 
@@ -28,12 +28,8 @@ const NUMBER: u32 = 1;
         Without a terminal (standard input not a TTY) it prints the scenarios with their ids and explains how \
         to fill answers.toml by hand."
 )]
-struct Args {
-    #[command(flatten)]
-    dir: ExerciseDir,
-}
+struct Args {}
 
 fn main() -> ExitCode {
-    let args = Args::parse();
-    exercise::main(|| quiz_terminal::run_exercise(&args.dir.or(env!("CARGO_MANIFEST_DIR")), NUMBER))
+    exercise::main(env!("CARGO_MANIFEST_DIR"), |_: Args, dir| quiz_terminal::run_exercise(dir, NUMBER))
 }

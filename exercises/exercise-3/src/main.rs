@@ -20,9 +20,10 @@ use gpt2::cli::ModelArgs;
 use gpt2::profile::{profile_forward, write_exports, ForwardProfile, ScheduleArgs};
 use gpt2::MlpActivation;
 use profiler::{CudaTiming, SortBy, TableOptions};
+use std::path::Path;
 use std::process::ExitCode;
 
-use course_model::exercise::{self, ExerciseDir};
+use course_model::exercise;
 
 #[derive(Parser)]
 #[command(
@@ -46,16 +47,13 @@ struct Args {
     /// Rows printed (results/report.json holds every row).
     #[arg(long, default_value_t = 10)]
     row_limit: usize,
-    #[command(flatten)]
-    dir: ExerciseDir,
 }
 
 fn main() -> ExitCode {
-    exercise::main(|| run(Args::parse()))
+    exercise::main(env!("CARGO_MANIFEST_DIR"), run)
 }
 
-fn run(args: Args) -> Result<()> {
-    let dir = args.dir.or(env!("CARGO_MANIFEST_DIR"));
+fn run(args: Args, dir: &Path) -> Result<()> {
     let results = dir.join("results");
     prediction::top_op_first(&dir, "exercise-3", 3);
 

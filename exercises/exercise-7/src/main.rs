@@ -30,7 +30,7 @@ use clap::Parser;
 use std::path::Path;
 use std::process::ExitCode;
 
-use course_model::exercise::{self, ExerciseDir};
+use course_model::exercise;
 use std::time::Duration;
 
 #[derive(Parser)]
@@ -88,12 +88,10 @@ struct Args {
     /// Hide the progress bars.
     #[arg(long)]
     no_progress: bool,
-    #[command(flatten)]
-    dir: ExerciseDir,
 }
 
 fn main() -> ExitCode {
-    exercise::main(|| run(Args::parse()))
+    exercise::main(env!("CARGO_MANIFEST_DIR"), run)
 }
 
 const START_SERVER: &str = "start it first, in another terminal: cargo run -p gpt2 -- serve --max-batch-size 8 --port 8000 (or pass --base-url)";
@@ -157,7 +155,7 @@ fn pick_rate(args: &Args, knee: &Sweep) -> Result<f64> {
 }
 
 
-fn run(args: Args) -> Result<()> {
+fn run(args: Args, dir: &Path) -> Result<()> {
     if let Some(rate) = args.rate {
         if !(rate.is_finite() && rate > 0.0) {
             bail!("--rate must be a positive number of requests per second; got {rate}");
@@ -166,7 +164,7 @@ fn run(args: Args) -> Result<()> {
     if let Some(t) = args.target_ms.filter(|t| !(t.is_finite() && *t > 0.0)) {
         bail!("--target-ms must be a positive number of milliseconds; got {t}");
     }
-    let results = args.dir.or(env!("CARGO_MANIFEST_DIR")).join("results");
+    let results = dir.join("results");
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the async runtime")?;
     let model = match &args.served_model {
         Some(name) => name.clone(),

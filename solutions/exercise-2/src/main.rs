@@ -36,7 +36,7 @@ use clap::Parser;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use course_model::exercise::{self, ExerciseDir};
+use course_model::exercise;
 use std::time::Duration;
 
 #[derive(Parser)]
@@ -101,8 +101,6 @@ struct Args {
     /// Hide the progress bars.
     #[arg(long)]
     no_progress: bool,
-    #[command(flatten)]
-    dir: ExerciseDir,
 }
 
 /// The three comparisons of batch 16 against batch 8 at each rate: the metric (as `course bench
@@ -115,10 +113,10 @@ const COMPARED: [(&str, Better); 3] =
 const SCENARIOS: [&str; 2] = ["below", "above"];
 
 fn main() -> ExitCode {
-    exercise::main(|| run(Args::parse()))
+    exercise::main(env!("CARGO_MANIFEST_DIR"), run)
 }
 
-fn run(args: Args) -> Result<()> {
+fn run(args: Args, dir: &Path) -> Result<()> {
     // Fail fast, before minutes of measuring, if src/stats.rs still has its TODOs.
     let _ = stats::percentile(&[1.0, 2.0], 50.0);
     let _ = stats::verdict(1.0, 1.0, 0.05, Better::Higher);
@@ -130,7 +128,6 @@ fn run(args: Args) -> Result<()> {
             bail!("--rates takes two positive rates, the lower first (e.g. --rates 1.5,4.5); got {rates:?}");
         }
     }
-    let dir = args.dir.or(env!("CARGO_MANIFEST_DIR"));
     let results = dir.join("results");
     let gpt2 = gpt2_program(args.gpt2.as_deref())?;
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the async runtime")?;

@@ -18,10 +18,10 @@ mod budget;
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 use profiler::{DeviceKind, Report};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use course_model::exercise::{self, ExerciseDir};
+use course_model::exercise;
 
 // The one grouping of a profile's rows into its budget lines; and your illustrative step, drawn
 // from your learner id by the grader's own function (what `course check 4` grades you on).
@@ -58,12 +58,10 @@ struct Args {
     /// Your profile [default: exercise-3/results/report.json next to this exercise].
     #[arg(long, value_name = "FILE")]
     profile: Option<PathBuf>,
-    #[command(flatten)]
-    dir: ExerciseDir,
 }
 
 fn main() -> ExitCode {
-    exercise::main(|| run(Args::parse()))
+    exercise::main(env!("CARGO_MANIFEST_DIR"), run)
 }
 
 fn bar(pct: f64) -> String {
@@ -144,11 +142,10 @@ fn share_of(report: &Report, row: &profiler::ReportRow) -> f64 {
     }
 }
 
-fn run(args: Args) -> Result<()> {
+fn run(args: Args, dir: &Path) -> Result<()> {
     if !(args.fraction > 0.0 && args.fraction <= 1.0) {
         bail!("--fraction is the part of the op your fix removes, above 0 and at most 1 (e.g. 0.67); got {}", args.fraction);
     }
-    let dir = args.dir.or(env!("CARGO_MANIFEST_DIR"));
     let learner = learner_id(&dir)?;
     let step = IllustrativeStep::for_learner(&learner);
     illustrative(&learner, &step);

@@ -30,7 +30,7 @@ use profiler::{CudaTiming, SortBy, TableOptions};
 use std::path::Path;
 use std::process::ExitCode;
 
-use course_model::exercise::{self, ExerciseDir};
+use course_model::exercise;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -82,12 +82,10 @@ struct Args {
     /// Seed of the prompts.
     #[arg(long, default_value_t = 5)]
     seed: u64,
-    #[command(flatten)]
-    dir: ExerciseDir,
 }
 
 fn main() -> ExitCode {
-    exercise::main(|| run(Args::parse()))
+    exercise::main(env!("CARGO_MANIFEST_DIR"), run)
 }
 
 /// A stage of the story: its op, where its profile goes, and how the page names it.
@@ -97,8 +95,7 @@ struct Stage {
     dir: &'static str,
 }
 
-fn run(args: Args) -> Result<()> {
-    let dir = args.dir.or(env!("CARGO_MANIFEST_DIR"));
+fn run(args: Args, dir: &Path) -> Result<()> {
     let results = dir.join("results");
     std::fs::create_dir_all(&results).with_context(|| format!("cannot create {}", results.display()))?;
 

@@ -31,7 +31,7 @@ use clap::Parser;
 use std::path::Path;
 use std::process::ExitCode;
 
-use course_model::exercise::{self, ExerciseDir};
+use course_model::exercise;
 use std::time::Duration;
 
 #[derive(Parser)]
@@ -89,12 +89,10 @@ struct Args {
     /// Hide the progress bars.
     #[arg(long)]
     no_progress: bool,
-    #[command(flatten)]
-    dir: ExerciseDir,
 }
 
 fn main() -> ExitCode {
-    exercise::main(|| run(Args::parse()))
+    exercise::main(env!("CARGO_MANIFEST_DIR"), run)
 }
 
 const START_SERVER: &str = "start it first, in another terminal: cargo run -p gpt2 -- serve --max-batch-size 8 --port 8000 (or pass --base-url)";
@@ -158,7 +156,7 @@ fn pick_rate(args: &Args, knee: &Sweep) -> Result<f64> {
 }
 
 
-fn run(args: Args) -> Result<()> {
+fn run(args: Args, dir: &Path) -> Result<()> {
     if let Some(rate) = args.rate {
         if !(rate.is_finite() && rate > 0.0) {
             bail!("--rate must be a positive number of requests per second; got {rate}");
@@ -167,7 +165,6 @@ fn run(args: Args) -> Result<()> {
     if let Some(t) = args.target_ms.filter(|t| !(t.is_finite() && *t > 0.0)) {
         bail!("--target-ms must be a positive number of milliseconds; got {t}");
     }
-    let dir = args.dir.or(env!("CARGO_MANIFEST_DIR"));
     let results = dir.join("results");
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the async runtime")?;
     let model = match &args.served_model {

@@ -17,7 +17,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use grader::top_ops_reference::{fill_answers, predict};
 use clap::Parser;
-use course_model::exercise::{self, ExerciseDir};
+use course_model::exercise;
 use engine::profile::{profile_forward, write_exports, ForwardProfile, ScheduleArgs};
 use engine::run_args::RunArgs;
 use engine::CausalLm;
@@ -57,17 +57,13 @@ struct Args {
     row_limit: usize,
     #[command(flatten)]
     schedule: ScheduleArgs,
-    #[command(flatten)]
-    dir: ExerciseDir,
 }
 
 fn main() -> ExitCode {
-    exercise::main(|| run(Args::parse()))
+    exercise::main(env!("CARGO_MANIFEST_DIR"), run)
 }
 
-fn run(args: Args) -> Result<()> {
-    let dir = args.dir.or(env!("CARGO_MANIFEST_DIR"));
-    let results = dir.join("results");
+fn run(args: Args, dir: &Path) -> Result<()> {
     predict(&dir)?;
 
     let spec = args.schedule.profile(false, CudaTiming::Events);
@@ -88,7 +84,7 @@ fn run(args: Args) -> Result<()> {
     let options = TableOptions::top(SortBy::self_time(on_cuda), args.row_limit);
     println!("{spec}");
     print!("{}", profile.table(options));
-    let files = write_exports(&profile, options, &results)?;
+    let files = write_exports(&profile, options, &dir.join("results"))?;
     println!("(from the command to the table: {:.1} s)", started.elapsed().as_secs_f64());
 
     println!("\n{}", files.listing("graded by `course check 8`"));
