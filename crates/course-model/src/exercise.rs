@@ -4,18 +4,6 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::{Args as _, FromArgMatches as _};
-
-/// `--exercise-dir`, which [`main`] adds to each exercise's arguments: the folder whose
-/// answers.toml and results/ a run reads and writes (the course is two folders above it).
-#[derive(clap::Args, Debug, Clone, Default)]
-struct ExerciseDir {
-    /// The exercise folder whose answers.toml and results/ this run reads and writes; the
-    /// course is two folders above it [default: this exercise's folder].
-    #[arg(long = "exercise-dir", value_name = "DIR")]
-    exercise_dir: Option<PathBuf>,
-}
-
 /// An exercise's `main`: parses its arguments `A` with `--exercise-dir` added, runs `run` with
 /// them and the exercise's folder, and on an error prints the one message every exercise prints
 /// (`error: ` with each cause after a colon) and exits with status 1. The folder is the one
@@ -34,10 +22,22 @@ pub fn main<A: clap::Parser>(manifest_dir: &str, run: impl FnOnce(A, &Path) -> a
 
 /// `A` and the exercise's folder from the command line `argv`.
 fn parse<A: clap::Parser>(argv: impl IntoIterator<Item = impl Into<OsString> + Clone>, manifest_dir: &str) -> Result<(A, PathBuf), clap::Error> {
-    let matches = ExerciseDir::augment_args(A::command()).try_get_matches_from(argv)?;
-    let dir = ExerciseDir::from_arg_matches(&matches)?.exercise_dir.unwrap_or_else(|| PathBuf::from(manifest_dir));
+    let folder = clap::Arg::new(EXERCISE_DIR)
+        .long(EXERCISE_DIR)
+        .value_name("DIR")
+        .value_parser(clap::value_parser!(PathBuf))
+        .help(
+            "The exercise folder whose answers.toml and results/ this run reads and writes; the course is two \
+             folders above it [default: this exercise's folder]",
+        );
+    let matches = A::command().arg(folder).try_get_matches_from(argv)?;
+    let dir = matches.get_one::<PathBuf>(EXERCISE_DIR).cloned().unwrap_or_else(|| PathBuf::from(manifest_dir));
     Ok((A::from_arg_matches(&matches)?, dir))
 }
+
+/// The flag `course run` and `course check` pass: the folder whose answers.toml and results/ a
+/// run reads and writes (the course is two folders above it).
+const EXERCISE_DIR: &str = "exercise-dir";
 
 fn message(e: &anyhow::Error) -> String {
     format!("error: {e:#}")
@@ -68,6 +68,8 @@ mod tests {
         let help = parse::<Args>(["ex", "--help"], "/x").unwrap_err();
         assert_eq!(help.kind(), clap::error::ErrorKind::DisplayHelp);
         let text = help.to_string();
+        // The program's own description stays at the top.
+        assert!(text.starts_with("An exercise's own arguments"), "{text}");
         assert!(text.contains("--row-limit") && text.contains("--exercise-dir <DIR>"), "{text}");
         let wrong = parse::<Args>(["ex", "--exercise-folder", "/tmp"], "/x").unwrap_err();
         assert_eq!(wrong.kind(), clap::error::ErrorKind::UnknownArgument);
