@@ -55,7 +55,7 @@ fn main() -> ExitCode {
 
 fn run(args: Args, dir: &Path) -> Result<()> {
     let results = dir.join("results");
-    prediction::top_op_first(&dir, "exercise-3", 3);
+    prediction::top_op_first(dir, "exercise-3", 3);
 
     // ANCHOR: load
     // GPT-2 small from the hub (or its cache); offline, the synthetic checkpoint, with a notice.

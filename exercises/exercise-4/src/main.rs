@@ -140,7 +140,7 @@ fn run(args: Args, dir: &Path) -> Result<()> {
     if !(args.fraction > 0.0 && args.fraction <= 1.0) {
         bail!("--fraction is the part of the op your fix removes, above 0 and at most 1 (e.g. 0.67); got {}", args.fraction);
     }
-    let learner = learner_id(&dir)?;
+    let learner = learner_id(dir)?;
     let step = IllustrativeStep::for_learner(&learner);
     illustrative(&learner, &step);
 
@@ -161,7 +161,7 @@ fn run(args: Args, dir: &Path) -> Result<()> {
         println!("  {:<28} {share:>7.2}% {share:>9.2}% {saving:>21.2}%", row.name);
     }
     budget_lines(&report, &dir.join("results/budget.json"))?;
-    let inputs = grader::exercise_checks::fewer_bytes::prediction_inputs(&path, &dir).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let inputs = grader::exercise_checks::fewer_bytes::prediction_inputs(&path, dir).map_err(|e| anyhow::anyhow!("{e}"))?;
     print!("\n{inputs}");
     if let Some(op) = &args.op {
         let wanted = op.trim().to_lowercase();

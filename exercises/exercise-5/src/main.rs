@@ -107,7 +107,7 @@ fn run(args: Args, dir: &Path) -> Result<()> {
     let stages = check_correctness(&device, &results.join("fused_check.json"))?;
     let stages: Vec<Stage> = stages.into_iter().map(|(stage, _)| stage).collect();
 
-    predict_first(&dir, &results.join("unfused/report.json"));
+    predict_first(dir, &results.join("unfused/report.json"));
 
     let loaded = args.model.load().context("cannot load GPT-2")?;
     let mut model = loaded.model;

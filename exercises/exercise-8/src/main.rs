@@ -65,7 +65,7 @@ fn main() -> ExitCode {
 }
 
 fn run(args: Args, dir: &Path) -> Result<()> {
-    prediction::top_op_first(&dir, "exercise-8", 8);
+    prediction::top_op_first(dir, "exercise-8", 8);
 
     let spec = args.schedule.profile(false, CudaTiming::Events);
     let started = std::time::Instant::now();

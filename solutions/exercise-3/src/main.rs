@@ -55,7 +55,7 @@ fn main() -> ExitCode {
 
 fn run(args: Args, dir: &Path) -> Result<()> {
     let results = dir.join("results");
-    predict(&dir)?;
+    predict(dir)?;
 
     // ANCHOR: load
     // GPT-2 small from the hub (or its cache); offline, the synthetic checkpoint, with a notice.

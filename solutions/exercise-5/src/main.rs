@@ -110,7 +110,7 @@ fn run(args: Args, dir: &Path) -> Result<()> {
     let max_abs_error = stages.iter().map(|(_, e)| *e).fold(0.0, f32::max);
     let stages: Vec<Stage> = stages.into_iter().map(|(stage, _)| stage).collect();
 
-    predict_first(&dir, &results.join("unfused/report.json"));
+    predict_first(dir, &results.join("unfused/report.json"));
 
     let loaded = args.model.load().context("cannot load GPT-2")?;
     let mut model = loaded.model;

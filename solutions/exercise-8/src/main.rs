@@ -64,7 +64,7 @@ fn main() -> ExitCode {
 }
 
 fn run(args: Args, dir: &Path) -> Result<()> {
-    predict(&dir)?;
+    predict(dir)?;
 
     let spec = args.schedule.profile(false, CudaTiming::Events);
     let started = std::time::Instant::now();
