@@ -91,6 +91,9 @@ def write_json(args, averages, on_cuda):
         # Newer torch names it self_device_time_total; older releases self_cuda_time_total.
         return float(getattr(e, "self_device_time_total", getattr(e, "self_cuda_time_total", 0.0)))
 
+    # ProfilerStep#N is the schedule's annotation around each whole step. Recent torch records it
+    # on the stream as well, with the step's span as its "self CUDA" time, so it stays out of the
+    # rows and of the totals (as the table's own "Self CUDA time total" leaves it out).
     rows = [e for e in averages if not e.key.startswith("ProfilerStep")]
     key = self_device_us if on_cuda else (lambda e: float(e.self_cpu_time_total))
     rows.sort(key=key, reverse=True)
@@ -101,10 +104,10 @@ def write_json(args, averages, on_cuda):
         "seq": args.seq,
         "active_steps": args.active,
         "totals": {
-            "self_cpu_us": sum(float(e.self_cpu_time_total) for e in averages),
+            "self_cpu_us": sum(float(e.self_cpu_time_total) for e in rows),
             # As the table's "Self CUDA time total": the kernels' own rows only (an op's row
             # repeats the time of the kernels it launched).
-            "self_cuda_us": sum(self_device_us(e) for e in averages if e.device_type == DeviceType.CUDA) if on_cuda else None,
+            "self_cuda_us": sum(self_device_us(e) for e in rows if e.device_type == DeviceType.CUDA) if on_cuda else None,
         },
         "rows": [{"name": e.key, "calls": e.count, "self_cpu_us": float(e.self_cpu_time_total),
                   "self_cuda_us": self_device_us(e) if on_cuda else None} for e in rows[:args.row_limit]],
