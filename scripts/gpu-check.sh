@@ -23,11 +23,14 @@
 #   4. exercise 5's tests: solution-5's `--features cuda` test binary (its kernel against
 #      candle's unfused ops, f32 and half precision); a test that finds no GPU fails the step;
 #   5. bench: `gpt2 bench` (forward, prefill, decode at B=1, 8, 16) in each --bench-dtypes;
-#   6. exercise 3 on the GPU, graded: solution-3 --device cuda fills a submission, `course grade`
+#   6. serving: `gpt2 serve` through HTTP, six prompts each alone and then all at once
+#      (continuous batching); greedy decoding must give every request its alone completion
+#      (scripts/gpu-check/serve_check.py; the synthetic GPT-2 tiny on the CPU);
+#   7. exercise 3 on the GPU, graded: solution-3 --device cuda fills a submission, `course grade`
 #      grades it (it must pass, ranked by self CUDA time);
-#   7. Nsight Compute, when `ncu` is on PATH: one launch of exercise 5's fused kernel (64x3072
+#   8. Nsight Compute, when `ncu` is on PATH: one launch of exercise 5's fused kernel (64x3072
 #      f32), its memory throughput as % of peak and its achieved occupancy (ncu.json);
-#   8. PyTorch, when `torch.cuda.is_available()`: scripts/torch-reference.py and
+#   9. PyTorch, when `torch.cuda.is_available()`: scripts/torch-reference.py and
 #      scripts/torch-profile.py on the same GPU, and the bench ratios gpt2 / torch (the same
 #      quantity on both sides: host-clock latency to a finished result). The profiles' self
 #      CUDA totals are shown side by side, never divided: gpt2's is stream time, PyTorch's is
@@ -163,7 +166,7 @@ first_error() {
 }
 
 # required GROUP: whether a failure in GROUP fails the check (Nsight Compute and PyTorch are extras).
-required() { case "$1" in preflight | parity | profile | bench | exercise) return 0 ;; *) return 1 ;; esac; }
+required() { case "$1" in preflight | parity | profile | bench | serve | exercise) return 0 ;; *) return 1 ;; esac; }
 
 # run_step NAME GROUP TIMEOUT_S COMMAND...: runs COMMAND with stdout+stderr to logs/NAME.log,
 # records steps/NN-NAME.json, prints one line. Returns the command's status.
@@ -446,6 +449,15 @@ for dtype in "${dtypes[@]}"; do
   run_step "bench-$dtype" bench 180 "$gpt2" bench --model "$model" --device "$device" --dtype "$dtype" "${bench_args[@]}" --json "$out/bench-$dtype.json" &&
     grep -v '^\s*$' "$out/logs/bench-$dtype.log" | sed "s/^/  [bench $dtype] /" >&2
 done
+
+# ---- serving: each prompt alone, then all together ----------------------------------------------
+# The Rust serving tests run on the CPU only; this is the same property through the server on the
+# device. On the CPU (CI) the tiny synthetic model keeps it to seconds.
+serve_args=(--model "$model" --max-tokens 16)
+[ "$device" = cpu ] && serve_args=(--model synthetic-tiny --max-tokens 8)
+run_step serve serve 120 python3 "$repo/scripts/gpu-check/serve_check.py" --gpt2 "$gpt2" --device "$device" \
+  "${serve_args[@]}" --out "$out/serve.json" &&
+  sed "s/^/  [serve] /" "$out/logs/serve.log" >&2
 
 # ---- exercise 3 on the device, graded ----------------------------------------------------------
 # The solution profiles like a learner's run and fills answers.toml from its report; `course grade`

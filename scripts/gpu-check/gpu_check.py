@@ -72,7 +72,7 @@ BOUNDS = {
 }
 
 # Steps whose failure fails the whole check; PyTorch's are extras (a skipped step never fails).
-REQUIRED_STEPS = ("preflight", "parity", "profile", "bench", "exercise")
+REQUIRED_STEPS = ("preflight", "parity", "profile", "bench", "serve", "exercise")
 # Nsight Compute (group "ncu") and PyTorch (group "torch") are extras.
 
 
@@ -455,7 +455,7 @@ def assemble(work):
         record, wrong = graded_exercise(read_json(gradebook, "course grade's gradebook"), gradebook, meta.get("device_mode"))
         result["exercise"] = record
         failures.extend(wrong)
-    for key, name in (("exercise_5_tests", "exercise-5-tests.json"), ("ncu", "ncu.json")):
+    for key, name in (("exercise_5_tests", "exercise-5-tests.json"), ("ncu", "ncu.json"), ("serve", "serve.json")):
         path = os.path.join(work, name)
         if os.path.isfile(path):
             result[key] = read_json(path, f"the {key} record")
@@ -549,6 +549,10 @@ def summary(result):
     if t5:
         lines.append(f"exercise 5's tests (solution-5, --features cuda): {t5['passed']} passed, {t5['failed']} failed"
                      + ("" if t5["pass"] else "; " + "; ".join(t5["problems"])))
+    sv = result.get("serve")
+    if sv:
+        lines.append(f"serve {sv['model']} on {sv['device']}: {sv['prompts']} prompts alone {sv['alone_s']} s, together {sv['together_s']} s; "
+                     + ("each batched completion is its alone one" if sv["pass"] else "; ".join(sv["problems"])))
     nc = result.get("ncu")
     if nc:
         m = nc["metrics"]

@@ -10,6 +10,7 @@ import tempfile
 import unittest
 
 import gpu_check
+import serve_check
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "..", "gpu-check.sh")
@@ -144,6 +145,8 @@ class Assemble(unittest.TestCase):
         write(os.path.join(d, "profile-sync", "report.json"), profile_report("cuda", 3000.0, [600.0, 300.0, 100.0]))
         write(os.path.join(d, "bench-f32.json"), bench_report(1.0))
         write(os.path.join(d, "grades", "gradebook.json"), gradebook("CUDA", True))
+        write(os.path.join(d, "serve.json"), {"device": "cuda", "model": "synthetic", "prompts": 6, "alone_s": 1.2,
+                                              "together_s": 0.4, "problems": [], "pass": True})
         os.makedirs(os.path.join(d, "logs"), exist_ok=True)
         with open(os.path.join(d, "logs", "profile-events.log"), "w") as f:
             f.write("Name  Self CUDA %\nmatmul  60.00%\n" + "x" * 9000)
@@ -179,6 +182,7 @@ class Assemble(unittest.TestCase):
             self.assertIn("gpt2 0.500 ms of stream time, torch 0.500 ms of kernel time (not the same quantity, so not divided", text)
             self.assertIn("self CUDA (stream time) 0.5 ms/step", text)
             self.assertIn("sync mode wall / events mode wall = 3.00", text)
+            self.assertIn("serve synthetic on cuda: 6 prompts alone 1.2 s, together 0.4 s; each batched completion is its alone one", text)
             self.assertIn("PASSED", text)
             self.assertIn("exercise 3 graded by course grade: passed, 9.0/9.0, ranked as a CUDA run", text)
             # A failed optional step (PyTorch) is shown but does not fail the check.
@@ -229,6 +233,32 @@ class Assemble(unittest.TestCase):
             with open(out) as f:
                 self.assertTrue(json.load(f)["passed"])
 
+
+
+def completion(text, tokens=4, finish="length"):
+    return {"choices": [{"text": text, "finish_reason": finish}], "usage": {"completion_tokens": tokens}}
+
+
+class ServeJudge(unittest.TestCase):
+    def test_the_same_completions_alone_and_batched_pass(self):
+        alone = [completion(" a b"), completion(" c", 1, "stop")]
+        self.assertEqual(serve_check.judge(alone, [dict(c) for c in alone]), [])
+
+    def test_a_changed_text_or_finish_reason_is_named_by_its_prompt(self):
+        alone = [completion(" a b"), completion(" c d")]
+        problems = serve_check.judge(alone, [completion(" a b"), completion(" c e")])
+        self.assertEqual(len(problems), 1, problems)
+        self.assertIn("prompt 1: batched ' c e' (length) but alone ' c d' (length)", problems[0])
+        problems = serve_check.judge(alone, [completion(" a b", finish="stop"), completion(" c d")])
+        self.assertIn("prompt 0", problems[0])
+
+    def test_nothing_generated_is_no_evidence(self):
+        # Two empty completions agree, and prove nothing about the batch.
+        problems = serve_check.judge([completion("", 0, "stop")], [completion("", 0, "stop")])
+        self.assertEqual(problems, ["prompt 0: no tokens generated alone"])
+
+    def test_a_missing_answer_fails(self):
+        self.assertIn("2 answers alone but 1 batched", serve_check.judge([completion("a")] * 2, [completion("a")]))
 
 
 class DeviceTiming(unittest.TestCase):
