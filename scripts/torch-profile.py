@@ -93,7 +93,7 @@ def write_json(args, averages, on_cuda):
 
     # ProfilerStep#N is the schedule's annotation around each whole step. Recent torch records it
     # on the stream as well, with the step's span as its "self CUDA" time, so it stays out of the
-    # rows and of the totals (as the table's own "Self CUDA time total" leaves it out).
+    # rows and of the CUDA total (as the table's own "Self CUDA time total" leaves it out).
     rows = [e for e in averages if not e.key.startswith("ProfilerStep")]
     key = self_device_us if on_cuda else (lambda e: float(e.self_cpu_time_total))
     rows.sort(key=key, reverse=True)
@@ -104,7 +104,9 @@ def write_json(args, averages, on_cuda):
         "seq": args.seq,
         "active_steps": args.active,
         "totals": {
-            "self_cpu_us": sum(float(e.self_cpu_time_total) for e in rows),
+            # The host's total keeps ProfilerStep's own time (the step's work outside any op), as
+            # the table's "Self CPU time total" does.
+            "self_cpu_us": sum(float(e.self_cpu_time_total) for e in averages),
             # As the table's "Self CUDA time total": the kernels' own rows only (an op's row
             # repeats the time of the kernels it launched).
             "self_cuda_us": sum(self_device_us(e) for e in rows if e.device_type == DeviceType.CUDA) if on_cuda else None,

@@ -71,7 +71,11 @@ class Server:
                 raise ServeError(f"gpt2 serve did not listen within {ready_s} s; see {log_path}")
             time.sleep(0.1)
         self.url = found[0]
-        self.model = json.load(urllib.request.urlopen(self.url + "/v1/models", timeout=30))["data"][0]["id"]
+        try:
+            self.model = json.load(urllib.request.urlopen(self.url + "/v1/models", timeout=30))["data"][0]["id"]
+        except Exception:  # the caller never gets this server, so stop it here
+            self.stop()
+            raise
 
     def complete(self, prompt, max_tokens):
         body = json.dumps({"model": self.model, "prompt": prompt, "max_tokens": max_tokens, "temperature": 0}).encode()
