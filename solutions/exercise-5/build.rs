@@ -33,7 +33,8 @@ fn main() {
 fn target_arch() -> Result<cudaforge::GpuArch, String> {
     let Ok(value) = std::env::var("CUDA_ARCH") else {
         // candle-kernels' own rule (cudaforge's), so both sets of kernels agree.
-        return Ok(cudaforge::detect_compute_cap().unwrap_or_else(|_| cudaforge::GpuArch::with_suffix(90, "a")));
+        return Ok(cudaforge::detect_compute_cap()
+            .unwrap_or_else(|_| cudaforge::GpuArch::with_suffix(90, "a")));
     };
     let arch = cudaforge::GpuArch::parse(&value)
         .map_err(|e| format!("CUDA_ARCH={value:?} is not a GPU architecture ({e}): use sm_90a, sm_89, sm_86, sm_80 or sm_75"))?;
@@ -52,7 +53,9 @@ fn target_arch() -> Result<cudaforge::GpuArch, String> {
 
 #[cfg(feature = "cuda")]
 fn compile_kernel() -> Result<(), String> {
-    let out = std::path::PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR for build scripts"));
+    let out = std::path::PathBuf::from(
+        std::env::var("OUT_DIR").expect("cargo sets OUT_DIR for build scripts"),
+    );
     let arch = target_arch()?;
     // The same nvcc flags candle-kernels uses for its PTX, so this module loads wherever
     // candle's own kernels do (same architecture, same PTX version).

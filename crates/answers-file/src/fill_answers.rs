@@ -59,14 +59,18 @@ pub fn fill(answers_path: &Path, answers: &[(String, Answer)]) -> Result<()> {
 /// [`fill`] without the solution's notice (for `course run`, which records a prediction). The
 /// tables of every path must be in the file already: a missing one is a template out of step.
 pub fn set(answers_path: &Path, answers: &[(String, Answer)]) -> Result<()> {
-    let entries = answers.iter().map(|(path, answer)| (path.split('.').collect::<Vec<_>>(), answer));
+    let entries = answers
+        .iter()
+        .map(|(path, answer)| (path.split('.').collect::<Vec<_>>(), answer));
     edit(answers_path, entries, Missing::Refuse)
 }
 
 /// Sets `[table] key = answer` for each answer, creating the file, the table and the keys that
 /// are not there yet (a learner may have deleted them). Keys are taken whole, dots included.
 pub fn set_in_table(answers_path: &Path, table: &str, answers: &[(String, Answer)]) -> Result<()> {
-    let entries = answers.iter().map(|(key, answer)| (vec![table, key.as_str()], answer));
+    let entries = answers
+        .iter()
+        .map(|(key, answer)| (vec![table, key.as_str()], answer));
     edit(answers_path, entries, Missing::Create)
 }
 
@@ -77,10 +81,16 @@ enum Missing {
     Create,
 }
 
-fn edit<'a>(answers_path: &Path, entries: impl Iterator<Item = (Vec<&'a str>, &'a Answer)>, missing: Missing) -> Result<()> {
+fn edit<'a>(
+    answers_path: &Path,
+    entries: impl Iterator<Item = (Vec<&'a str>, &'a Answer)>,
+    missing: Missing,
+) -> Result<()> {
     let text = match std::fs::read_to_string(answers_path) {
         Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound && missing == Missing::Create => String::new(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && missing == Missing::Create => {
+            String::new()
+        }
         Err(e) => return Err(e).with_context(|| format!("cannot read {}", answers_path.display())),
     };
     let mut doc: DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| {
@@ -91,18 +101,32 @@ fn edit<'a>(answers_path: &Path, entries: impl Iterator<Item = (Vec<&'a str>, &'
         )
     })?;
     for (parts, answer) in entries {
-        set_in(doc.as_table_mut(), &parts, answer, missing)
-            .with_context(|| format!("{}: cannot set `{}`", answers_path.display(), parts.join(".")))?;
+        set_in(doc.as_table_mut(), &parts, answer, missing).with_context(|| {
+            format!(
+                "{}: cannot set `{}`",
+                answers_path.display(),
+                parts.join(".")
+            )
+        })?;
     }
-    std::fs::write(answers_path, doc.to_string()).with_context(|| format!("cannot write {}", answers_path.display()))
+    std::fs::write(answers_path, doc.to_string())
+        .with_context(|| format!("cannot write {}", answers_path.display()))
 }
 
-fn set_in(table: &mut dyn TableLike, parts: &[&str], answer: &Answer, missing: Missing) -> Result<()> {
+fn set_in(
+    table: &mut dyn TableLike,
+    parts: &[&str],
+    answer: &Answer,
+    missing: Missing,
+) -> Result<()> {
     match parts {
         [] => Ok(()),
         [last] => {
             // Keep the comment after the value, if there is one.
-            let decor = table.get(last).and_then(Item::as_value).map(|v| v.decor().clone());
+            let decor = table
+                .get(last)
+                .and_then(Item::as_value)
+                .map(|v| v.decor().clone());
             let mut value = to_value(answer);
             if let Some(decor) = decor {
                 *value.decor_mut() = decor;
@@ -125,10 +149,16 @@ fn set_in(table: &mut dyn TableLike, parts: &[&str], answer: &Answer, missing: M
                     Missing::Refuse => bail!("no `{head}` in the template"),
                 }
             }
-            let Some(item) = table.get_mut(head) else { bail!("no `{head}` in the file") };
+            let Some(item) = table.get_mut(head) else {
+                bail!("no `{head}` in the file")
+            };
             if let Some(list) = item.as_array_of_tables_mut() {
-                let index: usize = rest[0].parse().with_context(|| format!("`{head}` is a list: give an index"))?;
-                let Some(entry) = list.get_mut(index) else { bail!("`{head}` has no entry {index}") };
+                let index: usize = rest[0]
+                    .parse()
+                    .with_context(|| format!("`{head}` is a list: give an index"))?;
+                let Some(entry) = list.get_mut(index) else {
+                    bail!("`{head}` has no entry {index}")
+                };
                 set_in(entry, &rest[1..], answer, missing)
             } else if let Some(inner) = item.as_table_like_mut() {
                 set_in(inner, rest, answer, missing)
@@ -155,9 +185,19 @@ mod tests {
     #[test]
     fn set_keeps_the_comments_and_fills_lists_by_index() {
         let (_dir, path) = file(TEMPLATE);
-        set(&path, &[("quiz.q1".into(), "Profile".into()), ("top_ops.1.name".into(), "gelu".into())]).unwrap();
+        set(
+            &path,
+            &[
+                ("quiz.q1".into(), "Profile".into()),
+                ("top_ops.1.name".into(), "gelu".into()),
+            ],
+        )
+        .unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
-        assert!(text.contains("# the first question\nq1 = \"Profile\" # your answer"), "{text}");
+        assert!(
+            text.contains("# the first question\nq1 = \"Profile\" # your answer"),
+            "{text}"
+        );
         assert!(text.starts_with("# Exercise N\n"), "{text}");
         let doc: toml::Table = text.parse().unwrap();
         assert_eq!(doc["top_ops"][1]["name"].as_str(), Some("gelu"));
@@ -167,28 +207,61 @@ mod tests {
     #[test]
     fn set_refuses_a_path_the_template_lacks_and_names_it() {
         let (_dir, path) = file(TEMPLATE);
-        let err = format!("{:#}", set(&path, &[("plan.attack".into(), "matmul".into())]).unwrap_err());
-        assert!(err.contains("answers.toml") && err.contains("plan.attack") && err.contains("no `plan` in the template"), "{err}");
-        let err = format!("{:#}", set(&path, &[("top_ops.5.name".into(), "x".into())]).unwrap_err());
+        let err = format!(
+            "{:#}",
+            set(&path, &[("plan.attack".into(), "matmul".into())]).unwrap_err()
+        );
+        assert!(
+            err.contains("answers.toml")
+                && err.contains("plan.attack")
+                && err.contains("no `plan` in the template"),
+            "{err}"
+        );
+        let err = format!(
+            "{:#}",
+            set(&path, &[("top_ops.5.name".into(), "x".into())]).unwrap_err()
+        );
         assert!(err.contains("no entry 5"), "{err}");
-        assert_eq!(std::fs::read_to_string(&path).unwrap(), TEMPLATE, "nothing written on a refusal");
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            TEMPLATE,
+            "nothing written on a refusal"
+        );
     }
 
     #[test]
     fn set_in_table_creates_what_is_missing_and_keeps_the_rest() {
         let (dir, path) = file(TEMPLATE);
-        set_in_table(&path, "quiz", &[("q1".into(), "Benchmark".into()), ("q2".into(), "Profile".into())]).unwrap();
+        set_in_table(
+            &path,
+            "quiz",
+            &[
+                ("q1".into(), "Benchmark".into()),
+                ("q2".into(), "Profile".into()),
+            ],
+        )
+        .unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
-        assert!(text.contains("q1 = \"Benchmark\" # your answer") && text.contains("q2 = \"Profile\""), "{text}");
+        assert!(
+            text.contains("q1 = \"Benchmark\" # your answer") && text.contains("q2 = \"Profile\""),
+            "{text}"
+        );
         // No file at all, or no [quiz] table: both are created.
         let fresh = dir.path().join("fresh.toml");
         set_in_table(&fresh, "quiz", &[("q.1".into(), "Profile".into())]).unwrap();
         let doc: toml::Table = std::fs::read_to_string(&fresh).unwrap().parse().unwrap();
-        assert_eq!(doc["quiz"]["q.1"].as_str(), Some("Profile"), "a key with a dot is one key");
+        assert_eq!(
+            doc["quiz"]["q.1"].as_str(),
+            Some("Profile"),
+            "a key with a dot is one key"
+        );
         let (_dir2, other) = file("[plan]\nattack = \"\"\n");
         set_in_table(&other, "quiz", &[("q1".into(), "Benchmark".into())]).unwrap();
         let doc: toml::Table = std::fs::read_to_string(&other).unwrap().parse().unwrap();
-        assert_eq!((doc["quiz"]["q1"].as_str(), doc["plan"]["attack"].as_str()), (Some("Benchmark"), Some("")));
+        assert_eq!(
+            (doc["quiz"]["q1"].as_str(), doc["plan"]["attack"].as_str()),
+            (Some("Benchmark"), Some(""))
+        );
         // An inline table is a table too.
         let (_dir3, inline) = file("quiz = { q1 = \"\" }\n");
         set_in_table(&inline, "quiz", &[("q1".into(), "Profile".into())]).unwrap();
@@ -199,13 +272,31 @@ mod tests {
     #[test]
     fn broken_files_are_refused_with_the_way_out() {
         let (_dir, path) = file("quiz = 3\n");
-        let err = format!("{:#}", set_in_table(&path, "quiz", &[("q1".into(), "x".into())]).unwrap_err());
-        assert!(err.contains("`quiz` is not a table") && err.contains("course reset"), "{err}");
+        let err = format!(
+            "{:#}",
+            set_in_table(&path, "quiz", &[("q1".into(), "x".into())]).unwrap_err()
+        );
+        assert!(
+            err.contains("`quiz` is not a table") && err.contains("course reset"),
+            "{err}"
+        );
         let (_dir, path) = file("[quiz\n");
-        let err = format!("{:#}", set_in_table(&path, "quiz", &[("q1".into(), "x".into())]).unwrap_err());
-        assert!(err.contains("answers.toml is not valid TOML") && err.contains("course reset"), "{err}");
+        let err = format!(
+            "{:#}",
+            set_in_table(&path, "quiz", &[("q1".into(), "x".into())]).unwrap_err()
+        );
+        assert!(
+            err.contains("answers.toml is not valid TOML") && err.contains("course reset"),
+            "{err}"
+        );
         let missing = path.with_file_name("missing.toml");
-        let err = format!("{:#}", set(&missing, &[("quiz.q1".into(), "x".into())]).unwrap_err());
-        assert!(err.contains("cannot read") && err.contains("missing.toml"), "{err}");
+        let err = format!(
+            "{:#}",
+            set(&missing, &[("quiz.q1".into(), "x".into())]).unwrap_err()
+        );
+        assert!(
+            err.contains("cannot read") && err.contains("missing.toml"),
+            "{err}"
+        );
     }
 }

@@ -52,8 +52,18 @@ pub struct Form {
 pub const TOP_OP: Form = Form {
     intro: "Before the profile runs: what do you expect it to show?",
     questions: &[
-        Question { key: "op", prompt: "Which op will top the table (its name, e.g. matmul, gelu, softmax)? ", kind: Kind::Text, required: true },
-        Question { key: "share_pct", prompt: "Its share of the step, in % (e.g. 40)? ", kind: Kind::Percent, required: false },
+        Question {
+            key: "op",
+            prompt: "Which op will top the table (its name, e.g. matmul, gelu, softmax)? ",
+            kind: Kind::Text,
+            required: true,
+        },
+        Question {
+            key: "share_pct",
+            prompt: "Its share of the step, in % (e.g. 40)? ",
+            kind: Kind::Percent,
+            required: false,
+        },
     ],
 };
 
@@ -160,7 +170,11 @@ pub enum Outcome {
     /// answers.toml already holds a prediction: kept as it is, nothing asked.
     AlreadyRecorded(Prediction),
     /// Asked now and written to answers.toml.
-    Made { prediction: Prediction, made_at: SystemTime, report_existed: bool },
+    Made {
+        prediction: Prediction,
+        made_at: SystemTime,
+        report_existed: bool,
+    },
     /// Asked, but no answer was given: nothing written.
     Declined,
     /// Standard input is not a terminal (CI, a pipe, an editor's run button): nothing asked,
@@ -176,11 +190,18 @@ impl Form {
     pub fn for_template(template: &str) -> Option<&'static Form> {
         let doc: toml_edit::DocumentMut = template.parse().ok()?;
         let table = doc.get(TABLE)?.as_table_like()?;
-        FORMS.into_iter().find(|form| form.questions.iter().all(|q| table.contains_key(q.key)))
+        FORMS
+            .into_iter()
+            .find(|form| form.questions.iter().all(|q| table.contains_key(q.key)))
     }
 
     /// The answers written for a prediction made `at`.
-    pub fn record(&self, answers: &[(&'static str, Value)], at: SystemTime, report_existed: bool) -> Vec<(String, Answer)> {
+    pub fn record(
+        &self,
+        answers: &[(&'static str, Value)],
+        at: SystemTime,
+        report_existed: bool,
+    ) -> Vec<(String, Answer)> {
         let mut out: Vec<(String, Answer)> = answers
             .iter()
             .map(|(key, value)| {
@@ -205,7 +226,10 @@ impl Form {
         let table = doc.get(TABLE)?.as_table_like()?;
         let mut answers = Vec::new();
         for q in self.questions {
-            let value = table.get(q.key).and_then(|item| item.as_value()).and_then(|v| read_value(q.kind, v));
+            let value = table
+                .get(q.key)
+                .and_then(|item| item.as_value())
+                .and_then(|v| read_value(q.kind, v));
             match value {
                 Some(value) => answers.push((q.key, value)),
                 None if q.required => return None,
@@ -232,14 +256,25 @@ impl Form {
             return Ok(Outcome::NoTerminal);
         }
         let stdin = std::io::stdin();
-        self.ask(answers_path, report_path, &mut stdin.lock(), &mut std::io::stderr())
+        self.ask(
+            answers_path,
+            report_path,
+            &mut stdin.lock(),
+            &mut std::io::stderr(),
+        )
     }
 
     /// The questions themselves, read from `input` and shown on `out`; the answers are recorded
     /// in `answers_path` (which must hold the template's `[prediction]` table). An empty answer
     /// to a required question, or the end of the input, counts as no prediction; an answer that
     /// does not fit is asked again.
-    pub fn ask(&self, answers_path: &Path, report_path: &Path, input: &mut dyn BufRead, out: &mut dyn Write) -> Result<Outcome> {
+    pub fn ask(
+        &self,
+        answers_path: &Path,
+        report_path: &Path,
+        input: &mut dyn BufRead,
+        out: &mut dyn Write,
+    ) -> Result<Outcome> {
         let report_existed = report_path.exists();
         writeln!(out, "{}", self.intro)?;
         if report_existed {
@@ -248,7 +283,9 @@ impl Form {
         let mut answers = Vec::new();
         for q in self.questions {
             let value = loop {
-                let Some(text) = line(input, out, &format!("    {}", q.prompt))? else { break None };
+                let Some(text) = line(input, out, &format!("    {}", q.prompt))? else {
+                    break None;
+                };
                 if text.is_empty() {
                     break None;
                 }
@@ -264,9 +301,21 @@ impl Form {
             }
         }
         let made_at = SystemTime::now();
-        fill_answers::set(answers_path, &self.record(&answers, made_at, report_existed))
-            .with_context(|| format!("cannot record your prediction in {}", answers_path.display()))?;
-        Ok(Outcome::Made { prediction: Prediction { answers }, made_at, report_existed })
+        fill_answers::set(
+            answers_path,
+            &self.record(&answers, made_at, report_existed),
+        )
+        .with_context(|| {
+            format!(
+                "cannot record your prediction in {}",
+                answers_path.display()
+            )
+        })?;
+        Ok(Outcome::Made {
+            prediction: Prediction { answers },
+            made_at,
+            report_existed,
+        })
     }
 }
 
@@ -284,10 +333,19 @@ fn hint(kind: Kind, required: bool) -> String {
 fn parse(kind: Kind, text: &str) -> Option<Value> {
     match kind {
         Kind::Text => Some(Value::Text(text.trim().to_string())),
-        Kind::Percent => text.trim_end_matches('%').trim().parse::<f64>().ok().filter(|v| v.is_finite() && (0.0..=100.0).contains(v)).map(Value::Number),
+        Kind::Percent => text
+            .trim_end_matches('%')
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite() && (0.0..=100.0).contains(v))
+            .map(Value::Number),
         Kind::Choice(words) => {
             let said = text.trim().to_lowercase();
-            words.iter().find(|w| **w == said).map(|w| Value::Text(w.to_string()))
+            words
+                .iter()
+                .find(|w| **w == said)
+                .map(|w| Value::Text(w.to_string()))
         }
     }
 }
@@ -295,7 +353,8 @@ fn parse(kind: Kind, text: &str) -> Option<Value> {
 /// A recorded answer, or None when it is empty or does not fit.
 fn read_value(kind: Kind, value: &toml_edit::Value) -> Option<Value> {
     match (kind, value) {
-        (Kind::Percent, toml_edit::Value::Float(f)) => Some(Value::Number(*f.value())).filter(|v| matches!(v, Value::Number(n) if n.is_finite())),
+        (Kind::Percent, toml_edit::Value::Float(f)) => Some(Value::Number(*f.value()))
+            .filter(|v| matches!(v, Value::Number(n) if n.is_finite())),
         (Kind::Percent, toml_edit::Value::Integer(i)) => Some(Value::Number(*i.value() as f64)),
         (_, toml_edit::Value::String(s)) if !s.value().trim().is_empty() => parse(kind, s.value()),
         _ => None,
@@ -304,7 +363,12 @@ fn read_value(kind: Kind, value: &toml_edit::Value) -> Option<Value> {
 
 /// The results file as the exercise names it (`results/report.json`), not its whole path.
 fn shown(report_path: &Path) -> String {
-    let mut parts: Vec<String> = report_path.iter().rev().take(2).map(|p| p.to_string_lossy().into_owned()).collect();
+    let mut parts: Vec<String> = report_path
+        .iter()
+        .rev()
+        .take(2)
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
     parts.reverse();
     parts.join("/")
 }
@@ -314,7 +378,11 @@ fn line(input: &mut dyn BufRead, out: &mut dyn Write, question: &str) -> Result<
     write!(out, "{question}")?;
     out.flush()?;
     let mut text = String::new();
-    if input.read_line(&mut text).context("cannot read your answer from the terminal")? == 0 {
+    if input
+        .read_line(&mut text)
+        .context("cannot read your answer from the terminal")?
+        == 0
+    {
         writeln!(out)?;
         return Ok(None);
     }
@@ -339,7 +407,9 @@ mod tests {
 
     fn asked(form: &Form, answers_path: &Path, report: &Path, typed: &str) -> (Outcome, String) {
         let mut shown = Vec::new();
-        let outcome = form.ask(answers_path, report, &mut typed.as_bytes(), &mut shown).unwrap();
+        let outcome = form
+            .ask(answers_path, report, &mut typed.as_bytes(), &mut shown)
+            .unwrap();
         (outcome, String::from_utf8(shown).unwrap())
     }
 
@@ -363,25 +433,45 @@ mod tests {
         assert_eq!(Form::for_template(TEMPLATE), Some(&TOP_OP));
         assert_eq!(Form::for_template(FUSION_TEMPLATE), Some(&FUSION));
         assert_eq!(Form::for_template("[plan]\nattack = \"\"\n"), None);
-        assert_eq!(Form::for_template("[prediction]\nguess = \"\"\n"), None, "a table that fits no form");
+        assert_eq!(
+            Form::for_template("[prediction]\nguess = \"\"\n"),
+            None,
+            "a table that fits no form"
+        );
     }
 
     #[test]
     fn an_answer_is_recorded_with_its_time_and_whether_the_report_existed() {
         let (_dir, answers, report) = folder(TEMPLATE);
         let (outcome, shown) = asked(&TOP_OP, &answers, &report, "matmul\nabout half\n60%\n");
-        let Outcome::Made { prediction, made_at, report_existed } = outcome else { panic!("{outcome:?}") };
+        let Outcome::Made {
+            prediction,
+            made_at,
+            report_existed,
+        } = outcome
+        else {
+            panic!("{outcome:?}")
+        };
         assert_eq!(prediction, top_op("matmul", Some(60.0)));
         assert!(!report_existed);
-        assert!(shown.contains("A percentage between 0 and 100"), "a share that is no number is asked again: {shown}");
+        assert!(
+            shown.contains("A percentage between 0 and 100"),
+            "a share that is no number is asked again: {shown}"
+        );
         let text = std::fs::read_to_string(&answers).unwrap();
         let doc: toml::Table = text.parse().unwrap();
         let table = doc["prediction"].as_table().unwrap();
         assert_eq!(table["op"].as_str(), Some("matmul"));
         assert_eq!(table["share_pct"].as_float(), Some(60.0));
         assert_eq!(table["report_existed"].as_bool(), Some(false));
-        assert_eq!(table["made_at"].as_str().and_then(parse_time), Some(parse_time(&format_time(made_at)).unwrap()));
-        assert!(text.contains("# asked before the profile runs") && text.contains("# written for you"), "comments kept: {text}");
+        assert_eq!(
+            table["made_at"].as_str().and_then(parse_time),
+            Some(parse_time(&format_time(made_at)).unwrap())
+        );
+        assert!(
+            text.contains("# asked before the profile runs") && text.contains("# written for you"),
+            "comments kept: {text}"
+        );
         // Read back as the next run sees it: nothing is asked twice.
         assert_eq!(TOP_OP.recorded(&answers), Some(prediction));
     }
@@ -389,13 +479,34 @@ mod tests {
     #[test]
     fn the_fusion_form_takes_its_words_and_asks_again_for_others() {
         let (_dir, answers, report) = folder(FUSION_TEMPLATE);
-        let (outcome, shown) = asked(&FUSION, &answers, &report, "faster\nAbout the same\nhigher\n");
-        let Outcome::Made { prediction, .. } = outcome else { panic!("{outcome:?}") };
-        assert!(shown.contains("One of: shorter, about the same, longer."), "{shown}");
+        let (outcome, shown) = asked(
+            &FUSION,
+            &answers,
+            &report,
+            "faster\nAbout the same\nhigher\n",
+        );
+        let Outcome::Made { prediction, .. } = outcome else {
+            panic!("{outcome:?}")
+        };
+        assert!(
+            shown.contains("One of: shorter, about the same, longer."),
+            "{shown}"
+        );
         assert_eq!(prediction.text("row_time"), Some("about the same"));
         assert_eq!(prediction.text("pct_of_roofline"), Some("higher"));
         assert_eq!(FUSION.recorded(&answers), Some(prediction));
-        assert_eq!(FUSION.recorded(&folder(FUSION_TEMPLATE.replacen("row_time = \"\"", "row_time = \"quicker\"", 1).as_str()).1), None, "a word that is not a choice");
+        assert_eq!(
+            FUSION.recorded(
+                &folder(
+                    FUSION_TEMPLATE
+                        .replacen("row_time = \"\"", "row_time = \"quicker\"", 1)
+                        .as_str()
+                )
+                .1
+            ),
+            None,
+            "a word that is not a choice"
+        );
     }
 
     #[test]
@@ -404,42 +515,93 @@ mod tests {
         std::fs::create_dir_all(report.parent().unwrap()).unwrap();
         std::fs::write(&report, "{}").unwrap();
         let (outcome, shown) = asked(&TOP_OP, &answers, &report, "gelu\n\n");
-        assert!(matches!(&outcome, Outcome::Made { report_existed: true, prediction, .. } if prediction.number("share_pct").is_none()), "{outcome:?}");
+        assert!(
+            matches!(&outcome, Outcome::Made { report_existed: true, prediction, .. } if prediction.number("share_pct").is_none()),
+            "{outcome:?}"
+        );
         assert!(shown.contains("(results/report.json already exists, so this prediction will not count as made first"), "{shown}");
         let doc: toml::Table = std::fs::read_to_string(&answers).unwrap().parse().unwrap();
         assert_eq!(doc["prediction"]["report_existed"].as_bool(), Some(true));
-        assert_eq!(doc["prediction"]["share_pct"].as_str(), Some(""), "a skipped share stays unanswered");
+        assert_eq!(
+            doc["prediction"]["share_pct"].as_str(),
+            Some(""),
+            "a skipped share stays unanswered"
+        );
     }
 
     #[test]
     fn no_answer_or_the_end_of_the_input_writes_nothing() {
         let (_dir, answers, report) = folder(TEMPLATE);
         for typed in ["\n", ""] {
-            assert_eq!(asked(&TOP_OP, &answers, &report, typed).0, Outcome::Declined, "{typed:?}");
+            assert_eq!(
+                asked(&TOP_OP, &answers, &report, typed).0,
+                Outcome::Declined,
+                "{typed:?}"
+            );
         }
         assert_eq!(std::fs::read_to_string(&answers).unwrap(), TEMPLATE);
         assert_eq!(TOP_OP.recorded(&answers), None);
         let (_dir, fusion, report) = folder(FUSION_TEMPLATE);
-        assert_eq!(asked(&FUSION, &fusion, &report, "shorter\n\n").0, Outcome::Declined, "a required second answer left out");
+        assert_eq!(
+            asked(&FUSION, &fusion, &report, "shorter\n\n").0,
+            Outcome::Declined,
+            "a required second answer left out"
+        );
         assert_eq!(std::fs::read_to_string(&fusion).unwrap(), FUSION_TEMPLATE);
     }
 
     #[test]
     fn a_recorded_prediction_is_read_whatever_way_its_share_is_written() {
-        for (share, read) in [("60", Some(60.0)), ("60.5", Some(60.5)), ("\"40%\"", Some(40.0)), ("\"\"", None), ("\"lots\"", None)] {
-            let (_dir, answers, _report) = folder(&TEMPLATE.replacen("op = \"\"", "op = \" softmax \"", 1).replacen("share_pct = \"\"", &format!("share_pct = {share}"), 1));
-            assert_eq!(TOP_OP.recorded(&answers), Some(top_op("softmax", read)), "{share}");
+        for (share, read) in [
+            ("60", Some(60.0)),
+            ("60.5", Some(60.5)),
+            ("\"40%\"", Some(40.0)),
+            ("\"\"", None),
+            ("\"lots\"", None),
+        ] {
+            let (_dir, answers, _report) = folder(
+                &TEMPLATE
+                    .replacen("op = \"\"", "op = \" softmax \"", 1)
+                    .replacen("share_pct = \"\"", &format!("share_pct = {share}"), 1),
+            );
+            assert_eq!(
+                TOP_OP.recorded(&answers),
+                Some(top_op("softmax", read)),
+                "{share}"
+            );
         }
         let (_dir, broken, _) = folder("[prediction\nop = \"x\"\n");
-        assert_eq!(TOP_OP.recorded(&broken), None, "a file that is not TOML holds no prediction");
-        assert_eq!(TOP_OP.recorded(Path::new("/nonexistent/answers.toml")), None);
+        assert_eq!(
+            TOP_OP.recorded(&broken),
+            None,
+            "a file that is not TOML holds no prediction"
+        );
+        assert_eq!(
+            TOP_OP.recorded(Path::new("/nonexistent/answers.toml")),
+            None
+        );
     }
 
     #[test]
     fn a_template_without_the_table_is_an_error_that_names_the_file() {
         let (_dir, answers, report) = folder("[plan]\nattack = \"\"\n");
         let mut shown = Vec::new();
-        let err = format!("{:#}", TOP_OP.ask(&answers, &report, &mut "matmul\n50\n".as_bytes(), &mut shown).unwrap_err());
-        assert!(err.contains("cannot record your prediction") && err.contains("answers.toml") && err.contains("no `prediction`"), "{err}");
+        let err = format!(
+            "{:#}",
+            TOP_OP
+                .ask(
+                    &answers,
+                    &report,
+                    &mut "matmul\n50\n".as_bytes(),
+                    &mut shown
+                )
+                .unwrap_err()
+        );
+        assert!(
+            err.contains("cannot record your prediction")
+                && err.contains("answers.toml")
+                && err.contains("no `prediction`"),
+            "{err}"
+        );
     }
 }

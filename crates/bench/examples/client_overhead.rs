@@ -72,13 +72,19 @@ fn start_server() -> io::Result<Server> {
         for stream in listener.incoming().flatten() {
             counted.fetch_add(1, Ordering::Relaxed);
             let stamps = kept.clone();
-            let _ = thread::Builder::new().name("instant-server".into()).spawn(move || {
-                // A connection closed by the client ends here; nothing to report.
-                let _ = serve(stream, &stamps);
-            });
+            let _ = thread::Builder::new()
+                .name("instant-server".into())
+                .spawn(move || {
+                    // A connection closed by the client ends here; nothing to report.
+                    let _ = serve(stream, &stamps);
+                });
         }
     });
-    Ok(Server { url, stamps, connections })
+    Ok(Server {
+        url,
+        stamps,
+        connections,
+    })
 }
 
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
@@ -118,10 +124,14 @@ fn serve(mut stream: TcpStream, stamps: &Mutex<Vec<Stamp>>) -> io::Result<()> {
         let received = Instant::now();
         let serial = {
             let mut stamps = stamps.lock().unwrap_or_else(|e| e.into_inner());
-            stamps.push(Stamp { received, answered: received });
+            stamps.push(Stamp {
+                received,
+                answered: received,
+            });
             stamps.len() - 1
         };
-        let body: Value = serde_json::from_slice(&buf[body_at..body_at + length]).unwrap_or(Value::Null);
+        let body: Value =
+            serde_json::from_slice(&buf[body_at..body_at + length]).unwrap_or(Value::Null);
         buf.drain(..body_at + length);
         let response = answer(&body, serial);
         // Stamped before the write: once the bytes are in the kernel the client may read them
@@ -140,7 +150,11 @@ fn answer(body: &Value, serial: usize) -> Vec<u8> {
     let n = body["max_tokens"].as_u64().unwrap_or(1).max(1);
     let mut events = String::new();
     for i in 0..n {
-        let finish = if i + 1 == n { json!("length") } else { Value::Null };
+        let finish = if i + 1 == n {
+            json!("length")
+        } else {
+            Value::Null
+        };
         let chunk = json!({"object": "text_completion", "choices": [{"index": 0, "text": format!(" t{i}"), "finish_reason": finish}]});
         events.push_str(&format!("data: {chunk}\n\n"));
     }
@@ -185,18 +199,35 @@ fn print_row(name: &str, xs: &[f64]) {
 /// legs it is made of (to the server, and back).
 fn print_split(timed: &[Timed]) -> Vec<f64> {
     let col = |f: &dyn Fn(&Timed) -> Duration| timed.iter().map(|t| ms(f(t))).collect::<Vec<f64>>();
-    print_row("E2EL, as the client saw it (ms)", &col(&|t| t.end - t.start));
-    print_row("server time (ms)", &col(&|t| t.server.answered - t.server.received));
+    print_row(
+        "E2EL, as the client saw it (ms)",
+        &col(&|t| t.end - t.start),
+    );
+    print_row(
+        "server time (ms)",
+        &col(&|t| t.server.answered - t.server.received),
+    );
     let added = col(&|t| (t.end - t.start).saturating_sub(t.server.answered - t.server.received));
     print_row("added = E2EL − server time (ms)", &added);
-    print_row("  of which: send → server has it", &col(&|t| t.server.received - t.start));
-    print_row("  of which: answer ready → parsed", &col(&|t| t.end - t.server.answered));
+    print_row(
+        "  of which: send → server has it",
+        &col(&|t| t.server.received - t.start),
+    );
+    print_row(
+        "  of which: answer ready → parsed",
+        &col(&|t| t.end - t.server.answered),
+    );
     added
 }
 
 /// The floor: the same request bytes from a bare blocking socket on one keep-alive connection, on
 /// the same Poisson schedule. Returns (start, end) of each request.
-fn floor_run(url: &str, body: &Value, rate: f64, requests: usize) -> anyhow::Result<Vec<(Instant, Instant)>> {
+fn floor_run(
+    url: &str,
+    body: &Value,
+    rate: f64,
+    requests: usize,
+) -> anyhow::Result<Vec<(Instant, Instant)>> {
     let addr = url.trim_start_matches("http://");
     let mut stream = TcpStream::connect(addr)?;
     stream.set_nodelay(true)?;
@@ -232,7 +263,12 @@ fn floor_run(url: &str, body: &Value, rate: f64, requests: usize) -> anyhow::Res
 
 /// The same floor on tokio: one async socket on the runtime the client uses. Between the two floors
 /// and the client sit, in turn, the async runtime and then the HTTP stack (reqwest and hyper).
-async fn async_floor_run(url: &str, body: &Value, rate: f64, requests: usize) -> anyhow::Result<Vec<(Instant, Instant)>> {
+async fn async_floor_run(
+    url: &str,
+    body: &Value,
+    rate: f64,
+    requests: usize,
+) -> anyhow::Result<Vec<(Instant, Instant)>> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let addr = url.trim_start_matches("http://");
     let mut stream = tokio::net::TcpStream::connect(addr).await?;
@@ -276,7 +312,9 @@ fn request_bytes(addr: &str, body: &Value) -> Vec<u8> {
 
 /// Total length of the response in `buf` (head and body), once its head is complete.
 fn response_length(buf: &[u8]) -> anyhow::Result<Option<usize>> {
-    let Some(end) = find(buf, b"\r\n\r\n") else { return Ok(None) };
+    let Some(end) = find(buf, b"\r\n\r\n") else {
+        return Ok(None);
+    };
     let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
     let length: usize = head
         .lines()
@@ -290,8 +328,17 @@ fn response_length(buf: &[u8]) -> anyhow::Result<Option<usize>> {
 /// the server's n-th stamp is the n-th request.
 fn pair(spans: &[(Instant, Instant)], stamps: &Stamps) -> anyhow::Result<Vec<Timed>> {
     let stamps = stamps.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    anyhow::ensure!(stamps.len() == spans.len(), "the floor's server saw {} requests, not {}", stamps.len(), spans.len());
-    Ok(spans.iter().zip(&stamps).map(|(&(start, end), &server)| Timed { start, end, server }).collect())
+    anyhow::ensure!(
+        stamps.len() == spans.len(),
+        "the floor's server saw {} requests, not {}",
+        stamps.len(),
+        spans.len()
+    );
+    Ok(spans
+        .iter()
+        .zip(&stamps)
+        .map(|(&(start, end), &server)| Timed { start, end, server })
+        .collect())
 }
 
 fn main() -> anyhow::Result<()> {
@@ -317,16 +364,33 @@ fn main() -> anyhow::Result<()> {
         progress: true,
     };
     // The runtime `course bench` runs the client on: tokio's default, one worker per core.
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     let out = runtime.block_on(load::run(&config))?;
-    let stamped = server.stamps.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let stamped = server
+        .stamps
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
     let at = |offset_ms: f64| out.started + Duration::from_secs_f64(offset_ms / 1000.0);
     let mut timed = Vec::new();
     for r in out.records.iter().filter(|r| r.ok) {
-        let server = r.prompt_tokens.and_then(|serial| stamped.get(serial)).context("a request came back without its server stamp")?;
-        timed.push(Timed { start: at(r.start_ms), end: at(r.start_ms + r.e2el_ms), server: *server });
+        let server = r
+            .prompt_tokens
+            .and_then(|serial| stamped.get(serial))
+            .context("a request came back without its server stamp")?;
+        timed.push(Timed {
+            start: at(r.start_ms),
+            end: at(r.start_ms + r.e2el_ms),
+            server: *server,
+        });
     }
-    let lag: Vec<f64> = out.records.iter().filter_map(|r| r.dispatch_lag_ms).collect();
+    let lag: Vec<f64> = out
+        .records
+        .iter()
+        .filter_map(|r| r.dispatch_lag_ms)
+        .collect();
     println!(
         "load client: {} requests at {rate} req/s ({} ok) in {:.2} s, achieved {:.1} req/s, over {} connections",
         out.records.len(),
@@ -339,20 +403,40 @@ fn main() -> anyhow::Result<()> {
     print_row("dispatch lag (ms, not in latency)", &lag);
 
     let floor_server = start_server()?;
-    let floor = pair(&floor_run(&floor_server.url, &config.body(0), rate, requests)?, &floor_server.stamps)?;
+    let floor = pair(
+        &floor_run(&floor_server.url, &config.body(0), rate, requests)?,
+        &floor_server.stamps,
+    )?;
     println!("floor: the same requests from a bare blocking socket, same schedule");
     let floor_added = print_split(&floor);
 
     let async_server = start_server()?;
-    let spans = runtime.block_on(async_floor_run(&async_server.url, &config.body(0), rate, requests))?;
+    let spans = runtime.block_on(async_floor_run(
+        &async_server.url,
+        &config.body(0),
+        rate,
+        requests,
+    ))?;
     println!("async floor: the same from one tokio socket on the client's runtime");
     let async_added = print_split(&pair(&spans, &async_server.stamps)?);
 
     let p = |xs: &[f64]| {
         let q = |q| percentile(xs, q).unwrap_or(f64::NAN);
-        format!("P50 {:.3} / P90 {:.3} / P99 {:.3} ms", q(50.0), q(90.0), q(99.0))
+        format!(
+            "P50 {:.3} / P90 {:.3} / P99 {:.3} ms",
+            q(50.0),
+            q(90.0),
+            q(99.0)
+        )
     };
-    println!("client overhead at {rate} req/s: added {}; target P99 < 1 ms", p(&added));
-    println!("  floors: blocking socket {}; tokio socket {}", p(&floor_added), p(&async_added));
+    println!(
+        "client overhead at {rate} req/s: added {}; target P99 < 1 ms",
+        p(&added)
+    );
+    println!(
+        "  floors: blocking socket {}; tokio socket {}",
+        p(&floor_added),
+        p(&async_added)
+    );
     Ok(())
 }

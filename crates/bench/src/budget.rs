@@ -33,12 +33,19 @@ fn color(line: Line) -> RGBColor {
 }
 
 /// The chapter's illustrative decode step, in ms per line. Round numbers, **not measured**.
-pub const ILLUSTRATIVE: [(Line, f64); 4] =
-    [(Line::Matmuls, 22.0), (Line::Attention, 10.0), (Line::Activations, 6.0), (Line::Other, 2.0)];
+pub const ILLUSTRATIVE: [(Line, f64); 4] = [
+    (Line::Matmuls, 22.0),
+    (Line::Attention, 10.0),
+    (Line::Activations, 6.0),
+    (Line::Other, 2.0),
+];
 
 /// One line of [`ILLUSTRATIVE`], in ms.
 pub fn illustrative_ms(line: Line) -> f64 {
-    ILLUSTRATIVE.iter().find(|(l, _)| *l == line).map_or(0.0, |(_, ms)| *ms)
+    ILLUSTRATIVE
+        .iter()
+        .find(|(l, _)| *l == line)
+        .map_or(0.0, |(_, ms)| *ms)
 }
 
 /// One bar: a line's time per step, its share, and the ops that were summed into it.
@@ -66,18 +73,29 @@ impl Budget {
             .map(|(line, ms, ops)| BudgetLine {
                 line,
                 ms,
-                share_pct: if step_ms > 0.0 { 100.0 * ms / step_ms } else { 0.0 },
+                share_pct: if step_ms > 0.0 {
+                    100.0 * ms / step_ms
+                } else {
+                    0.0
+                },
                 ops: ops.into_iter().collect(),
             })
             .collect();
-        Budget { title, step_ms, lines }
+        Budget {
+            title,
+            step_ms,
+            lines,
+        }
     }
 }
 
 /// The chapter's 40 ms step as a [`Budget`].
 pub fn illustrative() -> Budget {
     let lines = ILLUSTRATIVE.map(|(line, ms)| (line, ms, BTreeSet::new()));
-    Budget::from_lines("Illustrative 40 ms decode step (not measured)".into(), lines)
+    Budget::from_lines(
+        "Illustrative 40 ms decode step (not measured)".into(),
+        lines,
+    )
 }
 
 /// Group a profiler report's self times into the four lines, per recorded step. A CUDA
@@ -93,7 +111,11 @@ pub fn from_report(report: &Report, title: &str) -> Result<Budget> {
     let cuda = report.device == DeviceKind::Cuda && report.has_device_times();
     let mut lines = Line::ALL.map(|line| (line, 0.0, BTreeSet::new()));
     for row in &report.rows {
-        let self_us = if cuda { row.self_cuda_us.unwrap_or(0.0) } else { row.self_cpu_us };
+        let self_us = if cuda {
+            row.self_cuda_us.unwrap_or(0.0)
+        } else {
+            row.self_cpu_us
+        };
         if self_us <= 0.0 {
             continue;
         }
@@ -102,12 +124,18 @@ pub fn from_report(report: &Report, title: &str) -> Result<Budget> {
         entry.2.insert(row.name.clone());
     }
     if lines.iter().all(|(_, ms, _)| *ms <= 0.0) {
-        bail!("the report has no self time in any row: profile again (e.g. `gpt2 profile --out DIR`)");
+        bail!(
+            "the report has no self time in any row: profile again (e.g. `gpt2 profile --out DIR`)"
+        );
     }
     let column = if cuda { "self CUDA" } else { "self CPU" };
     let env = &report.environment;
     let step_ms: f64 = lines.iter().map(|l| l.1).sum();
-    let title = format!("{title}: {} ms a step, {column} time, {} threads", fmt_ms(step_ms), env.threads);
+    let title = format!(
+        "{title}: {} ms a step, {column} time, {} threads",
+        fmt_ms(step_ms),
+        env.threads
+    );
     Ok(Budget::from_lines(title, lines))
 }
 
@@ -137,12 +165,21 @@ pub fn text(budgets: &[Budget]) -> String {
         out.push_str(&format!("{}\n", budget.title));
         for l in &budget.lines {
             let bar = "█".repeat((l.share_pct / 2.0).round() as usize);
-            out.push_str(&format!("  {:<28} {:>9} ms {:>6.1}%  {bar}\n", l.line.name(), fmt_ms(l.ms), l.share_pct));
+            out.push_str(&format!(
+                "  {:<28} {:>9} ms {:>6.1}%  {bar}\n",
+                l.line.name(),
+                fmt_ms(l.ms),
+                l.share_pct
+            ));
             if !l.ops.is_empty() {
                 out.push_str(&format!("  {:<28} ({})\n", "", l.ops.join(", ")));
             }
         }
-        out.push_str(&format!("  {:<28} {:>9} ms  100.0%\n\n", "total", fmt_ms(budget.step_ms)));
+        out.push_str(&format!(
+            "  {:<28} {:>9} ms  100.0%\n\n",
+            "total",
+            fmt_ms(budget.step_ms)
+        ));
     }
     out
 }
@@ -155,7 +192,8 @@ pub fn write_svg(path: &Path, budgets: &[Budget]) -> Result<()> {
     }
     // Sized for a book page (about 750 px wide): the fonts stay readable when it is scaled down.
     let panel_height = 230;
-    let root = SVGBackend::new(path, (800, panel_height * budgets.len() as u32)).into_drawing_area();
+    let root =
+        SVGBackend::new(path, (800, panel_height * budgets.len() as u32)).into_drawing_area();
     let draw = || -> Result<(), Box<dyn std::error::Error + '_>> {
         root.fill(&WHITE)?;
         for (panel, budget) in root.split_evenly((budgets.len(), 1)).iter().zip(budgets) {
@@ -164,14 +202,20 @@ pub fn write_svg(path: &Path, budgets: &[Budget]) -> Result<()> {
         root.present()?;
         Ok(())
     };
-    draw()
-        .map_err(|e| anyhow!("{e}"))
-        .with_context(|| format!("cannot draw {}: check that its folder exists and is writable", path.display()))
+    draw().map_err(|e| anyhow!("{e}")).with_context(|| {
+        format!(
+            "cannot draw {}: check that its folder exists and is writable",
+            path.display()
+        )
+    })
 }
 
 type Panel<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
 
-fn draw_panel<'a>(area: &Panel<'a>, budget: &Budget) -> Result<(), Box<dyn std::error::Error + 'a>> {
+fn draw_panel<'a>(
+    area: &Panel<'a>,
+    budget: &Budget,
+) -> Result<(), Box<dyn std::error::Error + 'a>> {
     let n = budget.lines.len() as i32;
     // Rows are drawn bottom-up; the first line (matmuls) goes at the top, as in the table.
     let row = |i: usize| n - 1 - i as i32;
@@ -195,21 +239,30 @@ fn draw_panel<'a>(area: &Panel<'a>, budget: &Budget) -> Result<(), Box<dyn std::
         .x_desc("share of the step (%)")
         .x_label_style(("sans-serif", 14))
         .y_label_formatter(&|v| match v {
-            SegmentValue::CenterOf(i) if (0..n).contains(i) => names[(n - 1 - i) as usize].to_string(),
+            SegmentValue::CenterOf(i) if (0..n).contains(i) => {
+                names[(n - 1 - i) as usize].to_string()
+            }
             _ => String::new(),
         })
         .y_label_style(("sans-serif", 16))
         .draw()?;
     chart.draw_series(budget.lines.iter().enumerate().map(|(i, l)| {
         let mut bar = Rectangle::new(
-            [(0.0, SegmentValue::Exact(row(i))), (l.share_pct, SegmentValue::Exact(row(i) + 1))],
+            [
+                (0.0, SegmentValue::Exact(row(i))),
+                (l.share_pct, SegmentValue::Exact(row(i) + 1)),
+            ],
             color(l.line).filled(),
         );
         bar.set_margin(8, 8, 0, 0);
         bar
     }))?;
-    let outside = TextStyle::from(("sans-serif", 15).into_font()).pos(Pos::new(HPos::Left, VPos::Center));
-    let within = outside.clone().pos(Pos::new(HPos::Right, VPos::Center)).color(&WHITE);
+    let outside =
+        TextStyle::from(("sans-serif", 15).into_font()).pos(Pos::new(HPos::Left, VPos::Center));
+    let within = outside
+        .clone()
+        .pos(Pos::new(HPos::Right, VPos::Center))
+        .color(&WHITE);
     chart.draw_series(budget.lines.iter().enumerate().map(|(i, l)| {
         let text = format!("{} ms ({})", fmt_ms(l.ms), fmt_pct(l.share_pct));
         let y = SegmentValue::CenterOf(row(i));
@@ -268,13 +321,21 @@ pub fn run(args: &BudgetArgs) -> Result<ExitCode> {
                 path.display()
             );
         }
-        let report = Report::read_json(path).map_err(|e| anyhow!("{e}: profile again to rewrite it"))?;
-        budgets.push(from_report(&report, &args.label).with_context(|| format!("cannot read {} as a budget", path.display()))?);
+        let report =
+            Report::read_json(path).map_err(|e| anyhow!("{e}: profile again to rewrite it"))?;
+        budgets.push(
+            from_report(&report, &args.label)
+                .with_context(|| format!("cannot read {} as a budget", path.display()))?,
+        );
     }
     print!("{}", text(&budgets));
     if let Some(dir) = args.svg.parent().filter(|d| !d.as_os_str().is_empty()) {
         if !dir.is_dir() {
-            bail!("cannot write {}: the folder {} does not exist (create it first)", args.svg.display(), dir.display());
+            bail!(
+                "cannot write {}: the folder {} does not exist (create it first)",
+                args.svg.display(),
+                dir.display()
+            );
         }
     }
     write_svg(&args.svg, &budgets)?;

@@ -48,7 +48,12 @@ pub struct BenchArgs {
     /// The smallest relative change worth acting on (0.05 = 5%): faster or slower needs the
     /// whole 95% interval of B/A beyond 1 ± it, same needs it inside. A choice, not a
     /// measurement of noise. (`--threshold` is its old name.)
-    #[arg(long, visible_alias = "threshold", default_value_t = 0.05, help_heading = "Compare")]
+    #[arg(
+        long,
+        visible_alias = "threshold",
+        default_value_t = 0.05,
+        help_heading = "Compare"
+    )]
     pub min_effect: f64,
 
     /// Server root; `/v1/completions` is appended (or `/v1/chat/completions` with
@@ -190,37 +195,63 @@ fn run_compare(args: &BenchArgs, paths: &[PathBuf]) -> Result<ExitCode> {
     let (run_a, run_b) = (&a.runs[0], &b.runs[0]);
     let comparison = compare_runs(run_a, run_b, choice, args.min_effect)?;
     let label = |run: &Run, path: &PathBuf| format!("{} ({})", run.label, path.display());
-    print!("{}", report::comparison_text(&comparison, &label(run_a, a_path), &label(run_b, b_path)));
+    print!(
+        "{}",
+        report::comparison_text(&comparison, &label(run_a, a_path), &label(run_b, b_path))
+    );
     if let Some(out) = &args.out {
-        let mut combined = Report::new(Environment::capture(target(args)), vec![run_a.clone(), run_b.clone()]);
+        let mut combined = Report::new(
+            Environment::capture(target(args)),
+            vec![run_a.clone(), run_b.clone()],
+        );
         combined.comparison = Some(comparison);
         let json = out.join("bench.json");
         combined.write(&json)?;
         plot::write_latency_cdf(&out.join("latency.svg"), &[run_a, run_b])?;
-        println!("wrote {} and {}", json.display(), out.join("latency.svg").display());
+        println!(
+            "wrote {} and {}",
+            json.display(),
+            out.join("latency.svg").display()
+        );
     }
     Ok(ExitCode::SUCCESS)
 }
 
 fn target(args: &BenchArgs) -> Target {
-    Target { device: args.device.clone(), cargo_features: args.features.clone(), dtype: args.dtype.clone() }
+    Target {
+        device: args.device.clone(),
+        cargo_features: args.features.clone(),
+        dtype: args.dtype.clone(),
+    }
 }
 
 /// `--sweep`: one open-loop run per rate until the target fails, then the knee.
 fn run_sweep(args: &BenchArgs, rates: &[f64]) -> Result<ExitCode> {
-    let slo = Slo { ttft_ms: args.slo_ttft_ms, tpot_ms: args.slo_tpot_ms, e2el_ms: args.slo_e2el_ms };
+    let slo = Slo {
+        ttft_ms: args.slo_ttft_ms,
+        tpot_ms: args.slo_tpot_ms,
+        e2el_ms: args.slo_e2el_ms,
+    };
     let bounds = sweep::Bound::from_slo(&slo, args.slo_percentile)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let Some(&lowest) = rates.first() else { bail!("--sweep needs at least one rate, e.g. --sweep 0.5,1,2,4") };
+    let Some(&lowest) = rates.first() else {
+        bail!("--sweep needs at least one rate, e.g. --sweep 0.5,1,2,4")
+    };
     let mut first = args.clone();
     first.rate = Some(lowest);
     let (runs, result) = sweep::run(&runtime, &load_config(&first)?, rates, &bounds, &slo)?;
     print!("{}", result.text());
-    let out = args.out.clone().unwrap_or_else(|| PathBuf::from("bench-results"));
-    let mut report = Report::new(Environment::capture(target(args)), runs.into_iter().map(|(_, run)| run).collect());
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("bench-results"));
+    let mut report = Report::new(
+        Environment::capture(target(args)),
+        runs.into_iter().map(|(_, run)| run).collect(),
+    );
     report.sweep = Some(result);
     let json = out.join("bench.json");
     report.write(&json)?;
@@ -235,7 +266,10 @@ fn run_sweep(args: &BenchArgs, rates: &[f64]) -> Result<ExitCode> {
 /// Turn flags into a load configuration, refusing contradictory or missing choices.
 pub fn load_config(args: &BenchArgs) -> Result<LoadConfig> {
     let traffic = match (args.rate, args.concurrency) {
-        (Some(rate), _) => Traffic::OpenLoop { rate, seed: args.seed },
+        (Some(rate), _) => Traffic::OpenLoop {
+            rate,
+            seed: args.seed,
+        },
         (None, Some(concurrency)) => Traffic::ClosedLoop { concurrency },
         (None, None) => bail!(
             "choose a traffic shape: --rate R (Poisson arrivals, R requests/s) or --concurrency C \
@@ -250,17 +284,33 @@ pub fn load_config(args: &BenchArgs) -> Result<LoadConfig> {
     let prompt = match &args.prompt {
         Some(text) => Prompt::Fixed(text.clone()),
         None if args.prompt_words == 0 => bail!("--prompt-words must be at least 1"),
-        None => Prompt::RandomWords { words: args.prompt_words, seed: args.seed },
+        None => Prompt::RandomWords {
+            words: args.prompt_words,
+            seed: args.seed,
+        },
     };
     if !(args.timeout.is_finite() && args.timeout > 0.0) {
-        bail!("--timeout must be a positive number of seconds; got {}", args.timeout);
+        bail!(
+            "--timeout must be a positive number of seconds; got {}",
+            args.timeout
+        );
     }
     let base_url = match args.endpoint {
         EndpointArg::Completions => args.base_url.clone(),
-        EndpointArg::Chat if args.base_url.trim_end_matches('/').ends_with("/completions") => args.base_url.clone(),
+        EndpointArg::Chat
+            if args
+                .base_url
+                .trim_end_matches('/')
+                .ends_with("/completions") =>
+        {
+            args.base_url.clone()
+        }
         EndpointArg::Chat => {
             let base = args.base_url.trim_end_matches('/');
-            format!("{}/v1/chat/completions", base.strip_suffix("/v1").unwrap_or(base))
+            format!(
+                "{}/v1/chat/completions",
+                base.strip_suffix("/v1").unwrap_or(base)
+            )
         }
     };
     Ok(LoadConfig {
@@ -282,7 +332,11 @@ pub fn load_config(args: &BenchArgs) -> Result<LoadConfig> {
 
 fn run_load(args: &BenchArgs) -> Result<ExitCode> {
     let config = load_config(args)?;
-    let slo = Slo { ttft_ms: args.slo_ttft_ms, tpot_ms: args.slo_tpot_ms, e2el_ms: args.slo_e2el_ms };
+    let slo = Slo {
+        ttft_ms: args.slo_ttft_ms,
+        tpot_ms: args.slo_tpot_ms,
+        e2el_ms: args.slo_e2el_ms,
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -297,21 +351,38 @@ fn run_load(args: &BenchArgs) -> Result<ExitCode> {
         }
     );
     let outcome = runtime.block_on(load::run_replicates(&config, usize::from(args.replicates)))?;
-    let run = Run::from_load(args.label.clone().unwrap_or_else(|| config.default_label()), &config, &slo, outcome)?;
+    let run = Run::from_load(
+        args.label.clone().unwrap_or_else(|| config.default_label()),
+        &config,
+        &slo,
+        outcome,
+    )?;
     print!("{}", report::table(&run));
-    let failures: Vec<&str> = run.requests.iter().filter_map(|r| r.error.as_deref()).take(3).collect();
+    let failures: Vec<&str> = run
+        .requests
+        .iter()
+        .filter_map(|r| r.error.as_deref())
+        .take(3)
+        .collect();
     if !failures.is_empty() {
         eprintln!("{} requests failed; first errors:", run.metrics.failed);
         for e in failures {
             eprintln!("  {e}");
         }
     }
-    let out = args.out.clone().unwrap_or_else(|| PathBuf::from("bench-results"));
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("bench-results"));
     let report = Report::new(Environment::capture(target(args)), vec![run]);
     let json = out.join("bench.json");
     report.write(&json)?;
     let svg = out.join("latency.svg");
     plot::write_latency_cdf(&svg, &[&report.runs[0]])?;
     println!("wrote {} and {}", json.display(), svg.display());
-    Ok(if report.runs[0].metrics.completed == 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+    Ok(if report.runs[0].metrics.completed == 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
 }

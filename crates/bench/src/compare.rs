@@ -8,7 +8,13 @@ use crate::stats::{self, Better, Comparison, Stat};
 
 /// The metrics a comparison can be made on. Latencies take a statistic (`ttft_ms.p90`);
 /// throughput is compared on its mean rate.
-pub const METRICS: &[&str] = &["ttft_ms", "tpot_ms", "itl_ms", "e2el_ms", "output_tokens_per_s"];
+pub const METRICS: &[&str] = &[
+    "ttft_ms",
+    "tpot_ms",
+    "itl_ms",
+    "e2el_ms",
+    "output_tokens_per_s",
+];
 
 /// A parsed `--metric` value such as `ttft_ms.p90` or `output_tokens_per_s`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,9 +73,13 @@ impl MetricChoice {
         match self.metric {
             "ttft_ms" => metrics::by_replicate(&run.requests, k, |r| vec![r.ttft_ms]),
             "e2el_ms" => metrics::by_replicate(&run.requests, k, |r| vec![r.e2el_ms]),
-            "tpot_ms" => metrics::by_replicate(&run.requests, k, |r| r.tpot_ms().into_iter().collect()),
+            "tpot_ms" => {
+                metrics::by_replicate(&run.requests, k, |r| r.tpot_ms().into_iter().collect())
+            }
             "itl_ms" => metrics::by_replicate(&run.requests, k, |r| r.itl_ms.clone()),
-            _ if !run.repeat_tokens_per_s.is_empty() => run.repeat_tokens_per_s.iter().map(|&x| vec![x]).collect(),
+            _ if !run.repeat_tokens_per_s.is_empty() => {
+                run.repeat_tokens_per_s.iter().map(|&x| vec![x]).collect()
+            }
             _ => metrics::throughput_samples(&run.requests, &run.metrics.replicate_durations_s),
         }
     }
@@ -79,7 +89,9 @@ impl MetricChoice {
 /// kept up with their arrivals is marked as set by the arrivals (no verdict about the servers).
 pub fn compare_runs(a: &Run, b: &Run, choice: MetricChoice, min_effect: f64) -> Result<Comparison> {
     if !(0.0..1.0).contains(&min_effect) {
-        bail!("the minimum effect must be a fraction in [0, 1), e.g. 0.05 for 5%; got {min_effect}");
+        bail!(
+            "the minimum effect must be a fraction in [0, 1), e.g. 0.05 for 5%; got {min_effect}"
+        );
     }
     let estimate = |run: &Run| -> Result<crate::intervals::Estimate> {
         let samples = choice.samples(run);
@@ -101,13 +113,25 @@ pub fn compare_runs(a: &Run, b: &Run, choice: MetricChoice, min_effect: f64) -> 
     };
     let (ea, eb) = (estimate(a)?, estimate(b)?);
     let comparison = stats::compare(&choice.name(), &ea, &eb, choice.better(), min_effect)
-        .ok_or_else(|| anyhow::anyhow!("{} of run `{}` is zero: there is no ratio to take", choice.name(), a.label))?;
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "{} of run `{}` is zero: there is no ratio to take",
+                choice.name(),
+                a.label
+            )
+        })?;
     let arrivals = choice.metric == "output_tokens_per_s" && arrivals_set_throughput(a, b);
-    Ok(if arrivals { comparison.mark_set_by_arrivals() } else { comparison })
+    Ok(if arrivals {
+        comparison.mark_set_by_arrivals()
+    } else {
+        comparison
+    })
 }
 
 /// Whether two open-loop runs both kept up with their arrivals: then each one's throughput is
 /// the offered rate, and comparing them says nothing about the servers.
 pub fn arrivals_set_throughput(a: &Run, b: &Run) -> bool {
-    [a, b].iter().all(|run| run.metrics.kept_up_with_arrivals == Some(true))
+    [a, b]
+        .iter()
+        .all(|run| run.metrics.kept_up_with_arrivals == Some(true))
 }

@@ -40,7 +40,11 @@ impl InProcessConfig {
     pub fn prompts(&self) -> Vec<Vec<u32>> {
         let mut rng = StdRng::seed_from_u64(self.seed);
         (0..self.batch_size)
-            .map(|_| (0..self.prompt_len).map(|_| rng.random_range(0..self.vocab_size)).collect())
+            .map(|_| {
+                (0..self.prompt_len)
+                    .map(|_| rng.random_range(0..self.vocab_size))
+                    .collect()
+            })
             .collect()
     }
 
@@ -77,7 +81,10 @@ where
         let (rows, wall_s) = time_batch(config, &prompts, &mut generate)
             .with_context(|| format!("timed batch {} of {}", i + 1, config.repeats))?;
         // Each repeat is an independent replicate of the batch (crate::intervals).
-        records.extend(rows.into_iter().map(|r| RequestRecord { replicate: i, ..r }));
+        records.extend(
+            rows.into_iter()
+                .map(|r| RequestRecord { replicate: i, ..r }),
+        );
         repeat_tokens_per_s.push((config.batch_size * config.output_len) as f64 / wall_s);
         durations_s.push(wall_s);
     }
@@ -95,20 +102,32 @@ where
 }
 
 /// Decode one batch and turn its token timestamps into one record per row.
-fn time_batch<G>(config: &InProcessConfig, prompts: &[Vec<u32>], generate: &mut G) -> Result<(Vec<RequestRecord>, f64)>
+fn time_batch<G>(
+    config: &InProcessConfig,
+    prompts: &[Vec<u32>],
+    generate: &mut G,
+) -> Result<(Vec<RequestRecord>, f64)>
 where
     G: FnMut(&[Vec<u32>], usize, &mut OnToken<'_>) -> Result<()>,
 {
-    let mut arrivals: Vec<Vec<Instant>> = vec![Vec::with_capacity(config.output_len); prompts.len()];
+    let mut arrivals: Vec<Vec<Instant>> =
+        vec![Vec::with_capacity(config.output_len); prompts.len()];
     let mut stray_row = None;
     let start = Instant::now();
-    generate(prompts, config.output_len, &mut |row: usize| match arrivals.get_mut(row) {
-        Some(times) => times.push(Instant::now()),
-        None => stray_row = Some(row),
-    })?;
+    generate(
+        prompts,
+        config.output_len,
+        &mut |row: usize| match arrivals.get_mut(row) {
+            Some(times) => times.push(Instant::now()),
+            None => stray_row = Some(row),
+        },
+    )?;
     let wall_s = start.elapsed().as_secs_f64();
     if let Some(row) = stray_row {
-        bail!("the generation function reported a token for row {row}, but the batch has {} rows", prompts.len());
+        bail!(
+            "the generation function reported a token for row {row}, but the batch has {} rows",
+            prompts.len()
+        );
     }
     let ms = |t: Instant| (t - start).as_secs_f64() * 1000.0;
     let mut records = Vec::with_capacity(prompts.len());
@@ -125,7 +144,10 @@ where
             ok: true,
             ttft_ms: ms(times[0]),
             e2el_ms: ms(times[times.len() - 1]),
-            itl_ms: times.windows(2).map(|w| (w[1] - w[0]).as_secs_f64() * 1000.0).collect(),
+            itl_ms: times
+                .windows(2)
+                .map(|w| (w[1] - w[0]).as_secs_f64() * 1000.0)
+                .collect(),
             output_tokens: times.len(),
             prompt_tokens: Some(prompts[row].len()),
             ..Default::default()

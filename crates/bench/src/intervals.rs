@@ -87,7 +87,11 @@ pub struct Interval {
 impl Interval {
     /// `[low, high]` for a table, `∞` for an open end.
     pub fn brackets(&self, decimals: usize) -> String {
-        let high = if self.high.is_finite() { format!("{:.*}", decimals, self.high) } else { "∞".to_string() };
+        let high = if self.high.is_finite() {
+            format!("{:.*}", decimals, self.high)
+        } else {
+            "∞".to_string()
+        };
         format!("[{:.*}, {high}]", decimals, self.low)
     }
 }
@@ -125,11 +129,21 @@ impl Spread {
         }
         let nf = n as f64;
         let mean = runs.iter().flat_map(|r| r.iter()).sum::<f64>() / nf;
-        let score_var = runs.iter().flat_map(|r| r.iter()).map(|x| (x - mean).powi(2)).sum::<f64>() / (nf - 1.0);
+        let score_var = runs
+            .iter()
+            .flat_map(|r| r.iter())
+            .map(|x| (x - mean).powi(2))
+            .sum::<f64>()
+            / (nf - 1.0);
         let (var, df, method) = if runs.len() >= 2 {
             let k = runs.len() as f64;
             // Between runs: the run totals around what the pooled mean predicts for them.
-            let between = k / (k - 1.0) * runs.iter().map(|r| (r.iter().sum::<f64>() - mean * r.len() as f64).powi(2)).sum::<f64>() / (nf * nf);
+            let between = k / (k - 1.0)
+                * runs
+                    .iter()
+                    .map(|r| (r.iter().sum::<f64>() - mean * r.len() as f64).powi(2))
+                    .sum::<f64>()
+                / (nf * nf);
             // Within runs: each run's first half against its second, around the mean of those
             // differences: a difference every run shares (the queue filling from empty at the
             // start, draining at the end) moves no run's statistic against another's.
@@ -144,7 +158,11 @@ impl Spread {
             let within = if halved.len() >= 2 {
                 let h = halved.len() as f64;
                 let centre = halved.iter().map(|(_, d)| d).sum::<f64>() / h;
-                let spread = halved.iter().map(|(_, d)| (d - centre).powi(2)).sum::<f64>() / (h - 1.0);
+                let spread = halved
+                    .iter()
+                    .map(|(_, d)| (d - centre).powi(2))
+                    .sum::<f64>()
+                    / (h - 1.0);
                 spread / 4.0 * halved.iter().map(|(w, _)| w * w).sum::<f64>()
             } else {
                 0.0
@@ -171,12 +189,21 @@ impl Spread {
             // Replicates whose spread is no larger than independent samples' would give (an F
             // test at 25%, the level recommended for such preliminary tests) are taken at the
             // independent variance, whose degrees of freedom are the samples'.
-            Method::Replicates if var <= floor * f_upper(df, PRELIMINARY_ALPHA) => (floor, f64::INFINITY),
+            Method::Replicates if var <= floor * f_upper(df, PRELIMINARY_ALPHA) => {
+                (floor, f64::INFINITY)
+            }
             // One run's quarters are all the evidence there is about its dependence: their
             // degrees of freedom stay, whatever the floor.
             _ => (var.max(floor), df),
         };
-        Some(Spread { mean, var, df, score_var, method, runs: runs.len() })
+        Some(Spread {
+            mean,
+            var,
+            df,
+            score_var,
+            method,
+            runs: runs.len(),
+        })
     }
 
     fn effective_n(&self) -> f64 {
@@ -188,7 +215,13 @@ impl Spread {
     }
 
     fn interval(&self, low: f64, high: f64) -> Interval {
-        Interval { low, high, method: self.method, runs: self.runs, effective_n: self.effective_n() }
+        Interval {
+            low,
+            high,
+            method: self.method,
+            runs: self.runs,
+            effective_n: self.effective_n(),
+        }
     }
 }
 
@@ -220,7 +253,11 @@ fn f_upper(df: f64, alpha: f64) -> f64 {
 /// The two-sided critical value at [`LEVEL`] for `df` degrees of freedom (the normal's at ∞).
 pub fn critical_value(df: f64) -> f64 {
     let upper = 0.5 + LEVEL / 2.0;
-    let dist = if df.is_finite() { StudentsT::new(0.0, 1.0, df.max(1e-6)).ok() } else { None };
+    let dist = if df.is_finite() {
+        StudentsT::new(0.0, 1.0, df.max(1e-6)).ok()
+    } else {
+        None
+    };
     match dist {
         Some(t) => t.inverse_cdf(upper),
         None => 1.959_963_984_540_054,
@@ -230,19 +267,34 @@ pub fn critical_value(df: f64) -> f64 {
 /// The `p`-th percentile (0..=100) of the pooled samples, with its interval. `runs` holds each
 /// independent run's samples in arrival order. `quantile` computes a percentile of sorted
 /// samples (exercise 2 passes the learner's own; everything else [`percentile_sorted`]).
-pub fn percentile_with(runs: &[Vec<f64>], p: f64, quantile: &dyn Fn(&[f64], f64) -> Option<f64>) -> Option<Estimate> {
+pub fn percentile_with(
+    runs: &[Vec<f64>],
+    p: f64,
+    quantile: &dyn Fn(&[f64], f64) -> Option<f64>,
+) -> Option<Estimate> {
     if !(0.0..=100.0).contains(&p) {
         return None;
     }
     let pooled = sorted_copy(&runs.concat());
     let value = quantile(&pooled, p)?;
-    let scores: Vec<Vec<f64>> = runs.iter().map(|r| r.iter().map(|&x| f64::from(u8::from(x <= value))).collect()).collect();
+    let scores: Vec<Vec<f64>> = runs
+        .iter()
+        .map(|r| r.iter().map(|&x| f64::from(u8::from(x <= value))).collect())
+        .collect();
     let spread = Spread::of(&scores)?;
     let t = critical_value(spread.df);
     let half = t * spread.var.sqrt();
     let (lo_frac, hi_frac) = (p / 100.0 - half, p / 100.0 + half);
-    let low = if lo_frac < 0.0 { 0.0 } else { quantile(&pooled, 100.0 * lo_frac)? };
-    let high = if hi_frac > 1.0 { f64::INFINITY } else { quantile(&pooled, 100.0 * hi_frac)? };
+    let low = if lo_frac < 0.0 {
+        0.0
+    } else {
+        quantile(&pooled, 100.0 * lo_frac)?
+    };
+    let high = if hi_frac > 1.0 {
+        f64::INFINITY
+    } else {
+        quantile(&pooled, 100.0 * hi_frac)?
+    };
     // The standard error of ln(percentile), for ratios: the 95% ends on the log scale. (The
     // delta method with a density estimated from quantiles one standard error either side was
     // tried: it is finite more often, but near the knee two runs of one system were then called
@@ -254,7 +306,12 @@ pub fn percentile_with(runs: &[Vec<f64>], p: f64, quantile: &dyn Fn(&[f64], f64)
     } else {
         f64::INFINITY
     };
-    Some(Estimate { value, interval: spread.interval(low, high), se_log, df: spread.df })
+    Some(Estimate {
+        value,
+        interval: spread.interval(low, high),
+        se_log,
+        df: spread.df,
+    })
 }
 
 /// [`percentile_with`] numpy's linear interpolation.
@@ -267,9 +324,18 @@ pub fn mean(runs: &[Vec<f64>]) -> Option<Estimate> {
     let spread = Spread::of(runs)?;
     let t = critical_value(spread.df);
     let se = spread.var.sqrt();
-    let se_log = if spread.mean > 0.0 { se / spread.mean } else { f64::INFINITY };
+    let se_log = if spread.mean > 0.0 {
+        se / spread.mean
+    } else {
+        f64::INFINITY
+    };
     let interval = spread.interval(spread.mean - t * se, spread.mean + t * se);
-    Some(Estimate { value: spread.mean, interval, se_log, df: spread.df })
+    Some(Estimate {
+        value: spread.mean,
+        interval,
+        se_log,
+        df: spread.df,
+    })
 }
 
 /// B/A with its 95% interval, from two independent estimates: on the log scale, the two
@@ -289,7 +355,11 @@ pub fn ratio(a: &Estimate, b: &Estimate) -> Option<(f64, f64, f64)> {
     }
     let part = |s: f64, df: f64| if df.is_finite() { s.powi(4) / df } else { 0.0 };
     let denominator = part(a.se_log, a.df) + part(b.se_log, b.df);
-    let df = if denominator > 0.0 { se.powi(4) / denominator } else { f64::INFINITY };
+    let df = if denominator > 0.0 {
+        se.powi(4) / denominator
+    } else {
+        f64::INFINITY
+    };
     let t = critical_value(df);
     Some((r, (r.ln() - t * se).exp(), (r.ln() + t * se).exp()))
 }
@@ -333,22 +403,39 @@ mod tests {
     fn independent_samples_get_about_the_binomial_width() {
         // 400 evenly spread samples in four runs, in an order with no trend (37 is coprime with
         // 100): neither the runs nor their halves differ, so the independent floor decides.
-        let runs: Vec<Vec<f64>> = (0..4).map(|k| (0..100).map(|i| f64::from((i * 37) % 100 * 4 + k)).collect()).collect();
+        let runs: Vec<Vec<f64>> = (0..4)
+            .map(|k| {
+                (0..100)
+                    .map(|i| f64::from((i * 37) % 100 * 4 + k))
+                    .collect()
+            })
+            .collect();
         let p90 = percentile(&runs, 90.0).unwrap();
         assert_eq!(p90.interval.method, Method::Replicates);
         assert!(p90.df.is_infinite(), "{p90:?}");
         // ±1.96·sqrt(0.09/400) = ±2.94% of the ranks around the 90th: ranks 347..371.
-        assert!((p90.interval.low - 347.8).abs() < 1.5 && (p90.interval.high - 371.3).abs() < 1.5, "{p90:?}");
+        assert!(
+            (p90.interval.low - 347.8).abs() < 1.5 && (p90.interval.high - 371.3).abs() < 1.5,
+            "{p90:?}"
+        );
         assert!((p90.interval.effective_n - 400.0).abs() < 1.0);
     }
 
     #[test]
     fn runs_that_disagree_widen_the_interval_and_say_how_few_samples_they_are_worth() {
         // Two runs whose levels differ by 50%: the P90's interval must reach both levels.
-        let runs = vec![(0..60).map(|i| 100.0 + f64::from(i % 7)).collect::<Vec<_>>(), (0..60).map(|i| 150.0 + f64::from(i % 7)).collect()];
+        let runs = vec![
+            (0..60)
+                .map(|i| 100.0 + f64::from(i % 7))
+                .collect::<Vec<_>>(),
+            (0..60).map(|i| 150.0 + f64::from(i % 7)).collect(),
+        ];
         let p90 = percentile(&runs, 90.0).unwrap();
         assert!(p90.interval.effective_n < 20.0, "{p90:?}");
-        assert!(p90.interval.low < 110.0 || !p90.interval.high.is_finite(), "{p90:?}");
+        assert!(
+            p90.interval.low < 110.0 || !p90.interval.high.is_finite(),
+            "{p90:?}"
+        );
     }
 
     #[test]
@@ -357,7 +444,10 @@ mod tests {
         let e = mean(&[run]).unwrap();
         assert_eq!(e.interval.method, Method::Sections);
         assert!(e.interval.low <= 12.0 && 12.0 <= e.interval.high);
-        assert!(percentile(&[vec![1.0, 2.0, 3.0]], 50.0).is_none(), "three samples cannot be cut into four");
+        assert!(
+            percentile(&[vec![1.0, 2.0, 3.0]], 50.0).is_none(),
+            "three samples cannot be cut into four"
+        );
     }
 
     #[test]
@@ -374,14 +464,23 @@ mod tests {
         let closed = mean(&[vec![10.0, 11.0, 9.0, 10.0, 10.5, 9.5, 10.0, 10.0]]).unwrap();
         let run: Vec<f64> = (0..40).map(|i| 10.0 * f64::from(i + 1)).collect();
         let open = percentile(&[run], 90.0).unwrap();
-        assert_eq!(ratio(&closed, &open).map(|(_, lo, hi)| (lo, hi)), Some((0.0, f64::INFINITY)));
+        assert_eq!(
+            ratio(&closed, &open).map(|(_, lo, hi)| (lo, hi)),
+            Some((0.0, f64::INFINITY))
+        );
         let (r, lo, hi) = ratio(&closed, &closed).unwrap();
         assert!((r - 1.0).abs() < 1e-12 && lo < 1.0 && hi > 1.0);
     }
 
     #[test]
     fn an_open_bound_is_written_as_null() {
-        let i = Interval { low: 1.0, high: f64::INFINITY, method: Method::Sections, runs: 1, effective_n: 3.0 };
+        let i = Interval {
+            low: 1.0,
+            high: f64::INFINITY,
+            method: Method::Sections,
+            runs: 1,
+            effective_n: 3.0,
+        };
         let json = serde_json::to_string(&i).unwrap();
         assert!(json.contains("\"high\":null"), "{json}");
         assert_eq!(serde_json::from_str::<Interval>(&json).unwrap(), i);

@@ -75,12 +75,21 @@ pub struct TtftBreakdown {
 impl TtftBreakdown {
     /// `None` when no completed request carried server timings (vLLM, llama.cpp, ...).
     pub fn of(records: &[RequestRecord], replicates: usize) -> Option<TtftBreakdown> {
-        let requests = records.iter().filter(|r| r.ok && r.server_timings.is_some()).count();
+        let requests = records
+            .iter()
+            .filter(|r| r.ok && r.server_timings.is_some())
+            .count();
         if requests == 0 {
             return None;
         }
         let column = |f: fn(f64, &ServerTimings) -> f64| {
-            by_replicate(records, replicates, |r| r.server_timings.as_ref().map(|t| f(r.ttft_ms, t)).into_iter().collect())
+            by_replicate(records, replicates, |r| {
+                r.server_timings
+                    .as_ref()
+                    .map(|t| f(r.ttft_ms, t))
+                    .into_iter()
+                    .collect()
+            })
         };
         Some(TtftBreakdown {
             requests,
@@ -187,13 +196,23 @@ pub fn compute(records: &[RequestRecord], durations_s: &[f64], slo: &Slo) -> Run
     let replicates = durations_s.len().max(1);
     let ok: Vec<&RequestRecord> = records.iter().filter(|r| r.ok).collect();
     let total_output_tokens: usize = ok.iter().map(|r| r.output_tokens).sum();
-    let total_input_tokens =
-        ok.iter().map(|r| r.prompt_tokens).sum::<Option<usize>>().filter(|_| !ok.is_empty());
+    let total_input_tokens = ok
+        .iter()
+        .map(|r| r.prompt_tokens)
+        .sum::<Option<usize>>()
+        .filter(|_| !ok.is_empty());
     let good = ok.iter().filter(|r| slo.is_met_by(r)).count();
     let duration_s: f64 = durations_s.iter().sum();
-    let per_s = |x: f64| if duration_s > 0.0 { x / duration_s } else { 0.0 };
+    let per_s = |x: f64| {
+        if duration_s > 0.0 {
+            x / duration_s
+        } else {
+            0.0
+        }
+    };
     let rates = replicate_rates(records, durations_s);
-    let latency = |f: fn(&RequestRecord) -> Vec<f64>| Summary::of(&by_replicate(records, replicates, f));
+    let latency =
+        |f: fn(&RequestRecord) -> Vec<f64>| Summary::of(&by_replicate(records, replicates, f));
     RunMetrics {
         completed: ok.len(),
         failed: records.len() - ok.len(),
@@ -207,12 +226,19 @@ pub fn compute(records: &[RequestRecord], durations_s: &[f64], slo: &Slo) -> Run
         itl_ms: latency(|r| r.itl_ms.clone()),
         e2el_ms: latency(|r| vec![r.e2el_ms]),
         output_tokens_per_s: stats::mean(&rates).unwrap_or(0.0),
-        ci95_output_tokens_per_s: crate::intervals::mean(&throughput_samples(records, durations_s)).map(|e| e.interval),
+        ci95_output_tokens_per_s: crate::intervals::mean(&throughput_samples(records, durations_s))
+            .map(|e| e.interval),
         requests_per_s: per_s(ok.len() as f64),
         goodput: per_s(good as f64),
-        slo_attainment: if ok.is_empty() { 0.0 } else { good as f64 / ok.len() as f64 },
+        slo_attainment: if ok.is_empty() {
+            0.0
+        } else {
+            good as f64 / ok.len() as f64
+        },
         // Every request's lag, failed ones too: the client's scheduling, whatever the answer.
-        dispatch_lag_ms: Summary::of(&group(records.iter(), replicates, |r| r.dispatch_lag_ms.into_iter().collect())),
+        dispatch_lag_ms: Summary::of(&group(records.iter(), replicates, |r| {
+            r.dispatch_lag_ms.into_iter().collect()
+        })),
         ttft_breakdown: TtftBreakdown::of(records, replicates),
         kept_up_with_arrivals: None,
     }
@@ -220,11 +246,19 @@ pub fn compute(records: &[RequestRecord], durations_s: &[f64], slo: &Slo) -> Run
 
 /// The values `f` gives for each completed request, grouped by replicate (`replicates` groups,
 /// each in arrival order).
-pub fn by_replicate(records: &[RequestRecord], replicates: usize, f: impl Fn(&RequestRecord) -> Vec<f64>) -> Vec<Vec<f64>> {
+pub fn by_replicate(
+    records: &[RequestRecord],
+    replicates: usize,
+    f: impl Fn(&RequestRecord) -> Vec<f64>,
+) -> Vec<Vec<f64>> {
     group(records.iter().filter(|r| r.ok), replicates, f)
 }
 
-fn group<'a>(records: impl Iterator<Item = &'a RequestRecord>, replicates: usize, f: impl Fn(&RequestRecord) -> Vec<f64>) -> Vec<Vec<f64>> {
+fn group<'a>(
+    records: impl Iterator<Item = &'a RequestRecord>,
+    replicates: usize,
+    f: impl Fn(&RequestRecord) -> Vec<f64>,
+) -> Vec<Vec<f64>> {
     let mut groups = vec![Vec::new(); replicates.max(1)];
     for r in records {
         if let Some(group) = groups.get_mut(r.replicate) {
@@ -240,7 +274,14 @@ fn replicate_rates(records: &[RequestRecord], durations_s: &[f64]) -> Vec<f64> {
         .iter()
         .enumerate()
         .filter(|(_, d)| **d > 0.0)
-        .map(|(k, d)| records.iter().filter(|r| r.ok && r.replicate == k).map(|r| r.output_tokens).sum::<usize>() as f64 / d)
+        .map(|(k, d)| {
+            records
+                .iter()
+                .filter(|r| r.ok && r.replicate == k)
+                .map(|r| r.output_tokens)
+                .sum::<usize>() as f64
+                / d
+        })
         .collect()
 }
 
@@ -287,12 +328,18 @@ pub fn kept_up(records: &[RequestRecord], replicates: usize) -> Option<bool> {
     let (mut first, mut second) = ((0.0, 0usize), (0.0, 0usize));
     let mut completed = 0;
     for k in 0..replicates.max(1) {
-        let mut run: Vec<&RequestRecord> = records.iter().filter(|r| r.ok && r.replicate == k).collect();
+        let mut run: Vec<&RequestRecord> = records
+            .iter()
+            .filter(|r| r.ok && r.replicate == k)
+            .collect();
         run.sort_by(|a, b| a.start_ms.total_cmp(&b.start_ms));
         completed += run.len();
         let half = run.len() / 2;
         for (i, r) in run.iter().enumerate() {
-            let in_flight = run[..i].iter().filter(|e| e.start_ms + e.e2el_ms > r.start_ms).count() as f64;
+            let in_flight = run[..i]
+                .iter()
+                .filter(|e| e.start_ms + e.e2el_ms > r.start_ms)
+                .count() as f64;
             let side = if i < half { &mut first } else { &mut second };
             side.0 += in_flight;
             side.1 += 1;
@@ -311,7 +358,15 @@ mod tests {
 
     /// Requests arriving every 100 ms, each taking `latency(i)` ms.
     fn arrivals(n: usize, latency: impl Fn(usize) -> f64) -> Vec<RequestRecord> {
-        (0..n).map(|i| RequestRecord { ok: true, start_ms: 100.0 * i as f64, e2el_ms: latency(i), ttft_ms: 10.0, ..Default::default() }).collect()
+        (0..n)
+            .map(|i| RequestRecord {
+                ok: true,
+                start_ms: 100.0 * i as f64,
+                e2el_ms: latency(i),
+                ttft_ms: 10.0,
+                ..Default::default()
+            })
+            .collect()
     }
 
     #[test]
@@ -321,8 +376,18 @@ mod tests {
         // Nearly idle: 50 ms each, hardly ever another in flight.
         assert_eq!(kept_up(&arrivals(40, |_| 50.0), 1), Some(true));
         // Falls behind: served one every 150 ms while they arrive every 100 ms.
-        assert_eq!(kept_up(&arrivals(40, |i| 150.0 * (i + 1) as f64 - 100.0 * i as f64), 1), Some(false));
-        assert_eq!(kept_up(&arrivals(5, |_| 50.0), 1), None, "too few requests to tell");
+        assert_eq!(
+            kept_up(
+                &arrivals(40, |i| 150.0 * (i + 1) as f64 - 100.0 * i as f64),
+                1
+            ),
+            Some(false)
+        );
+        assert_eq!(
+            kept_up(&arrivals(5, |_| 50.0), 1),
+            None,
+            "too few requests to tell"
+        );
     }
 
     fn record(ttft: f64, itl: &[f64], tokens: usize) -> RequestRecord {
@@ -349,9 +414,16 @@ mod tests {
             record(100.0, &[10.0], 2),
             record(300.0, &[10.0], 2),
             record(100.0, &[90.0], 2),
-            RequestRecord { ok: false, ..Default::default() },
+            RequestRecord {
+                ok: false,
+                ..Default::default()
+            },
         ];
-        let slo = Slo { ttft_ms: Some(200.0), tpot_ms: Some(50.0), e2el_ms: None };
+        let slo = Slo {
+            ttft_ms: Some(200.0),
+            tpot_ms: Some(50.0),
+            e2el_ms: None,
+        };
         let m = compute(&records, &[2.0], &slo);
         assert_eq!(m.completed, 3);
         assert_eq!(m.failed, 1);
@@ -362,20 +434,40 @@ mod tests {
         assert_eq!(m.itl_ms.as_ref().map(|s| s.n), Some(3));
         let all_good = compute(&records, &[2.0], &Slo::default());
         assert_eq!(all_good.goodput, all_good.requests_per_s);
-        assert_eq!(all_good.ttft_breakdown, None, "no server timings, no breakdown");
+        assert_eq!(
+            all_good.ttft_breakdown, None,
+            "no server timings, no breakdown"
+        );
     }
 
     #[test]
     fn the_breakdown_splits_ttft_into_queue_prefill_and_the_rest() {
         let timed = |ttft: f64, queue_ms: f64, prefill_ms: f64| RequestRecord {
-            server_timings: Some(ServerTimings { queue_ms, prefill_ms, decode_ms: 50.0 }),
+            server_timings: Some(ServerTimings {
+                queue_ms,
+                prefill_ms,
+                decode_ms: 50.0,
+            }),
             ..record(ttft, &[10.0], 2)
         };
-        let records = vec![timed(100.0, 20.0, 70.0), timed(300.0, 200.0, 80.0), record(90.0, &[10.0], 2)];
-        let b = compute(&records, &[1.0], &Slo::default()).ttft_breakdown.expect("two requests carry timings");
+        let records = vec![
+            timed(100.0, 20.0, 70.0),
+            timed(300.0, 200.0, 80.0),
+            record(90.0, &[10.0], 2),
+        ];
+        let b = compute(&records, &[1.0], &Slo::default())
+            .ttft_breakdown
+            .expect("two requests carry timings");
         assert_eq!(b.requests, 2);
         let rest = b.rest_ms.unwrap();
         assert_eq!((rest.min, rest.max), (10.0, 20.0));
-        assert_eq!((b.queue_ms.unwrap().max, b.prefill_ms.unwrap().min, b.decode_ms.unwrap().mean), (200.0, 70.0, 50.0));
+        assert_eq!(
+            (
+                b.queue_ms.unwrap().max,
+                b.prefill_ms.unwrap().min,
+                b.decode_ms.unwrap().mean
+            ),
+            (200.0, 70.0, 50.0)
+        );
     }
 }

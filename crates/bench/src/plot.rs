@@ -8,8 +8,8 @@ use std::path::Path;
 use anyhow::{anyhow, Context, Result};
 use plotters::prelude::*;
 
-use crate::run::Run;
 use crate::percentile::sorted_copy;
+use crate::run::Run;
 
 const PALETTE: [RGBColor; 6] = [
     RGBColor(31, 119, 180),
@@ -24,7 +24,11 @@ const PALETTE: [RGBColor; 6] = [
 pub fn cdf_points(samples: &[f64]) -> Vec<(f64, f64)> {
     let sorted = sorted_copy(samples);
     let n = sorted.len() as f64;
-    sorted.into_iter().enumerate().map(|(i, x)| (x, (i + 1) as f64 / n)).collect()
+    sorted
+        .into_iter()
+        .enumerate()
+        .map(|(i, x)| (x, (i + 1) as f64 / n))
+        .collect()
 }
 
 /// One curve: its legend name, its points, whether it is dashed, its colour.
@@ -41,8 +45,18 @@ pub fn write_latency_cdf(path: &Path, runs: &[&Run]) -> Result<()> {
             let ttft: Vec<f64> = ok().map(|r| r.ttft_ms).collect();
             let e2el: Vec<f64> = ok().map(|r| r.e2el_ms).collect();
             [
-                (format!("{} TTFT", run.label), cdf_points(&ttft), false, color),
-                (format!("{} E2EL", run.label), cdf_points(&e2el), true, color),
+                (
+                    format!("{} TTFT", run.label),
+                    cdf_points(&ttft),
+                    false,
+                    color,
+                ),
+                (
+                    format!("{} E2EL", run.label),
+                    cdf_points(&e2el),
+                    true,
+                    color,
+                ),
             ]
         })
         .filter(|(_, points, _, _)| !points.is_empty())
@@ -58,7 +72,10 @@ pub fn write_latency_cdf(path: &Path, runs: &[&Run]) -> Result<()> {
     let draw = || -> Result<(), Box<dyn std::error::Error + '_>> {
         root.fill(&WHITE)?;
         let mut chart = ChartBuilder::on(&root)
-            .caption("Latency CDF: TTFT (solid) and E2EL (dashed)", ("sans-serif", 20))
+            .caption(
+                "Latency CDF: TTFT (solid) and E2EL (dashed)",
+                ("sans-serif", 20),
+            )
             .margin(16)
             .x_label_area_size(40)
             .y_label_area_size(50)
@@ -92,7 +109,10 @@ pub fn write_latency_cdf(path: &Path, runs: &[&Run]) -> Result<()> {
         root.present()?;
         Ok(())
     };
-    draw()
-        .map_err(|e| anyhow!("{e}"))
-        .with_context(|| format!("cannot draw {}: check the folder is writable", path.display()))
+    draw().map_err(|e| anyhow!("{e}")).with_context(|| {
+        format!(
+            "cannot draw {}: check the folder is writable",
+            path.display()
+        )
+    })
 }

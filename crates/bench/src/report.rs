@@ -16,8 +16,14 @@ pub const SCHEMA: &str = "bench-report/3";
 
 /// Schemas this version refuses, with what changed since.
 const OLD_SCHEMAS: [(&str, &str); 2] = [
-    ("bench-report/1", "before the environment record bench.json shares with report.json"),
-    ("bench-report/2", "with per-request bootstrap intervals, which are too narrow under load, and three verdicts"),
+    (
+        "bench-report/1",
+        "before the environment record bench.json shares with report.json",
+    ),
+    (
+        "bench-report/2",
+        "with per-request bootstrap intervals, which are too narrow under load, and three verdicts",
+    ),
 ];
 
 /// The whole file: where it was measured, one or more runs, and optionally an A/B comparison.
@@ -53,7 +59,15 @@ pub struct Calibration {
 
 impl Report {
     pub fn new(environment: Environment, runs: Vec<Run>) -> Report {
-        Report { schema: SCHEMA.to_string(), environment, runs, comparison: None, comparisons: Vec::new(), sweep: None, calibration: None }
+        Report {
+            schema: SCHEMA.to_string(),
+            environment,
+            runs,
+            comparison: None,
+            comparisons: Vec::new(),
+            sweep: None,
+            calibration: None,
+        }
     }
 
     pub fn write(&self, path: &Path) -> Result<()> {
@@ -62,13 +76,20 @@ impl Report {
                 .with_context(|| format!("cannot create the folder {}", dir.display()))?;
         }
         let text = serde_json::to_string_pretty(self)?;
-        std::fs::write(path, text + "\n")
-            .with_context(|| format!("cannot write {}: check the folder is writable", path.display()))
+        std::fs::write(path, text + "\n").with_context(|| {
+            format!(
+                "cannot write {}: check the folder is writable",
+                path.display()
+            )
+        })
     }
 
     pub fn read(path: &Path) -> Result<Report> {
         let text = std::fs::read_to_string(path).with_context(|| {
-            format!("cannot read {}: pass a bench.json written by `course bench`", path.display())
+            format!(
+                "cannot read {}: pass a bench.json written by `course bench`",
+                path.display()
+            )
         })?;
         let not_a_report = |e: serde_json::Error| {
             anyhow::anyhow!(
@@ -83,9 +104,15 @@ impl Report {
         struct Schema {
             schema: String,
         }
-        let schema = serde_json::from_str::<Schema>(&text).map_err(not_a_report)?.schema;
+        let schema = serde_json::from_str::<Schema>(&text)
+            .map_err(not_a_report)?
+            .schema;
         if schema != SCHEMA {
-            let why = OLD_SCHEMAS.iter().find(|(old, _)| *old == schema).map(|(_, why)| format!(" (written {why})")).unwrap_or_default();
+            let why = OLD_SCHEMAS
+                .iter()
+                .find(|(old, _)| *old == schema)
+                .map(|(_, why)| format!(" (written {why})"))
+                .unwrap_or_default();
             bail!(
                 "{}: schema is \"{schema}\"{why}, this version reads \"{SCHEMA}\"; re-run the benchmark \
                  that wrote it (e.g. `course bench ... --out DIR`, or `course run N` for an exercise) to \
@@ -95,7 +122,10 @@ impl Report {
         }
         let report: Report = serde_json::from_str(&text).map_err(not_a_report)?;
         if report.runs.is_empty() {
-            bail!("{}: the report holds no runs; re-run the benchmark", path.display());
+            bail!(
+                "{}: the report holds no runs; re-run the benchmark",
+                path.display()
+            );
         }
         Ok(report)
     }
@@ -111,29 +141,62 @@ pub fn table(run: &Run) -> String {
     let _ = writeln!(out, "{:=^72}", format!(" Benchmark result: {} ", run.label));
     line(&mut out, "Successful requests:", m.completed.to_string());
     line(&mut out, "Failed requests:", m.failed.to_string());
-    line(&mut out, "Benchmark duration (s):", format!("{:.2}", m.duration_s));
+    line(
+        &mut out,
+        "Benchmark duration (s):",
+        format!("{:.2}", m.duration_s),
+    );
     if let Some(input) = m.total_input_tokens {
         line(&mut out, "Total input tokens:", input.to_string());
     }
-    line(&mut out, "Total generated tokens:", m.total_output_tokens.to_string());
-    line(&mut out, "Request throughput (req/s):", format!("{:.2}", m.requests_per_s));
-    let tput_ci = m.ci95_output_tokens_per_s.as_ref().map(|i| format!("  95% CI {}", i.brackets(2))).unwrap_or_default();
-    line(&mut out, "Output token throughput (tok/s):", format!("{:.2}{tput_ci}", m.output_tokens_per_s));
+    line(
+        &mut out,
+        "Total generated tokens:",
+        m.total_output_tokens.to_string(),
+    );
+    line(
+        &mut out,
+        "Request throughput (req/s):",
+        format!("{:.2}", m.requests_per_s),
+    );
+    let tput_ci = m
+        .ci95_output_tokens_per_s
+        .as_ref()
+        .map(|i| format!("  95% CI {}", i.brackets(2)))
+        .unwrap_or_default();
+    line(
+        &mut out,
+        "Output token throughput (tok/s):",
+        format!("{:.2}{tput_ci}", m.output_tokens_per_s),
+    );
     line(
         &mut out,
         "Goodput (req/s):",
-        format!("{:.2}  ({:.1}% met the SLO)", m.goodput, m.slo_attainment * 100.0),
+        format!(
+            "{:.2}  ({:.1}% met the SLO)",
+            m.goodput,
+            m.slo_attainment * 100.0
+        ),
     );
     for (title, name, summary) in [
         ("Time to First Token", "TTFT", &m.ttft_ms),
-        ("Time per Output Token (excl. 1st token)", "TPOT", &m.tpot_ms),
+        (
+            "Time per Output Token (excl. 1st token)",
+            "TPOT",
+            &m.tpot_ms,
+        ),
         ("Inter-token Latency", "ITL", &m.itl_ms),
         ("End-to-end Latency", "E2EL", &m.e2el_ms),
     ] {
         section(&mut out, title, name, summary.as_ref());
     }
     if let Some(lag) = &m.dispatch_lag_ms {
-        section(&mut out, "Client dispatch lag (open loop)", "lag", Some(lag));
+        section(
+            &mut out,
+            "Client dispatch lag (open loop)",
+            "lag",
+            Some(lag),
+        );
     }
     if let Some(b) = &m.ttft_breakdown {
         breakdown(&mut out, b);
@@ -169,10 +232,32 @@ fn section(out: &mut String, title: &str, name: &str, s: Option<&Summary>) {
         let _ = writeln!(out, "{:<40} no samples", format!("{name} (ms):"));
         return;
     };
-    let ci = |i: &Option<crate::intervals::Interval>| i.as_ref().map(|i| format!("  95% CI {}", i.brackets(2))).unwrap_or_default();
-    let _ = writeln!(out, "{:<40} {:.2}  (std {:.2})", format!("Mean {name} (ms):"), s.mean, s.std);
-    let _ = writeln!(out, "{:<40} {:.2}{}", format!("Median {name} (ms):"), s.median, ci(&s.ci95_median));
-    let _ = writeln!(out, "{:<40} {:.2}{}", format!("P90 {name} (ms):"), s.p90, ci(&s.ci95_p90));
+    let ci = |i: &Option<crate::intervals::Interval>| {
+        i.as_ref()
+            .map(|i| format!("  95% CI {}", i.brackets(2)))
+            .unwrap_or_default()
+    };
+    let _ = writeln!(
+        out,
+        "{:<40} {:.2}  (std {:.2})",
+        format!("Mean {name} (ms):"),
+        s.mean,
+        s.std
+    );
+    let _ = writeln!(
+        out,
+        "{:<40} {:.2}{}",
+        format!("Median {name} (ms):"),
+        s.median,
+        ci(&s.ci95_median)
+    );
+    let _ = writeln!(
+        out,
+        "{:<40} {:.2}{}",
+        format!("P90 {name} (ms):"),
+        s.p90,
+        ci(&s.ci95_p90)
+    );
     let _ = writeln!(out, "{:<40} {:.2}", format!("P99 {name} (ms):"), s.p99);
     if s.outliers > 0 {
         let _ = writeln!(
@@ -188,8 +273,20 @@ fn section(out: &mut String, title: &str, name: &str, s: Option<&Summary>) {
 /// TTFT = queue + prefill + rest, each with its percentiles: which one made the slow requests
 /// slow. Shown only when the server reported its timings.
 fn breakdown(out: &mut String, b: &TtftBreakdown) {
-    let _ = writeln!(out, "{:-^72}", " TTFT = queue + prefill + rest (server-reported) ");
-    let _ = writeln!(out, "{:<28}{:>11}{:>11}{:>11}{:>11}", format!("({} requests)", b.requests), "median", "P90", "P99", "mean");
+    let _ = writeln!(
+        out,
+        "{:-^72}",
+        " TTFT = queue + prefill + rest (server-reported) "
+    );
+    let _ = writeln!(
+        out,
+        "{:<28}{:>11}{:>11}{:>11}{:>11}",
+        format!("({} requests)", b.requests),
+        "median",
+        "P90",
+        "P99",
+        "mean"
+    );
     for (name, s) in [
         ("Queue (ms):", &b.queue_ms),
         ("Prefill (ms):", &b.prefill_ms),
@@ -197,7 +294,11 @@ fn breakdown(out: &mut String, b: &TtftBreakdown) {
         ("Decode, after TTFT (ms):", &b.decode_ms),
     ] {
         if let Some(s) = s {
-            let _ = writeln!(out, "{name:<28}{:>11.2}{:>11.2}{:>11.2}{:>11.2}", s.median, s.p90, s.p99, s.mean);
+            let _ = writeln!(
+                out,
+                "{name:<28}{:>11.2}{:>11.2}{:>11.2}{:>11.2}",
+                s.median, s.p90, s.p99, s.mean
+            );
         }
     }
 }
@@ -210,10 +311,18 @@ pub fn comparison_text(c: &Comparison, label_a: &str, label_b: &str) -> String {
         Better::Higher => "higher is better",
     };
     let t = c.min_effect * 100.0;
-    let high = if c.ci_high.is_finite() { format!("{:.3}", c.ci_high) } else { "∞".to_string() };
+    let high = if c.ci_high.is_finite() {
+        format!("{:.3}", c.ci_high)
+    } else {
+        "∞".to_string()
+    };
     let covers = match c.method {
-        crate::intervals::Method::Replicates => format!("over {} and {} independent runs", c.runs[0], c.runs[1]),
-        crate::intervals::Method::Sections => "over each run's quarters: it covers these runs only".to_string(),
+        crate::intervals::Method::Replicates => {
+            format!("over {} and {} independent runs", c.runs[0], c.runs[1])
+        }
+        crate::intervals::Method::Sections => {
+            "over each run's quarters: it covers these runs only".to_string()
+        }
     };
     let verdict = if c.set_by_arrivals {
         format!(
@@ -264,8 +373,18 @@ fn good_side(c: &Comparison) -> bool {
 
 /// "somewhere between 3% and 20%": the interval as a relative change, nearest end first.
 fn change(c: &Comparison) -> String {
-    let (near, far) = if c.ci_low > 1.0 { (c.ci_low - 1.0, c.ci_high - 1.0) } else { (1.0 - c.ci_high, 1.0 - c.ci_low) };
-    let pct = |x: f64| if x.is_finite() { format!("{:.0}%", x * 100.0) } else { "an unbounded amount".to_string() };
+    let (near, far) = if c.ci_low > 1.0 {
+        (c.ci_low - 1.0, c.ci_high - 1.0)
+    } else {
+        (1.0 - c.ci_high, 1.0 - c.ci_low)
+    };
+    let pct = |x: f64| {
+        if x.is_finite() {
+            format!("{:.0}%", x * 100.0)
+        } else {
+            "an unbounded amount".to_string()
+        }
+    };
     format!("somewhere between {} and {}", pct(near), pct(far))
 }
 

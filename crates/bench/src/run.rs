@@ -25,7 +25,12 @@ pub struct Run {
 impl Run {
     /// A finished load run (one or more replicates) as a [`Run`] with its metrics; an open-loop
     /// run also records whether the server kept up with its arrivals.
-    pub fn from_load(label: String, config: &LoadConfig, slo: &Slo, outcome: LoadOutcome) -> Result<Run> {
+    pub fn from_load(
+        label: String,
+        config: &LoadConfig,
+        slo: &Slo,
+        outcome: LoadOutcome,
+    ) -> Result<Run> {
         let mut metrics = metrics::compute(&outcome.records, &outcome.durations_s, slo);
         if let Traffic::OpenLoop { .. } = config.traffic {
             metrics.kept_up_with_arrivals = metrics::kept_up(&outcome.records, metrics.replicates);
@@ -34,6 +39,12 @@ impl Run {
         config_json["mode"] = "load".into();
         config_json["slo"] = serde_json::to_value(slo)?;
         config_json["replicates"] = metrics.replicates.into();
-        Ok(Run { label, config: config_json, metrics, requests: outcome.records, repeat_tokens_per_s: vec![] })
+        Ok(Run {
+            label,
+            config: config_json,
+            metrics,
+            requests: outcome.records,
+            repeat_tokens_per_s: vec![],
+        })
     }
 }

@@ -30,7 +30,12 @@ impl LocalServer {
     /// Start `program args…` and return once it has printed the address it listens on, or fail
     /// after `wait` (loading a model takes a while) or when it exits first. Everything it prints
     /// goes to `log` when given (the last lines are in the error either way).
-    pub fn start(program: &Path, args: &[String], log: Option<&Path>, wait: Duration) -> Result<LocalServer> {
+    pub fn start(
+        program: &Path,
+        args: &[String],
+        log: Option<&Path>,
+        wait: Duration,
+    ) -> Result<LocalServer> {
         let shown = format!("{} {}", program.display(), args.join(" "));
         let mut child = Command::new(program)
             .args(args)
@@ -42,9 +47,12 @@ impl LocalServer {
         let log_file = match log {
             Some(path) => {
                 if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                    std::fs::create_dir_all(dir).with_context(|| format!("cannot create the folder {}", dir.display()))?;
+                    std::fs::create_dir_all(dir)
+                        .with_context(|| format!("cannot create the folder {}", dir.display()))?;
                 }
-                Some(Arc::new(Mutex::new(File::create(path).with_context(|| format!("cannot write {}", path.display()))?)))
+                Some(Arc::new(Mutex::new(File::create(path).with_context(
+                    || format!("cannot write {}", path.display()),
+                )?)))
             }
             None => None,
         };
@@ -52,13 +60,22 @@ impl LocalServer {
         let (tx, rx) = mpsc::channel::<String>();
         // Both streams are drained until the server exits, so it never blocks on a full pipe.
         let streams: [Option<Box<dyn Read + Send>>; 2] = [
-            child.stdout.take().map(|s| Box::new(s) as Box<dyn Read + Send>),
-            child.stderr.take().map(|s| Box::new(s) as Box<dyn Read + Send>),
+            child
+                .stdout
+                .take()
+                .map(|s| Box::new(s) as Box<dyn Read + Send>),
+            child
+                .stderr
+                .take()
+                .map(|s| Box::new(s) as Box<dyn Read + Send>),
         ];
         for stream in streams.into_iter().flatten() {
             let (tx, recent, log_file) = (tx.clone(), recent.clone(), log_file.clone());
             std::thread::spawn(move || {
-                for line in BufReader::new(stream).lines().map_while(std::io::Result::ok) {
+                for line in BufReader::new(stream)
+                    .lines()
+                    .map_while(std::io::Result::ok)
+                {
                     if let Some(file) = &log_file {
                         if let Ok(mut f) = file.lock() {
                             let _ = writeln!(f, "{line}");
@@ -77,17 +94,27 @@ impl LocalServer {
         }
         drop(tx);
         let started = Instant::now();
-        let tail = |recent: &Mutex<Vec<String>>| recent.lock().map(|k| k.join("\n  ")).unwrap_or_default();
+        let tail =
+            |recent: &Mutex<Vec<String>>| recent.lock().map(|k| k.join("\n  ")).unwrap_or_default();
         loop {
             match rx.recv_timeout(Duration::from_millis(200)) {
                 Ok(base_url) => return Ok(LocalServer { child, base_url }),
                 Err(mpsc::RecvTimeoutError::Disconnected) => {
-                    let status = child.wait().map(|s| s.to_string()).unwrap_or_else(|e| e.to_string());
-                    bail!("`{shown}` exited ({status}) before it listened; its last lines:\n  {}", tail(&recent));
+                    let status = child
+                        .wait()
+                        .map(|s| s.to_string())
+                        .unwrap_or_else(|e| e.to_string());
+                    bail!(
+                        "`{shown}` exited ({status}) before it listened; its last lines:\n  {}",
+                        tail(&recent)
+                    );
                 }
                 Err(mpsc::RecvTimeoutError::Timeout) => {
                     if let Ok(Some(status)) = child.try_wait() {
-                        bail!("`{shown}` exited ({status}) before it listened; its last lines:\n  {}", tail(&recent));
+                        bail!(
+                            "`{shown}` exited ({status}) before it listened; its last lines:\n  {}",
+                            tail(&recent)
+                        );
                     }
                     if started.elapsed() > wait {
                         let _ = child.kill();
@@ -125,12 +152,20 @@ impl Drop for LocalServer {
 fn address_in(line: &str) -> Option<String> {
     let start = line.find("http://")?;
     let rest = &line[start..];
-    let end = rest.find(|c: char| c.is_whitespace() || c == ')' || c == '"' || c == '\'').unwrap_or(rest.len());
+    let end = rest
+        .find(|c: char| c.is_whitespace() || c == ')' || c == '"' || c == '\'')
+        .unwrap_or(rest.len());
     // The server's root: the host and port, without any path printed after them.
     let after = &rest["http://".len()..end];
-    let host_port = after.split('/').next().unwrap_or(after).trim_end_matches([',', '.']);
+    let host_port = after
+        .split('/')
+        .next()
+        .unwrap_or(after)
+        .trim_end_matches([',', '.']);
     // A bare `http://` or one without a port is not an address to connect to.
-    host_port.rsplit_once(':').filter(|(_, port)| !port.is_empty() && port.chars().all(|c| c.is_ascii_digit()))?;
+    host_port
+        .rsplit_once(':')
+        .filter(|(_, port)| !port.is_empty() && port.chars().all(|c| c.is_ascii_digit()))?;
     Some(format!("http://{host_port}"))
 }
 
@@ -151,18 +186,34 @@ mod tests {
     fn finds_the_address_a_server_prints() {
         let line = "gpt2 serve: listening on http://127.0.0.1:40123  (model \"synthetic\", --max-batch-size 8)";
         assert_eq!(address_in(line).as_deref(), Some("http://127.0.0.1:40123"));
-        assert_eq!(address_in("  try: curl http://127.0.0.1:8000/v1/models").as_deref(), Some("http://127.0.0.1:8000"), "the root, not the path");
-        assert_eq!(address_in("see http://example.org for help"), None, "no port, not an address");
+        assert_eq!(
+            address_in("  try: curl http://127.0.0.1:8000/v1/models").as_deref(),
+            Some("http://127.0.0.1:8000"),
+            "the root, not the path"
+        );
+        assert_eq!(
+            address_in("see http://example.org for help"),
+            None,
+            "no port, not an address"
+        );
         assert_eq!(address_in("loading the model"), None);
     }
 
     #[cfg(unix)]
     #[test]
     fn a_server_that_exits_first_is_an_error_with_its_output() {
-        let args = vec!["-c".to_string(), "echo cannot load the model >&2; exit 3".to_string()];
-        let err = LocalServer::start(Path::new("sh"), &args, None, Duration::from_secs(10)).err().expect("it exited");
+        let args = vec![
+            "-c".to_string(),
+            "echo cannot load the model >&2; exit 3".to_string(),
+        ];
+        let err = LocalServer::start(Path::new("sh"), &args, None, Duration::from_secs(10))
+            .err()
+            .expect("it exited");
         let text = format!("{err:#}");
-        assert!(text.contains("before it listened") && text.contains("cannot load the model"), "{text}");
+        assert!(
+            text.contains("before it listened") && text.contains("cannot load the model"),
+            "{text}"
+        );
     }
 
     #[cfg(unix)]
@@ -170,10 +221,17 @@ mod tests {
     fn the_printed_address_is_returned_and_the_server_logged() {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("serve.log");
-        let args = vec!["-c".to_string(), "echo listening on http://127.0.0.1:45678 >&2; exec sleep 30".to_string()];
-        let server = LocalServer::start(Path::new("sh"), &args, Some(&log), Duration::from_secs(10)).unwrap();
+        let args = vec![
+            "-c".to_string(),
+            "echo listening on http://127.0.0.1:45678 >&2; exec sleep 30".to_string(),
+        ];
+        let server =
+            LocalServer::start(Path::new("sh"), &args, Some(&log), Duration::from_secs(10))
+                .unwrap();
         assert_eq!(server.base_url, "http://127.0.0.1:45678");
         server.stop();
-        assert!(std::fs::read_to_string(&log).unwrap().contains("listening on"));
+        assert!(std::fs::read_to_string(&log)
+            .unwrap()
+            .contains("listening on"));
     }
 }

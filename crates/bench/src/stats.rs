@@ -51,7 +51,12 @@ pub fn tukey_outliers(samples: &[f64]) -> Option<Outliers> {
     let iqr = q3 - q1;
     let low_fence = q1 - 1.5 * iqr;
     let high_fence = q3 + 1.5 * iqr;
-    let mut out = Outliers { low_fence, high_fence, low: vec![], high: vec![] };
+    let mut out = Outliers {
+        low_fence,
+        high_fence,
+        low: vec![],
+        high: vec![],
+    };
     for (i, &x) in samples.iter().enumerate() {
         if x < low_fence {
             out.low.push(i);
@@ -201,7 +206,13 @@ pub struct Comparison {
 
 /// Compare estimate `b` against estimate `a`: the ratio, its interval, the verdict against
 /// `min_effect`. `None` when A's statistic is not positive.
-pub fn compare(metric: &str, a: &Estimate, b: &Estimate, better: Better, min_effect: f64) -> Option<Comparison> {
+pub fn compare(
+    metric: &str,
+    a: &Estimate,
+    b: &Estimate,
+    better: Better,
+    min_effect: f64,
+) -> Option<Comparison> {
     let (ratio, ci_low, ci_high) = intervals::ratio(a, b)?;
     let method = if a.interval.method == Method::Sections || b.interval.method == Method::Sections {
         Method::Sections

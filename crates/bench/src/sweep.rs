@@ -43,30 +43,54 @@ impl Bound {
         if !(percentile > 0.0 && percentile < 100.0) {
             bail!("--slo-percentile must be between 0 and 100 (e.g. 90 for P90); got {percentile}");
         }
-        let bounds: Vec<Bound> = [("ttft_ms", slo.ttft_ms), ("tpot_ms", slo.tpot_ms), ("e2el_ms", slo.e2el_ms)]
-            .into_iter()
-            .filter_map(|(metric, bound)| bound.map(|bound_ms| Bound { metric: metric.into(), percentile, bound_ms }))
-            .collect();
+        let bounds: Vec<Bound> = [
+            ("ttft_ms", slo.ttft_ms),
+            ("tpot_ms", slo.tpot_ms),
+            ("e2el_ms", slo.e2el_ms),
+        ]
+        .into_iter()
+        .filter_map(|(metric, bound)| {
+            bound.map(|bound_ms| Bound {
+                metric: metric.into(),
+                percentile,
+                bound_ms,
+            })
+        })
+        .collect();
         if bounds.is_empty() {
             bail!("--sweep needs a target: give --slo-ttft-ms, --slo-tpot-ms or --slo-e2el-ms (e.g. --slo-ttft-ms 500 for P90 TTFT ≤ 500 ms)");
         }
-        if let Some(b) = bounds.iter().find(|b| !(b.bound_ms.is_finite() && b.bound_ms > 0.0)) {
-            bail!("the --slo-{} bound must be a positive number of ms; got {}", b.metric.trim_end_matches("_ms"), b.bound_ms);
+        if let Some(b) = bounds
+            .iter()
+            .find(|b| !(b.bound_ms.is_finite() && b.bound_ms > 0.0))
+        {
+            bail!(
+                "the --slo-{} bound must be a positive number of ms; got {}",
+                b.metric.trim_end_matches("_ms"),
+                b.bound_ms
+            );
         }
         Ok(bounds)
     }
 
     /// "P90 TTFT ≤ 500 ms".
     pub fn describe(&self) -> String {
-        format!("P{} {} ≤ {} ms", self.percentile, self.metric.trim_end_matches("_ms").to_uppercase(), self.bound_ms)
+        format!(
+            "P{} {} ≤ {} ms",
+            self.percentile,
+            self.metric.trim_end_matches("_ms").to_uppercase(),
+            self.bound_ms
+        )
     }
 
     /// The bound's metric over a run's completed requests, grouped by replicate.
     fn values(&self, run: &Run) -> Vec<Vec<f64>> {
-        metrics::by_replicate(&run.requests, run.metrics.replicates, |r| match self.metric.as_str() {
-            "ttft_ms" => vec![r.ttft_ms],
-            "tpot_ms" => r.tpot_ms().into_iter().collect(),
-            _ => vec![r.e2el_ms],
+        metrics::by_replicate(&run.requests, run.metrics.replicates, |r| {
+            match self.metric.as_str() {
+                "ttft_ms" => vec![r.ttft_ms],
+                "tpot_ms" => r.tpot_ms().into_iter().collect(),
+                _ => vec![r.e2el_ms],
+            }
         })
     }
 }
@@ -154,23 +178,38 @@ pub fn analyse(bounds: &[Bound], runs: &[(f64, &Run)]) -> Result<Sweep> {
     if let Some((rate, _)) = runs.iter().find(|(_, run)| run.metrics.completed == 0) {
         bail!("no request completed at {rate} req/s: nothing to measure the target on (is the server up?)");
     }
-    let margins: Vec<(f64, Vec<f64>, Option<[f64; 2]>)> = runs.iter().map(|(_, run)| margin(bounds, run)).collect();
+    let margins: Vec<(f64, Vec<f64>, Option<[f64; 2]>)> =
+        runs.iter().map(|(_, run)| margin(bounds, run)).collect();
     let points: Vec<Point> = runs
         .iter()
         .zip(&margins)
-        .map(|((rate, _), (m, values_ms, _))| Point { rate: *rate, values_ms: values_ms.clone(), margin: *m, holds: *m <= 1.0 })
+        .map(|((rate, _), (m, values_ms, _))| Point {
+            rate: *rate,
+            values_ms: values_ms.clone(),
+            margin: *m,
+            holds: *m <= 1.0,
+        })
         .collect();
     let pairs: Vec<(f64, f64)> = points.iter().map(|p| (p.rate, p.margin)).collect();
     let knee = knee_of(&pairs).ok_or_else(|| anyhow!("the sweep ran no rates"))?;
     // Where the upper ends cross, the target surely held below; where the lower ends cross, it
     // surely failed above.
-    let ends: Option<Vec<(f64, [f64; 2])>> = runs.iter().zip(&margins).map(|((rate, _), (_, _, ci))| ci.map(|ci| (*rate, ci))).collect();
+    let ends: Option<Vec<(f64, [f64; 2])>> = runs
+        .iter()
+        .zip(&margins)
+        .map(|((rate, _), (_, _, ci))| ci.map(|ci| (*rate, ci)))
+        .collect();
     let ci95_knee = ends.and_then(|ends| {
         let upper: Vec<(f64, f64)> = ends.iter().map(|&(r, [_, hi])| (r, hi)).collect();
         let lower: Vec<(f64, f64)> = ends.iter().map(|&(r, [lo, _])| (r, lo)).collect();
         Some([knee_of(&upper)?.rate(), knee_of(&lower)?.rate()])
     });
-    Ok(Sweep { bounds: bounds.to_vec(), points, knee, ci95_knee })
+    Ok(Sweep {
+        bounds: bounds.to_vec(),
+        points,
+        knee,
+        ci95_knee,
+    })
 }
 
 impl Sweep {
@@ -179,7 +218,12 @@ impl Sweep {
         let target: Vec<String> = self.bounds.iter().map(Bound::describe).collect();
         let mut out = format!("Sweep against the target {}\n", target.join(" and "));
         for p in &self.points {
-            let values: Vec<String> = self.bounds.iter().zip(&p.values_ms).map(|(b, v)| format!("{} {v:.1} ms", b.metric)).collect();
+            let values: Vec<String> = self
+                .bounds
+                .iter()
+                .zip(&p.values_ms)
+                .map(|(b, v)| format!("{} {v:.1} ms", b.metric))
+                .collect();
             out += &format!(
                 "  {:>8.3} req/s: {}  margin {:.2}  {}\n",
                 p.rate,
@@ -188,7 +232,10 @@ impl Sweep {
                 if p.holds { "holds" } else { "FAILS" }
             );
         }
-        let ci = self.ci95_knee.map(|[lo, hi]| format!("  [95% CI {lo:.2}, {hi:.2}]")).unwrap_or_default();
+        let ci = self
+            .ci95_knee
+            .map(|[lo, hi]| format!("  [95% CI {lo:.2}, {hi:.2}]"))
+            .unwrap_or_default();
         out += &match self.knee {
             Knee::At(r) => format!("knee: the target holds up to about {r:.2} req/s{ci}\n"),
             Knee::Above(r) => format!("knee: beyond {r} req/s (the target held at every rate tried; add higher rates){ci}\n"),
@@ -201,7 +248,11 @@ impl Sweep {
     /// and its interval.
     pub fn write_svg(&self, path: &Path) -> Result<()> {
         let bound = &self.bounds[0];
-        let points: Vec<(f64, f64)> = self.points.iter().map(|p| (p.rate, p.values_ms[0])).collect();
+        let points: Vec<(f64, f64)> = self
+            .points
+            .iter()
+            .map(|p| (p.rate, p.values_ms[0]))
+            .collect();
         let finite = points.iter().map(|p| p.1).filter(|v| v.is_finite());
         let y_max = finite.fold(bound.bound_ms, f64::max) * 1.15;
         let x_max = points.iter().map(|p| p.0).fold(0.0, f64::max) * 1.1;
@@ -209,7 +260,10 @@ impl Sweep {
         let draw = || -> Result<(), Box<dyn std::error::Error + '_>> {
             root.fill(&WHITE)?;
             let mut chart = ChartBuilder::on(&root)
-                .caption(format!("SLO sweep: {} against the request rate", bound.describe()), ("sans-serif", 20))
+                .caption(
+                    format!("SLO sweep: {} against the request rate", bound.describe()),
+                    ("sans-serif", 20),
+                )
                 .margin(16)
                 .x_label_area_size(40)
                 .y_label_area_size(60)
@@ -217,30 +271,65 @@ impl Sweep {
             chart
                 .configure_mesh()
                 .x_desc("request rate (req/s, Poisson arrivals)")
-                .y_desc(format!("P{} {} (ms)", bound.percentile, bound.metric.trim_end_matches("_ms").to_uppercase()))
+                .y_desc(format!(
+                    "P{} {} (ms)",
+                    bound.percentile,
+                    bound.metric.trim_end_matches("_ms").to_uppercase()
+                ))
                 .draw()?;
             if let Some([lo, hi]) = self.ci95_knee {
                 chart
-                    .draw_series(std::iter::once(Rectangle::new([(lo, 0.0), (hi, y_max)], RGBColor(44, 160, 44).mix(0.15).filled())))?
+                    .draw_series(std::iter::once(Rectangle::new(
+                        [(lo, 0.0), (hi, y_max)],
+                        RGBColor(44, 160, 44).mix(0.15).filled(),
+                    )))?
                     .label("knee, 95% interval")
-                    .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 20, y + 5)], RGBColor(44, 160, 44).mix(0.3).filled()));
+                    .legend(|(x, y)| {
+                        Rectangle::new(
+                            [(x, y - 5), (x + 20, y + 5)],
+                            RGBColor(44, 160, 44).mix(0.3).filled(),
+                        )
+                    });
             }
             if let Knee::At(k) = self.knee {
                 chart
-                    .draw_series(LineSeries::new([(k, 0.0), (k, y_max)], RGBColor(44, 160, 44).stroke_width(2)))?
+                    .draw_series(LineSeries::new(
+                        [(k, 0.0), (k, y_max)],
+                        RGBColor(44, 160, 44).stroke_width(2),
+                    ))?
                     .label(format!("knee {k:.2} req/s"))
-                    .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], RGBColor(44, 160, 44).stroke_width(2)));
+                    .legend(|(x, y)| {
+                        PathElement::new(
+                            vec![(x, y), (x + 20, y)],
+                            RGBColor(44, 160, 44).stroke_width(2),
+                        )
+                    });
             }
             chart
-                .draw_series(DashedLineSeries::new([(0.0, bound.bound_ms), (x_max, bound.bound_ms)], 6, 4, RED.stroke_width(2)))?
+                .draw_series(DashedLineSeries::new(
+                    [(0.0, bound.bound_ms), (x_max, bound.bound_ms)],
+                    6,
+                    4,
+                    RED.stroke_width(2),
+                ))?
                 .label(format!("target {} ms", bound.bound_ms))
                 .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], RED.stroke_width(2)));
             let blue = RGBColor(31, 119, 180);
             chart
-                .draw_series(LineSeries::new(points.iter().copied().filter(|p| p.1.is_finite()), blue.stroke_width(2)))?
+                .draw_series(LineSeries::new(
+                    points.iter().copied().filter(|p| p.1.is_finite()),
+                    blue.stroke_width(2),
+                ))?
                 .label(format!("measured P{}", bound.percentile))
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], blue.stroke_width(2)));
-            chart.draw_series(points.iter().filter(|p| p.1.is_finite()).map(|&p| Circle::new(p, 4, blue.filled())))?;
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], blue.stroke_width(2))
+                });
+            chart.draw_series(
+                points
+                    .iter()
+                    .filter(|p| p.1.is_finite())
+                    .map(|&p| Circle::new(p, 4, blue.filled())),
+            )?;
             chart
                 .configure_series_labels()
                 .position(SeriesLabelPosition::UpperLeft)
@@ -250,7 +339,12 @@ impl Sweep {
             root.present()?;
             Ok(())
         };
-        draw().map_err(|e| anyhow!("{e}")).with_context(|| format!("cannot draw {}: check the folder is writable", path.display()))
+        draw().map_err(|e| anyhow!("{e}")).with_context(|| {
+            format!(
+                "cannot draw {}: check the folder is writable",
+                path.display()
+            )
+        })
     }
 }
 
@@ -258,8 +352,17 @@ impl Sweep {
 /// the first rate at which `bounds` fail, then [`analyse`]. Only the first run warms the server
 /// up. `slo` is the per-request target each run's goodput counts against (the same flags).
 /// Returns each rate's run and the analysis; `course bench --sweep` and exercise 7 both use it.
-pub fn run(runtime: &tokio::runtime::Runtime, config: &LoadConfig, rates: &[f64], bounds: &[Bound], slo: &Slo) -> Result<(Vec<(f64, Run)>, Sweep)> {
-    if rates.is_empty() || rates.iter().any(|r| !(r.is_finite() && *r > 0.0)) || rates.windows(2).any(|w| w[1] <= w[0]) {
+pub fn run(
+    runtime: &tokio::runtime::Runtime,
+    config: &LoadConfig,
+    rates: &[f64],
+    bounds: &[Bound],
+    slo: &Slo,
+) -> Result<(Vec<(f64, Run)>, Sweep)> {
+    if rates.is_empty()
+        || rates.iter().any(|r| !(r.is_finite() && *r > 0.0))
+        || rates.windows(2).any(|w| w[1] <= w[0])
+    {
         bail!("a sweep takes increasing positive rates, e.g. --sweep 0.5,1,2,4; got {rates:?}");
     }
     // The arrivals keep the seed the configuration gives them (the same at every rate).
@@ -270,7 +373,10 @@ pub fn run(runtime: &tokio::runtime::Runtime, config: &LoadConfig, rates: &[f64]
     let mut runs: Vec<(f64, Run)> = Vec::new();
     for &rate in rates {
         let mut swept = config.clone();
-        swept.traffic = Traffic::OpenLoop { rate, seed: arrivals };
+        swept.traffic = Traffic::OpenLoop {
+            rate,
+            seed: arrivals,
+        };
         if !runs.is_empty() {
             swept.warmup = 0;
         }
@@ -299,10 +405,24 @@ mod tests {
 
     /// One run whose completed requests have these TTFTs, in this arrival order.
     fn run(ttfts: impl IntoIterator<Item = f64>) -> Run {
-        let requests: Vec<RequestRecord> =
-            ttfts.into_iter().map(|t| RequestRecord { ok: true, ttft_ms: t, e2el_ms: t + 10.0, output_tokens: 2, ..Default::default() }).collect();
+        let requests: Vec<RequestRecord> = ttfts
+            .into_iter()
+            .map(|t| RequestRecord {
+                ok: true,
+                ttft_ms: t,
+                e2el_ms: t + 10.0,
+                output_tokens: 2,
+                ..Default::default()
+            })
+            .collect();
         let metrics = metrics::compute(&requests, &[1.0], &Slo::default());
-        Run { label: "test".into(), config: serde_json::Value::Null, metrics, requests, repeat_tokens_per_s: vec![] }
+        Run {
+            label: "test".into(),
+            config: serde_json::Value::Null,
+            metrics,
+            requests,
+            repeat_tokens_per_s: vec![],
+        }
     }
 
     /// 1..=100 ms times `scale`, in an order with no trend (37 is coprime with 100).
@@ -311,28 +431,50 @@ mod tests {
     }
 
     fn p90_ttft(bound: f64) -> Vec<Bound> {
-        Bound::from_slo(&Slo { ttft_ms: Some(bound), ..Default::default() }, 90.0).unwrap()
+        Bound::from_slo(
+            &Slo {
+                ttft_ms: Some(bound),
+                ..Default::default()
+            },
+            90.0,
+        )
+        .unwrap()
     }
 
     #[test]
     fn the_knee_is_where_the_percentile_crosses_the_target() {
         // P90 of 1..=100 ms scaled: 0.5 → ~45 ms, 1 → ~90 ms, 2 → ~180 ms; target 135 ms lies
         // halfway between rates 1 and 2 on the margin.
-        let runs: Vec<(f64, Run)> = [(0.5, 0.5), (1.0, 1.0), (2.0, 2.0)].iter().map(|&(rate, s)| (rate, run(spread(s)))).collect();
+        let runs: Vec<(f64, Run)> = [(0.5, 0.5), (1.0, 1.0), (2.0, 2.0)]
+            .iter()
+            .map(|&(rate, s)| (rate, run(spread(s))))
+            .collect();
         let sweep = analyse(&p90_ttft(135.0), &runs_by_rate(&runs)).unwrap();
-        assert_eq!(sweep.points.iter().map(|p| p.holds).collect::<Vec<_>>(), vec![true, true, false]);
-        let Knee::At(k) = sweep.knee else { panic!("{:?}", sweep.knee) };
+        assert_eq!(
+            sweep.points.iter().map(|p| p.holds).collect::<Vec<_>>(),
+            vec![true, true, false]
+        );
+        let Knee::At(k) = sweep.knee else {
+            panic!("{:?}", sweep.knee)
+        };
         assert!((k - 1.5).abs() < 0.01, "{k}");
         let [lo, hi] = sweep.ci95_knee.unwrap();
         assert!(lo <= k && k <= hi && lo >= 1.0 && hi <= 2.0, "[{lo}, {hi}]");
-        assert!(sweep.text().contains("holds up to about 1.50"), "{}", sweep.text());
+        assert!(
+            sweep.text().contains("holds up to about 1.50"),
+            "{}",
+            sweep.text()
+        );
     }
 
     #[test]
     fn a_queue_building_up_at_a_rate_widens_the_knee_to_the_rates_around_it() {
         // At 2 req/s latency climbs through the run: its P90 has no upper bound, so the knee's
         // interval reaches down to the last rate that held.
-        let runs = vec![(1.0, run(spread(1.0))), (2.0, run((1..=100).map(|i| f64::from(i) * 3.0)))];
+        let runs = vec![
+            (1.0, run(spread(1.0))),
+            (2.0, run((1..=100).map(|i| f64::from(i) * 3.0))),
+        ];
         let sweep = analyse(&p90_ttft(135.0), &runs_by_rate(&runs)).unwrap();
         assert_eq!(sweep.ci95_knee.map(|[lo, _]| lo), Some(1.0), "{sweep:?}");
     }
@@ -340,11 +482,36 @@ mod tests {
     #[test]
     fn a_knee_beyond_the_rates_tried_is_not_extrapolated() {
         let runs = vec![(1.0, run([10.0; 20])), (2.0, run([20.0; 20]))];
-        assert_eq!(analyse(&p90_ttft(500.0), &runs_by_rate(&runs)).unwrap().knee, Knee::Above(2.0));
-        assert_eq!(analyse(&p90_ttft(5.0), &runs_by_rate(&runs)).unwrap().knee, Knee::Below(1.0));
+        assert_eq!(
+            analyse(&p90_ttft(500.0), &runs_by_rate(&runs))
+                .unwrap()
+                .knee,
+            Knee::Above(2.0)
+        );
+        assert_eq!(
+            analyse(&p90_ttft(5.0), &runs_by_rate(&runs)).unwrap().knee,
+            Knee::Below(1.0)
+        );
         // A sweep without a target, or with a nonsense one, is refused with what to give.
-        assert!(Bound::from_slo(&Slo::default(), 90.0).unwrap_err().to_string().contains("--slo-ttft-ms"));
-        assert!(Bound::from_slo(&Slo { ttft_ms: Some(500.0), ..Default::default() }, 120.0).is_err());
-        assert!(Bound::from_slo(&Slo { ttft_ms: Some(-1.0), ..Default::default() }, 90.0).is_err());
+        assert!(Bound::from_slo(&Slo::default(), 90.0)
+            .unwrap_err()
+            .to_string()
+            .contains("--slo-ttft-ms"));
+        assert!(Bound::from_slo(
+            &Slo {
+                ttft_ms: Some(500.0),
+                ..Default::default()
+            },
+            120.0
+        )
+        .is_err());
+        assert!(Bound::from_slo(
+            &Slo {
+                ttft_ms: Some(-1.0),
+                ..Default::default()
+            },
+            90.0
+        )
+        .is_err());
     }
 }

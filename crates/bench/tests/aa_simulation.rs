@@ -41,7 +41,9 @@ fn run(rng: &mut StdRng, utilisation: f64) -> Vec<f64> {
     (0..REQUESTS)
         .map(|_| {
             now += arrivals.sample(rng);
-            let slot = (0..SLOTS).min_by(|&a, &b| free_at[a].total_cmp(&free_at[b])).expect("slots");
+            let slot = (0..SLOTS)
+                .min_by(|&a, &b| free_at[a].total_cmp(&free_at[b]))
+                .expect("slots");
             let done = free_at[slot].max(now) + service.sample(rng);
             free_at[slot] = done;
             done - now
@@ -100,7 +102,10 @@ fn p90(buf: &mut [f64]) -> f64 {
 
 fn central(mut xs: Vec<f64>) -> [f64; 2] {
     xs.sort_by(f64::total_cmp);
-    [stats::percentile_sorted(&xs, 2.5).expect("values"), stats::percentile_sorted(&xs, 97.5).expect("values")]
+    [
+        stats::percentile_sorted(&xs, 2.5).expect("values"),
+        stats::percentile_sorted(&xs, 97.5).expect("values"),
+    ]
 }
 
 #[derive(Debug, Default)]
@@ -125,17 +130,24 @@ fn new_method(seed: u64, utilisation: f64, truth: f64, count: usize, replicates:
     }
     let (mut excludes, mut differs) = (0, 0);
     for pair in estimates.chunks(2) {
-        let c = stats::compare("ttft_ms.p90", &pair[0], &pair[1], Better::Lower, MIN_EFFECT).expect("positive");
+        let c = stats::compare("ttft_ms.p90", &pair[0], &pair[1], Better::Lower, MIN_EFFECT)
+            .expect("positive");
         excludes += usize::from(c.excludes_one);
         differs += usize::from(matches!(c.verdict, Verdict::Faster | Verdict::Slower));
     }
     let n = count as f64;
-    Rates { coverage: covered as f64 / n, excludes_one: excludes as f64 / n, differs: differs as f64 / n }
+    Rates {
+        coverage: covered as f64 / n,
+        excludes_one: excludes as f64 / n,
+        differs: differs as f64 / n,
+    }
 }
 
 fn old_method(seed: u64, utilisation: f64, truth: f64, count: usize) -> Rates {
     let mut rng = StdRng::seed_from_u64(seed);
-    let mut boot = Bootstrap { rng: StdRng::seed_from_u64(seed ^ 0xB007) };
+    let mut boot = Bootstrap {
+        rng: StdRng::seed_from_u64(seed ^ 0xB007),
+    };
     let samples = runs(&mut rng, utilisation, 2 * count);
     let covered = samples[..count]
         .iter()
@@ -148,10 +160,15 @@ fn old_method(seed: u64, utilisation: f64, truth: f64, count: usize) -> Rates {
     for pair in samples.chunks(2) {
         let [lo, hi] = boot.ratio(&pair[0], &pair[1]);
         excludes += usize::from(verdict::excludes_one(lo, hi));
-        differs += usize::from(verdict::verdict(lo, hi, MIN_EFFECT, Better::Lower).is_a_difference());
+        differs +=
+            usize::from(verdict::verdict(lo, hi, MIN_EFFECT, Better::Lower).is_a_difference());
     }
     let n = count as f64;
-    Rates { coverage: covered as f64 / n, excludes_one: excludes as f64 / n, differs: differs as f64 / n }
+    Rates {
+        coverage: covered as f64 / n,
+        excludes_one: excludes as f64 / n,
+        differs: differs as f64 / n,
+    }
 }
 
 /// The P90 of the TTFTs of `count` runs pooled.
@@ -163,32 +180,60 @@ fn truth(seed: u64, utilisation: f64, count: usize) -> f64 {
 
 #[test]
 fn intervals_cover_the_truth_and_identical_systems_are_rarely_called_different() {
-    let scale: usize = std::env::var("AA_SIMULATION_SCALE").ok().and_then(|s| s.parse().ok()).unwrap_or(1).max(1);
+    let scale: usize = std::env::var("AA_SIMULATION_SCALE")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1)
+        .max(1);
     let count = 1000 / scale;
     let mut failures = Vec::new();
     println!("A/A simulation: {SLOTS} slots, {REQUESTS} requests a run, {count} measurements and pairs per regime");
-    println!("{:<26}{:>12}{:>12}{:>14}{:>14}", "regime / method", "coverage", "excl. 1", "faster|slower", "(limits)");
-    for (name, utilisation, seed) in [("light (30%)", 0.30, 11u64), ("near the knee (85%)", 0.85, 12)] {
+    println!(
+        "{:<26}{:>12}{:>12}{:>14}{:>14}",
+        "regime / method", "coverage", "excl. 1", "faster|slower", "(limits)"
+    );
+    for (name, utilisation, seed) in [
+        ("light (30%)", 0.30, 11u64),
+        ("near the knee (85%)", 0.85, 12),
+    ] {
         let truth = truth(seed * 1000, utilisation, 20_000 / scale);
         let replicated = new_method(seed, utilisation, truth, count, REPLICATES);
         let lone = new_method(seed + 100, utilisation, truth, count, 1);
         let old = old_method(seed + 200, utilisation, truth, count);
         println!("{name} (true P90 {truth:.3}):");
         let row = |label: &str, r: &Rates, limits: &str| {
-            println!("  {label:<24}{:>11.1}%{:>11.1}%{:>13.1}%  {limits}", r.coverage * 100.0, r.excludes_one * 100.0, r.differs * 100.0)
+            println!(
+                "  {label:<24}{:>11.1}%{:>11.1}%{:>13.1}%  {limits}",
+                r.coverage * 100.0,
+                r.excludes_one * 100.0,
+                r.differs * 100.0
+            )
         };
-        row(&format!("{REPLICATES} replicates (default)"), &replicated, "92–98%, ≤7%, ≤1%");
+        row(
+            &format!("{REPLICATES} replicates (default)"),
+            &replicated,
+            "92–98%, ≤7%, ≤1%",
+        );
         row("1 run a side", &lone, "—, ≤7%, ≤1%");
         row("per-request bootstrap", &old, "(before)");
         if !(0.92..=0.98).contains(&replicated.coverage) {
-            failures.push(format!("{name}: coverage {:.3} outside 92–98%", replicated.coverage));
+            failures.push(format!(
+                "{name}: coverage {:.3} outside 92–98%",
+                replicated.coverage
+            ));
         }
         for (label, r) in [("replicates", &replicated), ("one run", &lone)] {
             if r.excludes_one > 0.07 {
-                failures.push(format!("{name}, {label}: A/A intervals left out 1 in {:.1}% (limit 7%)", r.excludes_one * 100.0));
+                failures.push(format!(
+                    "{name}, {label}: A/A intervals left out 1 in {:.1}% (limit 7%)",
+                    r.excludes_one * 100.0
+                ));
             }
             if r.differs > 0.01 {
-                failures.push(format!("{name}, {label}: A/A verdicts faster/slower in {:.1}% (limit 1%)", r.differs * 100.0));
+                failures.push(format!(
+                    "{name}, {label}: A/A verdicts faster/slower in {:.1}% (limit 1%)",
+                    r.differs * 100.0
+                ));
             }
         }
     }

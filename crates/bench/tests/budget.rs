@@ -36,13 +36,21 @@ fn rows_are_grouped_by_the_line_the_report_gives_them_not_by_their_names() {
     let matmuls_before = budget::from_report(&report, "x").unwrap().lines[0].ms;
     // Move `softmax` onto the matmuls line in the report itself: the budget follows the
     // report's `line`, and no list of op names in this crate overrides it.
-    let softmax = report.rows.iter_mut().find(|r| r.name == "softmax").expect("the fixture has a softmax row");
+    let softmax = report
+        .rows
+        .iter_mut()
+        .find(|r| r.name == "softmax")
+        .expect("the fixture has a softmax row");
     assert_eq!(softmax.line, Line::Attention);
     softmax.line = Line::Matmuls;
     let softmax_ms = softmax.self_cpu_us / 1000.0 / report.active_steps as f64;
     let b = budget::from_report(&report, "x").unwrap();
     assert_eq!(b.lines[0].line, Line::Matmuls);
-    assert!(b.lines[0].ops.contains(&"softmax".to_string()), "{:?}", b.lines[0].ops);
+    assert!(
+        b.lines[0].ops.contains(&"softmax".to_string()),
+        "{:?}",
+        b.lines[0].ops
+    );
     assert!((b.lines[0].ms - (matmuls_before + softmax_ms)).abs() < 1e-9);
     assert!(!b.lines[1].ops.contains(&"softmax".to_string()));
 }
@@ -51,7 +59,11 @@ fn rows_are_grouped_by_the_line_the_report_gives_them_not_by_their_names() {
 fn the_illustrative_step_is_the_chapters_table() {
     let b = budget::illustrative();
     assert_eq!(b.step_ms, 40.0);
-    let got: Vec<(&str, f64, f64)> = b.lines.iter().map(|l| (l.line.name(), l.ms, l.share_pct)).collect();
+    let got: Vec<(&str, f64, f64)> = b
+        .lines
+        .iter()
+        .map(|l| (l.line.name(), l.ms, l.share_pct))
+        .collect();
     assert_eq!(
         got,
         [
@@ -70,7 +82,11 @@ fn a_profile_is_grouped_per_step_and_its_shares_add_up() {
     let b = budget::from_report(&report, "GPT-2 forward").unwrap();
     // Every self time of the report is on exactly one line, divided by the recorded steps.
     let per_step_ms = report.totals.self_cpu_us / 1000.0 / report.active_steps as f64;
-    assert!((b.step_ms - per_step_ms).abs() < 1e-9, "{} vs {per_step_ms}", b.step_ms);
+    assert!(
+        (b.step_ms - per_step_ms).abs() < 1e-9,
+        "{} vs {per_step_ms}",
+        b.step_ms
+    );
     let shares: f64 = b.lines.iter().map(|l| l.share_pct).sum();
     assert!((shares - 100.0).abs() < 1e-9);
     insta::assert_json_snapshot!("budget_of_the_fixture_profile", rounded(&b));
@@ -78,20 +94,34 @@ fn a_profile_is_grouped_per_step_and_its_shares_add_up() {
 
 #[test]
 fn a_cuda_profile_is_read_by_its_self_cuda_column() {
-    let mut value: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(fixture()).unwrap()).unwrap();
+    let mut value: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture()).unwrap()).unwrap();
     value["device"] = "cuda".into();
     value["totals"]["self_cuda_us"] = 50.0.into();
     for row in value["rows"].as_array_mut().unwrap() {
         // Device time only on the GPU ops: 10 µs each for gelu and matmul, none elsewhere.
-        let cuda = if row["name"] == "gelu" || row["name"] == "matmul" { Some(10.0) } else { None };
+        let cuda = if row["name"] == "gelu" || row["name"] == "matmul" {
+            Some(10.0)
+        } else {
+            None
+        };
         row["self_cuda_us"] = serde_json::to_value(cuda).unwrap();
     }
     let report = Report::from_json(&value.to_string(), Path::new("cuda.json")).unwrap();
     let b = budget::from_report(&report, "on a GPU").unwrap();
-    let shares: Vec<(&str, f64)> = b.lines.iter().map(|l| (l.line.name(), l.share_pct)).collect();
+    let shares: Vec<(&str, f64)> = b
+        .lines
+        .iter()
+        .map(|l| (l.line.name(), l.share_pct))
+        .collect();
     assert_eq!(
         shares,
-        [("matmuls", 50.0), ("attention", 0.0), ("activations and elementwise", 50.0), ("everything else", 0.0)]
+        [
+            ("matmuls", 50.0),
+            ("attention", 0.0),
+            ("activations and elementwise", 50.0),
+            ("everything else", 0.0)
+        ]
     );
     assert!(b.title.contains("self CUDA"), "{}", b.title);
 }
@@ -111,7 +141,13 @@ fn bar_widths(svg: &str, fills: &[&str]) -> Vec<f64> {
         .map(|rest| rest.split('>').next().unwrap())
         .filter(|l| fills.iter().any(|f| l.contains(&format!("fill=\"{f}\""))))
         .map(|l| {
-            let w = l.split("width=\"").nth(1).unwrap().split('"').next().unwrap();
+            let w = l
+                .split("width=\"")
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next()
+                .unwrap();
             w.parse::<f64>().unwrap()
         })
         .collect()
@@ -123,7 +159,14 @@ fn the_chart_draws_one_bar_per_line_scaled_to_its_share() {
     let path = dir.path().join("budget.svg");
     budget::write_svg(&path, &[budget::illustrative()]).unwrap();
     let svg = std::fs::read_to_string(&path).unwrap();
-    for text in ["matmuls", "attention", "activations and elementwise", "everything else", "22.0 ms (55%)", "not measured"] {
+    for text in [
+        "matmuls",
+        "attention",
+        "activations and elementwise",
+        "everything else",
+        "22.0 ms (55%)",
+        "not measured",
+    ] {
         assert!(svg.contains(text), "the chart should show {text:?}");
     }
     let widths = bar_widths(&svg, &["#1F77B4", "#2CA02C", "#D62728", "#7F7F7F"]);
@@ -152,9 +195,20 @@ fn the_command_draws_both_panels_and_prints_the_ops_of_each_line() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
-    assert!(stdout.contains("Illustrative 40 ms decode step") && stdout.contains("GPT-2 small forward: "), "{stdout}");
-    assert!(stdout.contains("(lm_head, matmul)"), "the ops summed into a line are listed: {stdout}");
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("Illustrative 40 ms decode step")
+            && stdout.contains("GPT-2 small forward: "),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("(lm_head, matmul)"),
+        "the ops summed into a line are listed: {stdout}"
+    );
     let drawn = std::fs::read_to_string(&svg).unwrap();
     assert!(drawn.contains("not measured") && drawn.contains("GPT-2 small forward"));
 }
@@ -169,27 +223,52 @@ fn a_missing_report_names_the_file_and_how_to_make_one() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("no/such/report.json") && stderr.contains("gpt2 profile --out"), "{stderr}");
+    assert!(
+        stderr.contains("no/such/report.json") && stderr.contains("gpt2 profile --out"),
+        "{stderr}"
+    );
 }
 
 #[test]
 fn a_missing_output_folder_is_named() {
-    let out = bench_bin().args(["budget", "--svg", "no/such/dir/b.svg"]).output().unwrap();
+    let out = bench_bin()
+        .args(["budget", "--svg", "no/such/dir/b.svg"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("no/such/dir") && stderr.contains("does not exist"), "{stderr}");
+    assert!(
+        stderr.contains("no/such/dir") && stderr.contains("does not exist"),
+        "{stderr}"
+    );
 }
 
 #[test]
 fn no_illustrative_draws_only_the_report_and_needs_one() {
     let dir = tempfile::tempdir().unwrap();
     let svg = dir.path().join("own.svg");
-    let out = bench_bin().args(["budget", "--no-illustrative", "--report"]).arg(fixture()).arg("--svg").arg(&svg).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = bench_bin()
+        .args(["budget", "--no-illustrative", "--report"])
+        .arg(fixture())
+        .arg("--svg")
+        .arg(&svg)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let drawn = std::fs::read_to_string(&svg).unwrap();
-    assert!(!drawn.contains("not measured") && drawn.contains("Your profile"), "only the report's panel");
+    assert!(
+        !drawn.contains("not measured") && drawn.contains("Your profile"),
+        "only the report's panel"
+    );
 
-    let out = bench_bin().args(["budget", "--no-illustrative"]).output().unwrap();
+    let out = bench_bin()
+        .args(["budget", "--no-illustrative"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2), "nothing would be left to draw");
     assert!(String::from_utf8_lossy(&out.stderr).contains("--report"));
 }

@@ -40,6 +40,9 @@ mod tests {
         write_atomically(&path, b"a,b\n1,2\n").unwrap();
         write_atomically(&path, b"a\n").unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "a\n");
-        assert_eq!(std::fs::read_dir(path.parent().unwrap()).unwrap().count(), 1);
+        assert_eq!(
+            std::fs::read_dir(path.parent().unwrap()).unwrap().count(),
+            1
+        );
     }
 }

@@ -9,7 +9,10 @@ use std::process::ExitCode;
 /// (`error: ` with each cause after a colon) and exits with status 1. The folder is the one
 /// given, else `manifest_dir`: the exercise's own, `env!("CARGO_MANIFEST_DIR")`, which only the
 /// exercise's crate can expand.
-pub fn main<A: clap::Parser>(manifest_dir: &str, run: impl FnOnce(A, &Path) -> anyhow::Result<()>) -> ExitCode {
+pub fn main<A: clap::Parser>(
+    manifest_dir: &str,
+    run: impl FnOnce(A, &Path) -> anyhow::Result<()>,
+) -> ExitCode {
     let (args, dir) = parse::<A>(std::env::args_os(), manifest_dir).unwrap_or_else(|e| e.exit());
     match run(args, &dir) {
         Ok(()) => ExitCode::SUCCESS,
@@ -21,7 +24,10 @@ pub fn main<A: clap::Parser>(manifest_dir: &str, run: impl FnOnce(A, &Path) -> a
 }
 
 /// `A` and the exercise's folder from the command line `argv`.
-fn parse<A: clap::Parser>(argv: impl IntoIterator<Item = impl Into<OsString> + Clone>, manifest_dir: &str) -> Result<(A, PathBuf), clap::Error> {
+fn parse<A: clap::Parser>(
+    argv: impl IntoIterator<Item = impl Into<OsString> + Clone>,
+    manifest_dir: &str,
+) -> Result<(A, PathBuf), clap::Error> {
     let folder = clap::Arg::new(EXERCISE_DIR)
         .long(EXERCISE_DIR)
         .value_name("DIR")
@@ -31,7 +37,10 @@ fn parse<A: clap::Parser>(argv: impl IntoIterator<Item = impl Into<OsString> + C
              folders above it [default: this exercise's folder]",
         );
     let matches = A::command().arg(folder).try_get_matches_from(argv)?;
-    let dir = matches.get_one::<PathBuf>(EXERCISE_DIR).cloned().unwrap_or_else(|| PathBuf::from(manifest_dir));
+    let dir = matches
+        .get_one::<PathBuf>(EXERCISE_DIR)
+        .cloned()
+        .unwrap_or_else(|| PathBuf::from(manifest_dir));
     Ok((A::from_arg_matches(&matches)?, dir))
 }
 
@@ -58,8 +67,15 @@ mod tests {
     #[test]
     fn the_folder_defaults_to_the_exercise_s_own() {
         let (args, dir) = parse::<Args>(["ex"], "/course/exercises/exercise-3").unwrap();
-        assert_eq!((args.row_limit, dir), (10, PathBuf::from("/course/exercises/exercise-3")));
-        let (args, dir) = parse::<Args>(["ex", "--row-limit", "4", "--exercise-dir", "/tmp/copy"], "/course/exercises/exercise-3").unwrap();
+        assert_eq!(
+            (args.row_limit, dir),
+            (10, PathBuf::from("/course/exercises/exercise-3"))
+        );
+        let (args, dir) = parse::<Args>(
+            ["ex", "--row-limit", "4", "--exercise-dir", "/tmp/copy"],
+            "/course/exercises/exercise-3",
+        )
+        .unwrap();
         assert_eq!((args.row_limit, dir), (4, PathBuf::from("/tmp/copy")));
     }
 
@@ -70,14 +86,21 @@ mod tests {
         let text = help.to_string();
         // The program's own description stays at the top.
         assert!(text.starts_with("An exercise's own arguments"), "{text}");
-        assert!(text.contains("--row-limit") && text.contains("--exercise-dir <DIR>"), "{text}");
+        assert!(
+            text.contains("--row-limit") && text.contains("--exercise-dir <DIR>"),
+            "{text}"
+        );
         let wrong = parse::<Args>(["ex", "--exercise-folder", "/tmp"], "/x").unwrap_err();
         assert_eq!(wrong.kind(), clap::error::ErrorKind::UnknownArgument);
     }
 
     #[test]
     fn an_error_is_printed_with_its_causes() {
-        let e = anyhow::anyhow!("results/report.json: no such file").context("cannot read the profile");
-        assert_eq!(message(&e), "error: cannot read the profile: results/report.json: no such file");
+        let e =
+            anyhow::anyhow!("results/report.json: no such file").context("cannot read the profile");
+        assert_eq!(
+            message(&e),
+            "error: cannot read the profile: results/report.json: no such file"
+        );
     }
 }

@@ -27,9 +27,14 @@ pub fn learner_id(exercises_dir: &Path) -> Option<String> {
 pub fn read_learner_id(exercises_dir: &Path) -> Result<Option<String>, String> {
     let path = exercises_dir.join(LEARNER_FILE);
     match std::fs::read_to_string(&path) {
-        Ok(text) => parse_learner_file(&text).map(Some).map_err(|e| format!("{}: {e}", path.display())),
+        Ok(text) => parse_learner_file(&text)
+            .map(Some)
+            .map_err(|e| format!("{}: {e}", path.display())),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(format!("{}: cannot read it ({e}); check its permissions", path.display())),
+        Err(e) => Err(format!(
+            "{}: cannot read it ({e}); check its permissions",
+            path.display()
+        )),
     }
 }
 
@@ -57,7 +62,9 @@ pub fn find_learner_id(exercises_dir: &Path) -> Result<Option<Found>, String> {
         return Ok(Some(Found::Stored(id)));
     }
     match std::env::var(LEARNER_ID_ENV) {
-        Ok(id) if !id.trim().is_empty() => check_learner_id(&id).map(|id| Some(Found::FromEnv(id))).map_err(|e| format!("{LEARNER_ID_ENV}: {e}")),
+        Ok(id) if !id.trim().is_empty() => check_learner_id(&id)
+            .map(|id| Some(Found::FromEnv(id)))
+            .map_err(|e| format!("{LEARNER_ID_ENV}: {e}")),
         _ => Ok(None),
     }
 }
@@ -81,7 +88,8 @@ pub fn write_learner_id(exercises_dir: &Path, id: &str) -> Result<String, String
          id = {}\n",
         toml::Value::String(id.clone())
     );
-    crate::atomic::write_atomically(&path, text.as_bytes()).map_err(|e| format!("{}: cannot write it ({e})", path.display()))?;
+    crate::atomic::write_atomically(&path, text.as_bytes())
+        .map_err(|e| format!("{}: cannot write it ({e})", path.display()))?;
     Ok(id)
 }
 
@@ -101,16 +109,24 @@ pub fn parse_learner_file(text: &str) -> Result<String, String> {
 pub fn check_learner_id(id: &str) -> Result<String, String> {
     let id = id.trim();
     if id.is_empty() {
-        return Err("the learner id is empty; use your name or student number, e.g. `course id alice`".to_string());
+        return Err(
+            "the learner id is empty; use your name or student number, e.g. `course id alice`"
+                .to_string(),
+        );
     }
     if id.chars().count() > MAX_ID_CHARS {
         return Err(format!("the learner id is over {MAX_ID_CHARS} characters; use a short name or your student number"));
     }
-    if let Some(bad) = id.chars().find(|c| !(c.is_alphanumeric() || matches!(c, '-' | '_' | '.'))) {
+    if let Some(bad) = id
+        .chars()
+        .find(|c| !(c.is_alphanumeric() || matches!(c, '-' | '_' | '.')))
+    {
         return Err(format!("the learner id {id:?} holds {bad:?}; use letters, digits, '-', '_' or '.' only (it also names your submission)"));
     }
     if id.starts_with('.') {
-        return Err(format!("the learner id {id:?} starts with a dot; start it with a letter or digit"));
+        return Err(format!(
+            "the learner id {id:?} starts with a dot; start it with a letter or digit"
+        ));
     }
     Ok(id.to_string())
 }
@@ -121,7 +137,13 @@ pub fn check_learner_id(id: &str) -> Result<String, String> {
 pub fn id_matches_name(id: &str, submitted_as: &str) -> bool {
     let stem = [".tar.gz", ".tgz", ".zip"]
         .iter()
-        .find_map(|ext| submitted_as.len().checked_sub(ext.len()).filter(|&n| submitted_as[n..].eq_ignore_ascii_case(ext)).map(|n| &submitted_as[..n]))
+        .find_map(|ext| {
+            submitted_as
+                .len()
+                .checked_sub(ext.len())
+                .filter(|&n| submitted_as[n..].eq_ignore_ascii_case(ext))
+                .map(|n| &submitted_as[..n])
+        })
         .unwrap_or(submitted_as);
     id.trim().to_lowercase() == stem.trim().to_lowercase()
 }
@@ -134,7 +156,10 @@ mod tests {
     fn the_learner_id_is_written_read_back_and_checked() {
         let dir = tempfile::tempdir().unwrap();
         assert_eq!(read_learner_id(dir.path()), Ok(None));
-        assert_eq!(write_learner_id(dir.path(), "  alice-2 ").unwrap(), "alice-2");
+        assert_eq!(
+            write_learner_id(dir.path(), "  alice-2 ").unwrap(),
+            "alice-2"
+        );
         assert_eq!(learner_id(dir.path()).as_deref(), Some("alice-2"));
         let text = std::fs::read_to_string(dir.path().join(LEARNER_FILE)).unwrap();
         assert!(text.contains("id = \"alice-2\""), "{text}");
@@ -143,7 +168,10 @@ mod tests {
         }
         std::fs::write(dir.path().join(LEARNER_FILE), "name = \"alice\"\n").unwrap();
         let err = read_learner_id(dir.path()).unwrap_err();
-        assert!(err.contains("learner.toml") && err.contains("course id"), "{err}");
+        assert!(
+            err.contains("learner.toml") && err.contains("course id"),
+            "{err}"
+        );
         assert_eq!(learner_id(dir.path()), None);
     }
 
@@ -151,7 +179,13 @@ mod tests {
     fn the_stored_id_comes_before_the_environment() {
         let dir = tempfile::tempdir().unwrap();
         write_learner_id(dir.path(), "alice").unwrap();
-        assert_eq!(find_learner_id(dir.path()), Ok(Some(Found::Stored("alice".into()))));
-        assert_eq!(current_learner_id(dir.path()).unwrap().as_deref(), Some("alice"));
+        assert_eq!(
+            find_learner_id(dir.path()),
+            Ok(Some(Found::Stored("alice".into())))
+        );
+        assert_eq!(
+            current_learner_id(dir.path()).unwrap().as_deref(),
+            Some("alice")
+        );
     }
 }

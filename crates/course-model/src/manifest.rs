@@ -157,15 +157,22 @@ impl Manifest {
                 }
                 None => display_path.to_string(),
             };
-            ManifestError(format!("{at}: {}; fix the exercise manifest", e.message().trim()))
+            ManifestError(format!(
+                "{at}: {}; fix the exercise manifest",
+                e.message().trim()
+            ))
         })?;
         manifest.validate(display_path)?;
         Ok(manifest)
     }
 
     pub fn load(path: &Path) -> Result<Manifest, ManifestError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| ManifestError(format!("{}: cannot read the exercise manifest: {e}", path.display())))?;
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            ManifestError(format!(
+                "{}: cannot read the exercise manifest: {e}",
+                path.display()
+            ))
+        })?;
         Manifest::parse(&text, &path.display().to_string())
     }
 
@@ -186,7 +193,10 @@ impl Manifest {
                 )));
             }
             if !seen.insert(exercise.name.clone()) {
-                return Err(ManifestError(format!("{display_path}: two exercises are named `{}`", exercise.name)));
+                return Err(ManifestError(format!(
+                    "{display_path}: two exercises are named `{}`",
+                    exercise.name
+                )));
             }
             for (role, path) in &exercise.results {
                 if exercise.result_path(role).is_none() {
@@ -196,8 +206,14 @@ impl Manifest {
                     )));
                 }
             }
-            exercise.dev_check.validate(exercise.number).map_err(|problem| ManifestError(format!("{display_path}: {problem}")))?;
-            if exercise.check == CheckKind::Quiz && (exercise.quizzes.len() != 1 || (exercise.questions.is_empty() && exercise.draw == 0)) {
+            exercise
+                .dev_check
+                .validate(exercise.number)
+                .map_err(|problem| ManifestError(format!("{display_path}: {problem}")))?;
+            if exercise.check == CheckKind::Quiz
+                && (exercise.quizzes.len() != 1
+                    || (exercise.questions.is_empty() && exercise.draw == 0))
+            {
                 return Err(ManifestError(format!(
                     "{display_path}: exercise {} is a quiz check: it needs exactly one file in `quizzes`, and a non-empty `questions` list or `draw` above 0",
                     exercise.number
@@ -216,7 +232,11 @@ impl DevCheck {
     /// The fields that only make sense together, explained for exercise `number`.
     fn validate(&self, number: u32) -> Result<(), String> {
         let at = format!("exercise {number}'s [exercises.dev_check]");
-        let placeholder = self.args.iter().flatten().any(|a| a.contains(BASE_URL_PLACEHOLDER));
+        let placeholder = self
+            .args
+            .iter()
+            .flatten()
+            .any(|a| a.contains(BASE_URL_PLACEHOLDER));
         match (&self.server, placeholder) {
             (Some(_), false) => Err(format!(
                 "{at} starts a `server` but its `args` never say {BASE_URL_PLACEHOLDER}: pass the address to the solution, \
@@ -263,7 +283,10 @@ mod tests {
 
     #[test]
     fn normalize_keeps_paths_inside() {
-        assert_eq!(normalize_relative("exercise-4/../exercise-3/results/report.json").as_deref(), Some("exercise-3/results/report.json"));
+        assert_eq!(
+            normalize_relative("exercise-4/../exercise-3/results/report.json").as_deref(),
+            Some("exercise-3/results/report.json")
+        );
         assert_eq!(normalize_relative("a/./b//c").as_deref(), Some("a/b/c"));
         assert_eq!(normalize_relative("../x"), None);
         assert_eq!(normalize_relative("/etc/passwd"), None);
@@ -272,21 +295,38 @@ mod tests {
 
     #[test]
     fn the_course_manifest_parses_and_is_complete() {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(MANIFEST_PATH);
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../..")
+            .join(MANIFEST_PATH);
         let manifest = Manifest::load(&path).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(manifest.exercises.len(), 8);
         for exercise in &manifest.exercises {
-            assert_eq!(exercise.dir, format!("exercises/exercise-{}", exercise.number));
+            assert_eq!(
+                exercise.dir,
+                format!("exercises/exercise-{}", exercise.number)
+            );
             assert_eq!(exercise.package, format!("exercise-{}", exercise.number));
-            assert!(!exercise.hints.is_empty(), "exercise {} has no hints", exercise.number);
+            assert!(
+                !exercise.hints.is_empty(),
+                "exercise {} has no hints",
+                exercise.number
+            );
             // The template is what learners start from: it must be valid TOML.
             toml::from_str::<toml::Table>(&exercise.answers_template)
                 .unwrap_or_else(|e| panic!("exercise {} template: {e}", exercise.number));
             // `course dev check` proves each untouched exercise fails saying what to do, and runs
             // every solution that writes results.
             let dev = &exercise.dev_check;
-            assert!(!dev.untouched_says.is_empty(), "exercise {} has no dev_check.untouched_says", exercise.number);
-            assert!(exercise.results.is_empty() || dev.args.is_some(), "exercise {} writes results but has no dev_check.args", exercise.number);
+            assert!(
+                !dev.untouched_says.is_empty(),
+                "exercise {} has no dev_check.untouched_says",
+                exercise.number
+            );
+            assert!(
+                exercise.results.is_empty() || dev.args.is_some(),
+                "exercise {} writes results but has no dev_check.args",
+                exercise.number
+            );
         }
     }
 
@@ -303,44 +343,87 @@ mod tests {
     fn dev_check_fields_parse_and_default_to_nothing() {
         let plain = Manifest::parse(&one_exercise(""), "info.toml").unwrap();
         assert_eq!(plain.exercises[0].dev_check, DevCheck::default());
-        assert_eq!(plain.exercises[0].dev_check.args, None, "no args: the solution is not run");
+        assert_eq!(
+            plain.exercises[0].dev_check.args, None,
+            "no args: the solution is not run"
+        );
 
         let text = one_exercise(
             "[exercises.dev_check]\nuntouched_says = [\"results file is missing\", \"course run 1\"]\n\
              no_terminal_says = [\"not a TTY\"]\nargs = [\"--base-url\", \"{base_url}\", \"--requests\", \"4\"]\n\
              server = [\"--model\", \"synthetic\"]\nprediction = [\"matmul\", \"60\"]\nprediction_says = [\"You predicted\"]\n",
         );
-        let dev = Manifest::parse(&text, "info.toml").unwrap_or_else(|e| panic!("{e}")).exercises.remove(0).dev_check;
-        assert_eq!(dev.untouched_says, ["results file is missing", "course run 1"]);
+        let dev = Manifest::parse(&text, "info.toml")
+            .unwrap_or_else(|e| panic!("{e}"))
+            .exercises
+            .remove(0)
+            .dev_check;
+        assert_eq!(
+            dev.untouched_says,
+            ["results file is missing", "course run 1"]
+        );
         assert_eq!(dev.no_terminal_says, ["not a TTY"]);
-        assert_eq!(dev.args.as_deref(), Some(&["--base-url".to_string(), BASE_URL_PLACEHOLDER.to_string(), "--requests".into(), "4".into()][..]));
-        assert_eq!(dev.server.as_deref(), Some(&["--model".to_string(), "synthetic".to_string()][..]));
+        assert_eq!(
+            dev.args.as_deref(),
+            Some(
+                &[
+                    "--base-url".to_string(),
+                    BASE_URL_PLACEHOLDER.to_string(),
+                    "--requests".into(),
+                    "4".into()
+                ][..]
+            )
+        );
+        assert_eq!(
+            dev.server.as_deref(),
+            Some(&["--model".to_string(), "synthetic".to_string()][..])
+        );
         assert_eq!((dev.prediction.len(), dev.prediction_says.len()), (2, 1));
 
         // An empty list of args is a run with `--exercise-dir` alone.
-        let dev = Manifest::parse(&one_exercise("[exercises.dev_check]\nargs = []\n"), "info.toml").unwrap().exercises.remove(0).dev_check;
+        let dev = Manifest::parse(
+            &one_exercise("[exercises.dev_check]\nargs = []\n"),
+            "info.toml",
+        )
+        .unwrap()
+        .exercises
+        .remove(0)
+        .dev_check;
         assert_eq!(dev.args, Some(Vec::new()));
     }
 
     #[test]
     fn dev_check_fields_that_do_not_fit_together_are_refused_with_the_fix() {
-        let refused = |extra: &str| Manifest::parse(&one_exercise(extra), "info.toml").unwrap_err().0;
+        let refused = |extra: &str| {
+            Manifest::parse(&one_exercise(extra), "info.toml")
+                .unwrap_err()
+                .0
+        };
         let err = refused("[exercises.dev_check]\nserver = [\"--model\", \"synthetic\"]\nargs = [\"--requests\", \"4\"]\n");
-        assert!(err.starts_with("info.toml: exercise 1's [exercises.dev_check]") && err.contains("{base_url}"), "{err}");
+        assert!(
+            err.starts_with("info.toml: exercise 1's [exercises.dev_check]")
+                && err.contains("{base_url}"),
+            "{err}"
+        );
         let err = refused("[exercises.dev_check]\nargs = [\"--base-url\", \"{base_url}\"]\n");
         assert!(err.contains("no `server` is started"), "{err}");
         let err = refused("[exercises.dev_check]\nprediction = [\"matmul\"]\n");
         assert!(err.contains("needs the run's `args`"), "{err}");
-        let err = refused("[exercises.dev_check]\nargs = []\nprediction_says = [\"You predicted\"]\n");
+        let err =
+            refused("[exercises.dev_check]\nargs = []\nprediction_says = [\"You predicted\"]\n");
         assert!(err.contains("no `prediction` to type"), "{err}");
         // A misspelt field is named, with its line.
         let err = refused("[exercises.dev_check]\nuntouched_say = [\"x\"]\n");
-        assert!(err.starts_with("info.toml:15:") && err.contains("untouched_say"), "{err}");
+        assert!(
+            err.starts_with("info.toml:15:") && err.contains("untouched_say"),
+            "{err}"
+        );
     }
 
     #[test]
     fn a_bad_manifest_names_the_line() {
-        let err = Manifest::parse("format = 1\n[[exercises]]\nnumber = \"one\"\n", "info.toml").unwrap_err();
+        let err = Manifest::parse("format = 1\n[[exercises]]\nnumber = \"one\"\n", "info.toml")
+            .unwrap_err();
         assert!(err.0.starts_with("info.toml:3:"), "{}", err.0);
     }
 }

@@ -38,7 +38,10 @@ pub struct Progress {
 
 impl Default for Progress {
     fn default() -> Self {
-        Progress { format: 1, exercises: BTreeMap::new() }
+        Progress {
+            format: 1,
+            exercises: BTreeMap::new(),
+        }
     }
 }
 
@@ -69,7 +72,10 @@ impl Progress {
     }
 
     pub fn exercise(&self, number: u32) -> ExerciseProgress {
-        self.exercises.get(&number.to_string()).cloned().unwrap_or_default()
+        self.exercises
+            .get(&number.to_string())
+            .cloned()
+            .unwrap_or_default()
     }
 
     pub fn exercise_mut(&mut self, number: u32) -> &mut ExerciseProgress {

@@ -52,7 +52,11 @@ impl BankQuestion {
     /// Every option, sorted: the same list whatever order a learner was shown.
     pub fn sorted_options(&self) -> Vec<String> {
         match &self.kind {
-            QuestionKind::MultipleChoice { answers, distractors, .. } => {
+            QuestionKind::MultipleChoice {
+                answers,
+                distractors,
+                ..
+            } => {
                 let mut all: Vec<String> = answers.iter().chain(distractors).cloned().collect();
                 all.sort();
                 all.dedup();
@@ -86,7 +90,10 @@ impl QuizFile {
                 }
                 None => display_path.to_string(),
             };
-            QuizError(format!("{at}: not an mdbook-quiz file: {}", e.message().trim()))
+            QuizError(format!(
+                "{at}: not an mdbook-quiz file: {}",
+                e.message().trim()
+            ))
         })?;
         let mut questions = Vec::new();
         for (index, question) in quiz.questions.into_iter().enumerate() {
@@ -97,12 +104,21 @@ impl QuizFile {
                     index + 1
                 )));
             };
-            if questions.iter().any(|other: &BankQuestion| other.id == q.id) {
-                return Err(QuizError(format!("{display_path}: two questions have the id `{}`", q.id)));
+            if questions
+                .iter()
+                .any(|other: &BankQuestion| other.id == q.id)
+            {
+                return Err(QuizError(format!(
+                    "{display_path}: two questions have the id `{}`",
+                    q.id
+                )));
             }
             questions.push(q);
         }
-        Ok(QuizFile { name: name.to_string(), questions })
+        Ok(QuizFile {
+            name: name.to_string(),
+            questions,
+        })
     }
 
     pub fn question(&self, id: &str) -> Option<&BankQuestion> {
@@ -116,7 +132,9 @@ fn convert(question: Question) -> Option<BankQuestion> {
             let fields = mc.0;
             let (answers, multi) = match fields.answer.answer {
                 MultipleChoiceAnswerFormat::Single(a) => (vec![a.0], false),
-                MultipleChoiceAnswerFormat::Multi(list) => (list.into_iter().map(|m| m.0).collect(), true),
+                MultipleChoiceAnswerFormat::Multi(list) => {
+                    (list.into_iter().map(|m| m.0).collect(), true)
+                }
             };
             Some(BankQuestion {
                 id: fields.id?,
@@ -179,8 +197,12 @@ impl QuestionBank {
                     searched.join(" or ")
                 )));
             };
-            let text = std::fs::read_to_string(&path)
-                .map_err(|e| QuizError(format!("{}: cannot read the quiz file: {e}", path.display())))?;
+            let text = std::fs::read_to_string(&path).map_err(|e| {
+                QuizError(format!(
+                    "{}: cannot read the quiz file: {e}",
+                    path.display()
+                ))
+            })?;
             bank.insert(QuizFile::parse(&text, name, &path.display().to_string())?);
         }
         Ok(bank)
@@ -246,26 +268,42 @@ answer.alternatives = ["bandwidth"]
         let q1 = quiz.question("q1").unwrap();
         assert_eq!(q1.options(), ["Benchmark", "Profile"]);
         assert_eq!(q1.context.as_deref(), Some("Because."));
-        assert!(matches!(&quiz.question("q2").unwrap().kind, QuestionKind::MultipleChoice { multi: true, .. }));
-        assert!(matches!(&quiz.question("q3").unwrap().kind, QuestionKind::ShortAnswer { alternatives, .. } if alternatives == &["bandwidth"]));
+        assert!(matches!(
+            &quiz.question("q2").unwrap().kind,
+            QuestionKind::MultipleChoice { multi: true, .. }
+        ));
+        assert!(
+            matches!(&quiz.question("q3").unwrap().kind, QuestionKind::ShortAnswer { alternatives, .. } if alternatives == &["bandwidth"])
+        );
     }
 
     #[test]
     fn a_question_without_id_is_refused() {
-        let text = "[[questions]]\ntype = \"ShortAnswer\"\nprompt.prompt = \"x\"\nanswer.answer = \"y\"\n";
+        let text =
+            "[[questions]]\ntype = \"ShortAnswer\"\nprompt.prompt = \"x\"\nanswer.answer = \"y\"\n";
         let err = QuizFile::parse(text, "t.toml", "t.toml").unwrap_err();
         assert!(err.0.contains("no `id`"), "{}", err.0);
     }
 
     /// Every quiz file of a folder, parsed.
     fn quiz_files(dir: &Path) -> Vec<QuizFile> {
-        let mut paths: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "toml")).collect();
+        let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+            .collect();
         paths.sort();
         paths
             .iter()
             .map(|p| {
                 let name = p.file_name().unwrap().to_string_lossy().to_string();
-                QuizFile::parse(&std::fs::read_to_string(p).unwrap(), &name, &p.display().to_string()).unwrap_or_else(|e| panic!("{e}"))
+                QuizFile::parse(
+                    &std::fs::read_to_string(p).unwrap(),
+                    &name,
+                    &p.display().to_string(),
+                )
+                .unwrap_or_else(|e| panic!("{e}"))
             })
             .collect()
     }
@@ -279,11 +317,25 @@ answer.alternatives = ["bandwidth"]
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
         let mut counted = 0;
         let mut longest = Vec::new();
-        for file in quiz_files(&bank_dir(&root)).into_iter().chain(quiz_files(&book_quiz_dir(&root))) {
+        for file in quiz_files(&bank_dir(&root))
+            .into_iter()
+            .chain(quiz_files(&book_quiz_dir(&root)))
+        {
             for q in &file.questions {
-                let QuestionKind::MultipleChoice { answers, distractors, .. } = &q.kind else { continue };
+                let QuestionKind::MultipleChoice {
+                    answers,
+                    distractors,
+                    ..
+                } = &q.kind
+                else {
+                    continue;
+                };
                 let len = |s: &String| s.trim().chars().count();
-                if answers.iter().chain(distractors).all(|o| o.split_whitespace().count() == 1) {
+                if answers
+                    .iter()
+                    .chain(distractors)
+                    .all(|o| o.split_whitespace().count() == 1)
+                {
                     continue;
                 }
                 counted += 1;
@@ -293,7 +345,10 @@ answer.alternatives = ["bandwidth"]
                 }
             }
         }
-        assert!(counted >= 30, "only {counted} multiple-choice questions with written options were found");
+        assert!(
+            counted >= 30,
+            "only {counted} multiple-choice questions with written options were found"
+        );
         assert!(longest.len() * 3 <= counted, "the right option is the longest in {} of {counted} questions (at most a third allowed): {longest:?}", longest.len());
     }
 
@@ -304,7 +359,8 @@ answer.alternatives = ["bandwidth"]
             .split(|c: char| !c.is_alphanumeric())
             .filter_map(|word| match word.to_lowercase().as_str() {
                 "benchmark" | "benchmarks" | "benchmarking" | "benchmarked" => Some("benchmark"),
-                "profile" | "profiles" | "profiling" | "profiled" | "profiler" | "profilers" | "nsight" => Some("profile"),
+                "profile" | "profiles" | "profiling" | "profiled" | "profiler" | "profilers"
+                | "nsight" => Some("profile"),
                 _ => None,
             })
             .collect();
@@ -316,9 +372,17 @@ answer.alternatives = ["bandwidth"]
     #[test]
     fn the_tool_words_are_matched_as_words() {
         assert_eq!(tools_named("Benchmark at twice the rate."), ["benchmark"]);
-        assert_eq!(tools_named("Open Nsight Systems, then benchmarking."), ["benchmark", "profile"]);
-        assert_eq!(tools_named("A profile of each setup (the profiler's view)."), ["profile"]);
-        assert!(tools_named("Multiply today's P90 by two; profitable benchmarkers aside.").is_empty());
+        assert_eq!(
+            tools_named("Open Nsight Systems, then benchmarking."),
+            ["benchmark", "profile"]
+        );
+        assert_eq!(
+            tools_named("A profile of each setup (the profiler's view)."),
+            ["profile"]
+        );
+        assert!(
+            tools_named("Multiply today's P90 by two; profitable benchmarkers aside.").is_empty()
+        );
     }
 
     #[test]
@@ -330,21 +394,44 @@ answer.alternatives = ["bandwidth"]
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
         let mut counted = 0;
         let mut alone = Vec::new();
-        for file in quiz_files(&bank_dir(&root)).into_iter().chain(quiz_files(&book_quiz_dir(&root))) {
+        for file in quiz_files(&bank_dir(&root))
+            .into_iter()
+            .chain(quiz_files(&book_quiz_dir(&root)))
+        {
             for q in &file.questions {
-                let QuestionKind::MultipleChoice { answers, distractors, .. } = &q.kind else { continue };
+                let QuestionKind::MultipleChoice {
+                    answers,
+                    distractors,
+                    ..
+                } = &q.kind
+                else {
+                    continue;
+                };
                 if answers.len() + distractors.len() < 3 {
                     continue;
                 }
                 counted += 1;
-                let in_distractors: Vec<&str> = distractors.iter().flat_map(|d| tools_named(d)).collect();
-                let only_right: Vec<&str> = answers.iter().flat_map(|a| tools_named(a)).filter(|t| !in_distractors.contains(t)).collect();
+                let in_distractors: Vec<&str> =
+                    distractors.iter().flat_map(|d| tools_named(d)).collect();
+                let only_right: Vec<&str> = answers
+                    .iter()
+                    .flat_map(|a| tools_named(a))
+                    .filter(|t| !in_distractors.contains(t))
+                    .collect();
                 if !only_right.is_empty() {
-                    alone.push(format!("{}:{} ({})", file.name, q.id, only_right.join(", ")));
+                    alone.push(format!(
+                        "{}:{} ({})",
+                        file.name,
+                        q.id,
+                        only_right.join(", ")
+                    ));
                 }
             }
         }
-        assert!(counted >= 30, "only {counted} multiple-choice questions of three or more options were found");
+        assert!(
+            counted >= 30,
+            "only {counted} multiple-choice questions of three or more options were found"
+        );
         assert!(
             alone.len() * 6 <= counted,
             "in {} of {counted} questions the right option is the only one naming its tool (at most one in six allowed): {alone:?}; \
@@ -360,10 +447,21 @@ answer.alternatives = ["bandwidth"]
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
         for file in quiz_files(&bank_dir(&root)) {
             for q in &file.questions {
-                assert!(q.context.as_deref().is_some_and(|c| !c.trim().is_empty()), "{}:{} has no context", file.name, q.id);
+                assert!(
+                    q.context.as_deref().is_some_and(|c| !c.trim().is_empty()),
+                    "{}:{} has no context",
+                    file.name,
+                    q.id
+                );
                 if file.name == "routing.toml" {
                     if let QuestionKind::MultipleChoice { .. } = &q.kind {
-                        assert_eq!(q.options(), ["Benchmark", "Profile"], "{}:{}", file.name, q.id);
+                        assert_eq!(
+                            q.options(),
+                            ["Benchmark", "Profile"],
+                            "{}:{}",
+                            file.name,
+                            q.id
+                        );
                     }
                 }
             }
@@ -374,13 +472,16 @@ answer.alternatives = ["bandwidth"]
     fn the_books_quiz_files_parse() {
         // Every quiz file the book ships must be readable by the grader (same question bank).
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../book/src/quizzes");
-        let Ok(entries) = std::fs::read_dir(&dir) else { return };
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            return;
+        };
         for entry in entries.flatten() {
             let path = entry.path();
             if path.extension().is_some_and(|e| e == "toml") {
                 let text = std::fs::read_to_string(&path).unwrap();
                 let name = path.file_name().unwrap().to_string_lossy().to_string();
-                QuizFile::parse(&text, &name, &path.display().to_string()).unwrap_or_else(|e| panic!("{e}"));
+                QuizFile::parse(&text, &name, &path.display().to_string())
+                    .unwrap_or_else(|e| panic!("{e}"));
             }
         }
     }

@@ -3,9 +3,9 @@
 //! and writes the answers into the exercise's `answers.toml`, keeping its comments. Without a
 //! terminal it explains how to fill `answers.toml` by hand instead.
 
-use anyhow::{bail, Context, Result};
-use answers_file::fill_answers::{self, Answer};
 use crate::quiz::{BankQuestion, QuestionKind, QuizFile};
+use answers_file::fill_answers::{self, Answer};
+use anyhow::{bail, Context, Result};
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
 
@@ -14,7 +14,10 @@ pub fn load(path: &Path) -> Result<QuizFile> {
     let text = std::fs::read_to_string(path).with_context(|| {
         format!("cannot read the quiz file {}: run the exercise from your copy of the course (the book's quizzes live in book/src/quizzes/)", path.display())
     })?;
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     QuizFile::parse(&text, &name, &path.display().to_string()).map_err(|e| anyhow::anyhow!("{e}"))
 }
 
@@ -45,7 +48,9 @@ fn ask(quiz: &QuizFile) -> Result<Vec<(String, String)>> {
         let options = q.options();
         loop {
             match &q.kind {
-                QuestionKind::MultipleChoice { .. } => write!(out, "Your choice (1-{}, Enter to skip): ", options.len())?,
+                QuestionKind::MultipleChoice { .. } => {
+                    write!(out, "Your choice (1-{}, Enter to skip): ", options.len())?
+                }
                 _ => write!(out, "Your answer (one or two sentences, Enter to skip): ")?,
             }
             out.flush()?;
@@ -68,7 +73,11 @@ fn ask(quiz: &QuizFile) -> Result<Vec<(String, String)>> {
                     answers.push((q.id.clone(), paragraph(&options[n - 1])));
                     break;
                 }
-                _ => writeln!(out, "Type a number from 1 to {}, or press Enter to skip.", options.len())?,
+                _ => writeln!(
+                    out,
+                    "Type a number from 1 to {}, or press Enter to skip.",
+                    options.len()
+                )?,
             }
         }
     }
@@ -78,7 +87,10 @@ fn ask(quiz: &QuizFile) -> Result<Vec<(String, String)>> {
 /// Sets `[quiz] id = "answer"` for each answer in `answers.toml`, keeping the rest of the file
 /// (comments included) as it is: the file and its `[quiz]` table are created if missing.
 pub fn record(answers_path: &Path, answers: &[(String, String)]) -> Result<()> {
-    let answers: Vec<(String, Answer)> = answers.iter().map(|(id, answer)| (id.clone(), answer.as_str().into())).collect();
+    let answers: Vec<(String, Answer)> = answers
+        .iter()
+        .map(|(id, answer)| (id.clone(), answer.as_str().into()))
+        .collect();
     fill_answers::set_in_table(answers_path, "quiz", &answers)
 }
 
@@ -90,22 +102,38 @@ fn explain_by_hand(quiz: &QuizFile, answers_path: &Path) -> Result<()> {
     for (index, q) in quiz.questions.iter().enumerate() {
         show(&mut out, index + 1, quiz.questions.len(), q)?;
     }
-    writeln!(out, "\nWrite your answers in {}, under [quiz], one line per question id:", answers_path.display())?;
+    writeln!(
+        out,
+        "\nWrite your answers in {}, under [quiz], one line per question id:",
+        answers_path.display()
+    )?;
     for q in &quiz.questions {
         let example = match &q.kind {
-            QuestionKind::MultipleChoice { .. } => "the text of the option you choose, e.g. \"".to_string() + &paragraph(&q.options()[0]) + "\"",
+            QuestionKind::MultipleChoice { .. } => {
+                "the text of the option you choose, e.g. \"".to_string()
+                    + &paragraph(&q.options()[0])
+                    + "\""
+            }
             _ => "one or two sentences in quotes".to_string(),
         };
         writeln!(out, "  {} = {example}", q.id)?;
     }
-    writeln!(out, "Or run the exercise again in a terminal to be asked one question at a time.")?;
+    writeln!(
+        out,
+        "Or run the exercise again in a terminal to be asked one question at a time."
+    )?;
     Ok(())
 }
 
 /// Asks the quiz (or explains how to answer by hand) and records the answers.
 pub fn run(quiz_path: &Path, answers_path: &Path, check_command: &str) -> Result<()> {
     let quiz = load(quiz_path)?;
-    run_quiz(&quiz, &quiz_path.display().to_string(), answers_path, check_command)
+    run_quiz(
+        &quiz,
+        &quiz_path.display().to_string(),
+        answers_path,
+        check_command,
+    )
 }
 
 /// What exercises 1 and 6 run: the learner's own draw of exercise `number`'s questions (their id
@@ -116,34 +144,58 @@ pub fn run_exercise(exercise_dir: &Path, number: u32) -> Result<()> {
     let dir = std::fs::canonicalize(exercise_dir).unwrap_or_else(|_| exercise_dir.to_path_buf());
     let exercises = dir.parent().unwrap_or(&dir);
     let root = exercises.parent().unwrap_or(exercises);
-    let (quiz, learner) = crate::quiz_variant::for_learner(root, number, exercises).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let (quiz, learner) = crate::quiz_variant::for_learner(root, number, exercises)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
     let source = match &learner {
         Some(id) => format!("your variant (learner id `{id}`)"),
         None => {
-            eprintln!("note: these are the shared variant's questions, as there is {}", crate::learner_id::NO_LEARNER_ID);
+            eprintln!(
+                "note: these are the shared variant's questions, as there is {}",
+                crate::learner_id::NO_LEARNER_ID
+            );
             "the shared variant".to_string()
         }
     };
-    run_quiz(&quiz, &source, &dir.join("answers.toml"), &format!("course check {number}"))
+    run_quiz(
+        &quiz,
+        &source,
+        &dir.join("answers.toml"),
+        &format!("course check {number}"),
+    )
 }
-
 
 /// Asks the questions of `quiz`, in its order (a learner's variant:
 /// `crate::quiz_variant::variant_quiz`), `source` saying where they come from.
-pub fn run_quiz(quiz: &QuizFile, source: &str, answers_path: &Path, check_command: &str) -> Result<()> {
+pub fn run_quiz(
+    quiz: &QuizFile,
+    source: &str,
+    answers_path: &Path,
+    check_command: &str,
+) -> Result<()> {
     if quiz.questions.is_empty() {
         bail!("{source} holds no questions: tell the instructor");
     }
     if !std::io::stdin().is_terminal() {
         return explain_by_hand(quiz, answers_path);
     }
-    println!("{} questions from {source}. Answers go into {}.", quiz.questions.len(), answers_path.display());
+    println!(
+        "{} questions from {source}. Answers go into {}.",
+        quiz.questions.len(),
+        answers_path.display()
+    );
     let answers = ask(quiz)?;
     if answers.is_empty() {
-        println!("\nNo answers given; {} is unchanged.", answers_path.display());
+        println!(
+            "\nNo answers given; {} is unchanged.",
+            answers_path.display()
+        );
         return Ok(());
     }
     record(answers_path, &answers)?;
-    println!("\nWrote {} answer(s) to {}. Grade them with `{check_command}`.", answers.len(), answers_path.display());
+    println!(
+        "\nWrote {} answer(s) to {}. Grade them with `{check_command}`.",
+        answers.len(),
+        answers_path.display()
+    );
     Ok(())
 }

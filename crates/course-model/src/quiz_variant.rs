@@ -10,9 +10,9 @@
 
 use crate::manifest::{ExerciseInfo, Manifest, MANIFEST_PATH};
 use crate::quiz::{bank_dir, BankQuestion, QuestionBank, QuestionKind, QuizError, QuizFile};
-use std::path::Path;
 use crate::variant::{self, VariantRng};
 use rand::RngCore;
+use std::path::Path;
 
 /// The id a learner without one is asked and graded as: one shared variant, which the
 /// grader's report names (`course grade` also flags the missing id).
@@ -21,9 +21,17 @@ const SHARED_VARIANT_ID: &str = "";
 /// The questions `learner` is asked in `exercise` (`None`: no id, the shared variant), in
 /// order, each multiple-choice one with its options in the order this learner sees them
 /// (`BankQuestion::options`).
-pub fn asked(exercise: &ExerciseInfo, file: &QuizFile, learner: Option<&str>) -> Result<Vec<BankQuestion>, QuizError> {
+pub fn asked(
+    exercise: &ExerciseInfo,
+    file: &QuizFile,
+    learner: Option<&str>,
+) -> Result<Vec<BankQuestion>, QuizError> {
     let mut rng = variant::rng(learner.unwrap_or(SHARED_VARIANT_ID), exercise.number);
-    let mut pool: Vec<&BankQuestion> = file.questions.iter().filter(|q| !exercise.questions.contains(&q.id)).collect();
+    let mut pool: Vec<&BankQuestion> = file
+        .questions
+        .iter()
+        .filter(|q| !exercise.questions.contains(&q.id))
+        .collect();
     if exercise.draw > pool.len() {
         return Err(QuizError(format!(
             "exercise {} draws {} questions from {}, whose pool holds only {}; lower `draw` in exercises/info.toml or add questions",
@@ -57,20 +65,39 @@ pub fn asked(exercise: &ExerciseInfo, file: &QuizFile, learner: Option<&str>) ->
 
 /// The learner's variant as a quiz file of its own (for `quiz_terminal`, which asks a file's
 /// questions in order).
-pub fn variant_quiz(exercise: &ExerciseInfo, file: &QuizFile, learner: Option<&str>) -> Result<QuizFile, QuizError> {
-    Ok(QuizFile { name: file.name.clone(), questions: asked(exercise, file, learner)? })
+pub fn variant_quiz(
+    exercise: &ExerciseInfo,
+    file: &QuizFile,
+    learner: Option<&str>,
+) -> Result<QuizFile, QuizError> {
+    Ok(QuizFile {
+        name: file.name.clone(),
+        questions: asked(exercise, file, learner)?,
+    })
 }
 
 /// What an exercise's program asks: the learner's variant of quiz exercise `number` of the
 /// course at `root`, for the id of `exercises_dir/learner.toml` or else COURSE_LEARNER_ID
 /// (`None` when there is neither: the shared variant). Reads the manifest and the graded bank
 /// as the grader does.
-pub fn for_learner(root: &Path, number: u32, exercises_dir: &Path) -> Result<(QuizFile, Option<String>), QuizError> {
+pub fn for_learner(
+    root: &Path,
+    number: u32,
+    exercises_dir: &Path,
+) -> Result<(QuizFile, Option<String>), QuizError> {
     let manifest = Manifest::load(&root.join(MANIFEST_PATH)).map_err(|e| QuizError(e.0))?;
-    let exercise = manifest.exercise(number).ok_or_else(|| QuizError(format!("{MANIFEST_PATH} has no exercise {number}")))?;
-    let name = exercise.quizzes.first().ok_or_else(|| QuizError(format!("{MANIFEST_PATH}: exercise {number} names no quiz file")))?;
+    let exercise = manifest
+        .exercise(number)
+        .ok_or_else(|| QuizError(format!("{MANIFEST_PATH} has no exercise {number}")))?;
+    let name = exercise.quizzes.first().ok_or_else(|| {
+        QuizError(format!(
+            "{MANIFEST_PATH}: exercise {number} names no quiz file"
+        ))
+    })?;
     let bank = QuestionBank::load(&[bank_dir(root)], std::slice::from_ref(name))?;
-    let file = bank.file(name).ok_or_else(|| QuizError(format!("quiz file {name} was not loaded")))?;
+    let file = bank
+        .file(name)
+        .ok_or_else(|| QuizError(format!("quiz file {name} was not loaded")))?;
     let learner = crate::learner_id::current_learner_id(exercises_dir).map_err(QuizError)?;
     Ok((variant_quiz(exercise, file, learner.as_deref())?, learner))
 }
@@ -110,7 +137,10 @@ mod tests {
              solution_dir = \"solutions/exercise-1\"\nchapter = \"c.md\"\ntest = false\ncheck = \"quiz\"\nquizzes = [\"pool.toml\"]\n\
              questions = [\"why\"]\ndraw = {draw}\nhints = [\"h\"]\nanswers_template = \"\"\n"
         );
-        Manifest::parse(&text, "info.toml").unwrap().exercises.remove(0)
+        Manifest::parse(&text, "info.toml")
+            .unwrap()
+            .exercises
+            .remove(0)
     }
 
     fn ids(asked: &[BankQuestion]) -> Vec<&str> {
@@ -134,7 +164,10 @@ mod tests {
             shown.sort();
             assert_eq!(shown, a.sorted_options());
         }
-        assert!(alice[4].options().is_empty(), "a short answer has no options");
+        assert!(
+            alice[4].options().is_empty(),
+            "a short answer has no options"
+        );
     }
 
     #[test]
@@ -154,9 +187,21 @@ mod tests {
                 first_options.insert(position);
             }
         }
-        assert_eq!(asked_ids.len(), 12, "every pool question is asked of someone");
-        assert_eq!(first_options.len(), 3, "the right option shows up in every position");
-        assert!(sets.len() > 40, "60 learners share few question sets: {}", sets.len());
+        assert_eq!(
+            asked_ids.len(),
+            12,
+            "every pool question is asked of someone"
+        );
+        assert_eq!(
+            first_options.len(),
+            3,
+            "the right option shows up in every position"
+        );
+        assert!(
+            sets.len() > 40,
+            "60 learners share few question sets: {}",
+            sets.len()
+        );
     }
 
     #[test]

@@ -23,7 +23,9 @@ pub fn learner_seed(learner_id: &str, exercise: u32) -> u64 {
     const PRIME: u64 = 0x0000_0100_0000_01b3;
     let id = learner_id.trim().to_lowercase();
     let text = format!("{id}\0exercise-{exercise}");
-    text.bytes().fold(OFFSET, |hash, byte| (hash ^ u64::from(byte)).wrapping_mul(PRIME))
+    text.bytes().fold(OFFSET, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(PRIME)
+    })
 }
 
 /// The random source for `learner_id`'s variant of exercise `exercise`.
@@ -45,9 +47,17 @@ mod tests {
             (0..8).map(|_| r.random_range(0..1000)).collect()
         };
         assert_eq!(draws("alice"), draws("alice"));
-        assert_eq!(draws("Alice "), draws("alice"), "ids are trimmed and case-folded");
+        assert_eq!(
+            draws("Alice "),
+            draws("alice"),
+            "ids are trimmed and case-folded"
+        );
         assert_ne!(draws("alice"), draws("bob"));
-        assert_ne!(learner_seed("alice", 4), learner_seed("alice", 6), "exercises draw apart");
+        assert_ne!(
+            learner_seed("alice", 4),
+            learner_seed("alice", 6),
+            "exercises draw apart"
+        );
     }
 
     #[test]

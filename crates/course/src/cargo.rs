@@ -34,7 +34,11 @@ impl Build {
 
     fn parse(list: &str) -> Build {
         let mut features: Vec<String> = Vec::new();
-        for f in list.split([',', ' ']).map(str::trim).filter(|f| !f.is_empty()) {
+        for f in list
+            .split([',', ' '])
+            .map(str::trim)
+            .filter(|f| !f.is_empty())
+        {
             if !features.iter().any(|g| g == f) {
                 features.push(f.to_string());
             }
@@ -50,7 +54,11 @@ impl Build {
             return self.clone();
         }
         let text = std::fs::read_to_string(manifest).unwrap_or_default();
-        let (kept, dropped): (Vec<String>, Vec<String>) = self.features.iter().cloned().partition(|f| declares_feature(&text, f));
+        let (kept, dropped): (Vec<String>, Vec<String>) = self
+            .features
+            .iter()
+            .cloned()
+            .partition(|f| declares_feature(&text, f));
         if !dropped.is_empty() {
             eprintln!(
                 "==> {package} has no `{}` feature ({} [features]); building it without.",
@@ -98,7 +106,10 @@ fn manifest_table(manifest: &str) -> toml::Table {
 
 /// Whether a Cargo.toml declares `feature` in its `[features]` table.
 fn declares_feature(manifest: &str, feature: &str) -> bool {
-    manifest_table(manifest).get("features").and_then(toml::Value::as_table).is_some_and(|f| f.contains_key(feature))
+    manifest_table(manifest)
+        .get("features")
+        .and_then(toml::Value::as_table)
+        .is_some_and(|f| f.contains_key(feature))
 }
 
 /// The `name` of a Cargo.toml's `[package]` table.
@@ -115,9 +126,18 @@ fn cargo() -> Command {
 
 /// `cargo SUBCOMMAND -p PACKAGE [--features F] [-- args]` ([`Build::shown`]), in the course
 /// root, with the CUDA build's profile, target folder and toolchain when `build` uses `cuda`.
-pub fn command(root: &Path, subcommand: &str, package: &str, build: &Build, args: &[String]) -> Result<Command> {
+pub fn command(
+    root: &Path,
+    subcommand: &str,
+    package: &str,
+    build: &Build,
+    args: &[String],
+) -> Result<Command> {
     let mut command = cargo();
-    command.current_dir(root).arg(subcommand).args(build.flags(package));
+    command
+        .current_dir(root)
+        .arg(subcommand)
+        .args(build.flags(package));
     if build.uses_cuda() {
         for (key, value) in cuda_environment(root, &Host::current())? {
             command.env(key, value);
@@ -130,9 +150,17 @@ pub fn command(root: &Path, subcommand: &str, package: &str, build: &Build, args
 }
 
 /// Runs [`command`], output to the terminal.
-pub fn run(root: &Path, subcommand: &str, package: &str, build: &Build, args: &[String]) -> Result<ExitStatus> {
+pub fn run(
+    root: &Path,
+    subcommand: &str,
+    package: &str,
+    build: &Build,
+    args: &[String],
+) -> Result<ExitStatus> {
     let mut command = command(root, subcommand, package, build, args)?;
-    command.status().with_context(|| format!("cannot start `cargo {subcommand}`: is cargo installed and on PATH?"))
+    command.status().with_context(|| {
+        format!("cannot start `cargo {subcommand}`: is cargo installed and on PATH?")
+    })
 }
 
 /// What the CUDA build needs from the machine, read once (a struct so tests can fake it).
@@ -149,7 +177,10 @@ struct Host {
 impl Host {
     fn current() -> Host {
         let path = std::env::var_os("PATH");
-        let on_path = |tool: &str| path.as_ref().is_some_and(|p| std::env::split_paths(p).any(|d| d.join(tool).is_file()));
+        let on_path = |tool: &str| {
+            path.as_ref()
+                .is_some_and(|p| std::env::split_paths(p).any(|d| d.join(tool).is_file()))
+        };
         let in_root = ["CUDA_ROOT", "CUDA_PATH", "CUDA_HOME"]
             .iter()
             .filter_map(std::env::var_os)
@@ -157,7 +188,8 @@ impl Host {
         Host {
             target_dir_set: std::env::var_os("CARGO_TARGET_DIR").is_some(),
             system_nvcc: on_path("nvcc") || in_root,
-            compute_cap_known: std::env::var_os("CUDA_COMPUTE_CAP").is_some() || on_path("nvidia-smi"),
+            compute_cap_known: std::env::var_os("CUDA_COMPUTE_CAP").is_some()
+                || on_path("nvidia-smi"),
             path: path.clone(),
         }
     }
@@ -179,7 +211,10 @@ fn venv_cuda_tree(root: &Path) -> Option<PathBuf> {
 /// The compute capability scripts/build-cuda.sh built target/cuda for (its cuda-build.txt).
 fn built_compute_cap(root: &Path) -> Option<String> {
     let text = std::fs::read_to_string(root.join("target/cuda/release/cuda-build.txt")).ok()?;
-    text.lines().find_map(|l| l.strip_prefix("compute_cap=")).map(|c| c.trim().to_string()).filter(|c| !c.is_empty())
+    text.lines()
+        .find_map(|l| l.strip_prefix("compute_cap="))
+        .map(|c| c.trim().to_string())
+        .filter(|c| !c.is_empty())
 }
 
 /// Environment for a `cuda` build: its own target folder (unless CARGO_TARGET_DIR is set),
@@ -188,7 +223,10 @@ fn built_compute_cap(root: &Path) -> Option<String> {
 fn cuda_environment(root: &Path, host: &Host) -> Result<Vec<(String, OsString)>> {
     let mut env = Vec::new();
     if !host.target_dir_set {
-        env.push(("CARGO_TARGET_DIR".to_string(), root.join("target/cuda").into_os_string()));
+        env.push((
+            "CARGO_TARGET_DIR".to_string(),
+            root.join("target/cuda").into_os_string(),
+        ));
     }
     if !host.compute_cap_known {
         // candle's kernels are compiled for one GPU generation, which its build asks nvidia-smi
@@ -215,7 +253,10 @@ fn cuda_environment(root: &Path, host: &Host) -> Result<Vec<(String, OsString)>>
              which `course` then uses. Or build for the CPU: leave out --features cuda (and unset {FEATURES_ENV})."
         );
     };
-    eprintln!("==> CUDA toolchain: {} (from scripts/build-cuda.sh)", tree.display());
+    eprintln!(
+        "==> CUDA toolchain: {} (from scripts/build-cuda.sh)",
+        tree.display()
+    );
     let mut path = OsString::from(tree.join("bin"));
     if let Some(old) = &host.path {
         path.push(":");
@@ -233,7 +274,9 @@ mod tests {
     use super::*;
 
     fn args(c: &Command) -> Vec<String> {
-        c.get_args().map(|a| a.to_string_lossy().into_owned()).collect()
+        c.get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
     }
 
     #[test]
@@ -253,53 +296,125 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("Cargo.toml");
         std::fs::write(&path, manifest).unwrap();
-        assert_eq!(Build::parse("cuda,nope").for_package("exercise-3", &path).features, ["cuda"]);
+        assert_eq!(
+            Build::parse("cuda,nope")
+                .for_package("exercise-3", &path)
+                .features,
+            ["cuda"]
+        );
         std::fs::write(&path, "[package]\nname = \"exercise-4\"\n").unwrap();
-        assert!(Build::parse("cuda").for_package("exercise-4", &path).features.is_empty());
+        assert!(Build::parse("cuda")
+            .for_package("exercise-4", &path)
+            .features
+            .is_empty());
     }
 
     #[test]
     fn a_cpu_build_is_plain_cargo() {
-        let c = command(Path::new("/course"), "run", "exercise-3", &Build::default(), &["--device".into(), "cpu".into()]).unwrap();
-        assert_eq!(args(&c), ["run", "-p", "exercise-3", "--", "--device", "cpu"]);
+        let c = command(
+            Path::new("/course"),
+            "run",
+            "exercise-3",
+            &Build::default(),
+            &["--device".into(), "cpu".into()],
+        )
+        .unwrap();
+        assert_eq!(
+            args(&c),
+            ["run", "-p", "exercise-3", "--", "--device", "cpu"]
+        );
         assert_eq!(c.get_envs().count(), 0);
-        assert_eq!(Build::default().shown("build", "exercise-3"), "cargo build -p exercise-3", "the learner's own command");
+        assert_eq!(
+            Build::default().shown("build", "exercise-3"),
+            "cargo build -p exercise-3",
+            "the learner's own command"
+        );
     }
 
     #[test]
     fn a_cuda_build_is_in_release_like_scripts_build_cuda() {
         // (command() itself needs nvcc for a cuda build; its flags are these.)
         let build = Build::parse("cuda");
-        assert_eq!(build.flags("exercise-5"), ["--release", "-p", "exercise-5", "--features", "cuda"]);
-        assert_eq!(build.shown("test", "exercise-5"), "cargo test --release -p exercise-5 --features cuda");
-        assert_eq!(Build::parse("extra").shown("build", "exercise-5"), "cargo build -p exercise-5 --features extra");
+        assert_eq!(
+            build.flags("exercise-5"),
+            ["--release", "-p", "exercise-5", "--features", "cuda"]
+        );
+        assert_eq!(
+            build.shown("test", "exercise-5"),
+            "cargo test --release -p exercise-5 --features cuda"
+        );
+        assert_eq!(
+            Build::parse("extra").shown("build", "exercise-5"),
+            "cargo build -p exercise-5 --features extra"
+        );
     }
 
     #[test]
     fn features_go_before_the_program_arguments() {
         let build = Build::parse("extra");
-        let c = command(Path::new("/course"), "run", "exercise-3", &build, &["--x".into()]).unwrap();
-        assert_eq!(args(&c), ["run", "-p", "exercise-3", "--features", "extra", "--", "--x"]);
+        let c = command(
+            Path::new("/course"),
+            "run",
+            "exercise-3",
+            &build,
+            &["--x".into()],
+        )
+        .unwrap();
+        assert_eq!(
+            args(&c),
+            [
+                "run",
+                "-p",
+                "exercise-3",
+                "--features",
+                "extra",
+                "--",
+                "--x"
+            ]
+        );
     }
 
     #[test]
     fn a_cuda_build_gets_its_own_target_folder_and_the_venv_toolchain() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
-        let host = Host { target_dir_set: false, system_nvcc: true, compute_cap_known: true, path: None };
+        let host = Host {
+            target_dir_set: false,
+            system_nvcc: true,
+            compute_cap_known: true,
+            path: None,
+        };
         let env = cuda_environment(root, &host).unwrap();
-        assert_eq!(env, [("CARGO_TARGET_DIR".to_string(), root.join("target/cuda").into_os_string())]);
+        assert_eq!(
+            env,
+            [(
+                "CARGO_TARGET_DIR".to_string(),
+                root.join("target/cuda").into_os_string()
+            )]
+        );
 
-        let host = Host { target_dir_set: true, system_nvcc: false, compute_cap_known: true, path: Some("/usr/bin".into()) };
+        let host = Host {
+            target_dir_set: true,
+            system_nvcc: false,
+            compute_cap_known: true,
+            path: Some("/usr/bin".into()),
+        };
         let err = cuda_environment(root, &host).unwrap_err().to_string();
-        assert!(err.contains("scripts/build-cuda.sh") && err.contains("leave out --features cuda"), "{err}");
+        assert!(
+            err.contains("scripts/build-cuda.sh") && err.contains("leave out --features cuda"),
+            "{err}"
+        );
 
         let tree = root.join("target/cuda-venv/lib/python3.11/site-packages/nvidia/cu13");
         std::fs::create_dir_all(tree.join("bin")).unwrap();
         std::fs::write(tree.join("bin/nvcc"), "").unwrap();
         let env = cuda_environment(root, &host).unwrap();
         let get = |k: &str| env.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone());
-        assert_eq!(get("CARGO_TARGET_DIR"), None, "CARGO_TARGET_DIR was set by the caller");
+        assert_eq!(
+            get("CARGO_TARGET_DIR"),
+            None,
+            "CARGO_TARGET_DIR was set by the caller"
+        );
         assert_eq!(get("CUDA_ROOT"), Some(tree.clone().into_os_string()));
         let mut path = OsString::from(tree.join("bin"));
         path.push(":/usr/bin");
@@ -310,12 +425,24 @@ mod tests {
     fn without_a_gpu_to_ask_the_compute_capability_comes_from_the_cuda_build() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
-        let host = Host { target_dir_set: true, system_nvcc: true, compute_cap_known: false, path: None };
+        let host = Host {
+            target_dir_set: true,
+            system_nvcc: true,
+            compute_cap_known: false,
+            path: None,
+        };
         let err = cuda_environment(root, &host).unwrap_err().to_string();
         assert!(err.contains("set CUDA_COMPUTE_CAP"), "{err}");
         std::fs::create_dir_all(root.join("target/cuda/release")).unwrap();
-        std::fs::write(root.join("target/cuda/release/cuda-build.txt"), "compute_cap=89\nnvcc=13.0\n").unwrap();
+        std::fs::write(
+            root.join("target/cuda/release/cuda-build.txt"),
+            "compute_cap=89\nnvcc=13.0\n",
+        )
+        .unwrap();
         let env = cuda_environment(root, &host).unwrap();
-        assert_eq!(env, [("CUDA_COMPUTE_CAP".to_string(), OsString::from("89"))]);
+        assert_eq!(
+            env,
+            [("CUDA_COMPUTE_CAP".to_string(), OsString::from("89"))]
+        );
     }
 }

@@ -163,7 +163,8 @@ pub enum Command {
 pub enum DevCommand {
     /// Prove the course sound: every untouched exercise fails `course check N` saying what to do, every
     /// solution, run for real, passes it.
-    #[command(long_about = "Prove the course sound, as scripts/test.sh does after its build. In this checkout of the \
+    #[command(
+        long_about = "Prove the course sound, as scripts/test.sh does after its build. In this checkout of the \
         course (it needs solutions/ and the workspace's Cargo.toml), driven by exercises/info.toml:\n\n\
         - the workspace builds (`cargo build --workspace --all-targets`, the dev profile);\n\
         - every exercise has a TODO, its program answers --help, and its untouched copy FAILS `course check N` \
@@ -177,7 +178,8 @@ pub enum DevCommand {
         git would commit them; `course check` there builds and tests the real package (exercise-N or solution-N) in this checkout, \
         through a stand-in for cargo. Prints one `ok` or `FAIL` line per check, the output of each failure, and \
         `N passed, M failed`; exits 1 when any check fails. Needs git, and cargo-nextest for the exercises with \
-        tests.")]
+        tests."
+    )]
     Check {
         /// Check these exercises only, e.g. `--only 3,4,5`. Their solutions still run in order, so one that
         /// reads another's results needs it too (4 reads 3's profile: give 3 with 4).
@@ -198,7 +200,9 @@ fn parse_seconds(text: &str) -> Result<std::time::Duration, String> {
     };
     match number.trim().parse::<f64>() {
         Ok(n) if n.is_finite() && n > 0.0 => Ok(std::time::Duration::from_secs_f64(n * scale)),
-        _ => Err(format!("`{text}` is not a time: write seconds (`90`, `90s`) or minutes (`2m`)")),
+        _ => Err(format!(
+            "`{text}` is not a time: write seconds (`90`, `90s`) or minutes (`2m`)"
+        )),
     }
 }
 
@@ -206,17 +210,27 @@ fn parse_seconds(text: &str) -> Result<std::time::Duration, String> {
 fn parse_size(text: &str) -> Result<u64, String> {
     let t = text.trim();
     let upper = t.to_ascii_uppercase();
-    let unit_start = upper.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(upper.len());
+    let unit_start = upper
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(upper.len());
     let (number, unit) = upper.split_at(unit_start);
     let scale: u64 = match unit.trim() {
         "K" | "KB" | "KIB" => 1 << 10,
         "M" | "MB" | "MIB" => 1 << 20,
         "G" | "GB" | "GIB" => 1 << 30,
-        _ => return Err(format!("`{text}` is not a size: write a number with K, M or G (`512M`, `4G`)")),
+        _ => {
+            return Err(format!(
+                "`{text}` is not a size: write a number with K, M or G (`512M`, `4G`)"
+            ))
+        }
     };
     match number.parse::<f64>() {
-        Ok(n) if n.is_finite() && n > 0.0 && n * (scale as f64) < u64::MAX as f64 => Ok((n * scale as f64) as u64),
-        _ => Err(format!("`{text}` is not a size: write a number with K, M or G (`512M`, `4G`)")),
+        Ok(n) if n.is_finite() && n > 0.0 && n * (scale as f64) < u64::MAX as f64 => {
+            Ok((n * scale as f64) as u64)
+        }
+        _ => Err(format!(
+            "`{text}` is not a size: write a number with K, M or G (`512M`, `4G`)"
+        )),
     }
 }
 
@@ -229,9 +243,15 @@ mod tests {
         assert_eq!(parse_seconds("90").unwrap().as_secs(), 90);
         assert_eq!(parse_seconds("2m").unwrap().as_secs(), 120);
         assert_eq!(parse_seconds("1.5s").unwrap().as_millis(), 1500);
-        assert!(parse_seconds("0").is_err() && parse_seconds("soon").is_err() && parse_seconds("-3").is_err());
+        assert!(
+            parse_seconds("0").is_err()
+                && parse_seconds("soon").is_err()
+                && parse_seconds("-3").is_err()
+        );
         assert_eq!(parse_size("512M").unwrap(), 512 << 20);
         assert_eq!(parse_size("4GiB").unwrap(), 4 << 30);
-        assert!(parse_size("512").is_err() && parse_size("lots").is_err() && parse_size("0G").is_err());
+        assert!(
+            parse_size("512").is_err() && parse_size("lots").is_err() && parse_size("0G").is_err()
+        );
     }
 }

@@ -45,23 +45,41 @@ pub struct Finished {
 /// optional RLIMIT_AS, stdout to `out` (and stderr to `err`, else to `out` as well); at
 /// `timeout` the whole group is killed.
 #[cfg(unix)]
-pub fn contained(command: &mut Command, out: &Path, err: Option<&Path>, network: &Network, memory: Option<u64>, timeout: Duration) -> Result<Finished> {
+pub fn contained(
+    command: &mut Command,
+    out: &Path,
+    err: Option<&Path>,
+    network: &Network,
+    memory: Option<u64>,
+    timeout: Duration,
+) -> Result<Finished> {
     use std::os::unix::process::{CommandExt, ExitStatusExt};
-    let stdout = std::fs::File::create(out).with_context(|| format!("{}: cannot create", out.display()))?;
+    let stdout =
+        std::fs::File::create(out).with_context(|| format!("{}: cannot create", out.display()))?;
     let stderr = match err {
-        Some(err) => std::fs::File::create(err).with_context(|| format!("{}: cannot create", err.display()))?,
+        Some(err) => std::fs::File::create(err)
+            .with_context(|| format!("{}: cannot create", err.display()))?,
         None => stdout.try_clone().context("cannot share the log")?,
     };
-    command.stdin(Stdio::null()).stdout(stdout).stderr(stderr).process_group(0);
+    command
+        .stdin(Stdio::null())
+        .stdout(stdout)
+        .stderr(stderr)
+        .process_group(0);
     isolate(command, network, memory);
-    let mut child = command.spawn().with_context(|| format!("cannot start {:?}", command.get_program()))?;
+    let mut child = command
+        .spawn()
+        .with_context(|| format!("cannot start {:?}", command.get_program()))?;
     let pid = rustix::process::Pid::from_child(&child);
     let deadline = Instant::now() + timeout;
     let mut timed_out = false;
     loop {
         // Wait without reaping, so the group's id cannot be reused before it is killed.
         use rustix::process::{WaitId, WaitIdOptions};
-        match rustix::process::waitid(WaitId::Pid(pid), WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT) {
+        match rustix::process::waitid(
+            WaitId::Pid(pid),
+            WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT,
+        ) {
             Ok(None) => {}
             // Exited, or cannot be waited for: either way, end it.
             Ok(Some(_)) | Err(_) => break,
@@ -75,11 +93,22 @@ pub fn contained(command: &mut Command, out: &Path, err: Option<&Path>, network:
     // Whatever the tests left running goes with them.
     let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
     let status = child.wait().context("cannot wait for the test process")?;
-    Ok(Finished { success: status.success() && !timed_out, timed_out, signal: if timed_out { None } else { status.signal() } })
+    Ok(Finished {
+        success: status.success() && !timed_out,
+        timed_out,
+        signal: if timed_out { None } else { status.signal() },
+    })
 }
 
 #[cfg(not(unix))]
-pub fn contained(_: &mut Command, _: &Path, _: Option<&Path>, _: &Network, _: Option<u64>, _: Duration) -> Result<Finished> {
+pub fn contained(
+    _: &mut Command,
+    _: &Path,
+    _: Option<&Path>,
+    _: &Network,
+    _: Option<u64>,
+    _: Duration,
+) -> Result<Finished> {
     anyhow::bail!("--run-tests needs Linux or another Unix system")
 }
 
@@ -112,7 +141,13 @@ use rustix::process::Resource;
 /// Soft and hard limit both, so the tests cannot raise it again.
 #[cfg(unix)]
 fn set_limit(resource: Resource, value: u64) -> std::io::Result<()> {
-    Ok(rustix::process::setrlimit(resource, rustix::process::Rlimit { current: Some(value), maximum: Some(value) })?)
+    Ok(rustix::process::setrlimit(
+        resource,
+        rustix::process::Rlimit {
+            current: Some(value),
+            maximum: Some(value),
+        },
+    )?)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,8 +168,14 @@ struct UserMaps {
 impl UserMaps {
     #[cfg(unix)]
     fn current() -> UserMaps {
-        let (uid, gid) = (rustix::process::geteuid().as_raw(), rustix::process::getegid().as_raw());
-        UserMaps { uid: format!("{uid} {uid} 1\n").into_bytes(), gid: format!("{gid} {gid} 1\n").into_bytes() }
+        let (uid, gid) = (
+            rustix::process::geteuid().as_raw(),
+            rustix::process::getegid().as_raw(),
+        );
+        UserMaps {
+            uid: format!("{uid} {uid} 1\n").into_bytes(),
+            gid: format!("{gid} {gid} 1\n").into_bytes(),
+        }
     }
 }
 
@@ -168,7 +209,10 @@ fn write_proc(path: &std::ffi::CStr, bytes: &[u8]) -> std::io::Result<()> {
     use rustix::fs::{Mode, OFlags};
     let fd = rustix::fs::open(path, OFlags::WRONLY | OFlags::CLOEXEC, Mode::empty())?;
     if rustix::io::write(&fd, bytes)? != bytes.len() {
-        return Err(std::io::Error::other(format!("{}: short write", path.to_string_lossy())));
+        return Err(std::io::Error::other(format!(
+            "{}: short write",
+            path.to_string_lossy()
+        )));
     }
     Ok(())
 }
@@ -178,11 +222,20 @@ pub fn probe_network() -> Network {
     if !cfg!(target_os = "linux") {
         return Network::NotIsolated("only Linux has network namespaces".to_string());
     }
-    let Ok(exe) = std::env::current_exe() else { return Network::NotIsolated("cannot find the course binary to try one".to_string()) };
+    let Ok(exe) = std::env::current_exe() else {
+        return Network::NotIsolated("cannot find the course binary to try one".to_string());
+    };
     let mut errors = Vec::new();
-    for (mode, network) in [(NetMode::Net, Network::Namespace), (NetMode::UserNet, Network::UserNamespace)] {
+    for (mode, network) in [
+        (NetMode::Net, Network::Namespace),
+        (NetMode::UserNet, Network::UserNamespace),
+    ] {
         let mut command = Command::new(&exe);
-        command.arg("--version").stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+        command
+            .arg("--version")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
         #[cfg(unix)]
         {
             use std::os::unix::process::CommandExt;
@@ -192,8 +245,18 @@ pub fn probe_network() -> Network {
         match command.status() {
             Ok(status) if status.success() => return network,
             Ok(status) => errors.push(format!("{mode:?}: the child exited with {status}")),
-            Err(e) => errors.push(format!("{}: {e}", if mode == NetMode::Net { "unshare(CLONE_NEWNET)" } else { "unshare(CLONE_NEWUSER|CLONE_NEWNET)" })),
+            Err(e) => errors.push(format!(
+                "{}: {e}",
+                if mode == NetMode::Net {
+                    "unshare(CLONE_NEWNET)"
+                } else {
+                    "unshare(CLONE_NEWUSER|CLONE_NEWNET)"
+                }
+            )),
         }
     }
-    Network::NotIsolated(format!("no network namespace could be made ({})", errors.join("; ")))
+    Network::NotIsolated(format!(
+        "no network namespace could be made ({})",
+        errors.join("; ")
+    ))
 }

@@ -8,7 +8,10 @@
 //! stops and says how to give one (`course id NAME`).
 
 use anyhow::{bail, Result};
-use course_model::learner_id::{check_learner_id, find_learner_id, write_learner_id, Found, LEARNER_FILE, LEARNER_ID_ENV, NO_LEARNER_ID};
+use course_model::learner_id::{
+    check_learner_id, find_learner_id, write_learner_id, Found, LEARNER_FILE, LEARNER_ID_ENV,
+    NO_LEARNER_ID,
+};
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
 

@@ -9,7 +9,10 @@ pub fn find(explicit: Option<&Path>) -> Result<PathBuf> {
         if dir.join(MANIFEST_PATH).is_file() {
             return Ok(dir.to_path_buf());
         }
-        bail!("{} has no {MANIFEST_PATH}: pass --root the folder of your copy of the course", dir.display());
+        bail!(
+            "{} has no {MANIFEST_PATH}: pass --root the folder of your copy of the course",
+            dir.display()
+        );
     }
     let start = std::env::current_dir()?;
     for dir in start.ancestors() {

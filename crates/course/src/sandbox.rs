@@ -17,11 +17,11 @@
 use crate::cargo::Build;
 use crate::containment::{contained, probe_network, Network};
 use anyhow::{bail, Context, Result};
-use grader::cohort::{Entry, StudentResult, TestOutcome, TestRun};
 use course_model::manifest::ExerciseInfo;
+use grader::cohort::{Entry, StudentResult, TestOutcome, TestRun};
 use grader::sources::exercise_sources;
-use grader::tree::Tree;
 use grader::submission::Limits as ReadLimits;
+use grader::tree::Tree;
 use grader::Grader;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -58,16 +58,33 @@ impl Sandbox {
         if cfg!(not(unix)) {
             bail!("--run-tests needs Linux or another Unix system: there is no way here to limit the tests' time and memory");
         }
-        let course_root = course_root.canonicalize().with_context(|| format!("{}: cannot open the course", course_root.display()))?;
+        let course_root = course_root
+            .canonicalize()
+            .with_context(|| format!("{}: cannot open the course", course_root.display()))?;
         // Checked before anything is created there, and again once the path is resolved.
-        let dir = std::path::absolute(dir).with_context(|| format!("{}: not a usable folder", dir.display()))?;
+        let dir = std::path::absolute(dir)
+            .with_context(|| format!("{}: not a usable folder", dir.display()))?;
         refuse_inside(&course_root, &dir)?;
-        std::fs::create_dir_all(&dir).with_context(|| format!("{}: cannot create the test folder (--test-dir)", dir.display()))?;
-        let dir = dir.canonicalize().with_context(|| format!("{}: cannot open the test folder", dir.display()))?;
+        std::fs::create_dir_all(&dir).with_context(|| {
+            format!(
+                "{}: cannot create the test folder (--test-dir)",
+                dir.display()
+            )
+        })?;
+        let dir = dir
+            .canonicalize()
+            .with_context(|| format!("{}: cannot open the test folder", dir.display()))?;
         refuse_inside(&course_root, &dir)?;
         let lock = lock(&dir)?;
         let network = probe_network();
-        Ok(Sandbox { course_root, workspace: dir.join("workspace"), target: dir.join("target"), limits, network, _lock: lock })
+        Ok(Sandbox {
+            course_root,
+            workspace: dir.join("workspace"),
+            target: dir.join("target"),
+            limits,
+            network,
+            _lock: lock,
+        })
     }
 
     /// What is and what is not isolated, for the instructor (printed once).
@@ -101,19 +118,40 @@ impl Sandbox {
     }
 
     /// Re-run the tests of every exercise with `test = true` that the submission holds.
-    pub fn run_student(&self, grader: &Grader, entry: &Entry, student: &StudentResult) -> Vec<TestRun> {
+    pub fn run_student(
+        &self,
+        grader: &Grader,
+        entry: &Entry,
+        student: &StudentResult,
+    ) -> Vec<TestRun> {
         let submission = grader::cohort::load_entry(grader, entry);
         let mut runs = Vec::new();
         for exercise in grader.manifest.exercises.iter().filter(|e| e.test) {
             if !submission.has_folder(&exercise.folder_name()) {
                 continue;
             }
-            let run = match exercise_sources(&entry.path, &submission, &exercise.folder_name(), "src", &ReadLimits::default()) {
-                Ok(tree) if tree.files.is_empty() => not_run(exercise, format!("{}/src/ is empty or missing", exercise.folder_name())),
-                Ok(tree) => self.run_exercise(exercise, &tree).unwrap_or_else(|e| not_run(exercise, format!("{e:#}"))),
+            let run = match exercise_sources(
+                &entry.path,
+                &submission,
+                &exercise.folder_name(),
+                "src",
+                &ReadLimits::default(),
+            ) {
+                Ok(tree) if tree.files.is_empty() => not_run(
+                    exercise,
+                    format!("{}/src/ is empty or missing", exercise.folder_name()),
+                ),
+                Ok(tree) => self
+                    .run_exercise(exercise, &tree)
+                    .unwrap_or_else(|e| not_run(exercise, format!("{e:#}"))),
                 Err(e) => not_run(exercise, e),
             };
-            eprintln!("==> tests: {} exercise {}: {}", student.student, exercise.number, run.summary());
+            eprintln!(
+                "==> tests: {} exercise {}: {}",
+                student.student,
+                exercise.number,
+                run.summary()
+            );
             runs.push(run);
         }
         runs
@@ -122,35 +160,78 @@ impl Sandbox {
     fn run_exercise(&self, exercise: &ExerciseInfo, tree: &Tree) -> Result<TestRun> {
         let package_dir = self.course_root.join(&exercise.dir);
         if !package_dir.join("Cargo.toml").is_file() {
-            bail!("the course has no {}/Cargo.toml to build the learner's code with", exercise.dir);
+            bail!(
+                "the course has no {}/Cargo.toml to build the learner's code with",
+                exercise.dir
+            );
         }
         self.prepare(exercise, tree)?;
-        let mut notes: Vec<String> = tree.skipped.iter().map(|s| format!("not copied: {s}")).collect();
+        let mut notes: Vec<String> = tree
+            .skipped
+            .iter()
+            .map(|s| format!("not copied: {s}"))
+            .collect();
         if let Network::NotIsolated(why) = &self.network {
             notes.push(format!("network NOT isolated ({why})"));
         }
 
         // Build the tests (no memory limit: rustc's address space is far larger than its use).
         let logs = self.workspace.join(".logs");
-        std::fs::create_dir_all(&logs).with_context(|| format!("{}: cannot create", logs.display()))?;
-        let mut build = crate::cargo::command(&self.workspace, "test", &exercise.package, &Build::default(), &[])?;
-        build.args(["--no-run", "--offline", "--message-format", "json-render-diagnostics"]).env("CARGO_TARGET_DIR", &self.target);
+        std::fs::create_dir_all(&logs)
+            .with_context(|| format!("{}: cannot create", logs.display()))?;
+        let mut build = crate::cargo::command(
+            &self.workspace,
+            "test",
+            &exercise.package,
+            &Build::default(),
+            &[],
+        )?;
+        build
+            .args([
+                "--no-run",
+                "--offline",
+                "--message-format",
+                "json-render-diagnostics",
+            ])
+            .env("CARGO_TARGET_DIR", &self.target);
         let messages = logs.join("build.json");
         let build_log = logs.join("build.log");
-        let finished = contained(&mut build, &messages, Some(&build_log), &self.network, None, self.limits.build_timeout)?;
+        let finished = contained(
+            &mut build,
+            &messages,
+            Some(&build_log),
+            &self.network,
+            None,
+            self.limits.build_timeout,
+        )?;
         if finished.timed_out {
-            notes.insert(0, "the build ran past its time limit (--test-build-timeout)".to_string());
-            return Ok(self.run_of(exercise, TestOutcome::TimedOut { seconds: self.limits.build_timeout.as_secs_f64() }, notes));
+            notes.insert(
+                0,
+                "the build ran past its time limit (--test-build-timeout)".to_string(),
+            );
+            return Ok(self.run_of(
+                exercise,
+                TestOutcome::TimedOut {
+                    seconds: self.limits.build_timeout.as_secs_f64(),
+                },
+                notes,
+            ));
         }
         if !finished.success {
             let log = tail(&build_log, OUTPUT_TAIL);
             let last: Vec<&str> = log.lines().rev().take(40).collect();
-            notes.insert(0, self.tidy(&last.into_iter().rev().collect::<Vec<_>>().join("\n")));
+            notes.insert(
+                0,
+                self.tidy(&last.into_iter().rev().collect::<Vec<_>>().join("\n")),
+            );
             return Ok(self.run_of(exercise, TestOutcome::BuildFailed, notes));
         }
         let binaries = test_binaries(&std::fs::read_to_string(&messages).unwrap_or_default());
         if binaries.is_empty() {
-            notes.insert(0, format!("cargo built no test binary for {}", exercise.package));
+            notes.insert(
+                0,
+                format!("cargo built no test binary for {}", exercise.package),
+            );
             return Ok(self.run_of(exercise, TestOutcome::NotRun, notes));
         }
 
@@ -167,32 +248,61 @@ impl Sandbox {
                 .env("MALLOC_ARENA_MAX", "2")
                 .env("RUST_BACKTRACE", "0")
                 .env_remove("CARGO_TARGET_DIR");
-            let finished = contained(&mut test, &log, None, &self.network, Some(self.limits.memory_bytes), self.limits.test_timeout)?;
+            let finished = contained(
+                &mut test,
+                &log,
+                None,
+                &self.network,
+                Some(self.limits.memory_bytes),
+                self.limits.test_timeout,
+            )?;
             let output = tail(&log, OUTPUT_TAIL);
             let counts = libtest_counts(&output);
             passed += counts.0;
             let outcome = if finished.timed_out {
-                Some(TestOutcome::TimedOut { seconds: self.limits.test_timeout.as_secs_f64() })
+                Some(TestOutcome::TimedOut {
+                    seconds: self.limits.test_timeout.as_secs_f64(),
+                })
             } else if out_of_memory(&output) {
-                Some(TestOutcome::OutOfMemory { limit_bytes: self.limits.memory_bytes })
+                Some(TestOutcome::OutOfMemory {
+                    limit_bytes: self.limits.memory_bytes,
+                })
             } else if finished.success {
                 None
             } else if !matches!(self.network, Network::NotIsolated(_)) && network_refused(&output) {
                 Some(TestOutcome::NetworkRefused)
             } else {
                 failed += counts.1.max(1);
-                Some(TestOutcome::Failed { failed: 0, passed: 0 })
+                Some(TestOutcome::Failed {
+                    failed: 0,
+                    passed: 0,
+                })
             };
             if let Some(outcome) = outcome {
                 // The binary's name without cargo's hash: `p90` for tests/p90.rs, the package for src/.
-                let stem = binary.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-                let name = stem.rsplit_once('-').map_or(stem.as_str(), |(name, _)| name).to_string();
-                let mut excerpt = format!("test binary `{name}`:\n{}", failure_excerpt(&output, finished.signal));
+                let stem = binary
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                let name = stem
+                    .rsplit_once('-')
+                    .map_or(stem.as_str(), |(name, _)| name)
+                    .to_string();
+                let mut excerpt = format!(
+                    "test binary `{name}`:\n{}",
+                    failure_excerpt(&output, finished.signal)
+                );
                 if finished.timed_out {
-                    excerpt.push_str(&format!("\n(killed with its process group after {} s)", self.limits.test_timeout.as_secs_f64()));
+                    excerpt.push_str(&format!(
+                        "\n(killed with its process group after {} s)",
+                        self.limits.test_timeout.as_secs_f64()
+                    ));
                 }
                 failures.push(self.tidy(&excerpt));
-                if worst.as_ref().is_none_or(|w| severity(&outcome) > severity(w)) {
+                if worst
+                    .as_ref()
+                    .is_none_or(|w| severity(&outcome) > severity(w))
+                {
                     worst = Some(outcome);
                 }
             }
@@ -207,21 +317,40 @@ impl Sandbox {
     }
 
     fn run_of(&self, exercise: &ExerciseInfo, outcome: TestOutcome, notes: Vec<String>) -> TestRun {
-        TestRun { exercise: exercise.number, outcome, detail: notes.join("\n") }
+        TestRun {
+            exercise: exercise.number,
+            outcome,
+            detail: notes.join("\n"),
+        }
     }
 
     /// Paths inside the scratch workspace shown relative to it.
     fn tidy(&self, text: &str) -> String {
-        text.replace(&format!("{}/", self.workspace.display()), "").replace(&format!("{}/", self.target.display()), "target/")
+        text.replace(&format!("{}/", self.workspace.display()), "")
+            .replace(&format!("{}/", self.target.display()), "target/")
     }
 
     /// The scratch workspace: the course's trusted files, then the learner's `src/`.
     fn prepare(&self, exercise: &ExerciseInfo, tree: &Tree) -> Result<()> {
         if self.workspace.exists() {
-            std::fs::remove_dir_all(&self.workspace).with_context(|| format!("{}: cannot clear the scratch workspace", self.workspace.display()))?;
+            std::fs::remove_dir_all(&self.workspace).with_context(|| {
+                format!(
+                    "{}: cannot clear the scratch workspace",
+                    self.workspace.display()
+                )
+            })?;
         }
-        std::fs::create_dir_all(&self.workspace).with_context(|| format!("{}: cannot create", self.workspace.display()))?;
-        for name in ["Cargo.toml", "Cargo.lock", "rust-toolchain.toml", "rust-toolchain", ".cargo", "crates", "exercises"] {
+        std::fs::create_dir_all(&self.workspace)
+            .with_context(|| format!("{}: cannot create", self.workspace.display()))?;
+        for name in [
+            "Cargo.toml",
+            "Cargo.lock",
+            "rust-toolchain.toml",
+            "rust-toolchain",
+            ".cargo",
+            "crates",
+            "exercises",
+        ] {
             let from = self.course_root.join(name);
             if std::fs::symlink_metadata(&from).is_ok() {
                 copy_trusted(&from, &self.workspace.join(name), false)?;
@@ -235,19 +364,25 @@ impl Sandbox {
         }
         let src = self.workspace.join(&exercise.dir).join("src");
         if src.exists() {
-            std::fs::remove_dir_all(&src).with_context(|| format!("{}: cannot clear", src.display()))?;
+            std::fs::remove_dir_all(&src)
+                .with_context(|| format!("{}: cannot clear", src.display()))?;
         }
         for (rel, bytes) in &tree.files {
             // The grader's readers normalise every path; refuse anything that still climbs.
-            if rel.split('/').any(|c| c.is_empty() || c == "." || c == "..") {
+            if rel
+                .split('/')
+                .any(|c| c.is_empty() || c == "." || c == "..")
+            {
                 continue;
             }
             let path = src.join(rel);
             if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent).with_context(|| format!("{}: cannot create", parent.display()))?;
+                std::fs::create_dir_all(parent)
+                    .with_context(|| format!("{}: cannot create", parent.display()))?;
             }
             // Written now, so their times are newer than any earlier learner's build.
-            std::fs::write(&path, bytes).with_context(|| format!("{}: cannot write", path.display()))?;
+            std::fs::write(&path, bytes)
+                .with_context(|| format!("{}: cannot write", path.display()))?;
         }
         Ok(())
     }
@@ -270,7 +405,12 @@ fn refuse_inside(course_root: &Path, dir: &Path) -> Result<()> {
 /// An exclusive lock on `DIR/.lock` (flock: released when the process ends, however it ends).
 fn lock(dir: &Path) -> Result<std::fs::File> {
     let path = dir.join(".lock");
-    let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path).with_context(|| format!("{}: cannot create", path.display()))?;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .with_context(|| format!("{}: cannot create", path.display()))?;
     #[cfg(unix)]
     if rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive).is_err() {
         bail!("{}: another `course grade --run-tests` is using this test folder; wait for it, or give this one its own --test-dir", dir.display());
@@ -279,7 +419,11 @@ fn lock(dir: &Path) -> Result<std::fs::File> {
 }
 
 fn not_run(exercise: &ExerciseInfo, why: String) -> TestRun {
-    TestRun { exercise: exercise.number, outcome: TestOutcome::NotRun, detail: why }
+    TestRun {
+        exercise: exercise.number,
+        outcome: TestOutcome::NotRun,
+        detail: why,
+    }
 }
 
 /// Which outcome of several test binaries the learner is told about first.
@@ -297,10 +441,14 @@ fn severity(outcome: &TestOutcome) -> u8 {
 /// sees them unchanged from one learner to the next). Build output and links are left out.
 /// `manifests_only`: every file but `Cargo.toml` is written empty.
 fn copy_trusted(from: &Path, to: &Path, manifests_only: bool) -> Result<()> {
-    let meta = std::fs::symlink_metadata(from).with_context(|| format!("{}: cannot read", from.display()))?;
+    let meta = std::fs::symlink_metadata(from)
+        .with_context(|| format!("{}: cannot read", from.display()))?;
     if meta.is_dir() {
         std::fs::create_dir_all(to).with_context(|| format!("{}: cannot create", to.display()))?;
-        for entry in std::fs::read_dir(from).with_context(|| format!("{}: cannot read", from.display()))?.flatten() {
+        for entry in std::fs::read_dir(from)
+            .with_context(|| format!("{}: cannot read", from.display()))?
+            .flatten()
+        {
             let name = entry.file_name();
             if name == "target" || name == ".git" {
                 continue;
@@ -311,11 +459,16 @@ fn copy_trusted(from: &Path, to: &Path, manifests_only: bool) -> Result<()> {
         if manifests_only && from.file_name().is_none_or(|n| n != "Cargo.toml") {
             std::fs::write(to, b"").with_context(|| format!("{}: cannot write", to.display()))?;
         } else {
-            std::fs::copy(from, to).with_context(|| format!("cannot copy {} to {}", from.display(), to.display()))?;
+            std::fs::copy(from, to)
+                .with_context(|| format!("cannot copy {} to {}", from.display(), to.display()))?;
         }
         if let Ok(modified) = meta.modified() {
-            let file = std::fs::OpenOptions::new().write(true).open(to).with_context(|| format!("{}: cannot open", to.display()))?;
-            file.set_modified(modified).with_context(|| format!("{}: cannot set its time", to.display()))?;
+            let file = std::fs::OpenOptions::new()
+                .write(true)
+                .open(to)
+                .with_context(|| format!("{}: cannot open", to.display()))?;
+            file.set_modified(modified)
+                .with_context(|| format!("{}: cannot set its time", to.display()))?;
         }
     }
     Ok(())
@@ -337,7 +490,10 @@ fn libtest_counts(output: &str) -> (usize, usize) {
     for line in output.lines().filter(|l| l.starts_with("test result:")) {
         for part in line.split([';', '.']) {
             let mut words = part.split_whitespace();
-            if let (Some(n), Some(what)) = (words.next().and_then(|n| n.parse::<usize>().ok()), words.next()) {
+            if let (Some(n), Some(what)) = (
+                words.next().and_then(|n| n.parse::<usize>().ok()),
+                words.next(),
+            ) {
                 match what {
                     "passed" => counts.0 += n,
                     "failed" => counts.1 += n,
@@ -351,15 +507,22 @@ fn libtest_counts(output: &str) -> (usize, usize) {
 
 /// Rust's allocation-failure message, or the OS's ENOMEM.
 fn out_of_memory(output: &str) -> bool {
-    (output.contains("memory allocation of ") && output.contains(" failed")) || output.contains("Cannot allocate memory (os error 12)")
+    (output.contains("memory allocation of ") && output.contains(" failed"))
+        || output.contains("Cannot allocate memory (os error 12)")
 }
 
 /// What a socket says in a namespace with no interface up: unreachable network, no name
 /// server, no address to bind.
 fn network_refused(output: &str) -> bool {
-    ["os error 101", "Network is unreachable", "failed to lookup address", "Temporary failure in name resolution", "os error 99"]
-        .iter()
-        .any(|m| output.contains(m))
+    [
+        "os error 101",
+        "Network is unreachable",
+        "failed to lookup address",
+        "Temporary failure in name resolution",
+        "os error 99",
+    ]
+    .iter()
+    .any(|m| output.contains(m))
 }
 
 /// The failing tests and their messages, or the output's end when there is no summary.
@@ -367,7 +530,8 @@ fn failure_excerpt(output: &str, signal: Option<i32>) -> String {
     let all: Vec<&str> = output.lines().collect();
     let mut lines: Vec<&str> = Vec::new();
     for (i, l) in all.iter().enumerate() {
-        let after_panic = i > 0 && all[i - 1].starts_with("thread '") && all[i - 1].contains("panicked at");
+        let after_panic =
+            i > 0 && all[i - 1].starts_with("thread '") && all[i - 1].contains("panicked at");
         if (l.starts_with("test ") && (l.ends_with("FAILED") || l.contains("has been running")))
             || l.starts_with("thread '")
             || after_panic
@@ -378,11 +542,20 @@ fn failure_excerpt(output: &str, signal: Option<i32>) -> String {
     }
     lines.truncate(20);
     if lines.is_empty() {
-        lines = output.lines().rev().take(10).collect::<Vec<_>>().into_iter().rev().collect();
+        lines = output
+            .lines()
+            .rev()
+            .take(10)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
     }
     let mut text = lines.join("\n");
     if let Some(signal) = signal {
-        text.push_str(&format!("\n(the test process was killed by signal {signal})"));
+        text.push_str(&format!(
+            "\n(the test process was killed by signal {signal})"
+        ));
     }
     text
 }
@@ -390,7 +563,9 @@ fn failure_excerpt(output: &str, signal: Option<i32>) -> String {
 /// The last lines (at most `bytes` bytes) of a log.
 fn tail(path: &Path, bytes: u64) -> String {
     use std::io::{Read, Seek, SeekFrom};
-    let Ok(mut file) = std::fs::File::open(path) else { return String::new() };
+    let Ok(mut file) = std::fs::File::open(path) else {
+        return String::new();
+    };
     let len = file.metadata().map(|m| m.len()).unwrap_or(0);
     let _ = file.seek(SeekFrom::Start(len.saturating_sub(bytes)));
     let mut buf = Vec::new();
@@ -424,6 +599,9 @@ mod tests {
 {"reason":"compiler-artifact","profile":{"test":true},"executable":"/t/release/deps/exercise_2-abc"}
 {"reason":"compiler-artifact","profile":{"test":true},"executable":null}
 {"reason":"build-finished","success":true}"#;
-        assert_eq!(test_binaries(messages), [PathBuf::from("/t/release/deps/exercise_2-abc")]);
+        assert_eq!(
+            test_binaries(messages),
+            [PathBuf::from("/t/release/deps/exercise_2-abc")]
+        );
     }
 }

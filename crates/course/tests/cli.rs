@@ -11,20 +11,46 @@ use std::process::{Command, Output};
 /// tiny exercise packages (exercise-1 without tests, exercise-2 with one).
 fn course_copy(dir: &Path) -> PathBuf {
     let root = dir.join("course");
-    write(&root.join("exercises/info.toml"), &std::fs::read_to_string(repo().join("exercises/info.toml")).unwrap());
-    write(&root.join("crates/grader/key/key.toml"), &std::fs::read_to_string(repo().join("crates/grader/key/key.toml")).unwrap());
+    write(
+        &root.join("exercises/info.toml"),
+        &std::fs::read_to_string(repo().join("exercises/info.toml")).unwrap(),
+    );
+    write(
+        &root.join("crates/grader/key/key.toml"),
+        &std::fs::read_to_string(repo().join("crates/grader/key/key.toml")).unwrap(),
+    );
     for name in ["routing.toml", "check-yourself.toml"] {
-        let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/quizzes").join(name)).unwrap();
+        let text = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures/quizzes")
+                .join(name),
+        )
+        .unwrap();
         write(&root.join(course_model::quiz::BANK_DIR).join(name), &text);
     }
     write(&root.join("Cargo.toml"), "[workspace]\nresolver = \"2\"\nmembers = [\"exercises/exercise-1\", \"exercises/exercise-2\"]\n");
-    write(&root.join("exercises/exercise-1/Cargo.toml"), "[package]\nname = \"exercise-1\"\nversion = \"0.1.0\"\nedition = \"2021\"\n");
+    write(
+        &root.join("exercises/exercise-1/Cargo.toml"),
+        "[package]\nname = \"exercise-1\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    );
     write(&root.join("exercises/exercise-1/src/main.rs"), "fn main() { println!(\"exercise one ran with {:?}\", std::env::args().skip(1).collect::<Vec<_>>()); }\n");
-    write(&root.join("exercises/exercise-1/answers.toml"), &template(1));
-    write(&root.join("exercises/exercise-2/Cargo.toml"), "[package]\nname = \"exercise-2\"\nversion = \"0.1.0\"\nedition = \"2021\"\n");
+    write(
+        &root.join("exercises/exercise-1/answers.toml"),
+        &template(1),
+    );
+    write(
+        &root.join("exercises/exercise-2/Cargo.toml"),
+        "[package]\nname = \"exercise-2\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    );
     write(&root.join("exercises/exercise-2/src/lib.rs"), "pub fn p90() -> f64 { 0.0 }\n#[test]\nfn p90_is_right() { assert_eq!(p90(), 9.0, \"TODO: implement p90\"); }\n");
-    write(&root.join("exercises/exercise-2/answers.toml"), &template(2));
-    write(&root.join("solutions/exercise-1/answers.toml"), "[quiz]\nntq-1 = \"Benchmark\"\n");
+    write(
+        &root.join("exercises/exercise-2/answers.toml"),
+        &template(2),
+    );
+    write(
+        &root.join("solutions/exercise-1/answers.toml"),
+        "[quiz]\nntq-1 = \"Benchmark\"\n",
+    );
     // The learner id `course run` and `check` would otherwise ask for (tests/variants.rs asks).
     write(&root.join("exercises/learner.toml"), "id = \"tester\"\n");
     root
@@ -37,25 +63,51 @@ fn template(n: u32) -> String {
 
 fn course(root: &Path, args: &[&str]) -> Output {
     let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("course-cli-target");
-    Command::new(BIN).args(args).current_dir(root).env("CARGO_TARGET_DIR", target).env("NO_COLOR", "1").output().unwrap()
+    Command::new(BIN)
+        .args(args)
+        .current_dir(root)
+        .env("CARGO_TARGET_DIR", target)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap()
 }
 
 fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
 }
 
 const PERFECT_EX1: &str = "[quiz]\nntq-1 = \"Benchmark\"\nntq-2 = \"Profile\"\nntq-3 = \"Benchmark\"\nntq-4 = \"Profile\"\nntq-5 = \"Benchmark\"\nntq-6 = \"Profile\"\n";
 
 #[test]
 fn help_works_for_every_command() {
-    for args in [vec!["--help"], vec!["list", "--help"], vec!["run", "--help"], vec!["check", "--help"], vec!["hint", "--help"],
-                 vec!["watch", "--help"], vec!["reset", "--help"], vec!["solution", "--help"], vec!["grade", "--help"], vec!["id", "--help"],
-                 vec!["bench", "--help"], vec!["dev", "--help"], vec!["dev", "check", "--help"]] {
+    for args in [
+        vec!["--help"],
+        vec!["list", "--help"],
+        vec!["run", "--help"],
+        vec!["check", "--help"],
+        vec!["hint", "--help"],
+        vec!["watch", "--help"],
+        vec!["reset", "--help"],
+        vec!["solution", "--help"],
+        vec!["grade", "--help"],
+        vec!["id", "--help"],
+        vec!["bench", "--help"],
+        vec!["dev", "--help"],
+        vec!["dev", "check", "--help"],
+    ] {
         let o = Command::new(BIN).args(&args).output().unwrap();
         assert!(o.status.success(), "{args:?}: {}", text(&o));
     }
     let o = Command::new(BIN).arg("frobnicate").output().unwrap();
-    assert_eq!(o.status.code(), Some(2), "an unknown command is a usage error");
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "an unknown command is a usage error"
+    );
 }
 
 #[test]
@@ -78,17 +130,30 @@ fn check_list_hint_solution_and_progress() {
     // The untouched exercise builds, but its check fails with a report.
     let o = course(&root, &["check", "1"]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(text(&o).contains("[1/3] build") && text(&o).contains("NOT PASSED"), "{}", text(&o));
+    assert!(
+        text(&o).contains("[1/3] build") && text(&o).contains("NOT PASSED"),
+        "{}",
+        text(&o)
+    );
 
     // The solution is refused before the exercise passes, shown with --force and recorded.
     assert_eq!(course(&root, &["solution", "1"]).status.code(), Some(1));
     let o = course(&root, &["solution", "1", "--force"]);
-    assert!(o.status.success() && text(&o).contains("solutions/exercise-1/answers.toml"), "{}", text(&o));
+    assert!(
+        o.status.success() && text(&o).contains("solutions/exercise-1/answers.toml"),
+        "{}",
+        text(&o)
+    );
 
     write(&root.join("exercises/exercise-1/answers.toml"), PERFECT_EX1);
     let o = course(&root, &["check", "1"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    assert!(text(&o).contains("PASSED") && text(&o).contains("the solution was shown before this exercise passed"), "{}", text(&o));
+    assert!(
+        text(&o).contains("PASSED")
+            && text(&o).contains("the solution was shown before this exercise passed"),
+        "{}",
+        text(&o)
+    );
 
     // JSON output is clean on stdout.
     let o = course(&root, &["check", "1", "--format", "json"]);
@@ -99,7 +164,10 @@ fn check_list_hint_solution_and_progress() {
     let o = course(&root, &["list"]);
     assert!(text(&o).contains("1 of 8 exercises done"), "{}", text(&o));
     let progress = std::fs::read_to_string(root.join("exercises/.course-progress.json")).unwrap();
-    assert!(progress.contains("\"solution_viewed_before_pass\": true"), "{progress}");
+    assert!(
+        progress.contains("\"solution_viewed_before_pass\": true"),
+        "{progress}"
+    );
 
     // Hints come one at a time.
     // (the count is the manifest's, read from the first hint's header, not written here).
@@ -112,7 +180,10 @@ fn check_list_hint_solution_and_progress() {
         .unwrap_or_else(|| panic!("no `Hint 1 of N` header: {first}"));
     assert!(total >= 2 && !first.contains("Hint 2 of"), "{first}");
     let second = text(&course(&root, &["hint", "2"]));
-    assert!(second.contains(&format!("Hint 2 of {total}")) && !second.contains("Hint 3 of"), "{second}");
+    assert!(
+        second.contains(&format!("Hint 2 of {total}")) && !second.contains("Hint 3 of"),
+        "{second}"
+    );
     for _ in 2..total {
         course(&root, &["hint", "2"]);
     }
@@ -136,18 +207,36 @@ fn an_exercise_without_tests_is_graded_without_a_build() {
     let root = course_copy(dir.path());
     // Exercise 1 has no tests (info.toml): its check grades answers.toml and never runs cargo,
     // so neither source that does not compile nor a cargo that cannot start stops it.
-    write(&root.join("exercises/exercise-1/src/main.rs"), "fn main() { this does not compile }\n");
+    write(
+        &root.join("exercises/exercise-1/src/main.rs"),
+        "fn main() { this does not compile }\n",
+    );
     write(&root.join("exercises/exercise-1/answers.toml"), PERFECT_EX1);
     let without_cargo = |n: &str| {
-        Command::new(BIN).args(["check", n]).current_dir(&root).env("CARGO", "/nonexistent/cargo").env("NO_COLOR", "1").output().unwrap()
+        Command::new(BIN)
+            .args(["check", n])
+            .current_dir(&root)
+            .env("CARGO", "/nonexistent/cargo")
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap()
     };
     let o = without_cargo("1");
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    assert!(text(&o).contains("[1/3] build: none needed") && text(&o).contains("PASSED"), "{}", text(&o));
+    assert!(
+        text(&o).contains("[1/3] build: none needed") && text(&o).contains("PASSED"),
+        "{}",
+        text(&o)
+    );
     // Exercise 2 has tests: it is built and tested, so here cargo is needed and its absence said.
     let o = without_cargo("2");
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(text(&o).contains("[1/3] build: cargo build -p exercise-2") && text(&o).contains("cannot start `cargo build`"), "{}", text(&o));
+    assert!(
+        text(&o).contains("[1/3] build: cargo build -p exercise-2")
+            && text(&o).contains("cannot start `cargo build`"),
+        "{}",
+        text(&o)
+    );
 }
 
 #[test]
@@ -156,7 +245,11 @@ fn run_passes_arguments_and_reset_restores_the_template() {
     let root = course_copy(dir.path());
     let o = course(&root, &["run", "1", "--", "--device", "cpu"]);
     assert!(o.status.success(), "{}", text(&o));
-    assert!(text(&o).contains("exercise one ran with [\"--device\", \"cpu\"]"), "{}", text(&o));
+    assert!(
+        text(&o).contains("exercise one ran with [\"--device\", \"cpu\"]"),
+        "{}",
+        text(&o)
+    );
 
     write(&root.join("exercises/exercise-1/answers.toml"), PERFECT_EX1);
     // Without a terminal and without --yes, reset refuses rather than guess.
@@ -164,7 +257,10 @@ fn run_passes_arguments_and_reset_restores_the_template() {
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let o = course(&root, &["reset", "1", "--yes"]);
     assert!(o.status.success(), "{}", text(&o));
-    assert_eq!(std::fs::read_to_string(root.join("exercises/exercise-1/answers.toml")).unwrap(), template(1).trim_start());
+    assert_eq!(
+        std::fs::read_to_string(root.join("exercises/exercise-1/answers.toml")).unwrap(),
+        template(1).trim_start()
+    );
 }
 
 #[test]
@@ -172,19 +268,47 @@ fn grade_writes_the_gradebook_and_refuses_a_bad_key() {
     let dir = tempfile::tempdir().unwrap();
     let root = course_copy(dir.path());
     let cohort = dir.path().join("cohort");
-    write(&cohort.join("ann/exercises/exercise-1/answers.toml"), PERFECT_EX1);
-    write(&cohort.join("ben/exercises/exercise-1/answers.toml"), "[quiz\n");
+    write(
+        &cohort.join("ann/exercises/exercise-1/answers.toml"),
+        PERFECT_EX1,
+    );
+    write(
+        &cohort.join("ben/exercises/exercise-1/answers.toml"),
+        "[quiz\n",
+    );
     let out = dir.path().join("grades");
-    let o = course(&root, &["grade", cohort.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    let o = course(
+        &root,
+        &[
+            "grade",
+            cohort.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let csv = std::fs::read_to_string(out.join("gradebook.csv")).unwrap();
     // Six of exercise 1's seven points: its why line waits for the instructor.
     assert!(csv.lines().any(|l| l.starts_with("ann,85.71,")), "{csv}");
-    assert!(csv.lines().any(|l| l.starts_with("ben,0,") && l.contains("malformed:1")), "{csv}");
+    assert!(
+        csv.lines()
+            .any(|l| l.starts_with("ben,0,") && l.contains("malformed:1")),
+        "{csv}"
+    );
     assert!(out.join("feedback/ben.md").is_file());
     assert!(text(&o).contains("Graded 2 students"), "{}", text(&o));
 
-    let o = course(&root, &["grade", cohort.to_str().unwrap(), "--out", out.to_str().unwrap(), "--key", dir.path().to_str().unwrap()]);
+    let o = course(
+        &root,
+        &[
+            "grade",
+            cohort.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--key",
+            dir.path().to_str().unwrap(),
+        ],
+    );
     assert_eq!(o.status.code(), Some(1));
     assert!(text(&o).contains("key.toml"), "{}", text(&o));
 }
@@ -194,21 +318,44 @@ fn reset_in_a_git_clone_restores_the_committed_files() {
     let dir = tempfile::tempdir().unwrap();
     let root = course_copy(dir.path());
     let git = |args: &[&str]| {
-        let o = Command::new("git").args(["-c", "user.name=t", "-c", "user.email=t@example.com"]).args(args).current_dir(&root).output().unwrap();
+        let o = Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+            .args(args)
+            .current_dir(&root)
+            .output()
+            .unwrap();
         assert!(o.status.success(), "git {args:?}: {}", text(&o));
     };
     git(&["init", "-q"]);
     git(&["add", "."]);
     git(&["commit", "-q", "-m", "start"]);
     write(&root.join("exercises/exercise-1/answers.toml"), PERFECT_EX1);
-    write(&root.join("exercises/exercise-1/src/main.rs"), "fn main() { /* my work */ }\n");
+    write(
+        &root.join("exercises/exercise-1/src/main.rs"),
+        "fn main() { /* my work */ }\n",
+    );
     let o = course(&root, &["reset", "1", "--yes"]);
     assert!(o.status.success(), "{}", text(&o));
-    assert!(text(&o).contains("answers.toml") && text(&o).contains("main.rs"), "lists what it restores: {}", text(&o));
-    assert_eq!(std::fs::read_to_string(root.join("exercises/exercise-1/answers.toml")).unwrap(), template(1));
-    assert!(!std::fs::read_to_string(root.join("exercises/exercise-1/src/main.rs")).unwrap().contains("my work"));
+    assert!(
+        text(&o).contains("answers.toml") && text(&o).contains("main.rs"),
+        "lists what it restores: {}",
+        text(&o)
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("exercises/exercise-1/answers.toml")).unwrap(),
+        template(1)
+    );
+    assert!(
+        !std::fs::read_to_string(root.join("exercises/exercise-1/src/main.rs"))
+            .unwrap()
+            .contains("my work")
+    );
     let o = course(&root, &["reset", "1", "--yes"]);
-    assert!(text(&o).contains("already has its starting files"), "{}", text(&o));
+    assert!(
+        text(&o).contains("already has its starting files"),
+        "{}",
+        text(&o)
+    );
 }
 
 /// Wait until the child's output (both streams) contains `pattern`, or give up after a
@@ -242,10 +389,16 @@ fn spawn_watch(root: &Path) -> (std::process::Child, std::sync::mpsc::Receiver<S
         .spawn()
         .unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
-    for stream in [Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>, Box::new(child.stderr.take().unwrap())] {
+    for stream in [
+        Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>,
+        Box::new(child.stderr.take().unwrap()),
+    ] {
         let tx = tx.clone();
         std::thread::spawn(move || {
-            for line in std::io::BufReader::new(stream).lines().map_while(Result::ok) {
+            for line in std::io::BufReader::new(stream)
+                .lines()
+                .map_while(Result::ok)
+            {
                 let _ = tx.send(line);
             }
         });
@@ -268,11 +421,18 @@ fn watch_rechecks_on_save_and_moves_on_when_it_passes() {
     let _ = child.wait();
     assert!(first, "watch did not start: {seen}");
     assert!(moved_on, "watch did not re-check and move on: {seen}");
-    assert!(seen.contains("NOT PASSED") && seen.contains("PASSED"), "{seen}");
+    assert!(
+        seen.contains("NOT PASSED") && seen.contains("PASSED"),
+        "{seen}"
+    );
 }
 
 /// Collect the child's output for `quiet` (the checks it runs meanwhile are what is counted).
-fn collect_for(lines: &std::sync::mpsc::Receiver<String>, seen: &mut String, quiet: std::time::Duration) {
+fn collect_for(
+    lines: &std::sync::mpsc::Receiver<String>,
+    seen: &mut String,
+    quiet: std::time::Duration,
+) {
     let until = std::time::Instant::now() + quiet;
     while let Some(left) = until.checked_duration_since(std::time::Instant::now()) {
         match lines.recv_timeout(left) {
@@ -298,11 +458,17 @@ fn watch_left_alone_checks_once_and_an_edit_checks_once_more() {
     collect_for(&rx, &mut seen, std::time::Duration::from_secs(6));
     let alone = checks(&seen);
     // Saving the same bytes again is not a change either.
-    write(&root.join("exercises/exercise-1/answers.toml"), &template(1));
+    write(
+        &root.join("exercises/exercise-1/answers.toml"),
+        &template(1),
+    );
     collect_for(&rx, &mut seen, std::time::Duration::from_secs(3));
     let same_bytes = checks(&seen);
     // A real edit (still not passing) checks exactly once more.
-    write(&root.join("exercises/exercise-1/answers.toml"), "[quiz]\nntq-1 = \"Benchmark\"\n");
+    write(
+        &root.join("exercises/exercise-1/answers.toml"),
+        "[quiz]\nntq-1 = \"Benchmark\"\n",
+    );
     let mut later = String::new();
     let rechecked = wait_for(&rx, &mut later, "for changes (Ctrl-C to stop)");
     collect_for(&rx, &mut later, std::time::Duration::from_secs(6));
@@ -314,7 +480,12 @@ fn watch_left_alone_checks_once_and_an_edit_checks_once_more() {
     assert_eq!(alone, 1, "a watch left alone checked {alone} times: {seen}");
     assert_eq!(same_bytes, 1, "rewriting the same bytes re-checked: {seen}");
     assert!(rechecked, "the edit was not checked: {seen}");
-    assert_eq!(after_edit, 2, "one edit gave {} checks: {seen}", after_edit - 1);
+    assert_eq!(
+        after_edit,
+        2,
+        "one edit gave {} checks: {seen}",
+        after_edit - 1
+    );
 }
 
 #[test]
@@ -322,10 +493,17 @@ fn bench_runs_outside_a_course_and_compares_two_files() {
     // `course bench` is the bench crate's client; here only its wiring is checked: it needs no
     // course copy, and a bad comparison is an error with exit code 1.
     let dir = tempfile::tempdir().unwrap();
-    let o = course(dir.path(), &["bench", "--compare", "missing-a.json", "missing-b.json"]);
+    let o = course(
+        dir.path(),
+        &["bench", "--compare", "missing-a.json", "missing-b.json"],
+    );
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert!(text(&o).contains("missing-a.json"), "{}", text(&o));
-    assert!(!text(&o).contains("exercises/info.toml"), "bench must not look for a course: {}", text(&o));
+    assert!(
+        !text(&o).contains("exercises/info.toml"),
+        "bench must not look for a course: {}",
+        text(&o)
+    );
 }
 
 #[test]
@@ -336,16 +514,30 @@ fn dev_check_refuses_what_it_cannot_lint_and_says_what_to_do() {
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert!(text(&o).contains("there is no exercise 9"), "{}", text(&o));
     let o = course(&root, &["dev", "check", "--only", "three"]);
-    assert_eq!(o.status.code(), Some(2), "not a number: a usage error; {}", text(&o));
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "not a number: a usage error; {}",
+        text(&o)
+    );
     // This copy is not where the binary was built: its exercises' programs are not beside it.
     let o = course(&root, &["dev", "check", "--only", "1"]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(text(&o).contains("Build the workspace (`cargo build --workspace --all-targets`)"), "{}", text(&o));
+    assert!(
+        text(&o).contains("Build the workspace (`cargo build --workspace --all-targets`)"),
+        "{}",
+        text(&o)
+    );
     // A learner's copy has no solutions to prove.
     std::fs::remove_dir_all(root.join("solutions")).unwrap();
     let o = course(&root, &["dev", "check"]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(text(&o).contains("has no solutions") && text(&o).contains("run it in a checkout of the course"), "{}", text(&o));
+    assert!(
+        text(&o).contains("has no solutions")
+            && text(&o).contains("run it in a checkout of the course"),
+        "{}",
+        text(&o)
+    );
 }
 
 /// `course dev check` links `cargo` to the course binary: started so, with the dev check's
@@ -356,9 +548,25 @@ fn the_course_binary_named_cargo_is_the_dev_check_s_stand_in_only_when_told() {
     let dir = tempfile::tempdir().unwrap();
     let cargo = dir.path().join("cargo");
     std::os::unix::fs::symlink(BIN, &cargo).unwrap();
-    let o = Command::new(&cargo).args(["bench", "-p", "exercise-2"]).env("COURSE_DEV_CARGO_CHECKOUT", dir.path()).output().unwrap();
+    let o = Command::new(&cargo)
+        .args(["bench", "-p", "exercise-2"])
+        .env("COURSE_DEV_CARGO_CHECKOUT", dir.path())
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(text(&o).contains("stand-in for cargo takes `build|test|run -p PACKAGE [-- ARGS]`"), "{}", text(&o));
-    let o = Command::new(&cargo).arg("--version").env_remove("COURSE_DEV_CARGO_CHECKOUT").output().unwrap();
-    assert!(o.status.success() && text(&o).starts_with("course "), "{}", text(&o));
+    assert!(
+        text(&o).contains("stand-in for cargo takes `build|test|run -p PACKAGE [-- ARGS]`"),
+        "{}",
+        text(&o)
+    );
+    let o = Command::new(&cargo)
+        .arg("--version")
+        .env_remove("COURSE_DEV_CARGO_CHECKOUT")
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success() && text(&o).starts_with("course "),
+        "{}",
+        text(&o)
+    );
 }

@@ -12,7 +12,8 @@ use std::process::{Command, Output};
 
 /// The instructor's exercise-2: a p90 for learners to write and an integration test (the
 /// course's own, which a submission cannot replace) that calls it.
-const COURSE_LIB: &str = "pub fn p90(sample: &[f64]) -> f64 { let _ = sample; todo!(\"sort, then interpolate\") }\n";
+const COURSE_LIB: &str =
+    "pub fn p90(sample: &[f64]) -> f64 { let _ = sample; todo!(\"sort, then interpolate\") }\n";
 const COURSE_TEST: &str = "#[test]\nfn p90_of_one_to_ten() {\n    let sample: Vec<f64> = (1..=10).map(f64::from).collect();\n    \
                            assert!((exercise_2::p90(&sample) - 9.1).abs() < 1e-9, \"p90 of 1..=10 is 9.1\");\n}\n";
 
@@ -32,19 +33,42 @@ const NETWORK: &str = "pub fn p90(sample: &[f64]) -> f64 {\n    use std::io::Wri
 
 fn course_copy(dir: &Path) -> PathBuf {
     let root = dir.join("course");
-    write(&root.join("exercises/info.toml"), &std::fs::read_to_string(repo().join("exercises/info.toml")).unwrap());
+    write(
+        &root.join("exercises/info.toml"),
+        &std::fs::read_to_string(repo().join("exercises/info.toml")).unwrap(),
+    );
     // The grader's question bank, key and quizzes, as the course has them.
-    for folder in ["crates/grader/key", "crates/grader/bank", "book/src/quizzes"] {
-        for entry in std::fs::read_dir(repo().join(folder)).into_iter().flatten().flatten() {
+    for folder in [
+        "crates/grader/key",
+        "crates/grader/bank",
+        "book/src/quizzes",
+    ] {
+        for entry in std::fs::read_dir(repo().join(folder))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
             if entry.path().extension().is_some_and(|e| e == "toml") {
-                write(&root.join(folder).join(entry.file_name()), &std::fs::read_to_string(entry.path()).unwrap());
+                write(
+                    &root.join(folder).join(entry.file_name()),
+                    &std::fs::read_to_string(entry.path()).unwrap(),
+                );
             }
         }
     }
-    write(&root.join("Cargo.toml"), "[workspace]\nresolver = \"2\"\nmembers = [\"exercises/exercise-2\", \"solutions/*\"]\n");
-    write(&root.join("solutions/exercise-2/Cargo.toml"), "[package]\nname = \"solution-2\"\nversion = \"0.1.0\"\nedition = \"2021\"\n");
+    write(
+        &root.join("Cargo.toml"),
+        "[workspace]\nresolver = \"2\"\nmembers = [\"exercises/exercise-2\", \"solutions/*\"]\n",
+    );
+    write(
+        &root.join("solutions/exercise-2/Cargo.toml"),
+        "[package]\nname = \"solution-2\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    );
     write(&root.join("solutions/exercise-2/src/lib.rs"), RIGHT);
-    write(&root.join("exercises/exercise-2/Cargo.toml"), "[package]\nname = \"exercise-2\"\nversion = \"0.1.0\"\nedition = \"2021\"\n");
+    write(
+        &root.join("exercises/exercise-2/Cargo.toml"),
+        "[package]\nname = \"exercise-2\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    );
     write(&root.join("exercises/exercise-2/src/lib.rs"), COURSE_LIB);
     write(&root.join("exercises/exercise-2/tests/p90.rs"), COURSE_TEST);
     root
@@ -57,7 +81,11 @@ fn submit(cohort: &Path, student: &str, lib: &str) -> PathBuf {
 }
 
 fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
 }
 
 #[test]
@@ -68,58 +96,126 @@ fn run_tests_flags_the_looping_the_hoarding_and_the_networking_learner_and_grade
     submit(&cohort, "ann", RIGHT);
     // Ben's wrong p90 comes with a test of his own that passes: the course's test is run instead.
     let ben = submit(&cohort, "ben", WRONG);
-    write(&ben.join("tests/p90.rs"), "#[test]\nfn p90_of_one_to_ten() {}\n");
+    write(
+        &ben.join("tests/p90.rs"),
+        "#[test]\nfn p90_of_one_to_ten() {}\n",
+    );
     submit(&cohort, "cat", LOOPS);
     submit(&cohort, "dan", ALLOCATES);
     submit(&cohort, "eve", NETWORK);
     // Gil pulls the reference solution in at compile time: the scratch copy has none to give.
-    submit(&cohort, "gil", "include!(\"../../../solutions/exercise-2/src/lib.rs\");\n");
+    submit(
+        &cohort,
+        "gil",
+        "include!(\"../../../solutions/exercise-2/src/lib.rs\");\n",
+    );
     // Fay submits an archive of her course copy.
     let fay = dir.path().join("fay-src");
     write(&fay.join("course/exercises/exercise-2/src/lib.rs"), RIGHT);
-    let tar = Command::new("tar").arg("czf").arg(cohort.join("fay.tar.gz")).arg("-C").arg(&fay).arg("course").status();
+    let tar = Command::new("tar")
+        .arg("czf")
+        .arg(cohort.join("fay.tar.gz"))
+        .arg("-C")
+        .arg(&fay)
+        .arg("course")
+        .status();
     let archived = tar.is_ok_and(|s| s.success());
 
     let out = dir.path().join("grades");
     let build_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("grade-run-tests");
     let o = Command::new(BIN)
-        .args(["grade", cohort.to_str().unwrap(), "--out", out.to_str().unwrap(), "--run-tests"])
-        .args(["--test-timeout", "5", "--test-memory", "256M", "--test-dir", build_dir.to_str().unwrap()])
+        .args([
+            "grade",
+            cohort.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--run-tests",
+        ])
+        .args([
+            "--test-timeout",
+            "5",
+            "--test-memory",
+            "256M",
+            "--test-dir",
+            build_dir.to_str().unwrap(),
+        ])
         .current_dir(&root)
         .env("NO_COLOR", "1")
         .output()
         .unwrap();
     let all = text(&o);
     assert_eq!(o.status.code(), Some(0), "{all}");
-    assert!(all.contains("NOT isolated: the file system"), "the output says what is not isolated: {all}");
+    assert!(
+        all.contains("NOT isolated: the file system"),
+        "the output says what is not isolated: {all}"
+    );
     let csv = std::fs::read_to_string(out.join("gradebook.csv")).unwrap();
-    let row = |student: &str| csv.lines().find(|l| l.starts_with(&format!("{student},"))).unwrap_or_else(|| panic!("{student} in {csv}")).to_string();
-    assert!(csv.lines().next().unwrap().ends_with(",flags,tests"), "{csv}");
+    let row = |student: &str| {
+        csv.lines()
+            .find(|l| l.starts_with(&format!("{student},")))
+            .unwrap_or_else(|| panic!("{student} in {csv}"))
+            .to_string()
+    };
+    assert!(
+        csv.lines().next().unwrap().ends_with(",flags,tests"),
+        "{csv}"
+    );
 
-    assert!(row("ann").contains("ex2: passed (1 test)") && !row("ann").contains("tests-"), "{csv}");
-    assert!(row("ben").contains("tests-failed:2") && row("ben").contains("ex2: failed 1 (0 passed)"), "{csv}");
-    assert!(row("cat").contains("tests-timeout:2") && row("cat").contains("ex2: timed out after 5 s"), "{csv}");
-    assert!(row("dan").contains("tests-out-of-memory:2") && row("dan").contains("out of memory (limit 256 MiB)"), "{csv}");
+    assert!(
+        row("ann").contains("ex2: passed (1 test)") && !row("ann").contains("tests-"),
+        "{csv}"
+    );
+    assert!(
+        row("ben").contains("tests-failed:2") && row("ben").contains("ex2: failed 1 (0 passed)"),
+        "{csv}"
+    );
+    assert!(
+        row("cat").contains("tests-timeout:2") && row("cat").contains("ex2: timed out after 5 s"),
+        "{csv}"
+    );
+    assert!(
+        row("dan").contains("tests-out-of-memory:2")
+            && row("dan").contains("out of memory (limit 256 MiB)"),
+        "{csv}"
+    );
     assert!(row("gil").contains("tests-build-failed:2"), "{csv}");
     if archived {
         assert!(row("fay").contains("ex2: passed (1 test)"), "{csv}");
     }
     if all.contains("network: own") {
-        assert!(row("eve").contains("tests-network:2") && row("eve").contains("ex2: network refused"), "{csv}");
+        assert!(
+            row("eve").contains("tests-network:2") && row("eve").contains("ex2: network refused"),
+            "{csv}"
+        );
     } else {
         assert!(all.contains("network: NOT ISOLATED"), "{all}");
     }
 
     let feedback = std::fs::read_to_string(out.join("feedback/cat.md")).unwrap();
-    assert!(feedback.contains("Exercise 2: timed out after 5 s."), "{feedback}");
+    assert!(
+        feedback.contains("Exercise 2: timed out after 5 s."),
+        "{feedback}"
+    );
     let feedback = std::fs::read_to_string(out.join("feedback/dan.md")).unwrap();
-    assert!(feedback.contains("memory allocation of"), "the feedback shows the failed allocation: {feedback}");
+    assert!(
+        feedback.contains("memory allocation of"),
+        "the feedback shows the failed allocation: {feedback}"
+    );
     let feedback = std::fs::read_to_string(out.join("feedback/ben.md")).unwrap();
-    assert!(feedback.contains("p90 of 1..=10 is 9.1"), "the feedback shows the failing assertion: {feedback}");
+    assert!(
+        feedback.contains("p90 of 1..=10 is 9.1"),
+        "the feedback shows the failing assertion: {feedback}"
+    );
 
     // Nothing ran in the instructor's tree: the course's own files are as they were.
-    assert_eq!(std::fs::read_to_string(root.join("exercises/exercise-2/src/lib.rs")).unwrap(), COURSE_LIB);
-    assert!(!root.join("target").exists(), "nothing was built in the course folder");
+    assert_eq!(
+        std::fs::read_to_string(root.join("exercises/exercise-2/src/lib.rs")).unwrap(),
+        COURSE_LIB
+    );
+    assert!(
+        !root.join("target").exists(),
+        "nothing was built in the course folder"
+    );
 }
 
 #[test]
@@ -128,14 +224,30 @@ fn test_limits_need_run_tests_and_nonsense_limits_are_refused() {
     let root = course_copy(dir.path());
     let cohort = dir.path().join("cohort");
     std::fs::create_dir_all(&cohort).unwrap();
-    let run = |args: &[&str]| Command::new(BIN).arg("grade").arg(&cohort).args(args).current_dir(&root).output().unwrap();
+    let run = |args: &[&str]| {
+        Command::new(BIN)
+            .arg("grade")
+            .arg(&cohort)
+            .args(args)
+            .current_dir(&root)
+            .output()
+            .unwrap()
+    };
     let o = run(&["--test-timeout", "5"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("--run-tests"), "{}", text(&o));
     let o = run(&["--run-tests", "--test-memory", "lots"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o).contains("not a size"), "{}", text(&o));
-    let o = run(&["--run-tests", "--test-dir", root.join("exercises/scratch").to_str().unwrap()]);
+    let o = run(&[
+        "--run-tests",
+        "--test-dir",
+        root.join("exercises/scratch").to_str().unwrap(),
+    ]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(text(&o).contains("never run in the instructor's tree"), "{}", text(&o));
+    assert!(
+        text(&o).contains("never run in the instructor's tree"),
+        "{}",
+        text(&o)
+    );
 }

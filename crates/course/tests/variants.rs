@@ -31,17 +31,35 @@ fn template(n: u32) -> String {
 /// (what is graded here is answers.toml, not the code). No learner id yet.
 fn course_copy(dir: &Path) -> PathBuf {
     let root = dir.join("course");
-    write(&root.join("exercises/info.toml"), &std::fs::read_to_string(repo().join("exercises/info.toml")).unwrap());
-    copy_dir(&repo().join("crates/grader/key"), &root.join("crates/grader/key"));
+    write(
+        &root.join("exercises/info.toml"),
+        &std::fs::read_to_string(repo().join("exercises/info.toml")).unwrap(),
+    );
+    copy_dir(
+        &repo().join("crates/grader/key"),
+        &root.join("crates/grader/key"),
+    );
     for quizzes in ["book/src/quizzes", "crates/grader/bank"] {
         if repo().join(quizzes).is_dir() {
             copy_dir(&repo().join(quizzes), &root.join(quizzes));
         }
     }
-    write(&root.join("Cargo.toml"), "[workspace]\nresolver = \"2\"\nmembers = [\"exercises/exercise-4\"]\n");
-    write(&root.join("exercises/exercise-4/Cargo.toml"), "[package]\nname = \"exercise-4\"\nversion = \"0.1.0\"\nedition = \"2021\"\n");
-    write(&root.join("exercises/exercise-4/src/lib.rs"), "//! Stands in for exercise 4's code.\n");
-    write(&root.join("exercises/exercise-4/answers.toml"), &template(4));
+    write(
+        &root.join("Cargo.toml"),
+        "[workspace]\nresolver = \"2\"\nmembers = [\"exercises/exercise-4\"]\n",
+    );
+    write(
+        &root.join("exercises/exercise-4/Cargo.toml"),
+        "[package]\nname = \"exercise-4\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    );
+    write(
+        &root.join("exercises/exercise-4/src/lib.rs"),
+        "//! Stands in for exercise 4's code.\n",
+    );
+    write(
+        &root.join("exercises/exercise-4/answers.toml"),
+        &template(4),
+    );
     root
 }
 
@@ -49,7 +67,13 @@ fn course_copy(dir: &Path) -> PathBuf {
 fn course(root: &Path, args: &[&str], id: Option<&str>) -> Output {
     let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("course-variants-target");
     let mut command = Command::new(BIN);
-    command.args(args).current_dir(root).env("CARGO_TARGET_DIR", target).env("NO_COLOR", "1").env_remove("COURSE_LEARNER_ID").stdin(Stdio::null());
+    command
+        .args(args)
+        .current_dir(root)
+        .env("CARGO_TARGET_DIR", target)
+        .env("NO_COLOR", "1")
+        .env_remove("COURSE_LEARNER_ID")
+        .stdin(Stdio::null());
     if let Some(id) = id {
         command.env("COURSE_LEARNER_ID", id);
     }
@@ -64,12 +88,25 @@ fn json_report(o: &Output) -> serde_json::Value {
 }
 
 fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
 }
 
 /// Exercise 4's `[illustrative]` answers as `id`'s step gives them (two decimals).
 fn illustrative_answers(id: &str) -> Vec<(String, Answer)> {
-    IllustrativeStep::for_learner(id).answers().iter().map(|(field, v)| (format!("illustrative.{field}"), Answer::Number((v * 100.0).round() / 100.0))).collect()
+    IllustrativeStep::for_learner(id)
+        .answers()
+        .iter()
+        .map(|(field, v)| {
+            (
+                format!("illustrative.{field}"),
+                Answer::Number((v * 100.0).round() / 100.0),
+            )
+        })
+        .collect()
 }
 
 /// The outcomes of the `[illustrative]` questions in `course check 4 --format json`.
@@ -90,7 +127,11 @@ fn the_learner_id_is_asked_once_stored_and_shown() {
     // Nobody to ask and no COURSE_LEARNER_ID: the command stops before building and says how.
     let o = course(&root, &["check", "4"], None);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(text(&o).contains("no learner id yet") && text(&o).contains("course id NAME"), "{}", text(&o));
+    assert!(
+        text(&o).contains("no learner id yet") && text(&o).contains("course id NAME"),
+        "{}",
+        text(&o)
+    );
     assert!(!text(&o).contains("[1/3] build"), "{}", text(&o));
     assert_eq!(course(&root, &["id"], None).status.code(), Some(1));
     let o = course(&root, &["id", "a b"], None);
@@ -99,26 +140,50 @@ fn the_learner_id_is_asked_once_stored_and_shown() {
 
     let o = course(&root, &["id", "Alice"], None);
     assert!(o.status.success(), "{}", text(&o));
-    assert_eq!(course_model::learner_id::learner_id(&root.join("exercises")).as_deref(), Some("Alice"));
-    assert_eq!(String::from_utf8_lossy(&course(&root, &["id"], None).stdout).trim(), "Alice");
+    assert_eq!(
+        course_model::learner_id::learner_id(&root.join("exercises")).as_deref(),
+        Some("Alice")
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&course(&root, &["id"], None).stdout).trim(),
+        "Alice"
+    );
     // The stored id wins over the environment, and says so.
     let o = course(&root, &["check", "4"], Some("bob"));
-    assert!(text(&o).contains("COURSE_LEARNER_ID=bob is set") && text(&o).contains("learner `Alice`"), "{}", text(&o));
+    assert!(
+        text(&o).contains("COURSE_LEARNER_ID=bob is set") && text(&o).contains("learner `Alice`"),
+        "{}",
+        text(&o)
+    );
     // Changing it warns that the per-learner questions change with it.
     let o = course(&root, &["id", "alice2"], None);
-    assert!(o.status.success() && text(&o).contains("the per-learner questions change"), "{}", text(&o));
+    assert!(
+        o.status.success() && text(&o).contains("the per-learner questions change"),
+        "{}",
+        text(&o)
+    );
 
     // Without a file, COURSE_LEARNER_ID is taken and stored.
     let fresh = course_copy(&dir.path().join("fresh"));
     let o = course(&fresh, &["check", "4"], Some("carol"));
-    assert!(text(&o).contains("Learner id \"carol\" stored"), "{}", text(&o));
-    assert_eq!(course_model::learner_id::learner_id(&fresh.join("exercises")).as_deref(), Some("carol"));
+    assert!(
+        text(&o).contains("Learner id \"carol\" stored"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(
+        course_model::learner_id::learner_id(&fresh.join("exercises")).as_deref(),
+        Some("carol")
+    );
 }
 
 #[test]
 fn two_learners_course_check_4_each_get_and_are_graded_on_their_own_step() {
     let dir = tempfile::tempdir().unwrap();
-    assert_ne!(IllustrativeStep::for_learner("alice"), IllustrativeStep::for_learner("bob"));
+    assert_ne!(
+        IllustrativeStep::for_learner("alice"),
+        IllustrativeStep::for_learner("bob")
+    );
     for (me, other) in [("alice", "bob"), ("bob", "alice")] {
         let root = course_copy(&dir.path().join(me));
         assert!(course(&root, &["id", me], None).status.success());
@@ -126,17 +191,33 @@ fn two_learners_course_check_4_each_get_and_are_graded_on_their_own_step() {
         set(&answers, &illustrative_answers(me)).unwrap();
         let o = course(&root, &["check", "4", "--format", "json"], None);
         let json = json_report(&o);
-        assert_eq!(illustrative_outcomes(&json), ["right"; 4], "{me}: {}", text(&o));
-        let variant = format!("learner `{me}`: {}", IllustrativeStep::for_learner(me).describe());
+        assert_eq!(
+            illustrative_outcomes(&json),
+            ["right"; 4],
+            "{me}: {}",
+            text(&o)
+        );
+        let variant = format!(
+            "learner `{me}`: {}",
+            IllustrativeStep::for_learner(me).describe()
+        );
         assert_eq!(json["variant"], variant.as_str());
         // The terminal report shows the learner's own step too.
         let o = course(&root, &["check", "4"], None);
-        assert!(text(&o).contains(&format!("Your variant: {variant}")), "{}", text(&o));
+        assert!(
+            text(&o).contains(&format!("Your variant: {variant}")),
+            "{}",
+            text(&o)
+        );
         // The other learner's answers are wrong here.
         set(&answers, &illustrative_answers(other)).unwrap();
         let o = course(&root, &["check", "4", "--format", "json"], None);
         let json = json_report(&o);
-        assert_eq!(illustrative_outcomes(&json), ["wrong"; 4], "{me} with {other}'s answers");
+        assert_eq!(
+            illustrative_outcomes(&json),
+            ["wrong"; 4],
+            "{me} with {other}'s answers"
+        );
     }
 }
 
@@ -150,18 +231,49 @@ fn course_grade_regenerates_each_learners_step_and_flags_a_borrowed_id() {
         let exercises = cohort.join(folder).join("exercises");
         course_model::learner_id::write_learner_id(&exercises, id).unwrap();
         write(&exercises.join("exercise-4/answers.toml"), &template(4));
-        set(&exercises.join("exercise-4/answers.toml"), &illustrative_answers(id)).unwrap();
+        set(
+            &exercises.join("exercise-4/answers.toml"),
+            &illustrative_answers(id),
+        )
+        .unwrap();
     }
     let out = dir.path().join("grades");
-    let o = course(&root, &["grade", cohort.to_str().unwrap(), "--out", out.to_str().unwrap()], None);
+    let o = course(
+        &root,
+        &[
+            "grade",
+            cohort.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        None,
+    );
     assert!(o.status.success(), "{}", text(&o));
     for (folder, id) in [("alice", "alice"), ("bob", "bob"), ("eve", "alice")] {
-        let page = std::fs::read_to_string(out.join("feedback").join(format!("{folder}.md"))).unwrap();
-        assert!(page.contains(&format!("Your variant: learner `{id}`: {}", IllustrativeStep::for_learner(id).describe())), "{page}");
-        assert!(page.contains("| ✓ right | `illustrative.saving_ms`"), "{page}");
+        let page =
+            std::fs::read_to_string(out.join("feedback").join(format!("{folder}.md"))).unwrap();
+        assert!(
+            page.contains(&format!(
+                "Your variant: learner `{id}`: {}",
+                IllustrativeStep::for_learner(id).describe()
+            )),
+            "{page}"
+        );
+        assert!(
+            page.contains("| ✓ right | `illustrative.saving_ms`"),
+            "{page}"
+        );
     }
     let csv = std::fs::read_to_string(out.join("gradebook.csv")).unwrap();
-    let flags = |student: &str| csv.lines().find(|l| l.starts_with(&format!("{student},"))).unwrap().to_string();
-    assert!(!flags("alice").contains("learner-id") && !flags("bob").contains("learner-id"), "{csv}");
+    let flags = |student: &str| {
+        csv.lines()
+            .find(|l| l.starts_with(&format!("{student},")))
+            .unwrap()
+            .to_string()
+    };
+    assert!(
+        !flags("alice").contains("learner-id") && !flags("bob").contains("learner-id"),
+        "{csv}"
+    );
     assert!(flags("eve").contains("learner-id"), "{csv}");
 }

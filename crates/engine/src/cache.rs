@@ -16,7 +16,10 @@ impl SeqCache {
     /// cache allocates that once (candle's cache grows by as much again if it is passed).
     pub fn new(layers: usize, capacity: usize) -> Self {
         let capacity = capacity.max(1);
-        Self { layers: (0..layers).map(|_| KvCache::new(2, capacity)).collect(), len: 0 }
+        Self {
+            layers: (0..layers).map(|_| KvCache::new(2, capacity)).collect(),
+            len: 0,
+        }
     }
 
     /// Positions already cached.

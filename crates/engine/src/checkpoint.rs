@@ -23,7 +23,10 @@ pub fn safetensors_files(dir: &Path) -> Result<Vec<PathBuf>> {
     for shard in shard_names(&index)? {
         let path = dir.join(&shard);
         if !path.is_file() {
-            return Err(Error::Weights { path: index, message: format!("names shard {shard}, which is not in {}", dir.display()) });
+            return Err(Error::Weights {
+                path: index,
+                message: format!("names shard {shard}, which is not in {}", dir.display()),
+            });
         }
         files.push(path);
     }
@@ -33,9 +36,16 @@ pub fn safetensors_files(dir: &Path) -> Result<Vec<PathBuf>> {
 /// The shard files a `model.safetensors.index.json` names, each once.
 pub fn shard_names(index: &Path) -> Result<Vec<String>> {
     let text = std::fs::read_to_string(index).map_err(|e| Error::io(index, e))?;
-    let bad = |message: String| Error::Weights { path: index.to_owned(), message };
-    let json: serde_json::Value = serde_json::from_str(&text).map_err(|e| bad(format!("not JSON: {e}")))?;
-    let map = json.get("weight_map").and_then(|m| m.as_object()).ok_or_else(|| bad("no weight_map object".into()))?;
+    let bad = |message: String| Error::Weights {
+        path: index.to_owned(),
+        message,
+    };
+    let json: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| bad(format!("not JSON: {e}")))?;
+    let map = json
+        .get("weight_map")
+        .and_then(|m| m.as_object())
+        .ok_or_else(|| bad("no weight_map object".into()))?;
     let mut names: Vec<String> = Vec::new();
     for file in map.values().filter_map(|v| v.as_str()) {
         if !names.iter().any(|n| n == file) {
@@ -50,8 +60,18 @@ pub fn parameters(files: &[PathBuf]) -> Result<usize> {
     let mut total = 0;
     for file in files {
         // SAFETY: mapped read-only and only the header is read, while the map lives.
-        let st = unsafe { candle_core::safetensors::MmapedSafetensors::new(file) }.map_err(|e| Error::Weights { path: file.clone(), message: e.to_string() })?;
-        total += st.tensors().iter().map(|(_, view)| view.shape().iter().product::<usize>()).sum::<usize>();
+        let st =
+            unsafe { candle_core::safetensors::MmapedSafetensors::new(file) }.map_err(|e| {
+                Error::Weights {
+                    path: file.clone(),
+                    message: e.to_string(),
+                }
+            })?;
+        total += st
+            .tensors()
+            .iter()
+            .map(|(_, view)| view.shape().iter().product::<usize>())
+            .sum::<usize>();
     }
     Ok(total)
 }

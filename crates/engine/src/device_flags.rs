@@ -31,7 +31,9 @@ impl DeviceChoice {
     pub fn open(self) -> Result<Device> {
         match self {
             Self::Cpu => Ok(Device::Cpu),
-            Self::Cuda => try_cuda().map_err(|why| Error::Device(format!("{why}: {}", cuda_next_step()))),
+            Self::Cuda => {
+                try_cuda().map_err(|why| Error::Device(format!("{why}: {}", cuda_next_step())))
+            }
             Self::Auto => Ok(try_cuda().unwrap_or_else(|why| {
                 // Auto is the default device: a run that lands on the CPU says why, once per
                 // process (a program may open its device more than once).
@@ -46,7 +48,10 @@ impl DeviceChoice {
 /// The one line `--device auto` prints when it falls back to the CPU. The reason may carry a
 /// driver's multi-line message: it is folded onto one line.
 fn auto_fallback_line(why: &str) -> String {
-    format!("cuda: {}; using the CPU", why.split_whitespace().collect::<Vec<_>>().join(" "))
+    format!(
+        "cuda: {}; using the CPU",
+        why.split_whitespace().collect::<Vec<_>>().join(" ")
+    )
 }
 
 /// Opens CUDA device 0, or says why not (without the next step: `--device cuda` adds it,
@@ -81,7 +86,10 @@ fn try_cuda() -> std::result::Result<Device, String> {
 fn keep_freed_device_memory(device: &Device) -> std::result::Result<(), String> {
     use candle_core::cuda_backend::cudarc::driver::{result, sys};
 
-    let stream = device.as_cuda_device().map_err(|e| e.to_string())?.cuda_stream();
+    let stream = device
+        .as_cuda_device()
+        .map_err(|e| e.to_string())?
+        .cuda_stream();
     let context = stream.context();
     if !context.has_async_alloc() {
         // cudarc falls back to cuMemAlloc, which no pool governs.
@@ -92,7 +100,8 @@ fn keep_freed_device_memory(device: &Device) -> std::result::Result<(), String> 
     // `device` lives); the default pool belongs to that device; the attribute takes a pointer
     // to a cuuint64_t, which `threshold` is, alive for the call.
     unsafe {
-        let pool = result::device::get_default_mem_pool(context.cu_device()).map_err(|e| format!("cuDeviceGetDefaultMemPool: {e}"))?;
+        let pool = result::device::get_default_mem_pool(context.cu_device())
+            .map_err(|e| format!("cuDeviceGetDefaultMemPool: {e}"))?;
         result::mem_pool::set_attribute(
             pool,
             sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
@@ -147,7 +156,9 @@ pub fn parse_dtype(s: &str) -> std::result::Result<DType, String> {
 pub fn check_dtype(dtype: DType) -> Result<()> {
     match dtype {
         DType::F32 | DType::F16 | DType::BF16 => Ok(()),
-        other => Err(Error::Device(format!("{other:?} is not a supported model dtype; use f32, f16 or bf16"))),
+        other => Err(Error::Device(format!(
+            "{other:?} is not a supported model dtype; use f32, f16 or bf16"
+        ))),
     }
 }
 
@@ -163,14 +174,22 @@ mod tests {
     #[test]
     fn parses_devices_and_rejects_unknown_ones() {
         assert_eq!("CPU".parse::<DeviceChoice>(), Ok(DeviceChoice::Cpu));
-        assert!("tpu".parse::<DeviceChoice>().unwrap_err().contains("use cpu, cuda or auto"));
+        assert!("tpu"
+            .parse::<DeviceChoice>()
+            .unwrap_err()
+            .contains("use cpu, cuda or auto"));
     }
 
     #[cfg(not(feature = "cuda"))]
     #[test]
     fn cuda_without_the_feature_says_how_to_get_it() {
         let err = DeviceChoice::Cuda.open().unwrap_err().to_string();
-        assert!(err.contains("no CUDA support (built without --features cuda): rebuild with `--features cuda`"), "{err}");
+        assert!(
+            err.contains(
+                "no CUDA support (built without --features cuda): rebuild with `--features cuda`"
+            ),
+            "{err}"
+        );
         assert!(DeviceChoice::Auto.open().unwrap().is_cpu());
     }
 
@@ -197,6 +216,9 @@ mod tests {
             assert!(check_dtype(dtype).is_ok(), "{dtype:?}");
         }
         let err = check_dtype(DType::F64).unwrap_err().to_string();
-        assert!(err.contains("F64") && err.contains("f32, f16 or bf16"), "{err}");
+        assert!(
+            err.contains("F64") && err.contains("f32, f16 or bf16"),
+            "{err}"
+        );
     }
 }

@@ -7,7 +7,10 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("{}: {source}", path.display())]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
 
     #[error("{}: invalid config: {message}", path.display())]
     Config { path: PathBuf, message: String },
@@ -30,7 +33,10 @@ pub enum Error {
 
 impl Error {
     pub fn io(path: &Path, source: std::io::Error) -> Self {
-        Error::Io { path: path.to_owned(), source }
+        Error::Io {
+            path: path.to_owned(),
+            source,
+        }
     }
 }
 

@@ -53,7 +53,10 @@ pub use pass::{Logits, Segment};
 pub fn write_dir_atomically(dir: &Path, fill: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
     let parent = dir.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
-    let tmp = tempfile::Builder::new().prefix(".partial-").tempdir_in(parent).map_err(|e| Error::io(parent, e))?;
+    let tmp = tempfile::Builder::new()
+        .prefix(".partial-")
+        .tempdir_in(parent)
+        .map_err(|e| Error::io(parent, e))?;
     fill(tmp.path())?;
     let tmp = tmp.keep();
     match std::fs::rename(&tmp, dir) {

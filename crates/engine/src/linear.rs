@@ -120,22 +120,39 @@ impl Linear {
             // Already (out, in): on CUDA too, where cuBLAS takes the transposed view.
             Layout::InOut | Layout::OutIn => Weight::OutIn(w),
         };
-        Ok(Self { weight, bias: None, op: list::LM_HEAD, path })
+        Ok(Self {
+            weight,
+            bias: None,
+            op: list::LM_HEAD,
+            path,
+        })
     }
 
     /// `in_out` is the (in, out) weight; it is copied into `layout` once (packed for `path`, in
     /// its own type; the other layouts multiply in it, so it must be the activations' type).
-    pub fn with_layout(in_out: Tensor, bias: Option<Tensor>, layout: Layout, path: KernelPath) -> Result<Self> {
+    pub fn with_layout(
+        in_out: Tensor,
+        bias: Option<Tensor>,
+        layout: Layout,
+        path: KernelPath,
+    ) -> Result<Self> {
         let weight = match layout {
             Layout::InOut => Weight::InOut(in_out.contiguous()?),
             Layout::OutIn => Weight::OutIn(in_out.t()?.contiguous()?),
             Layout::Packed => Weight::Packed(PackedWeight::pack(&in_out.t()?, path)?),
         };
-        Ok(Self { weight, bias, op: list::MATMUL, path })
+        Ok(Self {
+            weight,
+            bias,
+            op: list::MATMUL,
+            path,
+        })
     }
 
     pub fn bias(&self) -> &Tensor {
-        self.bias.as_ref().expect("only the tied lm_head has no bias, and it never asks for one")
+        self.bias
+            .as_ref()
+            .expect("only the tied lm_head has no bias, and it never asks for one")
     }
 
     /// `x` (tokens, in) times the weight, without the bias.
@@ -143,14 +160,28 @@ impl Linear {
         let (m, k) = x.dims2()?;
         let (rows, cols) = self.weight.stored_dims()?;
         // Output features: the columns of an (in, out) weight, the rows of the others.
-        let n = if let Weight::InOut(_) = self.weight { cols } else { rows };
+        let n = if let Weight::InOut(_) = self.weight {
+            cols
+        } else {
+            rows
+        };
         // Each operand at its stored width: a half-type weight moves half the bytes.
-        let (flops, bytes) = work::matmul_widths(1, m, k, n, x.dtype().size_in_bytes(), self.weight.dtype().size_in_bytes());
+        let (flops, bytes) = work::matmul_widths(
+            1,
+            m,
+            k,
+            n,
+            x.dtype().size_in_bytes(),
+            self.weight.dtype().size_in_bytes(),
+        );
         let kernel = match &self.weight {
             Weight::Packed(w) => label::packed(w.path(), w.dtype(), w.uses_dot_products(m)),
             _ => label::gemm(x.device()),
         };
-        let _s = profiler::op_shapes(self.op, &[x.dims(), &[rows, cols]]).with_work(flops, bytes).with_kernel(kernel).with_dtype(self.weight.dtype().as_str());
+        let _s = profiler::op_shapes(self.op, &[x.dims(), &[rows, cols]])
+            .with_work(flops, bytes)
+            .with_kernel(kernel)
+            .with_dtype(self.weight.dtype().as_str());
         Ok(match &self.weight {
             Weight::Packed(w) => w.matmul(x)?,
             Weight::OutIn(w) => x.matmul(&w.t()?)?,
@@ -175,7 +206,11 @@ impl Linear {
     /// block part (`attn`, `mlp`) the projection ends: it stays open until that add is done, so
     /// the add is counted in the part it belongs to.
     pub fn project(&self, x: &Tensor, module: profiler::Scope) -> Result<Projected<'_>> {
-        Ok(Projected { product: self.matmul(x)?, linear: self, _module: module })
+        Ok(Projected {
+            product: self.matmul(x)?,
+            linear: self,
+            _module: module,
+        })
     }
 }
 

@@ -22,7 +22,13 @@ pub struct CaseResult {
 }
 
 /// Times `f` `warmup` times untimed, then `repeats` times.
-pub fn time_case(name: &str, device: &Device, warmup: usize, repeats: usize, mut f: impl FnMut() -> Result<()>) -> Result<CaseResult> {
+pub fn time_case(
+    name: &str,
+    device: &Device,
+    warmup: usize,
+    repeats: usize,
+    mut f: impl FnMut() -> Result<()>,
+) -> Result<CaseResult> {
     for _ in 0..warmup {
         f()?;
     }
@@ -35,7 +41,13 @@ pub fn time_case(name: &str, device: &Device, warmup: usize, repeats: usize, mut
         ms.push(start.elapsed().as_secs_f64() * 1e3);
     }
     let median = median(&mut ms);
-    Ok(CaseResult { name: name.to_string(), median_ms: median, min_ms: ms[0], max_ms: ms[ms.len() - 1], repeats: ms.len() })
+    Ok(CaseResult {
+        name: name.to_string(),
+        median_ms: median,
+        min_ms: ms[0],
+        max_ms: ms[ms.len() - 1],
+        repeats: ms.len(),
+    })
 }
 
 /// The median of a non-empty sample (sorts it in place).
@@ -51,17 +63,33 @@ pub fn median(xs: &mut [f64]) -> f64 {
 
 /// Seeded ids that exist in any vocabulary of at least 256 tokens.
 fn ids(batch: usize, seq: usize, vocab: usize) -> Vec<Vec<u32>> {
-    (0..batch).map(|b| (0..seq).map(|t| ((b * 7919 + t * 104_729) % vocab) as u32).collect()).collect()
+    (0..batch)
+        .map(|b| {
+            (0..seq)
+                .map(|t| ((b * 7919 + t * 104_729) % vocab) as u32)
+                .collect()
+        })
+        .collect()
 }
 
 /// The engine benchmark: (a) forward B=1 T=8 with logits for every position, (b) prefill
 /// B=1 T=128, (c) one KV-cache decode step at context 32 for B = 1, 8, 16.
 /// Each case runs on the compute pool ([`crate::cpu::on_pool`]), as generation does.
-pub fn run_model_cases(model: &dyn CausalLm, warmup: usize, repeats: usize, mut progress: impl FnMut(&str) + Send) -> Result<Vec<CaseResult>> {
+pub fn run_model_cases(
+    model: &dyn CausalLm,
+    warmup: usize,
+    repeats: usize,
+    mut progress: impl FnMut(&str) + Send,
+) -> Result<Vec<CaseResult>> {
     crate::cpu::on_pool(move || cases(model, warmup, repeats, &mut progress))
 }
 
-fn cases(model: &dyn CausalLm, warmup: usize, repeats: usize, progress: &mut (impl FnMut(&str) + Send)) -> Result<Vec<CaseResult>> {
+fn cases(
+    model: &dyn CausalLm,
+    warmup: usize,
+    repeats: usize,
+    progress: &mut (impl FnMut(&str) + Send),
+) -> Result<Vec<CaseResult>> {
     let vocab = model.vocab_size();
     let dev = model.device();
     let mut results = Vec::new();
@@ -69,26 +97,39 @@ fn cases(model: &dyn CausalLm, warmup: usize, repeats: usize, progress: &mut (im
     progress("forward_b1_t8");
     let x = ids(1, 8, vocab).remove(0);
     results.push(time_case("forward_b1_t8", dev, warmup, repeats, || {
-        model.forward_one(&x, &mut model.new_cache(8), Logits::AllPositions).map(drop)
+        model
+            .forward_one(&x, &mut model.new_cache(8), Logits::AllPositions)
+            .map(drop)
     })?);
 
     progress("prefill_b1_t128");
     let x = ids(1, 128, vocab).remove(0);
     results.push(time_case("prefill_b1_t128", dev, warmup, repeats, || {
-        model.forward_one(&x, &mut model.new_cache(128), Logits::LastPosition).map(drop)
+        model
+            .forward_one(&x, &mut model.new_cache(128), Logits::LastPosition)
+            .map(drop)
     })?);
 
     for batch in [1, 8, 16] {
         let name = format!("decode_b{batch}_ctx32");
         progress(&name);
         let mut filled = model.new_caches(batch, 33);
-        model.forward(&mut Segment::rows(&ids(batch, 32, vocab), &mut filled, Logits::LastPosition)?)?;
+        model.forward(&mut Segment::rows(
+            &ids(batch, 32, vocab),
+            &mut filled,
+            Logits::LastPosition,
+        )?)?;
         let step = ids(batch, 1, vocab);
         // Each repeat decodes column 33 from a copy of the same 32-column cache.
         results.push(time_case(&name, dev, warmup, repeats, || {
-            model.forward(&mut Segment::rows(&step, &mut filled.clone(), Logits::LastPosition)?).map(drop)
+            model
+                .forward(&mut Segment::rows(
+                    &step,
+                    &mut filled.clone(),
+                    Logits::LastPosition,
+                )?)
+                .map(drop)
         })?);
     }
     Ok(results)
 }
-

@@ -71,9 +71,29 @@ pub mod list {
 
     /// Every op above.
     pub const ALL: [OpName; 23] = [
-        EMBEDDING, LAYER_NORM, MATMUL, LM_HEAD, SPLIT_HEADS, KV_CACHE, ATTN_QK, MASK_BUILD, MASK_APPLY, SOFTMAX, ATTN_V,
-        ATTN_DECODE, MERGE_HEADS, BIAS_ADD, RESIDUAL_ADD, BIAS_RESIDUAL_ADD, BIAS_GELU, GELU, LAST_POSITION, RMS_NORM, ROPE,
-        REPEAT_KV, SILU_MUL,
+        EMBEDDING,
+        LAYER_NORM,
+        MATMUL,
+        LM_HEAD,
+        SPLIT_HEADS,
+        KV_CACHE,
+        ATTN_QK,
+        MASK_BUILD,
+        MASK_APPLY,
+        SOFTMAX,
+        ATTN_V,
+        ATTN_DECODE,
+        MERGE_HEADS,
+        BIAS_ADD,
+        RESIDUAL_ADD,
+        BIAS_RESIDUAL_ADD,
+        BIAS_GELU,
+        GELU,
+        LAST_POSITION,
+        RMS_NORM,
+        ROPE,
+        REPEAT_KV,
+        SILU_MUL,
     ];
 
     /// The line of a caller's own bias + activation ([`super::MlpActivation::Custom`]),
@@ -112,7 +132,11 @@ pub mod label {
     /// The packed kernel's label on a kernel path that has one (`avx512`, `avx2`), for a
     /// weight stored as `dtype` (the type is named where it is not f32), and whether the
     /// product ran on the bf16 dot product.
-    pub fn packed(path: crate::cpu::KernelPath, dtype: candle_core::DType, dot: bool) -> &'static str {
+    pub fn packed(
+        path: crate::cpu::KernelPath,
+        dtype: candle_core::DType,
+        dot: bool,
+    ) -> &'static str {
         use candle_core::DType::{BF16, F16};
         match (path, dtype) {
             (crate::cpu::KernelPath::Avx512, BF16) if dot => PACKED_AVX512_BF16_DOT,
@@ -163,9 +187,17 @@ fn elementwise_label(path: Option<KernelPath>, device: &Device) -> &'static str 
 /// learned position embeddings of `positions` where the model has them (`wpe`, GPT-2's; rotary
 /// models have none): `[tokens, n_embd]`. `shape` is what the profile shows: `[batch, seq]`
 /// for rows of one length, `[tokens]` for sequences of several.
-pub fn embedding(wte: &Tensor, wpe: Option<&Tensor>, ids: Vec<u32>, positions: Vec<u32>, shape: &[usize]) -> Result<Tensor> {
+pub fn embedding(
+    wte: &Tensor,
+    wpe: Option<&Tensor>,
+    ids: Vec<u32>,
+    positions: Vec<u32>,
+    shape: &[usize],
+) -> Result<Tensor> {
     let device = wte.device();
-    let _s = profiler::op_shapes(list::EMBEDDING, &[shape]).with_kernel(label::stock(device)).with_dtype(wte.dtype().as_str());
+    let _s = profiler::op_shapes(list::EMBEDDING, &[shape])
+        .with_kernel(label::stock(device))
+        .with_dtype(wte.dtype().as_str());
     let tok = wte.index_select(&Tensor::new(ids, device)?, 0)?;
     Ok(match wpe {
         Some(wpe) => (tok + wpe.index_select(&Tensor::new(positions, device)?, 0)?)?,
@@ -174,11 +206,26 @@ pub fn embedding(wte: &Tensor, wpe: Option<&Tensor>, ids: Vec<u32>, positions: V
 }
 
 /// `(x − mean) / √(var + eps) · weight + bias` over each row of `x`.
-pub fn layer_norm(x: &Tensor, weight: &Tensor, bias: &Tensor, eps: f32, path: KernelPath) -> Result<Tensor> {
+pub fn layer_norm(
+    x: &Tensor,
+    weight: &Tensor,
+    bias: &Tensor,
+    eps: f32,
+    path: KernelPath,
+) -> Result<Tensor> {
     // Mean, variance, normalise, scale and shift: about 8 FLOPs per value.
-    let (flops, bytes) = work::elementwise(x.elem_count(), 8, 1, 2 * weight.elem_count(), x.dtype().size_in_bytes());
+    let (flops, bytes) = work::elementwise(
+        x.elem_count(),
+        8,
+        1,
+        2 * weight.elem_count(),
+        x.dtype().size_in_bytes(),
+    );
     let path = fast_path(path, x);
-    let _s = profiler::op_shapes(list::LAYER_NORM, &[x.dims()]).with_work(flops, bytes).with_kernel(elementwise_label(path, x.device())).with_dtype(x.dtype().as_str());
+    let _s = profiler::op_shapes(list::LAYER_NORM, &[x.dims()])
+        .with_work(flops, bytes)
+        .with_kernel(elementwise_label(path, x.device()))
+        .with_dtype(x.dtype().as_str());
     Ok(match path {
         Some(path) => elementwise::layer_norm(x, weight, bias, eps, path)?,
         None => candle_nn::ops::layer_norm(x, weight, bias, eps)?,
@@ -188,12 +235,26 @@ pub fn layer_norm(x: &Tensor, weight: &Tensor, bias: &Tensor, eps: f32, path: Ke
 /// The fused `[tokens, (n_head + 2 · kv_heads) · head_dim]` projection split into queries
 /// (`[batch, n_head, seq, head_dim]`) and keys and values (`[batch, kv_heads, seq, head_dim]`
 /// each; `kv_heads` is `n_head` but for grouped-query attention).
-pub fn split_heads(qkv: &Tensor, batch: usize, n_head: usize, kv_heads: usize, head_dim: usize) -> Result<(Tensor, Tensor, Tensor)> {
-    let _s = profiler::op(list::SPLIT_HEADS).with_kernel(label::stock(qkv.device())).with_dtype(qkv.dtype().as_str());
+pub fn split_heads(
+    qkv: &Tensor,
+    batch: usize,
+    n_head: usize,
+    kv_heads: usize,
+    head_dim: usize,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    let _s = profiler::op(list::SPLIT_HEADS)
+        .with_kernel(label::stock(qkv.device()))
+        .with_dtype(qkv.dtype().as_str());
     let seq = qkv.dim(0)? / batch;
     let qkv = qkv.reshape((batch, seq, n_head + 2 * kv_heads, head_dim))?;
-    let heads = |from: usize, n: usize| -> candle_core::Result<Tensor> { qkv.narrow(2, from, n)?.transpose(1, 2)?.contiguous() };
-    Ok((heads(0, n_head)?, heads(n_head, kv_heads)?, heads(n_head + kv_heads, kv_heads)?))
+    let heads = |from: usize, n: usize| -> candle_core::Result<Tensor> {
+        qkv.narrow(2, from, n)?.transpose(1, 2)?.contiguous()
+    };
+    Ok((
+        heads(0, n_head)?,
+        heads(n_head, kv_heads)?,
+        heads(n_head + kv_heads, kv_heads)?,
+    ))
 }
 
 /// Rotary position embeddings (the "rotate half" form of Hugging Face's Llama) applied to `x`,
@@ -202,14 +263,29 @@ pub fn split_heads(qkv: &Tensor, batch: usize, n_head: usize, kv_heads: usize, h
 pub fn rope(x: &Tensor, cos: &Tensor, sin: &Tensor, positions: &[u32]) -> Result<Tensor> {
     let (b, _, t, d) = x.dims4()?;
     // Each pair of values: two products and a sum for each of its two outputs.
-    let (flops, bytes) = work::elementwise(x.elem_count(), 3, 1, 2 * positions.len() * d / 2, x.dtype().size_in_bytes());
-    let _s = profiler::op_shapes(list::ROPE, &[x.dims()]).with_work(flops, bytes).with_kernel(label::stock(x.device())).with_dtype(x.dtype().as_str());
+    let (flops, bytes) = work::elementwise(
+        x.elem_count(),
+        3,
+        1,
+        2 * positions.len() * d / 2,
+        x.dtype().size_in_bytes(),
+    );
+    let _s = profiler::op_shapes(list::ROPE, &[x.dims()])
+        .with_work(flops, bytes)
+        .with_kernel(label::stock(x.device()))
+        .with_dtype(x.dtype().as_str());
     let consecutive = positions.windows(2).all(|w| w[1] == w[0] + 1);
     let (cos, sin) = if b == 1 && consecutive {
-        (cos.narrow(0, positions[0] as usize, t)?, sin.narrow(0, positions[0] as usize, t)?)
+        (
+            cos.narrow(0, positions[0] as usize, t)?,
+            sin.narrow(0, positions[0] as usize, t)?,
+        )
     } else {
         let index = Tensor::new(positions, cos.device())?;
-        (cos.index_select(&index, 0)?.reshape((b, t, d / 2))?, sin.index_select(&index, 0)?.reshape((b, t, d / 2))?)
+        (
+            cos.index_select(&index, 0)?.reshape((b, t, d / 2))?,
+            sin.index_select(&index, 0)?.reshape((b, t, d / 2))?,
+        )
     };
     Ok(candle_nn::rotary_emb::rope(&x.contiguous()?, &cos, &sin)?)
 }
@@ -224,16 +300,30 @@ pub fn repeat_kv(x: Tensor, n_rep: usize) -> Result<Tensor> {
     }
     let (b, kv, s, d) = x.dims4()?;
     let bytes = ((1 + n_rep) * x.elem_count() * x.dtype().size_in_bytes()) as u64;
-    let _s = profiler::op_shapes(list::REPEAT_KV, &[x.dims()]).with_work(0, bytes).with_kernel(label::stock(x.device())).with_dtype(x.dtype().as_str());
-    Ok(x.unsqueeze(2)?.broadcast_as((b, kv, n_rep, s, d))?.reshape((b, kv * n_rep, s, d))?)
+    let _s = profiler::op_shapes(list::REPEAT_KV, &[x.dims()])
+        .with_work(0, bytes)
+        .with_kernel(label::stock(x.device()))
+        .with_dtype(x.dtype().as_str());
+    Ok(x.unsqueeze(2)?
+        .broadcast_as((b, kv, n_rep, s, d))?
+        .reshape((b, kv * n_rep, s, d))?)
 }
 
 /// `x / √(mean(x²) + eps) · weight` over the last dimension of `x`.
 pub fn rms_norm(x: &Tensor, weight: &Tensor, eps: f32, path: KernelPath) -> Result<Tensor> {
     // Square, sum, scale by the reciprocal root, multiply by the gain: about 4 FLOPs per value.
-    let (flops, bytes) = work::elementwise(x.elem_count(), 4, 1, weight.elem_count(), x.dtype().size_in_bytes());
+    let (flops, bytes) = work::elementwise(
+        x.elem_count(),
+        4,
+        1,
+        weight.elem_count(),
+        x.dtype().size_in_bytes(),
+    );
     let path = fast_path(path, x);
-    let _s = profiler::op_shapes(list::RMS_NORM, &[x.dims()]).with_work(flops, bytes).with_kernel(elementwise_label(path, x.device())).with_dtype(x.dtype().as_str());
+    let _s = profiler::op_shapes(list::RMS_NORM, &[x.dims()])
+        .with_work(flops, bytes)
+        .with_kernel(elementwise_label(path, x.device()))
+        .with_dtype(x.dtype().as_str());
     let x = x.contiguous()?;
     Ok(match path {
         Some(path) => elementwise::rms_norm(&x, weight, eps, path)?,
@@ -250,23 +340,39 @@ pub fn silu_mul(gate_up: &Tensor, path: KernelPath) -> Result<Tensor> {
     // halves once, write once.
     let (flops, bytes) = work::elementwise(out, 5, 2, 0, gate_up.dtype().size_in_bytes());
     let path = fast_path(path, gate_up);
-    let _s = profiler::op_shapes(list::SILU_MUL, &[gate_up.dims()]).with_work(flops, bytes).with_kernel(elementwise_label(path, gate_up.device())).with_dtype(gate_up.dtype().as_str());
+    let _s = profiler::op_shapes(list::SILU_MUL, &[gate_up.dims()])
+        .with_work(flops, bytes)
+        .with_kernel(elementwise_label(path, gate_up.device()))
+        .with_dtype(gate_up.dtype().as_str());
     Ok(match path {
         Some(path) => elementwise::silu_mul(gate_up, path)?,
-        None => (candle_nn::ops::silu(&gate_up.narrow(1, 0, inner)?)? * gate_up.narrow(1, inner, inner)?)?,
+        None => {
+            (candle_nn::ops::silu(&gate_up.narrow(1, 0, inner)?)?
+                * gate_up.narrow(1, inner, inner)?)?
+        }
     })
 }
 
 /// Appends the new keys and values to the layer's cache; returns all of them so far.
 pub fn kv_cache(cache: &mut KvCache, k: &Tensor, v: &Tensor) -> Result<(Tensor, Tensor)> {
-    let _s = profiler::op(list::KV_CACHE).with_kernel(label::stock(k.device())).with_dtype(k.dtype().as_str());
+    let _s = profiler::op(list::KV_CACHE)
+        .with_kernel(label::stock(k.device()))
+        .with_dtype(k.dtype().as_str());
     Ok(cache.append(k, v)?)
 }
 
 /// [`kv_cache`] for each sequence of a decode step: row `i` of `k` and `v` (one new position
 /// each) goes to `caches[i]`; returns each sequence's keys and values so far.
-pub fn kv_cache_each(caches: Vec<&mut KvCache>, k: &Tensor, v: &Tensor) -> Result<Vec<(Tensor, Tensor)>> {
-    caches.into_iter().enumerate().map(|(i, cache)| kv_cache(cache, &k.narrow(0, i, 1)?, &v.narrow(0, i, 1)?)).collect()
+pub fn kv_cache_each(
+    caches: Vec<&mut KvCache>,
+    k: &Tensor,
+    v: &Tensor,
+) -> Result<Vec<(Tensor, Tensor)>> {
+    caches
+        .into_iter()
+        .enumerate()
+        .map(|(i, cache)| kv_cache(cache, &k.narrow(0, i, 1)?, &v.narrow(0, i, 1)?))
+        .collect()
 }
 
 /// The attention scores `q · kᵀ / √head_dim`, `[batch, heads, queries, keys]`.
@@ -276,8 +382,13 @@ pub fn attn_scores(q: &Tensor, k: &Tensor, path: KernelPath) -> Result<Tensor> {
     let scale = 1.0 / (d as f64).sqrt();
     // candle's batched gemm is slow at attention's small shapes; the packed kernel is not.
     let packed = fast_path(path, q);
-    let kernel = packed.map_or(label::gemm(q.device()), |path| label::packed(path, DType::F32, false));
-    let _s = profiler::op_shapes(list::ATTN_QK, &[q.dims(), k.dims()]).with_work(flops, bytes).with_kernel(kernel).with_dtype(q.dtype().as_str());
+    let kernel = packed.map_or(label::gemm(q.device()), |path| {
+        label::packed(path, DType::F32, false)
+    });
+    let _s = profiler::op_shapes(list::ATTN_QK, &[q.dims(), k.dims()])
+        .with_work(flops, bytes)
+        .with_kernel(kernel)
+        .with_dtype(q.dtype().as_str());
     Ok(match packed {
         Some(path) => packed_matmul::batched_matmul(q, k, Rhs::Transposed, scale as f32, path)?,
         None => (q * scale)?.matmul(&k.t()?)?,
@@ -288,12 +399,16 @@ pub fn attn_scores(q: &Tensor, k: &Tensor, path: KernelPath) -> Result<Tensor> {
 /// (a key in its future). `None` for a single new column (a decode step: it sees every key),
 /// which skips [`mask_apply`] entirely.
 pub fn mask_build(past: usize, seq: usize, device: &Device) -> Result<Option<Tensor>> {
-    let _s = profiler::op(list::MASK_BUILD).with_kernel(label::stock(device)).with_dtype("u8");
+    let _s = profiler::op(list::MASK_BUILD)
+        .with_kernel(label::stock(device))
+        .with_dtype("u8");
     if seq == 1 {
         return Ok(None);
     }
     let total = past + seq;
-    let mask: Vec<u8> = (0..seq).flat_map(|i| (0..total).map(move |key| u8::from(key > past + i))).collect();
+    let mask: Vec<u8> = (0..seq)
+        .flat_map(|i| (0..total).map(move |key| u8::from(key > past + i)))
+        .collect();
     Ok(Some(Tensor::from_vec(mask, (1, 1, seq, total), device)?))
 }
 
@@ -315,7 +430,9 @@ pub fn attn_decode(q: &Tensor, kv: &[(Tensor, Tensor)], path: KernelPath) -> Res
     let mut i = 0;
     while i < kv.len() {
         let len = kv[i].0.dim(2)?;
-        let j = (i..kv.len()).find(|&j| kv[j].0.dim(2).ok() != Some(len)).unwrap_or(kv.len());
+        let j = (i..kv.len())
+            .find(|&j| kv[j].0.dim(2).ok() != Some(len))
+            .unwrap_or(kv.len());
         let (k, v) = if j - i == 1 {
             kv[i].clone()
         } else {
@@ -324,7 +441,11 @@ pub fn attn_decode(q: &Tensor, kv: &[(Tensor, Tensor)], path: KernelPath) -> Res
         };
         let n_rep = q.dim(1)? / k.dim(1)?;
         let (k, v) = (repeat_kv(k, n_rep)?, repeat_kv(v, n_rep)?);
-        ys.push(attn_values(&softmax(attn_scores(&q.narrow(0, i, j - i)?, &k, path)?, path)?, &v, path)?);
+        ys.push(attn_values(
+            &softmax(attn_scores(&q.narrow(0, i, j - i)?, &k, path)?, path)?,
+            &v,
+            path,
+        )?);
         i = j;
     }
     Ok(Tensor::cat(&ys, 0)?)
@@ -339,7 +460,10 @@ fn attn_decode_in_place(q: &Tensor, kv: &[(Tensor, Tensor)], path: KernelPath) -
     // it), the queries and the output.
     let flops = (4 * keys * h * d + 5 * keys * h) as u64;
     let bytes = ((2 * keys * kv_heads * d + 2 * n * h * d) * q.dtype().size_in_bytes()) as u64;
-    let _s = profiler::op_shapes(list::ATTN_DECODE, &[q.dims()]).with_work(flops, bytes).with_kernel(elementwise_label(Some(path), q.device())).with_dtype(q.dtype().as_str());
+    let _s = profiler::op_shapes(list::ATTN_DECODE, &[q.dims()])
+        .with_work(flops, bytes)
+        .with_kernel(elementwise_label(Some(path), q.device()))
+        .with_dtype(q.dtype().as_str());
     let scale = 1.0 / (d as f32).sqrt();
     Ok(crate::cpu::decode_attention::attention(q, kv, scale, path)?)
 }
@@ -349,7 +473,9 @@ fn attn_decode_in_place(q: &Tensor, kv: &[(Tensor, Tensor)], path: KernelPath) -
 pub fn mask_apply(scores: Tensor, mask: Option<&Tensor>, path: KernelPath) -> Result<Tensor> {
     let Some(mask) = mask else { return Ok(scores) };
     let path = fast_path(path, &scores);
-    let _s = profiler::op(list::MASK_APPLY).with_kernel(elementwise_label(path, scores.device())).with_dtype(scores.dtype().as_str());
+    let _s = profiler::op(list::MASK_APPLY)
+        .with_kernel(elementwise_label(path, scores.device()))
+        .with_dtype(scores.dtype().as_str());
     Ok(match path {
         Some(path) => {
             // `scores` was just computed: nothing else holds it.
@@ -357,8 +483,11 @@ pub fn mask_apply(scores: Tensor, mask: Option<&Tensor>, path: KernelPath) -> Re
             scores
         }
         None => {
-            let blocked = Tensor::new(most_negative(scores.dtype()), scores.device())?.to_dtype(scores.dtype())?.broadcast_as(scores.shape())?;
-            mask.broadcast_as(scores.shape())?.where_cond(&blocked, &scores)?
+            let blocked = Tensor::new(most_negative(scores.dtype()), scores.device())?
+                .to_dtype(scores.dtype())?
+                .broadcast_as(scores.shape())?;
+            mask.broadcast_as(scores.shape())?
+                .where_cond(&blocked, &scores)?
         }
     })
 }
@@ -376,9 +505,13 @@ fn most_negative(dtype: DType) -> f32 {
 /// Softmax over the keys (the last dimension) of fresh `scores`.
 pub fn softmax(scores: Tensor, path: KernelPath) -> Result<Tensor> {
     // Max, subtract, exponential, sum, divide.
-    let (flops, bytes) = work::elementwise(scores.elem_count(), 5, 1, 0, scores.dtype().size_in_bytes());
+    let (flops, bytes) =
+        work::elementwise(scores.elem_count(), 5, 1, 0, scores.dtype().size_in_bytes());
     let path = fast_path(path, &scores);
-    let _s = profiler::op_shapes(list::SOFTMAX, &[scores.dims()]).with_work(flops, bytes).with_kernel(elementwise_label(path, scores.device())).with_dtype(scores.dtype().as_str());
+    let _s = profiler::op_shapes(list::SOFTMAX, &[scores.dims()])
+        .with_work(flops, bytes)
+        .with_kernel(elementwise_label(path, scores.device()))
+        .with_dtype(scores.dtype().as_str());
     Ok(match path {
         Some(path) => {
             // `scores` was just computed: nothing else holds it.
@@ -394,8 +527,13 @@ pub fn attn_values(probs: &Tensor, v: &Tensor, path: KernelPath) -> Result<Tenso
     let (b, h, t, s) = probs.dims4()?;
     let (flops, bytes) = work::matmul(b * h, t, s, v.dim(3)?, probs.dtype().size_in_bytes());
     let packed = fast_path(path, probs);
-    let kernel = packed.map_or(label::gemm(probs.device()), |path| label::packed(path, DType::F32, false));
-    let _s = profiler::op_shapes(list::ATTN_V, &[probs.dims(), v.dims()]).with_work(flops, bytes).with_kernel(kernel).with_dtype(probs.dtype().as_str());
+    let kernel = packed.map_or(label::gemm(probs.device()), |path| {
+        label::packed(path, DType::F32, false)
+    });
+    let _s = profiler::op_shapes(list::ATTN_V, &[probs.dims(), v.dims()])
+        .with_work(flops, bytes)
+        .with_kernel(kernel)
+        .with_dtype(probs.dtype().as_str());
     Ok(match packed {
         Some(path) => packed_matmul::batched_matmul(probs, v, Rhs::AsIs, 1.0, path)?,
         None => probs.matmul(v)?,
@@ -404,7 +542,9 @@ pub fn attn_values(probs: &Tensor, v: &Tensor, path: KernelPath) -> Result<Tenso
 
 /// `[batch, heads, seq, head_dim]` back to `[batch · seq, heads · head_dim]`.
 pub fn merge_heads(y: &Tensor) -> Result<Tensor> {
-    let _s = profiler::op(list::MERGE_HEADS).with_kernel(label::stock(y.device())).with_dtype(y.dtype().as_str());
+    let _s = profiler::op(list::MERGE_HEADS)
+        .with_kernel(label::stock(y.device()))
+        .with_dtype(y.dtype().as_str());
     let (b, h, t, d) = y.dims4()?;
     Ok(y.transpose(1, 2)?.reshape((b * t, h * d))?)
 }
@@ -412,9 +552,18 @@ pub fn merge_heads(y: &Tensor) -> Result<Tensor> {
 /// `h + bias` for a fresh product `h` (in place on the CPU, where candle's broadcast add is a
 /// slow single-threaded pass).
 pub fn bias_add(h: Tensor, bias: &Tensor, path: KernelPath) -> Result<Tensor> {
-    let (flops, bytes) = work::elementwise(h.elem_count(), 1, 1, bias.elem_count(), h.dtype().size_in_bytes());
+    let (flops, bytes) = work::elementwise(
+        h.elem_count(),
+        1,
+        1,
+        bias.elem_count(),
+        h.dtype().size_in_bytes(),
+    );
     let path = fast_path(path, &h);
-    let _s = profiler::op_shapes(list::BIAS_ADD, &[h.dims()]).with_work(flops, bytes).with_kernel(elementwise_label(path, h.device())).with_dtype(h.dtype().as_str());
+    let _s = profiler::op_shapes(list::BIAS_ADD, &[h.dims()])
+        .with_work(flops, bytes)
+        .with_kernel(elementwise_label(path, h.device()))
+        .with_dtype(h.dtype().as_str());
     Ok(match path {
         Some(path) => {
             elementwise::bias_add_(&h, bias, path)?;
@@ -429,7 +578,10 @@ pub fn bias_add(h: Tensor, bias: &Tensor, path: KernelPath) -> Result<Tensor> {
 pub fn residual_add(h: Tensor, residual: &Tensor, path: KernelPath) -> Result<Tensor> {
     let (flops, bytes) = work::elementwise(h.elem_count(), 1, 2, 0, h.dtype().size_in_bytes());
     let path = fast_path(path, &h);
-    let _s = profiler::op_shapes(list::RESIDUAL_ADD, &[h.dims(), residual.dims()]).with_work(flops, bytes).with_kernel(elementwise_label(path, h.device())).with_dtype(h.dtype().as_str());
+    let _s = profiler::op_shapes(list::RESIDUAL_ADD, &[h.dims(), residual.dims()])
+        .with_work(flops, bytes)
+        .with_kernel(elementwise_label(path, h.device()))
+        .with_dtype(h.dtype().as_str());
     Ok(match path {
         Some(path) => {
             elementwise::residual_add_(&h, residual, path)?;
@@ -441,13 +593,27 @@ pub fn residual_add(h: Tensor, residual: &Tensor, path: KernelPath) -> Result<Te
 
 /// `h + bias + residual` for a fresh product `h`: one row on the CPU (one fused pass with our
 /// kernels, candle's two ops on the `portable` path), `bias_add` then `residual_add` elsewhere.
-pub fn bias_residual_add(h: Tensor, bias: &Tensor, residual: &Tensor, path: KernelPath) -> Result<Tensor> {
+pub fn bias_residual_add(
+    h: Tensor,
+    bias: &Tensor,
+    residual: &Tensor,
+    path: KernelPath,
+) -> Result<Tensor> {
     if !h.device().is_cpu() {
         return residual_add(bias_add(h, bias, path)?, residual, path);
     }
-    let (flops, bytes) = work::elementwise(h.elem_count(), 2, 2, bias.elem_count(), h.dtype().size_in_bytes());
+    let (flops, bytes) = work::elementwise(
+        h.elem_count(),
+        2,
+        2,
+        bias.elem_count(),
+        h.dtype().size_in_bytes(),
+    );
     let path = fast_path(path, &h);
-    let _s = profiler::op_shapes(list::BIAS_RESIDUAL_ADD, &[h.dims(), residual.dims()]).with_work(flops, bytes).with_kernel(elementwise_label(path, h.device())).with_dtype(h.dtype().as_str());
+    let _s = profiler::op_shapes(list::BIAS_RESIDUAL_ADD, &[h.dims(), residual.dims()])
+        .with_work(flops, bytes)
+        .with_kernel(elementwise_label(path, h.device()))
+        .with_dtype(h.dtype().as_str());
     Ok(match path {
         Some(path) => {
             elementwise::bias_residual_(&h, bias, residual, path)?;
@@ -484,14 +650,25 @@ pub trait BiasActivation: Send + Sync {
 }
 
 /// The MLP's `activation(h + bias)` for a fresh product `h`, the way `how` says.
-pub fn bias_activation(h: Tensor, bias: &Tensor, activation: Activation, how: &MlpActivation, path: KernelPath) -> Result<Tensor> {
+pub fn bias_activation(
+    h: Tensor,
+    bias: &Tensor,
+    activation: Activation,
+    how: &MlpActivation,
+    path: KernelPath,
+) -> Result<Tensor> {
     match how {
-        MlpActivation::Fused if h.device().is_cpu() && activation == Activation::GeluTanh => bias_gelu(h, bias, path),
+        MlpActivation::Fused if h.device().is_cpu() && activation == Activation::GeluTanh => {
+            bias_gelu(h, bias, path)
+        }
         MlpActivation::Stock | MlpActivation::Fused => gelu(&bias_add(h, bias, path)?, activation),
         MlpActivation::Custom(op) => {
             // A caller's bias + activation does the fused op's work: its row gets a roofline too.
             let (flops, bytes) = bias_gelu_work(&h)?;
-            let _s = profiler::op_shapes(list::custom(op.name()), &[h.dims()]).with_work(flops, bytes).with_kernel(label::CUSTOM).with_dtype(h.dtype().as_str());
+            let _s = profiler::op_shapes(list::custom(op.name()), &[h.dims()])
+                .with_work(flops, bytes)
+                .with_kernel(label::CUSTOM)
+                .with_dtype(h.dtype().as_str());
             Ok(op.forward(&h, bias)?)
         }
     }
@@ -501,13 +678,22 @@ pub fn bias_activation(h: Tensor, bias: &Tensor, activation: Activation, how: &M
 /// The work of a bias add and GELU in one pass over `h` (`[tokens, n_inner]`): read `h` and
 /// the bias once, write once.
 fn bias_gelu_work(h: &Tensor) -> Result<(u64, u64)> {
-    Ok(work::elementwise(h.elem_count(), GELU_FLOPS + 1, 1, h.dim(1)?, h.dtype().size_in_bytes()))
+    Ok(work::elementwise(
+        h.elem_count(),
+        GELU_FLOPS + 1,
+        1,
+        h.dim(1)?,
+        h.dtype().size_in_bytes(),
+    ))
 }
 
 fn bias_gelu(h: Tensor, bias: &Tensor, path: KernelPath) -> Result<Tensor> {
     let (flops, bytes) = bias_gelu_work(&h)?;
     let path = fast_path(path, &h);
-    let _s = profiler::op_shapes(list::BIAS_GELU, &[h.dims()]).with_work(flops, bytes).with_kernel(elementwise_label(path, h.device())).with_dtype(h.dtype().as_str());
+    let _s = profiler::op_shapes(list::BIAS_GELU, &[h.dims()])
+        .with_work(flops, bytes)
+        .with_kernel(elementwise_label(path, h.device()))
+        .with_dtype(h.dtype().as_str());
     Ok(match path {
         Some(path) => {
             elementwise::bias_gelu_(&h, bias, path)?;
@@ -519,8 +705,12 @@ fn bias_gelu(h: Tensor, bias: &Tensor, path: KernelPath) -> Result<Tensor> {
 
 /// The config's activation (its row is `gelu` whichever it is), with candle's op.
 fn gelu(h: &Tensor, activation: Activation) -> Result<Tensor> {
-    let (flops, bytes) = work::elementwise(h.elem_count(), GELU_FLOPS, 1, 0, h.dtype().size_in_bytes());
-    let _s = profiler::op_shapes(list::GELU, &[h.dims()]).with_work(flops, bytes).with_kernel(label::stock(h.device())).with_dtype(h.dtype().as_str());
+    let (flops, bytes) =
+        work::elementwise(h.elem_count(), GELU_FLOPS, 1, 0, h.dtype().size_in_bytes());
+    let _s = profiler::op_shapes(list::GELU, &[h.dims()])
+        .with_work(flops, bytes)
+        .with_kernel(label::stock(h.device()))
+        .with_dtype(h.dtype().as_str());
     Ok(match activation {
         Activation::GeluTanh => h.gelu()?,
         Activation::GeluErf => h.gelu_erf()?,
@@ -531,8 +721,13 @@ fn gelu(h: &Tensor, activation: Activation) -> Result<Tensor> {
 /// Rows `rows` of `x` (`[tokens, width]`): the positions that get logits (in generation, the
 /// last of each sequence that wants them), `[rows, width]`.
 pub fn last_position(x: &Tensor, rows: &[usize]) -> Result<Tensor> {
-    let _s = profiler::op(list::LAST_POSITION).with_kernel(label::stock(x.device())).with_dtype(x.dtype().as_str());
-    let index = Tensor::new(rows.iter().map(|&r| r as u32).collect::<Vec<u32>>(), x.device())?;
+    let _s = profiler::op(list::LAST_POSITION)
+        .with_kernel(label::stock(x.device()))
+        .with_dtype(x.dtype().as_str());
+    let index = Tensor::new(
+        rows.iter().map(|&r| r as u32).collect::<Vec<u32>>(),
+        x.device(),
+    )?;
     Ok(x.index_select(&index, 0)?)
 }
 
@@ -545,7 +740,10 @@ mod tests {
     fn mask_blocks_the_future() {
         let m = mask_build(1, 3, &Device::Cpu).unwrap().unwrap();
         let m: Vec<Vec<u8>> = m.i((0, 0)).unwrap().to_vec2().unwrap();
-        assert_eq!(m, vec![vec![0, 0, 1, 1], vec![0, 0, 0, 1], vec![0, 0, 0, 0]]);
+        assert_eq!(
+            m,
+            vec![vec![0, 0, 1, 1], vec![0, 0, 0, 1], vec![0, 0, 0, 0]]
+        );
         assert!(mask_build(5, 1, &Device::Cpu).unwrap().is_none());
     }
 }

@@ -34,11 +34,23 @@ pub struct Segment<'a> {
 impl<'a> Segment<'a> {
     /// One segment per row of `ids`, each continuing its own entry of `caches` (a batch of
     /// sequences that advance together, as the profile and `gpt2 bench` run them).
-    pub fn rows(ids: &'a [Vec<u32>], caches: &'a mut [SeqCache], logits: Logits) -> Result<Vec<Segment<'a>>> {
+    pub fn rows(
+        ids: &'a [Vec<u32>],
+        caches: &'a mut [SeqCache],
+        logits: Logits,
+    ) -> Result<Vec<Segment<'a>>> {
         if ids.len() != caches.len() {
-            return Err(Error::Input(format!("the batch has {} rows but {} caches were made for it", ids.len(), caches.len())));
+            return Err(Error::Input(format!(
+                "the batch has {} rows but {} caches were made for it",
+                ids.len(),
+                caches.len()
+            )));
         }
-        Ok(ids.iter().zip(caches).map(|(ids, cache)| Segment { ids, cache, logits }).collect())
+        Ok(ids
+            .iter()
+            .zip(caches)
+            .map(|(ids, cache)| Segment { ids, cache, logits })
+            .collect())
     }
 
     /// A decode step: one new token, attended with the other decode steps ([`Group::Decode`]).
@@ -83,18 +95,31 @@ impl<'s, 'a> Pass<'s, 'a> {
             starts.push(row);
             row += s.ids.len();
         }
-        let masks = segments.iter().map(|s| ops::mask_build(s.cache.len, s.ids.len(), device)).collect::<Result<Vec<_>>>()?;
-        Ok(Self { segments, starts, masks })
+        let masks = segments
+            .iter()
+            .map(|s| ops::mask_build(s.cache.len, s.ids.len(), device))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Self {
+            segments,
+            starts,
+            masks,
+        })
     }
 
     /// Every segment's new token ids, one segment after another.
     pub fn ids(&self) -> Vec<u32> {
-        self.segments.iter().flat_map(|s| s.ids.iter().copied()).collect()
+        self.segments
+            .iter()
+            .flat_map(|s| s.ids.iter().copied())
+            .collect()
     }
 
     /// The position of each new token in its own sequence.
     pub fn positions(&self) -> Vec<u32> {
-        self.segments.iter().flat_map(|s| (s.cache.len..s.cache.len + s.ids.len()).map(|p| p as u32)).collect()
+        self.segments
+            .iter()
+            .flat_map(|s| (s.cache.len..s.cache.len + s.ids.len()).map(|p| p as u32))
+            .collect()
     }
 
     /// The input's shape as a profile shows it: `[batch, seq]` for segments of one length,
@@ -111,8 +136,15 @@ impl<'s, 'a> Pass<'s, 'a> {
     /// runs once for the decode steps' rows together, if there are any, and once for each
     /// other segment's rows, and returns that group's output rows; they are put back in the
     /// pass's order.
-    pub fn attend(&mut self, layer: usize, qkv: &Tensor, mut attend: impl FnMut(&Tensor, Group<'_>) -> Result<Tensor>) -> Result<Tensor> {
-        let decoding: Vec<usize> = (0..self.segments.len()).filter(|&s| self.segments[s].decodes()).collect();
+    pub fn attend(
+        &mut self,
+        layer: usize,
+        qkv: &Tensor,
+        mut attend: impl FnMut(&Tensor, Group<'_>) -> Result<Tensor>,
+    ) -> Result<Tensor> {
+        let decoding: Vec<usize> = (0..self.segments.len())
+            .filter(|&s| self.segments[s].decodes())
+            .collect();
         let mut outputs: Vec<Option<Tensor>> = vec![None; self.segments.len()];
         if !decoding.is_empty() {
             let rows = if decoding.len() == self.segments.len() {
@@ -121,7 +153,12 @@ impl<'s, 'a> Pass<'s, 'a> {
                 let rows: Vec<u32> = decoding.iter().map(|&s| self.starts[s] as u32).collect();
                 qkv.index_select(&Tensor::new(rows, qkv.device())?, 0)?
             };
-            let caches = self.segments.iter_mut().filter(|s| s.decodes()).map(|s| &mut s.cache.layers[layer]).collect();
+            let caches = self
+                .segments
+                .iter_mut()
+                .filter(|s| s.decodes())
+                .map(|s| &mut s.cache.layers[layer])
+                .collect();
             let y = attend(&rows, Group::Decode(caches))?;
             for (i, &s) in decoding.iter().enumerate() {
                 outputs[s] = Some(y.narrow(0, i, 1)?);
@@ -130,21 +167,37 @@ impl<'s, 'a> Pass<'s, 'a> {
         for (s, segment) in self.segments.iter_mut().enumerate() {
             if !segment.decodes() {
                 let rows = qkv.narrow(0, self.starts[s], segment.ids.len())?;
-                outputs[s] = Some(attend(&rows, Group::Chunk(&mut segment.cache.layers[layer], self.masks[s].as_ref()))?);
+                outputs[s] = Some(attend(
+                    &rows,
+                    Group::Chunk(&mut segment.cache.layers[layer], self.masks[s].as_ref()),
+                )?);
             }
         }
         let outputs: Vec<Tensor> = outputs.into_iter().flatten().collect();
-        Ok(if outputs.len() == 1 { outputs[0].clone() } else { Tensor::cat(&outputs, 0)? })
+        Ok(if outputs.len() == 1 {
+            outputs[0].clone()
+        } else {
+            Tensor::cat(&outputs, 0)?
+        })
     }
 
     /// Ends the pass over `x` (the last block's output, `[tokens, width]`): every cache now
     /// holds its segment's tokens, and `head` (the final norm and the output head) runs on the
     /// rows that want logits, gathered by a `last_position` row where not all of them do:
     /// `[rows, vocab]`, or no rows (and no head) when none does.
-    pub fn logits(self, x: &Tensor, vocab: usize, head: impl FnOnce(&Tensor) -> Result<Tensor>) -> Result<Tensor> {
+    pub fn logits(
+        self,
+        x: &Tensor,
+        vocab: usize,
+        head: impl FnOnce(&Tensor) -> Result<Tensor>,
+    ) -> Result<Tensor> {
         match self.finish() {
             None => head(x),
-            Some(rows) if rows.is_empty() => Ok(Tensor::zeros((0, vocab), candle_core::DType::F32, x.device())?),
+            Some(rows) if rows.is_empty() => Ok(Tensor::zeros(
+                (0, vocab),
+                candle_core::DType::F32,
+                x.device(),
+            )?),
             Some(rows) => head(&ops::last_position(x, &rows)?),
         }
     }
@@ -172,10 +225,17 @@ impl<'s, 'a> Pass<'s, 'a> {
 /// of `vocab`, sequences past a context of `context` positions.
 pub fn check_input(segments: &[Segment<'_>], vocab: usize, context: usize) -> Result<()> {
     if segments.is_empty() || segments.iter().any(|s| s.ids.is_empty()) {
-        return Err(Error::Input("empty input: give at least one token id in at least one row".into()));
+        return Err(Error::Input(
+            "empty input: give at least one token id in at least one row".into(),
+        ));
     }
     for (r, s) in segments.iter().enumerate() {
-        if let Some((c, id)) = s.ids.iter().enumerate().find(|(_, id)| **id as usize >= vocab) {
+        if let Some((c, id)) = s
+            .ids
+            .iter()
+            .enumerate()
+            .find(|(_, id)| **id as usize >= vocab)
+        {
             return Err(Error::Input(format!("token id {id} (row {r}, position {c}) is out of range: the vocabulary has {vocab} ids (0..={})", vocab - 1)));
         }
         let end = s.cache.len + s.ids.len();

@@ -12,10 +12,12 @@
 
 use std::path::{Path, PathBuf};
 
-use profiler::{Ceilings, CudaTiming, DeviceKind, Options, Profile, Profiler, Schedule, TableOptions, Timing};
+use profiler::{
+    Ceilings, CudaTiming, DeviceKind, Options, Profile, Profiler, Schedule, TableOptions, Timing,
+};
 
-use crate::error::{Error, Result};
 use crate::causal_lm::CausalLm;
+use crate::error::{Error, Result};
 use crate::pass::{Logits, Segment};
 
 /// One profiled forward pass, repeated.
@@ -34,14 +36,26 @@ pub struct ForwardProfile {
 
 impl Default for ForwardProfile {
     fn default() -> Self {
-        Self { batch: 1, seq: 8, warmup: 2, active: 5, record_shapes: true, with_flops: false, cuda_timing: CudaTiming::Events }
+        Self {
+            batch: 1,
+            seq: 8,
+            warmup: 2,
+            active: 5,
+            record_shapes: true,
+            with_flops: false,
+            cuda_timing: CudaTiming::Events,
+        }
     }
 }
 
 impl std::fmt::Display for ForwardProfile {
     /// The table's heading: `forward pass B=1 T=8: 5 recorded after 2 warm-up`.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "forward pass B={} T={}: {} recorded after {} warm-up", self.batch, self.seq, self.active, self.warmup)
+        write!(
+            f,
+            "forward pass B={} T={}: {} recorded after {} warm-up",
+            self.batch, self.seq, self.active, self.warmup
+        )
     }
 }
 
@@ -66,14 +80,33 @@ pub struct ScheduleArgs {
 impl ScheduleArgs {
     /// The profile these flags ask for, with every op's input shapes recorded.
     pub fn profile(&self, with_flops: bool, cuda_timing: CudaTiming) -> ForwardProfile {
-        let Self { batch, seq, warmup, active } = *self;
-        ForwardProfile { batch, seq, warmup, active, record_shapes: true, with_flops, cuda_timing }
+        let Self {
+            batch,
+            seq,
+            warmup,
+            active,
+        } = *self;
+        ForwardProfile {
+            batch,
+            seq,
+            warmup,
+            active,
+            record_shapes: true,
+            with_flops,
+            cuda_timing,
+        }
     }
 }
 
 /// Seeded ids inside any vocabulary: the profile does not depend on the text.
 pub fn sample_ids(batch: usize, seq: usize, vocab: usize) -> Vec<Vec<u32>> {
-    (0..batch).map(|b| (0..seq).map(|t| ((b * 7919 + t * 104_729 + 464) % vocab) as u32).collect()).collect()
+    (0..batch)
+        .map(|b| {
+            (0..seq)
+                .map(|t| ((b * 7919 + t * 104_729 + 464) % vocab) as u32)
+                .collect()
+        })
+        .collect()
 }
 
 /// Runs `model(ids)` (logits for every position, as in PyTorch's recipe) under the
@@ -89,7 +122,13 @@ pub fn profile_forward(model: &dyn CausalLm, p: &ForwardProfile) -> Result<Profi
 /// worth having without its roofline columns.
 pub fn machine_ceilings(model: &dyn CausalLm, remeasure: bool) -> Option<Ceilings> {
     let mut note = |line: &str| eprintln!("{line}");
-    match crate::ceilings::for_device(model.device(), model.dtype(), model.kernel_path(), remeasure, &mut note) {
+    match crate::ceilings::for_device(
+        model.device(),
+        model.dtype(),
+        model.kernel_path(),
+        remeasure,
+        &mut note,
+    ) {
         Ok(c) => Some(c),
         Err(e) => {
             eprintln!("warning: cannot measure this machine's ceilings ({e}); the table has no roofline columns");
@@ -100,7 +139,11 @@ pub fn machine_ceilings(model: &dyn CausalLm, remeasure: bool) -> Option<Ceiling
 
 /// [`profile_forward`] with the ceilings given (`None`: no roofline columns), recorded on the
 /// compute pool ([`crate::cpu::on_pool`]) as the benchmark and generation run the model.
-pub fn profile_forward_with(model: &dyn CausalLm, p: &ForwardProfile, ceilings: Option<Ceilings>) -> Result<Profile> {
+pub fn profile_forward_with(
+    model: &dyn CausalLm,
+    p: &ForwardProfile,
+    ceilings: Option<Ceilings>,
+) -> Result<Profile> {
     crate::cpu::on_pool(|| record_forward(model, p, ceilings))
 }
 
@@ -109,17 +152,38 @@ pub fn profile_forward_with(model: &dyn CausalLm, p: &ForwardProfile, ceilings: 
 /// applied; 12 rows, enough for the products' widest kernels), then a decode step of both for
 /// the last position only. Each model's budget test reads these rows against the op list.
 pub fn every_op_rows(model: &dyn CausalLm) -> Result<Vec<profiler::Row>> {
-    let mut prof = Profiler::new(Options { schedule: Schedule::new(0, 0, 1, 1), ..Options::default() });
+    let mut prof = Profiler::new(Options {
+        schedule: Schedule::new(0, 0, 1, 1),
+        ..Options::default()
+    });
     while !prof.is_done() {
         prof.step(|| -> Result<()> {
             let mut caches = model.new_caches(2, 7);
-            model.forward(&mut Segment::rows(&[vec![5, 6, 7, 8, 9, 10], vec![1, 2, 7, 8, 9, 10]], &mut caches, Logits::AllPositions)?)?;
-            model.forward(&mut Segment::rows(&[vec![11], vec![11]], &mut caches, Logits::LastPosition)?)?;
+            model.forward(&mut Segment::rows(
+                &[vec![5, 6, 7, 8, 9, 10], vec![1, 2, 7, 8, 9, 10]],
+                &mut caches,
+                Logits::AllPositions,
+            )?)?;
+            model.forward(&mut Segment::rows(
+                &[vec![11], vec![11]],
+                &mut caches,
+                Logits::LastPosition,
+            )?)?;
             Ok(())
         })?;
     }
-    let rows = prof.finish().key_averages(profiler::View::Op, false, profiler::SortBy::SelfCpuTimeTotal).rows;
-    Ok(rows.into_iter().filter(|r| r.name != profiler::STEP_ROW).collect())
+    let rows = prof
+        .finish()
+        .key_averages(
+            profiler::View::Op,
+            false,
+            profiler::SortBy::SelfCpuTimeTotal,
+        )
+        .rows;
+    Ok(rows
+        .into_iter()
+        .filter(|r| r.name != profiler::STEP_ROW)
+        .collect())
 }
 
 /// The profiler `p` describes, for forwards on `device`: its schedule, shapes and FLOP counts,
@@ -130,20 +194,39 @@ pub fn recorder(device: &candle_core::Device, p: &ForwardProfile) -> Result<Prof
         schedule: Schedule::new(0, p.warmup, p.active.max(1), 1),
         record_shapes: p.record_shapes,
         with_flops: p.with_flops,
-        device: if device.is_cuda() { DeviceKind::Cuda } else { DeviceKind::Cpu },
+        device: if device.is_cuda() {
+            DeviceKind::Cuda
+        } else {
+            DeviceKind::Cpu
+        },
         threads: Some(candle_core::utils::get_num_threads()),
     };
-    Ok(attach_device_timer(Profiler::new(options), device, p.cuda_timing)?.with_reading_thresholds(profiler::reading::Thresholds::DEFAULT))
+    Ok(
+        attach_device_timer(Profiler::new(options), device, p.cuda_timing)?
+            .with_reading_thresholds(profiler::reading::Thresholds::DEFAULT),
+    )
 }
 
-fn record_forward(model: &dyn CausalLm, p: &ForwardProfile, ceilings: Option<Ceilings>) -> Result<Profile> {
+fn record_forward(
+    model: &dyn CausalLm,
+    p: &ForwardProfile,
+    ceilings: Option<Ceilings>,
+) -> Result<Profile> {
     let ids = sample_ids(p.batch, p.seq, model.vocab_size());
     let mut prof = recorder(model.device(), p)?;
     if let Some(c) = ceilings {
         prof = prof.with_ceilings(c);
     }
     while !prof.is_done() {
-        prof.step(|| model.forward(&mut Segment::rows(&ids, &mut model.new_caches(p.batch, p.seq), Logits::AllPositions)?).map(drop))?;
+        prof.step(|| {
+            model
+                .forward(&mut Segment::rows(
+                    &ids,
+                    &mut model.new_caches(p.batch, p.seq),
+                    Logits::AllPositions,
+                )?)
+                .map(drop)
+        })?;
     }
     let mut profile = prof.finish();
     // The profiler knows no model; the report's environment names the dtype it ran in.
@@ -152,7 +235,11 @@ fn record_forward(model: &dyn CausalLm, p: &ForwardProfile, ceilings: Option<Cei
 }
 
 #[cfg(feature = "cuda")]
-fn attach_device_timer(prof: Profiler, device: &candle_core::Device, timing: CudaTiming) -> Result<Profiler> {
+fn attach_device_timer(
+    prof: Profiler,
+    device: &candle_core::Device,
+    timing: CudaTiming,
+) -> Result<Profiler> {
     use profiler::cuda_timing::CudaTimer;
     if !device.is_cuda() {
         return Ok(prof);
@@ -161,7 +248,11 @@ fn attach_device_timer(prof: Profiler, device: &candle_core::Device, timing: Cud
 }
 
 #[cfg(not(feature = "cuda"))]
-fn attach_device_timer(prof: Profiler, _device: &candle_core::Device, _timing: CudaTiming) -> Result<Profiler> {
+fn attach_device_timer(
+    prof: Profiler,
+    _device: &candle_core::Device,
+    _timing: CudaTiming,
+) -> Result<Profiler> {
     Ok(prof)
 }
 
@@ -173,12 +264,21 @@ pub fn check_device_timing(profile: &Profile) -> Result<()> {
     if profile.device != DeviceKind::Cuda {
         return Ok(());
     }
-    let failed: Vec<&str> = profile.warnings.iter().filter(|w| w.contains("device timing failed")).map(String::as_str).collect();
+    let failed: Vec<&str> = profile
+        .warnings
+        .iter()
+        .filter(|w| w.contains("device timing failed"))
+        .map(String::as_str)
+        .collect();
     let untimed = profile.timing == Timing::Host || !profile.has_device_times();
     if failed.is_empty() && !untimed {
         return Ok(());
     }
-    let why = if failed.is_empty() { "no device timer was attached".to_string() } else { failed.join("; ") };
+    let why = if failed.is_empty() {
+        "no device timer was attached".to_string()
+    } else {
+        failed.join("; ")
+    };
     Err(Error::Device(format!(
         "CUDA device timing failed, so the self CUDA column is missing or partial: {why}. \
          Next step: rerun with `--cuda-timing sync` (host clock after a synchronise around every op), \
@@ -203,19 +303,35 @@ impl Overhead {
 
 /// Alternates unprofiled and profiled forwards `repeats` times each (after `p.warmup`
 /// untimed pairs), so drift in the machine's speed hits both sides alike.
-pub fn measure_overhead(model: &dyn CausalLm, p: &ForwardProfile, repeats: usize) -> Result<Overhead> {
+pub fn measure_overhead(
+    model: &dyn CausalLm,
+    p: &ForwardProfile,
+    repeats: usize,
+) -> Result<Overhead> {
     crate::cpu::on_pool(|| overhead(model, p, repeats))
 }
 
 fn overhead(model: &dyn CausalLm, p: &ForwardProfile, repeats: usize) -> Result<Overhead> {
     use std::time::Instant;
     let ids = sample_ids(p.batch, p.seq, model.vocab_size());
-    let forward = || model.forward(&mut Segment::rows(&ids, &mut model.new_caches(p.batch, p.seq), Logits::AllPositions)?).map(drop);
+    let forward = || {
+        model
+            .forward(&mut Segment::rows(
+                &ids,
+                &mut model.new_caches(p.batch, p.seq),
+                Logits::AllPositions,
+            )?)
+            .map(drop)
+    };
     let runs = p.warmup + repeats.max(1);
     // One profiler and one device timer for every run: a CUDA timer creates its events on
     // first use and re-records them afterwards, so building it per run would time about
     // 1,100 event creations inside each profiled forward.
-    let options = Options { schedule: Schedule::new(0, 0, runs, 1), record_shapes: p.record_shapes, ..Options::default() };
+    let options = Options {
+        schedule: Schedule::new(0, 0, runs, 1),
+        record_shapes: p.record_shapes,
+        ..Options::default()
+    };
     let mut prof = attach_device_timer(Profiler::new(options), model.device(), p.cuda_timing)?;
     let (mut plain, mut profiled) = (Vec::new(), Vec::new());
     for i in 0..runs {
@@ -232,7 +348,11 @@ fn overhead(model: &dyn CausalLm, p: &ForwardProfile, repeats: usize) -> Result<
             profiled.push(profiled_ms);
         }
     }
-    Ok(Overhead { plain_ms: crate::model_cases::median(&mut plain), profiled_ms: crate::model_cases::median(&mut profiled), repeats: plain.len() })
+    Ok(Overhead {
+        plain_ms: crate::model_cases::median(&mut plain),
+        profiled_ms: crate::model_cases::median(&mut profiled),
+        repeats: plain.len(),
+    })
 }
 
 /// The files a profile is exported to.
@@ -269,7 +389,10 @@ pub fn write_exports(profile: &Profile, options: TableOptions, dir: &Path) -> Re
     };
     // The profiler's errors already name the file.
     let fail = |e: profiler::ProfilerError| Error::Input(e.to_string());
-    profile.report_with(options).write_json(&out.report).map_err(fail)?;
+    profile
+        .report_with(options)
+        .write_json(&out.report)
+        .map_err(fail)?;
     profile.chrome_trace(&out.trace).map_err(fail)?;
     std::fs::write(&out.folded, profile.folded_stacks()).map_err(|e| Error::io(&out.folded, e))?;
     profile.flamegraph_svg(&out.flamegraph).map_err(fail)?;
@@ -289,13 +412,28 @@ mod tests {
 
     #[test]
     fn the_flags_default_to_the_default_profile_and_set_its_fields() {
-        let given = Command::parse_from(["profile"]).schedule.profile(false, CudaTiming::Events);
-        assert_eq!(format!("{given:?}"), format!("{:?}", ForwardProfile::default()));
-        let flags = ["profile", "--batch", "4", "--seq", "16", "--warmup", "1", "--active", "3"];
-        let given = Command::parse_from(flags).schedule.profile(true, CudaTiming::Sync);
-        assert_eq!((given.batch, given.seq, given.warmup, given.active), (4, 16, 1, 3));
+        let given = Command::parse_from(["profile"])
+            .schedule
+            .profile(false, CudaTiming::Events);
+        assert_eq!(
+            format!("{given:?}"),
+            format!("{:?}", ForwardProfile::default())
+        );
+        let flags = [
+            "profile", "--batch", "4", "--seq", "16", "--warmup", "1", "--active", "3",
+        ];
+        let given = Command::parse_from(flags)
+            .schedule
+            .profile(true, CudaTiming::Sync);
+        assert_eq!(
+            (given.batch, given.seq, given.warmup, given.active),
+            (4, 16, 1, 3)
+        );
         assert!(given.record_shapes && given.with_flops);
         assert_eq!(given.cuda_timing, CudaTiming::Sync);
-        assert_eq!(given.to_string(), "forward pass B=4 T=16: 3 recorded after 1 warm-up");
+        assert_eq!(
+            given.to_string(),
+            "forward pass B=4 T=16: 3 recorded after 1 warm-up"
+        );
     }
 }

@@ -31,7 +31,11 @@ pub struct RunArgs {
 
 impl Default for RunArgs {
     fn default() -> Self {
-        Self { device: DeviceChoice::Auto, dtype: DType::F32, kernels: None }
+        Self {
+            device: DeviceChoice::Auto,
+            dtype: DType::F32,
+            kernels: None,
+        }
     }
 }
 

@@ -10,7 +10,14 @@ pub fn matmul(batch: usize, m: usize, k: usize, n: usize, elem: usize) -> (u64, 
 
 /// [`matmul`] with the `[k, n]` operand (a weight) `weight` bytes a value and the others
 /// `elem`: a bf16 weight beside f32 activations is counted at 2 bytes, the activations at 4.
-pub fn matmul_widths(batch: usize, m: usize, k: usize, n: usize, elem: usize, weight: usize) -> (u64, u64) {
+pub fn matmul_widths(
+    batch: usize,
+    m: usize,
+    k: usize,
+    n: usize,
+    elem: usize,
+    weight: usize,
+) -> (u64, u64) {
     let flops = 2 * batch * m * k * n;
     let bytes = batch * ((m * k + m * n) * elem + k * n * weight);
     (flops as u64, bytes as u64)
@@ -18,6 +25,15 @@ pub fn matmul_widths(batch: usize, m: usize, k: usize, n: usize, elem: usize, we
 
 /// An element-wise op over `elements` values doing `flops_each` FLOPs per value, reading
 /// `reads` tensors of that size and writing one; `extra` counts small operands (a bias row).
-pub fn elementwise(elements: usize, flops_each: usize, reads: usize, extra: usize, elem: usize) -> (u64, u64) {
-    ((elements * flops_each) as u64, ((elements * (reads + 1) + extra) * elem) as u64)
+pub fn elementwise(
+    elements: usize,
+    flops_each: usize,
+    reads: usize,
+    extra: usize,
+    elem: usize,
+) -> (u64, u64) {
+    (
+        (elements * flops_each) as u64,
+        ((elements * (reads + 1) + extra) * elem) as u64,
+    )
 }

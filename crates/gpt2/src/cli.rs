@@ -36,6 +36,10 @@ impl ModelArgs {
         let checkpoint = weights::resolve(&source, &mut |notice| eprintln!("{notice}"))?;
         let model = weights::load(&checkpoint, &device, self.run.dtype, kernels)?;
         let tokenizer = weights::load_tokenizer(&checkpoint)?;
-        Ok(Loaded { model, tokenizer, checkpoint })
+        Ok(Loaded {
+            model,
+            tokenizer,
+            checkpoint,
+        })
     }
 }

@@ -21,7 +21,10 @@ pub struct Config {
     /// Width of the MLP's hidden layer; `null` in `config.json` means 4 × `n_embd`.
     #[serde(default)]
     pub n_inner: Option<usize>,
-    #[serde(default = "default_activation", deserialize_with = "activation_or_error")]
+    #[serde(
+        default = "default_activation",
+        deserialize_with = "activation_or_error"
+    )]
     pub activation_function: Activation,
     #[serde(default = "default_eps")]
     pub layer_norm_epsilon: f64,
@@ -55,7 +58,9 @@ fn default_eos() -> u32 {
 }
 
 /// Accept the activations listed in [`Activation`]; name the others in the error.
-fn activation_or_error<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Activation, D::Error> {
+fn activation_or_error<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<Activation, D::Error> {
     let name = String::deserialize(d)?;
     serde_json::from_value(serde_json::Value::String(name.clone())).map_err(|_| {
         serde::de::Error::custom(format!(
@@ -88,7 +93,16 @@ impl Config {
 
     /// A tiny configuration for tests: same architecture, a few thousand parameters.
     pub fn tiny() -> Self {
-        Self { vocab_size: 512, n_positions: 64, n_embd: 64, n_layer: 2, n_head: 4, eos_token_id: 511, bos_token_id: 511, ..Self::gpt2_small() }
+        Self {
+            vocab_size: 512,
+            n_positions: 64,
+            n_embd: 64,
+            n_layer: 2,
+            n_head: 4,
+            eos_token_id: 511,
+            bos_token_id: 511,
+            ..Self::gpt2_small()
+        }
     }
 
     pub fn from_file(path: &Path) -> Result<Self> {
@@ -97,7 +111,10 @@ impl Config {
             path: path.to_owned(),
             message: format!("line {}, column {}: {e}", e.line(), e.column()),
         })?;
-        cfg.validate().map_err(|message| Error::Config { path: path.to_owned(), message })?;
+        cfg.validate().map_err(|message| Error::Config {
+            path: path.to_owned(),
+            message,
+        })?;
         Ok(cfg)
     }
 
@@ -124,12 +141,21 @@ impl Config {
             return Err(format!("{name} must be positive"));
         }
         if self.n_embd % self.n_head != 0 {
-            return Err(format!("n_embd ({}) must be a multiple of n_head ({})", self.n_embd, self.n_head));
+            return Err(format!(
+                "n_embd ({}) must be a multiple of n_head ({})",
+                self.n_embd, self.n_head
+            ));
         }
         let unsupported = [
             ("scale_attn_weights = false", !self.scale_attn_weights),
-            ("scale_attn_by_inverse_layer_idx = true", self.scale_attn_by_inverse_layer_idx),
-            ("reorder_and_upcast_attn = true", self.reorder_and_upcast_attn),
+            (
+                "scale_attn_by_inverse_layer_idx = true",
+                self.scale_attn_by_inverse_layer_idx,
+            ),
+            (
+                "reorder_and_upcast_attn = true",
+                self.reorder_and_upcast_attn,
+            ),
             ("tie_word_embeddings = false", !self.tie_word_embeddings),
             ("add_cross_attention = true", self.add_cross_attention),
         ];
@@ -159,15 +185,29 @@ mod tests {
     #[test]
     fn names_an_unsupported_activation() {
         let json = r#"{"activation_function": "swish", "n_embd": 64, "n_head": 4, "n_layer": 2, "n_positions": 64, "vocab_size": 512}"#;
-        let err = serde_json::from_str::<Config>(json).unwrap_err().to_string();
-        assert!(err.contains("unsupported activation_function \"swish\""), "{err}");
+        let err = serde_json::from_str::<Config>(json)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("unsupported activation_function \"swish\""),
+            "{err}"
+        );
     }
 
     #[test]
     fn rejects_options_it_does_not_compute() {
-        let cfg = Config { reorder_and_upcast_attn: true, ..Config::tiny() };
-        assert!(cfg.validate().unwrap_err().contains("reorder_and_upcast_attn"));
-        let cfg = Config { n_head: 5, ..Config::tiny() };
+        let cfg = Config {
+            reorder_and_upcast_attn: true,
+            ..Config::tiny()
+        };
+        assert!(cfg
+            .validate()
+            .unwrap_err()
+            .contains("reorder_and_upcast_attn"));
+        let cfg = Config {
+            n_head: 5,
+            ..Config::tiny()
+        };
         assert!(cfg.validate().unwrap_err().contains("multiple of n_head"));
     }
 }

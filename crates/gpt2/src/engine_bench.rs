@@ -51,7 +51,10 @@ impl LayoutResult {
     /// The fastest layout's name, as `gpt2 bench --layouts` prints it.
     pub fn fastest(&self) -> &'static str {
         let mut best = ("(out,in)", self.out_in_ms);
-        for (name, ms) in [("(in,out)", Some(self.in_out_ms)), ("packed", self.packed_ms)] {
+        for (name, ms) in [
+            ("(in,out)", Some(self.in_out_ms)),
+            ("packed", self.packed_ms),
+        ] {
             if let Some(ms) = ms.filter(|&ms| ms < best.1) {
                 best = (name, ms);
             }
@@ -64,8 +67,19 @@ impl LayoutResult {
 /// stored contiguous (in, out), and (f32 on the `avx512` or `avx2` path) with W packed, for each GPT-2 small
 /// matrix at the batch sizes generation and prefill use, with the kernels the model would use
 /// for each (see `linear`).
-pub fn run_layout_cases(device: &Device, kernels: KernelPath, warmup: usize, repeats: usize) -> Result<Vec<LayoutResult>> {
-    let shapes = [("c_attn", 768, 2304), ("attn.c_proj", 768, 768), ("c_fc", 768, 3072), ("mlp.c_proj", 3072, 768), ("lm_head", 768, 50257)];
+pub fn run_layout_cases(
+    device: &Device,
+    kernels: KernelPath,
+    warmup: usize,
+    repeats: usize,
+) -> Result<Vec<LayoutResult>> {
+    let shapes = [
+        ("c_attn", 768, 2304),
+        ("attn.c_proj", 768, 768),
+        ("c_fc", 768, 3072),
+        ("mlp.c_proj", 3072, 768),
+        ("lm_head", 768, 50257),
+    ];
     let mut rows = Vec::new();
     for (matrix, din, dout) in shapes {
         let w = Tensor::randn(0f32, 0.02, (din, dout), device)?;
@@ -78,10 +92,21 @@ pub fn run_layout_cases(device: &Device, kernels: KernelPath, warmup: usize, rep
             let x = Tensor::randn(0f32, 1.0, (m, din), device)?;
             let mut ms = Vec::new();
             for lin in &by_layout {
-                ms.push(time_case(matrix, device, warmup, repeats, || lin.matmul(&x).map(drop))?.median_ms);
+                ms.push(
+                    time_case(matrix, device, warmup, repeats, || lin.matmul(&x).map(drop))?
+                        .median_ms,
+                );
             }
             let (out_in_ms, in_out_ms, packed_ms) = (ms[0], ms[1], ms.get(2).copied());
-            rows.push(LayoutResult { matrix: matrix.to_string(), m, in_dim: din, out_dim: dout, out_in_ms, in_out_ms, packed_ms });
+            rows.push(LayoutResult {
+                matrix: matrix.to_string(),
+                m,
+                in_dim: din,
+                out_dim: dout,
+                out_in_ms,
+                in_out_ms,
+                packed_ms,
+            });
         }
     }
     Ok(rows)

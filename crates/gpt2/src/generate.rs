@@ -23,8 +23,8 @@
 
 use candle_core::IndexOp;
 
-use crate::error::{Error, Result};
 use crate::cache::SeqCache;
+use crate::error::{Error, Result};
 use crate::model::{Logits, Model, Segment};
 use crate::sampler::Sampler;
 
@@ -39,13 +39,20 @@ pub struct Sampling {
 
 impl Sampling {
     pub fn greedy() -> Self {
-        Self { temperature: 0.0, top_k: None, top_p: None, seed: 0 }
+        Self {
+            temperature: 0.0,
+            top_k: None,
+            top_p: None,
+            seed: 0,
+        }
     }
 
     fn sampler(&self) -> Result<Sampler> {
         let temperature = self.temperature;
         if !(temperature.is_finite() && temperature >= 0.0) {
-            return Err(Error::Input(format!("temperature must be a finite number ≥ 0, not {temperature}")));
+            return Err(Error::Input(format!(
+                "temperature must be a finite number ≥ 0, not {temperature}"
+            )));
         }
         if let Some(p) = self.top_p {
             if !(p > 0.0 && p <= 1.0) {
@@ -102,7 +109,11 @@ pub struct Completion {
 }
 
 /// Generates a continuation for every request, decoding them together as one batch.
-pub fn generate(model: &Model, requests: &[Request], on_token: &mut dyn FnMut(TokenEvent) -> Flow) -> Result<Vec<Completion>> {
+pub fn generate(
+    model: &Model,
+    requests: &[Request],
+    on_token: &mut dyn FnMut(TokenEvent) -> Flow,
+) -> Result<Vec<Completion>> {
     let mut out: Vec<Option<Completion>> = vec![None; requests.len()];
     let mut batch = Batch::new();
     let mut done = batch.admit(model, requests.iter().cloned().enumerate().collect())?;
@@ -112,17 +123,35 @@ pub fn generate(model: &Model, requests: &[Request], on_token: &mut dyn FnMut(To
     for (id, completion) in done {
         out[id] = Some(completion);
     }
-    Ok(out.into_iter().map(|c| c.unwrap_or(Completion { tokens: Vec::new(), finish: FinishReason::Length })).collect())
+    Ok(out
+        .into_iter()
+        .map(|c| {
+            c.unwrap_or(Completion {
+                tokens: Vec::new(),
+                finish: FinishReason::Length,
+            })
+        })
+        .collect())
 }
 
 /// Decodes `prompts` as one batch for exactly `max_tokens` tokens each, greedily and with
 /// end-of-text ignored, so that every call does the same work: the generation a benchmark
 /// times (`bench::inprocess::run` takes it as its closure). `on_token(row)` is called for every
 /// token of every row as it is produced.
-pub fn generate_fixed(model: &Model, prompts: &[Vec<u32>], max_tokens: usize, on_token: &mut dyn FnMut(usize)) -> Result<()> {
+pub fn generate_fixed(
+    model: &Model,
+    prompts: &[Vec<u32>],
+    max_tokens: usize,
+    on_token: &mut dyn FnMut(usize),
+) -> Result<()> {
     let requests: Vec<Request> = prompts
         .iter()
-        .map(|prompt| Request { prompt: prompt.clone(), max_tokens, sampling: Sampling::greedy(), stop_at_eos: false })
+        .map(|prompt| Request {
+            prompt: prompt.clone(),
+            max_tokens,
+            sampling: Sampling::greedy(),
+            stop_at_eos: false,
+        })
         .collect();
     generate(model, &requests, &mut |event| {
         on_token(event.row);
@@ -144,10 +173,19 @@ struct Sequence {
 impl Sequence {
     /// Samples this sequence's next token from its logits, reports it, and says whether the
     /// sequence is finished.
-    fn sample(&mut self, logits: &candle_core::Tensor, eos: u32, on_token: &mut dyn FnMut(TokenEvent) -> Flow) -> Result<Option<FinishReason>> {
+    fn sample(
+        &mut self,
+        logits: &candle_core::Tensor,
+        eos: u32,
+        on_token: &mut dyn FnMut(TokenEvent) -> Flow,
+    ) -> Result<Option<FinishReason>> {
         let token = self.sampler.next(logits)?;
         self.tokens.push(token);
-        let flow = on_token(TokenEvent { row: self.id, token, index: self.tokens.len() - 1 });
+        let flow = on_token(TokenEvent {
+            row: self.id,
+            token,
+            index: self.tokens.len() - 1,
+        });
         Ok(if flow == Flow::Stop {
             Some(FinishReason::Stopped)
         } else if self.request.stop_at_eos && token == eos {
@@ -165,7 +203,13 @@ impl Sequence {
     }
 
     fn finish(self, finish: FinishReason) -> (usize, Completion) {
-        (self.id, Completion { tokens: self.tokens, finish })
+        (
+            self.id,
+            Completion {
+                tokens: self.tokens,
+                finish,
+            },
+        )
     }
 }
 
@@ -239,12 +283,18 @@ impl Batch {
     /// Admits `requests` (each with its caller's id), to be prefilled by the next passes after
     /// the prompts admitted before them. Requests for no tokens are returned finished at once.
     /// Nothing is admitted when a request is invalid (the error names it).
-    pub fn admit(&mut self, model: &Model, requests: Vec<(usize, Request)>) -> Result<Vec<(usize, Completion)>> {
+    pub fn admit(
+        &mut self,
+        model: &Model,
+        requests: Vec<(usize, Request)>,
+    ) -> Result<Vec<(usize, Completion)>> {
         let cfg = model.config();
         let mut sequences = Vec::with_capacity(requests.len());
         for (id, request) in requests {
             if request.prompt.is_empty() {
-                return Err(Error::Input(format!("request {id} has an empty prompt: give at least one token")));
+                return Err(Error::Input(format!(
+                    "request {id} has an empty prompt: give at least one token"
+                )));
             }
             let end = request.prompt.len() + request.max_tokens;
             if end > cfg.n_positions {
@@ -258,7 +308,13 @@ impl Batch {
             let sampler = request.sampling.sampler()?;
             // The last token sampled is never fed back: the cache reaches end − 1 positions.
             let cache = model.new_cache(end - 1);
-            sequences.push(Sequence { id, request, sampler, cache, tokens: Vec::new() });
+            sequences.push(Sequence {
+                id,
+                request,
+                sampler,
+                cache,
+                tokens: Vec::new(),
+            });
         }
         let mut done = Vec::new();
         for sequence in sequences {
@@ -277,7 +333,10 @@ impl Batch {
     /// `prefill_budget` of them (all with `None`; a prompt that does not fit is split).
     pub fn plan(&self, prefill_budget: Option<usize>) -> Plan {
         let mut left = prefill_budget.unwrap_or(usize::MAX);
-        let mut plan = Plan { decode: self.decoding_ids(), ..Plan::default() };
+        let mut plan = Plan {
+            decode: self.decoding_ids(),
+            ..Plan::default()
+        };
         for s in &self.prefilling {
             let n = s.unprefilled().min(left);
             if n == 0 {
@@ -296,7 +355,12 @@ impl Batch {
     /// each prompt that the pass finishes its first (from then on it decodes with the others).
     /// Sequences that finish leave the batch and are returned. A failed pass leaves the caches
     /// of the sequences in it in an unknown state: the caller drops the batch.
-    pub fn step(&mut self, model: &Model, prefill_budget: Option<usize>, on_token: &mut dyn FnMut(TokenEvent) -> Flow) -> Result<Vec<(usize, Completion)>> {
+    pub fn step(
+        &mut self,
+        model: &Model,
+        prefill_budget: Option<usize>,
+        on_token: &mut dyn FnMut(TokenEvent) -> Flow,
+    ) -> Result<Vec<(usize, Completion)>> {
         let plan = self.plan(prefill_budget);
         if plan.decode.is_empty() && plan.prefill.is_empty() {
             return Ok(Vec::new());
@@ -304,14 +368,29 @@ impl Batch {
         let chunks = plan.prefill.len();
         let mut segments = Vec::with_capacity(self.decoding.len() + chunks);
         for s in &mut self.decoding {
-            let last = s.tokens.last().expect("a decoding sequence has its first token");
-            segments.push(Segment { ids: std::slice::from_ref(last), cache: &mut s.cache, logits: Logits::LastPosition });
+            let last = s
+                .tokens
+                .last()
+                .expect("a decoding sequence has its first token");
+            segments.push(Segment {
+                ids: std::slice::from_ref(last),
+                cache: &mut s.cache,
+                logits: Logits::LastPosition,
+            });
         }
         for (s, &(_, n)) in self.prefilling.iter_mut().zip(&plan.prefill) {
             let from = s.cache.len();
             // A chunk that does not end its prompt needs no logits.
-            let logits = if from + n == s.request.prompt.len() { Logits::LastPosition } else { Logits::None };
-            segments.push(Segment { ids: &s.request.prompt[from..from + n], cache: &mut s.cache, logits });
+            let logits = if from + n == s.request.prompt.len() {
+                Logits::LastPosition
+            } else {
+                Logits::None
+            };
+            segments.push(Segment {
+                ids: &s.request.prompt[from..from + n],
+                cache: &mut s.cache,
+                logits,
+            });
         }
         let logits = engine::cpu::on_pool(|| model.forward(&mut segments))?;
         drop(segments);
@@ -328,7 +407,10 @@ impl Batch {
             row += 1;
         }
         for _ in 0..plan.joining.len() {
-            let mut s = self.prefilling.pop_front().expect("a joining sequence is at the front");
+            let mut s = self
+                .prefilling
+                .pop_front()
+                .expect("a joining sequence is at the front");
             match s.sample(&logits.i(row)?, eos, on_token)? {
                 Some(finish) => done.push(s.finish(finish)),
                 None => kept.push(s),
@@ -345,6 +427,8 @@ impl Batch {
             return Some(self.decoding.remove(i).finish(FinishReason::Stopped).1);
         }
         let i = self.prefilling.iter().position(|s| s.id == id)?;
-        self.prefilling.remove(i).map(|s| s.finish(FinishReason::Stopped).1)
+        self.prefilling
+            .remove(i)
+            .map(|s| s.finish(FinishReason::Stopped).1)
     }
 }

@@ -18,7 +18,9 @@
 //! ```
 
 // The engine's layers below the model, under the names this crate has always used.
-pub use engine::{cache, ceilings, cpu, device_flags, error, linear, ops, pass, profile, work_counts};
+pub use engine::{
+    cache, ceilings, cpu, device_flags, error, linear, ops, pass, profile, work_counts,
+};
 
 pub mod cli;
 pub mod config;
@@ -31,12 +33,12 @@ pub mod serve;
 pub mod tokenizer;
 pub mod weights;
 
+pub use cache::SeqCache;
 pub use config::Config;
 pub use device_flags::DeviceChoice;
+pub use engine::CausalLm;
 pub use error::{Error, Result};
 pub use generate::{generate, Completion, FinishReason, Flow, Request, Sampling, TokenEvent};
-pub use cache::SeqCache;
-pub use engine::CausalLm;
 pub use model::{Logits, MlpActivation, Model, Segment};
 pub use tokenizer::Tokenizer;
 pub use weights::WeightSource;

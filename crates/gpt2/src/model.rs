@@ -72,9 +72,17 @@ impl Attention {
     fn forward(&self, x: &Tensor, pass: &mut Pass) -> Result<Projected<'_>> {
         let (module, p) = (profiler::module("attn"), self.path);
         let y = pass.attend(self.layer, &self.c_attn.forward(x)?, |qkv, group| {
-            let (q, k, v) = ops::split_heads(qkv, group.sequences(), self.n_head, self.n_head, self.head_dim)?;
+            let (q, k, v) = ops::split_heads(
+                qkv,
+                group.sequences(),
+                self.n_head,
+                self.n_head,
+                self.head_dim,
+            )?;
             ops::merge_heads(&match group {
-                Group::Decode(caches) => ops::attn_decode(&q, &ops::kv_cache_each(caches, &k, &v)?, p)?,
+                Group::Decode(caches) => {
+                    ops::attn_decode(&q, &ops::kv_cache_each(caches, &k, &v)?, p)?
+                }
                 Group::Chunk(cache, mask) => {
                     let (k, v) = ops::kv_cache(cache, &k, &v)?;
                     let att = ops::mask_apply(ops::attn_scores(&q, &k, p)?, mask, p)?; // q·kᵀ / √head_dim, causal
@@ -164,13 +172,26 @@ impl Model {
         cfg.validate().map_err(Error::Input)?;
         let activations = path.activations(vb.device(), vb.dtype());
         let wte = vb.get((cfg.vocab_size, cfg.n_embd), "wte.weight")?;
-        let wpe = vb.get((cfg.n_positions, cfg.n_embd), "wpe.weight")?.to_dtype(activations)?;
-        let blocks = (0..cfg.n_layer).map(|i| Block::load(vb.pp(format!("h.{i}")), cfg, i, path)).collect::<Result<Vec<_>>>()?;
+        let wpe = vb
+            .get((cfg.n_positions, cfg.n_embd), "wpe.weight")?
+            .to_dtype(activations)?;
+        let blocks = (0..cfg.n_layer)
+            .map(|i| Block::load(vb.pp(format!("h.{i}")), cfg, i, path))
+            .collect::<Result<Vec<_>>>()?;
         let ln_f = LayerNorm::load(vb.pp("ln_f"), cfg, path)?;
         // The head is tied to the token embedding: the same (vocab, n_embd) matrix, in the weights' type.
         let lm_head = Linear::head(wte.clone(), path)?;
         let wte = wte.to_dtype(activations)?;
-        Ok(Self { wte, wpe, blocks, ln_f, lm_head, cfg: cfg.clone(), path, weights: vb.dtype() })
+        Ok(Self {
+            wte,
+            wpe,
+            blocks,
+            ln_f,
+            lm_head,
+            cfg: cfg.clone(),
+            path,
+            weights: vb.dtype(),
+        })
     }
 
     pub fn config(&self) -> &Config {
@@ -218,7 +239,13 @@ impl Model {
     pub fn forward(&self, segments: &mut [Segment<'_>]) -> Result<Tensor> {
         engine::pass::check_input(segments, self.cfg.vocab_size, self.cfg.n_positions)?;
         let mut pass = Pass::new(segments, self.device())?;
-        let mut x = ops::embedding(&self.wte, Some(&self.wpe), pass.ids(), pass.positions(), &pass.shape())?;
+        let mut x = ops::embedding(
+            &self.wte,
+            Some(&self.wpe),
+            pass.ids(),
+            pass.positions(),
+            &pass.shape(),
+        )?;
         for block in &self.blocks {
             x = block.forward(&x, &mut pass)?;
         }

@@ -30,7 +30,12 @@ pub struct Sampler {
 impl Sampler {
     /// A sampler for these settings; the caller has checked their ranges.
     pub fn new(temperature: f64, top_k: Option<usize>, top_p: Option<f64>, seed: u64) -> Self {
-        Self { temperature, top_k, top_p, rng: StdRng::seed_from_u64(seed) }
+        Self {
+            temperature,
+            top_k,
+            top_p,
+            rng: StdRng::seed_from_u64(seed),
+        }
     }
 
     /// The next token for `logits`, a vector over the vocabulary.
@@ -51,8 +56,11 @@ impl Sampler {
         // WeightedIndex normalises, so the sum is not divided out.
         let inv_t = (1.0 / self.temperature) as f32;
         let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-        let mut tokens: Vec<(u32, f32)> =
-            logits.iter().enumerate().map(|(i, &l)| (i as u32, ((l - max) * inv_t).exp())).collect();
+        let mut tokens: Vec<(u32, f32)> = logits
+            .iter()
+            .enumerate()
+            .map(|(i, &l)| (i as u32, ((l - max) * inv_t).exp()))
+            .collect();
         let by_probability = |a: &(u32, f32), b: &(u32, f32)| b.1.total_cmp(&a.1);
         if let Some(k) = self.top_k.filter(|&k| k < tokens.len()) {
             tokens.select_nth_unstable_by(k - 1, by_probability);
@@ -95,12 +103,20 @@ mod tests {
     fn top_k_and_top_p_keep_only_the_most_likely_tokens() {
         let row = [0.0, 5.0, 1.0, 4.0, -1.0];
         let kept = |k, p| {
-            let mut t: Vec<u32> = Sampler::new(1.0, k, p, 0).candidates(&row).iter().map(|c| c.0).collect();
+            let mut t: Vec<u32> = Sampler::new(1.0, k, p, 0)
+                .candidates(&row)
+                .iter()
+                .map(|c| c.0)
+                .collect();
             t.sort();
             t
         };
         assert_eq!(kept(Some(2), None), [1, 3]);
-        assert_eq!(kept(None, Some(1e-9)), [1], "a tiny top_p still keeps the most likely token");
+        assert_eq!(
+            kept(None, Some(1e-9)),
+            [1],
+            "a tiny top_p still keeps the most likely token"
+        );
         // exp(0) and exp(-1) of 5, 4: the two largest hold about 95% of the mass.
         assert_eq!(kept(None, Some(0.9)), [1, 3]);
         assert_eq!(kept(None, None).len(), 5);

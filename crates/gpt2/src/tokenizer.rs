@@ -8,11 +8,20 @@ use rand::{Rng, SeedableRng};
 use tokenizers::decoders::byte_level::ByteLevel as ByteLevelDecoder;
 use tokenizers::models::bpe::BPE;
 use tokenizers::pre_tokenizers::byte_level::ByteLevel;
-use tokenizers::{AddedToken, DecoderWrapper, ModelWrapper, NormalizerWrapper, PostProcessorWrapper, PreTokenizerWrapper, TokenizerImpl};
+use tokenizers::{
+    AddedToken, DecoderWrapper, ModelWrapper, NormalizerWrapper, PostProcessorWrapper,
+    PreTokenizerWrapper, TokenizerImpl,
+};
 
 use crate::error::{Error, Result};
 
-type Inner = TokenizerImpl<ModelWrapper, NormalizerWrapper, PreTokenizerWrapper, PostProcessorWrapper, DecoderWrapper>;
+type Inner = TokenizerImpl<
+    ModelWrapper,
+    NormalizerWrapper,
+    PreTokenizerWrapper,
+    PostProcessorWrapper,
+    DecoderWrapper,
+>;
 
 /// The end-of-text token of GPT-2's vocabulary.
 pub const END_OF_TEXT: &str = "<|endoftext|>";
@@ -23,18 +32,27 @@ pub struct Tokenizer {
 
 impl Tokenizer {
     pub fn from_file(path: &Path) -> Result<Self> {
-        let inner = tokenizers::Tokenizer::from_file(path)
-            .map_err(|e| Error::Tokenizer { path: path.to_owned(), message: format!("not a readable tokenizer.json: {e}") })?;
-        Ok(Self { inner: inner.into_inner() })
+        let inner = tokenizers::Tokenizer::from_file(path).map_err(|e| Error::Tokenizer {
+            path: path.to_owned(),
+            message: format!("not a readable tokenizer.json: {e}"),
+        })?;
+        Ok(Self {
+            inner: inner.into_inner(),
+        })
     }
 
     pub fn encode(&self, text: &str) -> Result<Vec<u32>> {
-        let enc = self.inner.encode(text, false).map_err(|e| Error::Input(format!("cannot tokenize the prompt: {e}")))?;
+        let enc = self
+            .inner
+            .encode(text, false)
+            .map_err(|e| Error::Input(format!("cannot tokenize the prompt: {e}")))?;
         Ok(enc.get_ids().to_vec())
     }
 
     pub fn decode(&self, ids: &[u32]) -> Result<String> {
-        self.inner.decode(ids, true).map_err(|e| Error::Input(format!("cannot decode token ids: {e}")))
+        self.inner
+            .decode(ids, true)
+            .map_err(|e| Error::Input(format!("cannot decode token ids: {e}")))
     }
 
     /// The id of `<|endoftext|>`, if the vocabulary has it.
@@ -45,17 +63,28 @@ impl Tokenizer {
     /// A decoder for a stream of ids: `push` returns text once the bytes seen so far form
     /// whole characters (one BPE token can end in the middle of a UTF-8 sequence).
     pub fn stream(&self) -> TextStream<'_> {
-        TextStream { inner: self.inner.decode_stream(true) }
+        TextStream {
+            inner: self.inner.decode_stream(true),
+        }
     }
 }
 
 pub struct TextStream<'a> {
-    inner: tokenizers::tokenizer::DecodeStream<'a, ModelWrapper, NormalizerWrapper, PreTokenizerWrapper, PostProcessorWrapper, DecoderWrapper>,
+    inner: tokenizers::tokenizer::DecodeStream<
+        'a,
+        ModelWrapper,
+        NormalizerWrapper,
+        PreTokenizerWrapper,
+        PostProcessorWrapper,
+        DecoderWrapper,
+    >,
 }
 
 impl TextStream<'_> {
     pub fn push(&mut self, id: u32) -> Result<Option<String>> {
-        self.inner.step(id).map_err(|e| Error::Input(format!("cannot decode token id {id}: {e}")))
+        self.inner
+            .step(id)
+            .map_err(|e| Error::Input(format!("cannot decode token id {id}: {e}")))
     }
 }
 
@@ -64,24 +93,39 @@ impl TextStream<'_> {
 /// GPT-2. Real BPE machinery, made-up merges: it round-trips any text, but its pieces are
 /// not English sub-words.
 pub fn write_synthetic(path: &Path, vocab_size: usize, seed: u64) -> Result<()> {
-    let fail = |message: String| Error::Tokenizer { path: path.to_owned(), message };
+    let fail = |message: String| Error::Tokenizer {
+        path: path.to_owned(),
+        message,
+    };
     let mut alphabet: Vec<char> = ByteLevel::alphabet().into_iter().collect();
     alphabet.sort_unstable();
     if vocab_size < alphabet.len() + 1 {
-        return Err(fail(format!("a byte-level vocabulary needs at least {} ids, not {vocab_size}", alphabet.len() + 1)));
+        return Err(fail(format!(
+            "a byte-level vocabulary needs at least {} ids, not {vocab_size}",
+            alphabet.len() + 1
+        )));
     }
     let mut tokens: Vec<String> = alphabet.iter().map(char::to_string).collect();
     let mut seen: HashSet<String> = tokens.iter().cloned().collect();
     // Merges are built from word-like pieces (letters and the byte-level space 'Ġ') so that
     // synthetic text splits into multi-byte tokens much as English does.
-    let mut wordy: Vec<usize> = (0..tokens.len()).filter(|&i| tokens[i].chars().all(|c| c.is_ascii_alphabetic() || c == 'Ġ')).collect();
+    let mut wordy: Vec<usize> = (0..tokens.len())
+        .filter(|&i| {
+            tokens[i]
+                .chars()
+                .all(|c| c.is_ascii_alphabetic() || c == 'Ġ')
+        })
+        .collect();
     let mut merges = Vec::new();
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     while tokens.len() < vocab_size - 1 {
         let a = wordy[rng.random_range(0..wordy.len())];
         let b = wordy[rng.random_range(0..wordy.len())];
         let merged = format!("{}{}", tokens[a], tokens[b]);
-        if merged.chars().count() > 10 || merged.chars().skip(1).any(|c| c == 'Ġ') || seen.contains(&merged) {
+        if merged.chars().count() > 10
+            || merged.chars().skip(1).any(|c| c == 'Ġ')
+            || seen.contains(&merged)
+        {
             continue;
         }
         merges.push((tokens[a].clone(), tokens[b].clone()));
@@ -89,7 +133,11 @@ pub fn write_synthetic(path: &Path, vocab_size: usize, seed: u64) -> Result<()> 
         wordy.push(tokens.len());
         tokens.push(merged);
     }
-    let vocab: tokenizers::models::bpe::Vocab = tokens.iter().enumerate().map(|(i, t)| (t.clone(), i as u32)).collect();
+    let vocab: tokenizers::models::bpe::Vocab = tokens
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.clone(), i as u32))
+        .collect();
     let bpe = BPE::builder()
         .vocab_and_merges(vocab, merges)
         .build()
@@ -98,8 +146,10 @@ pub fn write_synthetic(path: &Path, vocab_size: usize, seed: u64) -> Result<()> 
     tk.with_pre_tokenizer(Some(ByteLevel::new(false, true, true)));
     tk.with_decoder(Some(ByteLevelDecoder::default()));
     tk.with_post_processor(Some(ByteLevel::new(false, true, true)));
-    tk.add_special_tokens([AddedToken::from(END_OF_TEXT, true)]).map_err(|e| fail(format!("cannot add {END_OF_TEXT}: {e}")))?;
-    tk.save(path, false).map_err(|e| fail(format!("cannot write: {e}")))
+    tk.add_special_tokens([AddedToken::from(END_OF_TEXT, true)])
+        .map_err(|e| fail(format!("cannot add {END_OF_TEXT}: {e}")))?;
+    tk.save(path, false)
+        .map_err(|e| fail(format!("cannot write: {e}")))
 }
 
 #[cfg(test)]
@@ -118,13 +168,19 @@ mod tests {
         assert!(ids.iter().all(|&id| id < 2000));
         assert_eq!(tk.decode(&ids).unwrap(), text);
         let mut stream = tk.stream();
-        let streamed: String = ids.iter().filter_map(|&id| stream.push(id).unwrap()).collect();
+        let streamed: String = ids
+            .iter()
+            .filter_map(|&id| stream.push(id).unwrap())
+            .collect();
         assert_eq!(streamed, text);
     }
 
     #[test]
     fn a_missing_tokenizer_names_its_file() {
-        let err = Tokenizer::from_file(Path::new("/nonexistent/tokenizer.json")).err().unwrap().to_string();
+        let err = Tokenizer::from_file(Path::new("/nonexistent/tokenizer.json"))
+            .err()
+            .unwrap()
+            .to_string();
         assert!(err.contains("/nonexistent/tokenizer.json"), "{err}");
     }
 }

@@ -14,8 +14,8 @@ use candle_nn::VarBuilder;
 use hf_hub::{Repo, RepoType};
 use rand::{Rng, SeedableRng};
 
-use crate::cpu::KernelPath;
 use crate::config::Config;
+use crate::cpu::KernelPath;
 use crate::error::{Error, Result};
 use crate::model::Model;
 use crate::tokenizer::{self, Tokenizer};
@@ -31,11 +31,16 @@ const SYNTHETIC_VERSION: u32 = 1;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum WeightSource {
-    Hub { repo: String, revision: String },
+    Hub {
+        repo: String,
+        revision: String,
+    },
     Dir(PathBuf),
     /// Seeded random weights with the shapes of `config` (GPT-2 small unless a test says
     /// otherwise), written once under the cache directory.
-    Synthetic { small: bool },
+    Synthetic {
+        small: bool,
+    },
 }
 
 impl WeightSource {
@@ -43,7 +48,10 @@ impl WeightSource {
     /// directory.
     pub fn parse(arg: &str) -> Result<Self> {
         match arg {
-            "gpt2" | HUB_REPO => Ok(Self::Hub { repo: HUB_REPO.into(), revision: HUB_REVISION.into() }),
+            "gpt2" | HUB_REPO => Ok(Self::Hub {
+                repo: HUB_REPO.into(),
+                revision: HUB_REVISION.into(),
+            }),
             "synthetic" => Ok(Self::Synthetic { small: true }),
             "synthetic-tiny" => Ok(Self::Synthetic { small: false }),
             path => {
@@ -84,10 +92,20 @@ impl Checkpoint {
 /// printed when the hub is out of reach and the synthetic checkpoint stands in.
 pub fn resolve(source: &WeightSource, notice: &mut dyn FnMut(&str)) -> Result<Checkpoint> {
     match source {
-        WeightSource::Dir(dir) => Ok(Checkpoint { dir: dir.clone(), synthetic: false }),
-        WeightSource::Synthetic { small } => synthetic(if *small { Config::gpt2_small() } else { Config::tiny() }),
+        WeightSource::Dir(dir) => Ok(Checkpoint {
+            dir: dir.clone(),
+            synthetic: false,
+        }),
+        WeightSource::Synthetic { small } => synthetic(if *small {
+            Config::gpt2_small()
+        } else {
+            Config::tiny()
+        }),
         WeightSource::Hub { repo, revision } => match from_hub(repo, revision) {
-            Ok(dir) => Ok(Checkpoint { dir, synthetic: false }),
+            Ok(dir) => Ok(Checkpoint {
+                dir,
+                synthetic: false,
+            }),
             Err(why) => {
                 notice(&format!(
                     "note: cannot get {repo} from the Hugging Face hub ({why}) and it is not cached; \
@@ -105,15 +123,22 @@ fn from_hub(repo: &str, revision: &str) -> std::result::Result<PathBuf, String> 
     let files = ["config.json", "model.safetensors", "tokenizer.json"];
     let hub_repo = Repo::with_revision(repo.to_string(), RepoType::Model, revision.to_string());
     let cache = hf_hub::Cache::from_env();
-    let cached: Option<Vec<PathBuf>> = files.iter().map(|f| cache.repo(hub_repo.clone()).get(f)).collect();
+    let cached: Option<Vec<PathBuf>> = files
+        .iter()
+        .map(|f| cache.repo(hub_repo.clone()).get(f))
+        .collect();
     if let Some(paths) = cached {
         return snapshot_dir(&paths[0]);
     }
-    let offline = std::env::var("HF_HUB_OFFLINE").is_ok_and(|v| matches!(v.as_str(), "1" | "true" | "TRUE" | "yes"));
+    let offline = std::env::var("HF_HUB_OFFLINE")
+        .is_ok_and(|v| matches!(v.as_str(), "1" | "true" | "TRUE" | "yes"));
     if offline {
         return Err("HF_HUB_OFFLINE is set".into());
     }
-    let api = hf_hub::api::sync::ApiBuilder::from_env().with_progress(true).build().map_err(|e| e.to_string())?;
+    let api = hf_hub::api::sync::ApiBuilder::from_env()
+        .with_progress(true)
+        .build()
+        .map_err(|e| e.to_string())?;
     let api_repo = api.repo(hub_repo);
     let mut paths = Vec::new();
     for f in files {
@@ -123,19 +148,27 @@ fn from_hub(repo: &str, revision: &str) -> std::result::Result<PathBuf, String> 
 }
 
 fn snapshot_dir(file: &Path) -> std::result::Result<PathBuf, String> {
-    file.parent().map(Path::to_path_buf).ok_or_else(|| format!("{} has no parent folder", file.display()))
+    file.parent()
+        .map(Path::to_path_buf)
+        .ok_or_else(|| format!("{} has no parent folder", file.display()))
 }
 
 pub use engine::cache_dir;
 
 /// The synthetic checkpoint of `cfg`, written on first use.
 fn synthetic(cfg: Config) -> Result<Checkpoint> {
-    let name = format!("synthetic-v{SYNTHETIC_VERSION}-l{}-e{}-v{}", cfg.n_layer, cfg.n_embd, cfg.vocab_size);
+    let name = format!(
+        "synthetic-v{SYNTHETIC_VERSION}-l{}-e{}-v{}",
+        cfg.n_layer, cfg.n_embd, cfg.vocab_size
+    );
     let dir = cache_dir().join(name);
     if !dir.join("model.safetensors").is_file() {
         write_synthetic(&dir, &cfg)?;
     }
-    Ok(Checkpoint { dir, synthetic: true })
+    Ok(Checkpoint {
+        dir,
+        synthetic: true,
+    })
 }
 
 /// Writes a complete checkpoint directory (config.json, model.safetensors, tokenizer.json)
@@ -146,8 +179,12 @@ pub fn write_synthetic(dir: &Path, cfg: &Config) -> Result<()> {
         let json = serde_json::to_string_pretty(cfg).map_err(|e| Error::Input(e.to_string()))?;
         std::fs::write(&config_path, json).map_err(|e| Error::io(&config_path, e))?;
         let weights_path = tmp.join("model.safetensors");
-        candle_core::safetensors::save(&random_weights(cfg)?, &weights_path)
-            .map_err(|e| Error::Weights { path: weights_path.clone(), message: e.to_string() })?;
+        candle_core::safetensors::save(&random_weights(cfg)?, &weights_path).map_err(|e| {
+            Error::Weights {
+                path: weights_path.clone(),
+                message: e.to_string(),
+            }
+        })?;
         tokenizer::write_synthetic(&tmp.join("tokenizer.json"), cfg.vocab_size, SYNTHETIC_SEED)
     })
 }
@@ -159,7 +196,9 @@ fn random_weights(cfg: &Config) -> Result<HashMap<String, Tensor>> {
     let half_width = 0.02 * 3f32.sqrt();
     let mut random = |dims: &[usize]| -> Result<Tensor> {
         let n: usize = dims.iter().product();
-        let data: Vec<f32> = (0..n).map(|_| rng.random_range(-half_width..half_width)).collect();
+        let data: Vec<f32> = (0..n)
+            .map(|_| rng.random_range(-half_width..half_width))
+            .collect();
         Ok(Tensor::from_vec(data, dims, &Device::Cpu)?)
     };
     let (e, inner) = (cfg.n_embd, cfg.inner_dim());
@@ -174,7 +213,12 @@ fn random_weights(cfg: &Config) -> Result<HashMap<String, Tensor>> {
             w.insert(p(&format!("{ln}.weight")), ones(e)?);
             w.insert(p(&format!("{ln}.bias")), zeros(e)?);
         }
-        for (name, (din, dout)) in [("attn.c_attn", (e, 3 * e)), ("attn.c_proj", (e, e)), ("mlp.c_fc", (e, inner)), ("mlp.c_proj", (inner, e))] {
+        for (name, (din, dout)) in [
+            ("attn.c_attn", (e, 3 * e)),
+            ("attn.c_proj", (e, e)),
+            ("mlp.c_fc", (e, inner)),
+            ("mlp.c_proj", (inner, e)),
+        ] {
             w.insert(p(&format!("{name}.weight")), random(&[din, dout])?);
             w.insert(p(&format!("{name}.bias")), zeros(dout)?);
         }
@@ -186,7 +230,12 @@ fn random_weights(cfg: &Config) -> Result<HashMap<String, Tensor>> {
 
 /// A model with `cfg`'s shapes and the synthetic checkpoint's seeded weights, built in
 /// memory without touching the disk (tests, benchmarks, servers under test).
-pub fn synthetic_model(cfg: &Config, device: &Device, dtype: DType, kernels: KernelPath) -> Result<Model> {
+pub fn synthetic_model(
+    cfg: &Config,
+    device: &Device,
+    dtype: DType,
+    kernels: KernelPath,
+) -> Result<Model> {
     crate::device_flags::check_dtype(dtype)?;
     let vb = VarBuilder::from_tensors(random_weights(cfg)?, dtype, device);
     Model::load(vb, cfg, kernels)
@@ -194,11 +243,19 @@ pub fn synthetic_model(cfg: &Config, device: &Device, dtype: DType, kernels: Ker
 
 /// Reads the checkpoint's config and weights onto `device` as `dtype`, laid out for the CPU
 /// kernel path `kernels`. Every failure names the file it came from.
-pub fn load(ckpt: &Checkpoint, device: &Device, dtype: DType, kernels: KernelPath) -> Result<Model> {
+pub fn load(
+    ckpt: &Checkpoint,
+    device: &Device,
+    dtype: DType,
+    kernels: KernelPath,
+) -> Result<Model> {
     crate::device_flags::check_dtype(dtype)?;
     let config_path = ckpt.config_path();
     if !config_path.is_file() {
-        return Err(Error::Weights { path: config_path, message: "missing: a checkpoint directory needs config.json".into() });
+        return Err(Error::Weights {
+            path: config_path,
+            message: "missing: a checkpoint directory needs config.json".into(),
+        });
     }
     let cfg = Config::from_file(&config_path)?;
     let weights_path = ckpt.weights_path();
@@ -208,11 +265,19 @@ pub fn load(ckpt: &Checkpoint, device: &Device, dtype: DType, kernels: KernelPat
             message: "missing: a checkpoint directory needs model.safetensors (pytorch_model.bin is not read; save with safe_serialization=True)".into(),
         });
     }
-    let bad = |e: candle_core::Error| Error::Weights { path: weights_path.clone(), message: engine::error::weights_message(&e, "GPT-2") };
+    let bad = |e: candle_core::Error| Error::Weights {
+        path: weights_path.clone(),
+        message: engine::error::weights_message(&e, "GPT-2"),
+    };
     // SAFETY: the file is mapped read-only; like every safetensors loader we assume no one
     // truncates it while the model is being built (the tensors are copied out of the map).
-    let vb = unsafe { VarBuilder::from_mmaped_safetensors(&[&weights_path], dtype, device) }.map_err(bad)?;
-    let vb = if vb.contains_tensor("transformer.wte.weight") { vb.pp("transformer") } else { vb };
+    let vb = unsafe { VarBuilder::from_mmaped_safetensors(&[&weights_path], dtype, device) }
+        .map_err(bad)?;
+    let vb = if vb.contains_tensor("transformer.wte.weight") {
+        vb.pp("transformer")
+    } else {
+        vb
+    };
     Model::load(vb, &cfg, kernels).map_err(|e| match e {
         Error::Candle(e) => bad(e),
         other => other,

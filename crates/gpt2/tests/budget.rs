@@ -8,8 +8,8 @@ mod common;
 use candle_core::{DType, Device};
 use common::on_each_path;
 use gpt2::cpu::KernelPath;
-use gpt2::{Config, MlpActivation, Model};
 use gpt2::ops::list;
+use gpt2::{Config, MlpActivation, Model};
 use profiler::{Line, STEP_ROW};
 
 /// The ops the budget chapter deliberately leaves on "everything else": the embedding lookup
@@ -60,7 +60,16 @@ struct OpRow {
 /// The op rows of one step that runs every op (`engine::profile::every_op_rows`).
 fn op_rows(model: &Model) -> Vec<OpRow> {
     let rows = engine::profile::every_op_rows(model).unwrap();
-    rows.into_iter().map(|r| OpRow { name: r.name, line: r.line, kernel: r.kernel, dtype: r.dtype, flops: r.flops, bytes: r.bytes }).collect()
+    rows.into_iter()
+        .map(|r| OpRow {
+            name: r.name,
+            line: r.line,
+            kernel: r.kernel,
+            dtype: r.dtype,
+            flops: r.flops,
+            bytes: r.bytes,
+        })
+        .collect()
 }
 
 fn synthetic(activation: MlpActivation, path: KernelPath) -> Model {
@@ -69,7 +78,8 @@ fn synthetic(activation: MlpActivation, path: KernelPath) -> Model {
 
 /// The tiny synthetic model with its weights in `dtype`.
 fn synthetic_in(activation: MlpActivation, path: KernelPath, dtype: DType) -> Model {
-    let mut model = gpt2::weights::synthetic_model(&Config::tiny(), &Device::Cpu, dtype, path).unwrap();
+    let mut model =
+        gpt2::weights::synthetic_model(&Config::tiny(), &Device::Cpu, dtype, path).unwrap();
     model.set_mlp_activation(activation);
     model
 }
@@ -77,22 +87,47 @@ fn synthetic_in(activation: MlpActivation, path: KernelPath, dtype: DType) -> Mo
 #[test]
 fn every_op_row_lands_on_a_named_budget_line() {
     on_each_path(|path| {
-        for (activation, name) in [(MlpActivation::Stock, "stock"), (MlpActivation::Fused, "fused")] {
+        for (activation, name) in [
+            (MlpActivation::Stock, "stock"),
+            (MlpActivation::Fused, "fused"),
+        ] {
             let rows = op_rows(&synthetic(activation, path));
             let names: Vec<&str> = rows.iter().map(|r| r.name.as_str()).collect();
             // The step covered the ops it was built to: both mask rows, both activations' rows.
-            for expected in ["embedding", "mask_build", "mask_apply", "softmax", "attn_qk", "attn_v", "last_position", "lm_head"] {
-                assert!(names.contains(&expected), "{path}, {name} MLP: no {expected} row in {names:?}");
+            for expected in [
+                "embedding",
+                "mask_build",
+                "mask_apply",
+                "softmax",
+                "attn_qk",
+                "attn_v",
+                "last_position",
+                "lm_head",
+            ] {
+                assert!(
+                    names.contains(&expected),
+                    "{path}, {name} MLP: no {expected} row in {names:?}"
+                );
             }
             if path != KernelPath::Portable {
-                assert!(names.contains(&"attn_decode"), "{path}, {name} MLP: no attn_decode row in {names:?}");
+                assert!(
+                    names.contains(&"attn_decode"),
+                    "{path}, {name} MLP: no attn_decode row in {names:?}"
+                );
             }
             let activation_row = if name == "stock" { "gelu" } else { "bias_gelu" };
-            assert!(names.contains(&activation_row), "{path}, {name} MLP: no {activation_row} row in {names:?}");
+            assert!(
+                names.contains(&activation_row),
+                "{path}, {name} MLP: no {activation_row} row in {names:?}"
+            );
             for row in &rows {
                 let op = row.name.as_str();
                 let declared = list::ALL.iter().find(|o| o.name == op);
-                assert_eq!(declared.map(|o| o.line()), Some(row.line), "{path}, {name} MLP: op row {op} is not on the line gpt2::ops::list declares");
+                assert_eq!(
+                    declared.map(|o| o.line()),
+                    Some(row.line),
+                    "{path}, {name} MLP: op row {op} is not on the line gpt2::ops::list declares"
+                );
                 if OTHER_BY_DESIGN.contains(&op) {
                     assert_eq!(row.line, Line::Other, "{op} moved off \"everything else\": update OTHER_BY_DESIGN and the chapter");
                 } else {
@@ -109,7 +144,11 @@ fn the_op_list_names_each_op_once() {
     names.sort_unstable();
     let before = names.len();
     names.dedup();
-    assert_eq!(names.len(), before, "an op name is declared twice in gpt2::ops::list");
+    assert_eq!(
+        names.len(),
+        before,
+        "an op name is declared twice in gpt2::ops::list"
+    );
     // The learner's own fused op of exercise 5 lands on the activations line, whatever its name.
     assert_eq!(list::custom("my_kernel").line(), Line::Activations);
 }
@@ -119,10 +158,25 @@ fn every_op_row_says_which_kernel_ran() {
     on_each_path(|path| {
         for dtype in DTYPES {
             let rows = op_rows(&synthetic_in(MlpActivation::Fused, path, dtype));
-            let kernel = |op: &str| rows.iter().find(|r| r.name == op).and_then(|r| r.kernel.clone()).unwrap_or_else(|| panic!("{path} {dtype:?}: no kernel on {op}: {rows:?}"));
-            for OpRow { name: op, kernel: k, .. } in &rows {
-                let k = k.as_deref().unwrap_or_else(|| panic!("{path} {dtype:?}: row {op} has no kernel label"));
-                assert!(k.split('+').all(|l| LABELS.contains(&l)), "{path} {dtype:?}: {op} ran on {k}, not a contract label");
+            let kernel = |op: &str| {
+                rows.iter()
+                    .find(|r| r.name == op)
+                    .and_then(|r| r.kernel.clone())
+                    .unwrap_or_else(|| panic!("{path} {dtype:?}: no kernel on {op}: {rows:?}"))
+            };
+            for OpRow {
+                name: op,
+                kernel: k,
+                ..
+            } in &rows
+            {
+                let k = k
+                    .as_deref()
+                    .unwrap_or_else(|| panic!("{path} {dtype:?}: row {op} has no kernel label"));
+                assert!(
+                    k.split('+').all(|l| LABELS.contains(&l)),
+                    "{path} {dtype:?}: {op} ran on {k}, not a contract label"
+                );
             }
             // The path decides: the dense layers' products (a 12-row prefill and a 2-row decode
             // step), named with the weights' type where it is a half type; attention's products
@@ -136,7 +190,11 @@ fn every_op_row_says_which_kernel_ran() {
             // where the CPU has it: the prefill's row then names both kernels.
             let dot = path == KernelPath::Avx512 && dtype == DType::BF16 && has_bf16_dot();
             let (matmul, attention, elementwise) = match path {
-                KernelPath::Avx512 if dot => ("packed-avx512-bf16+packed-avx512-bf16-dot".to_string(), "packed-avx512", "avx512"),
+                KernelPath::Avx512 if dot => (
+                    "packed-avx512-bf16+packed-avx512-bf16-dot".to_string(),
+                    "packed-avx512",
+                    "avx512",
+                ),
                 KernelPath::Avx512 => (format!("packed-avx512{half}"), "packed-avx512", "avx512"),
                 KernelPath::Avx2 => (format!("packed-avx2{half}"), "packed-avx2", "avx2"),
                 KernelPath::Portable => ("candle-gemm".to_string(), "candle-gemm", "candle"),
@@ -146,25 +204,51 @@ fn every_op_row_says_which_kernel_ran() {
             for op in ["attn_qk", "attn_v"] {
                 assert_eq!(kernel(op), attention, "{path} {dtype:?}: {op}");
             }
-            for op in ["layer_norm", "mask_apply", "softmax", "bias_gelu", "bias_residual_add"] {
+            for op in [
+                "layer_norm",
+                "mask_apply",
+                "softmax",
+                "bias_gelu",
+                "bias_residual_add",
+            ] {
                 assert_eq!(kernel(op), elementwise, "{path} {dtype:?}: {op}");
             }
             if path != KernelPath::Portable {
-                assert_eq!(kernel("attn_decode"), elementwise, "{path} {dtype:?}: attn_decode");
+                assert_eq!(
+                    kernel("attn_decode"),
+                    elementwise,
+                    "{path} {dtype:?}: attn_decode"
+                );
             }
-            for op in ["embedding", "split_heads", "kv_cache", "merge_heads", "mask_build", "last_position"] {
+            for op in [
+                "embedding",
+                "split_heads",
+                "kv_cache",
+                "merge_heads",
+                "mask_build",
+                "last_position",
+            ] {
                 assert_eq!(kernel(op), "candle", "{path} {dtype:?}: {op}");
             }
             // And each row names the type it streamed: the products the weights', the mask its
             // bytes, the rest the activations' (f32 on the packed paths, the weights' on portable).
-            let activations = if path == KernelPath::Portable { dtype } else { DType::F32 };
+            let activations = if path == KernelPath::Portable {
+                dtype
+            } else {
+                DType::F32
+            };
             for row in &rows {
                 let want = match row.name.as_str() {
                     "matmul" | "lm_head" => dtype.as_str(),
                     "mask_build" => "u8",
                     _ => activations.as_str(),
                 };
-                assert_eq!(row.dtype.as_deref(), Some(want), "{path} {dtype:?}: {}", row.name);
+                assert_eq!(
+                    row.dtype.as_deref(),
+                    Some(want),
+                    "{path} {dtype:?}: {}",
+                    row.name
+                );
             }
         }
     });
@@ -175,8 +259,14 @@ fn a_half_type_weight_is_counted_at_its_stored_width() {
     on_each_path(|path| {
         let work = |dtype: DType, op: &str| {
             let rows = op_rows(&synthetic_in(MlpActivation::Fused, path, dtype));
-            let row = rows.iter().find(|r| r.name == op).unwrap_or_else(|| panic!("{path}: no {op} row"));
-            (row.flops.expect("a product counts its FLOPs"), row.bytes.expect("a product counts its bytes"))
+            let row = rows
+                .iter()
+                .find(|r| r.name == op)
+                .unwrap_or_else(|| panic!("{path}: no {op} row"));
+            (
+                row.flops.expect("a product counts its FLOPs"),
+                row.bytes.expect("a product counts its bytes"),
+            )
         };
         let model = synthetic(MlpActivation::Fused, path);
         let c = model.config();
@@ -186,14 +276,22 @@ fn a_half_type_weight_is_counted_at_its_stored_width() {
         let head_weights = 2 * c.vocab_size * e;
         for dtype in [DType::BF16, DType::F16] {
             for (op, weights) in [("matmul", layer_weights), ("lm_head", head_weights)] {
-                let ((f32_flops, f32_bytes), (flops, bytes)) = (work(DType::F32, op), work(dtype, op));
-                assert_eq!(flops, f32_flops, "{path} {dtype:?} {op}: the same arithmetic");
+                let ((f32_flops, f32_bytes), (flops, bytes)) =
+                    (work(DType::F32, op), work(dtype, op));
+                assert_eq!(
+                    flops, f32_flops,
+                    "{path} {dtype:?} {op}: the same arithmetic"
+                );
                 if path == KernelPath::Portable {
                     // Candle's ops run in the half type: every operand is half as wide.
                     assert_eq!(2 * bytes, f32_bytes, "{path} {dtype:?} {op}");
                 } else {
                     // The weights at 2 bytes instead of 4; the f32 activations as before.
-                    assert_eq!(f32_bytes - bytes, 2 * weights as u64, "{path} {dtype:?} {op}");
+                    assert_eq!(
+                        f32_bytes - bytes,
+                        2 * weights as u64,
+                        "{path} {dtype:?} {op}"
+                    );
                 }
             }
         }
@@ -205,13 +303,23 @@ fn models_built_for_different_paths_keep_their_own_kernels_side_by_side() {
     // The path is the model's: building a second model for another path, and running the two
     // in turns, changes no row of the first (a process-wide path would mix them).
     let paths = KernelPath::supported();
-    let models: Vec<Model> = paths.iter().map(|&p| synthetic(MlpActivation::Fused, p)).collect();
+    let models: Vec<Model> = paths
+        .iter()
+        .map(|&p| synthetic(MlpActivation::Fused, p))
+        .collect();
     for _ in 0..2 {
         for (model, &path) in models.iter().zip(&paths) {
             assert_eq!(model.kernel_path(), path);
             let rows = op_rows(model);
-            let softmax = rows.iter().find(|r| r.name == "softmax").and_then(|r| r.kernel.clone());
-            let want = if path == KernelPath::Portable { "candle" } else { path.name() };
+            let softmax = rows
+                .iter()
+                .find(|r| r.name == "softmax")
+                .and_then(|r| r.kernel.clone());
+            let want = if path == KernelPath::Portable {
+                "candle"
+            } else {
+                path.name()
+            };
             assert_eq!(softmax.as_deref(), Some(want), "{path}: {rows:?}");
         }
     }
@@ -236,17 +344,22 @@ fn the_committed_report_fixtures_put_each_op_on_its_declared_line() {
     let fixtures = report_fixtures();
     assert!(fixtures.len() >= 6, "{fixtures:?}");
     for path in fixtures {
-        let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let report: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         assert_eq!(report["schema"], profiler::SCHEMA, "{}", path.display());
         for row in report["rows"].as_array().unwrap() {
             let name = row["name"].as_str().unwrap();
-            let line: Line = serde_json::from_value(row["line"].clone()).unwrap_or_else(|e| panic!("{}: {name}: {e}", path.display()));
+            let line: Line = serde_json::from_value(row["line"].clone())
+                .unwrap_or_else(|e| panic!("{}: {name}: {e}", path.display()));
             // The step row is "everything else"; exercise 5's fused ops are a caller's own.
             let declared = match list::ALL.iter().find(|o| o.name == name) {
                 Some(op) => op.line(),
                 None if name == STEP_ROW => Line::Other,
                 None if name.starts_with("fused_bias_gelu") => list::custom("fused").line(),
-                None => panic!("{}: `{name}` is no op of gpt2::ops::list: regenerate the fixture", path.display()),
+                None => panic!(
+                    "{}: `{name}` is no op of gpt2::ops::list: regenerate the fixture",
+                    path.display()
+                ),
             };
             assert_eq!(line, declared, "{}: {name}", path.display());
         }

@@ -24,7 +24,19 @@ fn logits_of_a_save_pretrained_directory_match_transformers() {
     let r = reference();
     let ids: Vec<String> = r.ids.iter().map(u32::to_string).collect();
     let dir = fixture_dir();
-    let out = gpt2(&["logits", "--model", dir.to_str().unwrap(), "--device", "cpu", "--ids", &ids.join(","), "--json"], &[]);
+    let out = gpt2(
+        &[
+            "logits",
+            "--model",
+            dir.to_str().unwrap(),
+            "--device",
+            "cpu",
+            "--ids",
+            &ids.join(","),
+            "--json",
+        ],
+        &[],
+    );
     assert!(out.status.success(), "{}", text(&out.stderr));
     let rows: Vec<Vec<f32>> = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(rows.len(), r.ids.len());
@@ -37,17 +49,41 @@ fn logits_of_a_save_pretrained_directory_match_transformers() {
 fn generate_runs_offline_on_the_synthetic_model() {
     let cache = tempfile::tempdir().unwrap();
     let out = gpt2(
-        &["generate", "--model", "synthetic-tiny", "--device", "cpu", "--prompt", "Benchmark first", "--max-tokens", "8", "--seed", "3", "--temperature", "0.8"],
+        &[
+            "generate",
+            "--model",
+            "synthetic-tiny",
+            "--device",
+            "cpu",
+            "--prompt",
+            "Benchmark first",
+            "--max-tokens",
+            "8",
+            "--seed",
+            "3",
+            "--temperature",
+            "0.8",
+        ],
         &[("GPT2_COURSE_CACHE", cache.path())],
     );
     assert!(out.status.success(), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
-    assert!(stdout.starts_with("Benchmark first") && stdout.len() > "Benchmark first\n".len(), "{stdout}");
+    assert!(
+        stdout.starts_with("Benchmark first") && stdout.len() > "Benchmark first\n".len(),
+        "{stdout}"
+    );
     // The checkpoint was written as a real directory the same loader reads.
-    let written: Vec<_> = std::fs::read_dir(cache.path()).unwrap().map(|e| e.unwrap().path()).collect();
+    let written: Vec<_> = std::fs::read_dir(cache.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
     assert_eq!(written.len(), 1, "{written:?}");
     for f in ["config.json", "model.safetensors", "tokenizer.json"] {
-        assert!(written[0].join(f).is_file(), "{f} missing in {}", written[0].display());
+        assert!(
+            written[0].join(f).is_file(),
+            "{f} missing in {}",
+            written[0].display()
+        );
     }
 }
 
@@ -56,7 +92,17 @@ fn the_hub_checkpoint_falls_back_to_synthetic_when_offline() {
     let cache = tempfile::tempdir().unwrap();
     let hf = tempfile::tempdir().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_gpt2"))
-        .args(["generate", "--model", "gpt2", "--device", "cpu", "--prompt", "Hello", "--max-tokens", "2"])
+        .args([
+            "generate",
+            "--model",
+            "gpt2",
+            "--device",
+            "cpu",
+            "--prompt",
+            "Hello",
+            "--max-tokens",
+            "2",
+        ])
         .env("GPT2_COURSE_CACHE", cache.path())
         .env("HF_HOME", hf.path())
         .env("HF_HUB_OFFLINE", "1")
@@ -64,51 +110,134 @@ fn the_hub_checkpoint_falls_back_to_synthetic_when_offline() {
         .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
     let stderr = text(&out.stderr);
-    assert_eq!(stderr.lines().filter(|l| l.contains("synthetic GPT-2 small")).count(), 1, "{stderr}");
+    assert_eq!(
+        stderr
+            .lines()
+            .filter(|l| l.contains("synthetic GPT-2 small"))
+            .count(),
+        1,
+        "{stderr}"
+    );
     assert!(stderr.contains("HF_HUB_OFFLINE"), "{stderr}");
     assert!(text(&out.stdout).starts_with("Hello"));
 }
 
 #[test]
 fn an_unknown_device_is_a_usage_error() {
-    let out = gpt2(&["logits", "--model", fixture_dir().to_str().unwrap(), "--device", "tpu", "--ids", "1"], &[]);
+    let out = gpt2(
+        &[
+            "logits",
+            "--model",
+            fixture_dir().to_str().unwrap(),
+            "--device",
+            "tpu",
+            "--ids",
+            "1",
+        ],
+        &[],
+    );
     assert!(!out.status.success());
-    assert!(text(&out.stderr).contains("unknown device \"tpu\": use cpu, cuda or auto"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("unknown device \"tpu\": use cpu, cuda or auto"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 #[cfg(not(feature = "cuda"))]
 #[test]
 fn cuda_in_a_cpu_build_says_how_to_get_it() {
-    let out = gpt2(&["logits", "--model", fixture_dir().to_str().unwrap(), "--device", "cuda", "--ids", "1"], &[]);
+    let out = gpt2(
+        &[
+            "logits",
+            "--model",
+            fixture_dir().to_str().unwrap(),
+            "--device",
+            "cuda",
+            "--ids",
+            "1",
+        ],
+        &[],
+    );
     assert!(!out.status.success());
     let stderr = text(&out.stderr);
-    assert!(stderr.contains("no CUDA support") && stderr.contains("--features cuda"), "{stderr}");
+    assert!(
+        stderr.contains("no CUDA support") && stderr.contains("--features cuda"),
+        "{stderr}"
+    );
 }
 
 #[cfg(not(feature = "cuda"))]
 #[test]
 fn auto_in_a_cpu_build_says_why_it_runs_on_the_cpu_in_one_line() {
-    let out = gpt2(&["logits", "--model", fixture_dir().to_str().unwrap(), "--device", "auto", "--ids", "1"], &[]);
+    let out = gpt2(
+        &[
+            "logits",
+            "--model",
+            fixture_dir().to_str().unwrap(),
+            "--device",
+            "auto",
+            "--ids",
+            "1",
+        ],
+        &[],
+    );
     assert!(out.status.success(), "{}", text(&out.stderr));
     let stderr = text(&out.stderr);
     let notes: Vec<&str> = stderr.lines().filter(|l| l.starts_with("cuda: ")).collect();
-    assert_eq!(notes, ["cuda: this build has no CUDA support (built without --features cuda); using the CPU"], "{stderr}");
+    assert_eq!(
+        notes,
+        ["cuda: this build has no CUDA support (built without --features cuda); using the CPU"],
+        "{stderr}"
+    );
 }
 
 #[test]
 fn generate_without_a_tokenizer_explains_why() {
-    let out = gpt2(&["generate", "--model", fixture_dir().to_str().unwrap(), "--device", "cpu", "--prompt", "hi"], &[]);
+    let out = gpt2(
+        &[
+            "generate",
+            "--model",
+            fixture_dir().to_str().unwrap(),
+            "--device",
+            "cpu",
+            "--prompt",
+            "hi",
+        ],
+        &[],
+    );
     assert!(!out.status.success());
-    assert!(text(&out.stderr).contains("has no tokenizer.json"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("has no tokenizer.json"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 #[test]
 fn a_weight_type_the_engine_cannot_run_is_refused_by_every_command_with_what_it_can() {
     for sub in ["generate", "bench", "profile", "serve"] {
-        let out = gpt2(&[sub, "--model", "synthetic-tiny", "--device", "cpu", "--dtype", "q8_0"], &[]);
+        let out = gpt2(
+            &[
+                sub,
+                "--model",
+                "synthetic-tiny",
+                "--device",
+                "cpu",
+                "--dtype",
+                "q8_0",
+            ],
+            &[],
+        );
         assert!(!out.status.success(), "{sub}");
         let err = text(&out.stderr);
-        for part in ["\"q8_0\" is not a weight type this engine runs", "f32, f16 or bf16", "every CPU kernel path", "--dtype bf16", "llama.cpp"] {
+        for part in [
+            "\"q8_0\" is not a weight type this engine runs",
+            "f32, f16 or bf16",
+            "every CPU kernel path",
+            "--dtype bf16",
+            "llama.cpp",
+        ] {
             assert!(err.contains(part), "{sub}: {part}: {err}");
         }
     }
@@ -119,7 +248,11 @@ fn every_subcommand_has_help() {
     for sub in ["generate", "logits", "bench"] {
         let out = gpt2(&[sub, "--help"], &[]);
         assert!(out.status.success(), "{sub}");
-        assert!(text(&out.stdout).contains("--model"), "{sub}: {}", text(&out.stdout));
+        assert!(
+            text(&out.stdout).contains("--model"),
+            "{sub}: {}",
+            text(&out.stdout)
+        );
     }
 }
 
@@ -165,17 +298,44 @@ fn half_type_weights_run_in_all_four_commands_on_every_cpu_path() {
     let env = [("GPT2_COURSE_CACHE", cache.path())];
     common::on_each_path(|path| {
         for dtype in ["bf16", "f16"] {
-            let model = ["--model", "synthetic-tiny", "--device", "cpu", "--dtype", dtype, "--kernels", path.name()];
-            let with = |first: &[&str], rest: &[&str]| -> Vec<String> { first.iter().chain(&model).chain(rest).map(|s| s.to_string()).collect() };
+            let model = [
+                "--model",
+                "synthetic-tiny",
+                "--device",
+                "cpu",
+                "--dtype",
+                dtype,
+                "--kernels",
+                path.name(),
+            ];
+            let with = |first: &[&str], rest: &[&str]| -> Vec<String> {
+                first
+                    .iter()
+                    .chain(&model)
+                    .chain(rest)
+                    .map(|s| s.to_string())
+                    .collect()
+            };
             let run = |args: Vec<String>| {
                 let args: Vec<&str> = args.iter().map(String::as_str).collect();
                 let out = gpt2(&args, &env);
-                assert!(out.status.success(), "{path} {dtype}: gpt2 {args:?}: {}", text(&out.stderr));
+                assert!(
+                    out.status.success(),
+                    "{path} {dtype}: gpt2 {args:?}: {}",
+                    text(&out.stderr)
+                );
                 out
             };
 
-            let out = run(with(&["generate"], &["--prompt", "Benchmark first", "--max-tokens", "4"]));
-            assert!(text(&out.stdout).starts_with("Benchmark first"), "{path} {dtype}: {}", text(&out.stdout));
+            let out = run(with(
+                &["generate"],
+                &["--prompt", "Benchmark first", "--max-tokens", "4"],
+            ));
+            assert!(
+                text(&out.stdout).starts_with("Benchmark first"),
+                "{path} {dtype}: {}",
+                text(&out.stdout)
+            );
 
             let dir = tempfile::tempdir().unwrap();
             // `gpt2 bench`'s cases need GPT-2 small's context: its synthetic weights, written
@@ -183,32 +343,91 @@ fn half_type_weights_run_in_all_four_commands_on_every_cpu_path() {
             // the aarch64 run, emulated, leaves it out (one such bench takes minutes there).
             if cfg!(target_arch = "x86_64") {
                 let json = dir.path().join("bench.json");
-                let args = ["bench", "--model", "synthetic", "--device", "cpu", "--dtype", dtype, "--kernels", path.name(), "--warmup", "0", "--repeats", "1", "--json", json.to_str().unwrap()];
+                let args = [
+                    "bench",
+                    "--model",
+                    "synthetic",
+                    "--device",
+                    "cpu",
+                    "--dtype",
+                    dtype,
+                    "--kernels",
+                    path.name(),
+                    "--warmup",
+                    "0",
+                    "--repeats",
+                    "1",
+                    "--json",
+                    json.to_str().unwrap(),
+                ];
                 let out = gpt2(&args, &env);
-                assert!(out.status.success(), "{path} {dtype}: gpt2 {args:?}: {}", text(&out.stderr));
-                let bench: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-                assert_eq!((&bench["dtype"], &bench["kernels"]), (&dtype.into(), &path.name().into()));
+                assert!(
+                    out.status.success(),
+                    "{path} {dtype}: gpt2 {args:?}: {}",
+                    text(&out.stderr)
+                );
+                let bench: serde_json::Value =
+                    serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+                assert_eq!(
+                    (&bench["dtype"], &bench["kernels"]),
+                    (&dtype.into(), &path.name().into())
+                );
                 // The floor counts GPT-2 small's 124M parameters at their stored widths: the
                 // matrices at 2 bytes, the LayerNorm gains and biases beside f32 activations at 4.
-                let (gbps, floor_ms) = (bench["memory_read_gb_per_s"].as_f64().unwrap(), bench["decode_floor_ms"].as_f64().unwrap());
-                let activations = if path == gpt2::cpu::KernelPath::Portable { 2 } else { 4 };
+                let (gbps, floor_ms) = (
+                    bench["memory_read_gb_per_s"].as_f64().unwrap(),
+                    bench["decode_floor_ms"].as_f64().unwrap(),
+                );
+                let activations = if path == gpt2::cpu::KernelPath::Portable {
+                    2
+                } else {
+                    4
+                };
                 let bytes = 2 * 123_532_032 + activations * 121_344;
-                assert!((floor_ms - bytes as f64 / (gbps * 1e9) * 1e3).abs() < 1e-6 * floor_ms, "{path} {dtype}: floor {floor_ms} ms at {gbps} GB/s");
+                assert!(
+                    (floor_ms - bytes as f64 / (gbps * 1e9) * 1e3).abs() < 1e-6 * floor_ms,
+                    "{path} {dtype}: floor {floor_ms} ms at {gbps} GB/s"
+                );
             }
 
-            run(with(&["profile"], &["--seq", "4", "--out", dir.path().to_str().unwrap()]));
+            run(with(
+                &["profile"],
+                &["--seq", "4", "--out", dir.path().to_str().unwrap()],
+            ));
             let report = profiler::Report::read_json(dir.path().join("report.json")).unwrap();
             assert_eq!(report.environment.dtype, dtype, "{path}");
-            let matmul = report.rows.iter().find(|r| r.name == "matmul").and_then(|r| r.kernel.clone()).unwrap_or_default();
-            let want = if path == gpt2::cpu::KernelPath::Portable { "candle-gemm".to_string() } else { format!("packed-{path}-{dtype}") };
-            assert_eq!(matmul, want, "{path} {dtype}: the matmul row names the kernel and the weights' type");
+            let matmul = report
+                .rows
+                .iter()
+                .find(|r| r.name == "matmul")
+                .and_then(|r| r.kernel.clone())
+                .unwrap_or_default();
+            let want = if path == gpt2::cpu::KernelPath::Portable {
+                "candle-gemm".to_string()
+            } else {
+                format!("packed-{path}-{dtype}")
+            };
+            assert_eq!(
+                matmul, want,
+                "{path} {dtype}: the matmul row names the kernel and the weights' type"
+            );
 
             let args = with(&[], &[]);
-            let (mut child, addr, served) = serve(&args.iter().map(String::as_str).collect::<Vec<_>>(), cache.path());
-            let response = post_json(&addr, "/v1/completions", &format!("{{\"model\": \"{served}\", \"prompt\": \"Hello\", \"max_tokens\": 3}}"));
+            let (mut child, addr, served) = serve(
+                &args.iter().map(String::as_str).collect::<Vec<_>>(),
+                cache.path(),
+            );
+            let response = post_json(
+                &addr,
+                "/v1/completions",
+                &format!("{{\"model\": \"{served}\", \"prompt\": \"Hello\", \"max_tokens\": 3}}"),
+            );
             let _ = child.kill();
             let _ = child.wait();
-            assert!(response.starts_with("HTTP/1.1 200") && response.contains("\"choices\""), "{path} {dtype}: {response}");
+            assert!(
+                response.starts_with("HTTP/1.1 200") && response.contains("\"choices\""),
+                "{path} {dtype}: {response}"
+            );
         }
     });
 }

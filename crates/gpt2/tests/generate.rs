@@ -4,18 +4,27 @@
 mod common;
 
 use common::{default_path, fixture_dir, reference, tiny_model};
-use gpt2::{generate, FinishReason, Flow, Request, Sampling};
 use gpt2::generate::generate_fixed;
+use gpt2::{generate, FinishReason, Flow, Request, Sampling};
 
 fn greedy(prompt: &[u32], max_tokens: usize) -> Request {
-    Request { prompt: prompt.to_vec(), max_tokens, sampling: Sampling::greedy(), stop_at_eos: false }
+    Request {
+        prompt: prompt.to_vec(),
+        max_tokens,
+        sampling: Sampling::greedy(),
+        stop_at_eos: false,
+    }
 }
 
 #[test]
 fn a_batch_generates_what_each_prompt_generates_alone() {
     let model = tiny_model(default_path());
     let ids = reference().ids;
-    let requests = [greedy(&ids, 6), greedy(&ids[2..5], 9), greedy(&ids[7..8], 4)];
+    let requests = [
+        greedy(&ids, 6),
+        greedy(&ids[2..5], 9),
+        greedy(&ids[7..8], 4),
+    ];
     let batched = generate(&model, &requests, &mut |_| Flow::Continue).unwrap();
     for (r, req) in requests.iter().enumerate() {
         let alone = generate(&model, std::slice::from_ref(req), &mut |_| Flow::Continue).unwrap();
@@ -42,9 +51,17 @@ fn the_callback_sees_every_token_in_order_and_can_stop_a_row() {
     assert_eq!(out[0].tokens.len(), 5);
     assert_eq!(out[1].tokens.len(), 2);
     assert_eq!(out[1].finish, FinishReason::Stopped);
-    let row0: Vec<u32> = seen.iter().filter(|(r, _, _)| *r == 0).map(|(_, _, t)| *t).collect();
+    let row0: Vec<u32> = seen
+        .iter()
+        .filter(|(r, _, _)| *r == 0)
+        .map(|(_, _, t)| *t)
+        .collect();
     assert_eq!(row0, out[0].tokens);
-    let indices: Vec<usize> = seen.iter().filter(|(r, _, _)| *r == 0).map(|(_, i, _)| *i).collect();
+    let indices: Vec<usize> = seen
+        .iter()
+        .filter(|(r, _, _)| *r == 0)
+        .map(|(_, i, _)| *i)
+        .collect();
     assert_eq!(indices, vec![0, 1, 2, 3, 4]);
 }
 
@@ -53,26 +70,62 @@ fn seeded_sampling_is_reproducible() {
     let model = tiny_model(default_path());
     let ids = reference().ids;
     let sampled = |seed| {
-        let sampling = Sampling { temperature: 1.5, top_k: Some(50), top_p: Some(0.95), seed };
-        let req = Request { prompt: ids.clone(), max_tokens: 12, sampling, stop_at_eos: false };
-        generate(&model, &[req], &mut |_| Flow::Continue).unwrap().remove(0).tokens
+        let sampling = Sampling {
+            temperature: 1.5,
+            top_k: Some(50),
+            top_p: Some(0.95),
+            seed,
+        };
+        let req = Request {
+            prompt: ids.clone(),
+            max_tokens: 12,
+            sampling,
+            stop_at_eos: false,
+        };
+        generate(&model, &[req], &mut |_| Flow::Continue)
+            .unwrap()
+            .remove(0)
+            .tokens
     };
     assert_eq!(sampled(7), sampled(7));
-    assert_ne!(sampled(7), sampled(8), "different seeds should give different samples at temperature 1.5");
+    assert_ne!(
+        sampled(7),
+        sampled(8),
+        "different seeds should give different samples at temperature 1.5"
+    );
 }
 
 #[test]
 fn generation_stops_at_the_end_of_text_token() {
     let ids = reference().ids;
-    let first = generate(&tiny_model(default_path()), &[greedy(&ids, 3)], &mut |_| Flow::Continue).unwrap()[0].tokens[0];
+    let first = generate(&tiny_model(default_path()), &[greedy(&ids, 3)], &mut |_| {
+        Flow::Continue
+    })
+    .unwrap()[0]
+        .tokens[0];
     // The same weights, with the first greedy token declared end-of-text.
     let dir = tempfile::tempdir().unwrap();
-    std::fs::copy(fixture_dir().join("model.safetensors"), dir.path().join("model.safetensors")).unwrap();
-    let mut cfg: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(fixture_dir().join("config.json")).unwrap()).unwrap();
+    std::fs::copy(
+        fixture_dir().join("model.safetensors"),
+        dir.path().join("model.safetensors"),
+    )
+    .unwrap();
+    let mut cfg: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture_dir().join("config.json")).unwrap())
+            .unwrap();
     cfg["eos_token_id"] = first.into();
     std::fs::write(dir.path().join("config.json"), cfg.to_string()).unwrap();
-    let ckpt = gpt2::weights::Checkpoint { dir: dir.path().to_path_buf(), synthetic: false };
-    let model = gpt2::weights::load(&ckpt, &candle_core::Device::Cpu, candle_core::DType::F32, default_path()).unwrap();
+    let ckpt = gpt2::weights::Checkpoint {
+        dir: dir.path().to_path_buf(),
+        synthetic: false,
+    };
+    let model = gpt2::weights::load(
+        &ckpt,
+        &candle_core::Device::Cpu,
+        candle_core::DType::F32,
+        default_path(),
+    )
+    .unwrap();
     let mut req = greedy(&ids, 3);
     req.stop_at_eos = true;
     let out = generate(&model, &[req], &mut |_| Flow::Continue).unwrap();
@@ -83,12 +136,30 @@ fn generation_stops_at_the_end_of_text_token() {
 #[test]
 fn requests_that_cannot_fit_are_refused() {
     let model = tiny_model(default_path());
-    let err = generate(&model, &[greedy(&[1; 60], 10)], &mut |_| Flow::Continue).unwrap_err().to_string();
-    assert!(err.contains("longer than the model's context of 64"), "{err}");
-    let err = generate(&model, &[greedy(&[], 10)], &mut |_| Flow::Continue).unwrap_err().to_string();
+    let err = generate(&model, &[greedy(&[1; 60], 10)], &mut |_| Flow::Continue)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("longer than the model's context of 64"),
+        "{err}"
+    );
+    let err = generate(&model, &[greedy(&[], 10)], &mut |_| Flow::Continue)
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("empty prompt"), "{err}");
-    let bad = Request { prompt: vec![1], max_tokens: 2, sampling: Sampling { temperature: -1.0, ..Sampling::greedy() }, stop_at_eos: false };
-    assert!(generate(&model, &[bad], &mut |_| Flow::Continue).unwrap_err().to_string().contains("temperature"));
+    let bad = Request {
+        prompt: vec![1],
+        max_tokens: 2,
+        sampling: Sampling {
+            temperature: -1.0,
+            ..Sampling::greedy()
+        },
+        stop_at_eos: false,
+    };
+    assert!(generate(&model, &[bad], &mut |_| Flow::Continue)
+        .unwrap_err()
+        .to_string()
+        .contains("temperature"));
 }
 
 #[test]

@@ -32,8 +32,8 @@ mod common;
 
 use candle_core::{DType, Device, IndexOp};
 use common::{fixture, max_abs_diff, on_each_path, reference, rounded_reference, tiny_model};
-use gpt2::CausalLm;
 use gpt2::cpu::{packed_matmul, KernelPath};
+use gpt2::CausalLm;
 use gpt2::{generate, Flow, Logits, Model, Request, Sampling};
 
 const HALF: [DType; 2] = [DType::BF16, DType::F16];
@@ -60,7 +60,8 @@ fn unit_roundoff(dtype: DType) -> f32 {
 }
 
 fn half_model(path: KernelPath, dtype: DType) -> Model {
-    gpt2::weights::load(&fixture(), &Device::Cpu, dtype, path).expect("the committed fixture loads in a half type")
+    gpt2::weights::load(&fixture(), &Device::Cpu, dtype, path)
+        .expect("the committed fixture loads in a half type")
 }
 
 /// The largest logit difference the model may show against transformers on the same rounded
@@ -71,9 +72,14 @@ fn bound(model: &Model, dtype: DType, largest: f32, keys: usize, rows: usize) ->
         if !packed_matmul::rounds_activations(model.kernel_path(), dtype, rows) {
             return F32_TOL;
         }
-        return F32_TOL + (model.config().n_layer * ROUNDED_PRODUCTS_PER_LAYER + 1) as f32 * unit_roundoff(DType::BF16) * largest;
+        return F32_TOL
+            + (model.config().n_layer * ROUNDED_PRODUCTS_PER_LAYER + 1) as f32
+                * unit_roundoff(DType::BF16)
+                * largest;
     }
-    (model.config().n_layer * (ROUNDINGS_PER_LAYER + keys) + ROUNDINGS_OUTSIDE) as f32 * unit_roundoff(dtype) * largest
+    (model.config().n_layer * (ROUNDINGS_PER_LAYER + keys) + ROUNDINGS_OUTSIDE) as f32
+        * unit_roundoff(dtype)
+        * largest
 }
 
 /// The largest magnitude among rows of logits.
@@ -87,7 +93,11 @@ fn the_weights_are_held_in_the_half_type_and_the_activations_where_the_path_runs
         for dtype in HALF {
             let model = half_model(path, dtype);
             assert_eq!(model.dtype(), dtype, "{path}");
-            let activations = if path == KernelPath::Portable { dtype } else { DType::F32 };
+            let activations = if path == KernelPath::Portable {
+                dtype
+            } else {
+                DType::F32
+            };
             assert_eq!(model.activation_dtype(), activations, "{path} {dtype:?}");
         }
     });
@@ -101,11 +111,26 @@ fn logits_match_transformers_on_the_same_rounded_weights() {
             let theirs = rounded_reference(dtype);
             let model = half_model(path, dtype);
             let bound = bound(&model, dtype, largest(&theirs), r.ids.len(), r.ids.len());
-            let logits = model.forward_one(&r.ids, &mut model.new_cache(r.ids.len()), Logits::AllPositions).unwrap();
+            let logits = model
+                .forward_one(
+                    &r.ids,
+                    &mut model.new_cache(r.ids.len()),
+                    Logits::AllPositions,
+                )
+                .unwrap();
             let rows: Vec<Vec<f32>> = logits.to_vec2().unwrap();
-            let worst = rows.iter().zip(&theirs).map(|(ours, theirs)| max_abs_diff(ours, theirs)).fold(0f32, f32::max);
-            eprintln!("{path} {dtype:?}: largest |logit - transformers'| {worst:.2e}, bound {bound:.2e}");
-            assert!(worst <= bound, "{path} {dtype:?}: max |diff| {worst} over the bound {bound}");
+            let worst = rows
+                .iter()
+                .zip(&theirs)
+                .map(|(ours, theirs)| max_abs_diff(ours, theirs))
+                .fold(0f32, f32::max);
+            eprintln!(
+                "{path} {dtype:?}: largest |logit - transformers'| {worst:.2e}, bound {bound:.2e}"
+            );
+            assert!(
+                worst <= bound,
+                "{path} {dtype:?}: max |diff| {worst} over the bound {bound}"
+            );
         }
     });
 }
@@ -116,25 +141,48 @@ fn decoding_from_the_cache_matches_the_full_forward() {
     on_each_path(|path| {
         for dtype in HALF {
             let model = half_model(path, dtype);
-            let full: Vec<Vec<f32>> = model.forward_one(&r.ids, &mut model.new_cache(r.ids.len()), Logits::AllPositions).unwrap().to_vec2().unwrap();
+            let full: Vec<Vec<f32>> = model
+                .forward_one(
+                    &r.ids,
+                    &mut model.new_cache(r.ids.len()),
+                    Logits::AllPositions,
+                )
+                .unwrap()
+                .to_vec2()
+                .unwrap();
             let mut cache = model.new_cache(r.ids.len());
-            model.forward_one(&r.ids[..4], &mut cache, Logits::None).unwrap();
+            model
+                .forward_one(&r.ids[..4], &mut cache, Logits::None)
+                .unwrap();
             // The same model both ways: the f32 bound on the packed paths (plus the dot product's
             // rounding of x in the full forward, where it runs); the half type's rounding of a
             // differently ordered sum on portable.
             let tol = bound(&model, dtype, largest(&full), r.ids.len(), r.ids.len());
             for (t, want) in full.iter().enumerate().skip(4) {
-                let step = model.forward_one(&[r.ids[t]], &mut cache, Logits::LastPosition).unwrap();
+                let step = model
+                    .forward_one(&[r.ids[t]], &mut cache, Logits::LastPosition)
+                    .unwrap();
                 let d = max_abs_diff(&step.i(0).unwrap().to_vec1().unwrap(), want);
-                assert!(d <= tol, "{path} {dtype:?}, decode position {t}: {d} over {tol}");
+                assert!(
+                    d <= tol,
+                    "{path} {dtype:?}, decode position {t}: {d} over {tol}"
+                );
             }
         }
     });
 }
 
 fn greedy_tokens(model: &Model, prompt: &[u32], n: usize) -> Vec<u32> {
-    let req = Request { prompt: prompt.to_vec(), max_tokens: n, sampling: Sampling::greedy(), stop_at_eos: false };
-    generate(model, &[req], &mut |_| Flow::Continue).unwrap().remove(0).tokens
+    let req = Request {
+        prompt: prompt.to_vec(),
+        max_tokens: n,
+        sampling: Sampling::greedy(),
+        stop_at_eos: false,
+    };
+    generate(model, &[req], &mut |_| Flow::Continue)
+        .unwrap()
+        .remove(0)
+        .tokens
 }
 
 #[test]
@@ -146,11 +194,24 @@ fn greedy_tokens_follow_the_f32_engine_or_part_at_a_near_tie() {
         let want = greedy_tokens(&f32_model, &r.ids, TOKENS);
         for dtype in HALF {
             // How far rounding the weights moves transformers' own logits.
-            let moved = r.logits.iter().zip(&rounded_reference(dtype)).map(|(a, b)| max_abs_diff(a, b)).fold(0f32, f32::max);
+            let moved = r
+                .logits
+                .iter()
+                .zip(&rounded_reference(dtype))
+                .map(|(a, b)| max_abs_diff(a, b))
+                .fold(0f32, f32::max);
             let model = half_model(path, dtype);
             // What may tell the two apart: the weights' rounding, plus the half type's own
             // arithmetic where the activations run in it (portable).
-            let allowed = 2.0 * (moved + bound(&model, dtype, largest(&r.logits), r.ids.len() + TOKENS, r.ids.len()));
+            let allowed = 2.0
+                * (moved
+                    + bound(
+                        &model,
+                        dtype,
+                        largest(&r.logits),
+                        r.ids.len() + TOKENS,
+                        r.ids.len(),
+                    ));
             let got = greedy_tokens(&model, &r.ids, TOKENS);
             let Some(at) = want.iter().zip(&got).position(|(a, b)| a != b) else {
                 eprintln!("{path} {dtype:?}: the {TOKENS} greedy tokens equal the f32 engine's");
@@ -159,7 +220,17 @@ fn greedy_tokens_follow_the_f32_engine_or_part_at_a_near_tie() {
             // The f32 engine's logits at the parting: how far apart were its choice and the half model's?
             let mut context = r.ids.clone();
             context.extend(&want[..at]);
-            let logits: Vec<f32> = f32_model.forward_one(&context, &mut f32_model.new_cache(context.len()), Logits::LastPosition).unwrap().i(0).unwrap().to_vec1().unwrap();
+            let logits: Vec<f32> = f32_model
+                .forward_one(
+                    &context,
+                    &mut f32_model.new_cache(context.len()),
+                    Logits::LastPosition,
+                )
+                .unwrap()
+                .i(0)
+                .unwrap()
+                .to_vec1()
+                .unwrap();
             let gap = logits[want[at] as usize] - logits[got[at] as usize];
             eprintln!("{path} {dtype:?}: greedy tokens part at token {at} of {TOKENS} (f32 {} vs {}), where the f32 logits differ by {gap:.2e}; rounding the weights moves a logit by up to {moved:.2e} (allowed gap {allowed:.2e})", want[at], got[at]);
             assert!(gap <= allowed, "{path} {dtype:?}: parted at token {at} where the f32 engine's choice led by {gap}, over the {allowed} the half type can move a logit");

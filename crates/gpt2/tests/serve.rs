@@ -27,10 +27,18 @@ fn tiny_checkpoint() -> tempfile::TempDir {
 fn load(dir: &Path) -> (Model, gpt2::Tokenizer) {
     let args = gpt2::cli::ModelArgs {
         model: dir.join("ckpt").to_string_lossy().into_owned(),
-        run: gpt2::cli::RunArgs { device: DeviceChoice::Cpu, ..Default::default() },
+        run: gpt2::cli::RunArgs {
+            device: DeviceChoice::Cpu,
+            ..Default::default()
+        },
     };
     let loaded = args.load().unwrap();
-    (loaded.model, loaded.tokenizer.expect("synthetic checkpoints ship a tokenizer"))
+    (
+        loaded.model,
+        loaded
+            .tokenizer
+            .expect("synthetic checkpoints ship a tokenizer"),
+    )
 }
 
 /// Loads the checkpoint in `dir` on the model thread, as `gpt2 serve` does.
@@ -68,7 +76,12 @@ async fn start_with(options: EngineOptions, on_step: Option<StepHook>) -> TestSe
     let done = tokio::spawn(server.serve(listener, async move {
         let _ = rx.await;
     }));
-    TestServer { url, shutdown: Some(tx), done, _dir: dir }
+    TestServer {
+        url,
+        shutdown: Some(tx),
+        done,
+        _dir: dir,
+    }
 }
 
 async fn start() -> TestServer {
@@ -85,9 +98,13 @@ fn gate(traces: std_mpsc::Sender<StepTrace>, go: std_mpsc::Receiver<()>) -> Step
 }
 
 /// Waits (off the async threads) for the next step trace.
-async fn next_trace(traces: std_mpsc::Receiver<StepTrace>) -> (StepTrace, std_mpsc::Receiver<StepTrace>) {
+async fn next_trace(
+    traces: std_mpsc::Receiver<StepTrace>,
+) -> (StepTrace, std_mpsc::Receiver<StepTrace>) {
     tokio::task::spawn_blocking(move || {
-        let trace = traces.recv_timeout(Duration::from_secs(60)).expect("a decode step within 60 s");
+        let trace = traces
+            .recv_timeout(Duration::from_secs(60))
+            .expect("a decode step within 60 s");
         (trace, traces)
     })
     .await
@@ -111,14 +128,24 @@ async fn post(url: &str, body: impl Into<reqwest::Body>) -> reqwest::Response {
 /// The `data:` payloads of an SSE body, in order.
 fn sse_data(text: &str) -> Vec<String> {
     text.split("\n\n")
-        .filter_map(|event| event.lines().find_map(|l| l.strip_prefix("data:")).map(|d| d.trim().to_string()))
+        .filter_map(|event| {
+            event
+                .lines()
+                .find_map(|l| l.strip_prefix("data:"))
+                .map(|d| d.trim().to_string())
+        })
         .collect()
 }
 
 /// Waits until `/health` reports `n` queued requests.
 async fn wait_queued(url: &str, n: usize) {
     for _ in 0..400 {
-        let health: Value = reqwest::get(format!("{url}/health")).await.unwrap().json().await.unwrap();
+        let health: Value = reqwest::get(format!("{url}/health"))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
         if health["queued"] == n {
             return;
         }
@@ -130,28 +157,45 @@ async fn wait_queued(url: &str, n: usize) {
 /// The `server_timings` object: three non-negative millisecond figures.
 fn check_timings(timings: &Value) {
     for key in ["queue_ms", "prefill_ms", "decode_ms"] {
-        let ms = timings[key].as_f64().unwrap_or_else(|| panic!("{key} missing in {timings}"));
+        let ms = timings[key]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{key} missing in {timings}"));
         assert!(ms >= 0.0 && ms.is_finite(), "{key} = {ms}");
     }
-    assert!(timings["prefill_ms"].as_f64().unwrap() > 0.0, "a prefill takes time: {timings}");
+    assert!(
+        timings["prefill_ms"].as_f64().unwrap() > 0.0,
+        "a prefill takes time: {timings}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn models_and_health() {
     let server = start().await;
-    let models: Value = reqwest::get(format!("{}/v1/models", server.url)).await.unwrap().json().await.unwrap();
+    let models: Value = reqwest::get(format!("{}/v1/models", server.url))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(models["object"], "list");
     assert_eq!(models["data"][0]["id"], MODEL);
     assert_eq!(models["data"][0]["max_model_len"], 64);
-    let health = reqwest::get(format!("{}/health", server.url)).await.unwrap();
+    let health = reqwest::get(format!("{}/health", server.url))
+        .await
+        .unwrap();
     assert_eq!(health.status(), 200);
     let health: Value = health.json().await.unwrap();
     assert_eq!(health["status"], "ok");
     assert_eq!(health["max_batch_size"], 4);
-    let missing = reqwest::get(format!("{}/v2/nothing", server.url)).await.unwrap();
+    let missing = reqwest::get(format!("{}/v2/nothing", server.url))
+        .await
+        .unwrap();
     assert_eq!(missing.status(), 404);
     let body: Value = missing.json().await.unwrap();
-    assert!(body["error"]["message"].as_str().unwrap().contains("/v1/completions"));
+    assert!(body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("/v1/completions"));
     server.stop().await;
 }
 
@@ -180,25 +224,63 @@ async fn whole_and_streamed_completions_agree() {
     streamed["stream_options"] = json!({"include_usage": true});
     let response = post(&server.url, streamed.to_string()).await;
     assert_eq!(response.status(), 200);
-    assert!(response.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream"));
+    assert!(response.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/event-stream"));
     let data = sse_data(&response.text().await.unwrap());
     assert_eq!(data.last().map(String::as_str), Some("[DONE]"));
-    let chunks: Vec<Value> = data[..data.len() - 1].iter().map(|d| serde_json::from_str(d).unwrap()).collect();
-    let text_chunks: Vec<&Value> = chunks.iter().filter(|c| c["choices"][0]["text"].as_str().is_some_and(|t| !t.is_empty())).collect();
-    assert!(text_chunks.len() >= 2, "tokens arrive as separate chunks, got {}", text_chunks.len());
-    let text: String = chunks.iter().filter_map(|c| c["choices"][0]["text"].as_str()).collect();
-    assert_eq!(text, whole_text, "greedy decoding: the stream spells the same text");
+    let chunks: Vec<Value> = data[..data.len() - 1]
+        .iter()
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect();
+    let text_chunks: Vec<&Value> = chunks
+        .iter()
+        .filter(|c| {
+            c["choices"][0]["text"]
+                .as_str()
+                .is_some_and(|t| !t.is_empty())
+        })
+        .collect();
+    assert!(
+        text_chunks.len() >= 2,
+        "tokens arrive as separate chunks, got {}",
+        text_chunks.len()
+    );
+    let text: String = chunks
+        .iter()
+        .filter_map(|c| c["choices"][0]["text"].as_str())
+        .collect();
+    assert_eq!(
+        text, whole_text,
+        "greedy decoding: the stream spells the same text"
+    );
     let usage_chunk = chunks.last().unwrap();
     assert_eq!(usage_chunk["choices"], json!([]));
     assert_eq!(usage_chunk["usage"]["completion_tokens"], 12);
     check_timings(&usage_chunk["server_timings"]);
-    assert_eq!(chunks.iter().filter(|c| c.get("server_timings").is_some()).count(), 1, "only the last chunk has them");
-    let finished: Vec<&Value> = chunks.iter().filter(|c| !c["choices"][0]["finish_reason"].is_null()).collect();
+    assert_eq!(
+        chunks
+            .iter()
+            .filter(|c| c.get("server_timings").is_some())
+            .count(),
+        1,
+        "only the last chunk has them"
+    );
+    let finished: Vec<&Value> = chunks
+        .iter()
+        .filter(|c| !c["choices"][0]["finish_reason"].is_null())
+        .collect();
     assert_eq!(finished.len(), 1);
     assert_eq!(finished[0]["choices"][0]["finish_reason"], "length");
 
     // Token-id prompts are accepted as in OpenAI's API.
-    let ids = post(&server.url, json!({"model": MODEL, "prompt": [1, 2, 3], "max_tokens": 2, "ignore_eos": true}).to_string()).await;
+    let ids = post(
+        &server.url,
+        json!({"model": MODEL, "prompt": [1, 2, 3], "max_tokens": 2, "ignore_eos": true})
+            .to_string(),
+    )
+    .await;
     assert_eq!(ids.status(), 200);
     let ids: Value = ids.json().await.unwrap();
     assert_eq!(ids["usage"]["prompt_tokens"], 3);
@@ -213,26 +295,81 @@ async fn every_invalid_request_is_a_400_naming_its_parameter() {
         ("{\"model\": ".into(), None),
         ("[1, 2, 3]".into(), None),
         ("".into(), None),
-        (json!({"model": "gpt-4", "prompt": "hi"}).to_string(), Some("model")),
+        (
+            json!({"model": "gpt-4", "prompt": "hi"}).to_string(),
+            Some("model"),
+        ),
         (json!({"prompt": "hi"}).to_string(), Some("model")),
-        (json!({"model": 7, "prompt": "hi"}).to_string(), Some("model")),
+        (
+            json!({"model": 7, "prompt": "hi"}).to_string(),
+            Some("model"),
+        ),
         (json!({"model": MODEL}).to_string(), Some("prompt")),
-        (json!({"model": MODEL, "prompt": ""}).to_string(), Some("prompt")),
-        (json!({"model": MODEL, "prompt": {"text": "hi"}}).to_string(), Some("prompt")),
-        (json!({"model": MODEL, "prompt": long_prompt}).to_string(), Some("prompt")),
-        (json!({"model": MODEL, "prompt": [600]}).to_string(), Some("prompt")),
-        (json!({"model": MODEL, "prompt": "hi", "max_tokens": 0}).to_string(), Some("max_tokens")),
-        (json!({"model": MODEL, "prompt": "hi", "max_tokens": -5}).to_string(), Some("max_tokens")),
-        (json!({"model": MODEL, "prompt": "hi", "max_tokens": 64}).to_string(), Some("max_tokens")),
-        (json!({"model": MODEL, "prompt": "hi", "max_tokens": "10"}).to_string(), Some("max_tokens")),
-        (json!({"model": MODEL, "prompt": "hi", "max_tokens": 2.5}).to_string(), Some("max_tokens")),
-        (json!({"model": MODEL, "prompt": "hi", "temperature": "warm"}).to_string(), Some("temperature")),
-        (json!({"model": MODEL, "prompt": "hi", "temperature": -1}).to_string(), Some("temperature")),
-        (json!({"model": MODEL, "prompt": "hi", "top_p": 0}).to_string(), Some("top_p")),
-        (json!({"model": MODEL, "prompt": "hi", "top_p": 1e-300}).to_string(), Some("top_p")),
-        (json!({"model": MODEL, "prompt": "hi", "stream": 1}).to_string(), Some("stream")),
-        (json!({"model": MODEL, "prompt": "hi", "n": 3}).to_string(), Some("n")),
-        (json!({"model": MODEL, "prompt": "hi", "stream_options": true, "stream": true}).to_string(), Some("stream_options")),
+        (
+            json!({"model": MODEL, "prompt": ""}).to_string(),
+            Some("prompt"),
+        ),
+        (
+            json!({"model": MODEL, "prompt": {"text": "hi"}}).to_string(),
+            Some("prompt"),
+        ),
+        (
+            json!({"model": MODEL, "prompt": long_prompt}).to_string(),
+            Some("prompt"),
+        ),
+        (
+            json!({"model": MODEL, "prompt": [600]}).to_string(),
+            Some("prompt"),
+        ),
+        (
+            json!({"model": MODEL, "prompt": "hi", "max_tokens": 0}).to_string(),
+            Some("max_tokens"),
+        ),
+        (
+            json!({"model": MODEL, "prompt": "hi", "max_tokens": -5}).to_string(),
+            Some("max_tokens"),
+        ),
+        (
+            json!({"model": MODEL, "prompt": "hi", "max_tokens": 64}).to_string(),
+            Some("max_tokens"),
+        ),
+        (
+            json!({"model": MODEL, "prompt": "hi", "max_tokens": "10"}).to_string(),
+            Some("max_tokens"),
+        ),
+        (
+            json!({"model": MODEL, "prompt": "hi", "max_tokens": 2.5}).to_string(),
+            Some("max_tokens"),
+        ),
+        (
+            json!({"model": MODEL, "prompt": "hi", "temperature": "warm"}).to_string(),
+            Some("temperature"),
+        ),
+        (
+            json!({"model": MODEL, "prompt": "hi", "temperature": -1}).to_string(),
+            Some("temperature"),
+        ),
+        (
+            json!({"model": MODEL, "prompt": "hi", "top_p": 0}).to_string(),
+            Some("top_p"),
+        ),
+        (
+            json!({"model": MODEL, "prompt": "hi", "top_p": 1e-300}).to_string(),
+            Some("top_p"),
+        ),
+        (
+            json!({"model": MODEL, "prompt": "hi", "stream": 1}).to_string(),
+            Some("stream"),
+        ),
+        (
+            json!({"model": MODEL, "prompt": "hi", "n": 3}).to_string(),
+            Some("n"),
+        ),
+        (
+            json!({"model": MODEL, "prompt": "hi", "stream_options": true, "stream": true})
+                .to_string(),
+            Some("stream_options"),
+        ),
     ];
     for (body, param) in cases {
         let response = post(&server.url, body.clone()).await;
@@ -240,7 +377,10 @@ async fn every_invalid_request_is_a_400_naming_its_parameter() {
         let error: Value = response.json().await.unwrap();
         let error = &error["error"];
         assert_eq!(error["type"], "invalid_request_error", "{body}");
-        assert!(error["message"].as_str().is_some_and(|m| m.len() > 10), "{body}: {error}");
+        assert!(
+            error["message"].as_str().is_some_and(|m| m.len() > 10),
+            "{body}: {error}"
+        );
         assert_eq!(error["param"].as_str(), param, "{body}: {error}");
     }
     server.stop().await;
@@ -267,15 +407,24 @@ async fn no_body_can_panic_the_server() {
     for body in bodies {
         let response = post(&server.url, body.clone()).await;
         let status = response.status().as_u16();
-        assert!(status == 200 || status == 400, "{}: {status}", String::from_utf8_lossy(&body[..body.len().min(80)]));
+        assert!(
+            status == 200 || status == 400,
+            "{}: {status}",
+            String::from_utf8_lossy(&body[..body.len().min(80)])
+        );
     }
     // Past axum's 2 MB body limit: refused before parsing, still with an OpenAI-style body.
     let huge = json!({"model": MODEL, "prompt": "x".repeat(3 << 20)}).to_string();
     let response = post(&server.url, huge).await;
     assert_eq!(response.status(), 413);
     let error: Value = response.json().await.unwrap();
-    assert!(error["error"]["message"].as_str().unwrap().contains("body"), "{error}");
-    let health = reqwest::get(format!("{}/health", server.url)).await.unwrap();
+    assert!(
+        error["error"]["message"].as_str().unwrap().contains("body"),
+        "{error}"
+    );
+    let health = reqwest::get(format!("{}/health", server.url))
+        .await
+        .unwrap();
     assert_eq!(health.status(), 200, "still serving");
     server.stop().await;
 }
@@ -302,7 +451,9 @@ async fn full_queue_answers_503_with_retry_after_then_recovers() {
     // The model thread has taken the first request and is held before its first pass.
     let (trace, _traces) = next_trace(traces).await;
     assert_eq!(trace.prefill.len(), 1);
-    let queued: Vec<_> = (0..2).map(|_| tokio::spawn(post_owned(url.clone(), small_request()))).collect();
+    let queued: Vec<_> = (0..2)
+        .map(|_| tokio::spawn(post_owned(url.clone(), small_request())))
+        .collect();
     wait_queued(&url, 2).await;
     let refused = post(&url, small_request()).await;
     assert_eq!(refused.status(), 503);
@@ -312,7 +463,11 @@ async fn full_queue_answers_503_with_retry_after_then_recovers() {
     drop(go);
     assert_eq!(first.await.unwrap(), 200);
     for q in queued {
-        assert_eq!(q.await.unwrap(), 200, "queued requests are served once the model has room");
+        assert_eq!(
+            q.await.unwrap(),
+            200,
+            "queued requests are served once the model has room"
+        );
     }
     server.stop().await;
 }
@@ -325,8 +480,14 @@ async fn waiting_requests_join_up_to_the_batch_size() {
     let url = server.url.clone();
     let first = tokio::spawn(post_owned(url.clone(), small_request()));
     let (trace, traces) = next_trace(traces).await;
-    assert_eq!((trace.rows.len(), trace.prefill.len()), (0, 1), "the first request's prompt");
-    let rest: Vec<_> = (0..6).map(|_| tokio::spawn(post_owned(url.clone(), small_request()))).collect();
+    assert_eq!(
+        (trace.rows.len(), trace.prefill.len()),
+        (0, 1),
+        "the first request's prompt"
+    );
+    let rest: Vec<_> = (0..6)
+        .map(|_| tokio::spawn(post_owned(url.clone(), small_request())))
+        .collect();
     wait_queued(&url, 6).await;
     drop(go);
     assert_eq!(first.await.unwrap(), 200);
@@ -334,11 +495,26 @@ async fn waiting_requests_join_up_to_the_batch_size() {
         assert_eq!(r.await.unwrap(), 200);
     }
     let traces: Vec<StepTrace> = traces.try_iter().collect();
-    let sizes: Vec<usize> = traces.iter().map(|t| t.rows.len() + t.prefill.len()).collect();
-    assert_eq!(sizes.iter().max(), Some(&4), "6 waiting requests with --max-batch-size 4: {traces:?}");
+    let sizes: Vec<usize> = traces
+        .iter()
+        .map(|t| t.rows.len() + t.prefill.len())
+        .collect();
+    assert_eq!(
+        sizes.iter().max(),
+        Some(&4),
+        "6 waiting requests with --max-batch-size 4: {traces:?}"
+    );
     // The first request decoding when the others came: three prompts shared its next pass,
     // and the four decoded together in the one after.
-    assert_eq!((traces[0].rows.len(), traces[0].joining.len(), traces[1].rows.len()), (1, 3, 4), "{traces:?}");
+    assert_eq!(
+        (
+            traces[0].rows.len(),
+            traces[0].joining.len(),
+            traces[1].rows.len()
+        ),
+        (1, 3, 4),
+        "{traces:?}"
+    );
     server.stop().await;
 }
 
@@ -346,15 +522,27 @@ async fn waiting_requests_join_up_to_the_batch_size() {
 fn request(prompt: &[u32], max_tokens: usize, seed: Option<u64>) -> Request {
     let sampling = match seed {
         None => Sampling::greedy(),
-        Some(seed) => Sampling { temperature: 0.9, top_k: Some(40), top_p: None, seed },
+        Some(seed) => Sampling {
+            temperature: 0.9,
+            top_k: Some(40),
+            top_p: None,
+            seed,
+        },
     };
-    Request { prompt: prompt.to_vec(), max_tokens, sampling, stop_at_eos: false }
+    Request {
+        prompt: prompt.to_vec(),
+        max_tokens,
+        sampling,
+        stop_at_eos: false,
+    }
 }
 
 /// Submits `request` straight to the engine; returns its id and its events.
 fn submit(engine: &Engine, request: &Request) -> (u64, mpsc::UnboundedReceiver<JobEvent>) {
     let (tx, rx) = mpsc::unbounded_channel();
-    let id = engine.submit(Job::new(request.clone(), tx)).unwrap_or_else(|_| panic!("queued"));
+    let id = engine
+        .submit(Job::new(request.clone(), tx))
+        .unwrap_or_else(|_| panic!("queued"));
     (id, rx)
 }
 
@@ -377,49 +565,92 @@ fn requests_joining_a_running_batch_get_exactly_their_solo_tokens() {
     let served = model.clone();
     let (trace_tx, traces) = std_mpsc::channel();
     let (go, go_rx) = std_mpsc::channel();
-    let engine = Engine::start(Box::new(move || Ok((served, tokenizer))), EngineOptions::new(4, 16), Some(gate(trace_tx, go_rx))).unwrap();
+    let engine = Engine::start(
+        Box::new(move || Ok((served, tokenizer))),
+        EngineOptions::new(4, 16),
+        Some(gate(trace_tx, go_rx)),
+    )
+    .unwrap();
 
     // Different prompt lengths (shorter and longer than the running batch when they join),
     // different output lengths (so rows leave while others decode), one seeded sampler.
-    let prompt = |n: usize, from: u32| -> Vec<u32> { (0..n as u32).map(|i| (from + 37 * i) % 500).collect() };
+    let prompt = |n: usize, from: u32| -> Vec<u32> {
+        (0..n as u32).map(|i| (from + 37 * i) % 500).collect()
+    };
     let a = request(&prompt(5, 1), 20, None);
     let b = request(&prompt(11, 2), 12, None);
     let c = request(&prompt(2, 3), 15, Some(7));
     let d = request(&prompt(30, 4), 6, None);
 
     let (ia, mut ra) = submit(&engine, &a);
-    let next = || traces.recv_timeout(Duration::from_secs(60)).expect("a forward pass");
+    let next = || {
+        traces
+            .recv_timeout(Duration::from_secs(60))
+            .expect("a forward pass")
+    };
     let t0 = next();
-    assert_eq!((t0.rows.clone(), t0.prefill.clone(), t0.joining.clone()), (vec![], vec![(ia, 5)], vec![ia]));
+    assert_eq!(
+        (t0.rows.clone(), t0.prefill.clone(), t0.joining.clone()),
+        (vec![], vec![(ia, 5)], vec![ia])
+    );
     let (ib, mut rb) = submit(&engine, &b);
     go.send(()).unwrap();
     let t1 = next();
-    assert_eq!((t1.rows.clone(), t1.prefill.clone(), t1.joining.clone()), (vec![ia], vec![(ib, 11)], vec![ib]), "b's prompt shares a pass with a's decoding");
+    assert_eq!(
+        (t1.rows.clone(), t1.prefill.clone(), t1.joining.clone()),
+        (vec![ia], vec![(ib, 11)], vec![ib]),
+        "b's prompt shares a pass with a's decoding"
+    );
     go.send(()).unwrap();
     let t2 = next();
-    assert_eq!((t2.rows.clone(), t2.prefill.clone()), (vec![ia, ib], vec![]), "a and b decode together");
+    assert_eq!(
+        (t2.rows.clone(), t2.prefill.clone()),
+        (vec![ia, ib], vec![]),
+        "a and b decode together"
+    );
     let (ic, mut rc) = submit(&engine, &c);
     go.send(()).unwrap();
     let t3 = next();
-    assert_eq!((t3.rows.clone(), t3.prefill.clone()), (vec![ia, ib], vec![(ic, 2)]));
+    assert_eq!(
+        (t3.rows.clone(), t3.prefill.clone()),
+        (vec![ia, ib], vec![(ic, 2)])
+    );
     let (id, mut rd) = submit(&engine, &d);
     go.send(()).unwrap();
     let t4 = next();
-    assert_eq!((t4.rows.clone(), t4.prefill.clone()), (vec![ia, ib, ic], vec![(id, 30)]), "d's prompt is longer than any so far");
+    assert_eq!(
+        (t4.rows.clone(), t4.prefill.clone()),
+        (vec![ia, ib, ic], vec![(id, 30)]),
+        "d's prompt is longer than any so far"
+    );
     go.send(()).unwrap();
     assert_eq!(next().rows, vec![ia, ib, ic, id]);
     drop(go);
 
     for (req, rx) in [(&a, &mut ra), (&b, &mut rb), (&c, &mut rc), (&d, &mut rd)] {
         let (tokens, finish) = wait_done(rx);
-        let alone = gpt2::generate(&model, std::slice::from_ref(req), &mut |_| gpt2::Flow::Continue).unwrap();
-        assert_eq!(tokens, alone[0].tokens, "prompt of {} tokens", req.prompt.len());
+        let alone = gpt2::generate(&model, std::slice::from_ref(req), &mut |_| {
+            gpt2::Flow::Continue
+        })
+        .unwrap();
+        assert_eq!(
+            tokens,
+            alone[0].tokens,
+            "prompt of {} tokens",
+            req.prompt.len()
+        );
         assert_eq!(finish, FinishReason::Length);
     }
     // Rows left as they finished (d after 6 tokens, b after 12, c after 15) while the others went on.
     let later: Vec<usize> = traces.try_iter().map(|t| t.rows.len()).collect();
-    assert!(later.windows(2).all(|w| w[1] <= w[0]), "nobody else joined: {later:?}");
-    assert!(later.contains(&3) && later.contains(&2) && later.contains(&1), "{later:?}");
+    assert!(
+        later.windows(2).all(|w| w[1] <= w[0]),
+        "nobody else joined: {later:?}"
+    );
+    assert!(
+        later.contains(&3) && later.contains(&2) && later.contains(&1),
+        "{later:?}"
+    );
     engine.join();
 }
 
@@ -431,10 +662,20 @@ fn prompts_longer_than_a_chunk_are_prefilled_beside_the_decoding_ones_and_get_th
     let served = model.clone();
     let (trace_tx, traces) = std_mpsc::channel();
     let (go, go_rx) = std_mpsc::channel();
-    let options = EngineOptions { prefill_chunk: 8, ..EngineOptions::new(4, 16) };
-    let engine = Engine::start(Box::new(move || Ok((served, tokenizer))), options, Some(gate(trace_tx, go_rx))).unwrap();
+    let options = EngineOptions {
+        prefill_chunk: 8,
+        ..EngineOptions::new(4, 16)
+    };
+    let engine = Engine::start(
+        Box::new(move || Ok((served, tokenizer))),
+        options,
+        Some(gate(trace_tx, go_rx)),
+    )
+    .unwrap();
 
-    let prompt = |n: usize, from: u32| -> Vec<u32> { (0..n as u32).map(|i| (from + 41 * i) % 500).collect() };
+    let prompt = |n: usize, from: u32| -> Vec<u32> {
+        (0..n as u32).map(|i| (from + 41 * i) % 500).collect()
+    };
     let a = request(&prompt(4, 1), 24, None);
     // d: 30 tokens, in chunks of 8 while a decodes. e (3 tokens) is admitted once d's rest
     // leaves room in a pass, and f (5) in the pass after, when e's rest and f fit in 8.
@@ -443,9 +684,17 @@ fn prompts_longer_than_a_chunk_are_prefilled_beside_the_decoding_ones_and_get_th
     let f = request(&prompt(5, 4), 7, None);
 
     let (ia, mut ra) = submit(&engine, &a);
-    let next = || traces.recv_timeout(Duration::from_secs(60)).expect("a forward pass");
+    let next = || {
+        traces
+            .recv_timeout(Duration::from_secs(60))
+            .expect("a forward pass")
+    };
     let t0 = next();
-    assert_eq!((t0.rows.clone(), t0.prefill.clone()), (vec![], vec![(ia, 4)]), "with nothing decoding, a's prompt goes whole");
+    assert_eq!(
+        (t0.rows.clone(), t0.prefill.clone()),
+        (vec![], vec![(ia, 4)]),
+        "with nothing decoding, a's prompt goes whole"
+    );
     let (id, mut rd) = submit(&engine, &d);
     let (ie, mut re) = submit(&engine, &e);
     let (iff, mut rf) = submit(&engine, &f);
@@ -468,8 +717,16 @@ fn prompts_longer_than_a_chunk_are_prefilled_beside_the_decoding_ones_and_get_th
 
     for (req, rx) in [(&a, &mut ra), (&d, &mut rd), (&e, &mut re), (&f, &mut rf)] {
         let (tokens, finish) = wait_done(rx);
-        let alone = gpt2::generate(&model, std::slice::from_ref(req), &mut |_| gpt2::Flow::Continue).unwrap();
-        assert_eq!(tokens, alone[0].tokens, "prompt of {} tokens", req.prompt.len());
+        let alone = gpt2::generate(&model, std::slice::from_ref(req), &mut |_| {
+            gpt2::Flow::Continue
+        })
+        .unwrap();
+        assert_eq!(
+            tokens,
+            alone[0].tokens,
+            "prompt of {} tokens",
+            req.prompt.len()
+        );
         assert_eq!(finish, FinishReason::Length);
     }
     engine.join();
@@ -480,11 +737,20 @@ fn a_cancelled_request_frees_its_slot_at_the_next_step() {
     let dir = tiny_checkpoint();
     let (trace_tx, traces) = std_mpsc::channel();
     let (go, go_rx) = std_mpsc::channel();
-    let engine = Engine::start(loader(dir.path()), EngineOptions::new(1, 16), Some(gate(trace_tx, go_rx))).unwrap();
+    let engine = Engine::start(
+        loader(dir.path()),
+        EngineOptions::new(1, 16),
+        Some(gate(trace_tx, go_rx)),
+    )
+    .unwrap();
     let (ia, ra) = submit(&engine, &request(&[1, 2, 3], 40, None));
     let (ib, mut rb) = submit(&engine, &request(&[4, 5], 3, None));
     let (ic, rc) = submit(&engine, &request(&[6], 3, None));
-    let next = || traces.recv_timeout(Duration::from_secs(60)).expect("a forward pass");
+    let next = || {
+        traces
+            .recv_timeout(Duration::from_secs(60))
+            .expect("a forward pass")
+    };
     assert_eq!(next().prefill, vec![(ia, 3)]);
     go.send(()).unwrap();
     assert_eq!(next().rows, vec![ia]);
@@ -493,12 +759,20 @@ fn a_cancelled_request_frees_its_slot_at_the_next_step() {
     drop(rc);
     go.send(()).unwrap();
     let t2 = next();
-    assert_eq!((t2.rows.clone(), t2.prefill.clone()), (vec![], vec![(ib, 2)]), "b takes a's slot at the next pass");
+    assert_eq!(
+        (t2.rows.clone(), t2.prefill.clone()),
+        (vec![], vec![(ib, 2)]),
+        "b takes a's slot at the next pass"
+    );
     drop(go);
     let (tokens, finish) = wait_done(&mut rb);
     assert_eq!((tokens.len(), finish), (3, FinishReason::Length));
     let rest: Vec<StepTrace> = traces.try_iter().collect();
-    assert!(rest.iter().all(|t| !t.rows.contains(&ic) && !t.rows.contains(&ia)), "{rest:?}");
+    assert!(
+        rest.iter()
+            .all(|t| !t.rows.contains(&ic) && !t.rows.contains(&ia)),
+        "{rest:?}"
+    );
     engine.join();
 }
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -520,19 +794,30 @@ async fn shutdown_finishes_the_stream_in_flight_then_stops() {
     let mut stream = response.await.unwrap().bytes_stream();
     let mut text = String::from_utf8_lossy(&stream.next().await.unwrap().unwrap()).into_owned();
 
-    let TestServer { shutdown, done, _dir, .. } = server;
+    let TestServer {
+        shutdown,
+        done,
+        _dir,
+        ..
+    } = server;
     shutdown.unwrap().send(()).unwrap();
     // New connections are refused once shutdown has begun.
     let mut refused = false;
     for _ in 0..200 {
-        if tokio::net::TcpStream::connect(url.trim_start_matches("http://")).await.is_err() {
+        if tokio::net::TcpStream::connect(url.trim_start_matches("http://"))
+            .await
+            .is_err()
+        {
             refused = true;
             break;
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     assert!(refused, "the listener closes at shutdown");
-    assert!(!done.is_finished(), "the server waits for the stream in flight");
+    assert!(
+        !done.is_finished(),
+        "the server waits for the stream in flight"
+    );
     drop(go);
     while let Some(chunk) = stream.next().await {
         text.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
@@ -540,8 +825,15 @@ async fn shutdown_finishes_the_stream_in_flight_then_stops() {
     let data = sse_data(&text);
     assert_eq!(data.last().map(String::as_str), Some("[DONE]"));
     let usage: Value = serde_json::from_str(&data[data.len() - 2]).unwrap();
-    assert_eq!(usage["usage"]["completion_tokens"], 30, "the whole completion was delivered");
-    tokio::time::timeout(Duration::from_secs(30), done).await.expect("server exits").unwrap().unwrap();
+    assert_eq!(
+        usage["usage"]["completion_tokens"], 30,
+        "the whole completion was delivered"
+    );
+    tokio::time::timeout(Duration::from_secs(30), done)
+        .await
+        .expect("server exits")
+        .unwrap()
+        .unwrap();
 }
 
 /// One streamed request; `leave_early` drops the connection after the first chunk.
@@ -561,7 +853,11 @@ async fn streamed_client(url: String, i: usize, leave_early: bool) -> Option<u64
         text.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
     }
     let data = sse_data(&text);
-    assert_eq!(data.last().map(String::as_str), Some("[DONE]"), "client {i}");
+    assert_eq!(
+        data.last().map(String::as_str),
+        Some("[DONE]"),
+        "client {i}"
+    );
     let usage: Value = serde_json::from_str(&data[data.len() - 2]).unwrap();
     usage["usage"]["completion_tokens"].as_u64()
 }
@@ -573,20 +869,45 @@ async fn sixty_four_clients_some_leaving_leave_the_server_healthy() {
         let _ = trace_tx.send(t.clone());
     });
     let server = start_with(EngineOptions::new(8, 128), Some(record)).await;
-    let clients: Vec<_> = (0..64).map(|i| tokio::spawn(streamed_client(server.url.clone(), i, i % 4 == 0))).collect();
-    let all = tokio::time::timeout(Duration::from_secs(120), futures_util::future::join_all(clients)).await.expect("64 clients within 120 s");
+    let clients: Vec<_> = (0..64)
+        .map(|i| tokio::spawn(streamed_client(server.url.clone(), i, i % 4 == 0)))
+        .collect();
+    let all = tokio::time::timeout(
+        Duration::from_secs(120),
+        futures_util::future::join_all(clients),
+    )
+    .await
+    .expect("64 clients within 120 s");
     for (i, outcome) in all.into_iter().enumerate() {
         let tokens = outcome.unwrap();
         if i % 4 != 0 {
-            assert_eq!(tokens, Some(12 + (i % 5) as u64), "client {i} got its whole completion");
+            assert_eq!(
+                tokens,
+                Some(12 + (i % 5) as u64),
+                "client {i} got its whole completion"
+            );
         }
     }
     let sizes: Vec<usize> = traces.try_iter().map(|t| t.rows.len()).collect();
-    assert!(sizes.iter().all(|&n| n <= 8), "never more than --max-batch-size: {sizes:?}");
-    assert!(sizes.iter().any(|&n| n > 1), "requests were decoded together");
+    assert!(
+        sizes.iter().all(|&n| n <= 8),
+        "never more than --max-batch-size: {sizes:?}"
+    );
+    assert!(
+        sizes.iter().any(|&n| n > 1),
+        "requests were decoded together"
+    );
     // Still serving, with nothing left behind in the queue.
-    let health: Value = reqwest::get(format!("{}/health", server.url)).await.unwrap().json().await.unwrap();
-    assert_eq!((health["status"].as_str(), health["queued"].as_u64()), (Some("ok"), Some(0)));
+    let health: Value = reqwest::get(format!("{}/health", server.url))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        (health["status"].as_str(), health["queued"].as_u64()),
+        (Some("ok"), Some(0))
+    );
     assert_eq!(post(&server.url, small_request()).await.status(), 200);
     server.stop().await;
 }
@@ -594,7 +915,8 @@ async fn sixty_four_clients_some_leaving_leave_the_server_healthy() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn chat_completions_whole_and_streamed_agree_with_the_same_usage() {
     let server = start().await;
-    let messages = json!([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}]);
+    let messages =
+        json!([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}]);
     let request = json!({"model": MODEL, "messages": messages, "max_completion_tokens": 10, "temperature": 0, "ignore_eos": true});
     let response = post_to(&server.url, "/v1/chat/completions", request.to_string()).await;
     let status = response.status();
@@ -604,7 +926,10 @@ async fn chat_completions_whole_and_streamed_agree_with_the_same_usage() {
     assert!(body["id"].as_str().unwrap().starts_with("chatcmpl-"));
     assert_eq!(body["choices"][0]["message"]["role"], "assistant");
     assert_eq!(body["choices"][0]["finish_reason"], "length");
-    let whole_text = body["choices"][0]["message"]["content"].as_str().unwrap().to_string();
+    let whole_text = body["choices"][0]["message"]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
     assert!(!whole_text.is_empty());
     let usage = &body["usage"];
     assert_eq!(usage["completion_tokens"], 10);
@@ -616,7 +941,10 @@ async fn chat_completions_whole_and_streamed_agree_with_the_same_usage() {
     let plain = post(&server.url, json!({"model": MODEL, "prompt": rendered, "max_tokens": 10, "temperature": 0, "ignore_eos": true}).to_string()).await;
     let plain: Value = plain.json().await.unwrap();
     assert_eq!(plain["usage"], *usage, "same prompt tokens, same usage");
-    assert_eq!(plain["choices"][0]["text"].as_str(), Some(whole_text.as_str()));
+    assert_eq!(
+        plain["choices"][0]["text"].as_str(),
+        Some(whole_text.as_str())
+    );
 
     let mut streamed = request.clone();
     streamed["stream"] = json!(true);
@@ -625,24 +953,47 @@ async fn chat_completions_whole_and_streamed_agree_with_the_same_usage() {
     assert_eq!(response.status(), 200);
     let data = sse_data(&response.text().await.unwrap());
     assert_eq!(data.last().map(String::as_str), Some("[DONE]"));
-    let chunks: Vec<Value> = data[..data.len() - 1].iter().map(|d| serde_json::from_str(d).unwrap()).collect();
-    assert!(chunks.iter().all(|c| c["object"] == "chat.completion.chunk"));
-    assert_eq!(chunks[0]["choices"][0]["delta"]["role"], "assistant", "the first delta names the role");
-    let text: String = chunks.iter().filter_map(|c| c["choices"][0]["delta"]["content"].as_str()).collect();
+    let chunks: Vec<Value> = data[..data.len() - 1]
+        .iter()
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect();
+    assert!(chunks
+        .iter()
+        .all(|c| c["object"] == "chat.completion.chunk"));
+    assert_eq!(
+        chunks[0]["choices"][0]["delta"]["role"], "assistant",
+        "the first delta names the role"
+    );
+    let text: String = chunks
+        .iter()
+        .filter_map(|c| c["choices"][0]["delta"]["content"].as_str())
+        .collect();
     assert_eq!(text, whole_text);
     let last = chunks.last().unwrap();
     assert_eq!(last["choices"], json!([]));
     assert_eq!(last["usage"], *usage);
     check_timings(&last["server_timings"]);
-    let finished: Vec<&Value> = chunks.iter().filter(|c| !c["choices"][0]["finish_reason"].is_null()).collect();
+    let finished: Vec<&Value> = chunks
+        .iter()
+        .filter(|c| !c["choices"][0]["finish_reason"].is_null())
+        .collect();
     assert_eq!(finished.len(), 1);
     assert_eq!(finished[0]["choices"][0]["delta"], json!({}));
 
     for (body, param) in [
         (json!({"model": MODEL, "prompt": "hi"}), "messages"),
-        (json!({"model": MODEL, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 64}), "max_tokens"),
-        (json!({"model": MODEL, "messages": [{"role": "user", "content": "hi"}], "max_completion_tokens": 70}), "max_completion_tokens"),
-        (json!({"model": "gpt-4", "messages": [{"role": "user", "content": "hi"}]}), "model"),
+        (
+            json!({"model": MODEL, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 64}),
+            "max_tokens",
+        ),
+        (
+            json!({"model": MODEL, "messages": [{"role": "user", "content": "hi"}], "max_completion_tokens": 70}),
+            "max_completion_tokens",
+        ),
+        (
+            json!({"model": "gpt-4", "messages": [{"role": "user", "content": "hi"}]}),
+            "model",
+        ),
     ] {
         let response = post_to(&server.url, "/v1/chat/completions", body.to_string()).await;
         assert_eq!(response.status(), 400, "{body}");
@@ -680,15 +1031,25 @@ async fn the_bench_load_client_measures_the_server_end_to_end() {
     }
     for r in &outcome.records {
         let t = r.server_timings.expect("gpt2 serve reports its timings");
-        assert!(t.queue_ms >= 0.0 && t.prefill_ms > 0.0 && t.decode_ms > 0.0, "{t:?}");
-        assert!(r.ttft_ms >= t.queue_ms + t.prefill_ms, "the client's TTFT holds the server's part: {r:?}");
+        assert!(
+            t.queue_ms >= 0.0 && t.prefill_ms > 0.0 && t.decode_ms > 0.0,
+            "{t:?}"
+        );
+        assert!(
+            r.ttft_ms >= t.queue_ms + t.prefill_ms,
+            "the client's TTFT holds the server's part: {r:?}"
+        );
     }
-    let run = bench::report::Run::from_load("served".into(), &config, &Default::default(), outcome).unwrap();
+    let run = bench::report::Run::from_load("served".into(), &config, &Default::default(), outcome)
+        .unwrap();
     let metrics = &run.metrics;
     assert_eq!(metrics.completed, 12);
     assert_eq!(metrics.total_output_tokens, 96);
     assert!(metrics.ttft_ms.is_some() && metrics.tpot_ms.is_some());
-    let breakdown = metrics.ttft_breakdown.as_ref().expect("a breakdown against gpt2 serve");
+    let breakdown = metrics
+        .ttft_breakdown
+        .as_ref()
+        .expect("a breakdown against gpt2 serve");
     assert_eq!(breakdown.requests, 12);
     assert!(breakdown.rest_ms.as_ref().unwrap().min >= 0.0);
     assert!(bench::report::table(&run).contains("TTFT = queue + prefill + rest"));
@@ -705,8 +1066,10 @@ async fn the_bench_load_client_measures_the_server_end_to_end() {
     let outcome = bench::load::run(&chat).await.unwrap();
     assert_eq!(outcome.records.len(), 12);
     for r in &outcome.records {
-        assert!(r.ok && r.output_tokens == 8 && r.server_timings.is_some(), "{r:?}");
+        assert!(
+            r.ok && r.output_tokens == 8 && r.server_timings.is_some(),
+            "{r:?}"
+        );
     }
     server.stop().await;
 }
-

@@ -24,7 +24,13 @@ const PROMPT: &str = "Measure the whole system first; then look inside.";
 #[test]
 #[ignore = "a measurement: run with --ignored --nocapture"]
 fn server_throughput_against_in_process_batch_16() {
-    let args = gpt2::cli::ModelArgs { model: "synthetic".into(), run: gpt2::cli::RunArgs { device: DeviceChoice::Cpu, ..Default::default() } };
+    let args = gpt2::cli::ModelArgs {
+        model: "synthetic".into(),
+        run: gpt2::cli::RunArgs {
+            device: DeviceChoice::Cpu,
+            ..Default::default()
+        },
+    };
     let loaded = args.load().unwrap();
     let tokenizer = loaded.tokenizer.unwrap();
     let model = Arc::new(loaded.model);
@@ -36,9 +42,20 @@ fn server_throughput_against_in_process_batch_16() {
     let served_tokenizer = tokenizer;
     // A full batch never waits; the long wait only guarantees that each round's 16 requests,
     // sent together, join in one prefill even on a busy machine.
-    let options = EngineOptions { batch_wait: Duration::from_millis(200), ..EngineOptions::new(BATCH, 256) };
-    let server = Server::start(Box::new(move || Ok((served_model, served_tokenizer))), "synthetic".into(), options, None).unwrap();
-    let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
+    let options = EngineOptions {
+        batch_wait: Duration::from_millis(200),
+        ..EngineOptions::new(BATCH, 256)
+    };
+    let server = Server::start(
+        Box::new(move || Ok((served_model, served_tokenizer))),
+        "synthetic".into(),
+        options,
+        None,
+    )
+    .unwrap();
+    let listener = runtime
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let handle = runtime.spawn(server.serve(listener, async move {
@@ -56,17 +73,27 @@ fn server_throughput_against_in_process_batch_16() {
             vocab_size: cfg.vocab_size as u32,
             seed: round as u64,
         };
-        let run = bench::inprocess::run(&inprocess, "in-process", &Default::default(), |prompts, max_tokens, on_token| {
-            let requests: Vec<Request> = prompts
-                .iter()
-                .map(|p| Request { prompt: p.clone(), max_tokens, sampling: Sampling::greedy(), stop_at_eos: false })
-                .collect();
-            gpt2::generate(&model, &requests, &mut |event| {
-                on_token(event.row);
-                Flow::Continue
-            })?;
-            Ok(())
-        })
+        let run = bench::inprocess::run(
+            &inprocess,
+            "in-process",
+            &Default::default(),
+            |prompts, max_tokens, on_token| {
+                let requests: Vec<Request> = prompts
+                    .iter()
+                    .map(|p| Request {
+                        prompt: p.clone(),
+                        max_tokens,
+                        sampling: Sampling::greedy(),
+                        stop_at_eos: false,
+                    })
+                    .collect();
+                gpt2::generate(&model, &requests, &mut |event| {
+                    on_token(event.row);
+                    Flow::Continue
+                })?;
+                Ok(())
+            },
+        )
         .unwrap();
         direct.push(run.metrics.output_tokens_per_s);
 
@@ -86,7 +113,8 @@ fn server_throughput_against_in_process_batch_16() {
             progress: false,
         };
         let outcome = runtime.block_on(bench::load::run(&config)).unwrap();
-        let metrics = bench::metrics::compute(&outcome.records, &outcome.durations_s, &Default::default());
+        let metrics =
+            bench::metrics::compute(&outcome.records, &outcome.durations_s, &Default::default());
         assert_eq!(metrics.failed, 0);
         served.push(metrics.output_tokens_per_s);
         println!(
@@ -102,8 +130,24 @@ fn server_throughput_against_in_process_batch_16() {
 
     // Each round is an independent replicate of both sides.
     let rounds = |xs: &[f64]| -> Vec<Vec<f64>> { xs.iter().map(|&x| vec![x]).collect() };
-    let (a, b) = (bench::intervals::mean(&rounds(&direct)).unwrap(), bench::intervals::mean(&rounds(&served)).unwrap());
-    let comparison = bench::stats::compare("output_tokens_per_s", &a, &b, bench::stats::Better::Higher, 0.10).unwrap();
-    println!("prompt {} tokens, output {OUTPUT} tokens, batch {BATCH}, {ROUNDS} rounds", prompt_ids.len());
-    print!("{}", bench::report::comparison_text(&comparison, "in-process", "served"));
+    let (a, b) = (
+        bench::intervals::mean(&rounds(&direct)).unwrap(),
+        bench::intervals::mean(&rounds(&served)).unwrap(),
+    );
+    let comparison = bench::stats::compare(
+        "output_tokens_per_s",
+        &a,
+        &b,
+        bench::stats::Better::Higher,
+        0.10,
+    )
+    .unwrap();
+    println!(
+        "prompt {} tokens, output {OUTPUT} tokens, batch {BATCH}, {ROUNDS} rounds",
+        prompt_ids.len()
+    );
+    print!(
+        "{}",
+        bench::report::comparison_text(&comparison, "in-process", "served")
+    );
 }

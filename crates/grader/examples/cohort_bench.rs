@@ -27,10 +27,16 @@ fn main() {
         // Vary the answers: every third student gets exercise 1 partly wrong, every fifth an
         // empty exercise 4, every seventh a different plan.
         if i % 3 == 0 {
-            files.insert("exercise-1/answers.toml".into(), "[quiz]\nntq-1 = \"Profile\"\nntq-2 = \"Profile\"\n".into());
+            files.insert(
+                "exercise-1/answers.toml".into(),
+                "[quiz]\nntq-1 = \"Profile\"\nntq-2 = \"Profile\"\n".into(),
+            );
         }
         if i % 5 == 0 {
-            files.insert("exercise-4/answers.toml".into(), "[illustrative]\nsaving_ms = \"\"\n".into());
+            files.insert(
+                "exercise-4/answers.toml".into(),
+                "[illustrative]\nsaving_ms = \"\"\n".into(),
+            );
         }
         if i % 7 == 0 {
             files.insert(
@@ -48,7 +54,16 @@ fn main() {
     eprintln!("generated {students} students in {:.2?}", started.elapsed());
     let out = dir.path().join("grades");
     let started = Instant::now();
-    let graded = grade_cohort(&grader, &cohort, &CohortOptions { out_dir: &out, overrides: &Overrides::default(), threads }).expect("grading");
+    let graded = grade_cohort(
+        &grader,
+        &cohort,
+        &CohortOptions {
+            out_dir: &out,
+            overrides: &Overrides::default(),
+            threads,
+        },
+    )
+    .expect("grading");
     let elapsed = started.elapsed();
     let passed: usize = graded.students.iter().map(|s| s.passed()).sum();
     println!(
@@ -63,7 +78,11 @@ fn write_zip(path: &std::path::Path, files: &std::collections::BTreeMap<String, 
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     let mut zip = zip::ZipWriter::new(std::fs::File::create(path).unwrap());
     for (rel, text) in files {
-        zip.start_file(format!("exercises/{rel}"), zip::write::SimpleFileOptions::default()).unwrap();
+        zip.start_file(
+            format!("exercises/{rel}"),
+            zip::write::SimpleFileOptions::default(),
+        )
+        .unwrap();
         zip.write_all(text.as_bytes()).unwrap();
     }
     zip.finish().unwrap();
@@ -71,14 +90,18 @@ fn write_zip(path: &std::path::Path, files: &std::collections::BTreeMap<String, 
 
 fn write_tar_gz(path: &std::path::Path, files: &std::collections::BTreeMap<String, String>) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    let gz = flate2::write::GzEncoder::new(std::fs::File::create(path).unwrap(), flate2::Compression::default());
+    let gz = flate2::write::GzEncoder::new(
+        std::fs::File::create(path).unwrap(),
+        flate2::Compression::default(),
+    );
     let mut tar = tar::Builder::new(gz);
     for (rel, text) in files {
         let mut header = tar::Header::new_gnu();
         header.set_size(text.len() as u64);
         header.set_mode(0o644);
         header.set_cksum();
-        tar.append_data(&mut header, format!("exercises/{rel}"), text.as_bytes()).unwrap();
+        tar.append_data(&mut header, format!("exercises/{rel}"), text.as_bytes())
+            .unwrap();
     }
     tar.into_inner().unwrap().finish().unwrap();
 }

@@ -2,8 +2,8 @@
 //! so that a wrong type is reported at its line and column and never stops the other answers
 //! from being graded.
 
-use course_model::text::line_column;
 use crate::problem::{Location, Problem, ProblemKind};
+use course_model::text::line_column;
 use std::collections::BTreeMap;
 use toml::de::{DeTable, DeValue};
 
@@ -82,7 +82,11 @@ impl Answers {
             )
         })?;
         let root = convert_table(table.into_inner());
-        Ok(Answers { file: file.to_string(), text: text.to_string(), root })
+        Ok(Answers {
+            file: file.to_string(),
+            text: text.to_string(),
+            root,
+        })
     }
 
     /// True when nothing in the file is answered (every value is "" or the file is empty).
@@ -120,8 +124,13 @@ impl Answers {
     pub fn list_len(&self, path: &str) -> Field<usize> {
         match self.node(path) {
             None => Field::Unanswered,
-            Some(Node { value: NodeValue::List(items), .. }) => Field::Answered(items.len()),
-            Some(node) => Field::Invalid(self.wrong_type(path, node, "a list (write it as [[name]] tables)")),
+            Some(Node {
+                value: NodeValue::List(items),
+                ..
+            }) => Field::Answered(items.len()),
+            Some(node) => {
+                Field::Invalid(self.wrong_type(path, node, "a list (write it as [[name]] tables)"))
+            }
         }
     }
 
@@ -129,8 +138,14 @@ impl Answers {
     pub fn text(&self, path: &str) -> Field<String> {
         match self.node(path) {
             None => Field::Unanswered,
-            Some(Node { value: NodeValue::Text(t), .. }) if t.trim().is_empty() => Field::Unanswered,
-            Some(Node { value: NodeValue::Text(t), .. }) => Field::Answered(t.trim().to_string()),
+            Some(Node {
+                value: NodeValue::Text(t),
+                ..
+            }) if t.trim().is_empty() => Field::Unanswered,
+            Some(Node {
+                value: NodeValue::Text(t),
+                ..
+            }) => Field::Answered(t.trim().to_string()),
             Some(node) => Field::Invalid(self.wrong_type(path, node, "text in double quotes")),
         }
     }
@@ -139,9 +154,20 @@ impl Answers {
     pub fn number(&self, path: &str) -> Field<f64> {
         match self.node(path) {
             None => Field::Unanswered,
-            Some(Node { value: NodeValue::Number(n), .. }) => Field::Answered(*n),
-            Some(Node { value: NodeValue::Text(t), .. }) if t.trim().is_empty() => Field::Unanswered,
-            Some(node @ Node { value: NodeValue::Text(t), .. }) => {
+            Some(Node {
+                value: NodeValue::Number(n),
+                ..
+            }) => Field::Answered(*n),
+            Some(Node {
+                value: NodeValue::Text(t),
+                ..
+            }) if t.trim().is_empty() => Field::Unanswered,
+            Some(
+                node @ Node {
+                    value: NodeValue::Text(t),
+                    ..
+                },
+            ) => {
                 let cleaned = t.trim().trim_end_matches('%').trim().replace('_', "");
                 match cleaned.parse::<f64>() {
                     Ok(n) if n.is_finite() => Field::Answered(n),
@@ -156,9 +182,20 @@ impl Answers {
     pub fn flag(&self, path: &str) -> Field<bool> {
         match self.node(path) {
             None => Field::Unanswered,
-            Some(Node { value: NodeValue::Bool(b), .. }) => Field::Answered(*b),
-            Some(Node { value: NodeValue::Text(t), .. }) if t.trim().is_empty() => Field::Unanswered,
-            Some(node @ Node { value: NodeValue::Text(t), .. }) => match t.trim().to_lowercase().as_str() {
+            Some(Node {
+                value: NodeValue::Bool(b),
+                ..
+            }) => Field::Answered(*b),
+            Some(Node {
+                value: NodeValue::Text(t),
+                ..
+            }) if t.trim().is_empty() => Field::Unanswered,
+            Some(
+                node @ Node {
+                    value: NodeValue::Text(t),
+                    ..
+                },
+            ) => match t.trim().to_lowercase().as_str() {
                 "yes" | "true" => Field::Answered(true),
                 "no" | "false" => Field::Answered(false),
                 _ => Field::Invalid(self.wrong_type(path, node, "yes or no (or true/false)")),
@@ -171,15 +208,32 @@ impl Answers {
     pub fn choices(&self, path: &str) -> Field<Vec<String>> {
         match self.node(path) {
             None => Field::Unanswered,
-            Some(Node { value: NodeValue::Text(t), .. }) if t.trim().is_empty() => Field::Unanswered,
-            Some(Node { value: NodeValue::Text(t), .. }) => Field::Answered(vec![t.trim().to_string()]),
-            Some(node @ Node { value: NodeValue::List(items), .. }) => {
+            Some(Node {
+                value: NodeValue::Text(t),
+                ..
+            }) if t.trim().is_empty() => Field::Unanswered,
+            Some(Node {
+                value: NodeValue::Text(t),
+                ..
+            }) => Field::Answered(vec![t.trim().to_string()]),
+            Some(
+                node @ Node {
+                    value: NodeValue::List(items),
+                    ..
+                },
+            ) => {
                 let mut out = Vec::new();
                 for item in items {
                     match &item.value {
                         NodeValue::Text(t) if t.trim().is_empty() => {}
                         NodeValue::Text(t) => out.push(t.trim().to_string()),
-                        _ => return Field::Invalid(self.wrong_type(path, node, "text, or a list of texts")),
+                        _ => {
+                            return Field::Invalid(self.wrong_type(
+                                path,
+                                node,
+                                "text, or a list of texts",
+                            ))
+                        }
                     }
                 }
                 if out.is_empty() {
@@ -196,7 +250,10 @@ impl Answers {
         Problem::new(
             ProblemKind::WrongType,
             Some(self.location(node)),
-            format!("`{path}` should be {expected}, but it is {}", node.value.type_name()),
+            format!(
+                "`{path}` should be {expected}, but it is {}",
+                node.value.type_name()
+            ),
             "change the value (the comments in the template show the expected form)",
         )
     }
@@ -208,7 +265,10 @@ impl Answers {
 }
 
 fn convert_table(table: DeTable<'_>) -> BTreeMap<String, Node> {
-    table.into_iter().map(|(key, value)| (key.into_inner().into_owned(), convert(value))).collect()
+    table
+        .into_iter()
+        .map(|(key, value)| (key.into_inner().into_owned(), convert(value)))
+        .collect()
 }
 
 fn convert(value: toml::Spanned<DeValue<'_>>) -> Node {
@@ -217,7 +277,10 @@ fn convert(value: toml::Spanned<DeValue<'_>>) -> Node {
         DeValue::String(s) => NodeValue::Text(s.into_owned()),
         DeValue::Integer(i) => {
             let digits = i.as_str().replace('_', "");
-            let digits = digits.trim_start_matches("0x").trim_start_matches("0o").trim_start_matches("0b");
+            let digits = digits
+                .trim_start_matches("0x")
+                .trim_start_matches("0o")
+                .trim_start_matches("0b");
             match i64::from_str_radix(digits, i.radix()) {
                 Ok(n) => NodeValue::Number(n as f64),
                 Err(_) => NodeValue::Other("an integer too large to use"),
@@ -249,8 +312,14 @@ mod tests {
         assert_eq!(a.text("top_ops.0.name"), Field::Answered("matmul".into()));
         assert_eq!(a.number("top_ops.0.share_pct"), Field::Answered(41.5));
         assert_eq!(a.number("top_ops.1.share_pct"), Field::Answered(20.0));
-        assert_eq!(a.text("plan.attack_first"), Field::Answered("fuse it".into()));
-        assert_eq!(a.choices("quiz.q"), Field::Answered(vec!["A".into(), "B".into()]));
+        assert_eq!(
+            a.text("plan.attack_first"),
+            Field::Answered("fuse it".into())
+        );
+        assert_eq!(
+            a.choices("quiz.q"),
+            Field::Answered(vec!["A".into(), "B".into()])
+        );
         assert_eq!(a.number("quiz.n"), Field::Answered(16.0));
         assert_eq!(a.text("top_ops.5.name"), Field::Unanswered);
         assert!(!a.is_empty());
@@ -267,10 +336,14 @@ mod tests {
     #[test]
     fn wrong_types_name_the_line_and_column() {
         let a = Answers::parse("[own]\nop = 3\nsaving_pct = \"ten\"\n", FILE).unwrap();
-        let Field::Invalid(p) = a.text("own.op") else { panic!() };
+        let Field::Invalid(p) = a.text("own.op") else {
+            panic!()
+        };
         assert_eq!(p.kind, ProblemKind::WrongType);
         assert_eq!(p.location, Some(Location::at(FILE, 2, 6)));
-        let Field::Invalid(p) = a.number("own.saving_pct") else { panic!() };
+        let Field::Invalid(p) = a.number("own.saving_pct") else {
+            panic!()
+        };
         assert_eq!(p.location.unwrap().line, Some(3));
     }
 

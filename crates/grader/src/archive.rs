@@ -4,10 +4,12 @@
 //! tool that did extract the archive would be led astray. Sizes are capped while the archive is
 //! read, which defeats archive bombs (huge expansion, or a flood of entries).
 
-use course_model::manifest::normalize_relative;
-use crate::tree::Tree;
 use crate::problem::{Location, Problem, ProblemKind};
-use crate::submission::{choose_base, human_bytes, no_exercises, skipped_folder, Limits, Submission, Wanted};
+use crate::submission::{
+    choose_base, human_bytes, no_exercises, skipped_folder, Limits, Submission, Wanted,
+};
+use crate::tree::Tree;
+use course_model::manifest::normalize_relative;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
 use std::path::Path;
@@ -53,7 +55,10 @@ impl Scan {
                 break;
             }
             if wanted.folders.contains(c) && (i + 1 < components.len() || is_dir) {
-                self.bases.entry(components[..i].to_vec()).or_default().insert(c.clone());
+                self.bases
+                    .entry(components[..i].to_vec())
+                    .or_default()
+                    .insert(c.clone());
             }
             if !is_dir && wanted.paths.contains(&components[i..].join("/")) {
                 interesting = true;
@@ -64,8 +69,17 @@ impl Scan {
 }
 
 /// Read an archive into a submission. `display_name` is how the student is shown.
-pub fn read_archive(path: &Path, kind: ArchiveKind, display_name: &str, wanted: &Wanted, limits: &Limits) -> Submission {
-    let file_name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+pub fn read_archive(
+    path: &Path,
+    kind: ArchiveKind,
+    display_name: &str,
+    wanted: &Wanted,
+    limits: &Limits,
+) -> Submission {
+    let file_name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let mut scan = Scan::default();
     let outcome = match std::fs::File::open(path) {
         Ok(file) => match kind {
@@ -74,7 +88,10 @@ pub fn read_archive(path: &Path, kind: ArchiveKind, display_name: &str, wanted: 
         },
         Err(e) => Err(format!("cannot open the archive: {e}")),
     };
-    let mut submission = Submission { display_root: file_name.clone(), ..Default::default() };
+    let mut submission = Submission {
+        display_root: file_name.clone(),
+        ..Default::default()
+    };
     if let Err(message) = outcome {
         scan.problems.push(Problem::new(
             ProblemKind::Archive,
@@ -85,14 +102,22 @@ pub fn read_archive(path: &Path, kind: ArchiveKind, display_name: &str, wanted: 
     }
     submission.problems = std::mem::take(&mut scan.problems);
     let Some(base) = choose_base(&scan.bases, &file_name, &mut submission.problems) else {
-        if submission.problems.iter().all(|p| p.kind != ProblemKind::Archive) {
+        if submission
+            .problems
+            .iter()
+            .all(|p| p.kind != ProblemKind::Archive)
+        {
             submission.problems.push(no_exercises(display_name));
         }
         return submission;
     };
     submission.folders = scan.bases.get(&base).cloned().unwrap_or_default();
     submission.base = Some(base.clone());
-    let prefix = if base.is_empty() { String::new() } else { format!("{}/", base.join("/")) };
+    let prefix = if base.is_empty() {
+        String::new()
+    } else {
+        format!("{}/", base.join("/"))
+    };
     if !base.is_empty() {
         submission.display_root = format!("{file_name}:{}", base.join("/"));
     }
@@ -102,11 +127,19 @@ pub fn read_archive(path: &Path, kind: ArchiveKind, display_name: &str, wanted: 
             let shown = submission.display(rel);
             submission.insert_problem(
                 rel,
-                Problem::new(ProblemKind::Escapes, Some(Location::file(shown)), "this archive entry is a link, not a file", "pack the file itself"),
+                Problem::new(
+                    ProblemKind::Escapes,
+                    Some(Location::file(shown)),
+                    "this archive entry is a link, not a file",
+                    "pack the file itself",
+                ),
             );
         } else if scan.oversized.contains(&full) {
             let shown = submission.display(rel);
-            submission.insert_problem(rel, crate::submission::too_large(&shown, limits.max_file_bytes));
+            submission.insert_problem(
+                rel,
+                crate::submission::too_large(&shown, limits.max_file_bytes),
+            );
         } else if let Some(bytes) = scan.candidates.remove(&full) {
             if let Some(at) = scan.modified.get(&full) {
                 submission.set_modified(rel, *at);
@@ -124,7 +157,11 @@ fn entry_components(name: &str) -> Result<Vec<String>, ()> {
         return Err(());
     }
     let normalized = normalize_relative(name).ok_or(())?;
-    Ok(normalized.split('/').filter(|c| !c.is_empty()).map(str::to_string).collect())
+    Ok(normalized
+        .split('/')
+        .filter(|c| !c.is_empty())
+        .map(str::to_string)
+        .collect())
 }
 
 fn escaping_entry(archive: &str, name: &str, what: &str) -> Problem {
@@ -159,32 +196,49 @@ fn bomb(limits: &Limits) -> String {
     )
 }
 
-fn scan_zip(file: std::fs::File, archive: &str, wanted: &Wanted, limits: &Limits, scan: &mut Scan) -> Result<(), String> {
-    let mut zip = zip::ZipArchive::new(std::io::BufReader::new(file)).map_err(|e| format!("this is not a readable zip archive: {e}"))?;
+fn scan_zip(
+    file: std::fs::File,
+    archive: &str,
+    wanted: &Wanted,
+    limits: &Limits,
+    scan: &mut Scan,
+) -> Result<(), String> {
+    let mut zip = zip::ZipArchive::new(std::io::BufReader::new(file))
+        .map_err(|e| format!("this is not a readable zip archive: {e}"))?;
     if zip.len() > limits.max_entries {
-        return Err(format!("the archive holds {} entries, more than the cap of {}", zip.len(), limits.max_entries));
+        return Err(format!(
+            "the archive holds {} entries, more than the cap of {}",
+            zip.len(),
+            limits.max_entries
+        ));
     }
     for index in 0..zip.len() {
-        let mut entry = zip.by_index(index).map_err(|e| format!("entry {} cannot be read: {e}", index + 1))?;
+        let mut entry = zip
+            .by_index(index)
+            .map_err(|e| format!("entry {} cannot be read: {e}", index + 1))?;
         let name = String::from_utf8_lossy(entry.name_raw()).into_owned();
         let Ok(components) = entry_components(&name) else {
-            scan.problems.push(escaping_entry(archive, &name, "this entry"));
+            scan.problems
+                .push(escaping_entry(archive, &name, "this entry"));
             continue;
         };
         if components.is_empty() {
             continue;
         }
         if entry.is_symlink() {
-            let (target, _) = read_capped(&mut entry, 4096).map_err(|e| format!("entry {name} cannot be read: {e}"))?;
+            let (target, _) = read_capped(&mut entry, 4096)
+                .map_err(|e| format!("entry {name} cannot be read: {e}"))?;
             if !link_target_inside(&components, &String::from_utf8_lossy(&target)) {
-                scan.problems.push(escaping_entry(archive, &name, "this link"));
+                scan.problems
+                    .push(escaping_entry(archive, &name, "this link"));
             }
             scan.links.insert(components.join("/"));
             continue;
         }
         let is_dir = entry.is_dir();
         if scan.note_path(&components, wanted, is_dir) {
-            read_entry(&mut entry, components.join("/"), limits, scan).map_err(|e| format!("entry {name} cannot be read: {e}"))?;
+            read_entry(&mut entry, components.join("/"), limits, scan)
+                .map_err(|e| format!("entry {name} cannot be read: {e}"))?;
             if scan.total > limits.max_archive_bytes {
                 return Err(bomb(limits));
             }
@@ -193,7 +247,12 @@ fn scan_zip(file: std::fs::File, archive: &str, wanted: &Wanted, limits: &Limits
     Ok(())
 }
 
-fn read_entry(reader: &mut impl Read, key: String, limits: &Limits, scan: &mut Scan) -> std::io::Result<()> {
+fn read_entry(
+    reader: &mut impl Read,
+    key: String,
+    limits: &Limits,
+    scan: &mut Scan,
+) -> std::io::Result<()> {
     let (bytes, over) = read_capped(reader, limits.max_file_bytes)?;
     scan.total += bytes.len() as u64;
     if over {
@@ -223,11 +282,23 @@ impl<R: Read> Read for CappedReader<R> {
     }
 }
 
-fn scan_tar_gz(file: std::fs::File, archive: &str, wanted: &Wanted, limits: &Limits, scan: &mut Scan) -> Result<(), String> {
+fn scan_tar_gz(
+    file: std::fs::File,
+    archive: &str,
+    wanted: &Wanted,
+    limits: &Limits,
+    scan: &mut Scan,
+) -> Result<(), String> {
     let gz = flate2::read::GzDecoder::new(std::io::BufReader::new(file));
-    let capped = CappedReader { inner: gz, read: 0, cap: limits.max_archive_bytes };
+    let capped = CappedReader {
+        inner: gz,
+        read: 0,
+        cap: limits.max_archive_bytes,
+    };
     let mut tar = tar::Archive::new(capped);
-    let entries = tar.entries().map_err(|e| format!("this is not a readable .tar.gz archive: {e}"))?;
+    let entries = tar
+        .entries()
+        .map_err(|e| format!("this is not a readable .tar.gz archive: {e}"))?;
     let mut count = 0usize;
     for entry in entries {
         let mut entry = match entry {
@@ -237,11 +308,15 @@ fn scan_tar_gz(file: std::fs::File, archive: &str, wanted: &Wanted, limits: &Lim
         };
         count += 1;
         if count > limits.max_entries {
-            return Err(format!("the archive holds more than {} entries (the cap)", limits.max_entries));
+            return Err(format!(
+                "the archive holds more than {} entries (the cap)",
+                limits.max_entries
+            ));
         }
         let name = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
         let Ok(components) = entry_components(&name) else {
-            scan.problems.push(escaping_entry(archive, &name, "this entry"));
+            scan.problems
+                .push(escaping_entry(archive, &name, "this entry"));
             continue;
         };
         if components.is_empty() {
@@ -249,11 +324,19 @@ fn scan_tar_gz(file: std::fs::File, archive: &str, wanted: &Wanted, limits: &Lim
         }
         let kind = entry.header().entry_type();
         if kind.is_symlink() || kind.is_hard_link() {
-            let target = entry.link_name_bytes().map(|t| String::from_utf8_lossy(&t).into_owned()).unwrap_or_default();
+            let target = entry
+                .link_name_bytes()
+                .map(|t| String::from_utf8_lossy(&t).into_owned())
+                .unwrap_or_default();
             // A hard link's target is a path from the archive root, a symlink's from its folder.
-            let inside = if kind.is_hard_link() { normalize_relative(&target).is_some() } else { link_target_inside(&components, &target) };
+            let inside = if kind.is_hard_link() {
+                normalize_relative(&target).is_some()
+            } else {
+                link_target_inside(&components, &target)
+            };
             if !inside {
-                scan.problems.push(escaping_entry(archive, &name, "this link"));
+                scan.problems
+                    .push(escaping_entry(archive, &name, "this link"));
             }
             scan.links.insert(components.join("/"));
             continue;
@@ -265,11 +348,18 @@ fn scan_tar_gz(file: std::fs::File, archive: &str, wanted: &Wanted, limits: &Lim
         if scan.note_path(&components, wanted, is_dir) {
             // 0 is what tools write when they record no time.
             if let Some(secs) = entry.header().mtime().ok().filter(|s| *s > 0) {
-                scan.modified.insert(components.join("/"), std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs));
+                scan.modified.insert(
+                    components.join("/"),
+                    std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs),
+                );
             }
             let result = read_entry(&mut entry, components.join("/"), limits, scan);
             if let Err(e) = result {
-                return Err(if e.to_string().contains("expansion cap") { bomb(limits) } else { format!("entry {name} cannot be read: {e}") });
+                return Err(if e.to_string().contains("expansion cap") {
+                    bomb(limits)
+                } else {
+                    format!("entry {name} cannot be read: {e}")
+                });
             }
         }
     }
@@ -280,30 +370,51 @@ fn scan_tar_gz(file: std::fs::File, archive: &str, wanted: &Wanted, limits: &Lim
 /// `exercise-2`, `src`), keyed by their path below it, under the same caps as grading:
 /// `course grade --run-tests` writes them into a scratch copy. Links are left out and named in
 /// `skipped`; entries that escape were already reported when the submission was graded.
-pub fn read_tree(path: &Path, kind: ArchiveKind, prefix: &[String], limits: &Limits) -> Result<Tree, String> {
+pub fn read_tree(
+    path: &Path,
+    kind: ArchiveKind,
+    prefix: &[String],
+    limits: &Limits,
+) -> Result<Tree, String> {
     let file = std::fs::File::open(path).map_err(|e| format!("cannot open the archive: {e}"))?;
     let mut tree = Tree::default();
     match kind {
         ArchiveKind::Zip => {
-            let mut zip = zip::ZipArchive::new(std::io::BufReader::new(file)).map_err(|e| format!("this is not a readable zip archive: {e}"))?;
+            let mut zip = zip::ZipArchive::new(std::io::BufReader::new(file))
+                .map_err(|e| format!("this is not a readable zip archive: {e}"))?;
             if zip.len() > limits.max_entries {
-                return Err(format!("the archive holds {} entries, more than the cap of {}", zip.len(), limits.max_entries));
+                return Err(format!(
+                    "the archive holds {} entries, more than the cap of {}",
+                    zip.len(),
+                    limits.max_entries
+                ));
             }
             for index in 0..zip.len() {
-                let mut entry = zip.by_index(index).map_err(|e| format!("entry {} cannot be read: {e}", index + 1))?;
+                let mut entry = zip
+                    .by_index(index)
+                    .map_err(|e| format!("entry {} cannot be read: {e}", index + 1))?;
                 let name = String::from_utf8_lossy(entry.name_raw()).into_owned();
-                let Some(rel) = entry_components(&name).ok().and_then(|c| below(&c, prefix)) else { continue };
+                let Some(rel) = entry_components(&name).ok().and_then(|c| below(&c, prefix)) else {
+                    continue;
+                };
                 if entry.is_symlink() {
                     tree.skipped.push(format!("{rel}: a link, not a file"));
                 } else if !entry.is_dir() {
-                    tree_entry(&mut entry, rel, limits, &mut tree).map_err(|e| format!("entry {name} cannot be read: {e}"))?;
+                    tree_entry(&mut entry, rel, limits, &mut tree)
+                        .map_err(|e| format!("entry {name} cannot be read: {e}"))?;
                 }
             }
         }
         ArchiveKind::TarGz => {
             let gz = flate2::read::GzDecoder::new(std::io::BufReader::new(file));
-            let mut tar = tar::Archive::new(CappedReader { inner: gz, read: 0, cap: limits.max_archive_bytes });
-            let entries = tar.entries().map_err(|e| format!("this is not a readable .tar.gz archive: {e}"))?;
+            let mut tar = tar::Archive::new(CappedReader {
+                inner: gz,
+                read: 0,
+                cap: limits.max_archive_bytes,
+            });
+            let entries = tar
+                .entries()
+                .map_err(|e| format!("this is not a readable .tar.gz archive: {e}"))?;
             for (count, entry) in entries.enumerate() {
                 let mut entry = match entry {
                     Ok(entry) => entry,
@@ -311,16 +422,25 @@ pub fn read_tree(path: &Path, kind: ArchiveKind, prefix: &[String], limits: &Lim
                     Err(e) => return Err(format!("this is not a readable .tar.gz archive: {e}")),
                 };
                 if count >= limits.max_entries {
-                    return Err(format!("the archive holds more than {} entries (the cap)", limits.max_entries));
+                    return Err(format!(
+                        "the archive holds more than {} entries (the cap)",
+                        limits.max_entries
+                    ));
                 }
                 let name = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
-                let Some(rel) = entry_components(&name).ok().and_then(|c| below(&c, prefix)) else { continue };
+                let Some(rel) = entry_components(&name).ok().and_then(|c| below(&c, prefix)) else {
+                    continue;
+                };
                 let kind = entry.header().entry_type();
                 if kind.is_symlink() || kind.is_hard_link() {
                     tree.skipped.push(format!("{rel}: a link, not a file"));
                 } else if kind.is_file() {
                     tree_entry(&mut entry, rel, limits, &mut tree).map_err(|e| {
-                        if e.to_string().contains("expansion cap") { bomb(limits) } else { format!("entry {name} cannot be read: {e}") }
+                        if e.to_string().contains("expansion cap") {
+                            bomb(limits)
+                        } else {
+                            format!("entry {name} cannot be read: {e}")
+                        }
                     })?;
                 }
             }
@@ -331,10 +451,17 @@ pub fn read_tree(path: &Path, kind: ArchiveKind, prefix: &[String], limits: &Lim
 
 /// The path of `components` below `prefix`, if it lies strictly below.
 fn below(components: &[String], prefix: &[String]) -> Option<String> {
-    (components.len() > prefix.len() && components.starts_with(prefix)).then(|| components[prefix.len()..].join("/"))
+    (components.len() > prefix.len() && components.starts_with(prefix))
+        .then(|| components[prefix.len()..].join("/"))
 }
 
-fn tree_entry(reader: &mut impl Read, rel: String, limits: &Limits, tree: &mut Tree) -> std::io::Result<()> {
+fn tree_entry(
+    reader: &mut impl Read,
+    rel: String,
+    limits: &Limits,
+    tree: &mut Tree,
+) -> std::io::Result<()> {
     let (bytes, over) = read_capped(reader, limits.max_file_bytes)?;
-    tree.add(rel, bytes, over, limits).map_err(std::io::Error::other)
+    tree.add(rel, bytes, over, limits)
+        .map_err(std::io::Error::other)
 }

@@ -4,14 +4,14 @@
 //! `feedback/STUDENT.md`.
 
 use crate::archive::{archive_kind, read_archive};
-use course_model::atomic::write_atomically;
-use crate::question_types::number::show;
 use crate::grade::Grader;
 use crate::overrides::Overrides;
 use crate::problem::{Location, Problem, ProblemKind};
+use crate::question_types::number::show;
 use crate::render;
 use crate::report::ExerciseReport;
 use crate::submission::Submission;
+use course_model::atomic::write_atomically;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -52,12 +52,21 @@ pub struct TestRun {
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 #[serde(tag = "outcome", rename_all = "kebab-case")]
 pub enum TestOutcome {
-    Passed { tests: usize },
-    Failed { failed: usize, passed: usize },
+    Passed {
+        tests: usize,
+    },
+    Failed {
+        failed: usize,
+        passed: usize,
+    },
     /// The time limit ran out; the whole process group was killed.
-    TimedOut { seconds: f64 },
+    TimedOut {
+        seconds: f64,
+    },
     /// An allocation failed at the memory limit.
-    OutOfMemory { limit_bytes: u64 },
+    OutOfMemory {
+        limit_bytes: u64,
+    },
     /// A test failed trying to reach the network, which the sandbox refuses.
     NetworkRefused,
     /// The learner's code did not compile against the course's own package manifest.
@@ -84,10 +93,18 @@ impl TestRun {
     /// Short words for the gradebook's `tests` column and the feedback.
     pub fn summary(&self) -> String {
         match &self.outcome {
-            TestOutcome::Passed { tests } => format!("passed ({tests} test{})", if *tests == 1 { "" } else { "s" }),
+            TestOutcome::Passed { tests } => format!(
+                "passed ({tests} test{})",
+                if *tests == 1 { "" } else { "s" }
+            ),
             TestOutcome::Failed { failed, passed } => format!("failed {failed} ({passed} passed)"),
-            TestOutcome::TimedOut { seconds } => format!("timed out after {}", show_seconds(*seconds)),
-            TestOutcome::OutOfMemory { limit_bytes } => format!("out of memory (limit {})", crate::submission::human_bytes(*limit_bytes)),
+            TestOutcome::TimedOut { seconds } => {
+                format!("timed out after {}", show_seconds(*seconds))
+            }
+            TestOutcome::OutOfMemory { limit_bytes } => format!(
+                "out of memory (limit {})",
+                crate::submission::human_bytes(*limit_bytes)
+            ),
             TestOutcome::NetworkRefused => "network refused".to_string(),
             TestOutcome::BuildFailed => "does not build".to_string(),
             TestOutcome::NotRun => "not run".to_string(),
@@ -152,9 +169,17 @@ pub struct CohortError(pub String);
 
 /// List the cohort folder's submissions. Hidden entries and `skip` (the output folder, when it
 /// lies inside) are left out; other files are reported in `warnings`.
-pub fn discover(cohort_dir: &Path, skip: Option<&Path>, warnings: &mut Vec<String>) -> Result<Vec<Entry>, CohortError> {
-    let read = std::fs::read_dir(cohort_dir)
-        .map_err(|e| CohortError(format!("{}: cannot read the cohort folder: {e}", cohort_dir.display())))?;
+pub fn discover(
+    cohort_dir: &Path,
+    skip: Option<&Path>,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<Entry>, CohortError> {
+    let read = std::fs::read_dir(cohort_dir).map_err(|e| {
+        CohortError(format!(
+            "{}: cannot read the cohort folder: {e}",
+            cohort_dir.display()
+        ))
+    })?;
     let skip = skip.and_then(|s| s.canonicalize().ok());
     let mut entries = Vec::new();
     for item in read.flatten() {
@@ -163,22 +188,35 @@ pub fn discover(cohort_dir: &Path, skip: Option<&Path>, warnings: &mut Vec<Strin
             continue;
         }
         let path = item.path();
-        if skip.as_ref().is_some_and(|s| path.canonicalize().ok().as_ref() == Some(s)) {
+        if skip
+            .as_ref()
+            .is_some_and(|s| path.canonicalize().ok().as_ref() == Some(s))
+        {
             continue;
         }
-        let Ok(file_type) = std::fs::symlink_metadata(&path).map(|m| m.file_type()) else { continue };
+        let Ok(file_type) = std::fs::symlink_metadata(&path).map(|m| m.file_type()) else {
+            continue;
+        };
         let student = if file_type.is_dir() {
             file_name.clone()
         } else if file_type.is_file() && archive_kind(&file_name).is_some() {
             strip_archive_extension(&file_name)
         } else if file_type.is_symlink() {
-            warnings.push(format!("skipped {file_name}: a link (links are not followed; copy the submission in)"));
+            warnings.push(format!(
+                "skipped {file_name}: a link (links are not followed; copy the submission in)"
+            ));
             continue;
         } else {
-            warnings.push(format!("skipped {file_name}: not a folder, .zip or .tar.gz"));
+            warnings.push(format!(
+                "skipped {file_name}: not a folder, .zip or .tar.gz"
+            ));
             continue;
         };
-        entries.push(Entry { student, file_name, path });
+        entries.push(Entry {
+            student,
+            file_name,
+            path,
+        });
     }
     entries.sort_by(|a, b| a.file_name.cmp(&b.file_name));
     Ok(entries)
@@ -196,9 +234,22 @@ fn strip_archive_extension(name: &str) -> String {
 
 /// A name safe as a file name on every system (letters of any script are kept).
 pub fn safe_file_stem(student: &str) -> String {
-    let stem: String = student.chars().map(|c| if c.is_alphanumeric() || matches!(c, '-' | '_' | '.') { c } else { '_' }).collect();
+    let stem: String = student
+        .chars()
+        .map(|c| {
+            if c.is_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
     let stem = stem.trim_start_matches('.').to_string();
-    if stem.is_empty() { "student".to_string() } else { stem }
+    if stem.is_empty() {
+        "student".to_string()
+    } else {
+        stem
+    }
 }
 
 /// Give every entry a distinct id. Two entries with the same name (e.g. `alice/` and
@@ -211,7 +262,10 @@ fn disambiguate(entries: &mut [Entry]) -> BTreeMap<String, Problem> {
     }
     let mut problems = BTreeMap::new();
     for indices in by_key.values().filter(|v| v.len() > 1) {
-        let names: Vec<String> = indices.iter().map(|&i| entries[i].file_name.clone()).collect();
+        let names: Vec<String> = indices
+            .iter()
+            .map(|&i| entries[i].file_name.clone())
+            .collect();
         for &i in indices {
             let original = entries[i].student.clone();
             entries[i].student = entries[i].file_name.clone();
@@ -235,7 +289,9 @@ pub fn grade_entry(grader: &Grader, entry: &Entry) -> StudentResult {
     // A missing id, or one that is not the submission's name, is flagged (not refused): the
     // variants are graded by the stored id, and the instructor decides.
     if !submission.folders.is_empty() {
-        submission.problems.extend(submission.learner_problem(&entry.file_name));
+        submission
+            .problems
+            .extend(submission.learner_problem(&entry.file_name));
     }
     let reports = grader.grade_all(&submission);
     StudentResult {
@@ -251,8 +307,19 @@ pub fn grade_entry(grader: &Grader, entry: &Entry) -> StudentResult {
 /// Read an entry as grading reads it (never runs its code).
 pub fn load_entry(grader: &Grader, entry: &Entry) -> Submission {
     match archive_kind(&entry.file_name) {
-        Some(kind) if entry.path.is_file() => read_archive(&entry.path, kind, &entry.file_name, grader.wanted(), &grader.limits),
-        _ => Submission::from_student_dir(&entry.path, &entry.file_name, grader.wanted(), &grader.limits),
+        Some(kind) if entry.path.is_file() => read_archive(
+            &entry.path,
+            kind,
+            &entry.file_name,
+            grader.wanted(),
+            &grader.limits,
+        ),
+        _ => Submission::from_student_dir(
+            &entry.path,
+            &entry.file_name,
+            grader.wanted(),
+            &grader.limits,
+        ),
     }
 }
 
@@ -275,7 +342,10 @@ pub fn grade_entries(grader: &Grader, entries: &[Entry], threads: usize) -> Vec<
                 })
             })
             .collect();
-        handles.into_iter().map(|h| h.join().unwrap_or_default()).collect()
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_default())
+            .collect()
     });
     for (i, result) in graded.into_iter().flatten() {
         results[i] = Some(result);
@@ -289,7 +359,12 @@ pub fn grade_entries(grader: &Grader, entries: &[Entry], threads: usize) -> Vec<
                 student: e.student.clone(),
                 file_name: e.file_name.clone(),
                 feedback_file: format!("{}.md", safe_file_stem(&e.student)),
-                problems: vec![Problem::new(ProblemKind::Archive, Some(Location::file(e.file_name.clone())), "the grader failed on this submission", "report this to the course authors; grade it by hand")],
+                problems: vec![Problem::new(
+                    ProblemKind::Archive,
+                    Some(Location::file(e.file_name.clone())),
+                    "the grader failed on this submission",
+                    "report this to the course authors; grade it by hand",
+                )],
                 reports: Vec::new(),
                 test_runs: Vec::new(),
             })
@@ -304,7 +379,11 @@ pub struct CohortOptions<'a> {
 }
 
 /// Grade a cohort folder and write the gradebook and the feedback files.
-pub fn grade_cohort(grader: &Grader, cohort_dir: &Path, options: &CohortOptions<'_>) -> Result<Cohort, CohortError> {
+pub fn grade_cohort(
+    grader: &Grader,
+    cohort_dir: &Path,
+    options: &CohortOptions<'_>,
+) -> Result<Cohort, CohortError> {
     grade_cohort_with(grader, cohort_dir, options, &mut |_, _| Vec::new())
 }
 
@@ -339,7 +418,10 @@ pub fn grade_cohort_with(
         if let Some(problem) = duplicates.get(&student.student) {
             student.problems.insert(0, problem.clone());
         }
-        for o in options.overrides.apply(&student.student, &mut student.reports) {
+        for o in options
+            .overrides
+            .apply(&student.student, &mut student.reports)
+        {
             cohort.warnings.push(format!(
                 "override for {} exercise {} question {} matches no graded question",
                 o.student, o.exercise, o.question
@@ -349,7 +431,10 @@ pub fn grade_cohort_with(
     let known: BTreeSet<&str> = cohort.students.iter().map(|s| s.student.as_str()).collect();
     for o in &options.overrides.entries {
         if !known.contains(o.student.as_str()) {
-            cohort.warnings.push(format!("override for {} matches no student in the cohort", o.student));
+            cohort.warnings.push(format!(
+                "override for {} matches no student in the cohort",
+                o.student
+            ));
         }
     }
     write_outputs(grader, &cohort, options.out_dir)?;
@@ -359,16 +444,32 @@ pub fn grade_cohort_with(
 fn write_outputs(grader: &Grader, cohort: &Cohort, out_dir: &Path) -> Result<(), CohortError> {
     let csv = gradebook_csv(grader, cohort)?;
     let path = out_dir.join("gradebook.csv");
-    write_atomically(&path, csv.as_bytes()).map_err(|e| CohortError(format!("{}: cannot write the gradebook: {e}", path.display())))?;
+    write_atomically(&path, csv.as_bytes()).map_err(|e| {
+        CohortError(format!(
+            "{}: cannot write the gradebook: {e}",
+            path.display()
+        ))
+    })?;
     // The same results for tools (a dashboard, a learning platform's import).
-    let json = serde_json::to_string_pretty(&cohort.students).map_err(|e| CohortError(format!("cannot write the gradebook: {e}")))?;
+    let json = serde_json::to_string_pretty(&cohort.students)
+        .map_err(|e| CohortError(format!("cannot write the gradebook: {e}")))?;
     let path = out_dir.join("gradebook.json");
-    write_atomically(&path, json.as_bytes()).map_err(|e| CohortError(format!("{}: cannot write the gradebook: {e}", path.display())))?;
+    write_atomically(&path, json.as_bytes()).map_err(|e| {
+        CohortError(format!(
+            "{}: cannot write the gradebook: {e}",
+            path.display()
+        ))
+    })?;
     let feedback_dir = out_dir.join("feedback");
     for student in &cohort.students {
         let path = feedback_dir.join(&student.feedback_file);
         course_model::atomic::write_replacing_quickly(&path, feedback_markdown(student).as_bytes())
-            .map_err(|e| CohortError(format!("{}: cannot write the feedback: {e}", path.display())))?;
+            .map_err(|e| {
+                CohortError(format!(
+                    "{}: cannot write the feedback: {e}",
+                    path.display()
+                ))
+            })?;
     }
     Ok(())
 }
@@ -379,7 +480,11 @@ pub fn gradebook_csv(grader: &Grader, cohort: &Cohort) -> Result<String, CohortE
     let mut writer = csv::Writer::from_writer(Vec::new());
     let mut header = vec!["student".to_string()];
     header.extend(grader.manifest.exercises.iter().map(|e| e.folder_name()));
-    header.extend(["total".to_string(), "passed".to_string(), "flags".to_string()]);
+    header.extend([
+        "total".to_string(),
+        "passed".to_string(),
+        "flags".to_string(),
+    ]);
     // The column is there only when tests were re-run, so gradebooks without stay as they were.
     let with_tests = cohort.students.iter().any(|s| !s.test_runs.is_empty());
     if with_tests {
@@ -392,18 +497,30 @@ pub fn gradebook_csv(grader: &Grader, cohort: &Cohort) -> Result<String, CohortE
     for s in students {
         let mut row = vec![s.student.clone()];
         for exercise in &grader.manifest.exercises {
-            let score = s.reports.iter().find(|r| r.exercise == exercise.number).map_or(0.0, |r| r.percent());
+            let score = s
+                .reports
+                .iter()
+                .find(|r| r.exercise == exercise.number)
+                .map_or(0.0, |r| r.percent());
             row.push(show(score));
         }
         row.push(show(s.total_percent()));
         row.push(s.passed().to_string());
         row.push(s.flags().join(" "));
         if with_tests {
-            row.push(s.test_runs.iter().map(|t| format!("ex{}: {}", t.exercise, t.summary())).collect::<Vec<_>>().join("; "));
+            row.push(
+                s.test_runs
+                    .iter()
+                    .map(|t| format!("ex{}: {}", t.exercise, t.summary()))
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            );
         }
         writer.write_record(&row).map_err(to_err)?;
     }
-    let bytes = writer.into_inner().map_err(|e| CohortError(format!("cannot write the gradebook: {e}")))?;
+    let bytes = writer
+        .into_inner()
+        .map_err(|e| CohortError(format!("cannot write the gradebook: {e}")))?;
     String::from_utf8(bytes).map_err(|e| CohortError(format!("cannot write the gradebook: {e}")))
 }
 
@@ -450,7 +567,13 @@ pub fn feedback_markdown(student: &StudentResult) -> String {
 /// The table `course grade` prints: one line per student, then the mean per exercise.
 pub fn summary_table(grader: &Grader, cohort: &Cohort) -> String {
     let mut out = String::new();
-    let width = cohort.students.iter().map(|s| s.student.chars().count()).max().unwrap_or(7).max(7);
+    let width = cohort
+        .students
+        .iter()
+        .map(|s| s.student.chars().count())
+        .max()
+        .unwrap_or(7)
+        .max(7);
     let _ = write!(out, "{:<width$}", "student");
     for e in &grader.manifest.exercises {
         let _ = write!(out, " {:>6}", format!("ex{}", e.number));
@@ -461,19 +584,37 @@ pub fn summary_table(grader: &Grader, cohort: &Cohort) -> String {
     for s in &students {
         let _ = write!(out, "{:<width$}", s.student);
         for e in &grader.manifest.exercises {
-            let score = s.reports.iter().find(|r| r.exercise == e.number).map_or(0.0, |r| r.percent());
+            let score = s
+                .reports
+                .iter()
+                .find(|r| r.exercise == e.number)
+                .map_or(0.0, |r| r.percent());
             let _ = write!(out, " {:>6}", format!("{score:.0}"));
         }
-        let _ = writeln!(out, " {:>6}  {}", format!("{:.0}", s.total_percent()), s.flags().join(" "));
+        let _ = writeln!(
+            out,
+            " {:>6}  {}",
+            format!("{:.0}", s.total_percent()),
+            s.flags().join(" ")
+        );
     }
     if !students.is_empty() {
         let _ = write!(out, "{:<width$}", "mean");
         for e in &grader.manifest.exercises {
-            let mean = students.iter().map(|s| s.reports.iter().find(|r| r.exercise == e.number).map_or(0.0, |r| r.percent())).sum::<f64>()
+            let mean = students
+                .iter()
+                .map(|s| {
+                    s.reports
+                        .iter()
+                        .find(|r| r.exercise == e.number)
+                        .map_or(0.0, |r| r.percent())
+                })
+                .sum::<f64>()
                 / students.len() as f64;
             let _ = write!(out, " {:>6}", format!("{mean:.0}"));
         }
-        let mean_total = students.iter().map(|s| s.total_percent()).sum::<f64>() / students.len() as f64;
+        let mean_total =
+            students.iter().map(|s| s.total_percent()).sum::<f64>() / students.len() as f64;
         let _ = writeln!(out, " {:>6}", format!("{mean_total:.0}"));
     }
     out

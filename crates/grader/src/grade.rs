@@ -4,11 +4,11 @@
 use crate::answers::Answers;
 use crate::exercise_checks::{self, Ctx};
 use crate::key::{ExerciseKey, Key, DEFAULT_KEY_DIR};
-use course_model::manifest::{CheckKind, Manifest, MANIFEST_PATH};
 use crate::problem::{Location, Problem, ProblemKind};
-use course_model::quiz::QuestionBank;
 use crate::report::ExerciseReport;
 use crate::submission::{FileState, Limits, Submission, Wanted};
+use course_model::manifest::{CheckKind, Manifest, MANIFEST_PATH};
+use course_model::quiz::QuestionBank;
 use std::path::Path;
 
 #[derive(Debug, Clone)]
@@ -29,9 +29,15 @@ impl Grader {
     /// Load everything from a course root; `key_dir` replaces `crates/grader/key`.
     pub fn load(root: &Path, key_dir: Option<&Path>) -> Result<Grader, SetupError> {
         let manifest = Manifest::load(&root.join(MANIFEST_PATH)).map_err(|e| SetupError(e.0))?;
-        let key_dir = key_dir.map(Path::to_path_buf).unwrap_or_else(|| root.join(DEFAULT_KEY_DIR));
+        let key_dir = key_dir
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| root.join(DEFAULT_KEY_DIR));
         let key = Key::load(&key_dir, &manifest).map_err(|e| SetupError(e.0))?;
-        let names: Vec<String> = manifest.exercises.iter().flat_map(|e| e.quizzes.clone()).collect();
+        let names: Vec<String> = manifest
+            .exercises
+            .iter()
+            .flat_map(|e| e.quizzes.clone())
+            .collect();
         let bank = QuestionBank::load(&key.quiz_dirs(root), &names).map_err(|e| SetupError(e.0))?;
         Grader::new(manifest, bank, key)
     }
@@ -57,7 +63,13 @@ impl Grader {
             course_model::quiz_variant::asked(exercise, quiz, None).map_err(|e| SetupError(e.0))?;
         }
         let wanted = Wanted::from_manifest(&manifest);
-        Ok(Grader { manifest, bank, key, limits: Limits::default(), wanted })
+        Ok(Grader {
+            manifest,
+            bank,
+            key,
+            limits: Limits::default(),
+            wanted,
+        })
     }
 
     pub fn wanted(&self) -> &Wanted {
@@ -66,14 +78,23 @@ impl Grader {
 
     /// Grade every exercise of a submission.
     pub fn grade_all(&self, submission: &Submission) -> Vec<ExerciseReport> {
-        self.manifest.exercises.iter().map(|e| self.grade_exercise(submission, e.number)).collect()
+        self.manifest
+            .exercises
+            .iter()
+            .map(|e| self.grade_exercise(submission, e.number))
+            .collect()
     }
 
     /// Grade one exercise. Never fails: every problem with the files is in the report.
     pub fn grade_exercise(&self, submission: &Submission, number: u32) -> ExerciseReport {
         let Some(info) = self.manifest.exercise(number) else {
             let mut report = ExerciseReport::new(number, format!("exercise {number}"), 1.0);
-            report.problems.push(Problem::new(ProblemKind::Missing, None, format!("there is no exercise {number}"), "see `course list`"));
+            report.problems.push(Problem::new(
+                ProblemKind::Missing,
+                None,
+                format!("there is no exercise {number}"),
+                "see `course list`",
+            ));
             return report;
         };
         let Some(key) = self.key.exercise(number) else {
@@ -89,26 +110,46 @@ impl Grader {
             return report;
         };
         let mut report = ExerciseReport::new(number, info.title.clone(), key.pass_mark());
-        report.solution_viewed_early = submission.progress.as_ref().is_some_and(|p| p.exercise(number).solution_viewed_before_pass);
+        report.solution_viewed_early = submission
+            .progress
+            .as_ref()
+            .is_some_and(|p| p.exercise(number).solution_viewed_before_pass);
         let answers_rel = info.answers_path();
         let shown = submission.display(&answers_rel);
         let answers = match submission.file(&answers_rel) {
             FileState::Text(text) => match Answers::parse(text, &shown) {
                 Ok(answers) => Some(answers),
                 Err(mut problem) => {
-                    problem.next_step = problem.next_step.replace("course reset N", &format!("course reset {number}"));
+                    problem.next_step = problem
+                        .next_step
+                        .replace("course reset N", &format!("course reset {number}"));
                     report.problems.push(problem);
                     None
                 }
             },
             FileState::Missing => {
                 let (message, next) = if submission.has_folder(&info.folder_name()) {
-                    ("answers.toml is missing", format!("restore it with `course reset {number}`"))
+                    (
+                        "answers.toml is missing",
+                        format!("restore it with `course reset {number}`"),
+                    )
                 } else {
-                    ("the exercise folder was not submitted", format!("include {}/ in the submission", info.folder_name()))
+                    (
+                        "the exercise folder was not submitted",
+                        format!("include {}/ in the submission", info.folder_name()),
+                    )
                 };
-                let location = if submission.has_folder(&info.folder_name()) { shown.clone() } else { submission.display(&info.folder_name()) };
-                report.problems.push(Problem::new(ProblemKind::Missing, Some(Location::file(location)), message, next));
+                let location = if submission.has_folder(&info.folder_name()) {
+                    shown.clone()
+                } else {
+                    submission.display(&info.folder_name())
+                };
+                report.problems.push(Problem::new(
+                    ProblemKind::Missing,
+                    Some(Location::file(location)),
+                    message,
+                    next,
+                ));
                 None
             }
             FileState::Problem(problem) => {
@@ -117,8 +158,18 @@ impl Grader {
             }
         };
         // One set of mechanism thresholds for every exercise that judges a mechanism.
-        let mechanism = self.key.mechanism().cloned().unwrap_or_else(crate::key::default_mechanism);
-        let mut ctx = Ctx { info, submission, bank: &self.bank, answers, report };
+        let mechanism = self
+            .key
+            .mechanism()
+            .cloned()
+            .unwrap_or_else(crate::key::default_mechanism);
+        let mut ctx = Ctx {
+            info,
+            submission,
+            bank: &self.bank,
+            answers,
+            report,
+        };
         match key {
             ExerciseKey::Quiz(k) => exercise_checks::quiz::check(&mut ctx, k),
             ExerciseKey::BenchVerdict(k) => exercise_checks::bench_verdict::check(&mut ctx, k),
@@ -155,11 +206,22 @@ mod tests {
         }
         let grader = Grader::load(&root, None).unwrap_or_else(|e| panic!("{e}"));
         // The untouched templates grade without a single malformed or wrong-type problem.
-        let files = grader.manifest.exercises.iter().map(|e| (e.answers_path(), e.answers_template.clone()));
+        let files = grader
+            .manifest
+            .exercises
+            .iter()
+            .map(|e| (e.answers_path(), e.answers_template.clone()));
         let submission = Submission::from_texts("exercises", files);
         for report in grader.grade_all(&submission) {
             assert!(!report.passed);
-            assert!(report.problems.iter().all(|p| p.kind == ProblemKind::Missing), "{:?}", report.problems);
+            assert!(
+                report
+                    .problems
+                    .iter()
+                    .all(|p| p.kind == ProblemKind::Missing),
+                "{:?}",
+                report.problems
+            );
         }
     }
 }

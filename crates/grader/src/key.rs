@@ -146,7 +146,10 @@ impl Key {
     pub fn load(dir: &Path, manifest: &Manifest) -> Result<Key, KeyError> {
         let path = dir.join("key.toml");
         let text = std::fs::read_to_string(&path).map_err(|e| {
-            KeyError(format!("{}: cannot read the answer key: {e}; pass --key with a folder holding key.toml", path.display()))
+            KeyError(format!(
+                "{}: cannot read the answer key: {e}; pass --key with a folder holding key.toml",
+                path.display()
+            ))
         })?;
         let mut key = Key::parse(&text, &path.display().to_string(), manifest)?;
         key.dir = dir.to_path_buf();
@@ -162,26 +165,48 @@ impl Key {
                 }
                 None => display_path.to_string(),
             };
-            KeyError(format!("{at}: the answer key is not valid TOML: {}", e.message().trim()))
+            KeyError(format!(
+                "{at}: the answer key is not valid TOML: {}",
+                e.message().trim()
+            ))
         })?;
         let mut exercises = BTreeMap::new();
         for info in &manifest.exercises {
             let section_name = format!("exercise-{}", info.number);
             let Some(section) = table.get(&section_name) else {
-                return Err(KeyError(format!("{display_path}: the answer key has no [{section_name}] section")));
+                return Err(KeyError(format!(
+                    "{display_path}: the answer key has no [{section_name}] section"
+                )));
             };
             let parsed = match info.check {
-                CheckKind::Quiz => ExerciseKey::Quiz(section_as(section, display_path, &section_name)?),
-                CheckKind::BenchVerdict => ExerciseKey::BenchVerdict(section_as(section, display_path, &section_name)?),
-                CheckKind::TopOps => ExerciseKey::TopOps(section_as(section, display_path, &section_name)?),
-                CheckKind::Budget => ExerciseKey::Budget(section_as(section, display_path, &section_name)?),
-                CheckKind::Fuse => ExerciseKey::Fuse(section_as(section, display_path, &section_name)?),
-                CheckKind::Traffic => ExerciseKey::Traffic(section_as(section, display_path, &section_name)?),
+                CheckKind::Quiz => {
+                    ExerciseKey::Quiz(section_as(section, display_path, &section_name)?)
+                }
+                CheckKind::BenchVerdict => {
+                    ExerciseKey::BenchVerdict(section_as(section, display_path, &section_name)?)
+                }
+                CheckKind::TopOps => {
+                    ExerciseKey::TopOps(section_as(section, display_path, &section_name)?)
+                }
+                CheckKind::Budget => {
+                    ExerciseKey::Budget(section_as(section, display_path, &section_name)?)
+                }
+                CheckKind::Fuse => {
+                    ExerciseKey::Fuse(section_as(section, display_path, &section_name)?)
+                }
+                CheckKind::Traffic => {
+                    ExerciseKey::Traffic(section_as(section, display_path, &section_name)?)
+                }
             };
             if !(0.0..=1.0).contains(&parsed.pass_mark()) {
-                return Err(KeyError(format!("{display_path}: [{section_name}] pass_mark must be a fraction between 0 and 1")));
+                return Err(KeyError(format!(
+                    "{display_path}: [{section_name}] pass_mark must be a fraction between 0 and 1"
+                )));
             }
-            if let ExerciseKey::TopOps(TopOpsKey { mechanism: Some(m), .. }) = &parsed {
+            if let ExerciseKey::TopOps(TopOpsKey {
+                mechanism: Some(m), ..
+            }) = &parsed
+            {
                 if let Some(problem) = m.problem() {
                     return Err(KeyError(format!(
                         "{display_path}: [{section_name}.mechanism]: {problem}; fix the threshold (crates/profiler/REPORT.md, \
@@ -191,7 +216,10 @@ impl Key {
             }
             exercises.insert(info.number, parsed);
         }
-        Ok(Key { dir: PathBuf::new(), exercises })
+        Ok(Key {
+            dir: PathBuf::new(),
+            exercises,
+        })
     }
 
     pub fn exercise(&self, number: u32) -> Option<&ExerciseKey> {
@@ -213,11 +241,14 @@ impl Key {
     }
 }
 
-fn section_as<T: DeserializeOwned>(section: &toml::Value, display_path: &str, name: &str) -> Result<T, KeyError> {
-    section
-        .clone()
-        .try_into()
-        .map_err(|e: toml::de::Error| KeyError(format!("{display_path}: [{name}]: {}", e.message().trim())))
+fn section_as<T: DeserializeOwned>(
+    section: &toml::Value,
+    display_path: &str,
+    name: &str,
+) -> Result<T, KeyError> {
+    section.clone().try_into().map_err(|e: toml::de::Error| {
+        KeyError(format!("{display_path}: [{name}]: {}", e.message().trim()))
+    })
 }
 
 /// The default key, compiled in: for the reference solutions, which apply the course's rule to
@@ -226,9 +257,16 @@ pub const DEFAULT_KEY_TOML: &str = include_str!("../key/key.toml");
 
 /// The default key's mechanism thresholds.
 pub fn default_mechanism() -> MechanismKey {
-    let table: toml::Table = toml::from_str(DEFAULT_KEY_TOML).expect("the compiled-in key.toml is valid TOML (tested)");
-    let section = table.get("exercise-3").and_then(|t| t.get("mechanism")).cloned().expect("key.toml has [exercise-3.mechanism] (tested)");
-    section.try_into().expect("[exercise-3.mechanism] has every threshold (tested)")
+    let table: toml::Table =
+        toml::from_str(DEFAULT_KEY_TOML).expect("the compiled-in key.toml is valid TOML (tested)");
+    let section = table
+        .get("exercise-3")
+        .and_then(|t| t.get("mechanism"))
+        .cloned()
+        .expect("key.toml has [exercise-3.mechanism] (tested)");
+    section
+        .try_into()
+        .expect("[exercise-3.mechanism] has every threshold (tested)")
 }
 
 #[cfg(test)]
@@ -239,7 +277,8 @@ mod tests {
     fn the_default_key_matches_the_manifest() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
         let manifest = Manifest::load(&root.join(course_model::manifest::MANIFEST_PATH)).unwrap();
-        let key = Key::load(&root.join(DEFAULT_KEY_DIR), &manifest).unwrap_or_else(|e| panic!("{e}"));
+        let key =
+            Key::load(&root.join(DEFAULT_KEY_DIR), &manifest).unwrap_or_else(|e| panic!("{e}"));
         for exercise in &manifest.exercises {
             assert!(key.exercise(exercise.number).is_some());
         }
@@ -268,7 +307,8 @@ mod tests {
     fn thresholds_that_contradict_themselves_are_refused_with_the_section() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
         let manifest = Manifest::load(&root.join(course_model::manifest::MANIFEST_PATH)).unwrap();
-        let bad = DEFAULT_KEY_TOML.replace("not_memory_below_pct = 25.0", "not_memory_below_pct = 75.0");
+        let bad =
+            DEFAULT_KEY_TOML.replace("not_memory_below_pct = 25.0", "not_memory_below_pct = 75.0");
         let err = Key::parse(&bad, "key.toml", &manifest).unwrap_err().0;
         assert!(err.starts_with("key.toml: [exercise-3.mechanism]: not_memory_below_pct (75) is above memory_above_pct (50)"), "{err}");
     }

@@ -32,8 +32,8 @@ pub mod submission;
 pub mod top_ops_reference;
 pub mod tree;
 
-pub use grade::{Grader, SetupError};
 pub use course_model::manifest::{ExerciseInfo, Manifest};
+pub use grade::{Grader, SetupError};
 pub use problem::{Problem, ProblemKind};
 pub use report::{ExerciseReport, Outcome, QuestionResult};
 pub use submission::{Limits, Submission};

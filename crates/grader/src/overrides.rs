@@ -11,8 +11,8 @@
 //! reason = "Right idea in other words"
 //! ```
 
-use course_model::text::line_column;
 use crate::report::{ExerciseReport, OverrideNote};
+use course_model::text::line_column;
 use serde::Deserialize;
 use std::path::Path;
 
@@ -48,7 +48,10 @@ impl Overrides {
                 }
                 None => display_path.to_string(),
             };
-            OverridesError(format!("{at}: the overrides file is not valid: {}; fix it and grade again", e.message().trim()))
+            OverridesError(format!(
+                "{at}: the overrides file is not valid: {}; fix it and grade again",
+                e.message().trim()
+            ))
         })
     }
 
@@ -57,7 +60,10 @@ impl Overrides {
         match std::fs::read_to_string(path) {
             Ok(text) => Overrides::parse(&text, &path.display().to_string()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Overrides::default()),
-            Err(e) => Err(OverridesError(format!("{}: cannot read the overrides file: {e}", path.display()))),
+            Err(e) => Err(OverridesError(format!(
+                "{}: cannot read the overrides file: {e}",
+                path.display()
+            ))),
         }
     }
 
@@ -74,14 +80,31 @@ impl Overrides {
                 unmatched.push(o);
                 continue;
             };
-            let autograded = q.overridden.as_ref().map_or(q.points, |n| n.autograded_points);
+            let autograded = q
+                .overridden
+                .as_ref()
+                .map_or(q.points, |n| n.autograded_points);
             let points = o.points.clamp(0.0, q.max_points);
-            let reason = if o.reason.is_empty() { "instructor's grade".to_string() } else { o.reason.clone() };
+            let reason = if o.reason.is_empty() {
+                "instructor's grade".to_string()
+            } else {
+                o.reason.clone()
+            };
             let reason_text = q.reason.clone();
-            *q = q.clone().partial(if q.max_points > 0.0 { points / q.max_points } else { 0.0 }, reason_text);
+            *q = q.clone().partial(
+                if q.max_points > 0.0 {
+                    points / q.max_points
+                } else {
+                    0.0
+                },
+                reason_text,
+            );
             q.points = points;
             q.needs_review = false;
-            q.overridden = Some(OverrideNote { autograded_points: autograded, reason });
+            q.overridden = Some(OverrideNote {
+                autograded_points: autograded,
+                reason,
+            });
         }
         for report in reports.iter_mut() {
             report.total();

@@ -40,7 +40,12 @@ pub enum Mechanism {
 }
 
 impl Mechanism {
-    pub const ALL: [Mechanism; 4] = [Mechanism::MemoryTraffic, Mechanism::SlowKernel, Mechanism::WastedWork, Mechanism::LaunchOverhead];
+    pub const ALL: [Mechanism; 4] = [
+        Mechanism::MemoryTraffic,
+        Mechanism::SlowKernel,
+        Mechanism::WastedWork,
+        Mechanism::LaunchOverhead,
+    ];
 
     /// As answers.toml writes it.
     pub fn name(self) -> &'static str {
@@ -54,7 +59,13 @@ impl Mechanism {
 
     /// Case, spaces and underscores do not matter ("Memory traffic" is memory-traffic).
     pub fn parse(text: &str) -> Option<Mechanism> {
-        let wanted: String = text.trim().trim_matches('`').to_lowercase().chars().map(|c| if c == ' ' || c == '_' { '-' } else { c }).collect();
+        let wanted: String = text
+            .trim()
+            .trim_matches('`')
+            .to_lowercase()
+            .chars()
+            .map(|c| if c == ' ' || c == '_' { '-' } else { c })
+            .collect();
         Mechanism::ALL.into_iter().find(|m| m.name() == wanted)
     }
 
@@ -153,7 +164,11 @@ fn table_reading(profile: &ProfileReport, op: &RankedOp, key: &MechanismKey) -> 
 /// What the profile measured for an op, in one sentence: rates, % of its rooflines, the
 /// bandwidth ceiling, the lower roof, the kernel and the table's reading.
 pub fn measured(profile: &ProfileReport, op: &RankedOp, key: &MechanismKey) -> String {
-    let kernel = op.kernel.as_ref().map(|k| format!(" on kernel `{k}`")).unwrap_or_default();
+    let kernel = op
+        .kernel
+        .as_ref()
+        .map(|k| format!(" on kernel `{k}`"))
+        .unwrap_or_default();
     match (&op.roofline, &profile.ceilings) {
         (Some(r), Some(c)) => format!(
             "`{}` ran at {} GB/s and {} GFLOP/s{kernel}: {} of the {} GB/s read bandwidth (its memory roofline) and {} of its roofline \
@@ -176,11 +191,24 @@ pub fn measured(profile: &ProfileReport, op: &RankedOp, key: &MechanismKey) -> S
 
 /// The ceiling rule alone: fixing an op saves at most its share.
 pub fn ceiling(op: &RankedOp) -> (f64, String) {
-    (op.share_pct, format!("`{}` has {} of the step: fixing it can save at most {}", op.name, pct(op.share_pct), pct(op.share_pct)))
+    (
+        op.share_pct,
+        format!(
+            "`{}` has {} of the step: fixing it can save at most {}",
+            op.name,
+            pct(op.share_pct),
+            pct(op.share_pct)
+        ),
+    )
 }
 
 /// Judge `mechanism` for `op` against the profile's measurements.
-pub fn assess(profile: &ProfileReport, op: &RankedOp, mechanism: Mechanism, key: &MechanismKey) -> Assessment {
+pub fn assess(
+    profile: &ProfileReport,
+    op: &RankedOp,
+    mechanism: Mechanism,
+    key: &MechanismKey,
+) -> Assessment {
     let facts = measured(profile, op, key);
     let roofline = op.roofline.as_ref().filter(|_| profile.ceilings.is_some());
     let no_roofline = || {
@@ -322,18 +350,39 @@ pub fn assess(profile: &ProfileReport, op: &RankedOp, mechanism: Mechanism, key:
         }
         _ => ceiling(op),
     };
-    Assessment { op: op.clone(), mechanism, judgement, max_cut_pct, arithmetic }
+    Assessment {
+        op: op.clone(),
+        mechanism,
+        judgement,
+        max_cut_pct,
+        arithmetic,
+    }
 }
 
 /// Is `expected_cut_pct` within what the plan can save? The reason shows the arithmetic.
 pub fn judge_cut(max_cut_pct: f64, arithmetic: &str, expected_cut_pct: f64) -> Judgement {
     if !(expected_cut_pct > 0.0) {
-        return Judgement::new(Verdict::Wrong, format!("a cut is a positive share of the step, in %; you wrote {}", pct(expected_cut_pct)));
+        return Judgement::new(
+            Verdict::Wrong,
+            format!(
+                "a cut is a positive share of the step, in %; you wrote {}",
+                pct(expected_cut_pct)
+            ),
+        );
     }
     if expected_cut_pct > max_cut_pct + CUT_TOLERANCE_PCT {
-        Judgement::new(Verdict::Wrong, format!("{arithmetic}, you expect {}", pct(expected_cut_pct)))
+        Judgement::new(
+            Verdict::Wrong,
+            format!("{arithmetic}, you expect {}", pct(expected_cut_pct)),
+        )
     } else {
-        Judgement::new(Verdict::Right, format!("{arithmetic}; you expect {}: within it", pct(expected_cut_pct)))
+        Judgement::new(
+            Verdict::Right,
+            format!(
+                "{arithmetic}; you expect {}: within it",
+                pct(expected_cut_pct)
+            ),
+        )
     }
 }
 
@@ -349,7 +398,10 @@ pub fn accepted_plans(profile: &ProfileReport, key: &MechanismKey) -> Vec<Assess
     plans.sort_by(|a, b| {
         b.max_cut_pct
             .total_cmp(&a.max_cut_pct)
-            .then_with(|| (a.judgement.verdict == Verdict::Flagged).cmp(&(b.judgement.verdict == Verdict::Flagged)))
+            .then_with(|| {
+                (a.judgement.verdict == Verdict::Flagged)
+                    .cmp(&(b.judgement.verdict == Verdict::Flagged))
+            })
             .then_with(|| a.op.name.cmp(&b.op.name))
             .then_with(|| a.mechanism.cmp(&b.mechanism))
     });
@@ -374,14 +426,31 @@ fn preference(mechanism: Mechanism) -> u8 {
 /// unflagged plan with the largest possible cut (a flagged one only when there is no other).
 /// The cut to expect is `target_pct` when the plan allows that much, else the honest smaller
 /// cut it allows.
-pub fn best_plan(profile: &ProfileReport, key: &MechanismKey, target_pct: f64) -> Option<(Assessment, f64)> {
+pub fn best_plan(
+    profile: &ProfileReport,
+    key: &MechanismKey,
+    target_pct: f64,
+) -> Option<(Assessment, f64)> {
     let plans = accepted_plans(profile, key);
-    let right = || plans.iter().filter(|a| a.judgement.verdict == Verdict::Right);
+    let right = || {
+        plans
+            .iter()
+            .filter(|a| a.judgement.verdict == Verdict::Right)
+    };
     // `plans` is sorted by the largest cut first, and min_by_key keeps the first of equals.
-    let reaching = right().filter(|a| a.max_cut_pct >= target_pct).min_by_key(|a| preference(a.mechanism));
-    let best = reaching.or_else(|| right().next()).or(plans.first())?.clone();
+    let reaching = right()
+        .filter(|a| a.max_cut_pct >= target_pct)
+        .min_by_key(|a| preference(a.mechanism));
+    let best = reaching
+        .or_else(|| right().next())
+        .or(plans.first())?
+        .clone();
     // A little under the ceiling, so a share copied with two decimals stays inside it.
-    let cut = if best.max_cut_pct >= target_pct { target_pct } else { (best.max_cut_pct * 100.0).floor() / 100.0 };
+    let cut = if best.max_cut_pct >= target_pct {
+        target_pct
+    } else {
+        (best.max_cut_pct * 100.0).floor() / 100.0
+    };
     Some((best, cut))
 }
 
@@ -443,13 +512,30 @@ mod tests {
     fn memory_traffic_follows_the_memory_roofline() {
         let p = gelu_like();
         let gelu = assess(&p, &p.ops[2], Mechanism::MemoryTraffic, &key());
-        assert_eq!(gelu.judgement.verdict, Verdict::Wrong, "{}", gelu.judgement.reason);
-        assert!(gelu.judgement.reason.contains("2.0% of the 25.0 GB/s"), "{}", gelu.judgement.reason);
-        assert_eq!(gelu.max_cut_pct, p.ops[2].share_pct, "a refuted mechanism keeps only the ceiling");
+        assert_eq!(
+            gelu.judgement.verdict,
+            Verdict::Wrong,
+            "{}",
+            gelu.judgement.reason
+        );
+        assert!(
+            gelu.judgement.reason.contains("2.0% of the 25.0 GB/s"),
+            "{}",
+            gelu.judgement.reason
+        );
+        assert_eq!(
+            gelu.max_cut_pct, p.ops[2].share_pct,
+            "a refuted mechanism keeps only the ceiling"
+        );
         let matmul = assess(&p, &p.ops[0], Mechanism::MemoryTraffic, &key());
         assert_eq!(matmul.judgement.verdict, Verdict::Right);
         let between = profile(&[("x", 10.0, 1.0, Some((10.0, 1.0, 0.1)))]);
-        assert_eq!(assess(&between, &between.ops[0], Mechanism::MemoryTraffic, &key()).judgement.verdict, Verdict::Flagged);
+        assert_eq!(
+            assess(&between, &between.ops[0], Mechanism::MemoryTraffic, &key())
+                .judgement
+                .verdict,
+            Verdict::Flagged
+        );
     }
 
     #[test]
@@ -460,7 +546,12 @@ mod tests {
         let roof_pct = 100.0 * 0.6 / 30.0;
         assert!((gelu.max_cut_pct - p.ops[2].share_pct * (1.0 - roof_pct / 100.0)).abs() < 1e-9);
         // matmul at 30/50 = 60% of its roofline: near what the hardware allows.
-        assert_eq!(assess(&p, &p.ops[0], Mechanism::SlowKernel, &key()).judgement.verdict, Verdict::Wrong);
+        assert_eq!(
+            assess(&p, &p.ops[0], Mechanism::SlowKernel, &key())
+                .judgement
+                .verdict,
+            Verdict::Wrong
+        );
     }
 
     #[test]
@@ -473,18 +564,47 @@ mod tests {
         assert!((lm_head.max_cut_pct - p.ops[1].share_pct * 0.45).abs() < 1e-9);
         let cut = judge_cut(lm_head.max_cut_pct, &lm_head.arithmetic, 18.0);
         assert_eq!(cut.verdict, Verdict::Wrong);
-        assert!(cut.reason.ends_with("= 9.9%, you expect 18.0%"), "{}", cut.reason);
+        assert!(
+            cut.reason.ends_with("= 9.9%, you expect 18.0%"),
+            "{}",
+            cut.reason
+        );
     }
 
     #[test]
     fn launch_overhead_needs_short_calls_and_rows_without_work_are_flagged() {
         let p = gelu_like();
-        assert_eq!(assess(&p, &p.ops[0], Mechanism::LaunchOverhead, &key()).judgement.verdict, Verdict::Wrong);
+        assert_eq!(
+            assess(&p, &p.ops[0], Mechanism::LaunchOverhead, &key())
+                .judgement
+                .verdict,
+            Verdict::Wrong
+        );
         let mask = p.find("mask").unwrap().1;
-        assert_eq!(assess(&p, mask, Mechanism::LaunchOverhead, &key()).judgement.verdict, Verdict::Flagged);
-        assert_eq!(assess(&p, mask, Mechanism::WastedWork, &key()).judgement.verdict, Verdict::Flagged);
-        assert_eq!(assess(&p, mask, Mechanism::MemoryTraffic, &key()).judgement.verdict, Verdict::Wrong);
-        assert_eq!(assess(&p, mask, Mechanism::SlowKernel, &key()).judgement.verdict, Verdict::Wrong);
+        assert_eq!(
+            assess(&p, mask, Mechanism::LaunchOverhead, &key())
+                .judgement
+                .verdict,
+            Verdict::Flagged
+        );
+        assert_eq!(
+            assess(&p, mask, Mechanism::WastedWork, &key())
+                .judgement
+                .verdict,
+            Verdict::Flagged
+        );
+        assert_eq!(
+            assess(&p, mask, Mechanism::MemoryTraffic, &key())
+                .judgement
+                .verdict,
+            Verdict::Wrong
+        );
+        assert_eq!(
+            assess(&p, mask, Mechanism::SlowKernel, &key())
+                .judgement
+                .verdict,
+            Verdict::Wrong
+        );
     }
 
     #[test]
@@ -493,20 +613,31 @@ mod tests {
         for op in &p.ops {
             for m in Mechanism::ALL {
                 let a = assess(&p, op, m, &key());
-                assert!(a.max_cut_pct <= op.share_pct + 1e-12, "{} {}", op.name, m.name());
+                assert!(
+                    a.max_cut_pct <= op.share_pct + 1e-12,
+                    "{} {}",
+                    op.name,
+                    m.name()
+                );
             }
         }
         let (max, arithmetic) = ceiling(&p.ops[2]);
         let cut = judge_cut(max, &arithmetic, 10.0);
         assert_eq!(cut.verdict, Verdict::Wrong);
-        assert_eq!(cut.reason, "`gelu` has 8.0% of the step: fixing it can save at most 8.0%, you expect 10.0%");
+        assert_eq!(
+            cut.reason,
+            "`gelu` has 8.0% of the step: fixing it can save at most 8.0%, you expect 10.0%"
+        );
     }
 
     #[test]
     fn the_best_plan_is_accepted_and_honest() {
         let p = gelu_like();
         let (best, cut) = best_plan(&p, &key(), 10.0).unwrap();
-        assert_eq!((best.op.name.as_str(), best.mechanism), ("matmul", Mechanism::MemoryTraffic));
+        assert_eq!(
+            (best.op.name.as_str(), best.mechanism),
+            ("matmul", Mechanism::MemoryTraffic)
+        );
         assert_eq!(cut, 10.0);
         // A slow kernel that can give the cut on its own is preferred to moving fewer bytes:
         // here gelu has 13% of the step at 2% of its roofline.
@@ -517,16 +648,29 @@ mod tests {
             ("mask", 500.0, 1000.0, None),
         ]);
         let (best, cut) = best_plan(&slow, &key(), 10.0).unwrap();
-        assert_eq!((best.op.name.as_str(), best.mechanism), ("gelu", Mechanism::SlowKernel));
+        assert_eq!(
+            (best.op.name.as_str(), best.mechanism),
+            ("gelu", Mechanism::SlowKernel)
+        );
         assert_eq!(cut, 10.0);
         // Twelve equal slow ops: none can give 10%, so the honest smaller cut.
         let names: Vec<String> = (0..12).map(|i| format!("op{i:02}")).collect();
-        let rows: Vec<_> = names.iter().map(|n| (n.as_str(), 100.0, 1.0, Some((1.0, 1.0, 1.0)))).collect();
+        let rows: Vec<_> = names
+            .iter()
+            .map(|n| (n.as_str(), 100.0, 1.0, Some((1.0, 1.0, 1.0))))
+            .collect();
         let small = profile(&rows);
         let (best, cut) = best_plan(&small, &key(), 10.0).unwrap();
         assert_eq!(best.mechanism, Mechanism::SlowKernel);
-        assert!(cut < 10.0 && cut <= best.max_cut_pct, "{cut} {}", best.max_cut_pct);
-        assert_eq!(judge_cut(best.max_cut_pct, &best.arithmetic, cut).verdict, Verdict::Right);
+        assert!(
+            cut < 10.0 && cut <= best.max_cut_pct,
+            "{cut} {}",
+            best.max_cut_pct
+        );
+        assert_eq!(
+            judge_cut(best.max_cut_pct, &best.arithmetic, cut).verdict,
+            Verdict::Right
+        );
     }
 
     #[test]
@@ -539,26 +683,59 @@ mod tests {
             for us_per_call in [4.0_f64, 19.0, 21.0, 400.0] {
                 // Memory side (1 FLOP/byte, a roof of 25 GFLOP/s) and compute side (100 FLOP/byte,
                 // the 400 GFLOP/s peak) at `pct` of the roofline.
-                rows.push((format!("m{pct}-{us_per_call}"), us_per_call, Some((0.25 * pct, 0.25 * pct, 1.0))));
-                rows.push((format!("c{pct}-{us_per_call}"), us_per_call, Some((0.04 * pct, 4.0 * pct, 100.0))));
+                rows.push((
+                    format!("m{pct}-{us_per_call}"),
+                    us_per_call,
+                    Some((0.25 * pct, 0.25 * pct, 1.0)),
+                ));
+                rows.push((
+                    format!("c{pct}-{us_per_call}"),
+                    us_per_call,
+                    Some((0.04 * pct, 4.0 * pct, 100.0)),
+                ));
             }
         }
         // The report lists its rows by self time, largest first.
         rows.sort_by(|a, b| b.1.total_cmp(&a.1));
-        let rows: Vec<_> = rows.iter().map(|(n, us, r)| (n.as_str(), *us, 1.0, *r)).collect();
+        let rows: Vec<_> = rows
+            .iter()
+            .map(|(n, us, r)| (n.as_str(), *us, 1.0, *r))
+            .collect();
         let p = profile(&rows);
         let mut seen = std::collections::BTreeSet::new();
         for op in &p.ops {
-            let read = op.reading.unwrap_or_else(|| panic!("{} has a roofline, so a reading", op.name));
+            let read = op
+                .reading
+                .unwrap_or_else(|| panic!("{} has a roofline, so a reading", op.name));
             seen.insert(read.as_str());
             let Some(mechanism) = mechanism_of(read) else {
                 // Compute-bound: a faster kernel is not the answer.
-                assert_ne!(assess(&p, op, Mechanism::SlowKernel, &key()).judgement.verdict, Verdict::Right, "{}", op.name);
+                assert_ne!(
+                    assess(&p, op, Mechanism::SlowKernel, &key())
+                        .judgement
+                        .verdict,
+                    Verdict::Right,
+                    "{}",
+                    op.name
+                );
                 continue;
             };
             let a = assess(&p, op, mechanism, &key());
-            assert!(a.judgement.accepted(), "{} reads {} but {} is judged wrong: {}", op.name, read.as_str(), mechanism.name(), a.judgement.reason);
-            assert!(a.judgement.reason.contains(&format!("the table reads it as {}", read.label())), "{}", a.judgement.reason);
+            assert!(
+                a.judgement.accepted(),
+                "{} reads {} but {} is judged wrong: {}",
+                op.name,
+                read.as_str(),
+                mechanism.name(),
+                a.judgement.reason
+            );
+            assert!(
+                a.judgement
+                    .reason
+                    .contains(&format!("the table reads it as {}", read.label())),
+                "{}",
+                a.judgement.reason
+            );
         }
         assert_eq!(seen.len(), 4, "every reading occurs: {seen:?}");
     }
@@ -571,16 +748,27 @@ mod tests {
         let p = gelu_like();
         let gelu = p.find("gelu").unwrap().1;
         assert_eq!(gelu.reading, Some(Reading::SlowKernel));
-        let eager = MechanismKey { launch_overhead_below_us: 100.0, ..key() };
+        let eager = MechanismKey {
+            launch_overhead_below_us: 100.0,
+            ..key()
+        };
         let a = assess(&p, gelu, Mechanism::LaunchOverhead, &eager);
-        assert_eq!(a.judgement.verdict, Verdict::Right, "{}", a.judgement.reason);
+        assert_eq!(
+            a.judgement.verdict,
+            Verdict::Right,
+            "{}",
+            a.judgement.reason
+        );
         let m = assess(&p, gelu, Mechanism::MemoryTraffic, &eager);
         assert!(m.judgement.reason.contains("the table reads it as slow kernel (with the report's thresholds; this key grades with others)"), "{}", m.judgement.reason);
     }
 
     #[test]
     fn mechanism_names_parse_loosely() {
-        assert_eq!(Mechanism::parse(" Memory traffic "), Some(Mechanism::MemoryTraffic));
+        assert_eq!(
+            Mechanism::parse(" Memory traffic "),
+            Some(Mechanism::MemoryTraffic)
+        );
         assert_eq!(Mechanism::parse("slow_kernel"), Some(Mechanism::SlowKernel));
         assert_eq!(Mechanism::parse("fusion"), None);
     }

@@ -7,7 +7,10 @@
 //! written) and shows it next to what was measured. Being right is not graded: the point is to
 //! notice how far a guess is from a measurement.
 
-pub use answers_file::prediction::{format_time, parse_time, Form, Kind, Outcome, Prediction, Question, Value, ASKED_ENV, FUSION, TABLE, TOP_OP};
+pub use answers_file::prediction::{
+    format_time, parse_time, Form, Kind, Outcome, Prediction, Question, Value, ASKED_ENV, FUSION,
+    TABLE, TOP_OP,
+};
 
 use crate::results::profile_report::ProfileReport;
 
@@ -21,10 +24,21 @@ pub fn beside_measurement(op: &str, share_pct: Option<f64>, profile: &ProfileRep
     let Some(top) = profile.ops.first() else {
         return format!("You predicted {guess}; {} has no op rows", profile.file);
     };
-    let measured = format!("the table's top op by {column} is `{}` at {:.1}%", top.name, top.share_pct);
+    let measured = format!(
+        "the table's top op by {column} is `{}` at {:.1}%",
+        top.name, top.share_pct
+    );
     match profile.find(op) {
         Some((0, _)) => format!("You predicted {guess}; {measured}"),
-        Some((rank, row)) => format!("You predicted {guess}; {measured}, and `{}` is #{} at {:.1}%", row.name, rank + 1, row.share_pct),
-        None => format!("You predicted {guess}; {measured} (`{}` is not a row)", op.trim()),
+        Some((rank, row)) => format!(
+            "You predicted {guess}; {measured}, and `{}` is #{} at {:.1}%",
+            row.name,
+            rank + 1,
+            row.share_pct
+        ),
+        None => format!(
+            "You predicted {guess}; {measured} (`{}` is not a row)",
+            op.trim()
+        ),
     }
 }

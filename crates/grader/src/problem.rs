@@ -68,17 +68,29 @@ pub struct Location {
 
 impl Location {
     pub fn file(file: impl Into<String>) -> Self {
-        Location { file: file.into(), line: None, column: None }
+        Location {
+            file: file.into(),
+            line: None,
+            column: None,
+        }
     }
 
     /// The location of byte `offset` in `text`.
     pub fn at_offset(file: impl Into<String>, text: &str, offset: usize) -> Self {
         let (line, column) = line_column(text, offset);
-        Location { file: file.into(), line: Some(line), column: Some(column) }
+        Location {
+            file: file.into(),
+            line: Some(line),
+            column: Some(column),
+        }
     }
 
     pub fn at(file: impl Into<String>, line: usize, column: usize) -> Self {
-        Location { file: file.into(), line: Some(line), column: Some(column) }
+        Location {
+            file: file.into(),
+            line: Some(line),
+            column: Some(column),
+        }
     }
 }
 
@@ -107,8 +119,18 @@ pub struct Problem {
 }
 
 impl Problem {
-    pub fn new(kind: ProblemKind, location: Option<Location>, message: impl Into<String>, next_step: impl Into<String>) -> Self {
-        Problem { kind, location, message: message.into(), next_step: next_step.into() }
+    pub fn new(
+        kind: ProblemKind,
+        location: Option<Location>,
+        message: impl Into<String>,
+        next_step: impl Into<String>,
+    ) -> Self {
+        Problem {
+            kind,
+            location,
+            message: message.into(),
+            next_step: next_step.into(),
+        }
     }
 }
 
@@ -149,6 +171,9 @@ mod tests {
             "expected a string",
             "put the answer in quotes",
         );
-        assert_eq!(p.to_string(), "exercises/exercise-1/answers.toml:3:7: expected a string — put the answer in quotes");
+        assert_eq!(
+            p.to_string(),
+            "exercises/exercise-1/answers.toml:3:7: expected a string — put the answer in quotes"
+        );
     }
 }

@@ -82,13 +82,25 @@ pub fn terminal(report: &ExerciseReport, colour: bool) -> String {
     }
     let _ = writeln!(out, "{}", paint(&title, bold, colour));
     if let Some(variant) = &report.variant {
-        let _ = writeln!(out, "  {} {}", paint("Your variant:", bold, colour), one_line(variant));
+        let _ = writeln!(
+            out,
+            "  {} {}",
+            paint("Your variant:", bold, colour),
+            one_line(variant)
+        );
     }
     for q in &report.questions {
         let status = Status::of(q);
         let head = format!("{} {:<10}", status.marker(), status.label());
         // The id is the answers.toml field (or quiz question) and what overrides refer to.
-        let _ = write!(out, "  {} {:>7}  {}: {}", paint(&head, status.style(), colour), points(q), q.id, q.label);
+        let _ = write!(
+            out,
+            "  {} {:>7}  {}: {}",
+            paint(&head, status.style(), colour),
+            points(q),
+            q.id,
+            q.label
+        );
         if let Some(answer) = &q.answer {
             let _ = write!(out, "  → {}", one_line(answer));
         }
@@ -97,10 +109,22 @@ pub fn terminal(report: &ExerciseReport, colour: bool) -> String {
             let _ = writeln!(out, "{:23}{}", "", one_line(&q.reason));
         }
         if let Some(o) = &q.overridden {
-            let _ = writeln!(out, "{:23}overridden by the instructor (autograder: {}): {}", "", show(o.autograded_points), one_line(&o.reason));
+            let _ = writeln!(
+                out,
+                "{:23}overridden by the instructor (autograder: {}): {}",
+                "",
+                show(o.autograded_points),
+                one_line(&o.reason)
+            );
         }
         if let Some(context) = &q.context {
-            let _ = writeln!(out, "{:23}{} {}", "", paint("Why:", bold, colour), one_line(context));
+            let _ = writeln!(
+                out,
+                "{:23}{} {}",
+                "",
+                paint("Why:", bold, colour),
+                one_line(context)
+            );
         }
     }
     if !report.problems.is_empty() {
@@ -113,9 +137,16 @@ pub fn terminal(report: &ExerciseReport, colour: bool) -> String {
         let _ = writeln!(out, "  note: {note}");
     }
     if report.solution_viewed_early {
-        let _ = writeln!(out, "  note: the solution was shown before this exercise passed");
+        let _ = writeln!(
+            out,
+            "  note: the solution was shown before this exercise passed"
+        );
     }
-    let verdict = if report.passed { paint("PASSED", style(Outcome::Right), colour) } else { paint("NOT PASSED", style(Outcome::Wrong), colour) };
+    let verdict = if report.passed {
+        paint("PASSED", style(Outcome::Right), colour)
+    } else {
+        paint("NOT PASSED", style(Outcome::Wrong), colour)
+    };
     let _ = writeln!(
         out,
         "Score: {}/{} ({}%), pass mark {}%: {verdict}",
@@ -125,7 +156,10 @@ pub fn terminal(report: &ExerciseReport, colour: bool) -> String {
         show(report.pass_mark * 100.0)
     );
     if report.needs_review() {
-        let _ = writeln!(out, "Some answers need instructor review: the score is provisional.");
+        let _ = writeln!(
+            out,
+            "Some answers need instructor review: the score is provisional."
+        );
     }
     out
 }
@@ -150,19 +184,44 @@ pub fn markdown(report: &ExerciseReport) -> String {
         for q in &report.questions {
             let mut why = md_cell(&q.reason);
             if let Some(o) = &q.overridden {
-                why = format!("overridden by the instructor (autograder: {}): {}", show(o.autograded_points), md_cell(&o.reason));
+                why = format!(
+                    "overridden by the instructor (autograder: {}): {}",
+                    show(o.autograded_points),
+                    md_cell(&o.reason)
+                );
             }
-            let answer = q.answer.as_deref().map(|a| format!("`{}`", md_cell(a).replace('`', "'"))).unwrap_or_default();
+            let answer = q
+                .answer
+                .as_deref()
+                .map(|a| format!("`{}`", md_cell(a).replace('`', "'")))
+                .unwrap_or_default();
             let status = Status::of(q);
-            let _ = writeln!(out, "| {} {} | `{}` {} | {answer} | {} | {why} |", status.marker(), status.label(), q.id, md_cell(&q.label), points(q));
+            let _ = writeln!(
+                out,
+                "| {} {} | `{}` {} | {answer} | {} | {why} |",
+                status.marker(),
+                status.label(),
+                q.id,
+                md_cell(&q.label),
+                points(q)
+            );
         }
         let _ = writeln!(out);
     }
-    let explained: Vec<&QuestionResult> = report.questions.iter().filter(|q| q.context.is_some()).collect();
+    let explained: Vec<&QuestionResult> = report
+        .questions
+        .iter()
+        .filter(|q| q.context.is_some())
+        .collect();
     if !explained.is_empty() {
         let _ = writeln!(out, "**Explanations**\n");
         for q in explained {
-            let _ = writeln!(out, "- **{}**: {}", q.id, one_line(q.context.as_deref().unwrap_or("")));
+            let _ = writeln!(
+                out,
+                "- **{}**: {}",
+                q.id,
+                one_line(q.context.as_deref().unwrap_or(""))
+            );
         }
         let _ = writeln!(out);
     }
@@ -177,7 +236,10 @@ pub fn markdown(report: &ExerciseReport) -> String {
         let _ = writeln!(out, "Note: {note}\n");
     }
     if report.solution_viewed_early {
-        let _ = writeln!(out, "Note: the solution was shown before this exercise passed.\n");
+        let _ = writeln!(
+            out,
+            "Note: the solution was shown before this exercise passed.\n"
+        );
     }
     let _ = writeln!(
         out,
@@ -186,10 +248,17 @@ pub fn markdown(report: &ExerciseReport) -> String {
         show(report.max_points),
         show(report.percent()),
         show(report.pass_mark * 100.0),
-        if report.passed { "passed" } else { "not passed" }
+        if report.passed {
+            "passed"
+        } else {
+            "not passed"
+        }
     );
     if report.needs_review() {
-        let _ = writeln!(out, "\nSome answers need instructor review: the score is provisional.");
+        let _ = writeln!(
+            out,
+            "\nSome answers need instructor review: the score is provisional."
+        );
     }
     out
 }
@@ -201,7 +270,11 @@ mod tests {
 
     fn report() -> ExerciseReport {
         let mut r = ExerciseReport::new(1, "T", 1.0);
-        r.questions.push(QuestionResult::new("q", "a question", 1.0).answer("x").right(""));
+        r.questions.push(
+            QuestionResult::new("q", "a question", 1.0)
+                .answer("x")
+                .right(""),
+        );
         r.total();
         r
     }
@@ -218,21 +291,37 @@ mod tests {
         // plan.why is worth 0 and "right" whatever it says; when the rubric flags it, the report
         // must not show a tick above "needs instructor review".
         let mut r = ExerciseReport::new(3, "T", 1.0);
-        let mut why = QuestionResult::new("plan.why", "Why", 0.0).answer("fuse it").right("missing: what the fix changes (needs instructor review)");
+        let mut why = QuestionResult::new("plan.why", "Why", 0.0)
+            .answer("fuse it")
+            .right("missing: what the fix changes (needs instructor review)");
         why.needs_review = true;
         r.questions.push(why.clone());
         let mut awarded = why.clone();
         awarded.id = "route-why".into();
-        awarded.overridden = Some(crate::report::OverrideNote { autograded_points: 0.0, reason: "read and awarded".into() });
+        awarded.overridden = Some(crate::report::OverrideNote {
+            autograded_points: 0.0,
+            reason: "read and awarded".into(),
+        });
         r.questions.push(awarded);
         r.total();
         let shown = terminal(&r, false);
         let line = shown.lines().find(|l| l.contains("plan.why")).unwrap();
-        assert!(line.trim_start().starts_with("? to review") && line.contains("0/0"), "{shown}");
+        assert!(
+            line.trim_start().starts_with("? to review") && line.contains("0/0"),
+            "{shown}"
+        );
         assert!(!line.contains('✓') && !line.contains("right"), "{shown}");
         // Once an instructor has graded it, the outcome shows again.
-        assert!(shown.lines().any(|l| l.contains("route-why") && l.trim_start().starts_with("✓ right")), "{shown}");
+        assert!(
+            shown
+                .lines()
+                .any(|l| l.contains("route-why") && l.trim_start().starts_with("✓ right")),
+            "{shown}"
+        );
         let md = markdown(&r);
-        assert!(md.contains("| ? to review | `plan.why`") && md.contains("| ✓ right | `route-why`"), "{md}");
+        assert!(
+            md.contains("| ? to review | `plan.why`") && md.contains("| ✓ right | `route-why`"),
+            "{md}"
+        );
     }
 }

@@ -164,7 +164,8 @@ impl ExerciseReport {
     pub fn total(&mut self) {
         self.points = round2(self.questions.iter().map(|q| q.points).sum());
         self.max_points = round2(self.questions.iter().map(|q| q.max_points).sum());
-        self.passed = self.max_points > 0.0 && self.points + 1e-9 >= self.pass_mark * self.max_points;
+        self.passed =
+            self.max_points > 0.0 && self.points + 1e-9 >= self.pass_mark * self.max_points;
     }
 
     /// Score as a percentage of the points.
@@ -177,7 +178,9 @@ impl ExerciseReport {
     }
 
     pub fn needs_review(&self) -> bool {
-        self.questions.iter().any(|q| q.needs_review && q.overridden.is_none())
+        self.questions
+            .iter()
+            .any(|q| q.needs_review && q.overridden.is_none())
     }
 
     pub fn to_json(&self) -> String {

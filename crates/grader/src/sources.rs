@@ -10,16 +10,29 @@ use std::path::Path;
 /// The files below `exercise-N/SUBDIR` of a graded submission, the cohort entry at `path` (a
 /// folder or an archive; `submission` is what grading read from it, so the exercises folder is
 /// the one graded). `Ok` with no files when the folder is absent.
-pub fn exercise_sources(path: &Path, submission: &Submission, folder: &str, subdir: &str, limits: &Limits) -> Result<Tree, String> {
-    let Some(base) = &submission.base else { return Err("no exercise-N folders found".to_string()) };
+pub fn exercise_sources(
+    path: &Path,
+    submission: &Submission,
+    folder: &str,
+    subdir: &str,
+    limits: &Limits,
+) -> Result<Tree, String> {
+    let Some(base) = &submission.base else {
+        return Err("no exercise-N folders found".to_string());
+    };
     let mut prefix = base.clone();
     prefix.push(folder.to_string());
     prefix.push(subdir.to_string());
-    let file_name = path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
+    let file_name = path
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default();
     match archive_kind(&file_name) {
         Some(kind) if path.is_file() => read_tree(path, kind, &prefix, limits),
         _ => {
-            let root = path.canonicalize().map_err(|e| format!("cannot open the folder: {e}"))?;
+            let root = path
+                .canonicalize()
+                .map_err(|e| format!("cannot open the folder: {e}"))?;
             let dir = prefix.iter().fold(root, |p, c| p.join(c));
             let mut tree = Tree::default();
             if std::fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) {
@@ -31,14 +44,27 @@ pub fn exercise_sources(path: &Path, submission: &Submission, folder: &str, subd
 }
 
 /// Read a folder's regular files; links are never followed (noted in `skipped`).
-fn walk(dir: &Path, rel: &str, limits: &Limits, tree: &mut Tree, depth: usize) -> Result<(), String> {
-    let read = std::fs::read_dir(dir).map_err(|e| format!("{}: cannot read: {e}", dir.display()))?;
+fn walk(
+    dir: &Path,
+    rel: &str,
+    limits: &Limits,
+    tree: &mut Tree,
+    depth: usize,
+) -> Result<(), String> {
+    let read =
+        std::fs::read_dir(dir).map_err(|e| format!("{}: cannot read: {e}", dir.display()))?;
     let mut entries: Vec<_> = read.flatten().collect();
     entries.sort_by_key(|e| e.file_name());
     for entry in entries {
         let name = entry.file_name().to_string_lossy().into_owned();
-        let rel = if rel.is_empty() { name } else { format!("{rel}/{name}") };
-        let Ok(file_type) = entry.file_type() else { continue };
+        let rel = if rel.is_empty() {
+            name
+        } else {
+            format!("{rel}/{name}")
+        };
+        let Ok(file_type) = entry.file_type() else {
+            continue;
+        };
         if file_type.is_symlink() {
             tree.skipped.push(format!("{rel}: a link, not a file"));
         } else if file_type.is_dir() {
@@ -52,7 +78,8 @@ fn walk(dir: &Path, rel: &str, limits: &Limits, tree: &mut Tree, depth: usize) -
             if len > limits.max_file_bytes {
                 tree.add(rel, Vec::new(), true, limits)?;
             } else {
-                let bytes = std::fs::read(entry.path()).map_err(|e| format!("{rel}: cannot read: {e}"))?;
+                let bytes =
+                    std::fs::read(entry.path()).map_err(|e| format!("{rel}: cannot read: {e}"))?;
                 tree.add(rel, bytes, false, limits)?;
             }
         }

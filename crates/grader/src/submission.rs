@@ -5,9 +5,9 @@
 //! A submission is found by its `exercise-N/` folders: the student's whole copy of the course
 //! or only its `exercises/` folder, as a folder, a `.zip` or a `.tar.gz` (see `crate::archive`).
 
+use crate::problem::{Location, Problem, ProblemKind};
 use course_model::learner_id::{id_matches_name, parse_learner_file, LEARNER_FILE};
 use course_model::manifest::Manifest;
-use crate::problem::{Location, Problem, ProblemKind};
 use course_model::progress::{Progress, PROGRESS_FILE};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -27,7 +27,12 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { max_file_bytes: 16 << 20, max_archive_bytes: 512 << 20, max_entries: 200_000, max_depth: 6 }
+        Limits {
+            max_file_bytes: 16 << 20,
+            max_archive_bytes: 512 << 20,
+            max_entries: 200_000,
+            max_depth: 6,
+        }
     }
 }
 
@@ -123,7 +128,9 @@ impl Submission {
         match self.file(LEARNER_FILE) {
             FileState::Missing => Ok(None),
             FileState::Problem(p) => Err(p.to_string()),
-            FileState::Text(text) => parse_learner_file(text).map(Some).map_err(|e| format!("{}: {e}", self.display(LEARNER_FILE))),
+            FileState::Text(text) => parse_learner_file(text)
+                .map(Some)
+                .map_err(|e| format!("{}: {e}", self.display(LEARNER_FILE))),
         }
     }
 
@@ -157,8 +164,14 @@ impl Submission {
     }
 
     /// Build from in-memory files (tests, generated cohorts).
-    pub fn from_texts(display_root: &str, files: impl IntoIterator<Item = (String, String)>) -> Submission {
-        let mut s = Submission { display_root: display_root.to_string(), ..Default::default() };
+    pub fn from_texts(
+        display_root: &str,
+        files: impl IntoIterator<Item = (String, String)>,
+    ) -> Submission {
+        let mut s = Submission {
+            display_root: display_root.to_string(),
+            ..Default::default()
+        };
         for (rel, text) in files {
             if let Some(folder) = rel.split('/').next() {
                 s.folders.insert(folder.to_string());
@@ -204,8 +217,16 @@ impl Submission {
 
     /// Read a learner's own exercises folder (`course check`): no search, no escape hunt
     /// beyond the files read.
-    pub fn from_exercises_dir(dir: &Path, display_root: &str, wanted: &Wanted, limits: &Limits) -> Submission {
-        let mut s = Submission { display_root: display_root.to_string(), ..Default::default() };
+    pub fn from_exercises_dir(
+        dir: &Path,
+        display_root: &str,
+        wanted: &Wanted,
+        limits: &Limits,
+    ) -> Submission {
+        let mut s = Submission {
+            display_root: display_root.to_string(),
+            ..Default::default()
+        };
         let jail = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
         for folder in &wanted.folders {
             if dir.join(folder).is_dir() {
@@ -219,16 +240,36 @@ impl Submission {
 
     /// Read a student's folder from a cohort: find the exercises folder, flag links that lead
     /// outside the student's folder, read the wanted files.
-    pub fn from_student_dir(student_dir: &Path, display_name: &str, wanted: &Wanted, limits: &Limits) -> Submission {
-        let mut s = Submission { display_root: display_name.to_string(), ..Default::default() };
+    pub fn from_student_dir(
+        student_dir: &Path,
+        display_name: &str,
+        wanted: &Wanted,
+        limits: &Limits,
+    ) -> Submission {
+        let mut s = Submission {
+            display_root: display_name.to_string(),
+            ..Default::default()
+        };
         let jail = match student_dir.canonicalize() {
             Ok(p) => p,
             Err(e) => {
-                s.problems.push(Problem::new(ProblemKind::Layout, Some(Location::file(display_name)), format!("cannot open the folder: {e}"), "check the permissions"));
+                s.problems.push(Problem::new(
+                    ProblemKind::Layout,
+                    Some(Location::file(display_name)),
+                    format!("cannot open the folder: {e}"),
+                    "check the permissions",
+                ));
                 return s;
             }
         };
-        let mut walk = Walk { jail: &jail, wanted, limits, entries: 0, bases: BTreeMap::new(), problems: Vec::new() };
+        let mut walk = Walk {
+            jail: &jail,
+            wanted,
+            limits,
+            entries: 0,
+            bases: BTreeMap::new(),
+            problems: Vec::new(),
+        };
         walk.visit(&jail, &mut Vec::new(), display_name);
         s.problems.append(&mut walk.problems);
         let bases = walk.bases;
@@ -271,28 +312,57 @@ fn read_wanted(s: &mut Submission, base_dir: &Path, jail: &Path, wanted: &Wanted
     for rel in &wanted.paths {
         let path = base_dir.join(rel);
         let shown = s.display(rel);
-        let Ok(meta) = std::fs::symlink_metadata(&path) else { continue };
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
         // Resolve links (in the file or any folder above it) and keep the result inside.
         let resolved = match path.canonicalize() {
             Ok(p) => p,
             Err(_) => {
-                s.insert_problem(rel, Problem::new(ProblemKind::Escapes, Some(Location::file(shown)), "this is a broken link", "replace the link by the file itself"));
+                s.insert_problem(
+                    rel,
+                    Problem::new(
+                        ProblemKind::Escapes,
+                        Some(Location::file(shown)),
+                        "this is a broken link",
+                        "replace the link by the file itself",
+                    ),
+                );
                 continue;
             }
         };
         if !resolved.starts_with(jail) {
             s.insert_problem(
                 rel,
-                Problem::new(ProblemKind::Escapes, Some(Location::file(shown)), "this is a link to a file outside the student's folder", "submit the file itself, not a link"),
+                Problem::new(
+                    ProblemKind::Escapes,
+                    Some(Location::file(shown)),
+                    "this is a link to a file outside the student's folder",
+                    "submit the file itself, not a link",
+                ),
             );
             continue;
         }
-        let meta = if meta.file_type().is_symlink() { std::fs::metadata(&resolved) } else { Ok(meta) };
+        let meta = if meta.file_type().is_symlink() {
+            std::fs::metadata(&resolved)
+        } else {
+            Ok(meta)
+        };
         match meta {
             Ok(m) if !m.is_file() => {
-                s.insert_problem(rel, Problem::new(ProblemKind::Malformed, Some(Location::file(shown)), "this is not a regular file", "replace it by the file"));
+                s.insert_problem(
+                    rel,
+                    Problem::new(
+                        ProblemKind::Malformed,
+                        Some(Location::file(shown)),
+                        "this is not a regular file",
+                        "replace it by the file",
+                    ),
+                );
             }
-            Ok(m) if m.len() > limits.max_file_bytes => s.insert_problem(rel, too_large(&shown, limits.max_file_bytes)),
+            Ok(m) if m.len() > limits.max_file_bytes => {
+                s.insert_problem(rel, too_large(&shown, limits.max_file_bytes))
+            }
             Ok(m) => match std::fs::read(&resolved) {
                 Ok(bytes) => {
                     if let Ok(at) = m.modified() {
@@ -300,9 +370,25 @@ fn read_wanted(s: &mut Submission, base_dir: &Path, jail: &Path, wanted: &Wanted
                     }
                     s.insert_bytes(rel, bytes, limits)
                 }
-                Err(e) => s.insert_problem(rel, Problem::new(ProblemKind::Missing, Some(Location::file(shown)), format!("cannot read this file: {e}"), "check its permissions")),
+                Err(e) => s.insert_problem(
+                    rel,
+                    Problem::new(
+                        ProblemKind::Missing,
+                        Some(Location::file(shown)),
+                        format!("cannot read this file: {e}"),
+                        "check its permissions",
+                    ),
+                ),
             },
-            Err(e) => s.insert_problem(rel, Problem::new(ProblemKind::Missing, Some(Location::file(shown)), format!("cannot read this file: {e}"), "check its permissions")),
+            Err(e) => s.insert_problem(
+                rel,
+                Problem::new(
+                    ProblemKind::Missing,
+                    Some(Location::file(shown)),
+                    format!("cannot read this file: {e}"),
+                    "check its permissions",
+                ),
+            ),
         }
     }
 }
@@ -310,25 +396,53 @@ fn read_wanted(s: &mut Submission, base_dir: &Path, jail: &Path, wanted: &Wanted
 /// Folders never searched for exercises: build output, VCS data, and the reference solutions
 /// (`solutions/exercise-N` would otherwise look like a submission).
 pub(crate) fn skipped_folder(name: &str) -> bool {
-    name.starts_with('.') || matches!(name, "target" | "solutions" | "node_modules" | "book" | "crates" | "__MACOSX")
+    name.starts_with('.')
+        || matches!(
+            name,
+            "target" | "solutions" | "node_modules" | "book" | "crates" | "__MACOSX"
+        )
 }
 
 /// Candidate exercises folders (as path components below the student's folder) and the
 /// `exercise-N` folders each holds. The one with the most exercises wins, then the shallowest;
 /// a tie is two copies of the course, which is reported.
-pub(crate) fn choose_base(bases: &BTreeMap<Vec<String>, BTreeSet<String>>, display_name: &str, problems: &mut Vec<Problem>) -> Option<Vec<String>> {
-    let best = bases.iter().max_by(|a, b| a.1.len().cmp(&b.1.len()).then(b.0.len().cmp(&a.0.len())).then(b.0.cmp(a.0)))?;
+pub(crate) fn choose_base(
+    bases: &BTreeMap<Vec<String>, BTreeSet<String>>,
+    display_name: &str,
+    problems: &mut Vec<Problem>,
+) -> Option<Vec<String>> {
+    let best = bases.iter().max_by(|a, b| {
+        a.1.len()
+            .cmp(&b.1.len())
+            .then(b.0.len().cmp(&a.0.len()))
+            .then(b.0.cmp(a.0))
+    })?;
     let rivals: Vec<String> = bases
         .iter()
-        .filter(|(base, folders)| *base != best.0 && folders.len() == best.1.len() && base.len() == best.0.len())
-        .map(|(base, _)| if base.is_empty() { ".".to_string() } else { base.join("/") })
+        .filter(|(base, folders)| {
+            *base != best.0 && folders.len() == best.1.len() && base.len() == best.0.len()
+        })
+        .map(|(base, _)| {
+            if base.is_empty() {
+                ".".to_string()
+            } else {
+                base.join("/")
+            }
+        })
         .collect();
     if !rivals.is_empty() {
-        let chosen = if best.0.is_empty() { ".".to_string() } else { best.0.join("/") };
+        let chosen = if best.0.is_empty() {
+            ".".to_string()
+        } else {
+            best.0.join("/")
+        };
         problems.push(Problem::new(
             ProblemKind::Layout,
             Some(Location::file(display_name)),
-            format!("two copies of the exercises: graded {chosen}, ignored {}", rivals.join(", ")),
+            format!(
+                "two copies of the exercises: graded {chosen}, ignored {}",
+                rivals.join(", ")
+            ),
             "submit one copy of the course",
         ));
     }
@@ -355,7 +469,9 @@ struct Walk<'a> {
 
 impl Walk<'_> {
     fn visit(&mut self, dir: &Path, components: &mut Vec<String>, display_name: &str) {
-        let Ok(read) = std::fs::read_dir(dir) else { return };
+        let Ok(read) = std::fs::read_dir(dir) else {
+            return;
+        };
         let mut entries: Vec<_> = read.flatten().collect();
         entries.sort_by_key(|e| e.file_name());
         for entry in entries {
@@ -365,18 +481,31 @@ impl Walk<'_> {
                     self.problems.push(Problem::new(
                         ProblemKind::TooLarge,
                         Some(Location::file(display_name)),
-                        format!("the folder holds more than {} entries; the rest was not searched", self.limits.max_entries),
+                        format!(
+                            "the folder holds more than {} entries; the rest was not searched",
+                            self.limits.max_entries
+                        ),
                         "submit only the exercises/ folder",
                     ));
                 }
                 return;
             }
             let name = entry.file_name().to_string_lossy().into_owned();
-            let Ok(file_type) = entry.file_type() else { continue };
+            let Ok(file_type) = entry.file_type() else {
+                continue;
+            };
             let path = entry.path();
             if file_type.is_symlink() {
                 if !link_stays_inside(&path, self.jail) {
-                    let shown = format!("{display_name}/{}", components.iter().chain([&name]).cloned().collect::<Vec<_>>().join("/"));
+                    let shown = format!(
+                        "{display_name}/{}",
+                        components
+                            .iter()
+                            .chain([&name])
+                            .cloned()
+                            .collect::<Vec<_>>()
+                            .join("/")
+                    );
                     self.problems.push(Problem::new(
                         ProblemKind::Escapes,
                         Some(Location::file(shown)),
@@ -390,7 +519,10 @@ impl Walk<'_> {
                 continue;
             }
             if self.wanted.folders.contains(&name) {
-                self.bases.entry(components.clone()).or_default().insert(name);
+                self.bases
+                    .entry(components.clone())
+                    .or_default()
+                    .insert(name);
                 continue;
             }
             if skipped_folder(&name) || components.len() + 1 >= self.limits.max_depth {
@@ -411,8 +543,12 @@ fn link_stays_inside(link: &Path, jail: &Path) -> bool {
             Ok(target) if target.is_absolute() => false,
             Ok(target) => {
                 let parent = link.parent().unwrap_or(Path::new(""));
-                let rel = parent.strip_prefix(jail).map(PathBuf::from).unwrap_or_default();
-                course_model::manifest::normalize_relative(&rel.join(target).to_string_lossy()).is_some()
+                let rel = parent
+                    .strip_prefix(jail)
+                    .map(PathBuf::from)
+                    .unwrap_or_default();
+                course_model::manifest::normalize_relative(&rel.join(target).to_string_lossy())
+                    .is_some()
             }
             Err(_) => false,
         },
@@ -425,8 +561,18 @@ mod tests {
 
     fn wanted() -> Wanted {
         Wanted {
-            paths: ["exercise-1/answers.toml", "exercise-3/results/report.json", PROGRESS_FILE].iter().map(|s| s.to_string()).collect(),
-            folders: ["exercise-1", "exercise-3"].iter().map(|s| s.to_string()).collect(),
+            paths: [
+                "exercise-1/answers.toml",
+                "exercise-3/results/report.json",
+                PROGRESS_FILE,
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+            folders: ["exercise-1", "exercise-3"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
         }
     }
 
@@ -437,11 +583,18 @@ mod tests {
         std::fs::create_dir_all(root.join("course/exercises/exercise-1")).unwrap();
         std::fs::create_dir_all(root.join("course/solutions/exercise-1")).unwrap();
         std::fs::create_dir_all(root.join("course/solutions/exercise-3")).unwrap();
-        std::fs::write(root.join("course/exercises/exercise-1/answers.toml"), "[quiz]\n").unwrap();
+        std::fs::write(
+            root.join("course/exercises/exercise-1/answers.toml"),
+            "[quiz]\n",
+        )
+        .unwrap();
         let s = Submission::from_student_dir(&root, "alice", &wanted(), &Limits::default());
         assert!(s.problems.is_empty(), "{:?}", s.problems);
         assert_eq!(s.display_root, "alice/course/exercises");
-        assert_eq!(s.file("exercise-1/answers.toml"), FileState::Text("[quiz]\n"));
+        assert_eq!(
+            s.file("exercise-1/answers.toml"),
+            FileState::Text("[quiz]\n")
+        );
         assert_eq!(s.file("exercise-3/results/report.json"), FileState::Missing);
     }
 
@@ -456,8 +609,14 @@ mod tests {
         std::os::unix::fs::symlink(&secret, root.join("exercise-1/answers.toml")).unwrap();
         std::os::unix::fs::symlink("/etc", root.join("etc")).unwrap();
         let s = Submission::from_student_dir(&root, "mallory", &wanted(), &Limits::default());
-        assert!(matches!(s.file("exercise-1/answers.toml"), FileState::Problem(p) if p.kind == ProblemKind::Escapes));
-        assert!(s.problems.iter().any(|p| p.kind == ProblemKind::Escapes), "{:?}", s.problems);
+        assert!(
+            matches!(s.file("exercise-1/answers.toml"), FileState::Problem(p) if p.kind == ProblemKind::Escapes)
+        );
+        assert!(
+            s.problems.iter().any(|p| p.kind == ProblemKind::Escapes),
+            "{:?}",
+            s.problems
+        );
     }
 
     #[test]
@@ -466,39 +625,79 @@ mod tests {
         let root = dir.path().join("bob");
         std::fs::create_dir_all(root.join("exercise-1")).unwrap();
         std::fs::create_dir_all(root.join("exercise-3/results")).unwrap();
-        std::fs::write(root.join("exercise-1/answers.toml"), b"[quiz]\nntq-1 = \"\xff\"\n").unwrap();
-        std::fs::write(root.join("exercise-3/results/report.json"), vec![b' '; 2048]).unwrap();
-        let limits = Limits { max_file_bytes: 1024, ..Limits::default() };
+        std::fs::write(
+            root.join("exercise-1/answers.toml"),
+            b"[quiz]\nntq-1 = \"\xff\"\n",
+        )
+        .unwrap();
+        std::fs::write(
+            root.join("exercise-3/results/report.json"),
+            vec![b' '; 2048],
+        )
+        .unwrap();
+        let limits = Limits {
+            max_file_bytes: 1024,
+            ..Limits::default()
+        };
         let s = Submission::from_student_dir(&root, "bob", &wanted(), &limits);
-        let FileState::Problem(p) = s.file("exercise-1/answers.toml") else { panic!() };
+        let FileState::Problem(p) = s.file("exercise-1/answers.toml") else {
+            panic!()
+        };
         assert_eq!(p.kind, ProblemKind::NotUtf8);
         assert_eq!(p.location.as_ref().unwrap().line, Some(2));
-        assert!(matches!(s.file("exercise-3/results/report.json"), FileState::Problem(p) if p.kind == ProblemKind::TooLarge));
+        assert!(
+            matches!(s.file("exercise-3/results/report.json"), FileState::Problem(p) if p.kind == ProblemKind::TooLarge)
+        );
     }
 
     #[test]
     fn a_submission_carries_its_learner_id_and_the_name_check_ignores_the_extension() {
-        let s = Submission::from_texts("alice.zip", [(LEARNER_FILE.to_string(), "id = \"Alice\"\n".to_string())]);
+        let s = Submission::from_texts(
+            "alice.zip",
+            [(LEARNER_FILE.to_string(), "id = \"Alice\"\n".to_string())],
+        );
         assert_eq!(s.learner_id().as_deref(), Some("Alice"));
         assert!(id_matches_name("Alice", "alice.zip"));
         assert!(id_matches_name("alice", "ALICE.tar.gz"));
         assert!(id_matches_name("bob", "bob"));
         assert!(!id_matches_name("bob", "alice.zip"));
-        let broken = Submission::from_texts("carol", [(LEARNER_FILE.to_string(), "id = 3\n".to_string())]);
+        let broken = Submission::from_texts(
+            "carol",
+            [(LEARNER_FILE.to_string(), "id = 3\n".to_string())],
+        );
         assert!(broken.learner().unwrap_err().contains("carol/learner.toml"));
     }
 
     #[test]
     fn a_missing_broken_or_foreign_id_is_a_learner_id_problem() {
-        let with = |text: &str| Submission::from_texts("bob.zip", [(LEARNER_FILE.to_string(), text.to_string())]);
+        let with = |text: &str| {
+            Submission::from_texts("bob.zip", [(LEARNER_FILE.to_string(), text.to_string())])
+        };
         assert_eq!(with("id = \"bob\"\n").learner_problem("bob.zip"), None);
         let foreign = with("id = \"alice\"\n").learner_problem("bob.zip").unwrap();
         assert_eq!(foreign.kind, ProblemKind::LearnerId);
-        assert!(foreign.message.contains("\"alice\"") && foreign.message.contains("bob.zip"), "{}", foreign.message);
-        let missing = Submission::from_texts("bob", [("exercise-4/answers.toml".to_string(), String::new())]).learner_problem("bob").unwrap();
-        assert!(missing.message.contains("learner.toml is missing"), "{}", missing.message);
+        assert!(
+            foreign.message.contains("\"alice\"") && foreign.message.contains("bob.zip"),
+            "{}",
+            foreign.message
+        );
+        let missing = Submission::from_texts(
+            "bob",
+            [("exercise-4/answers.toml".to_string(), String::new())],
+        )
+        .learner_problem("bob")
+        .unwrap();
+        assert!(
+            missing.message.contains("learner.toml is missing"),
+            "{}",
+            missing.message
+        );
         let broken = with("id = \"a b\"\n").learner_problem("bob.zip").unwrap();
-        assert!(broken.message.contains("bob.zip/learner.toml"), "{}", broken.message);
+        assert!(
+            broken.message.contains("bob.zip/learner.toml"),
+            "{}",
+            broken.message
+        );
     }
 
     #[test]

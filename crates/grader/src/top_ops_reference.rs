@@ -21,8 +21,14 @@ pub fn predict(dir: &Path) -> Result<()> {
     if TOP_OP.recorded(&path).is_some() {
         return Ok(());
     }
-    let guess = [("op", Value::Text("matmul".into())), ("share_pct", Value::Number(60.0))];
-    answers::fill(&path, &TOP_OP.record(&guess, std::time::SystemTime::now(), report.exists()))
+    let guess = [
+        ("op", Value::Text("matmul".into())),
+        ("share_pct", Value::Number(60.0)),
+    ];
+    answers::fill(
+        &path,
+        &TOP_OP.record(&guess, std::time::SystemTime::now(), report.exists()),
+    )
 }
 
 /// The answers, read from the saved report with the grader's own reader and rule.
@@ -35,9 +41,18 @@ pub fn fill_answers(report_path: &Path, answers_path: &Path) -> Result<()> {
     }
     let key = crate::key::default_mechanism();
     let Some((plan, cut)) = plan_rule::best_plan(&report, &key, 10.0) else {
-        anyhow::bail!("the course's rule accepts no plan on {}: profile with work counts and ceilings", report_path.display());
+        anyhow::bail!(
+            "the course's rule accepts no plan on {}: profile with work counts and ceilings",
+            report_path.display()
+        );
     };
-    println!("(solution) the plan: {} by {} ({}); {}", plan.op.name, plan.mechanism.name(), plan.judgement.reason, plan.arithmetic);
+    println!(
+        "(solution) the plan: {} by {} ({}); {}",
+        plan.op.name,
+        plan.mechanism.name(),
+        plan.judgement.reason,
+        plan.arithmetic
+    );
     answers.push(("plan.attack".into(), plan.op.name.as_str().into()));
     answers.push(("plan.expected_cut_pct".into(), cut.into()));
     answers.push(("plan.mechanism".into(), plan.mechanism.name().into()));
@@ -50,8 +65,12 @@ fn why(plan: &Assessment, cut: f64) -> String {
     let op = &plan.op.name;
     let share = plan_rule::pct(plan.op.share_pct);
     let roofline = plan.op.roofline.as_ref();
-    let memory = roofline.map(|r| plan_rule::pct(r.pct_of_memory_roofline)).unwrap_or_default();
-    let of_roofline = roofline.map(|r| plan_rule::pct(r.pct_of_roofline)).unwrap_or_default();
+    let memory = roofline
+        .map(|r| plan_rule::pct(r.pct_of_memory_roofline))
+        .unwrap_or_default();
+    let of_roofline = roofline
+        .map(|r| plan_rule::pct(r.pct_of_roofline))
+        .unwrap_or_default();
     let cut = plan_rule::pct(cut);
     match plan.mechanism {
         Mechanism::MemoryTraffic => format!(

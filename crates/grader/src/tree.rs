@@ -14,14 +14,27 @@ pub struct Tree {
 
 impl Tree {
     /// Keep a file, or note it skipped when `over` its cap; fails past the total cap.
-    pub(crate) fn add(&mut self, rel: String, bytes: Vec<u8>, over: bool, limits: &Limits) -> Result<(), String> {
+    pub(crate) fn add(
+        &mut self,
+        rel: String,
+        bytes: Vec<u8>,
+        over: bool,
+        limits: &Limits,
+    ) -> Result<(), String> {
         if over {
-            self.skipped.push(format!("{rel}: over the {} size cap", human_bytes(limits.max_file_bytes)));
+            self.skipped.push(format!(
+                "{rel}: over the {} size cap",
+                human_bytes(limits.max_file_bytes)
+            ));
             return Ok(());
         }
         self.total += bytes.len() as u64;
         if self.total > limits.max_archive_bytes || self.files.len() >= limits.max_entries {
-            return Err(format!("the sources are over the {} / {} files cap", human_bytes(limits.max_archive_bytes), limits.max_entries));
+            return Err(format!(
+                "the sources are over the {} / {} files cap",
+                human_bytes(limits.max_archive_bytes),
+                limits.max_entries
+            ));
         }
         self.files.insert(rel, bytes);
         Ok(())

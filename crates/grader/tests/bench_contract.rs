@@ -22,11 +22,18 @@ fn run(label: &str, base: f64, spread: f64, shift: f64, n: usize) -> Run {
         })
         .collect();
     let metrics = compute(&requests, &[2.0; 3], &Slo::default());
-    Run { label: label.into(), config: serde_json::json!({}), metrics, requests, repeat_tokens_per_s: Vec::new() }
+    Run {
+        label: label.into(),
+        config: serde_json::json!({}),
+        metrics,
+        requests,
+        repeat_tokens_per_s: Vec::new(),
+    }
 }
 
 fn bench_json(a: Run, b: Run) -> (String, bench::stats::Comparison) {
-    let comparison = compare_runs(&a, &b, MetricChoice::parse("ttft_ms.p90").unwrap(), 0.05).expect("a comparison");
+    let comparison = compare_runs(&a, &b, MetricChoice::parse("ttft_ms.p90").unwrap(), 0.05)
+        .expect("a comparison");
     let env = bench::environment::Environment::capture(bench::environment::Target::default());
     let mut report = Report::new(env, vec![a, b]);
     report.comparison = Some(comparison.clone());
@@ -47,8 +54,15 @@ fn real_bench_reports_pass_with_every_verdict() {
         let c = parsed.comparison.expect("the comparison");
         assert_eq!(c.verdict, expected, "{comparison:?}");
         // serde_json's default parser may differ from the written number in the last bit.
-        assert!((c.ratio - comparison.ratio).abs() < 1e-12 && (c.ci_high == comparison.ci_high || (c.ci_high - comparison.ci_high).abs() < 1e-12), "{c:?}");
-        let p90 = serde_json::from_str::<serde_json::Value>(&text).unwrap()["runs"][0]["metrics"]["ttft_ms"]["p90"].as_f64();
+        assert!(
+            (c.ratio - comparison.ratio).abs() < 1e-12
+                && (c.ci_high == comparison.ci_high
+                    || (c.ci_high - comparison.ci_high).abs() < 1e-12),
+            "{c:?}"
+        );
+        let p90 = serde_json::from_str::<serde_json::Value>(&text).unwrap()["runs"][0]["metrics"]
+            ["ttft_ms"]["p90"]
+            .as_f64();
         assert_eq!(parsed.runs[0].p90_ttft_ms, p90);
     }
 }

@@ -30,14 +30,23 @@ const BELOW: [&str; 3] = ["arrivals", "inconclusive", "slower"];
 const ABOVE: [&str; 3] = ["faster", "inconclusive", "slower"];
 
 fn outcome(report: &ExerciseReport, id: &str) -> Outcome {
-    report.questions.iter().find(|q| q.id == id).unwrap_or_else(|| panic!("no {id}")).outcome
+    report
+        .questions
+        .iter()
+        .find(|q| q.id == id)
+        .unwrap_or_else(|| panic!("no {id}"))
+        .outcome
 }
 
 #[test]
 fn the_right_answers_pass() {
     let report = grade(PERFECT_EX2, &ex2_bench());
     assert!(report.passed, "{}", render::terminal(&report, false));
-    assert_eq!(report.questions.len(), 8, "six verdicts, the ratio and the decision");
+    assert_eq!(
+        report.questions.len(),
+        8,
+        "six verdicts, the ratio and the decision"
+    );
     insta::assert_snapshot!("the_right_answers", render::terminal(&report, false));
 }
 
@@ -45,11 +54,28 @@ fn the_right_answers_pass() {
 fn right_answers_in_other_words() {
     // "Set by the arrivals", "cannot tell" for inconclusive, the meaning spelled out, "yes" to
     // "is it faster?".
-    let other_words = answers(["Set by the arrivals", "cannot tell at this sample size", "SLOWER"], "1.305", ["Faster", "can't tell", "slower"], "Output tokens/s", "yes");
+    let other_words = answers(
+        [
+            "Set by the arrivals",
+            "cannot tell at this sample size",
+            "SLOWER",
+        ],
+        "1.305",
+        ["Faster", "can't tell", "slower"],
+        "Output tokens/s",
+        "yes",
+    );
     let report = grade(&other_words, &ex2_bench());
     assert!(report.passed, "{}", render::terminal(&report, false));
-    let latency = grade(&answers(BELOW, "1.31", ABOVE, "P90 TTFT", "inconclusive"), &ex2_bench());
-    assert!(latency.passed, "the decision may be about TTFT, with its own verdict: {}", render::terminal(&latency, false));
+    let latency = grade(
+        &answers(BELOW, "1.31", ABOVE, "P90 TTFT", "inconclusive"),
+        &ex2_bench(),
+    );
+    assert!(
+        latency.passed,
+        "the decision may be about TTFT, with its own verdict: {}",
+        render::terminal(&latency, false)
+    );
     insta::assert_snapshot!("right_in_other_words", render::terminal(&report, false));
 }
 
@@ -58,14 +84,39 @@ fn a_verdict_about_the_servers_where_the_arrivals_set_the_throughput_is_wrong() 
     // Below saturation both servers delivered what arrived: "same" or "inconclusive" would claim
     // something about the servers; "arrivals" where batch 8 fell behind is wrong too.
     for said in ["same", "inconclusive", "faster"] {
-        let report = grade(&answers([said, "inconclusive", "slower"], "1.31", ABOVE, "tpot", "slower"), &ex2_bench());
-        assert_eq!(outcome(&report, "below.throughput"), Outcome::Wrong, "{said}");
+        let report = grade(
+            &answers(
+                [said, "inconclusive", "slower"],
+                "1.31",
+                ABOVE,
+                "tpot",
+                "slower",
+            ),
+            &ex2_bench(),
+        );
+        assert_eq!(
+            outcome(&report, "below.throughput"),
+            Outcome::Wrong,
+            "{said}"
+        );
     }
-    let report = grade(&answers(BELOW, "1.31", ["arrivals", "inconclusive", "slower"], "tpot", "slower"), &ex2_bench());
+    let report = grade(
+        &answers(
+            BELOW,
+            "1.31",
+            ["arrivals", "inconclusive", "slower"],
+            "tpot",
+            "slower",
+        ),
+        &ex2_bench(),
+    );
     assert_eq!(outcome(&report, "above.throughput"), Outcome::Wrong);
     let mut only = report.clone();
     only.questions.retain(|q| q.id.ends_with("throughput"));
-    insta::assert_snapshot!("arrivals_where_they_did_not_set_it", render::terminal(&only, false));
+    insta::assert_snapshot!(
+        "arrivals_where_they_did_not_set_it",
+        render::terminal(&only, false)
+    );
 }
 
 #[test]
@@ -74,27 +125,87 @@ fn faster_on_throughput_with_a_straddling_interval_is_wrong() {
     // run cannot tell. And the interval [0.80, 0.97] of the TTFT leaves out 1 without clearing
     // the band: inconclusive, not faster.
     let straddling = ex2_bench_json(&[
-        ("below", "output_tokens_per_s", "higher", "arrivals", 1.01, (0.93, 1.09)),
-        ("below", "ttft_ms.p90", "lower", "inconclusive", 0.95, (0.71, 1.24)),
-        ("below", "tpot_ms.p90", "lower", "slower", 1.48, (1.33, 1.66)),
-        ("above", "output_tokens_per_s", "higher", "inconclusive", 1.09, (0.97, 1.22)),
-        ("above", "ttft_ms.p90", "lower", "inconclusive", 0.88, (0.80, 0.97)),
-        ("above", "tpot_ms.p90", "lower", "slower", 1.62, (1.40, 1.88)),
+        (
+            "below",
+            "output_tokens_per_s",
+            "higher",
+            "arrivals",
+            1.01,
+            (0.93, 1.09),
+        ),
+        (
+            "below",
+            "ttft_ms.p90",
+            "lower",
+            "inconclusive",
+            0.95,
+            (0.71, 1.24),
+        ),
+        (
+            "below",
+            "tpot_ms.p90",
+            "lower",
+            "slower",
+            1.48,
+            (1.33, 1.66),
+        ),
+        (
+            "above",
+            "output_tokens_per_s",
+            "higher",
+            "inconclusive",
+            1.09,
+            (0.97, 1.22),
+        ),
+        (
+            "above",
+            "ttft_ms.p90",
+            "lower",
+            "inconclusive",
+            0.88,
+            (0.80, 0.97),
+        ),
+        (
+            "above",
+            "tpot_ms.p90",
+            "lower",
+            "slower",
+            1.62,
+            (1.40, 1.88),
+        ),
     ]);
-    let report = grade(&answers(BELOW, "1.09", ["faster", "faster", "slower"], "throughput", "faster"), &straddling);
+    let report = grade(
+        &answers(
+            BELOW,
+            "1.09",
+            ["faster", "faster", "slower"],
+            "throughput",
+            "faster",
+        ),
+        &straddling,
+    );
     assert_eq!(outcome(&report, "above.throughput"), Outcome::Wrong);
     assert_eq!(outcome(&report, "above.ttft_p90"), Outcome::Wrong);
     assert_eq!(outcome(&report, "decision"), Outcome::Wrong);
     assert!(!report.passed);
-    insta::assert_snapshot!("faster_with_a_straddling_interval", render::terminal(&report, false));
+    insta::assert_snapshot!(
+        "faster_with_a_straddling_interval",
+        render::terminal(&report, false)
+    );
 }
 
 #[test]
 fn an_impossible_ratio_is_wrong() {
-    let report = grade(&answers(BELOW, "-1.31", ABOVE, "tpot", "slower"), &ex2_bench());
+    let report = grade(
+        &answers(BELOW, "-1.31", ABOVE, "tpot", "slower"),
+        &ex2_bench(),
+    );
     assert_eq!(outcome(&report, "above.throughput_ratio"), Outcome::Wrong);
     // A plausible number that is not this run's is wrong too.
-    let other = grade(&answers(BELOW, "1.5", ABOVE, "tpot", "slower"), &ex2_bench());
+    let other = grade(
+        &answers(BELOW, "1.5", ABOVE, "tpot", "slower"),
+        &ex2_bench(),
+    );
     assert_eq!(outcome(&other, "above.throughput_ratio"), Outcome::Wrong);
     insta::assert_snapshot!("an_impossible_ratio", render::terminal(&report, false));
 }
@@ -102,9 +213,23 @@ fn an_impossible_ratio_is_wrong() {
 #[test]
 fn a_decision_without_its_meaning_or_with_a_vague_one_is_wrong() {
     let mut out = String::new();
-    for (meaning, answer) in [("", "faster"), ("latency", "slower"), ("speed", "faster"), ("tpot", "no"), ("tpot", "not faster"), ("tpot", "within noise")] {
-        let report = grade(&answers(BELOW, "1.31", ABOVE, meaning, answer), &ex2_bench());
-        assert_eq!(outcome(&report, "decision"), Outcome::Wrong, "meaning {meaning:?}, answer {answer:?}");
+    for (meaning, answer) in [
+        ("", "faster"),
+        ("latency", "slower"),
+        ("speed", "faster"),
+        ("tpot", "no"),
+        ("tpot", "not faster"),
+        ("tpot", "within noise"),
+    ] {
+        let report = grade(
+            &answers(BELOW, "1.31", ABOVE, meaning, answer),
+            &ex2_bench(),
+        );
+        assert_eq!(
+            outcome(&report, "decision"),
+            Outcome::Wrong,
+            "meaning {meaning:?}, answer {answer:?}"
+        );
         let mut only = report.clone();
         only.questions.retain(|q| q.id == "decision");
         only.notes.clear();

@@ -16,7 +16,11 @@ mod support;
 use grader::{render, ExerciseReport, Outcome};
 use support::*;
 
-const FIELDS: [&str; 3] = ["bytes.matmul_cut_pct", "bytes.lm_head_cut_pct", "bytes.predicted_cut_pct"];
+const FIELDS: [&str; 3] = [
+    "bytes.matmul_cut_pct",
+    "bytes.lm_head_cut_pct",
+    "bytes.predicted_cut_pct",
+];
 
 /// Exercise 4 graded with `report` as the learner's exercise-3 profile, `bytes` as its
 /// `[bytes]` section and, when given, `measured` as the bf16 profile.
@@ -25,8 +29,13 @@ fn grade(report: &str, bytes: &str, measured: Option<&str>) -> ExerciseReport {
     files.insert("exercise-3/results/report.json".into(), report.to_string());
     files.insert("exercise-4/results/budget.json".into(), budget_json(report));
     let answers = perfect_ex4();
-    let without_bytes = &answers[..answers.find("[bytes]").expect("the perfect answers have [bytes]")];
-    files.insert("exercise-4/answers.toml".into(), format!("{without_bytes}{bytes}"));
+    let without_bytes = &answers[..answers
+        .find("[bytes]")
+        .expect("the perfect answers have [bytes]")];
+    files.insert(
+        "exercise-4/answers.toml".into(),
+        format!("{without_bytes}{bytes}"),
+    );
     if let Some(m) = measured {
         files.insert("exercise-4/results/bf16/report.json".into(), m.to_string());
     }
@@ -37,16 +46,24 @@ fn grade(report: &str, bytes: &str, measured: Option<&str>) -> ExerciseReport {
 fn feedback(report: &ExerciseReport) -> String {
     let mut only = report.clone();
     only.questions.retain(|q| q.id.starts_with("bytes."));
-    only.notes.retain(|n| n.contains("bf16") || n.contains("half-type"));
+    only.notes
+        .retain(|n| n.contains("bf16") || n.contains("half-type"));
     render::terminal(&only, false)
 }
 
 fn question<'a>(report: &'a ExerciseReport, id: &str) -> &'a grader::QuestionResult {
-    report.questions.iter().find(|q| q.id == id).unwrap_or_else(|| panic!("no {id}"))
+    report
+        .questions
+        .iter()
+        .find(|q| q.id == id)
+        .unwrap_or_else(|| panic!("no {id}"))
 }
 
 fn outcomes(report: &ExerciseReport) -> Vec<Outcome> {
-    FIELDS.iter().map(|id| question(report, id).outcome).collect()
+    FIELDS
+        .iter()
+        .map(|id| question(report, id).outcome)
+        .collect()
 }
 
 #[test]
@@ -54,9 +71,21 @@ fn the_right_prediction() {
     let r = grade(&cpu_profile(), &bytes_answers(&cpu_profile()), None);
     assert_eq!(outcomes(&r), [Outcome::Right; 3], "{}", feedback(&r));
     let matmul = question(&r, "bytes.matmul_cut_pct");
-    assert!(matmul.reason.contains("still below the ridge") && matmul.reason.contains("60.9% × 1/2 = 30.4%"), "{}", matmul.reason);
+    assert!(
+        matmul.reason.contains("still below the ridge")
+            && matmul.reason.contains("60.9% × 1/2 = 30.4%"),
+        "{}",
+        matmul.reason
+    );
     // Without the bf16 run, the note says how to measure it.
-    assert!(r.notes.iter().any(|n| n.contains("Your predicted cut is 40.4%") && n.contains("results/bf16/report.json")), "{:?}", r.notes);
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n.contains("Your predicted cut is 40.4%")
+                && n.contains("results/bf16/report.json")),
+        "{:?}",
+        r.notes
+    );
     insta::assert_snapshot!(feedback(&r));
 }
 
@@ -71,11 +100,25 @@ fn a_right_prediction_in_other_words() {
 #[test]
 fn halving_the_whole_step_ignores_the_roofline() {
     // Each row right, and then "half the bytes, half the time" for the step.
-    let (matmul, lm_head) = (fixture_row(&cpu_profile(), "matmul").0, fixture_row(&cpu_profile(), "lm_head").0);
-    let r = grade(&cpu_profile(), &bytes_section(matmul / 2.0, lm_head / 2.0, 50.0), None);
-    assert_eq!(outcomes(&r), [Outcome::Right, Outcome::Right, Outcome::Wrong]);
+    let (matmul, lm_head) = (
+        fixture_row(&cpu_profile(), "matmul").0,
+        fixture_row(&cpu_profile(), "lm_head").0,
+    );
+    let r = grade(
+        &cpu_profile(),
+        &bytes_section(matmul / 2.0, lm_head / 2.0, 50.0),
+        None,
+    );
+    assert_eq!(
+        outcomes(&r),
+        [Outcome::Right, Outcome::Right, Outcome::Wrong]
+    );
     let total = question(&r, "bytes.predicted_cut_pct");
-    assert!(total.reason.contains("not half the step") && total.reason.contains("= 40.4%"), "{}", total.reason);
+    assert!(
+        total.reason.contains("not half the step") && total.reason.contains("= 40.4%"),
+        "{}",
+        total.reason
+    );
     insta::assert_snapshot!(feedback(&r));
 }
 
@@ -83,17 +126,34 @@ fn halving_the_whole_step_ignores_the_roofline() {
 fn a_cut_for_rows_that_are_not_memory_bound() {
     // On the GPU run both rows are compute-bound: halving their shares is the natural slip.
     let cuda = cuda_profile();
-    let (matmul, lm_head) = (fixture_row(&cuda, "matmul").0, fixture_row(&cuda, "lm_head").0);
-    let r = grade(&cuda, &bytes_section(matmul / 2.0, lm_head / 2.0, (matmul + lm_head) / 2.0), None);
+    let (matmul, lm_head) = (
+        fixture_row(&cuda, "matmul").0,
+        fixture_row(&cuda, "lm_head").0,
+    );
+    let r = grade(
+        &cuda,
+        &bytes_section(matmul / 2.0, lm_head / 2.0, (matmul + lm_head) / 2.0),
+        None,
+    );
     assert_eq!(outcomes(&r), [Outcome::Wrong; 3]);
     for id in ["bytes.matmul_cut_pct", "bytes.lm_head_cut_pct"] {
         let q = question(&r, id);
-        assert!(q.reason.starts_with("a compute-bound row's time does not follow its bytes") && q.reason.contains("a 0% cut"), "{id}: {}", q.reason);
+        assert!(
+            q.reason
+                .starts_with("a compute-bound row's time does not follow its bytes")
+                && q.reason.contains("a 0% cut"),
+            "{id}: {}",
+            q.reason
+        );
     }
     // And zero is right there.
     let r = grade(&cuda, &bytes_section(0.0, 0.0, 0.0), None);
     assert_eq!(outcomes(&r), [Outcome::Right; 3], "{}", feedback(&r));
-    let r = grade(&cuda, &bytes_section(matmul / 2.0, lm_head / 2.0, (matmul + lm_head) / 2.0), None);
+    let r = grade(
+        &cuda,
+        &bytes_section(matmul / 2.0, lm_head / 2.0, (matmul + lm_head) / 2.0),
+        None,
+    );
     insta::assert_snapshot!(feedback(&r));
 }
 
@@ -101,9 +161,16 @@ fn a_cut_for_rows_that_are_not_memory_bound() {
 fn an_impossible_cut_breaks_the_ceiling_rule() {
     // More than the whole row, and more than the two rows hold together.
     let r = grade(&cpu_profile(), &bytes_section(70.0, 10.0, 95.0), None);
-    assert_eq!(outcomes(&r), [Outcome::Wrong, Outcome::Right, Outcome::Wrong]);
-    assert!(question(&r, "bytes.matmul_cut_pct").reason.contains("more than the row's whole 60.9% share"));
-    assert!(question(&r, "bytes.predicted_cut_pct").reason.contains("more than the two rows hold together (80.9%)"));
+    assert_eq!(
+        outcomes(&r),
+        [Outcome::Wrong, Outcome::Right, Outcome::Wrong]
+    );
+    assert!(question(&r, "bytes.matmul_cut_pct")
+        .reason
+        .contains("more than the row's whole 60.9% share"));
+    assert!(question(&r, "bytes.predicted_cut_pct")
+        .reason
+        .contains("more than the two rows hold together (80.9%)"));
 }
 
 #[test]
@@ -112,21 +179,44 @@ fn a_half_type_profile_is_no_starting_point() {
     let bf16 = fixture_report("ex4-cpu-bf16.json");
     let r = grade(&bf16, &bytes_answers(&bf16), None);
     assert_eq!(outcomes(&r), [Outcome::Wrong; 3]);
-    assert!(question(&r, "bytes.matmul_cut_pct").reason.contains("ran with bf16 weights: the prediction starts from the f32 profile"));
+    assert!(question(&r, "bytes.matmul_cut_pct")
+        .reason
+        .contains("ran with bf16 weights: the prediction starts from the f32 profile"));
 }
 
 #[test]
 fn the_measured_cut_is_shown_beside_the_prediction_and_not_graded() {
-    let (f32_run, bf16_run) = (fixture_report("ex4-cpu-f32.json"), fixture_report("ex4-cpu-bf16.json"));
+    let (f32_run, bf16_run) = (
+        fixture_report("ex4-cpu-f32.json"),
+        fixture_report("ex4-cpu-bf16.json"),
+    );
     let r = grade(&f32_run, &bytes_answers(&f32_run), Some(&bf16_run));
     assert_eq!(outcomes(&r), [Outcome::Right; 3], "{}", feedback(&r));
-    let note = r.notes.iter().find(|n| n.starts_with("Measured with bf16 weights")).unwrap_or_else(|| panic!("{:?}", r.notes));
-    for part in ["one step went from", "`matmul`:", "`lm_head`:", "kernel `packed-", "-bf16`", "the kernel's arithmetic rate", "The rows the prediction leaves alone"] {
+    let note = r
+        .notes
+        .iter()
+        .find(|n| n.starts_with("Measured with bf16 weights"))
+        .unwrap_or_else(|| panic!("{:?}", r.notes));
+    for part in [
+        "one step went from",
+        "`matmul`:",
+        "`lm_head`:",
+        "kernel `packed-",
+        "-bf16`",
+        "the kernel's arithmetic rate",
+        "The rows the prediction leaves alone",
+    ] {
         assert!(note.contains(part), "{part}: {note}");
     }
     // The same run twice is not a half-type run: said, not measured.
     let r = grade(&f32_run, &bytes_answers(&f32_run), Some(&f32_run));
-    assert!(r.notes.iter().any(|n| n.contains("is not the half-type run of your profile")), "{:?}", r.notes);
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n.contains("is not the half-type run of your profile")),
+        "{:?}",
+        r.notes
+    );
     assert_eq!(outcomes(&r), [Outcome::Right; 3]);
 }
 
@@ -134,11 +224,23 @@ fn the_measured_cut_is_shown_beside_the_prediction_and_not_graded() {
 fn a_cut_beyond_the_prediction_is_explained_by_the_half_type_kernels_own_peak() {
     // Since the bf16 products of 8 rows run on the dot product, the bf16 run's peak (359
     // GFLOP/s) is not the f32 one (206) that the prediction holds each row under.
-    let (f32_run, bf16_run) = (fixture_report("ex4-dot-f32.json"), fixture_report("ex4-dot-bf16.json"));
+    let (f32_run, bf16_run) = (
+        fixture_report("ex4-dot-f32.json"),
+        fixture_report("ex4-dot-bf16.json"),
+    );
     let r = grade(&f32_run, &bytes_answers(&f32_run), Some(&bf16_run));
     assert_eq!(outcomes(&r), [Outcome::Right; 3], "{}", feedback(&r));
-    let note = r.notes.iter().find(|n| n.starts_with("Measured with bf16 weights")).unwrap_or_else(|| panic!("{:?}", r.notes));
-    for part in ["kernel `packed-avx512-bf16-dot`", "better than predicted", "the f32 peak, 206 GFLOP/s", "own peak on this machine is 359 GFLOP/s"] {
+    let note = r
+        .notes
+        .iter()
+        .find(|n| n.starts_with("Measured with bf16 weights"))
+        .unwrap_or_else(|| panic!("{:?}", r.notes));
+    for part in [
+        "kernel `packed-avx512-bf16-dot`",
+        "better than predicted",
+        "the f32 peak, 206 GFLOP/s",
+        "own peak on this machine is 359 GFLOP/s",
+    ] {
         assert!(note.contains(part), "{part}: {note}");
     }
     insta::assert_snapshot!(feedback(&r));
@@ -148,7 +250,11 @@ fn a_cut_beyond_the_prediction_is_explained_by_the_half_type_kernels_own_peak() 
 fn course_run_4_shows_the_columns_the_prediction_is_worked_from_and_the_commands() {
     let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/reports");
     let exercise = fixtures.join("../exercise-4");
-    let text = grader::exercise_checks::fewer_bytes::prediction_inputs(&fixtures.join("ex4-dot-f32.json"), &exercise).unwrap();
+    let text = grader::exercise_checks::fewer_bytes::prediction_inputs(
+        &fixtures.join("ex4-dot-f32.json"),
+        &exercise,
+    )
+    .unwrap();
     for part in [
         "ceilings: 34.8 GB/s read, 205.8 GFLOP/s peak; the ridge at 5.92 FLOP/byte",
         "  matmul       50.97%       3.95",
@@ -162,9 +268,20 @@ fn course_run_4_shows_the_columns_the_prediction_is_worked_from_and_the_commands
     }
     // `exercise-4/..` is tidied away; a bf16 profile is named as the wrong start; a missing file is named.
     assert!(!text.contains("/../"), "{text}");
-    let bf16 = grader::exercise_checks::fewer_bytes::prediction_inputs(&fixtures.join("ex4-dot-bf16.json"), &exercise).unwrap();
-    assert!(bf16.contains("Your profile ran with bf16 weights: predict from an f32 profile"), "{bf16}");
-    let err = grader::exercise_checks::fewer_bytes::prediction_inputs(&fixtures.join("missing.json"), &exercise).unwrap_err();
+    let bf16 = grader::exercise_checks::fewer_bytes::prediction_inputs(
+        &fixtures.join("ex4-dot-bf16.json"),
+        &exercise,
+    )
+    .unwrap();
+    assert!(
+        bf16.contains("Your profile ran with bf16 weights: predict from an f32 profile"),
+        "{bf16}"
+    );
+    let err = grader::exercise_checks::fewer_bytes::prediction_inputs(
+        &fixtures.join("missing.json"),
+        &exercise,
+    )
+    .unwrap_err();
     assert!(err.contains("missing.json"), "{err}");
 }
 
@@ -173,11 +290,24 @@ fn half_the_time_past_the_ridge_is_wrong_with_the_arithmetic() {
     // On the machine of `ex4-cpu-f32.json` both rows cross the ridge (3.95 FLOP/byte doubled is
     // 7.9, the ridge 194 / 32.2 = 6.0): the natural "half the bytes, half the time" overstates them.
     let f32_run = fixture_report("ex4-cpu-f32.json");
-    let (matmul, lm_head) = (fixture_row(&f32_run, "matmul").0, fixture_row(&f32_run, "lm_head").0);
-    let r = grade(&f32_run, &bytes_section(matmul / 2.0, lm_head / 2.0, (matmul + lm_head) / 2.0), None);
+    let (matmul, lm_head) = (
+        fixture_row(&f32_run, "matmul").0,
+        fixture_row(&f32_run, "lm_head").0,
+    );
+    let r = grade(
+        &f32_run,
+        &bytes_section(matmul / 2.0, lm_head / 2.0, (matmul + lm_head) / 2.0),
+        None,
+    );
     assert_eq!(outcomes(&r), [Outcome::Wrong; 3]);
     let q = question(&r, "bytes.matmul_cut_pct");
-    assert!(q.reason.starts_with("half its time holds only while the row stays memory-bound") && q.reason.contains("past the ridge"), "{}", q.reason);
+    assert!(
+        q.reason
+            .starts_with("half its time holds only while the row stays memory-bound")
+            && q.reason.contains("past the ridge"),
+        "{}",
+        q.reason
+    );
     // The right figures there.
     let r = grade(&f32_run, &bytes_answers(&f32_run), None);
     assert_eq!(outcomes(&r), [Outcome::Right; 3], "{}", feedback(&r));

@@ -16,13 +16,21 @@ fn grade_with(files: &[(&str, String)], modified_after: bool) -> ExerciseReport 
     let mut s = submission(all);
     if modified_after {
         // The first profile written a minute before the prediction was made.
-        s.set_modified("exercise-5/results/unfused/report.json", report_written() - std::time::Duration::from_secs(3600 * 24 * 365 * 30));
+        s.set_modified(
+            "exercise-5/results/unfused/report.json",
+            report_written() - std::time::Duration::from_secs(3600 * 24 * 365 * 30),
+        );
     }
     grader().grade_exercise(&s, 5)
 }
 
 fn outcome(report: &ExerciseReport, id: &str) -> Outcome {
-    report.questions.iter().find(|q| q.id == id).unwrap_or_else(|| panic!("no {id}")).outcome
+    report
+        .questions
+        .iter()
+        .find(|q| q.id == id)
+        .unwrap_or_else(|| panic!("no {id}"))
+        .outcome
 }
 
 fn only(report: &ExerciseReport, ids: &[&str]) -> String {
@@ -42,9 +50,15 @@ fn the_reference_answers_pass() {
 #[test]
 fn a_prediction_missing_or_made_after_the_first_profile_loses_its_point() {
     let missing = grade_with(&[("answers.toml", answers_ex5("", true))], false);
-    assert_eq!(outcome(&missing, "prediction.made_first"), Outcome::Unanswered);
+    assert_eq!(
+        outcome(&missing, "prediction.made_first"),
+        Outcome::Unanswered
+    );
     let after_recorded = PREDICTION_EX5.replace("report_existed = false", "report_existed = true");
-    let existed = grade_with(&[("answers.toml", answers_ex5(&after_recorded, true))], false);
+    let existed = grade_with(
+        &[("answers.toml", answers_ex5(&after_recorded, true))],
+        false,
+    );
     assert_eq!(outcome(&existed, "prediction.made_first"), Outcome::Wrong);
     let late = grade_with(&[], true);
     assert_eq!(outcome(&late, "prediction.made_first"), Outcome::Wrong);
@@ -60,15 +74,24 @@ fn a_prediction_missing_or_made_after_the_first_profile_loses_its_point() {
 fn a_submission_that_stops_at_stage_1_does_not_pass_on_a_cpu_and_says_what_to_do_next() {
     let mut files = perfect_files();
     files.remove("exercise-5/results/stage2/report.json");
-    files.insert("exercise-5/answers.toml".into(), answers_ex5(PREDICTION_EX5, false));
-    files.insert("exercise-5/results/fused_check.json".into(), fused_check_json(false));
+    files.insert(
+        "exercise-5/answers.toml".into(),
+        answers_ex5(PREDICTION_EX5, false),
+    );
+    files.insert(
+        "exercise-5/results/fused_check.json".into(),
+        fused_check_json(false),
+    );
     let report = grader().grade_exercise(&submission(files), 5);
     assert!(!report.passed, "{}", render::terminal(&report, false));
     for id in ["stage2.pct_of_roofline_after", "stage2.mechanism"] {
         assert_ne!(outcome(&report, id), Outcome::Right, "{id}");
     }
     let text = render::terminal(&report, false);
-    assert!(text.contains("slow kernel") && text.contains("write stage 2"), "{text}");
+    assert!(
+        text.contains("slow kernel") && text.contains("write stage 2"),
+        "{text}"
+    );
     insta::assert_snapshot!("fuse_stage_1_only", text);
 }
 
@@ -78,15 +101,33 @@ fn mechanisms_the_roofline_refutes_are_wrong_with_the_figures() {
     // Stage 1 "fixed a slow kernel": a fusion computes the same math in one pass.
     // The reading given as memory-bound: the table read it as a slow kernel.
     let answers = perfect_ex5()
-        .replace("mechanism = \"slow-kernel\"", "mechanism = \"memory-traffic\"")
-        .replacen("mechanism = \"memory-traffic\"", "mechanism = \"slow-kernel\"", 1)
+        .replace(
+            "mechanism = \"slow-kernel\"",
+            "mechanism = \"memory-traffic\"",
+        )
+        .replacen(
+            "mechanism = \"memory-traffic\"",
+            "mechanism = \"slow-kernel\"",
+            1,
+        )
         .replace("reading = \"slow kernel\"", "reading = \"memory-bound\"");
     let report = grade_with(&[("answers.toml", answers)], false);
     for id in ["stage1.mechanism", "stage2.mechanism", "stage1.reading"] {
-        assert_eq!(outcome(&report, id), Outcome::Wrong, "{id}: {}", render::terminal(&report, false));
+        assert_eq!(
+            outcome(&report, id),
+            Outcome::Wrong,
+            "{id}: {}",
+            render::terminal(&report, false)
+        );
     }
     assert!(!report.passed);
-    insta::assert_snapshot!("fuse_refuted_mechanisms", only(&report, &["stage1.reading", "stage1.mechanism", "stage2.mechanism"]));
+    insta::assert_snapshot!(
+        "fuse_refuted_mechanisms",
+        only(
+            &report,
+            &["stage1.reading", "stage1.mechanism", "stage2.mechanism"]
+        )
+    );
 }
 
 #[test]
@@ -95,21 +136,43 @@ fn right_answers_in_other_words_and_wrong_ones_that_look_right() {
     // a fusion removes (one op fewer to launch): right.
     let other = perfect_ex5()
         .replace("reading = \"slow kernel\"", "reading = \"Slow-Kernel\"")
-        .replacen("mechanism = \"memory-traffic\"", "mechanism = \"launch overhead\"", 1)
+        .replacen(
+            "mechanism = \"memory-traffic\"",
+            "mechanism = \"launch overhead\"",
+            1,
+        )
         .replace("verdict = \"faster\"", "verdict = \"FASTER\"");
     let report = grade_with(&[("answers.toml", other)], false);
     assert!(report.passed, "{}", render::terminal(&report, false));
     // A list of every mechanism, and "wasted work" for a fusion: wrong.
     for said in ["memory-traffic slow-kernel", "wasted-work"] {
-        let answers = perfect_ex5().replacen("mechanism = \"memory-traffic\"", &format!("mechanism = \"{said}\""), 1);
+        let answers = perfect_ex5().replacen(
+            "mechanism = \"memory-traffic\"",
+            &format!("mechanism = \"{said}\""),
+            1,
+        );
         let report = grade_with(&[("answers.toml", answers)], false);
-        assert_eq!(outcome(&report, "stage1.mechanism"), Outcome::Wrong, "{said}");
+        assert_eq!(
+            outcome(&report, "stage1.mechanism"),
+            Outcome::Wrong,
+            "{said}"
+        );
     }
     // An impossible % of roofline (the stage 2 row's figure copied for stage 1's): wrong.
     let (_, fast) = fixture_row(&cpu_stage2_profile(), "fused_bias_gelu_fast");
-    let swapped = perfect_ex5().replacen("pct_of_roofline_after = ", &format!("pct_of_roofline_after = {:.2}\n# was ", fast["pct_of_roofline"].as_f64().unwrap()), 1);
+    let swapped = perfect_ex5().replacen(
+        "pct_of_roofline_after = ",
+        &format!(
+            "pct_of_roofline_after = {:.2}\n# was ",
+            fast["pct_of_roofline"].as_f64().unwrap()
+        ),
+        1,
+    );
     let report = grade_with(&[("answers.toml", swapped)], false);
-    assert_eq!(outcome(&report, "stage1.pct_of_roofline_after"), Outcome::Wrong);
+    assert_eq!(
+        outcome(&report, "stage1.pct_of_roofline_after"),
+        Outcome::Wrong
+    );
 }
 
 #[test]
@@ -128,18 +191,33 @@ fn on_a_gpu_stage_2_is_not_required() {
         cuda_reading(&unfused, "gelu")
     );
     files.insert("exercise-5/answers.toml".into(), answers);
-    files.insert("exercise-5/results/fused_check.json".into(), fused_check_json(false));
+    files.insert(
+        "exercise-5/results/fused_check.json".into(),
+        fused_check_json(false),
+    );
     files.insert("exercise-5/results/unfused/report.json".into(), unfused);
     files.insert("exercise-5/results/stage1/report.json".into(), stage1);
     let report = grader().grade_exercise(&submission(files), 5);
     assert!(report.passed, "{}", render::terminal(&report, false));
     assert!(report.questions.iter().all(|q| !q.id.starts_with("stage2")));
-    assert!(report.notes.iter().any(|n| n.contains("not required on a GPU")), "{:?}", report.notes);
+    assert!(
+        report
+            .notes
+            .iter()
+            .any(|n| n.contains("not required on a GPU")),
+        "{:?}",
+        report.notes
+    );
 }
 
 /// The reading a report gives a row, as the table prints it.
 fn cuda_reading(report: &str, name: &str) -> String {
     let v: serde_json::Value = serde_json::from_str(report).unwrap();
-    let row = v["rows"].as_array().unwrap().iter().find(|r| r["name"] == name).unwrap();
+    let row = v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == name)
+        .unwrap();
     row["reading"].as_str().unwrap().replace('-', " ")
 }

@@ -13,7 +13,10 @@ fn grade(answers: String) -> ExerciseReport {
 }
 
 fn with_plan(plan: &str) -> String {
-    let top: Vec<(String, f64)> = fixture_top3(&llama_profile()).into_iter().map(|(n, s)| (n, (s * 100.0).round() / 100.0)).collect();
+    let top: Vec<(String, f64)> = fixture_top3(&llama_profile())
+        .into_iter()
+        .map(|(n, s)| (n, (s * 100.0).round() / 100.0))
+        .collect();
     let top: Vec<(&str, f64)> = top.iter().map(|(n, s)| (n.as_str(), *s)).collect();
     perfect_ex3(&top, plan)
 }
@@ -24,22 +27,51 @@ fn plan(attack: &str, cut: f64, mechanism: &str, why: &str) -> String {
 
 /// The plan's questions, as the learner reads them.
 fn plan_feedback(r: &ExerciseReport) -> String {
-    r.questions.iter().filter(|q| q.id.starts_with("plan.")).map(|q| format!("{} [{:?}] {}\n    {}", q.id, q.outcome, q.answer.as_deref().unwrap_or("-"), q.reason)).collect::<Vec<_>>().join("\n")
+    r.questions
+        .iter()
+        .filter(|q| q.id.starts_with("plan."))
+        .map(|q| {
+            format!(
+                "{} [{:?}] {}\n    {}",
+                q.id,
+                q.outcome,
+                q.answer.as_deref().unwrap_or("-"),
+                q.reason
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 #[test]
 fn the_llama_profiles_top_three_and_plan_pass() {
     let r = grade(perfect_ex8());
     assert!(r.passed, "{:#?}", r.questions);
-    let top: Vec<String> = fixture_top3(&llama_profile()).into_iter().map(|(n, _)| n).collect();
-    assert_eq!(top, ["matmul", "lm_head", "rope"], "the fixture's top three");
+    let top: Vec<String> = fixture_top3(&llama_profile())
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect();
+    assert_eq!(
+        top,
+        ["matmul", "lm_head", "rope"],
+        "the fixture's top three"
+    );
 }
 
 #[test]
 fn a_cut_above_the_ops_share_breaks_the_ceiling_rule() {
     // rope is 5.3% of the step: no fix of it can cut 10%.
-    let r = grade(with_plan(&plan("rope", 10.0, "slow-kernel", "rope runs at 3% of its roofline in candle's kernel")));
-    let cut = r.questions.iter().find(|q| q.id == "plan.expected_cut_pct").unwrap();
+    let r = grade(with_plan(&plan(
+        "rope",
+        10.0,
+        "slow-kernel",
+        "rope runs at 3% of its roofline in candle's kernel",
+    )));
+    let cut = r
+        .questions
+        .iter()
+        .find(|q| q.id == "plan.expected_cut_pct")
+        .unwrap();
     assert_eq!(cut.outcome, Outcome::Wrong, "{}", cut.reason);
     insta::assert_snapshot!(plan_feedback(&r));
 }
@@ -47,8 +79,17 @@ fn a_cut_above_the_ops_share_breaks_the_ceiling_rule() {
 #[test]
 fn a_mechanism_asked_of_a_row_without_a_roofline_cannot_be_shown() {
     // split_heads declared no work: its row has no roofline, so memory traffic cannot be shown.
-    let r = grade(with_plan(&plan("split_heads", 0.5, "memory-traffic", "it copies the heads into a new layout")));
-    let mechanism = r.questions.iter().find(|q| q.id == "plan.mechanism").unwrap();
+    let r = grade(with_plan(&plan(
+        "split_heads",
+        0.5,
+        "memory-traffic",
+        "it copies the heads into a new layout",
+    )));
+    let mechanism = r
+        .questions
+        .iter()
+        .find(|q| q.id == "plan.mechanism")
+        .unwrap();
     assert_ne!(mechanism.outcome, Outcome::Right, "{}", mechanism.reason);
     insta::assert_snapshot!(plan_feedback(&r));
 }
@@ -59,7 +100,11 @@ fn exercise_3s_answers_copied_over_do_not_pass() {
     // profile, and matmul's share differs.
     let r = grade(perfect_ex3_cpu());
     let outcome = |id: &str| r.questions.iter().find(|q| q.id == id).unwrap().outcome;
-    assert_eq!(outcome("top_ops.0.name"), Outcome::Right, "matmul tops both");
+    assert_eq!(
+        outcome("top_ops.0.name"),
+        Outcome::Right,
+        "matmul tops both"
+    );
     assert_eq!(outcome("top_ops.0.share_pct"), Outcome::Wrong);
     assert_eq!(outcome("top_ops.2.name"), Outcome::Wrong);
     assert!(!r.passed, "{:#?}", r.questions);

@@ -14,7 +14,10 @@ fn grade_plan(report: &str, plan: &str) -> ExerciseReport {
     files.insert("exercise-3/results/report.json".into(), report.to_string());
     // The top ops right, so the score line shows what the plan alone does to the grade.
     let top = fixture_top3(report);
-    let top: Vec<(&str, f64)> = top.iter().map(|(n, s)| (n.as_str(), (s * 100.0).round() / 100.0)).collect();
+    let top: Vec<(&str, f64)> = top
+        .iter()
+        .map(|(n, s)| (n.as_str(), (s * 100.0).round() / 100.0))
+        .collect();
     files.insert("exercise-3/answers.toml".into(), perfect_ex3(&top, plan));
     grader().grade_exercise(&submission(files), 3)
 }
@@ -29,7 +32,11 @@ fn plan_feedback(report: &ExerciseReport) -> String {
 }
 
 fn question<'a>(report: &'a ExerciseReport, id: &str) -> &'a grader::QuestionResult {
-    report.questions.iter().find(|q| q.id == id).unwrap_or_else(|| panic!("no {id}"))
+    report
+        .questions
+        .iter()
+        .find(|q| q.id == id)
+        .unwrap_or_else(|| panic!("no {id}"))
 }
 
 fn plan(attack: &str, cut: f64, mechanism: &str, why: &str) -> String {
@@ -39,8 +46,18 @@ fn plan(attack: &str, cut: f64, mechanism: &str, why: &str) -> String {
 #[test]
 fn the_right_plan() {
     let r = grade_plan(&cpu_profile(), PERFECT_PLAN_CPU);
-    for id in ["plan.attack", "plan.mechanism", "plan.expected_cut_pct", "plan.why"] {
-        assert_eq!(question(&r, id).outcome, Outcome::Right, "{id}: {}", question(&r, id).reason);
+    for id in [
+        "plan.attack",
+        "plan.mechanism",
+        "plan.expected_cut_pct",
+        "plan.why",
+    ] {
+        assert_eq!(
+            question(&r, id).outcome,
+            Outcome::Right,
+            "{id}: {}",
+            question(&r, id).reason
+        );
         assert!(!question(&r, id).needs_review, "{id}");
     }
     insta::assert_snapshot!(plan_feedback(&r));
@@ -49,10 +66,23 @@ fn the_right_plan() {
 #[test]
 fn a_cut_larger_than_the_share_is_wrong_with_the_arithmetic() {
     // gelu for a 15% cut, with the kernel as the cause: more than its 13.4% can ever give.
-    let r = grade_plan(&cpu_profile(), &plan("gelu", 15.0, "slow-kernel", "gelu computes tanh one element at a time, far below its roofline."));
+    let r = grade_plan(
+        &cpu_profile(),
+        &plan(
+            "gelu",
+            15.0,
+            "slow-kernel",
+            "gelu computes tanh one element at a time, far below its roofline.",
+        ),
+    );
     let cut = question(&r, "plan.expected_cut_pct");
     assert_eq!(cut.outcome, Outcome::Wrong);
-    assert!(cut.reason.contains("`gelu` has 13.4% of the step") && cut.reason.ends_with("you expect 15.0%"), "{}", cut.reason);
+    assert!(
+        cut.reason.contains("`gelu` has 13.4% of the step")
+            && cut.reason.ends_with("you expect 15.0%"),
+        "{}",
+        cut.reason
+    );
     assert_eq!(question(&r, "plan.mechanism").outcome, Outcome::Right);
     insta::assert_snapshot!(plan_feedback(&r));
 }
@@ -60,17 +90,44 @@ fn a_cut_larger_than_the_share_is_wrong_with_the_arithmetic() {
 #[test]
 fn a_mechanism_the_roofline_refutes_is_wrong_with_the_figures() {
     // The book's old claim: GELU's time is memory traffic. It moves 0.57 GB/s of 27.8.
-    let r = grade_plan(&cpu_profile(), &plan("gelu", 5.0, "memory-traffic", "Fusing the bias add into gelu removes a pass over memory."));
+    let r = grade_plan(
+        &cpu_profile(),
+        &plan(
+            "gelu",
+            5.0,
+            "memory-traffic",
+            "Fusing the bias add into gelu removes a pass over memory.",
+        ),
+    );
     let mechanism = question(&r, "plan.mechanism");
     assert_eq!(mechanism.outcome, Outcome::Wrong);
-    for figure in ["ran at 0.566 GB/s", "2.0% of the 27.8 GB/s read bandwidth", "kernel `candle`", "where the memory roof is the lower"] {
-        assert!(mechanism.reason.contains(figure), "{figure}: {}", mechanism.reason);
+    for figure in [
+        "ran at 0.566 GB/s",
+        "2.0% of the 27.8 GB/s read bandwidth",
+        "kernel `candle`",
+        "where the memory roof is the lower",
+    ] {
+        assert!(
+            mechanism.reason.contains(figure),
+            "{figure}: {}",
+            mechanism.reason
+        );
     }
     // Memory is its lower roof, but at 2% of it the feedback, like the table, does not call it
     // memory-bound: it quotes the table's reading.
-    assert!(mechanism.reason.contains("the table reads it as slow kernel") && !mechanism.reason.contains("memory-bound"), "{}", mechanism.reason);
+    assert!(
+        mechanism
+            .reason
+            .contains("the table reads it as slow kernel")
+            && !mechanism.reason.contains("memory-bound"),
+        "{}",
+        mechanism.reason
+    );
     // The cut is still within the ceiling rule.
-    assert_eq!(question(&r, "plan.expected_cut_pct").outcome, Outcome::Right);
+    assert_eq!(
+        question(&r, "plan.expected_cut_pct").outcome,
+        Outcome::Right
+    );
     assert!(!r.passed, "a refuted mechanism fails the exercise");
     insta::assert_snapshot!(plan_feedback(&r));
 }
@@ -85,7 +142,12 @@ fn lm_head_wasted_work_for_18_percent_is_wrong_with_the_arithmetic() {
     );
     let cut = question(&r, "plan.expected_cut_pct");
     assert_eq!(cut.outcome, Outcome::Wrong);
-    assert!(cut.reason.contains("20.0% × (1 − 90.1/100) = 2.0%, you expect 18.0%"), "{}", cut.reason);
+    assert!(
+        cut.reason
+            .contains("20.0% × (1 − 90.1/100) = 2.0%, you expect 18.0%"),
+        "{}",
+        cut.reason
+    );
     assert!(!r.passed);
     insta::assert_snapshot!(plan_feedback(&r));
 }
@@ -98,29 +160,54 @@ fn a_right_answer_in_other_words() {
         &plan("GELU", 10.0, "Slow kernel", "It reaches 2% of what this CPU allows for its work because it evaluates tanh element by element; a vectorised pass would win most of its 13% back."),
     );
     for id in ["plan.attack", "plan.mechanism", "plan.expected_cut_pct"] {
-        assert_eq!(question(&r, id).outcome, Outcome::Right, "{id}: {}", question(&r, id).reason);
+        assert_eq!(
+            question(&r, id).outcome,
+            Outcome::Right,
+            "{id}: {}",
+            question(&r, id).reason
+        );
     }
     assert!(r.passed);
     // An honest cut short of 10% is right too, and the feedback says it is short.
-    let r = grade_plan(&cpu_profile(), &plan("softmax", 0.2, "slow-kernel", "A scalar softmax at 3% of its roofline."));
-    assert!(question(&r, "plan.expected_cut_pct").reason.contains("short of the 10.0% asked"));
+    let r = grade_plan(
+        &cpu_profile(),
+        &plan(
+            "softmax",
+            0.2,
+            "slow-kernel",
+            "A scalar softmax at 3% of its roofline.",
+        ),
+    );
+    assert!(question(&r, "plan.expected_cut_pct")
+        .reason
+        .contains("short of the 10.0% asked"));
     insta::assert_snapshot!(plan_feedback(&r));
 }
 
 #[test]
 fn a_why_that_argues_against_its_plan_is_flagged_not_rewarded() {
     let against = "Memory traffic is not what slows lm_head down, so do not bother halving the bytes of its weights.";
-    let r = grade_plan(&cpu_profile(), &plan("lm_head", 10.0, "memory-traffic", against));
+    let r = grade_plan(
+        &cpu_profile(),
+        &plan("lm_head", 10.0, "memory-traffic", against),
+    );
     let why = question(&r, "plan.why");
     assert!(why.needs_review, "{}", why.reason);
-    assert_eq!((why.points, why.max_points), (0.0, 0.0), "the rubric never gives points");
+    assert_eq!(
+        (why.points, why.max_points),
+        (0.0, 0.0),
+        "the rubric never gives points"
+    );
     assert!(why.reason.contains("negation"), "{}", why.reason);
     insta::assert_snapshot!(plan_feedback(&r));
 }
 
 #[test]
 fn a_bare_keyword_list_is_flagged() {
-    let r = grade_plan(&cpu_profile(), &plan("lm_head", 10.0, "memory-traffic", "bandwidth bf16 share"));
+    let r = grade_plan(
+        &cpu_profile(),
+        &plan("lm_head", 10.0, "memory-traffic", "bandwidth bf16 share"),
+    );
     let why = question(&r, "plan.why");
     assert!(why.needs_review);
     assert_eq!(why.points, 0.0);
@@ -132,12 +219,41 @@ fn on_a_gpu_the_same_rule_gives_the_other_answers() {
     // gelu sits at 69.7% of the H200's memory roofline: memory traffic is right there, and a
     // slow kernel is not; lm_head is compute-bound, so skipping unneeded positions can save
     // nearly all of its share.
-    let r = grade_plan(&cuda_profile(), &plan("gelu", 1.2, "memory-traffic", "At 70% of the memory roofline gelu is moving bytes: fuse it into one pass."));
-    assert_eq!(question(&r, "plan.mechanism").outcome, Outcome::Right, "{}", question(&r, "plan.mechanism").reason);
-    let r = grade_plan(&cuda_profile(), &plan("gelu", 1.0, "slow-kernel", "Its kernel is slow."));
+    let r = grade_plan(
+        &cuda_profile(),
+        &plan(
+            "gelu",
+            1.2,
+            "memory-traffic",
+            "At 70% of the memory roofline gelu is moving bytes: fuse it into one pass.",
+        ),
+    );
+    assert_eq!(
+        question(&r, "plan.mechanism").outcome,
+        Outcome::Right,
+        "{}",
+        question(&r, "plan.mechanism").reason
+    );
+    let r = grade_plan(
+        &cuda_profile(),
+        &plan("gelu", 1.0, "slow-kernel", "Its kernel is slow."),
+    );
     assert_eq!(question(&r, "plan.mechanism").outcome, Outcome::Wrong);
-    let mut r = grade_plan(&cuda_profile(), &plan("lm_head", 18.0, "wasted-work", "Logits for 1024 positions, where 8 are read."));
-    assert_eq!(question(&r, "plan.expected_cut_pct").outcome, Outcome::Right, "{}", question(&r, "plan.expected_cut_pct").reason);
+    let mut r = grade_plan(
+        &cuda_profile(),
+        &plan(
+            "lm_head",
+            18.0,
+            "wasted-work",
+            "Logits for 1024 positions, where 8 are read.",
+        ),
+    );
+    assert_eq!(
+        question(&r, "plan.expected_cut_pct").outcome,
+        Outcome::Right,
+        "{}",
+        question(&r, "plan.expected_cut_pct").reason
+    );
     // (The CPU top ops are wrong on this run; only the plan is shown.)
     r.questions.retain(|q| q.id.starts_with("plan."));
     r.total();
@@ -146,14 +262,28 @@ fn on_a_gpu_the_same_rule_gives_the_other_answers() {
 
 #[test]
 fn launch_overhead_needs_short_calls_and_a_row_without_work_is_flagged() {
-    let r = grade_plan(&cpu_profile(), &plan("matmul", 10.0, "launch-overhead", "Too many small calls."));
+    let r = grade_plan(
+        &cpu_profile(),
+        &plan("matmul", 10.0, "launch-overhead", "Too many small calls."),
+    );
     let m = question(&r, "plan.mechanism");
     assert_eq!(m.outcome, Outcome::Wrong);
     assert!(m.reason.contains("µs a call"), "{}", m.reason);
     // `split_heads` declared no work: memory-traffic cannot be shown, wasted-work is flagged.
-    let r = grade_plan(&cpu_profile(), &plan("split_heads", 0.2, "memory-traffic", "It moves bytes."));
+    let r = grade_plan(
+        &cpu_profile(),
+        &plan("split_heads", 0.2, "memory-traffic", "It moves bytes."),
+    );
     assert_eq!(question(&r, "plan.mechanism").outcome, Outcome::Wrong);
-    let r = grade_plan(&cpu_profile(), &plan("split_heads", 0.2, "wasted-work", "It copies q, k and v into a new layout that a strided kernel would not need."));
+    let r = grade_plan(
+        &cpu_profile(),
+        &plan(
+            "split_heads",
+            0.2,
+            "wasted-work",
+            "It copies q, k and v into a new layout that a strided kernel would not need.",
+        ),
+    );
     assert!(question(&r, "plan.mechanism").needs_review);
 }
 
@@ -177,21 +307,32 @@ fn the_prediction_counts_when_made_before_the_report() {
     let answers = late["exercise-3/answers.toml"].replace("09:03:12", "09:05:12");
     late.insert("exercise-3/answers.toml".into(), answers);
     let r = grader().grade_exercise(&submission(late), 3);
-    assert_eq!(question(&r, "prediction.made_first").outcome, Outcome::Wrong);
+    assert_eq!(
+        question(&r, "prediction.made_first").outcome,
+        Outcome::Wrong
+    );
     shown.push_str(&prediction_only(&r));
 
     // Made when a report already existed (a second run).
     let mut again = files.clone();
-    let answers = again["exercise-3/answers.toml"].replace("report_existed = false", "report_existed = true");
+    let answers =
+        again["exercise-3/answers.toml"].replace("report_existed = false", "report_existed = true");
     again.insert("exercise-3/answers.toml".into(), answers);
     let r = grader().grade_exercise(&submission(again), 3);
-    assert_eq!(question(&r, "prediction.made_first").outcome, Outcome::Wrong);
+    assert_eq!(
+        question(&r, "prediction.made_first").outcome,
+        Outcome::Wrong
+    );
     shown.push_str(&prediction_only(&r));
 
     // No modification time (a zip): accepted on the recorded "no report existed", and said so.
     let r = grader().grade_exercise(&grader::Submission::from_texts("exercises", files), 3);
     let q = question(&r, "prediction.made_first");
-    assert!(q.outcome == Outcome::Right && q.reason.contains("does not record when"), "{}", q.reason);
+    assert!(
+        q.outcome == Outcome::Right && q.reason.contains("does not record when"),
+        "{}",
+        q.reason
+    );
     shown.push_str(&prediction_only(&r));
     insta::assert_snapshot!(shown);
 }

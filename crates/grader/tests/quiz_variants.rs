@@ -4,9 +4,9 @@
 
 mod support;
 
+use course_model::learner_id::LEARNER_FILE;
 use course_model::quiz::{BankQuestion, QuestionKind, QuizFile};
 use grader::report::Outcome;
-use course_model::learner_id::LEARNER_FILE;
 use grader::submission::{Limits, Submission};
 use grader::{ExerciseReport, Grader};
 use std::collections::BTreeMap;
@@ -50,7 +50,12 @@ fn bank_file<'a>(grader: &'a Grader, number: u32) -> &'a QuizFile {
 }
 
 fn variant(grader: &Grader, number: u32, learner: &str) -> Vec<BankQuestion> {
-    course_model::quiz_variant::asked(grader.manifest.exercise(number).unwrap(), bank_file(grader, number), Some(learner)).unwrap()
+    course_model::quiz_variant::asked(
+        grader.manifest.exercise(number).unwrap(),
+        bank_file(grader, number),
+        Some(learner),
+    )
+    .unwrap()
 }
 
 fn ids(asked: &[BankQuestion]) -> Vec<String> {
@@ -91,16 +96,29 @@ fn ex6_answers(grader: &Grader, learner: &str) -> String {
 }
 
 fn submission(learner: &str, files: &[(&str, String)]) -> Submission {
-    let mut all: BTreeMap<String, String> = files.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
+    let mut all: BTreeMap<String, String> = files
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.clone()))
+        .collect();
     all.insert(LEARNER_FILE.to_string(), format!("id = \"{learner}\"\n"));
     Submission::from_texts(learner, all)
 }
 
 /// One line per question: id, outcome, points: what a snapshot needs to show who was asked what.
 fn outline(report: &ExerciseReport) -> String {
-    let mut out = format!("exercise {}: {}/{} points, passed: {}\n", report.exercise, report.points, report.max_points, report.passed);
+    let mut out = format!(
+        "exercise {}: {}/{} points, passed: {}\n",
+        report.exercise, report.points, report.max_points, report.passed
+    );
     for q in &report.questions {
-        out.push_str(&format!("  {:<20} {:<10} {}/{}{}\n", q.id, q.outcome.label(), q.points, q.max_points, if q.needs_review { "  (review)" } else { "" }));
+        out.push_str(&format!(
+            "  {:<20} {:<10} {}/{}{}\n",
+            q.id,
+            q.outcome.label(),
+            q.points,
+            q.max_points,
+            if q.needs_review { "  (review)" } else { "" }
+        ));
     }
     for note in &report.notes {
         out.push_str(&format!("  note: {note}\n"));
@@ -113,34 +131,77 @@ fn two_learners_get_different_scenarios_and_each_is_graded_right() {
     let grader = real_grader();
     let (alice, bob) = (variant(&grader, 1, "alice"), variant(&grader, 1, "bob"));
     assert_ne!(ids(&alice), ids(&bob));
-    assert_eq!(ids(&alice).last().map(String::as_str), Some("route-why"), "the why line is asked of everyone, last");
+    assert_eq!(
+        ids(&alice).last().map(String::as_str),
+        Some("route-why"),
+        "the why line is asked of everyone, last"
+    );
     let mut out = String::new();
     for learner in ["alice", "bob"] {
-        let s = submission(learner, &[("exercise-1/answers.toml", ex1_answers(&grader, learner)), ("exercise-6/answers.toml", ex6_answers(&grader, learner))]);
+        let s = submission(
+            learner,
+            &[
+                ("exercise-1/answers.toml", ex1_answers(&grader, learner)),
+                ("exercise-6/answers.toml", ex6_answers(&grader, learner)),
+            ],
+        );
         let ex1 = grader.grade_exercise(&s, 1);
         let ex6 = grader.grade_exercise(&s, 6);
-        assert!(ex1.passed && ex6.passed, "{learner}:\n{}\n{}", outline(&ex1), outline(&ex6));
+        assert!(
+            ex1.passed && ex6.passed,
+            "{learner}:\n{}\n{}",
+            outline(&ex1),
+            outline(&ex6)
+        );
         let scenarios = ex1.questions.iter().filter(|q| q.id != "route-why");
-        assert!(scenarios.clone().all(|q| q.outcome == Outcome::Right), "{}", outline(&ex1));
+        assert!(
+            scenarios.clone().all(|q| q.outcome == Outcome::Right),
+            "{}",
+            outline(&ex1)
+        );
         assert_eq!(scenarios.count(), 6);
         out.push_str(&format!("{learner}\n{}{}", outline(&ex1), outline(&ex6)));
     }
-    assert_ne!(ids(&variant(&grader, 6, "alice")), ids(&variant(&grader, 6, "bob")));
+    assert_ne!(
+        ids(&variant(&grader, 6, "alice")),
+        ids(&variant(&grader, 6, "bob"))
+    );
     insta::assert_snapshot!("two_learners_two_variants", out);
 }
 
 #[test]
 fn an_answer_file_copied_from_another_learner_fails() {
     let grader = real_grader();
-    let alices = [("exercise-1/answers.toml", ex1_answers(&grader, "alice")), ("exercise-6/answers.toml", ex6_answers(&grader, "alice"))];
-    assert!(grader.grade_exercise(&submission("alice", &alices), 1).passed);
+    let alices = [
+        ("exercise-1/answers.toml", ex1_answers(&grader, "alice")),
+        ("exercise-6/answers.toml", ex6_answers(&grader, "alice")),
+    ];
+    assert!(
+        grader
+            .grade_exercise(&submission("alice", &alices), 1)
+            .passed
+    );
     // Bob hands in Alice's files with his own id.
     let copied = submission("bob", &alices);
     let ex1 = grader.grade_exercise(&copied, 1);
     let ex6 = grader.grade_exercise(&copied, 6);
-    assert!(!ex1.passed && !ex6.passed, "{}\n{}", outline(&ex1), outline(&ex6));
-    assert!(ex1.notes.iter().any(|n| n.contains("questions you were not asked")), "{:?}", ex1.notes);
-    insta::assert_snapshot!("copied_from_alice_graded_for_bob", format!("{}{}", outline(&ex1), outline(&ex6)));
+    assert!(
+        !ex1.passed && !ex6.passed,
+        "{}\n{}",
+        outline(&ex1),
+        outline(&ex6)
+    );
+    assert!(
+        ex1.notes
+            .iter()
+            .any(|n| n.contains("questions you were not asked")),
+        "{:?}",
+        ex1.notes
+    );
+    insta::assert_snapshot!(
+        "copied_from_alice_graded_for_bob",
+        format!("{}{}", outline(&ex1), outline(&ex6))
+    );
 }
 
 #[test]
@@ -165,19 +226,51 @@ fn the_practice_quiz_answers_do_not_grade_the_exam() {
     let (ex1_text, ex1_book) = practice("name-the-question.toml");
     let (ex6_text, ex6_book) = practice("check-yourself.toml");
     // No graded question is a practice question, by id or by prompt.
-    for (bank, book) in [(bank_file(&grader, 1), &ex1_book), (bank_file(&grader, 6), &ex6_book)] {
+    for (bank, book) in [
+        (bank_file(&grader, 1), &ex1_book),
+        (bank_file(&grader, 6), &ex6_book),
+    ] {
         for q in &bank.questions {
-            assert!(book.question(&q.id).is_none(), "{} is both graded and in the book", q.id);
+            assert!(
+                book.question(&q.id).is_none(),
+                "{} is both graded and in the book",
+                q.id
+            );
             let flat = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
-            assert!(book.questions.iter().all(|b| flat(&b.prompt) != flat(&q.prompt)), "{}'s prompt is in the book", q.id);
+            assert!(
+                book.questions
+                    .iter()
+                    .all(|b| flat(&b.prompt) != flat(&q.prompt)),
+                "{}'s prompt is in the book",
+                q.id
+            );
         }
     }
-    let s = submission("alice", &[("exercise-1/answers.toml", ex1_text), ("exercise-6/answers.toml", ex6_text)]);
+    let s = submission(
+        "alice",
+        &[
+            ("exercise-1/answers.toml", ex1_text),
+            ("exercise-6/answers.toml", ex6_text),
+        ],
+    );
     let ex1 = grader.grade_exercise(&s, 1);
     let ex6 = grader.grade_exercise(&s, 6);
-    assert_eq!((ex1.points, ex6.points), (0.0, 0.0), "{}\n{}", outline(&ex1), outline(&ex6));
-    assert!(ex1.questions.iter().chain(&ex6.questions).all(|q| q.outcome == Outcome::Unanswered));
-    insta::assert_snapshot!("practice_answers_on_the_exam", format!("{}{}", outline(&ex1), outline(&ex6)));
+    assert_eq!(
+        (ex1.points, ex6.points),
+        (0.0, 0.0),
+        "{}\n{}",
+        outline(&ex1),
+        outline(&ex6)
+    );
+    assert!(ex1
+        .questions
+        .iter()
+        .chain(&ex6.questions)
+        .all(|q| q.outcome == Outcome::Unanswered));
+    insta::assert_snapshot!(
+        "practice_answers_on_the_exam",
+        format!("{}{}", outline(&ex1), outline(&ex6))
+    );
 }
 
 #[test]
@@ -231,17 +324,36 @@ fn a_short_answer_that_contradicts_itself_with_the_rubrics_words_is_flagged_not_
         points.insert(case, (q.points, q.needs_review));
         out.push_str(&format!("{case}: {}/{}{}: {}\n", q.points, q.max_points, if q.needs_review { " (review)" } else { "" }, q.reason));
     }
-    for case in ["right, the sample answer's reading", "right in other words", "right in other words, with the arithmetic"] {
-        assert_eq!(points[case], (3.0, false), "{case}: a right answer earns the rubric without review: {out}");
+    for case in [
+        "right, the sample answer's reading",
+        "right in other words",
+        "right in other words, with the arithmetic",
+    ] {
+        assert_eq!(
+            points[case],
+            (3.0, false),
+            "{case}: a right answer earns the rubric without review: {out}"
+        );
     }
     let (contradiction, flagged) = points["contradicting itself with the rubric's words"];
-    assert!(contradiction == 0.0 && flagged, "the contradiction earns nothing and is flagged: {out}");
-    for case in ["large tensors' reason, wrong at batch 4", "the line named, no reason", "an impossible saving", "decode matmuls called compute-bound"] {
+    assert!(
+        contradiction == 0.0 && flagged,
+        "the contradiction earns nothing and is flagged: {out}"
+    );
+    for case in [
+        "large tensors' reason, wrong at batch 4",
+        "the line named, no reason",
+        "an impossible saving",
+        "decode matmuls called compute-bound",
+    ] {
         let (p, flagged) = points[case];
         assert!(p < 3.0 && flagged, "{case}: a wrong answer that looks right loses an idea and goes to the instructor: {out}");
     }
     let (_, keywords_flagged) = points["bare keywords"];
-    assert!(keywords_flagged, "a list of the rubric's keywords is no answer: an instructor reads it: {out}");
+    assert!(
+        keywords_flagged,
+        "a list of the rubric's keywords is no answer: an instructor reads it: {out}"
+    );
     insta::assert_snapshot!("short_answer_contradiction", out);
 }
 
@@ -252,17 +364,44 @@ fn course_check_and_course_grade_read_the_same_variant_from_the_folder() {
     let grader = real_grader();
     let dir = tempfile::tempdir().unwrap();
     let files: BTreeMap<String, String> = [
-        ("exercise-1/answers.toml".to_string(), ex1_answers(&grader, "dana")),
+        (
+            "exercise-1/answers.toml".to_string(),
+            ex1_answers(&grader, "dana"),
+        ),
         (LEARNER_FILE.to_string(), "id = \"dana\"\n".to_string()),
     ]
     .into();
     support::write_tree(dir.path(), &files);
-    let from_folder = Submission::from_exercises_dir(&dir.path().join("exercises"), "exercises", grader.wanted(), &Limits::default());
+    let from_folder = Submission::from_exercises_dir(
+        &dir.path().join("exercises"),
+        "exercises",
+        grader.wanted(),
+        &Limits::default(),
+    );
     let from_archive = Submission::from_texts("dana", files);
-    let (a, b) = (grader.grade_exercise(&from_folder, 1), grader.grade_exercise(&from_archive, 1));
+    let (a, b) = (
+        grader.grade_exercise(&from_folder, 1),
+        grader.grade_exercise(&from_archive, 1),
+    );
     assert!(a.passed && b.passed, "{}\n{}", outline(&a), outline(&b));
-    assert_eq!(a.questions.iter().map(|q| &q.id).collect::<Vec<_>>(), b.questions.iter().map(|q| &q.id).collect::<Vec<_>>());
+    assert_eq!(
+        a.questions.iter().map(|q| &q.id).collect::<Vec<_>>(),
+        b.questions.iter().map(|q| &q.id).collect::<Vec<_>>()
+    );
     // Without an id the shared variant is graded, and the report says so.
-    let anonymous = grader.grade_exercise(&Submission::from_texts("x", [("exercise-1/answers.toml".to_string(), ex1_answers(&grader, "dana"))]), 1);
-    assert!(anonymous.notes.iter().any(|n| n.contains("no learner id")), "{:?}", anonymous.notes);
+    let anonymous = grader.grade_exercise(
+        &Submission::from_texts(
+            "x",
+            [(
+                "exercise-1/answers.toml".to_string(),
+                ex1_answers(&grader, "dana"),
+            )],
+        ),
+        1,
+    );
+    assert!(
+        anonymous.notes.iter().any(|n| n.contains("no learner id")),
+        "{:?}",
+        anonymous.notes
+    );
 }

@@ -21,11 +21,20 @@ fn edited(report: &str, edit: impl FnOnce(&mut serde_json::Value)) -> String {
 }
 
 fn row<'a>(report: &'a mut serde_json::Value, name: &str) -> &'a mut serde_json::Value {
-    report["rows"].as_array_mut().unwrap().iter_mut().find(|r| r["name"] == name).unwrap()
+    report["rows"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|r| r["name"] == name)
+        .unwrap()
 }
 
 fn terminal_all(reports: &[ExerciseReport]) -> String {
-    reports.iter().map(|r| render::terminal(r, false)).collect::<Vec<_>>().join("\n")
+    reports
+        .iter()
+        .map(|r| render::terminal(r, false))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 fn with(mut files: BTreeMap<String, String>, changes: &[(&str, &str)]) -> BTreeMap<String, String> {
@@ -39,10 +48,20 @@ fn with(mut files: BTreeMap<String, String>, changes: &[(&str, &str)]) -> BTreeM
 fn perfect_submission_passes_every_exercise() {
     let reports = grade(perfect_files());
     for r in &reports {
-        assert!(r.passed, "exercise {} did not pass:\n{}", r.exercise, render::terminal(r, false));
+        assert!(
+            r.passed,
+            "exercise {} did not pass:\n{}",
+            r.exercise,
+            render::terminal(r, false)
+        );
         assert!(r.problems.is_empty());
         // A why line the instructor awards (exercise 1's) waits for review at 0 points.
-        let awaiting: f64 = r.questions.iter().filter(|q| q.reason.starts_with("awaits review")).map(|q| q.max_points).sum();
+        let awaiting: f64 = r
+            .questions
+            .iter()
+            .filter(|q| q.reason.starts_with("awaits review"))
+            .map(|q| q.max_points)
+            .sum();
         assert_eq!(r.points + awaiting, r.max_points, "exercise {}", r.exercise);
     }
     insta::assert_snapshot!("perfect_terminal", terminal_all(&reports));
@@ -64,22 +83,40 @@ fn partial_submission() {
     );
     let reports = grade(files);
     assert!(!reports[0].passed);
-    assert!(reports[2].needs_review(), "a partial rubric match is flagged for review");
+    assert!(
+        reports[2].needs_review(),
+        "a partial rubric match is flagged for review"
+    );
     insta::assert_snapshot!("partial_terminal", terminal_all(&reports[..4]));
 }
 
 #[test]
 fn empty_submission_is_the_untouched_templates() {
     let grader = grader();
-    let files: BTreeMap<String, String> =
-        grader.manifest.exercises.iter().map(|e| (e.answers_path(), e.answers_template.clone())).collect();
+    let files: BTreeMap<String, String> = grader
+        .manifest
+        .exercises
+        .iter()
+        .map(|e| (e.answers_path(), e.answers_template.clone()))
+        .collect();
     let reports = grader.grade_all(&submission(files));
     for r in &reports {
         assert!(!r.passed);
         assert_eq!(r.points, 0.0);
-        assert!(r.questions.iter().all(|q| q.outcome == grader::Outcome::Unanswered || q.id == "fused_check.correct" || q.id == "profile.shrinks"));
+        assert!(r
+            .questions
+            .iter()
+            .all(|q| q.outcome == grader::Outcome::Unanswered
+                || q.id == "fused_check.correct"
+                || q.id == "profile.shrinks"));
         // Nothing in a template is malformed or of the wrong type.
-        assert!(r.problems.iter().all(|p| p.kind == grader::ProblemKind::Missing), "{:?}", r.problems);
+        assert!(
+            r.problems
+                .iter()
+                .all(|p| p.kind == grader::ProblemKind::Missing),
+            "{:?}",
+            r.problems
+        );
     }
     insta::assert_snapshot!("empty_terminal", terminal_all(&reports));
 }
@@ -90,9 +127,18 @@ fn malformed_files_name_file_line_and_column() {
         perfect_files(),
         &[
             ("exercise-1/answers.toml", "[quiz]\nntq-1 = Benchmark\n"),
-            ("exercise-2/answers.toml", "[throughput]\nratio = \"fast\"\nverdict = 3\n"),
-            ("exercise-2/results/bench.json", "{\"schema\": \"bench-report/3\",\n \"runs\": [\n"),
-            ("exercise-3/results/report.json", "{\"schema\": \"profiler-report/6\", \"device\": \"tpu\"}"),
+            (
+                "exercise-2/answers.toml",
+                "[throughput]\nratio = \"fast\"\nverdict = 3\n",
+            ),
+            (
+                "exercise-2/results/bench.json",
+                "{\"schema\": \"bench-report/3\",\n \"runs\": [\n",
+            ),
+            (
+                "exercise-3/results/report.json",
+                "{\"schema\": \"profiler-report/6\", \"device\": \"tpu\"}",
+            ),
         ],
     );
     let reports = grade(files);
@@ -102,13 +148,26 @@ fn malformed_files_name_file_line_and_column() {
 #[test]
 fn tampered_results_are_not_trusted() {
     // Shares that do not add up: the gelu row claims more than its time.
-    let shares = edited(&cpu_profile(), |r| row(r, "gelu")["self_cpu_pct"] = 17.29.into());
+    let shares = edited(&cpu_profile(), |r| {
+        row(r, "gelu")["self_cpu_pct"] = 17.29.into()
+    });
     // A ranking that contradicts the rows: the first two rows swapped.
-    let swapped = profile_json("cpu", &[("gelu", 2600.0, None), ("matmul", 5200.0, None), ("add", 1100.0, None)]);
+    let swapped = profile_json(
+        "cpu",
+        &[
+            ("gelu", 2600.0, None),
+            ("matmul", 5200.0, None),
+            ("add", 1100.0, None),
+        ],
+    );
     // Totals that disagree with the rows.
-    let totals = edited(&cpu_profile(), |r| r["totals"]["self_cpu_us"] = 20000.0.into());
+    let totals = edited(&cpu_profile(), |r| {
+        r["totals"]["self_cpu_us"] = 20000.0.into()
+    });
     // A roofline figure edited to pass: gelu claimed at 60% of its memory roofline.
-    let roofline = edited(&cpu_profile(), |r| row(r, "gelu")["roofline"]["pct_of_memory_roofline"] = 60.0.into());
+    let roofline = edited(&cpu_profile(), |r| {
+        row(r, "gelu")["roofline"]["pct_of_memory_roofline"] = 60.0.into()
+    });
     // ... and its rate edited with it, to match: the rate no longer matches the bytes and time.
     let rate = edited(&cpu_profile(), |r| {
         let gelu = row(r, "gelu");
@@ -117,7 +176,9 @@ fn tampered_results_are_not_trusted() {
         gelu["roofline"]["pct_of_roofline"] = 60.0.into();
     });
     // A reading edited to pass a memory-traffic plan: gelu at 2% of its roofline claimed memory-bound.
-    let reading = edited(&cpu_profile(), |r| row(r, "gelu")["reading"] = "memory-bound".into());
+    let reading = edited(&cpu_profile(), |r| {
+        row(r, "gelu")["reading"] = "memory-bound".into()
+    });
     // Old reports: from before the roofline columns, from before the shared environment, from
     // before the Reading column, from before each row's budget line, and from before each
     // row's type.
@@ -127,7 +188,14 @@ fn tampered_results_are_not_trusted() {
     let old_line = cpu_profile().replace("profiler-report/6", "profiler-report/4");
     let old_dtype = cpu_profile().replace("profiler-report/6", "profiler-report/5");
     // A verdict its own interval contradicts.
-    let verdict = ex2_bench_json(&[("above", "output_tokens_per_s", "higher", "faster", 0.99, (0.95, 1.04))]);
+    let verdict = ex2_bench_json(&[(
+        "above",
+        "output_tokens_per_s",
+        "higher",
+        "faster",
+        0.99,
+        (0.95, 1.04),
+    )]);
     let mut out = String::new();
     for (case, report_json) in [
         ("shares", shares),
@@ -142,13 +210,29 @@ fn tampered_results_are_not_trusted() {
         ("old line", old_line),
         ("old dtype", old_dtype),
     ] {
-        assert_ne!(report_json, cpu_profile(), "the {case} case must change the file");
-        let reports = grade(with(perfect_files(), &[("exercise-3/results/report.json", &report_json)]));
-        assert!(reports[2].problems.iter().any(|p| p.kind == grader::ProblemKind::Tampered), "{case}");
+        assert_ne!(
+            report_json,
+            cpu_profile(),
+            "the {case} case must change the file"
+        );
+        let reports = grade(with(
+            perfect_files(),
+            &[("exercise-3/results/report.json", &report_json)],
+        ));
+        assert!(
+            reports[2]
+                .problems
+                .iter()
+                .any(|p| p.kind == grader::ProblemKind::Tampered),
+            "{case}"
+        );
         out.push_str(&render::terminal(&reports[2], false));
         out.push('\n');
     }
-    let reports = grade(with(perfect_files(), &[("exercise-2/results/bench.json", &verdict)]));
+    let reports = grade(with(
+        perfect_files(),
+        &[("exercise-2/results/bench.json", &verdict)],
+    ));
     out.push_str(&render::terminal(&reports[1], false));
     insta::assert_snapshot!("tampered_terminal", out);
 }
@@ -162,23 +246,39 @@ fn cpu_and_cuda_runs_rank_by_their_own_column() {
         &[("matmul", 60.97), ("lm_head", 28.82), ("layer_norm", 1.66)],
         "[plan]\nattack = \"lm_head\"\nexpected_cut_pct = 18\nmechanism = \"wasted-work\"\nwhy = \"lm_head takes 29% of GPU time computing logits for every position, while only the last one is read.\"\n",
     );
-    let cuda = grade(with(perfect_files(), &[("exercise-3/results/report.json", &cuda_profile()), ("exercise-3/answers.toml", &cuda_answers)]));
+    let cuda = grade(with(
+        perfect_files(),
+        &[
+            ("exercise-3/results/report.json", &cuda_profile()),
+            ("exercise-3/answers.toml", &cuda_answers),
+        ],
+    ));
     assert!(cpu[2].passed && cuda[2].passed);
     assert_eq!(cpu[2].device.as_deref(), Some("CPU"));
     assert_eq!(cuda[2].device.as_deref(), Some("CUDA"));
     // The CPU answers against the CUDA run: gelu is third by self CUDA time, though first by CPU.
-    let crossed = grade(with(perfect_files(), &[("exercise-3/results/report.json", &cuda_profile())]));
+    let crossed = grade(with(
+        perfect_files(),
+        &[("exercise-3/results/report.json", &cuda_profile())],
+    ));
     assert!(!crossed[2].passed);
     insta::assert_snapshot!("cpu_run_exercise_3", render::terminal(&cpu[2], false));
     insta::assert_snapshot!("cuda_run_exercise_3", render::terminal(&cuda[2], false));
-    insta::assert_snapshot!("cpu_answers_on_cuda_run_exercise_3", render::terminal(&crossed[2], false));
+    insta::assert_snapshot!(
+        "cpu_answers_on_cuda_run_exercise_3",
+        render::terminal(&crossed[2], false)
+    );
 }
 
 #[test]
 fn json_report_carries_every_question() {
     let reports = grade(perfect_files());
     let json: serde_json::Value = serde_json::from_str(&reports[0].to_json()).unwrap();
-    assert_eq!(json["questions"].as_array().unwrap().len(), 7, "six scenarios and the why line");
+    assert_eq!(
+        json["questions"].as_array().unwrap().len(),
+        7,
+        "six scenarios and the why line"
+    );
     assert_eq!(json["passed"], true);
     assert_eq!(json["questions"][0]["outcome"], "right");
 }
@@ -199,21 +299,45 @@ fn exercise_4s_lines_are_checked_against_the_line_each_row_of_the_profile_gives(
         let (m, a) = (share(lines, 0), share(lines, 1));
         lines[0]["ops"] = serde_json::json!(["matmul"]);
         lines[0]["share_pct"] = (m - lm_head).into();
-        lines[1]["ops"].as_array_mut().unwrap().push("lm_head".into());
+        lines[1]["ops"]
+            .as_array_mut()
+            .unwrap()
+            .push("lm_head".into());
         lines[1]["share_pct"] = (a + lm_head).into();
     });
     // The same op listed on two lines.
-    let twice = edit_lines(&|lines| lines[1]["ops"].as_array_mut().unwrap().push("matmul".into()));
+    let twice = edit_lines(&|lines| {
+        lines[1]["ops"]
+            .as_array_mut()
+            .unwrap()
+            .push("matmul".into())
+    });
     let problems = |budget: &str| -> Vec<(grader::ProblemKind, String)> {
-        let reports = grade(with(perfect_files(), &[("exercise-4/results/budget.json", budget)]));
-        reports[3].problems.iter().map(|p| (p.kind, p.message.clone())).collect()
+        let reports = grade(with(
+            perfect_files(),
+            &[("exercise-4/results/budget.json", budget)],
+        ));
+        reports[3]
+            .problems
+            .iter()
+            .map(|p| (p.kind, p.message.clone()))
+            .collect()
     };
     assert!(grade(perfect_files())[3].passed, "the unedited lines pass");
     let found = problems(&moved);
     assert!(
-        found.iter().any(|(k, m)| *k == grader::ProblemKind::Tampered && m.contains("lists `lm_head`, which") && m.contains("puts on `matmuls`")),
+        found
+            .iter()
+            .any(|(k, m)| *k == grader::ProblemKind::Tampered
+                && m.contains("lists `lm_head`, which")
+                && m.contains("puts on `matmuls`")),
         "{found:?}"
     );
     let found = problems(&twice);
-    assert!(found.iter().any(|(k, _)| *k == grader::ProblemKind::Tampered), "{found:?}");
+    assert!(
+        found
+            .iter()
+            .any(|(k, _)| *k == grader::ProblemKind::Tampered),
+        "{found:?}"
+    );
 }

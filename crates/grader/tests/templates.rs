@@ -5,11 +5,13 @@
 
 use std::path::Path;
 
-use grader::answers::Answers;
 use course_model::manifest::{Manifest, MANIFEST_PATH};
+use grader::answers::Answers;
 
 fn manifest() -> Manifest {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(MANIFEST_PATH);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(MANIFEST_PATH);
     Manifest::load(&path).unwrap_or_else(|e| panic!("{e}"))
 }
 
@@ -17,19 +19,38 @@ fn manifest() -> Manifest {
 fn every_answers_toml_is_its_template() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let manifest = manifest();
-    assert!(!manifest.exercises.is_empty(), "{MANIFEST_PATH} lists no exercise");
+    assert!(
+        !manifest.exercises.is_empty(),
+        "{MANIFEST_PATH} lists no exercise"
+    );
     for exercise in &manifest.exercises {
         let path = root.join(&exercise.dir).join("answers.toml");
-        let file = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let file =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let template = &exercise.answers_template;
         // `course reset` outside git writes the template without its leading blank lines: the
         // same text only if there are none.
-        assert_eq!(template.trim_start(), template.as_str(), "exercise {}: the template starts with blank lines", exercise.number);
+        assert_eq!(
+            template.trim_start(),
+            template.as_str(),
+            "exercise {}: the template starts with blank lines",
+            exercise.number
+        );
         if file != *template {
-            let line = file.lines().zip(template.lines()).position(|(a, b)| a != b).map_or_else(
-                || format!("one is longer ({} lines in the file, {} in the template)", file.lines().count(), template.lines().count()),
-                |i| format!("first difference on line {}", i + 1),
-            );
+            let line = file
+                .lines()
+                .zip(template.lines())
+                .position(|(a, b)| a != b)
+                .map_or_else(
+                    || {
+                        format!(
+                            "one is longer ({} lines in the file, {} in the template)",
+                            file.lines().count(),
+                            template.lines().count()
+                        )
+                    },
+                    |i| format!("first difference on line {}", i + 1),
+                );
             panic!(
                 "{} differs from the answers_template of exercise {} in {MANIFEST_PATH} ({line}): change both together",
                 path.display(),
@@ -43,9 +64,14 @@ fn every_answers_toml_is_its_template() {
 fn every_template_is_an_unanswered_answers_file() {
     for exercise in &manifest().exercises {
         let shown = format!("{MANIFEST_PATH} (exercise {} template)", exercise.number);
-        toml::from_str::<toml::Table>(&exercise.answers_template).unwrap_or_else(|e| panic!("{shown}: {e}"));
-        let answers = Answers::parse(&exercise.answers_template, &shown).unwrap_or_else(|p| panic!("{p}"));
-        assert!(answers.is_empty(), "{shown} has answers filled in: a learner would start with them");
+        toml::from_str::<toml::Table>(&exercise.answers_template)
+            .unwrap_or_else(|e| panic!("{shown}: {e}"));
+        let answers =
+            Answers::parse(&exercise.answers_template, &shown).unwrap_or_else(|p| panic!("{p}"));
+        assert!(
+            answers.is_empty(),
+            "{shown} has answers filled in: a learner would start with them"
+        );
     }
 }
 
@@ -61,9 +87,18 @@ fn each_prediction_template_picks_its_form() {
             5 => Some(&FUSION),
             _ => None,
         };
-        assert_eq!(Form::for_template(&exercise.answers_template), expected, "exercise {}", exercise.number);
+        assert_eq!(
+            Form::for_template(&exercise.answers_template),
+            expected,
+            "exercise {}",
+            exercise.number
+        );
         if expected.is_some() {
-            assert!(exercise.result_path("profile").is_some(), "exercise {} names the results file its prediction comes before", exercise.number);
+            assert!(
+                exercise.result_path("profile").is_some(),
+                "exercise {} names the results file its prediction comes before",
+                exercise.number
+            );
         }
     }
 }

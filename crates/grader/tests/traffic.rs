@@ -20,12 +20,17 @@ fn report7(changes: &[(&str, Option<String>)]) -> ExerciseReport {
             None => files.remove(&path),
         };
     }
-    grader().grade_all(&submission(files)).into_iter().find(|r| r.exercise == 7).expect("exercise 7 is graded")
+    grader()
+        .grade_all(&submission(files))
+        .into_iter()
+        .find(|r| r.exercise == 7)
+        .expect("exercise 7 is graded")
 }
 
 /// [`report7`] with replaced files only, rendered for the terminal.
 fn grade7(changes: &[(&str, String)]) -> String {
-    let changes: Vec<(&str, Option<String>)> = changes.iter().map(|(k, v)| (*k, Some(v.clone()))).collect();
+    let changes: Vec<(&str, Option<String>)> =
+        changes.iter().map(|(k, v)| (*k, Some(v.clone()))).collect();
     render::terminal(&report7(&changes), false)
 }
 
@@ -39,7 +44,11 @@ fn answers(target: &str, knee: &str, at_rate: (&str, &str), at_double: (&str, &s
 #[test]
 fn the_verdict_is_read_from_the_interval() {
     assert_eq!(Verdict::of([150.0, 230.0], 500.0), Verdict::Holds);
-    assert_eq!(Verdict::of([450.0, 500.0], 500.0), Verdict::Holds, "an interval ending on the target meets it");
+    assert_eq!(
+        Verdict::of([450.0, 500.0], 500.0),
+        Verdict::Holds,
+        "an interval ending on the target meets it"
+    );
     assert_eq!(Verdict::of([501.0, 900.0], 500.0), Verdict::Fails);
     assert_eq!(Verdict::of([420.0, 610.0], 500.0), Verdict::CannotTell);
 }
@@ -59,7 +68,14 @@ fn right_answers_in_other_words_are_read_and_lists_are_not() {
     ] {
         assert_eq!(Verdict::from_answer(text), Some(verdict), "{text:?}");
     }
-    for text in ["yes no cannot tell", "yes or no", "maybe", "holds, probably not", "not yes", ""] {
+    for text in [
+        "yes no cannot tell",
+        "yes or no",
+        "maybe",
+        "holds, probably not",
+        "not yes",
+        "",
+    ] {
         assert_eq!(Verdict::from_answer(text), None, "{text:?} is no answer");
     }
 }
@@ -74,16 +90,33 @@ fn a_straddling_p90_is_cannot_tell_and_the_point_estimate_alone_is_wrong() {
     // P90 495 ms is under the 500 ms target, but its interval reaches 640: this sample cannot tell.
     let straddling = ex7_run_json(495.0, (380.0, 640.0));
     let point_read = answers("500", "5.2", ("180", "yes"), ("495", "yes"));
-    insta::assert_snapshot!("straddle_read_as_yes", grade7(&[("results/rate-2x/bench.json", straddling.clone()), ("answers.toml", point_read)]));
-    let right = answers("500", "5.2", ("180", "yes"), ("495", "cannot tell at this sample size"));
-    let report = report7(&[("results/rate-2x/bench.json", Some(straddling)), ("answers.toml", Some(right))]);
+    insta::assert_snapshot!(
+        "straddle_read_as_yes",
+        grade7(&[
+            ("results/rate-2x/bench.json", straddling.clone()),
+            ("answers.toml", point_read)
+        ])
+    );
+    let right = answers(
+        "500",
+        "5.2",
+        ("180", "yes"),
+        ("495", "cannot tell at this sample size"),
+    );
+    let report = report7(&[
+        ("results/rate-2x/bench.json", Some(straddling)),
+        ("answers.toml", Some(right)),
+    ]);
     assert!(report.passed, "{}", render::terminal(&report, false));
 }
 
 #[test]
 fn a_keyword_list_and_a_wrong_verdict_fail_with_the_figures() {
     let listed = answers("500", "5.2", ("180", "yes no cannot tell"), ("900", "yes"));
-    insta::assert_snapshot!("keyword_list_and_wrong_verdict", grade7(&[("answers.toml", listed)]));
+    insta::assert_snapshot!(
+        "keyword_list_and_wrong_verdict",
+        grade7(&[("answers.toml", listed)])
+    );
 }
 
 #[test]
@@ -92,15 +125,31 @@ fn the_learner_cannot_choose_the_target() {
     // target, and a calibration run against it, are both refused.
     let lenient = answers("1000", "9.8", ("180", "yes"), ("900", "yes"));
     let sweep = ex7_sweep_json(1000.0, serde_json::json!({"at": 9.8}), Some((8.9, 10.6)));
-    insta::assert_snapshot!("own_target", grade7(&[("answers.toml", lenient), ("results/sweep/bench.json", sweep)]));
+    insta::assert_snapshot!(
+        "own_target",
+        grade7(&[
+            ("answers.toml", lenient),
+            ("results/sweep/bench.json", sweep)
+        ])
+    );
 }
 
 #[test]
 fn a_knee_beyond_the_sweep_or_a_missing_calibration_cannot_be_checked() {
-    let beyond = ex7_sweep_json(500.0, serde_json::json!({"above": 32.0}), Some((32.0, 32.0)));
+    let beyond = ex7_sweep_json(
+        500.0,
+        serde_json::json!({"above": 32.0}),
+        Some((32.0, 32.0)),
+    );
     let report = grade7(&[("results/sweep/bench.json", beyond)]);
-    assert!(report.contains("held at every rate up to 32 req/s"), "{report}");
+    assert!(
+        report.contains("held at every rate up to 32 req/s"),
+        "{report}"
+    );
     let missing = report7(&[("results/sweep/bench.json", None)]);
     let shown = render::terminal(&missing, false);
-    assert!(!missing.passed && shown.contains("results/sweep/bench.json"), "{shown}");
+    assert!(
+        !missing.passed && shown.contains("results/sweep/bench.json"),
+        "{shown}"
+    );
 }

@@ -10,7 +10,10 @@ use engine::cpu::KernelPath;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let model_arg = args.first().map(String::as_str).unwrap_or("synthetic-smollm2-135m");
+    let model_arg = args
+        .first()
+        .map(String::as_str)
+        .unwrap_or("synthetic-smollm2-135m");
     let dtype = match args.get(1).map(String::as_str).unwrap_or("f32") {
         "f32" => DType::F32,
         "bf16" => DType::BF16,
@@ -18,15 +21,27 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         other => return Err(format!("dtype {other}: use f32, bf16 or f16").into()),
     };
     let repeats: usize = args.get(2).map(|r| r.parse()).transpose()?.unwrap_or(15);
-    let dir = match model_arg.strip_prefix("synthetic-").and_then(|n| llama::synthetic::SHAPES.iter().find(|s| s.name == n)) {
+    let dir = match model_arg
+        .strip_prefix("synthetic-")
+        .and_then(|n| llama::synthetic::SHAPES.iter().find(|s| s.name == n))
+    {
         Some(shape) => shape.cached()?,
         None => model_arg.into(),
     };
     let model = llama::weights::load(&dir, &Device::Cpu, dtype, KernelPath::resolve(None)?)?;
-    eprintln!("{} ({dtype:?}, {} threads, kernels {})", dir.display(), candle_core::utils::get_num_threads(), engine::CausalLm::kernels(&model));
-    let results = engine::model_cases::run_model_cases(&model, 3, repeats, |case| eprintln!("  {case}"))?;
+    eprintln!(
+        "{} ({dtype:?}, {} threads, kernels {})",
+        dir.display(),
+        candle_core::utils::get_num_threads(),
+        engine::CausalLm::kernels(&model)
+    );
+    let results =
+        engine::model_cases::run_model_cases(&model, 3, repeats, |case| eprintln!("  {case}"))?;
     for r in &results {
-        println!("{:<18} median {:>9.2} ms  min {:>9.2}  max {:>9.2}", r.name, r.median_ms, r.min_ms, r.max_ms);
+        println!(
+            "{:<18} median {:>9.2} ms  min {:>9.2}  max {:>9.2}",
+            r.name, r.median_ms, r.min_ms, r.max_ms
+        );
     }
     println!("{}", serde_json::to_string(&results)?);
     Ok(())

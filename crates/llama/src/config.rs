@@ -25,20 +25,43 @@ pub enum Family {
 
 impl Family {
     /// Every variant, with the `model_type` that selects it.
-    pub const ALL: [(Family, &'static str); 4] = [(Family::Llama, "llama"), (Family::Mistral, "mistral"), (Family::Qwen2, "qwen2"), (Family::Qwen3, "qwen3")];
+    pub const ALL: [(Family, &'static str); 4] = [
+        (Family::Llama, "llama"),
+        (Family::Mistral, "mistral"),
+        (Family::Qwen2, "qwen2"),
+        (Family::Qwen3, "qwen3"),
+    ];
 
     pub fn model_type(self) -> &'static str {
-        Family::ALL.iter().find(|(f, _)| *f == self).map(|(_, name)| *name).unwrap_or("llama")
+        Family::ALL
+            .iter()
+            .find(|(f, _)| *f == self)
+            .map(|(_, name)| *name)
+            .unwrap_or("llama")
     }
 
     fn from_model_type(name: &str) -> Option<Family> {
-        Family::ALL.iter().find(|(_, n)| *n == name).map(|(f, _)| *f)
+        Family::ALL
+            .iter()
+            .find(|(_, n)| *n == name)
+            .map(|(f, _)| *f)
     }
 
     /// From a transformers class name: `LlamaForCausalLM`, `Qwen2ForCausalLM`, ...
     fn from_architecture(arch: &str) -> Option<Family> {
-        let prefix = [("Llama", Family::Llama), ("Mistral", Family::Mistral), ("Qwen2", Family::Qwen2), ("Qwen3", Family::Qwen3)];
-        prefix.iter().find(|(p, _)| arch.strip_prefix(p).is_some_and(|rest| rest == "ForCausalLM")).map(|(_, f)| *f)
+        let prefix = [
+            ("Llama", Family::Llama),
+            ("Mistral", Family::Mistral),
+            ("Qwen2", Family::Qwen2),
+            ("Qwen3", Family::Qwen3),
+        ];
+        prefix
+            .iter()
+            .find(|(p, _)| {
+                arch.strip_prefix(p)
+                    .is_some_and(|rest| rest == "ForCausalLM")
+            })
+            .map(|(_, f)| *f)
     }
 }
 
@@ -48,10 +71,17 @@ impl Family {
 pub enum RopeScaling {
     None,
     /// Every position divided by `factor`.
-    Linear { factor: f64 },
+    Linear {
+        factor: f64,
+    },
     /// Llama 3.1's: long wavelengths slowed by `factor`, short ones kept, the band between
     /// blended.
-    Llama3 { factor: f64, low_freq_factor: f64, high_freq_factor: f64, original_max_position_embeddings: f64 },
+    Llama3 {
+        factor: f64,
+        low_freq_factor: f64,
+        high_freq_factor: f64,
+        original_max_position_embeddings: f64,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -117,18 +147,28 @@ fn default_eps() -> f64 {
 /// some other way (exercise 8's second tier).
 pub fn family_of_file(path: &Path) -> Result<Option<Family>> {
     let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-    let raw: serde_json::Value = serde_json::from_str(&text).map_err(|e| Error::Config { path: path.to_owned(), message: e.to_string() })?;
+    let raw: serde_json::Value = serde_json::from_str(&text).map_err(|e| Error::Config {
+        path: path.to_owned(),
+        message: e.to_string(),
+    })?;
     if let Some(name) = raw.get("model_type").and_then(|v| v.as_str()) {
         return Ok(Family::from_model_type(name));
     }
-    let arch = raw.get("architectures").and_then(|a| a.get(0)).and_then(|a| a.as_str()).unwrap_or("");
+    let arch = raw
+        .get("architectures")
+        .and_then(|a| a.get(0))
+        .and_then(|a| a.as_str())
+        .unwrap_or("");
     Ok(Family::from_architecture(arch))
 }
 
 impl Config {
     pub fn from_file(path: &Path) -> Result<Self> {
         let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-        Self::from_json(&text).map_err(|message| Error::Config { path: path.to_owned(), message })
+        Self::from_json(&text).map_err(|message| Error::Config {
+            path: path.to_owned(),
+            message,
+        })
     }
 
     /// The config of a `config.json`'s text; an error says which field is missing or which
@@ -137,15 +177,22 @@ impl Config {
         let raw: Raw = serde_json::from_str(text).map_err(|e| e.to_string())?;
         let family = family_of(&raw)?;
         if let Some(act) = raw.hidden_act.as_deref().filter(|a| *a != "silu") {
-            return Err(format!("hidden_act \"{act}\" is not supported: the Llama family's MLP is gated by silu"));
+            return Err(format!(
+                "hidden_act \"{act}\" is not supported: the Llama family's MLP is gated by silu"
+            ));
         }
         if raw.mlp_bias {
-            return Err("mlp_bias: true is not supported (no Llama-family checkpoint on the Hub uses it)".into());
+            return Err(
+                "mlp_bias: true is not supported (no Llama-family checkpoint on the Hub uses it)"
+                    .into(),
+            );
         }
         let heads = raw.num_attention_heads;
         let kv_heads = raw.num_key_value_heads.unwrap_or(heads);
         if heads == 0 || kv_heads == 0 || heads % kv_heads != 0 {
-            return Err(format!("num_attention_heads {heads} must be a multiple of num_key_value_heads {kv_heads}"));
+            return Err(format!(
+                "num_attention_heads {heads} must be a multiple of num_key_value_heads {kv_heads}"
+            ));
         }
         let head_dim = match raw.head_dim {
             Some(d) => d,
@@ -153,7 +200,9 @@ impl Config {
             None => return Err(format!("hidden_size {} is not a multiple of num_attention_heads {heads}, and no head_dim is given", raw.hidden_size)),
         };
         if head_dim % 2 != 0 {
-            return Err(format!("head_dim {head_dim} is odd: rotary embeddings rotate pairs of values"));
+            return Err(format!(
+                "head_dim {head_dim} is odd: rotary embeddings rotate pairs of values"
+            ));
         }
         // Qwen2 and Qwen3 write a sliding_window they only use with use_sliding_window.
         let window = match family {
@@ -170,7 +219,9 @@ impl Config {
             num_attention_heads: heads,
             num_key_value_heads: kv_heads,
             head_dim,
-            max_positions: window.map_or(raw.max_position_embeddings, |w| w.min(raw.max_position_embeddings)),
+            max_positions: window.map_or(raw.max_position_embeddings, |w| {
+                w.min(raw.max_position_embeddings)
+            }),
             rms_norm_eps: raw.rms_norm_eps,
             rope_theta,
             rope_scaling,
@@ -193,31 +244,62 @@ impl Config {
     /// Parameters, counting a tied head once.
     pub fn parameters(&self) -> usize {
         let (h, d) = (self.hidden_size, self.head_dim);
-        let attention = h * self.qkv_width() + self.num_attention_heads * d * h + if self.qkv_bias { self.qkv_width() } else { 0 } + if self.qk_norm { 2 * d } else { 0 };
+        let attention = h * self.qkv_width()
+            + self.num_attention_heads * d * h
+            + if self.qkv_bias { self.qkv_width() } else { 0 }
+            + if self.qk_norm { 2 * d } else { 0 };
         let mlp = 3 * h * self.intermediate_size;
-        let head = if self.tie_word_embeddings { 0 } else { self.vocab_size * h };
+        let head = if self.tie_word_embeddings {
+            0
+        } else {
+            self.vocab_size * h
+        };
         self.vocab_size * h + self.num_hidden_layers * (attention + mlp + 2 * h) + h + head
     }
 }
 
 /// The variant: `model_type`, else the architecture's name (`LlamaForCausalLM`, …).
 fn family_of(raw: &Raw) -> std::result::Result<Family, String> {
-    let supported = Family::ALL.iter().map(|(_, n)| *n).collect::<Vec<_>>().join(", ");
+    let supported = Family::ALL
+        .iter()
+        .map(|(_, n)| *n)
+        .collect::<Vec<_>>()
+        .join(", ");
     if let Some(name) = &raw.model_type {
-        return Family::from_model_type(name).ok_or_else(|| format!("model_type \"{name}\" is not in the Llama family this engine runs ({supported})"));
+        return Family::from_model_type(name).ok_or_else(|| {
+            format!(
+                "model_type \"{name}\" is not in the Llama family this engine runs ({supported})"
+            )
+        });
     }
     let arch = raw.architectures.first().map(String::as_str).unwrap_or("");
-    Family::from_architecture(arch).ok_or_else(|| format!("no model_type, and architectures {:?} names none of the Llama family ({supported})", raw.architectures))
+    Family::from_architecture(arch).ok_or_else(|| {
+        format!(
+            "no model_type, and architectures {:?} names none of the Llama family ({supported})",
+            raw.architectures
+        )
+    })
 }
 
 /// The rotary base and scaling, from `rope_parameters` (transformers 5) or `rope_theta` and
 /// `rope_scaling` (the Hub's older configs).
 fn rope_of(raw: &Raw) -> std::result::Result<(f64, RopeScaling), String> {
-    let params = raw.rope_parameters.as_ref().or(raw.rope_scaling.as_ref()).filter(|v| !v.is_null());
+    let params = raw
+        .rope_parameters
+        .as_ref()
+        .or(raw.rope_scaling.as_ref())
+        .filter(|v| !v.is_null());
     let number = |key: &str| params.and_then(|p| p.get(key)).and_then(|v| v.as_f64());
-    let theta = raw.rope_theta.or_else(|| number("rope_theta")).unwrap_or(10_000.0);
-    let kind = params.and_then(|p| p.get("rope_type").or_else(|| p.get("type"))).and_then(|v| v.as_str()).unwrap_or("default");
-    let need = |key: &str| number(key).ok_or_else(|| format!("rope scaling \"{kind}\" needs {key}"));
+    let theta = raw
+        .rope_theta
+        .or_else(|| number("rope_theta"))
+        .unwrap_or(10_000.0);
+    let kind = params
+        .and_then(|p| p.get("rope_type").or_else(|| p.get("type")))
+        .and_then(|v| v.as_str())
+        .unwrap_or("default");
+    let need =
+        |key: &str| number(key).ok_or_else(|| format!("rope scaling \"{kind}\" needs {key}"));
     let scaling = match kind {
         "default" => RopeScaling::None,
         "linear" => RopeScaling::Linear { factor: need("factor")? },
@@ -247,24 +329,47 @@ mod tests {
     #[test]
     fn reads_the_hubs_older_rope_fields() {
         let c = Config::from_json(LLAMA_32_1B).unwrap();
-        assert_eq!((c.family, c.n_rep(), c.head_dim, c.rope_theta), (Family::Llama, 4, 64, 500000.0));
-        assert_eq!(c.rope_scaling, RopeScaling::Llama3 { factor: 32.0, low_freq_factor: 1.0, high_freq_factor: 4.0, original_max_position_embeddings: 8192.0 });
+        assert_eq!(
+            (c.family, c.n_rep(), c.head_dim, c.rope_theta),
+            (Family::Llama, 4, 64, 500000.0)
+        );
+        assert_eq!(
+            c.rope_scaling,
+            RopeScaling::Llama3 {
+                factor: 32.0,
+                low_freq_factor: 1.0,
+                high_freq_factor: 4.0,
+                original_max_position_embeddings: 8192.0
+            }
+        );
         // 1.24 billion parameters, as its model card says.
         assert_eq!(c.parameters() / 10_000_000, 123);
     }
 
     #[test]
     fn refuses_what_it_does_not_implement_by_name() {
-        let with = |from: &str, to: &str| Config::from_json(&LLAMA_32_1B.replace(from, to)).unwrap_err();
-        assert!(with("\"model_type\":\"llama\"", "\"model_type\":\"gemma\"").contains("model_type \"gemma\" is not in the Llama family"));
-        assert!(with("\"rope_type\":\"llama3\"", "\"rope_type\":\"yarn\"").contains("rope scaling \"yarn\" is not supported"));
-        assert!(with("\"hidden_act\":\"silu\"", "\"hidden_act\":\"gelu\"").contains("hidden_act \"gelu\""));
-        assert!(with("\"num_key_value_heads\":8", "\"num_key_value_heads\":5").contains("multiple of num_key_value_heads 5"));
+        let with =
+            |from: &str, to: &str| Config::from_json(&LLAMA_32_1B.replace(from, to)).unwrap_err();
+        assert!(with("\"model_type\":\"llama\"", "\"model_type\":\"gemma\"")
+            .contains("model_type \"gemma\" is not in the Llama family"));
+        assert!(with("\"rope_type\":\"llama3\"", "\"rope_type\":\"yarn\"")
+            .contains("rope scaling \"yarn\" is not supported"));
+        assert!(with("\"hidden_act\":\"silu\"", "\"hidden_act\":\"gelu\"")
+            .contains("hidden_act \"gelu\""));
+        assert!(
+            with("\"num_key_value_heads\":8", "\"num_key_value_heads\":5")
+                .contains("multiple of num_key_value_heads 5")
+        );
     }
 
     #[test]
     fn an_architecture_name_stands_in_for_a_missing_model_type() {
-        let c = Config::from_json(&LLAMA_32_1B.replace("\"model_type\":\"llama\",", "").replace("LlamaForCausalLM", "Qwen2ForCausalLM")).unwrap();
+        let c = Config::from_json(
+            &LLAMA_32_1B
+                .replace("\"model_type\":\"llama\",", "")
+                .replace("LlamaForCausalLM", "Qwen2ForCausalLM"),
+        )
+        .unwrap();
         assert_eq!((c.family, c.qkv_bias), (Family::Qwen2, true));
     }
 }

@@ -28,7 +28,11 @@ struct RmsNorm {
 impl RmsNorm {
     fn load(vb: VarBuilder, width: usize, eps: f64, path: KernelPath) -> Result<Self> {
         let activations = path.activations(vb.device(), vb.dtype());
-        Ok(Self { weight: vb.get(width, "weight")?.to_dtype(activations)?, eps: eps as f32, path })
+        Ok(Self {
+            weight: vb.get(width, "weight")?.to_dtype(activations)?,
+            eps: eps as f32,
+            path,
+        })
     }
 
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
@@ -37,10 +41,25 @@ impl RmsNorm {
 }
 
 /// `names` (each an `nn.Linear` under `vb`) as one dense layer, their outputs side by side.
-fn fused(vb: &VarBuilder, names: &[(&str, usize)], in_dim: usize, bias: bool, path: KernelPath) -> Result<Linear> {
-    let weights = names.iter().map(|(n, out)| vb.get((*out, in_dim), &format!("{n}.weight"))).collect::<candle_core::Result<Vec<_>>>()?;
+fn fused(
+    vb: &VarBuilder,
+    names: &[(&str, usize)],
+    in_dim: usize,
+    bias: bool,
+    path: KernelPath,
+) -> Result<Linear> {
+    let weights = names
+        .iter()
+        .map(|(n, out)| vb.get((*out, in_dim), &format!("{n}.weight")))
+        .collect::<candle_core::Result<Vec<_>>>()?;
     let bias = match bias {
-        true => Some(Tensor::cat(&names.iter().map(|(n, out)| vb.get(*out, &format!("{n}.bias"))).collect::<candle_core::Result<Vec<_>>>()?, 0)?),
+        true => Some(Tensor::cat(
+            &names
+                .iter()
+                .map(|(n, out)| vb.get(*out, &format!("{n}.bias")))
+                .collect::<candle_core::Result<Vec<_>>>()?,
+            0,
+        )?),
         false => None,
     };
     Linear::from_out_in(Tensor::cat(&weights, 0)?, bias, path)
@@ -61,14 +80,40 @@ struct Attention {
 
 impl Attention {
     fn load(vb: VarBuilder, cfg: &Config, layer: usize, path: KernelPath) -> Result<Self> {
-        let (h, d, kv) = (cfg.num_attention_heads, cfg.head_dim, cfg.num_key_value_heads);
-        let qkv = fused(&vb, &[("q_proj", h * d), ("k_proj", kv * d), ("v_proj", kv * d)], cfg.hidden_size, cfg.qkv_bias, path)?;
-        let o_proj = Linear::from_out_in(vb.get((cfg.hidden_size, h * d), "o_proj.weight")?, None, path)?;
+        let (h, d, kv) = (
+            cfg.num_attention_heads,
+            cfg.head_dim,
+            cfg.num_key_value_heads,
+        );
+        let qkv = fused(
+            &vb,
+            &[("q_proj", h * d), ("k_proj", kv * d), ("v_proj", kv * d)],
+            cfg.hidden_size,
+            cfg.qkv_bias,
+            path,
+        )?;
+        let o_proj = Linear::from_out_in(
+            vb.get((cfg.hidden_size, h * d), "o_proj.weight")?,
+            None,
+            path,
+        )?;
         let qk_norm = match cfg.qk_norm {
-            true => Some((RmsNorm::load(vb.pp("q_norm"), d, cfg.rms_norm_eps, path)?, RmsNorm::load(vb.pp("k_norm"), d, cfg.rms_norm_eps, path)?)),
+            true => Some((
+                RmsNorm::load(vb.pp("q_norm"), d, cfg.rms_norm_eps, path)?,
+                RmsNorm::load(vb.pp("k_norm"), d, cfg.rms_norm_eps, path)?,
+            )),
             false => None,
         };
-        Ok(Self { qkv, o_proj, qk_norm, n_head: h, kv_heads: kv, head_dim: d, layer, path })
+        Ok(Self {
+            qkv,
+            o_proj,
+            qk_norm,
+            n_head: h,
+            kv_heads: kv,
+            head_dim: d,
+            layer,
+            path,
+        })
     }
 
     /// Causal self-attention over `x`, the pass's new tokens, each sequence against its own
@@ -76,15 +121,26 @@ impl Attention {
     fn forward(&self, x: &Tensor, rope: &Tables, pass: &mut Pass) -> Result<Tensor> {
         let (_m, p) = (profiler::module("attn"), self.path);
         let y = pass.attend(self.layer, &self.qkv.forward(x)?, |qkv, group| {
-            let (q, k, v) = ops::split_heads(qkv, group.sequences(), self.n_head, self.kv_heads, self.head_dim)?;
+            let (q, k, v) = ops::split_heads(
+                qkv,
+                group.sequences(),
+                self.n_head,
+                self.kv_heads,
+                self.head_dim,
+            )?;
             let (q, k) = match &self.qk_norm {
                 Some((q_norm, k_norm)) => (q_norm.forward(&q)?, k_norm.forward(&k)?),
                 None => (q, k),
             };
             let positions = positions(&group, q.dim(2)?);
-            let (q, k) = (ops::rope(&q, &rope.cos, &rope.sin, &positions)?, ops::rope(&k, &rope.cos, &rope.sin, &positions)?);
+            let (q, k) = (
+                ops::rope(&q, &rope.cos, &rope.sin, &positions)?,
+                ops::rope(&k, &rope.cos, &rope.sin, &positions)?,
+            );
             ops::merge_heads(&match group {
-                Group::Decode(caches) => ops::attn_decode(&q, &ops::kv_cache_each(caches, &k, &v)?, p)?,
+                Group::Decode(caches) => {
+                    ops::attn_decode(&q, &ops::kv_cache_each(caches, &k, &v)?, p)?
+                }
                 Group::Chunk(cache, mask) => {
                     let (k, v) = ops::kv_cache(cache, &k, &v)?;
                     let n_rep = self.n_head / self.kv_heads;
@@ -103,7 +159,9 @@ impl Attention {
 fn positions(group: &Group, seq: usize) -> Vec<u32> {
     match group {
         Group::Decode(caches) => caches.iter().map(|c| c.current_seq_len() as u32).collect(),
-        Group::Chunk(cache, _) => (cache.current_seq_len()..cache.current_seq_len() + seq).map(|p| p as u32).collect(),
+        Group::Chunk(cache, _) => (cache.current_seq_len()..cache.current_seq_len() + seq)
+            .map(|p| p as u32)
+            .collect(),
     }
 }
 
@@ -117,15 +175,26 @@ impl Mlp {
     fn load(vb: VarBuilder, cfg: &Config, path: KernelPath) -> Result<Self> {
         let inner = cfg.intermediate_size;
         Ok(Self {
-            gate_up: fused(&vb, &[("gate_proj", inner), ("up_proj", inner)], cfg.hidden_size, false, path)?,
-            down: Linear::from_out_in(vb.get((cfg.hidden_size, inner), "down_proj.weight")?, None, path)?,
+            gate_up: fused(
+                &vb,
+                &[("gate_proj", inner), ("up_proj", inner)],
+                cfg.hidden_size,
+                false,
+                path,
+            )?,
+            down: Linear::from_out_in(
+                vb.get((cfg.hidden_size, inner), "down_proj.weight")?,
+                None,
+                path,
+            )?,
             path,
         })
     }
 
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
         let _m = profiler::module("mlp");
-        self.down.matmul(&ops::silu_mul(&self.gate_up.matmul(x)?, self.path)?)
+        self.down
+            .matmul(&ops::silu_mul(&self.gate_up.matmul(x)?, self.path)?)
     }
 }
 
@@ -143,7 +212,12 @@ impl Block {
         Ok(Self {
             input_layernorm: RmsNorm::load(vb.pp("input_layernorm"), cfg.hidden_size, eps, path)?,
             attn: Attention::load(vb.pp("self_attn"), cfg, layer, path)?,
-            post_attention_layernorm: RmsNorm::load(vb.pp("post_attention_layernorm"), cfg.hidden_size, eps, path)?,
+            post_attention_layernorm: RmsNorm::load(
+                vb.pp("post_attention_layernorm"),
+                cfg.hidden_size,
+                eps,
+                path,
+            )?,
             mlp: Mlp::load(vb.pp("mlp"), cfg, path)?,
             path,
         })
@@ -151,8 +225,18 @@ impl Block {
 
     fn forward(&self, x: &Tensor, rope: &Tables, pass: &mut Pass) -> Result<Tensor> {
         let _m = profiler::module("block");
-        let x = ops::residual_add(self.attn.forward(&self.input_layernorm.forward(x)?, rope, pass)?, x, self.path)?;
-        ops::residual_add(self.mlp.forward(&self.post_attention_layernorm.forward(&x)?)?, &x, self.path)
+        let x = ops::residual_add(
+            self.attn
+                .forward(&self.input_layernorm.forward(x)?, rope, pass)?,
+            x,
+            self.path,
+        )?;
+        ops::residual_add(
+            self.mlp
+                .forward(&self.post_attention_layernorm.forward(&x)?)?,
+            &x,
+            self.path,
+        )
     }
 }
 
@@ -188,7 +272,16 @@ impl Model {
         };
         let lm_head = Linear::head(head, path)?;
         let rope = Tables::new(cfg, activations, vb.device())?;
-        Ok(Self { embed_tokens: embed.to_dtype(activations)?, blocks, norm, lm_head, rope, cfg: cfg.clone(), path, weights: vb.dtype() })
+        Ok(Self {
+            embed_tokens: embed.to_dtype(activations)?,
+            blocks,
+            norm,
+            lm_head,
+            rope,
+            cfg: cfg.clone(),
+            path,
+            weights: vb.dtype(),
+        })
     }
 
     pub fn config(&self) -> &Config {
@@ -207,7 +300,13 @@ impl CausalLm for Model {
     fn forward(&self, segments: &mut [Segment<'_>]) -> Result<Tensor> {
         engine::pass::check_input(segments, self.cfg.vocab_size, self.cfg.max_positions)?;
         let mut pass = Pass::new(segments, self.device())?;
-        let mut x = ops::embedding(&self.embed_tokens, None, pass.ids(), pass.positions(), &pass.shape())?;
+        let mut x = ops::embedding(
+            &self.embed_tokens,
+            None,
+            pass.ids(),
+            pass.positions(),
+            &pass.shape(),
+        )?;
         for block in &self.blocks {
             x = block.forward(&x, &self.rope, &mut pass)?;
         }

@@ -20,11 +20,18 @@ pub struct Tables {
 /// The model's frequencies, in f32 as transformers computes them.
 pub fn inverse_frequencies(cfg: &Config) -> Vec<f32> {
     let d = cfg.head_dim;
-    let base: Vec<f64> = (0..d / 2).map(|i| 1.0 / cfg.rope_theta.powf((2 * i) as f64 / d as f64)).collect();
+    let base: Vec<f64> = (0..d / 2)
+        .map(|i| 1.0 / cfg.rope_theta.powf((2 * i) as f64 / d as f64))
+        .collect();
     match cfg.rope_scaling {
         RopeScaling::None => base.iter().map(|&f| f as f32).collect(),
         RopeScaling::Linear { factor } => base.iter().map(|&f| (f / factor) as f32).collect(),
-        RopeScaling::Llama3 { factor, low_freq_factor, high_freq_factor, original_max_position_embeddings: original } => base
+        RopeScaling::Llama3 {
+            factor,
+            low_freq_factor,
+            high_freq_factor,
+            original_max_position_embeddings: original,
+        } => base
             .iter()
             .map(|&f| {
                 let wavelength = 2.0 * std::f64::consts::PI / f;
@@ -33,7 +40,8 @@ pub fn inverse_frequencies(cfg: &Config) -> Vec<f32> {
                 } else if wavelength > original / low_freq_factor {
                     f / factor
                 } else {
-                    let smooth = (original / wavelength - low_freq_factor) / (high_freq_factor - low_freq_factor);
+                    let smooth = (original / wavelength - low_freq_factor)
+                        / (high_freq_factor - low_freq_factor);
                     (1.0 - smooth) * f / factor + smooth * f
                 }
             })
@@ -48,11 +56,16 @@ impl Tables {
         let inv = inverse_frequencies(cfg);
         let half = inv.len();
         // The angle in f32, as transformers multiplies it, then its cosine and sine.
-        let angles: Vec<f32> = (0..cfg.max_positions).flat_map(|p| inv.iter().map(move |&f| p as f32 * f)).collect();
+        let angles: Vec<f32> = (0..cfg.max_positions)
+            .flat_map(|p| inv.iter().map(move |&f| p as f32 * f))
+            .collect();
         let table = |f: fn(f32) -> f32| -> Result<Tensor> {
             let values: Vec<f32> = angles.iter().map(|&a| f(a)).collect();
             Ok(Tensor::from_vec(values, (cfg.max_positions, half), device)?.to_dtype(dtype)?)
         };
-        Ok(Tables { cos: table(f32::cos)?, sin: table(f32::sin)? })
+        Ok(Tables {
+            cos: table(f32::cos)?,
+            sin: table(f32::sin)?,
+        })
     }
 }

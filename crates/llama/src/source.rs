@@ -42,10 +42,20 @@ impl Source {
             return Ok(Source::Dir(path.to_owned()));
         }
         if let Some(name) = arg.strip_prefix("synthetic-") {
-            return SHAPES.iter().find(|s| s.name == name).map(|s| Source::Synthetic(*s)).ok_or_else(|| {
-                let names: Vec<String> = SHAPES.iter().map(|s| format!("synthetic-{}", s.name)).collect();
-                Error::Input(format!("--model {arg}: no such synthetic checkpoint; there are {}", names.join(", ")))
-            });
+            return SHAPES
+                .iter()
+                .find(|s| s.name == name)
+                .map(|s| Source::Synthetic(*s))
+                .ok_or_else(|| {
+                    let names: Vec<String> = SHAPES
+                        .iter()
+                        .map(|s| format!("synthetic-{}", s.name))
+                        .collect();
+                    Error::Input(format!(
+                        "--model {arg}: no such synthetic checkpoint; there are {}",
+                        names.join(", ")
+                    ))
+                });
         }
         if arg.ends_with(".gguf") {
             return Err(Error::Input(format!(
@@ -54,7 +64,12 @@ impl Source {
             )));
         }
         let parts: Vec<&str> = arg.split('/').collect();
-        if parts.len() == 2 && parts.iter().all(|p| !p.is_empty() && !p.contains(char::is_whitespace)) && !arg.starts_with('.') {
+        if parts.len() == 2
+            && parts
+                .iter()
+                .all(|p| !p.is_empty() && !p.contains(char::is_whitespace))
+            && !arg.starts_with('.')
+        {
             return Ok(Source::Hub(arg.to_string()));
         }
         Err(Error::Input(format!(
@@ -97,7 +112,11 @@ pub fn resolve(source: &Source, dtype: DType, notice: &mut dyn FnMut(&str)) -> R
 fn synthetic(shape: &Shape, dtype: DType) -> Result<Checkpoint> {
     let cfg = Config::from_json(&shape.config_json().to_string()).map_err(Error::Input)?;
     fits_in_memory(&cfg, dtype, &format!("synthetic-{}", shape.name))?;
-    Ok(Checkpoint { dir: shape.cached()?, name: format!("synthetic-{}", shape.name), synthetic: true })
+    Ok(Checkpoint {
+        dir: shape.cached()?,
+        name: format!("synthetic-{}", shape.name),
+        synthetic: true,
+    })
 }
 
 enum HubError {
@@ -113,10 +132,17 @@ enum HubError {
 fn from_hub(repo: &str, dtype: DType) -> std::result::Result<PathBuf, HubError> {
     let hub_repo = Repo::new(repo.to_string(), RepoType::Model);
     let cache = hf_hub::Cache::from_env().repo(hub_repo.clone());
-    let offline = std::env::var("HF_HUB_OFFLINE").is_ok_and(|v| matches!(v.as_str(), "1" | "true" | "TRUE" | "yes"));
+    let offline = std::env::var("HF_HUB_OFFLINE")
+        .is_ok_and(|v| matches!(v.as_str(), "1" | "true" | "TRUE" | "yes"));
     let api = match offline {
         true => None,
-        false => Some(hf_hub::api::sync::ApiBuilder::from_env().with_progress(true).build().map_err(|e| HubError::Unreachable(e.to_string()))?.repo(hub_repo)),
+        false => Some(
+            hf_hub::api::sync::ApiBuilder::from_env()
+                .with_progress(true)
+                .build()
+                .map_err(|e| HubError::Unreachable(e.to_string()))?
+                .repo(hub_repo),
+        ),
     };
     let get = |file: &str| -> std::result::Result<PathBuf, String> {
         if let Some(path) = cache.get(file) {
@@ -130,19 +156,29 @@ fn from_hub(repo: &str, dtype: DType) -> std::result::Result<PathBuf, HubError> 
     let config_path = get("config.json").map_err(HubError::Unreachable)?;
     check_config_memory(&config_path, dtype, repo).map_err(HubError::Refused)?;
     if get("model.safetensors").is_err() {
-        let index = get("model.safetensors.index.json").map_err(|why| HubError::Unreachable(format!("no model.safetensors nor an index of shards: {why}")))?;
+        let index = get("model.safetensors.index.json").map_err(|why| {
+            HubError::Unreachable(format!(
+                "no model.safetensors nor an index of shards: {why}"
+            ))
+        })?;
         for shard in engine::checkpoint::shard_names(&index).map_err(HubError::Refused)? {
             get(&shard).map_err(|why| HubError::Unreachable(format!("{shard}: {why}")))?;
         }
     }
-    Ok(config_path.parent().map(Path::to_path_buf).unwrap_or_default())
+    Ok(config_path
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default())
 }
 
 /// A directory's checkpoint against this machine's free memory, from its config.json.
 fn check_memory(dir: &Path, dtype: DType) -> Result<()> {
     let config = dir.join("config.json");
     if !config.is_file() {
-        return Err(Error::Weights { path: config, message: "missing: a checkpoint directory needs config.json".into() });
+        return Err(Error::Weights {
+            path: config,
+            message: "missing: a checkpoint directory needs config.json".into(),
+        });
     }
     check_config_memory(&config, dtype, &dir.display().to_string())
 }
@@ -166,7 +202,15 @@ pub fn fits_in_memory(cfg: &Config, dtype: DType, name: &str) -> Result<()> {
 /// The bytes a model of `cfg` needs while loading in `dtype`, and what that figure is.
 fn need(cfg: &Config, dtype: DType) -> (u64, String) {
     let size = cfg.parameters() as u64 * dtype.size_in_bytes() as u64;
-    (2 * size, format!("has {:.2} billion parameters: {} in {}", cfg.parameters() as f64 / 1e9, engine::memory::gib(size), dtype.as_str()))
+    (
+        2 * size,
+        format!(
+            "has {:.2} billion parameters: {} in {}",
+            cfg.parameters() as f64 / 1e9,
+            engine::memory::gib(size),
+            dtype.as_str()
+        ),
+    )
 }
 
 #[cfg(test)]
@@ -175,11 +219,26 @@ mod tests {
 
     #[test]
     fn model_values_parse_to_their_source() {
-        assert_eq!(Source::parse("HuggingFaceTB/SmolLM2-135M").unwrap(), Source::Hub("HuggingFaceTB/SmolLM2-135M".into()));
-        assert_eq!(Source::parse("synthetic-smollm2-135m").unwrap(), Source::Synthetic(SMOLLM2_135M));
-        assert!(Source::parse("synthetic-gpt5").unwrap_err().to_string().contains("synthetic-smollm2-135m"));
-        assert!(Source::parse("model.Q8_0.gguf").unwrap_err().to_string().contains("GGUF"));
-        assert!(Source::parse("no such folder").unwrap_err().to_string().contains("not a directory, a Hub repository id"));
+        assert_eq!(
+            Source::parse("HuggingFaceTB/SmolLM2-135M").unwrap(),
+            Source::Hub("HuggingFaceTB/SmolLM2-135M".into())
+        );
+        assert_eq!(
+            Source::parse("synthetic-smollm2-135m").unwrap(),
+            Source::Synthetic(SMOLLM2_135M)
+        );
+        assert!(Source::parse("synthetic-gpt5")
+            .unwrap_err()
+            .to_string()
+            .contains("synthetic-smollm2-135m"));
+        assert!(Source::parse("model.Q8_0.gguf")
+            .unwrap_err()
+            .to_string()
+            .contains("GGUF"));
+        assert!(Source::parse("no such folder")
+            .unwrap_err()
+            .to_string()
+            .contains("not a directory, a Hub repository id"));
     }
 
     #[test]
@@ -191,7 +250,12 @@ mod tests {
             engine::memory::fits("m", needed, &detail, free)
         };
         let e = fits(DType::F32, 800 << 20).unwrap_err().to_string();
-        assert!(e.contains("m has 0.13 billion parameters: 0.5 GiB in f32: about 1.0 GiB while loading") && e.contains("0.8 GiB free"), "{e}");
+        assert!(
+            e.contains(
+                "m has 0.13 billion parameters: 0.5 GiB in f32: about 1.0 GiB while loading"
+            ) && e.contains("0.8 GiB free"),
+            "{e}"
+        );
         assert!(fits(DType::BF16, 800 << 20).is_ok());
         assert!(fits(DType::F32, 2 << 30).is_ok());
     }

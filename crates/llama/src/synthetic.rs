@@ -31,11 +31,30 @@ pub struct Shape {
 
 /// `HuggingFaceTB/SmolLM2-135M`'s shapes: 30 layers 576 wide, 9 query heads over 3 key/value
 /// heads, a 49152-token vocabulary and a tied head (134.5 million parameters).
-pub const SMOLLM2_135M: Shape =
-    Shape { name: "smollm2-135m", vocab_size: 49152, hidden_size: 576, intermediate_size: 1536, layers: 30, heads: 9, kv_heads: 3, max_positions: 8192, rope_theta: 100000.0 };
+pub const SMOLLM2_135M: Shape = Shape {
+    name: "smollm2-135m",
+    vocab_size: 49152,
+    hidden_size: 576,
+    intermediate_size: 1536,
+    layers: 30,
+    heads: 9,
+    kv_heads: 3,
+    max_positions: 8192,
+    rope_theta: 100000.0,
+};
 
 /// A small one for tests: 2 layers 64 wide, grouped-query.
-pub const TINY: Shape = Shape { name: "llama-tiny", vocab_size: 512, hidden_size: 64, intermediate_size: 160, layers: 2, heads: 4, kv_heads: 2, max_positions: 256, rope_theta: 10000.0 };
+pub const TINY: Shape = Shape {
+    name: "llama-tiny",
+    vocab_size: 512,
+    hidden_size: 64,
+    intermediate_size: 160,
+    layers: 2,
+    heads: 4,
+    kv_heads: 2,
+    max_positions: 256,
+    rope_theta: 10000.0,
+};
 
 /// The shapes `--model synthetic-NAME` names.
 pub const SHAPES: [Shape; 2] = [SMOLLM2_135M, TINY];
@@ -69,13 +88,18 @@ impl Shape {
         let mut rng = rand::rngs::StdRng::seed_from_u64(SEED);
         let half_width = 0.02 * 3f32.sqrt();
         let mut random = |dims: &[usize]| -> Result<Tensor> {
-            let data: Vec<f32> = (0..dims.iter().product()).map(|_| rng.random_range(-half_width..half_width)).collect();
+            let data: Vec<f32> = (0..dims.iter().product())
+                .map(|_| rng.random_range(-half_width..half_width))
+                .collect();
             Ok(Tensor::from_vec(data, dims, &Device::Cpu)?)
         };
         let ones = |n: usize| Tensor::ones(n, DType::F32, &Device::Cpu);
         let (h, d) = (self.hidden_size, self.hidden_size / self.heads);
         let mut w = HashMap::new();
-        w.insert("model.embed_tokens.weight".to_string(), random(&[self.vocab_size, h])?);
+        w.insert(
+            "model.embed_tokens.weight".to_string(),
+            random(&[self.vocab_size, h])?,
+        );
         for i in 0..self.layers {
             let p = |s: &str| format!("model.layers.{i}.{s}");
             let projections = [
@@ -101,10 +125,14 @@ impl Shape {
     pub fn write(&self, dir: &Path) -> Result<()> {
         engine::write_dir_atomically(dir, |tmp| {
             let config = tmp.join("config.json");
-            let json = serde_json::to_string_pretty(&self.config_json()).map_err(|e| Error::Input(e.to_string()))?;
+            let json = serde_json::to_string_pretty(&self.config_json())
+                .map_err(|e| Error::Input(e.to_string()))?;
             std::fs::write(&config, json).map_err(|e| Error::io(&config, e))?;
             let weights = tmp.join("model.safetensors");
-            candle_core::safetensors::save(&self.weights()?, &weights).map_err(|e| Error::Weights { path: weights.clone(), message: e.to_string() })
+            candle_core::safetensors::save(&self.weights()?, &weights).map_err(|e| Error::Weights {
+                path: weights.clone(),
+                message: e.to_string(),
+            })
         })
     }
 

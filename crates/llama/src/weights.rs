@@ -16,12 +16,18 @@ use crate::model::Model;
 pub fn load(dir: &Path, device: &Device, dtype: DType, kernels: KernelPath) -> Result<Model> {
     let config_path = dir.join("config.json");
     if !config_path.is_file() {
-        return Err(Error::Weights { path: config_path, message: "missing: a checkpoint directory needs config.json".into() });
+        return Err(Error::Weights {
+            path: config_path,
+            message: "missing: a checkpoint directory needs config.json".into(),
+        });
     }
     let cfg = Config::from_file(&config_path)?;
     let files = engine::checkpoint::safetensors_files(dir)?;
     let shown = files[0].clone();
-    let bad = |e: candle_core::Error| Error::Weights { path: shown.clone(), message: engine::error::weights_message(&e, "Llama-family") };
+    let bad = |e: candle_core::Error| Error::Weights {
+        path: shown.clone(),
+        message: engine::error::weights_message(&e, "Llama-family"),
+    };
     // SAFETY: the files are mapped read-only; like every safetensors loader we assume no one
     // truncates them while the model is being built (the tensors are copied out of the map).
     let vb = unsafe { VarBuilder::from_mmaped_safetensors(&files, dtype, device) }.map_err(bad)?;

@@ -7,8 +7,8 @@ use std::path::PathBuf;
 
 use candle_core::{DType, Device, IndexOp};
 use engine::cpu::KernelPath;
-use engine::{Logits, Segment};
 use engine::CausalLm;
+use engine::{Logits, Segment};
 use llama::{Family, Model};
 
 /// The bound GPT-2's parity tests hold to.
@@ -21,7 +21,10 @@ fn fixtures() -> PathBuf {
 }
 
 fn on_each_path(mut check: impl FnMut(KernelPath)) {
-    let paths = match std::env::var("GPT2_CPU_KERNELS").ok().map(|v| KernelPath::parse(&v)) {
+    let paths = match std::env::var("GPT2_CPU_KERNELS")
+        .ok()
+        .map(|v| KernelPath::parse(&v))
+    {
         Some(Ok(Some(path))) => vec![path],
         _ => KernelPath::supported(),
     };
@@ -31,7 +34,13 @@ fn on_each_path(mut check: impl FnMut(KernelPath)) {
 }
 
 fn model(variant: &str, path: KernelPath) -> Model {
-    llama::weights::load(&fixtures().join(format!("tiny-{variant}")), &Device::Cpu, DType::F32, path).unwrap_or_else(|e| panic!("{variant}: {e}"))
+    llama::weights::load(
+        &fixtures().join(format!("tiny-{variant}")),
+        &Device::Cpu,
+        DType::F32,
+        path,
+    )
+    .unwrap_or_else(|e| panic!("{variant}: {e}"))
 }
 
 struct Reference {
@@ -41,13 +50,20 @@ struct Reference {
 
 fn reference(variant: &str) -> Reference {
     let path = fixtures().join(format!("tiny-{variant}-reference.json"));
-    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    Reference { ids: serde_json::from_value(json["ids"][0].clone()).unwrap(), logits: serde_json::from_value(json["logits"].clone()).unwrap() }
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    Reference {
+        ids: serde_json::from_value(json["ids"][0].clone()).unwrap(),
+        logits: serde_json::from_value(json["logits"].clone()).unwrap(),
+    }
 }
 
 fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
     assert_eq!(a.len(), b.len());
-    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f32::max)
 }
 
 fn row(t: &candle_core::Tensor, i: usize) -> Vec<f32> {
@@ -56,9 +72,17 @@ fn row(t: &candle_core::Tensor, i: usize) -> Vec<f32> {
 
 #[test]
 fn every_variant_reads_as_its_family() {
-    let expected = [Family::Llama, Family::Llama, Family::Llama, Family::Mistral, Family::Qwen2, Family::Qwen3];
+    let expected = [
+        Family::Llama,
+        Family::Llama,
+        Family::Llama,
+        Family::Mistral,
+        Family::Qwen2,
+        Family::Qwen3,
+    ];
     for (variant, family) in VARIANTS.iter().zip(expected) {
-        let cfg = llama::Config::from_file(&fixtures().join(format!("tiny-{variant}/config.json"))).unwrap();
+        let cfg = llama::Config::from_file(&fixtures().join(format!("tiny-{variant}/config.json")))
+            .unwrap();
         assert_eq!(cfg.family, family, "{variant}");
     }
 }
@@ -68,12 +92,17 @@ fn full_sequence_logits_match_transformers() {
     on_each_path(|path| {
         for variant in VARIANTS {
             let (m, r) = (model(variant, path), reference(variant));
-            let logits = m.forward_one(&r.ids, &mut m.new_cache(r.ids.len()), Logits::AllPositions).unwrap();
+            let logits = m
+                .forward_one(&r.ids, &mut m.new_cache(r.ids.len()), Logits::AllPositions)
+                .unwrap();
             let rows: Vec<Vec<f32>> = logits.to_vec2().unwrap();
             assert_eq!(rows.len(), r.logits.len(), "{variant}");
             for (t, (ours, theirs)) in rows.iter().zip(&r.logits).enumerate() {
                 let d = max_abs_diff(ours, theirs);
-                assert!(d <= TOL, "{variant}, {path}, position {t}: max |diff| = {d}");
+                assert!(
+                    d <= TOL,
+                    "{variant}, {path}, position {t}: max |diff| = {d}"
+                );
             }
         }
     });
@@ -85,13 +114,17 @@ fn kv_cache_decoding_matches_the_full_forward() {
         for variant in VARIANTS {
             let (m, r) = (model(variant, path), reference(variant));
             let mut cache = m.new_cache(r.ids.len());
-            let pre = m.forward_one(&r.ids[..5], &mut cache, Logits::AllPositions).unwrap();
+            let pre = m
+                .forward_one(&r.ids[..5], &mut cache, Logits::AllPositions)
+                .unwrap();
             for t in 0..5 {
                 let d = max_abs_diff(&row(&pre, t), &r.logits[t]);
                 assert!(d <= TOL, "{variant}, {path}, prefill position {t}: {d}");
             }
             for t in 5..r.ids.len() {
-                let step = m.forward_one(&[r.ids[t]], &mut cache, Logits::LastPosition).unwrap();
+                let step = m
+                    .forward_one(&[r.ids[t]], &mut cache, Logits::LastPosition)
+                    .unwrap();
                 let d = max_abs_diff(&row(&step, 0), &r.logits[t]);
                 assert!(d <= TOL, "{variant}, {path}, decode position {t}: {d}");
             }
@@ -115,9 +148,21 @@ fn sequences_at_different_positions_in_one_pass_get_their_solo_logits() {
             let prompt = &r.ids[..6];
             let out = m
                 .forward(&mut [
-                    Segment { ids: &[r.ids[7]], cache: &mut ca, logits: Logits::LastPosition },
-                    Segment { ids: prompt, cache: &mut cc, logits: Logits::LastPosition },
-                    Segment { ids: &[r.ids[3]], cache: &mut cb, logits: Logits::LastPosition },
+                    Segment {
+                        ids: &[r.ids[7]],
+                        cache: &mut ca,
+                        logits: Logits::LastPosition,
+                    },
+                    Segment {
+                        ids: prompt,
+                        cache: &mut cc,
+                        logits: Logits::LastPosition,
+                    },
+                    Segment {
+                        ids: &[r.ids[3]],
+                        cache: &mut cb,
+                        logits: Logits::LastPosition,
+                    },
                 ])
                 .unwrap();
             for (i, t) in [7, 5, 3].into_iter().enumerate() {
@@ -142,9 +187,16 @@ fn half_type_weights_stay_close_to_the_f32_logits() {
             for (dtype, bound) in [(DType::BF16, 0.06), (DType::F16, 0.02)] {
                 let dir = fixtures().join(format!("tiny-{variant}"));
                 let m = llama::weights::load(&dir, &Device::Cpu, dtype, path).unwrap();
-                let logits = m.forward_one(&r.ids, &mut m.new_cache(r.ids.len()), Logits::AllPositions).unwrap();
-                let worst = (0..r.ids.len()).map(|t| max_abs_diff(&row(&logits, t), &r.logits[t])).fold(0.0, f32::max);
-                assert!(worst <= bound, "{variant}, {path}, {dtype:?}: max |diff| {worst} > {bound}");
+                let logits = m
+                    .forward_one(&r.ids, &mut m.new_cache(r.ids.len()), Logits::AllPositions)
+                    .unwrap();
+                let worst = (0..r.ids.len())
+                    .map(|t| max_abs_diff(&row(&logits, t), &r.logits[t]))
+                    .fold(0.0, f32::max);
+                assert!(
+                    worst <= bound,
+                    "{variant}, {path}, {dtype:?}: max |diff| {worst} > {bound}"
+                );
             }
         }
     });

@@ -44,7 +44,14 @@ fn splitmix64(state: &mut u64) -> u64 {
 }
 
 impl SeededWeights {
-    fn tensor(&self, shape: Shape, name: &str, init: Init, dtype: DType, device: &Device) -> candle_core::Result<Tensor> {
+    fn tensor(
+        &self,
+        shape: Shape,
+        name: &str,
+        init: Init,
+        dtype: DType,
+        device: &Device,
+    ) -> candle_core::Result<Tensor> {
         // Norm scales ask for a constant (1.0): keep it, or the activations drift.
         if let Init::Const(value) = init {
             return Tensor::full(value as f32, shape, device)?.to_dtype(dtype);
@@ -58,9 +65,11 @@ impl SeededWeights {
             }
         };
         // FNV-1a of the name, mixed with the seed: each tensor has its own stream.
-        let mut state = name.bytes().fold(0xcbf2_9ce4_8422_2325u64 ^ self.seed, |h, b| {
-            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-        });
+        let mut state = name
+            .bytes()
+            .fold(0xcbf2_9ce4_8422_2325u64 ^ self.seed, |h, b| {
+                (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+            });
         let values: Vec<f32> = (0..shape.elem_count())
             .map(|_| lo + (hi - lo) * (splitmix64(&mut state) >> 40) as f32 / (1u64 << 24) as f32)
             .collect();
@@ -69,11 +78,23 @@ impl SeededWeights {
 }
 
 impl SimpleBackend for SeededWeights {
-    fn get(&self, s: Shape, name: &str, h: Init, dtype: DType, dev: &Device) -> candle_core::Result<Tensor> {
+    fn get(
+        &self,
+        s: Shape,
+        name: &str,
+        h: Init,
+        dtype: DType,
+        dev: &Device,
+    ) -> candle_core::Result<Tensor> {
         self.tensor(s, name, h, dtype, dev)
     }
 
-    fn get_unchecked(&self, name: &str, _dtype: DType, _dev: &Device) -> candle_core::Result<Tensor> {
+    fn get_unchecked(
+        &self,
+        name: &str,
+        _dtype: DType,
+        _dev: &Device,
+    ) -> candle_core::Result<Tensor> {
         candle_core::bail!("the seeded weights need a shape for `{name}`")
     }
 
@@ -116,7 +137,10 @@ pub fn record(active: usize, seed: u64) -> candle_core::Result<(Profile, Tensor)
         let device = Device::Cpu;
         let (model, mut cache) = tiny_llama(&device, seed)?;
         let tokens = prompt(&device)?;
-        let options = Options { schedule: Schedule::new(0, 1, active, 1), ..Options::default() };
+        let options = Options {
+            schedule: Schedule::new(0, 1, active, 1),
+            ..Options::default()
+        };
         let mut prof = Profiler::new(options);
         let mut logits = None;
         while !prof.is_done() {
@@ -139,10 +163,17 @@ pub struct Written {
 /// (created if missing). Returns the table and the paths.
 pub fn run(out: &Path) -> Result<Written, Box<dyn std::error::Error>> {
     let (profile, _) = record(3, SEED)?;
-    std::fs::create_dir_all(out)
-        .map_err(|e| format!("cannot create {}: {e}. Pick a writable folder.", out.display()))?;
+    std::fs::create_dir_all(out).map_err(|e| {
+        format!(
+            "cannot create {}: {e}. Pick a writable folder.",
+            out.display()
+        )
+    })?;
     let written = Written {
-        table: profile.table(TableOptions { sort_by: SortBy::SelfCpuTimeTotal, ..TableOptions::default() }),
+        table: profile.table(TableOptions {
+            sort_by: SortBy::SelfCpuTimeTotal,
+            ..TableOptions::default()
+        }),
         report: out.join("report.json"),
         trace: out.join("trace.json"),
         flamegraph: out.join("flamegraph.svg"),
@@ -170,14 +201,24 @@ fn main() -> std::process::ExitCode {
         return std::process::ExitCode::SUCCESS;
     }
     if args.len() > 1 || args.iter().any(|a| a.starts_with('-')) {
-        eprintln!("error: expected at most one argument, the output folder; got {args:?}\n\n{HELP}");
+        eprintln!(
+            "error: expected at most one argument, the output folder; got {args:?}\n\n{HELP}"
+        );
         return std::process::ExitCode::from(2);
     }
-    let out = PathBuf::from(args.first().map_or("target/candle-transformers-profile", String::as_str));
+    let out = PathBuf::from(
+        args.first()
+            .map_or("target/candle-transformers-profile", String::as_str),
+    );
     match run(&out) {
         Ok(w) => {
             print!("{}", w.table);
-            println!("\nwrote {}, {} (open in https://ui.perfetto.dev) and {}", w.report.display(), w.trace.display(), w.flamegraph.display());
+            println!(
+                "\nwrote {}, {} (open in https://ui.perfetto.dev) and {}",
+                w.report.display(),
+                w.trace.display(),
+                w.flamegraph.display()
+            );
             std::process::ExitCode::SUCCESS
         }
         Err(e) => {

@@ -22,17 +22,51 @@ fn main() {
     const N: u64 = 20_000_000;
     const RUNS: usize = 5;
     let shape: &[usize] = &[1, 8, 768];
-    let baseline = median((0..RUNS).map(|_| per_iteration_ns(N, |i| { black_box(i); })).collect());
-    let op = median((0..RUNS).map(|_| per_iteration_ns(N, |_| { drop(black_box(profiler::op("matmul"))); })).collect());
-    let op_shapes = median(
+    let baseline = median(
         (0..RUNS)
-            .map(|_| per_iteration_ns(N, |_| { drop(black_box(profiler::op_shapes("matmul", &[shape, shape]))); }))
+            .map(|_| {
+                per_iteration_ns(N, |i| {
+                    black_box(i);
+                })
+            })
             .collect(),
     );
-    let module = median((0..RUNS).map(|_| per_iteration_ns(N, |_| { drop(black_box(profiler::module("block"))); })).collect());
+    let op = median(
+        (0..RUNS)
+            .map(|_| {
+                per_iteration_ns(N, |_| {
+                    drop(black_box(profiler::op("matmul")));
+                })
+            })
+            .collect(),
+    );
+    let op_shapes = median(
+        (0..RUNS)
+            .map(|_| {
+                per_iteration_ns(N, |_| {
+                    drop(black_box(profiler::op_shapes("matmul", &[shape, shape])));
+                })
+            })
+            .collect(),
+    );
+    let module = median(
+        (0..RUNS)
+            .map(|_| {
+                per_iteration_ns(N, |_| {
+                    drop(black_box(profiler::module("block")));
+                })
+            })
+            .collect(),
+    );
     let labelled = median(
         (0..RUNS)
-            .map(|_| per_iteration_ns(N, |i| { drop(black_box(profiler::op("matmul").with_work(i, i).with_kernel("avx512"))); }))
+            .map(|_| {
+                per_iteration_ns(N, |i| {
+                    drop(black_box(
+                        profiler::op("matmul").with_work(i, i).with_kernel("avx512"),
+                    ));
+                })
+            })
             .collect(),
     );
     println!("inactive scope, ns per create+drop (loop overhead {baseline:.2} ns subtracted):");
@@ -59,9 +93,17 @@ fn main() {
         median(per_step)
     };
     let op_active = recording(false, &|| drop(black_box(profiler::op("matmul"))));
-    let shapes_active = recording(true, &|| drop(black_box(profiler::op_shapes("matmul", &[shape, shape]))));
-    let labelled_active = recording(false, &|| drop(black_box(profiler::op("matmul").with_work(1, 2).with_kernel("avx512"))));
-    println!("recording scope, ns per create+drop (median over {STEPS} steps of {PER_STEP} scopes):");
+    let shapes_active = recording(true, &|| {
+        drop(black_box(profiler::op_shapes("matmul", &[shape, shape])))
+    });
+    let labelled_active = recording(false, &|| {
+        drop(black_box(
+            profiler::op("matmul").with_work(1, 2).with_kernel("avx512"),
+        ))
+    });
+    println!(
+        "recording scope, ns per create+drop (median over {STEPS} steps of {PER_STEP} scopes):"
+    );
     println!("  op                          {op_active:.1}");
     println!("  op_shapes (shapes recorded) {shapes_active:.1}");
     println!("  op + with_work + with_kernel {labelled_active:.1}");

@@ -112,10 +112,16 @@ impl fmt::Display for SortBy {
 impl FromStr for SortBy {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        SortBy::ALL.into_iter().find(|k| k.as_str() == s).ok_or_else(|| {
-            let names: Vec<&str> = SortBy::ALL.iter().map(|k| k.as_str()).collect();
-            format!("unknown sort key `{s}`: expected one of {}", names.join(", "))
-        })
+        SortBy::ALL
+            .into_iter()
+            .find(|k| k.as_str() == s)
+            .ok_or_else(|| {
+                let names: Vec<&str> = SortBy::ALL.iter().map(|k| k.as_str()).collect();
+                format!(
+                    "unknown sort key `{s}`: expected one of {}",
+                    names.join(", ")
+                )
+            })
     }
 }
 
@@ -171,12 +177,24 @@ fn joined(labels: BTreeSet<&'static str>) -> Option<String> {
 
 impl Profile {
     /// Group events into rows for `view`, sorted by `sort_by` (decreasing; ties by name).
-    pub fn key_averages(&self, view: View, group_by_input_shape: bool, sort_by: SortBy) -> KeyAverages {
+    pub fn key_averages(
+        &self,
+        view: View,
+        group_by_input_shape: bool,
+        sort_by: SortBy,
+    ) -> KeyAverages {
         let has_device = self.has_device_times();
         let mut rows: HashMap<Key, Row> = HashMap::new();
         let mut labels: HashMap<Key, Labels> = HashMap::new();
         for step in &self.steps {
-            add_step(step, view, group_by_input_shape, has_device, &mut rows, &mut labels);
+            add_step(
+                step,
+                view,
+                group_by_input_shape,
+                has_device,
+                &mut rows,
+                &mut labels,
+            );
         }
         for (key, Labels { kernels, dtypes }) in labels {
             if let Some(row) = rows.get_mut(&key) {
@@ -213,7 +231,10 @@ fn sort_rows(rows: &mut [Row], sort_by: SortBy) {
         }
     };
     rows.sort_by(|a, b| {
-        key(b).cmp(&key(a)).then_with(|| a.name.cmp(&b.name)).then_with(|| a.input_shapes.cmp(&b.input_shapes))
+        key(b)
+            .cmp(&key(a))
+            .then_with(|| a.name.cmp(&b.name))
+            .then_with(|| a.input_shapes.cmp(&b.input_shapes))
     });
 }
 
@@ -292,12 +313,17 @@ fn add_step(
     }
 
     let key_of = |name: &str, shapes: &Option<String>| -> Key {
-        (name.to_string(), if grouped { shapes.clone() } else { None })
+        (
+            name.to_string(),
+            if grouped { shapes.clone() } else { None },
+        )
     };
     let root_key: Key = (STEP_ROW.to_string(), None);
     let device_wall = step.device_ns.unwrap_or(0);
     {
-        let root = rows.entry(root_key.clone()).or_insert_with(|| new_row(STEP_ROW, Line::Other, None, has_device));
+        let root = rows
+            .entry(root_key.clone())
+            .or_insert_with(|| new_row(STEP_ROW, Line::Other, None, has_device));
         root.calls += 1;
         root.cpu_total_ns += step.wall_ns();
         root.self_cpu_ns += step.wall_ns().saturating_sub(root_child_host);
@@ -321,8 +347,12 @@ fn add_step(
                 row_labels.dtypes.extend(e.dtype);
             }
             let shapes = key.1.clone();
-            let (name, line) = owner.map_or((STEP_ROW, Line::Other), |o| (step.events[o].name, step.events[o].line));
-            let row = rows.entry(key).or_insert_with(|| new_row(name, line, shapes, has_device));
+            let (name, line) = owner.map_or((STEP_ROW, Line::Other), |o| {
+                (step.events[o].name, step.events[o].line)
+            });
+            let row = rows
+                .entry(key)
+                .or_insert_with(|| new_row(name, line, shapes, has_device));
             add_work(row, e.flops, e.bytes);
         }
         if !visible[i] {
@@ -330,7 +360,9 @@ fn add_step(
         }
         let key = key_of(e.name, &e.shapes);
         let shapes = key.1.clone();
-        let row = rows.entry(key).or_insert_with(|| new_row(e.name, e.line, shapes, has_device));
+        let row = rows
+            .entry(key)
+            .or_insert_with(|| new_row(e.name, e.line, shapes, has_device));
         row.calls += 1;
         row.cpu_total_ns += e.host_ns();
         row.self_cpu_ns += e.host_ns().saturating_sub(child_host[i]);
@@ -377,6 +409,10 @@ pub struct TableOptions {
 impl TableOptions {
     /// The first `row_limit` rows by `sort_by`: PyTorch's `table(sort_by=…, row_limit=…)`.
     pub fn top(sort_by: SortBy, row_limit: usize) -> Self {
-        Self { sort_by, row_limit: Some(row_limit), ..Self::default() }
+        Self {
+            sort_by,
+            row_limit: Some(row_limit),
+            ..Self::default()
+        }
     }
 }

@@ -54,14 +54,18 @@ impl Profile {
             json!({"name": "thread_name", "ph": "M", "pid": PID, "tid": HOST_TID, "args": {"name": "host"}}),
         ];
         if self.has_device_times() {
-            events.push(json!({"name": "thread_name", "ph": "M", "pid": PID, "tid": DEVICE_TID,
-                               "args": {"name": "CUDA stream"}}));
+            events.push(
+                json!({"name": "thread_name", "ph": "M", "pid": PID, "tid": DEVICE_TID,
+                               "args": {"name": "CUDA stream"}}),
+            );
         }
         for step in &self.steps {
             let name = format!("ProfilerStep#{}", step.number);
             let host_start = step.start_ns - origin;
-            events.push(json!({"name": name, "cat": "step", "ph": "X", "pid": PID, "tid": HOST_TID,
-                               "ts": us(host_start), "dur": us(step.wall_ns())}));
+            events.push(
+                json!({"name": name, "cat": "step", "ph": "X", "pid": PID, "tid": HOST_TID,
+                               "ts": us(host_start), "dur": us(step.wall_ns())}),
+            );
             for e in &step.events {
                 events.push(json!({"name": e.name, "cat": category(e.kind), "ph": "X", "pid": PID,
                                    "tid": HOST_TID, "ts": us(e.start_ns - origin), "dur": us(e.host_ns()),
@@ -69,13 +73,17 @@ impl Profile {
             }
             // The device clock has its own origin: its track starts where the host step does.
             if let Some(device_ns) = step.device_ns {
-                events.push(json!({"name": name, "cat": "step", "ph": "X", "pid": PID, "tid": DEVICE_TID,
-                                   "ts": us(host_start), "dur": us(device_ns)}));
+                events.push(
+                    json!({"name": name, "cat": "step", "ph": "X", "pid": PID, "tid": DEVICE_TID,
+                                   "ts": us(host_start), "dur": us(device_ns)}),
+                );
                 for e in &step.events {
                     if let Some((s, t)) = e.device_ns {
-                        events.push(json!({"name": e.name, "cat": category(e.kind), "ph": "X", "pid": PID,
+                        events.push(
+                            json!({"name": e.name, "cat": category(e.kind), "ph": "X", "pid": PID,
                                            "tid": DEVICE_TID, "ts": us(host_start + s),
-                                           "dur": us(t.saturating_sub(s)), "args": args(e)}));
+                                           "dur": us(t.saturating_sub(s)), "args": args(e)}),
+                        );
                     }
                 }
             }
@@ -87,6 +95,9 @@ impl Profile {
     pub fn chrome_trace(&self, path: impl AsRef<Path>) -> Result<(), ProfilerError> {
         let path = path.as_ref();
         let text = serde_json::to_string(&self.chrome_trace_json()).unwrap_or_default();
-        std::fs::write(path, text).map_err(|source| ProfilerError::Write { path: path.to_path_buf(), source })
+        std::fs::write(path, text).map_err(|source| ProfilerError::Write {
+            path: path.to_path_buf(),
+            source,
+        })
     }
 }

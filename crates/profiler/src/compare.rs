@@ -14,14 +14,22 @@ pub fn compare(before: &Report, after: &Report) -> String {
     let device = before.has_device_times() && after.has_device_times();
     let roofline = before.ceilings.is_some() || after.ceilings.is_some();
     let per_step = |r: &Report, row: &ReportRow| -> f64 {
-        let t = if device { row.self_cuda_us.unwrap_or(0.0) } else { row.self_cpu_us };
+        let t = if device {
+            row.self_cuda_us.unwrap_or(0.0)
+        } else {
+            row.self_cpu_us
+        };
         t / r.active_steps.max(1) as f64
     };
     let key = |row: &ReportRow| (row.name.clone(), row.input_shapes.clone());
 
     let after_rows: HashMap<_, &ReportRow> = after.rows.iter().map(|r| (key(r), r)).collect();
     // (label, before row and its per-step time, after row and its per-step time)
-    type Line<'a> = (String, Option<(&'a ReportRow, f64)>, Option<(&'a ReportRow, f64)>);
+    type Line<'a> = (
+        String,
+        Option<(&'a ReportRow, f64)>,
+        Option<(&'a ReportRow, f64)>,
+    );
     let mut lines: Vec<Line> = Vec::new();
     for row in &before.rows {
         let a = after_rows.get(&key(row)).map(|r| (*r, per_step(after, r)));
@@ -37,7 +45,10 @@ pub fn compare(before: &Report, after: &Report) -> String {
         (Some(a), Some(b)) => b.total_cmp(&a).then_with(|| x.0.cmp(&y.0)),
         (Some(_), None) => std::cmp::Ordering::Less,
         (None, Some(_)) => std::cmp::Ordering::Greater,
-        (None, None) => time(&y.2).unwrap_or(0.0).total_cmp(&time(&x.2).unwrap_or(0.0)).then_with(|| x.0.cmp(&y.0)),
+        (None, None) => time(&y.2)
+            .unwrap_or(0.0)
+            .total_cmp(&time(&x.2).unwrap_or(0.0))
+            .then_with(|| x.0.cmp(&y.0)),
     });
 
     let kind = if device { "CUDA" } else { "CPU" };
@@ -56,14 +67,33 @@ pub fn compare(before: &Report, after: &Report) -> String {
         .map(|(name, b, a)| {
             let show = |t: Option<f64>| t.map(format_us).unwrap_or_else(|| "-".to_string());
             let (tb, ta) = (time(b), time(a));
-            let mut c = vec![name.clone(), show(tb), show(ta), change(tb, ta), change_pct(tb, ta)];
+            let mut c = vec![
+                name.clone(),
+                show(tb),
+                show(ta),
+                change(tb, ta),
+                change_pct(tb, ta),
+            ];
             if roofline {
                 let (rb, ra) = (b.map(|(r, _)| r), a.map(|(r, _)| r));
-                let rate = |r: Option<&ReportRow>, f: fn(&RowRoofline) -> String| r.and_then(|r| r.roofline.as_ref()).map(f);
-                c.push(before_after(rate(rb, |x| format!("{:.2}", x.gbytes_per_s)), rate(ra, |x| format!("{:.2}", x.gbytes_per_s))));
-                c.push(before_after(rate(rb, |x| format!("{:.1}%", x.pct_of_roofline)), rate(ra, |x| format!("{:.1}%", x.pct_of_roofline))));
-                c.push(before_after(rate(rb, |x| x.bound.to_string()), rate(ra, |x| x.bound.to_string())));
-                let reading = |r: Option<&ReportRow>| r.and_then(|r| r.reading).map(|x| x.label().to_string());
+                let rate = |r: Option<&ReportRow>, f: fn(&RowRoofline) -> String| {
+                    r.and_then(|r| r.roofline.as_ref()).map(f)
+                };
+                c.push(before_after(
+                    rate(rb, |x| format!("{:.2}", x.gbytes_per_s)),
+                    rate(ra, |x| format!("{:.2}", x.gbytes_per_s)),
+                ));
+                c.push(before_after(
+                    rate(rb, |x| format!("{:.1}%", x.pct_of_roofline)),
+                    rate(ra, |x| format!("{:.1}%", x.pct_of_roofline)),
+                ));
+                c.push(before_after(
+                    rate(rb, |x| x.bound.to_string()),
+                    rate(ra, |x| x.bound.to_string()),
+                ));
+                let reading = |r: Option<&ReportRow>| {
+                    r.and_then(|r| r.reading).map(|x| x.label().to_string())
+                };
                 c.push(before_after(reading(rb), reading(ra)));
                 let kernel = |r: Option<&ReportRow>| r.and_then(|r| r.kernel.clone());
                 c.push(before_after(kernel(rb), kernel(ra)));
@@ -72,7 +102,11 @@ pub fn compare(before: &Report, after: &Report) -> String {
         })
         .collect();
     let total = |r: &Report| {
-        let t = if device { r.totals.self_cuda_us.unwrap_or(0.0) } else { r.totals.self_cpu_us };
+        let t = if device {
+            r.totals.self_cuda_us.unwrap_or(0.0)
+        } else {
+            r.totals.self_cpu_us
+        };
         t / r.active_steps.max(1) as f64
     };
     let (tb, ta) = (total(before), total(after));
@@ -88,14 +122,26 @@ pub fn compare(before: &Report, after: &Report) -> String {
 
     let widths: Vec<usize> = (0..header.len())
         .map(|i| {
-            let widest = cells.iter().map(|c| c[i].chars().count()).max().unwrap_or(0);
+            let widest = cells
+                .iter()
+                .map(|c| c[i].chars().count())
+                .max()
+                .unwrap_or(0);
             widest.max(header[i].len()).max(12) + if i == 0 { 4 } else { 0 }
         })
         .collect();
     let line = |c: &[String]| -> String {
-        c.iter().zip(&widths).map(|(s, w)| format!("{s:>w$}  ")).collect::<String>() + "\n"
+        c.iter()
+            .zip(&widths)
+            .map(|(s, w)| format!("{s:>w$}  "))
+            .collect::<String>()
+            + "\n"
     };
-    let rule: String = widths.iter().map(|w| format!("{}  ", "-".repeat(*w))).collect::<String>() + "\n";
+    let rule: String = widths
+        .iter()
+        .map(|w| format!("{}  ", "-".repeat(*w)))
+        .collect::<String>()
+        + "\n";
 
     let mut out = String::new();
     out.push_str(&rule);
@@ -130,7 +176,11 @@ fn before_after(before: Option<String>, after: Option<String>) -> String {
     match (before, after) {
         (None, None) => String::new(),
         (b, a) if b == a => b.unwrap_or_default(),
-        (b, a) => format!("{} -> {}", b.as_deref().unwrap_or("-"), a.as_deref().unwrap_or("-")),
+        (b, a) => format!(
+            "{} -> {}",
+            b.as_deref().unwrap_or("-"),
+            a.as_deref().unwrap_or("-")
+        ),
     }
 }
 
@@ -160,7 +210,10 @@ fn change_pct(before: Option<f64>, after: Option<f64>) -> String {
 fn mismatches(before: &Report, after: &Report) -> Vec<String> {
     let mut notes = Vec::new();
     if before.view != after.view {
-        notes.push(format!("the views differ (before: {}, after: {}); rows may not match", before.view, after.view));
+        notes.push(format!(
+            "the views differ (before: {}, after: {}); rows may not match",
+            before.view, after.view
+        ));
     }
     if before.device != after.device {
         notes.push(format!(
@@ -170,7 +223,10 @@ fn mismatches(before: &Report, after: &Report) -> Vec<String> {
         ));
     }
     let (eb, ea) = (&before.environment, &after.environment);
-    if eb.threads != ea.threads || eb.cpu_model != ea.cpu_model || eb.optimized_build != ea.optimized_build {
+    if eb.threads != ea.threads
+        || eb.cpu_model != ea.cpu_model
+        || eb.optimized_build != ea.optimized_build
+    {
         notes.push(format!(
             "the environments differ (before: {} threads, {}, {} build; after: {} threads, {}, {} build)",
             eb.threads,

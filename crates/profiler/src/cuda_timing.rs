@@ -19,7 +19,9 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use candle_core::cuda_backend::cudarc::driver::{sys::CUevent_flags, CudaEvent, CudaStream, DriverError};
+use candle_core::cuda_backend::cudarc::driver::{
+    sys::CUevent_flags, CudaEvent, CudaStream, DriverError,
+};
 use candle_core::Device;
 
 use crate::device_timer::{CudaTiming, DeviceError, DeviceTimer, Timing};
@@ -63,14 +65,19 @@ impl CudaTimer {
                 .map_err(|e| device_error("event creation", e))?;
             self.events.push(event);
         }
-        self.events[self.used].record(&self.stream).map_err(|e| device_error("event record", e))?;
+        self.events[self.used]
+            .record(&self.stream)
+            .map_err(|e| device_error("event record", e))?;
         self.used += 1;
         Ok((self.used - 1) as u32)
     }
 
     fn sync_mark(&mut self) -> Result<u32, DeviceError> {
-        self.stream.synchronize().map_err(|e| device_error("stream synchronise", e))?;
-        self.host_marks.push(self.host_origin.elapsed().as_nanos() as u64);
+        self.stream
+            .synchronize()
+            .map_err(|e| device_error("stream synchronise", e))?;
+        self.host_marks
+            .push(self.host_origin.elapsed().as_nanos() as u64);
         Ok((self.host_marks.len() - 1) as u32)
     }
 }
@@ -97,12 +104,18 @@ impl DeviceTimer for CudaTimer {
         match self.mode {
             CudaTiming::Events => {
                 // The one synchronise of the step; afterwards every event has completed.
-                self.stream.synchronize().map_err(|e| device_error("stream synchronise", e))?;
-                let Some(first) = self.events.first() else { return Ok(Vec::new()) };
+                self.stream
+                    .synchronize()
+                    .map_err(|e| device_error("stream synchronise", e))?;
+                let Some(first) = self.events.first() else {
+                    return Ok(Vec::new());
+                };
                 self.events[..self.used]
                     .iter()
                     .map(|e| {
-                        let ms = first.elapsed_ms(e).map_err(|err| device_error("event elapsed time", err))?;
+                        let ms = first
+                            .elapsed_ms(e)
+                            .map_err(|err| device_error("event elapsed time", err))?;
                         Ok((f64::from(ms) * 1e6).max(0.0) as u64)
                     })
                     .collect()

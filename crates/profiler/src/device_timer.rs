@@ -75,7 +75,10 @@ impl std::str::FromStr for CudaTiming {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, String> {
-        CudaTiming::ALL.into_iter().find(|t| t.as_str() == s).ok_or_else(|| format!("`{s}` is not a CUDA timing: use `events` or `sync`"))
+        CudaTiming::ALL
+            .into_iter()
+            .find(|t| t.as_str() == s)
+            .ok_or_else(|| format!("`{s}` is not a CUDA timing: use `events` or `sync`"))
     }
 }
 
@@ -138,7 +141,11 @@ pub struct ManualDeviceTimer {
 
 impl ManualDeviceTimer {
     pub fn new(clock: ManualClock) -> Self {
-        Self { clock, marks: Vec::new(), timing: Timing::CudaEvents }
+        Self {
+            clock,
+            marks: Vec::new(),
+            timing: Timing::CudaEvents,
+        }
     }
 }
 

@@ -65,7 +65,9 @@ impl Environment {
         let (git_revision, git_dirty) = git_state().clone();
         Environment {
             cpu_model: cpu_model(),
-            threads: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+            threads: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1),
             os: std::env::consts::OS.to_string(),
             arch: std::env::consts::ARCH.to_string(),
             device: target.device.unwrap_or_else(|| "unknown".into()),
@@ -99,8 +101,14 @@ impl Environment {
 
 /// The features of this crate that were on, for the profiler's own reports.
 pub(crate) fn profiler_features() -> Vec<String> {
-    let on = [("cuda", cfg!(feature = "cuda")), ("nvtx", cfg!(feature = "nvtx"))];
-    on.iter().filter(|(_, on)| *on).map(|(name, _)| name.to_string()).collect()
+    let on = [
+        ("cuda", cfg!(feature = "cuda")),
+        ("nvtx", cfg!(feature = "nvtx")),
+    ];
+    on.iter()
+        .filter(|(_, on)| *on)
+        .map(|(name, _)| name.to_string())
+        .collect()
 }
 
 /// True when the profiler itself was compiled without optimisations, so its timings (and
@@ -121,7 +129,8 @@ pub fn cpu_model() -> String {
             return model.to_string();
         }
     }
-    command_output("sysctl", &["-n", "machdep.cpu.brand_string"]).unwrap_or_else(|| "unknown".into())
+    command_output("sysctl", &["-n", "machdep.cpu.brand_string"])
+        .unwrap_or_else(|| "unknown".into())
 }
 
 /// The revision and dirtiness, asked of git once per process: a program writes many reports
@@ -140,5 +149,7 @@ fn git_state() -> &'static (String, Option<bool>) {
 
 fn command_output(program: &str, args: &[&str]) -> Option<String> {
     let out = Command::new(program).args(args).output().ok()?;
-    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
 }

@@ -29,9 +29,11 @@ impl Profile {
                     None => root_children += e.host_ns(),
                 }
             }
-            *totals.entry(STEP_ROW.to_string()).or_default() += step.wall_ns().saturating_sub(root_children);
+            *totals.entry(STEP_ROW.to_string()).or_default() +=
+                step.wall_ns().saturating_sub(root_children);
             for (i, e) in step.events.iter().enumerate() {
-                *totals.entry(stacks[i].clone()).or_default() += e.host_ns().saturating_sub(children[i]);
+                *totals.entry(stacks[i].clone()).or_default() +=
+                    e.host_ns().saturating_sub(children[i]);
             }
         }
         totals
@@ -52,11 +54,20 @@ impl Profile {
         // Book-page width: inferno's default 1200 px is scaled down to about 7 px text in the
         // course's pages; 800 px keeps labels readable there and in a browser tab.
         options.image_width = Some(800);
-        let fail = |message: String| ProfilerError::FlameGraph { path: path.to_path_buf(), message };
+        let fail = |message: String| ProfilerError::FlameGraph {
+            path: path.to_path_buf(),
+            message,
+        };
         if folded.is_empty() {
-            return Err(fail("the profile has no recorded time (no active step ran)".to_string()));
+            return Err(fail(
+                "the profile has no recorded time (no active step ran)".to_string(),
+            ));
         }
-        inferno::flamegraph::from_lines(&mut options, folded.lines(), &mut svg).map_err(|e| fail(e.to_string()))?;
-        std::fs::write(path, svg).map_err(|source| ProfilerError::Write { path: path.to_path_buf(), source })
+        inferno::flamegraph::from_lines(&mut options, folded.lines(), &mut svg)
+            .map_err(|e| fail(e.to_string()))?;
+        std::fs::write(path, svg).map_err(|source| ProfilerError::Write {
+            path: path.to_path_buf(),
+            source,
+        })
     }
 }

@@ -25,29 +25,31 @@ mod environment;
 mod error;
 mod flamegraph;
 mod line;
-mod recording;
-mod session;
 pub mod reading;
+mod recording;
 mod report;
 pub mod roofline;
 mod schedule;
 mod scope;
+mod session;
 mod table;
 pub mod tracing_layer;
 
 pub use aggregate::{KeyAverages, Row, SortBy, TableOptions, View, STEP_ROW};
 pub use clock::{Clock, ManualClock, MonotonicClock};
 pub use compare::compare;
-pub use device_timer::{CudaTiming, DeviceError, DeviceKind, DeviceTimer, ManualDeviceTimer, Timing};
+pub use device_timer::{
+    CudaTiming, DeviceError, DeviceKind, DeviceTimer, ManualDeviceTimer, Timing,
+};
 pub use environment::{cpu_model, unoptimised_build, Environment, Target};
 pub use error::ProfilerError;
 pub use line::{Line, OpName};
-pub use recording::{Event, Profile, Step};
-pub use session::{Options, Profiler};
 pub use reading::Reading;
+pub use recording::{Event, Profile, Step};
 pub use report::{CudaTimeBasis, Report, ReportRow, Totals, SCHEMA};
 pub use roofline::{Bound, Ceilings, RowRoofline, TimeBasis};
 pub use schedule::{Phase, Schedule};
 pub use scope::{format_shapes, is_recording, module, op, op_shapes, Kind, Scope};
+pub use session::{Options, Profiler};
 pub use table::format_us;
 pub use tracing_layer::ProfilerLayer;

@@ -23,7 +23,12 @@ pub enum Line {
 
 impl Line {
     /// In the order the chapter's table lists them.
-    pub const ALL: [Line; 4] = [Line::Matmuls, Line::Attention, Line::Activations, Line::Other];
+    pub const ALL: [Line; 4] = [
+        Line::Matmuls,
+        Line::Attention,
+        Line::Activations,
+        Line::Other,
+    ];
 
     /// The name the chapter's table uses.
     pub fn name(self) -> &'static str {
@@ -64,7 +69,10 @@ pub struct OpName {
 impl OpName {
     /// An op that says which line it is on.
     pub const fn new(name: &'static str, line: Line) -> OpName {
-        OpName { name, line: Some(line) }
+        OpName {
+            name,
+            line: Some(line),
+        }
     }
 
     /// The line its row goes on.
@@ -117,8 +125,19 @@ mod tests {
 
     #[test]
     fn lines_serialize_by_their_short_names() {
-        let names: Vec<String> = Line::ALL.iter().map(|l| serde_json::to_string(l).unwrap()).collect();
-        assert_eq!(names, ["\"matmuls\"", "\"attention\"", "\"activations\"", "\"other\""]);
+        let names: Vec<String> = Line::ALL
+            .iter()
+            .map(|l| serde_json::to_string(l).unwrap())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "\"matmuls\"",
+                "\"attention\"",
+                "\"activations\"",
+                "\"other\""
+            ]
+        );
         for l in Line::ALL {
             let back: Line = serde_json::from_str(&serde_json::to_string(&l).unwrap()).unwrap();
             assert_eq!(back, l);

@@ -83,7 +83,9 @@ impl Thresholds {
             ("launch_overhead_below_us", self.launch_overhead_below_us),
         ];
         if let Some((name, value)) = all.iter().find(|(_, v)| !v.is_finite() || *v < 0.0) {
-            return Some(format!("{name} is {value}: every threshold is a number, 0 or more"));
+            return Some(format!(
+                "{name} is {value}: every threshold is a number, 0 or more"
+            ));
         }
         if self.not_memory_below_pct > self.memory_above_pct {
             return Some(format!(
@@ -170,7 +172,12 @@ pub enum Reading {
 }
 
 impl Reading {
-    pub const ALL: [Reading; 4] = [Reading::MemoryBound, Reading::ComputeBound, Reading::SlowKernel, Reading::LaunchOverhead];
+    pub const ALL: [Reading; 4] = [
+        Reading::MemoryBound,
+        Reading::ComputeBound,
+        Reading::SlowKernel,
+        Reading::LaunchOverhead,
+    ];
 
     /// As report.json writes it: `memory-bound`, `compute-bound`, `slow-kernel`, `launch-overhead`.
     pub fn as_str(self) -> &'static str {
@@ -245,7 +252,11 @@ pub fn read(f: &Figures, t: &Thresholds) -> Reading {
 }
 
 /// The reading of a row, or None without a roofline.
-pub fn read_row(roofline: Option<&RowRoofline>, us_per_call: Option<f64>, t: &Thresholds) -> Option<Reading> {
+pub fn read_row(
+    roofline: Option<&RowRoofline>,
+    us_per_call: Option<f64>,
+    t: &Thresholds,
+) -> Option<Reading> {
     roofline.map(|r| read(&Figures::of(r, us_per_call), t))
 }
 
@@ -253,8 +264,21 @@ pub fn read_row(roofline: Option<&RowRoofline>, us_per_call: Option<f64>, t: &Th
 mod tests {
     use super::*;
 
-    fn at(pct_of_roofline: f64, pct_of_memory_roofline: f64, bound: Bound, us_per_call: f64) -> Reading {
-        read(&Figures { pct_of_roofline, pct_of_memory_roofline, bound, us_per_call: Some(us_per_call) }, &Thresholds::DEFAULT)
+    fn at(
+        pct_of_roofline: f64,
+        pct_of_memory_roofline: f64,
+        bound: Bound,
+        us_per_call: f64,
+    ) -> Reading {
+        read(
+            &Figures {
+                pct_of_roofline,
+                pct_of_memory_roofline,
+                bound,
+                us_per_call: Some(us_per_call),
+            },
+            &Thresholds::DEFAULT,
+        )
     }
 
     /// A memory-side row: its two percentages are the same number.
@@ -286,7 +310,12 @@ mod tests {
         // At the threshold a call is long enough to be its own work.
         assert_eq!(memory_side(10.0, 20.0), Reading::SlowKernel);
         // Without a call count nothing says the calls are short.
-        let unknown = Figures { pct_of_roofline: 10.0, pct_of_memory_roofline: 10.0, bound: Bound::Memory, us_per_call: None };
+        let unknown = Figures {
+            pct_of_roofline: 10.0,
+            pct_of_memory_roofline: 10.0,
+            bound: Bound::Memory,
+            us_per_call: None,
+        };
         assert_eq!(read(&unknown, &Thresholds::DEFAULT), Reading::SlowKernel);
     }
 
@@ -306,19 +335,49 @@ mod tests {
         assert_eq!(memory_side(50.0, 400.0), Reading::MemoryBound);
         // A key whose slow-kernel line is lower than its memory line leaves a band where memory
         // is refuted and the kernel open: not memory-bound.
-        let t = Thresholds { slow_kernel_below_pct: 10.0, ..Thresholds::DEFAULT };
-        let f = Figures { pct_of_roofline: 20.0, pct_of_memory_roofline: 20.0, bound: Bound::Memory, us_per_call: Some(400.0) };
+        let t = Thresholds {
+            slow_kernel_below_pct: 10.0,
+            ..Thresholds::DEFAULT
+        };
+        let f = Figures {
+            pct_of_roofline: 20.0,
+            pct_of_memory_roofline: 20.0,
+            bound: Bound::Memory,
+            us_per_call: Some(400.0),
+        };
         assert_eq!(read(&f, &t), Reading::SlowKernel);
     }
 
     #[test]
     fn the_caller_s_thresholds_move_the_lines() {
-        let strict = Thresholds { memory_above_pct: 70.0, near_roofline_above_pct: 70.0, ..Thresholds::DEFAULT };
-        let f = Figures { pct_of_roofline: 60.0, pct_of_memory_roofline: 60.0, bound: Bound::Memory, us_per_call: Some(400.0) };
+        let strict = Thresholds {
+            memory_above_pct: 70.0,
+            near_roofline_above_pct: 70.0,
+            ..Thresholds::DEFAULT
+        };
+        let f = Figures {
+            pct_of_roofline: 60.0,
+            pct_of_memory_roofline: 60.0,
+            bound: Bound::Memory,
+            us_per_call: Some(400.0),
+        };
         assert_eq!(read(&f, &Thresholds::DEFAULT), Reading::MemoryBound);
         assert_eq!(memory_traffic(60.0, &strict), Evidence::Open);
-        let eager = Thresholds { launch_overhead_below_us: 500.0, ..Thresholds::DEFAULT };
-        assert_eq!(read(&Figures { pct_of_roofline: 10.0, pct_of_memory_roofline: 10.0, ..f }, &eager), Reading::LaunchOverhead);
+        let eager = Thresholds {
+            launch_overhead_below_us: 500.0,
+            ..Thresholds::DEFAULT
+        };
+        assert_eq!(
+            read(
+                &Figures {
+                    pct_of_roofline: 10.0,
+                    pct_of_memory_roofline: 10.0,
+                    ..f
+                },
+                &eager
+            ),
+            Reading::LaunchOverhead
+        );
     }
 
     #[test]
@@ -341,14 +400,31 @@ mod tests {
                             continue;
                         }
                         for pct in [0.5, 10.0, 24.0, 26.0, 49.0, 51.0, 79.0, 81.0, 120.0] {
-                            for (bound, memory_pct) in [(Bound::Memory, pct), (Bound::Compute, pct / 3.0)] {
+                            for (bound, memory_pct) in
+                                [(Bound::Memory, pct), (Bound::Compute, pct / 3.0)]
+                            {
                                 for us in [5.0, 400.0] {
-                                    let f = Figures { pct_of_roofline: pct, pct_of_memory_roofline: memory_pct, bound, us_per_call: Some(us) };
+                                    let f = Figures {
+                                        pct_of_roofline: pct,
+                                        pct_of_memory_roofline: memory_pct,
+                                        bound,
+                                        us_per_call: Some(us),
+                                    };
                                     let r = read(&f, &t);
                                     match r {
-                                        Reading::MemoryBound => assert_ne!(memory_traffic(memory_pct, &t), Evidence::Refuted, "{f:?} {t:?}"),
-                                        Reading::SlowKernel => assert_ne!(slow_kernel(pct, &t), Evidence::Refuted, "{f:?} {t:?}"),
-                                        Reading::LaunchOverhead => assert_eq!(launch_overhead(us, &t), Evidence::Shown),
+                                        Reading::MemoryBound => assert_ne!(
+                                            memory_traffic(memory_pct, &t),
+                                            Evidence::Refuted,
+                                            "{f:?} {t:?}"
+                                        ),
+                                        Reading::SlowKernel => assert_ne!(
+                                            slow_kernel(pct, &t),
+                                            Evidence::Refuted,
+                                            "{f:?} {t:?}"
+                                        ),
+                                        Reading::LaunchOverhead => {
+                                            assert_eq!(launch_overhead(us, &t), Evidence::Shown)
+                                        }
                                         Reading::ComputeBound => assert_eq!(bound, Bound::Compute),
                                     }
                                 }
@@ -363,21 +439,46 @@ mod tests {
     #[test]
     fn thresholds_that_contradict_themselves_are_named() {
         assert_eq!(Thresholds::DEFAULT.problem(), None);
-        let inverted = Thresholds { not_memory_below_pct: 60.0, ..Thresholds::DEFAULT };
-        assert!(inverted.problem().unwrap().contains("not_memory_below_pct (60)"));
-        let negative = Thresholds { launch_overhead_below_us: -1.0, ..Thresholds::DEFAULT };
-        assert!(negative.problem().unwrap().starts_with("launch_overhead_below_us is -1"));
-        let nan = Thresholds { near_roofline_above_pct: f64::NAN, ..Thresholds::DEFAULT };
+        let inverted = Thresholds {
+            not_memory_below_pct: 60.0,
+            ..Thresholds::DEFAULT
+        };
+        assert!(inverted
+            .problem()
+            .unwrap()
+            .contains("not_memory_below_pct (60)"));
+        let negative = Thresholds {
+            launch_overhead_below_us: -1.0,
+            ..Thresholds::DEFAULT
+        };
+        assert!(negative
+            .problem()
+            .unwrap()
+            .starts_with("launch_overhead_below_us is -1"));
+        let nan = Thresholds {
+            near_roofline_above_pct: f64::NAN,
+            ..Thresholds::DEFAULT
+        };
         assert!(nan.problem().is_some());
-        let crossed = Thresholds { slow_kernel_below_pct: 5.0, near_roofline_above_pct: 10.0, ..Thresholds::DEFAULT };
-        assert!(crossed.problem().unwrap().starts_with("near_roofline_above_pct (10) is below not_memory_below_pct (25)"));
+        let crossed = Thresholds {
+            slow_kernel_below_pct: 5.0,
+            near_roofline_above_pct: 10.0,
+            ..Thresholds::DEFAULT
+        };
+        assert!(crossed
+            .problem()
+            .unwrap()
+            .starts_with("near_roofline_above_pct (10) is below not_memory_below_pct (25)"));
     }
 
     #[test]
     fn readings_serialise_as_report_json_writes_them() {
         for r in Reading::ALL {
             assert_eq!(serde_json::to_value(r).unwrap(), r.as_str());
-            assert_eq!(serde_json::from_value::<Reading>(r.as_str().into()).unwrap(), r);
+            assert_eq!(
+                serde_json::from_value::<Reading>(r.as_str().into()).unwrap(),
+                r
+            );
         }
         assert_eq!(Reading::SlowKernel.to_string(), "slow kernel");
         let v = serde_json::to_value(Thresholds::DEFAULT).unwrap();

@@ -3,9 +3,9 @@
 
 use crate::device_timer::{DeviceKind, Timing};
 use crate::environment::Environment;
+use crate::line::Line;
 use crate::reading::Thresholds;
 use crate::roofline::Ceilings;
-use crate::line::Line;
 use crate::scope::Kind;
 
 /// One closed range in a step.

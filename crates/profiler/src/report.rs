@@ -10,8 +10,8 @@ use crate::device_timer::DeviceKind;
 use crate::environment::Environment;
 use crate::error::ProfilerError;
 use crate::line::Line;
-use crate::recording::Profile;
 use crate::reading::{read_row, Reading, Thresholds};
+use crate::recording::Profile;
 use crate::roofline::{row_roofline, Ceilings, RowRoofline, TimeBasis};
 
 /// The schema identifier written in every report. Bump the number on any incompatible
@@ -109,15 +109,27 @@ impl Report {
         // Work happens over a row's whole range: rates divide by its total time, on the
         // device's clock when the device did the work (as the table's columns do).
         let on_device = k.self_device_total_ns.is_some();
-        let basis = if on_device { TimeBasis::CudaStream } else { TimeBasis::Cpu };
+        let basis = if on_device {
+            TimeBasis::CudaStream
+        } else {
+            TimeBasis::Cpu
+        };
         let roofline = |r: &crate::aggregate::Row| -> Option<RowRoofline> {
             let ceilings = profile.ceilings.as_ref()?;
-            let time_ns = if on_device { r.device_total_ns? } else { r.cpu_total_ns };
+            let time_ns = if on_device {
+                r.device_total_ns?
+            } else {
+                r.cpu_total_ns
+            };
             row_roofline(r.flops.unwrap_or(0), r.bytes?, us(time_ns), basis, ceilings)
         };
         // Launch overhead is judged by the self time a call in the run's own column.
         let us_per_call = |r: &crate::aggregate::Row| -> Option<f64> {
-            let self_ns = if on_device { r.self_device_ns? } else { r.self_cpu_ns };
+            let self_ns = if on_device {
+                r.self_device_ns?
+            } else {
+                r.self_cpu_ns
+            };
             (r.calls > 0).then(|| us(self_ns) / r.calls as f64)
         };
         let rows = k
@@ -125,28 +137,33 @@ impl Report {
             .iter()
             .map(|r| {
                 let roofline = roofline(r);
-                let reading = read_row(roofline.as_ref(), us_per_call(r), &profile.reading_thresholds);
+                let reading = read_row(
+                    roofline.as_ref(),
+                    us_per_call(r),
+                    &profile.reading_thresholds,
+                );
                 ReportRow {
-                name: r.name.clone(),
-                line: r.line,
-                input_shapes: r.input_shapes.clone(),
-                calls: r.calls,
-                self_cpu_us: us(r.self_cpu_ns),
-                cpu_total_us: us(r.cpu_total_ns),
-                self_cpu_pct: pct(r.self_cpu_ns, k.self_cpu_total_ns),
-                self_cuda_us: r.self_device_ns.map(us),
-                cuda_total_us: r.device_total_ns.map(us),
-                self_cuda_pct: match (r.self_device_ns, k.self_device_total_ns) {
-                    (Some(s), Some(t)) => Some(pct(s, t)),
-                    _ => None,
-                },
-                flops: r.flops,
-                bytes: r.bytes,
-                kernel: r.kernel.clone(),
-                dtype: r.dtype.clone(),
-                roofline,
-                reading,
-            }})
+                    name: r.name.clone(),
+                    line: r.line,
+                    input_shapes: r.input_shapes.clone(),
+                    calls: r.calls,
+                    self_cpu_us: us(r.self_cpu_ns),
+                    cpu_total_us: us(r.cpu_total_ns),
+                    self_cpu_pct: pct(r.self_cpu_ns, k.self_cpu_total_ns),
+                    self_cuda_us: r.self_device_ns.map(us),
+                    cuda_total_us: r.device_total_ns.map(us),
+                    self_cuda_pct: match (r.self_device_ns, k.self_device_total_ns) {
+                        (Some(s), Some(t)) => Some(pct(s, t)),
+                        _ => None,
+                    },
+                    flops: r.flops,
+                    bytes: r.bytes,
+                    kernel: r.kernel.clone(),
+                    dtype: r.dtype.clone(),
+                    roofline,
+                    reading,
+                }
+            })
             .collect();
         Report {
             schema: SCHEMA.to_string(),
@@ -172,7 +189,11 @@ impl Report {
     /// The first `n` rows in sort order, leaving out the `ProfilerStep*` row: the "top ops"
     /// a learner writes down.
     pub fn top(&self, n: usize) -> Vec<&ReportRow> {
-        self.rows.iter().filter(|r| r.name != crate::aggregate::STEP_ROW).take(n).collect()
+        self.rows
+            .iter()
+            .filter(|r| r.name != crate::aggregate::STEP_ROW)
+            .take(n)
+            .collect()
     }
 
     /// Whether the rows carry CUDA times.
@@ -187,9 +208,15 @@ impl Report {
 
     pub fn from_json(text: &str, path: &Path) -> Result<Report, ProfilerError> {
         // Check the schema first so an old or foreign file gets the clearer message.
-        let value: serde_json::Value = serde_json::from_str(text)
-            .map_err(|source| ProfilerError::Parse { path: path.to_path_buf(), source })?;
-        let found = value.get("schema").and_then(|s| s.as_str()).unwrap_or("(none)");
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|source| ProfilerError::Parse {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        let found = value
+            .get("schema")
+            .and_then(|s| s.as_str())
+            .unwrap_or("(none)");
         if found != SCHEMA {
             return Err(ProfilerError::Schema {
                 path: path.to_path_buf(),
@@ -197,19 +224,26 @@ impl Report {
                 expected: SCHEMA,
             });
         }
-        serde_json::from_value(value).map_err(|source| ProfilerError::Parse { path: path.to_path_buf(), source })
+        serde_json::from_value(value).map_err(|source| ProfilerError::Parse {
+            path: path.to_path_buf(),
+            source,
+        })
     }
 
     pub fn write_json(&self, path: impl AsRef<Path>) -> Result<(), ProfilerError> {
         let path = path.as_ref();
-        std::fs::write(path, self.to_json() + "\n")
-            .map_err(|source| ProfilerError::Write { path: path.to_path_buf(), source })
+        std::fs::write(path, self.to_json() + "\n").map_err(|source| ProfilerError::Write {
+            path: path.to_path_buf(),
+            source,
+        })
     }
 
     pub fn read_json(path: impl AsRef<Path>) -> Result<Report, ProfilerError> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path)
-            .map_err(|source| ProfilerError::Read { path: path.to_path_buf(), source })?;
+        let text = std::fs::read_to_string(path).map_err(|source| ProfilerError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
         Report::from_json(&text, path)
     }
 }

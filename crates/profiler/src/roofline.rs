@@ -122,16 +122,28 @@ pub fn giga_per_second(count: Option<u64>, time_us: f64) -> Option<f64> {
 ///
 /// `None` where a roofline means nothing: no time, no bytes (the intensity is unbounded,
 /// and JSON has no infinity), no work at all, or ceilings that are not positive.
-pub fn row_roofline(flops: u64, bytes: u64, time_us: f64, basis: TimeBasis, ceilings: &Ceilings) -> Option<RowRoofline> {
+pub fn row_roofline(
+    flops: u64,
+    bytes: u64,
+    time_us: f64,
+    basis: TimeBasis,
+    ceilings: &Ceilings,
+) -> Option<RowRoofline> {
     let (bw, peak) = (ceilings.mem_read_gbps, ceilings.peak_gflops);
-    if !(time_us > 0.0 && bw > 0.0 && peak > 0.0 && bw.is_finite() && peak.is_finite()) || bytes == 0 {
+    if !(time_us > 0.0 && bw > 0.0 && peak > 0.0 && bw.is_finite() && peak.is_finite())
+        || bytes == 0
+    {
         return None;
     }
     let gflops_per_s = giga_per_second(Some(flops), time_us)?;
     let gbytes_per_s = giga_per_second(Some(bytes), time_us)?;
     let intensity = flops as f64 / bytes as f64;
     let memory_roof = bw * intensity;
-    let bound = if memory_roof < peak { Bound::Memory } else { Bound::Compute };
+    let bound = if memory_roof < peak {
+        Bound::Memory
+    } else {
+        Bound::Compute
+    };
     let roofline_gflops_per_s = memory_roof.min(peak);
     let pct_of_memory_roofline = 100.0 * gbytes_per_s / bw;
     // On the memory side achieved / (bw × intensity) is exactly achieved GB/s / bw; taking
@@ -178,7 +190,10 @@ mod tests {
     fn a_low_intensity_row_is_memory_bound_and_measured_against_bandwidth() {
         // 1e6 FLOP, 4e6 bytes in 1 ms: 1 GFLOP/s, 4 GB/s, 0.25 FLOP/B.
         let r = row_roofline(1_000_000, 4_000_000, 1_000.0, TimeBasis::Cpu, &ceilings()).unwrap();
-        assert!(close(r.gflops_per_s, 1.0) && close(r.gbytes_per_s, 4.0), "{r:?}");
+        assert!(
+            close(r.gflops_per_s, 1.0) && close(r.gbytes_per_s, 4.0),
+            "{r:?}"
+        );
         assert!(close(r.intensity, 0.25));
         assert_eq!(r.bound, Bound::Memory);
         assert!(close(r.roofline_gflops_per_s, 5.0), "20 GB/s × 0.25 FLOP/B");
@@ -190,7 +205,14 @@ mod tests {
     #[test]
     fn a_high_intensity_row_is_compute_bound_and_measured_against_peak() {
         // 2e8 FLOP, 1e6 bytes in 1 ms: 200 GFLOP/s, 1 GB/s, 200 FLOP/B.
-        let r = row_roofline(200_000_000, 1_000_000, 1_000.0, TimeBasis::CudaStream, &ceilings()).unwrap();
+        let r = row_roofline(
+            200_000_000,
+            1_000_000,
+            1_000.0,
+            TimeBasis::CudaStream,
+            &ceilings(),
+        )
+        .unwrap();
         assert_eq!(r.bound, Bound::Compute);
         assert!(close(r.roofline_gflops_per_s, 400.0));
         assert!(close(r.pct_of_roofline, 50.0));
@@ -218,18 +240,38 @@ mod tests {
         let r = row_roofline(0, 2_000_000, 1_000.0, TimeBasis::Cpu, &ceilings()).unwrap();
         assert_eq!(r.bound, Bound::Memory);
         assert_eq!(r.roofline_gflops_per_s, 0.0);
-        assert!(close(r.pct_of_roofline, 10.0) && close(r.pct_of_memory_roofline, 10.0), "{r:?}");
+        assert!(
+            close(r.pct_of_roofline, 10.0) && close(r.pct_of_memory_roofline, 10.0),
+            "{r:?}"
+        );
     }
 
     #[test]
     fn no_time_no_bytes_or_no_ceilings_give_no_roofline() {
         let c = ceilings();
-        assert_eq!(row_roofline(1_000, 1_000, 0.0, TimeBasis::Cpu, &c), None, "zero time");
-        assert_eq!(row_roofline(1_000, 0, 1.0, TimeBasis::Cpu, &c), None, "zero bytes");
+        assert_eq!(
+            row_roofline(1_000, 1_000, 0.0, TimeBasis::Cpu, &c),
+            None,
+            "zero time"
+        );
+        assert_eq!(
+            row_roofline(1_000, 0, 1.0, TimeBasis::Cpu, &c),
+            None,
+            "zero bytes"
+        );
         assert_eq!(row_roofline(0, 0, 1.0, TimeBasis::Cpu, &c), None, "no work");
-        let unmeasured = Ceilings { mem_read_gbps: 0.0, ..c.clone() };
-        assert_eq!(row_roofline(1_000, 1_000, 1.0, TimeBasis::Cpu, &unmeasured), None);
-        let nan = Ceilings { peak_gflops: f64::NAN, ..c };
+        let unmeasured = Ceilings {
+            mem_read_gbps: 0.0,
+            ..c.clone()
+        };
+        assert_eq!(
+            row_roofline(1_000, 1_000, 1.0, TimeBasis::Cpu, &unmeasured),
+            None
+        );
+        let nan = Ceilings {
+            peak_gflops: f64::NAN,
+            ..c
+        };
         assert_eq!(row_roofline(1_000, 1_000, 1.0, TimeBasis::Cpu, &nan), None);
     }
 
@@ -243,14 +285,37 @@ mod tests {
     #[test]
     fn ceilings_and_rooflines_serialise_with_the_contract_names() {
         let v = serde_json::to_value(ceilings()).unwrap();
-        for field in ["device", "threads", "kernels", "build", "mem_read_gbps", "peak_gflops", "bandwidth_how", "peak_how"] {
+        for field in [
+            "device",
+            "threads",
+            "kernels",
+            "build",
+            "mem_read_gbps",
+            "peak_gflops",
+            "bandwidth_how",
+            "peak_how",
+        ] {
             assert!(v.get(field).is_some(), "ceilings field {field}");
         }
-        let r = row_roofline(1_000_000, 4_000_000, 1_000.0, TimeBasis::CudaStream, &ceilings()).unwrap();
+        let r = row_roofline(
+            1_000_000,
+            4_000_000,
+            1_000.0,
+            TimeBasis::CudaStream,
+            &ceilings(),
+        )
+        .unwrap();
         let v = serde_json::to_value(&r).unwrap();
         assert_eq!(v["time_basis"], "cuda-stream");
         assert_eq!(v["bound"], "memory");
-        for field in ["gflops_per_s", "gbytes_per_s", "intensity", "roofline_gflops_per_s", "pct_of_roofline", "pct_of_memory_roofline"] {
+        for field in [
+            "gflops_per_s",
+            "gbytes_per_s",
+            "intensity",
+            "roofline_gflops_per_s",
+            "pct_of_roofline",
+            "pct_of_memory_roofline",
+        ] {
             assert!(v[field].is_f64(), "roofline field {field}");
         }
     }

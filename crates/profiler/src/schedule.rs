@@ -31,13 +31,23 @@ pub enum Phase {
 impl Default for Schedule {
     /// Every step active.
     fn default() -> Self {
-        Self { wait: 0, warmup: 0, active: 1, repeat: 0 }
+        Self {
+            wait: 0,
+            warmup: 0,
+            active: 1,
+            repeat: 0,
+        }
     }
 }
 
 impl Schedule {
     pub fn new(wait: usize, warmup: usize, active: usize, repeat: usize) -> Self {
-        Self { wait, warmup, active, repeat }
+        Self {
+            wait,
+            warmup,
+            active,
+            repeat,
+        }
     }
 
     /// The phase of step `step` (counting from 0).

@@ -45,7 +45,11 @@ pub struct Scope {
 impl Scope {
     #[inline]
     fn inactive() -> Self {
-        Scope { index: INACTIVE, generation: 0, _not_send: PhantomData }
+        Scope {
+            index: INACTIVE,
+            generation: 0,
+            _not_send: PhantomData,
+        }
     }
 
     /// Whether this scope is being recorded.
@@ -74,7 +78,9 @@ impl Scope {
     #[inline]
     pub fn with_kernel(self, kernel: &'static str) -> Self {
         if self.is_active() {
-            with_recorder(self.generation, |r| r.events[self.index as usize].kernel = Some(kernel));
+            with_recorder(self.generation, |r| {
+                r.events[self.index as usize].kernel = Some(kernel)
+            });
         }
         self
     }
@@ -85,7 +91,9 @@ impl Scope {
     #[inline]
     pub fn with_dtype(self, dtype: &'static str) -> Self {
         if self.is_active() {
-            with_recorder(self.generation, |r| r.events[self.index as usize].dtype = Some(dtype));
+            with_recorder(self.generation, |r| {
+                r.events[self.index as usize].dtype = Some(dtype)
+            });
         }
         self
     }
@@ -239,7 +247,13 @@ impl Recorder {
         }
     }
 
-    fn begin(&mut self, name: &'static str, kind: Kind, line: Option<Line>, shapes: Option<&[&[usize]]>) -> u32 {
+    fn begin(
+        &mut self,
+        name: &'static str,
+        kind: Kind,
+        line: Option<Line>,
+        shapes: Option<&[&[usize]]>,
+    ) -> u32 {
         if let Some(d) = self.device.as_mut() {
             d.push_range(name);
         }
@@ -402,7 +416,10 @@ mod tests {
 
     #[test]
     fn shapes_print_like_pytorch() {
-        assert_eq!(format_shapes(&[&[1, 8, 768], &[768, 2304]]), "[[1, 8, 768], [768, 2304]]");
+        assert_eq!(
+            format_shapes(&[&[1, 8, 768], &[768, 2304]]),
+            "[[1, 8, 768], [768, 2304]]"
+        );
         assert_eq!(format_shapes(&[&[], &[3]]), "[[], [3]]");
         assert_eq!(format_shapes(&[]), "[]");
     }

@@ -4,8 +4,8 @@ use crate::clock::{Clock, MonotonicClock};
 use crate::device_timer::{DeviceKind, DeviceTimer, Timing};
 use crate::environment::{profiler_features, Environment, Target};
 use crate::line::OpName;
-use crate::recording::{Event, Profile, Step};
 use crate::reading::Thresholds;
+use crate::recording::{Event, Profile, Step};
 use crate::roofline::Ceilings;
 use crate::schedule::{Phase, Schedule};
 use crate::scope::{self, Recorder};
@@ -218,7 +218,13 @@ impl Profiler {
             ));
         }
         if phase == Phase::Active {
-            self.steps.push(build_step(number, &recorder, end_ns, device_end, marks.as_deref()));
+            self.steps.push(build_step(
+                number,
+                &recorder,
+                end_ns,
+                device_end,
+                marks.as_deref(),
+            ));
         }
         self.clock = Some(recorder.clock);
         self.device = recorder.device;
@@ -227,7 +233,11 @@ impl Profiler {
     /// Stop recording (ending any step in progress) and return the active steps.
     pub fn finish(mut self) -> Profile {
         self.end_step();
-        let timing = self.device.as_ref().map(|d| d.timing()).unwrap_or(Timing::Host);
+        let timing = self
+            .device
+            .as_ref()
+            .map(|d| d.timing())
+            .unwrap_or(Timing::Host);
         let target = Target {
             device: Some(self.options.device.as_str().to_string()),
             cargo_features: profiler_features(),
@@ -241,7 +251,11 @@ impl Profiler {
             timing,
             record_shapes: self.options.record_shapes,
             with_flops: self.options.with_flops,
-            environment: Environment { threads, timing, ..captured },
+            environment: Environment {
+                threads,
+                timing,
+                ..captured
+            },
             warnings: std::mem::take(&mut self.warnings),
             ceilings: self.ceilings.take(),
             reading_thresholds: self.reading_thresholds,
@@ -277,7 +291,11 @@ fn build_step(
         .map(|e| Event {
             name: e.name,
             kind: e.kind,
-            line: OpName { name: e.name, line: e.line }.line(),
+            line: OpName {
+                name: e.name,
+                line: e.line,
+            }
+            .line(),
             parent: e.parent.map(|p| p as usize),
             start_ns: e.start_ns,
             end_ns: e.end_ns,

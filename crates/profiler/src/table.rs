@@ -44,7 +44,9 @@ fn cut(s: &str, width: usize) -> String {
 
 /// A rate from [`giga_per_second`], or a blank cell.
 fn rate_cell(count: Option<u64>, us: f64) -> String {
-    giga_per_second(count, us).map(|r| format!("{r:.2}")).unwrap_or_default()
+    giga_per_second(count, us)
+        .map(|r| format!("{r:.2}"))
+        .unwrap_or_default()
 }
 
 /// The footer lines that say what the roofline columns were measured against.
@@ -92,12 +94,22 @@ enum Widths {
 }
 
 /// One block: its rules, header and rows; returns the text and the first column's width.
-fn block(header: &[&str], cells: &[Vec<String>], text_columns: &[usize], widths: Widths) -> (String, usize) {
+fn block(
+    header: &[&str],
+    cells: &[Vec<String>],
+    text_columns: &[usize],
+    widths: Widths,
+) -> (String, usize) {
     let widths: Vec<usize> = header
         .iter()
         .enumerate()
         .map(|(i, h)| {
-            let widest = cells.iter().map(|row| row[i].chars().count()).max().unwrap_or(0).max(h.len());
+            let widest = cells
+                .iter()
+                .map(|row| row[i].chars().count())
+                .max()
+                .unwrap_or(0)
+                .max(h.len());
             match widths {
                 Widths::PyTorch if text_columns.contains(&i) => (widest + 4).max(MIN_COLUMN),
                 Widths::PyTorch => widest.max(MIN_COLUMN),
@@ -106,8 +118,17 @@ fn block(header: &[&str], cells: &[Vec<String>], text_columns: &[usize], widths:
             }
         })
         .collect();
-    let rule: String = widths.iter().map(|w| format!("{}  ", "-".repeat(*w))).collect();
-    let line = |cells: &[&str]| -> String { cells.iter().zip(&widths).map(|(c, w)| format!("{c:>w$}  ")).collect() };
+    let rule: String = widths
+        .iter()
+        .map(|w| format!("{}  ", "-".repeat(*w)))
+        .collect();
+    let line = |cells: &[&str]| -> String {
+        cells
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{c:>w$}  "))
+            .collect()
+    };
     let mut out = String::new();
     out.push_str(&rule);
     out.push('\n');
@@ -134,10 +155,20 @@ pub fn render(report: &Report, row_limit: Option<usize>, with_flops: bool) -> St
     let with_flops = with_flops && !roofline;
     let shapes = report.grouped_by_input_shape;
     let total_self_cpu = report.totals.self_cpu_us;
-    let rows: Vec<&ReportRow> = report.rows.iter().take(row_limit.unwrap_or(usize::MAX)).collect();
+    let rows: Vec<&ReportRow> = report
+        .rows
+        .iter()
+        .take(row_limit.unwrap_or(usize::MAX))
+        .collect();
 
-    let mut header: Vec<&str> =
-        vec!["Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg"];
+    let mut header: Vec<&str> = vec![
+        "Name",
+        "Self CPU %",
+        "Self CPU",
+        "CPU total %",
+        "CPU total",
+        "CPU time avg",
+    ];
     if device {
         header.extend(["Self CUDA", "Self CUDA %", "CUDA total", "CUDA time avg"]);
     }
@@ -153,7 +184,11 @@ pub fn render(report: &Report, row_limit: Option<usize>, with_flops: bool) -> St
         .iter()
         .map(|r| {
             let calls = r.calls.max(1) as f64;
-            let cpu_total_pct = if total_self_cpu > 0.0 { 100.0 * r.cpu_total_us / total_self_cpu } else { 0.0 };
+            let cpu_total_pct = if total_self_cpu > 0.0 {
+                100.0 * r.cpu_total_us / total_self_cpu
+            } else {
+                0.0
+            };
             let mut c = vec![
                 cut(&r.name, MAX_NAME_WIDTH),
                 format_pct(r.self_cpu_pct),
@@ -176,17 +211,28 @@ pub fn render(report: &Report, row_limit: Option<usize>, with_flops: bool) -> St
             if with_flops {
                 // Work happens over the whole range: rate over its total time, device time
                 // when the device did the work (as the roofline's rates are taken).
-                let time = if device { r.cuda_total_us.unwrap_or(0.0) } else { r.cpu_total_us };
+                let time = if device {
+                    r.cuda_total_us.unwrap_or(0.0)
+                } else {
+                    r.cpu_total_us
+                };
                 c.push(rate_cell(r.flops, time));
                 c.push(rate_cell(r.bytes, time));
             }
             if shapes {
-                c.push(cut(r.input_shapes.as_deref().unwrap_or("[]"), MAX_SHAPES_WIDTH));
+                c.push(cut(
+                    r.input_shapes.as_deref().unwrap_or("[]"),
+                    MAX_SHAPES_WIDTH,
+                ));
             }
             c
         })
         .collect();
-    let text_columns = if shapes { vec![0, header.len() - 1] } else { vec![0] };
+    let text_columns = if shapes {
+        vec![0, header.len() - 1]
+    } else {
+        vec![0]
+    };
     let (times, name_width) = block(&header, &cells, &text_columns, Widths::PyTorch);
 
     let mut out = String::new();
@@ -194,7 +240,10 @@ pub fn render(report: &Report, row_limit: Option<usize>, with_flops: bool) -> St
         out.push_str("Note: built without optimisations (opt-level 0): these times are not representative.\n");
     }
     out.push_str(&times);
-    out.push_str(&format!("Self CPU time total: {}\n", format_us(total_self_cpu)));
+    out.push_str(&format!(
+        "Self CPU time total: {}\n",
+        format_us(total_self_cpu)
+    ));
     if let Some(cuda) = report.totals.self_cuda_us {
         // Event pairs on the stream time the stream, idle waits for launches included: not
         // the kernel time a CUPTI-based profiler sums. Say so where the figure is printed.
@@ -217,7 +266,11 @@ pub fn render(report: &Report, row_limit: Option<usize>, with_flops: bool) -> St
     if let Some(line) = model_line(&report.environment) {
         out.push_str(&line);
     }
-    if matches!(report.sort_by, SortBy::SelfCudaTimeTotal | SortBy::CudaTimeTotal) && !device {
+    if matches!(
+        report.sort_by,
+        SortBy::SelfCudaTimeTotal | SortBy::CudaTimeTotal
+    ) && !device
+    {
         out.push_str("No CUDA times were recorded: rows are sorted by the CPU times instead.\n");
     }
     if let Some(c) = &report.ceilings {
@@ -246,12 +299,30 @@ pub fn render(report: &Report, row_limit: Option<usize>, with_flops: bool) -> St
 /// The second block: the rows again, by name and share, with their kernel, roofline columns
 /// and reading.
 fn roofline_block(rows: &[&ReportRow], device: bool, name_width: usize) -> String {
-    let header = ["Name", if device { "Self CUDA %" } else { "Self CPU %" }, "Kernel", "GFLOP/s", "GB/s", "FLOP/B", "Roofline %", "Bound", "Reading"];
+    let header = [
+        "Name",
+        if device { "Self CUDA %" } else { "Self CPU %" },
+        "Kernel",
+        "GFLOP/s",
+        "GB/s",
+        "FLOP/B",
+        "Roofline %",
+        "Bound",
+        "Reading",
+    ];
     let cells: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
-            let share = if device { r.self_cuda_pct.unwrap_or(0.0) } else { r.self_cpu_pct };
-            let mut c = vec![cut(&r.name, MAX_NAME_WIDTH), format_pct(share), r.kernel.clone().unwrap_or_default()];
+            let share = if device {
+                r.self_cuda_pct.unwrap_or(0.0)
+            } else {
+                r.self_cpu_pct
+            };
+            let mut c = vec![
+                cut(&r.name, MAX_NAME_WIDTH),
+                format_pct(share),
+                r.kernel.clone().unwrap_or_default(),
+            ];
             match &r.roofline {
                 Some(x) => c.extend([
                     format!("{:.2}", x.gflops_per_s),
@@ -278,7 +349,11 @@ impl crate::recording::Profile {
     /// The key-averages table, PyTorch style.
     pub fn table(&self, options: TableOptions) -> String {
         let report = self.report_with(options);
-        render(&report, options.row_limit, options.with_flops || self.with_flops)
+        render(
+            &report,
+            options.row_limit,
+            options.with_flops || self.with_flops,
+        )
     }
 }
 
@@ -313,9 +388,13 @@ mod tests {
         assert_eq!(model_line(&env), None, "nothing said, nothing printed");
         env.model = Some("m.gguf".into());
         env.tier = Some("spans".into());
-        assert!(model_line(&env).unwrap().starts_with("Model: m.gguf; rows: the tracing spans the model opens, without work counts"));
+        assert!(model_line(&env).unwrap().starts_with(
+            "Model: m.gguf; rows: the tracing spans the model opens, without work counts"
+        ));
         env.tier = Some("engine".into());
-        assert!(model_line(&env).unwrap().contains("a roofline where the op declares its work"));
+        assert!(model_line(&env)
+            .unwrap()
+            .contains("a roofline where the op declares its work"));
     }
 
     #[test]

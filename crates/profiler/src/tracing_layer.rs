@@ -21,8 +21,20 @@ thread_local! {
 
 /// Span names treated as modules by default; every other span is an op.
 pub const DEFAULT_MODULE_SPANS: &[&str] = &[
-    "block", "layer", "decoder-layer", "encoder-layer", "attn", "self-attn", "self_attn",
-    "cross-attn", "attention", "mlp", "moe", "model", "decoder", "encoder",
+    "block",
+    "layer",
+    "decoder-layer",
+    "encoder-layer",
+    "attn",
+    "self-attn",
+    "self_attn",
+    "cross-attn",
+    "attention",
+    "mlp",
+    "moe",
+    "model",
+    "decoder",
+    "encoder",
 ];
 
 /// Records entered spans as scopes while a [`crate::Profiler`] step is recording on the
@@ -52,8 +64,12 @@ impl ProfilerLayer {
     }
 
     /// Decide per span whether it is an op or a module.
-    pub fn with_classifier(classify: impl Fn(&Metadata<'_>) -> Kind + Send + Sync + 'static) -> Self {
-        ProfilerLayer { classify: Box::new(classify) }
+    pub fn with_classifier(
+        classify: impl Fn(&Metadata<'_>) -> Kind + Send + Sync + 'static,
+    ) -> Self {
+        ProfilerLayer {
+            classify: Box::new(classify),
+        }
     }
 }
 

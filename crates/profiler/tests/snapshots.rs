@@ -6,7 +6,11 @@ use profiler::{compare, Reading, RowRoofline, SortBy, TableOptions, View};
 
 /// A row's reading at the profiler's default thresholds, as the report would hold it.
 fn read(roofline: Option<&RowRoofline>, us_per_call: f64) -> Option<Reading> {
-    profiler::reading::read_row(roofline, Some(us_per_call), &profiler::reading::Thresholds::DEFAULT)
+    profiler::reading::read_row(
+        roofline,
+        Some(us_per_call),
+        &profiler::reading::Thresholds::DEFAULT,
+    )
 }
 
 #[test]
@@ -18,13 +22,19 @@ fn table_cpu_only() {
 #[test]
 fn table_with_cuda_columns() {
     let p = fixture::profile(true);
-    insta::assert_snapshot!(p.table(TableOptions { sort_by: SortBy::SelfCudaTimeTotal, ..TableOptions::default() }));
+    insta::assert_snapshot!(p.table(TableOptions {
+        sort_by: SortBy::SelfCudaTimeTotal,
+        ..TableOptions::default()
+    }));
 }
 
 #[test]
 fn table_by_module() {
     let p = fixture::profile(false);
-    insta::assert_snapshot!(p.table(TableOptions { view: View::Module, ..TableOptions::default() }));
+    insta::assert_snapshot!(p.table(TableOptions {
+        view: View::Module,
+        ..TableOptions::default()
+    }));
 }
 
 #[test]
@@ -51,7 +61,11 @@ fn compare_before_and_after() {
         }
     }
     after.rows.retain(|r| r.name != "bias_add");
-    after.rows.push(profiler::ReportRow { name: "fused_bias_gelu".into(), self_cpu_us: 6.0, ..before.rows[0].clone() });
+    after.rows.push(profiler::ReportRow {
+        name: "fused_bias_gelu".into(),
+        self_cpu_us: 6.0,
+        ..before.rows[0].clone()
+    });
     after.totals.self_cpu_us = after.rows.iter().map(|r| r.self_cpu_us).sum();
     insta::assert_snapshot!(compare(&before, &after));
 }
@@ -59,19 +73,33 @@ fn compare_before_and_after() {
 #[test]
 fn table_with_roofline_columns() {
     let p = fixture::profile_with_ceilings(false);
-    insta::assert_snapshot!(p.table(TableOptions { group_by_input_shape: true, ..TableOptions::default() }));
+    insta::assert_snapshot!(p.table(TableOptions {
+        group_by_input_shape: true,
+        ..TableOptions::default()
+    }));
 }
 
 #[test]
 fn table_with_roofline_columns_on_stream_time() {
     let p = fixture::profile_with_ceilings(true);
-    insta::assert_snapshot!(p.table(TableOptions { sort_by: SortBy::SelfCudaTimeTotal, ..TableOptions::default() }));
+    insta::assert_snapshot!(p.table(TableOptions {
+        sort_by: SortBy::SelfCudaTimeTotal,
+        ..TableOptions::default()
+    }));
 }
 
 #[test]
 fn a_report_read_back_from_disk_prints_the_same_table() {
-    for p in [fixture::profile(false), fixture::profile_with_ceilings(false), fixture::profile_with_ceilings(true)] {
-        let options = TableOptions { group_by_input_shape: true, with_flops: true, ..TableOptions::default() };
+    for p in [
+        fixture::profile(false),
+        fixture::profile_with_ceilings(false),
+        fixture::profile_with_ceilings(true),
+    ] {
+        let options = TableOptions {
+            group_by_input_shape: true,
+            with_flops: true,
+            ..TableOptions::default()
+        };
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("report.json");
         p.report_with(options).write_json(&path).unwrap();
@@ -102,7 +130,8 @@ fn compare_shows_the_roofline_columns_before_and_after() {
         }
     }
     after.rows.retain(|r| r.name != "bias_add");
-    let fused = profiler::roofline::row_roofline(36_864, 160_000, 6.0, profiler::TimeBasis::Cpu, &ceilings);
+    let fused =
+        profiler::roofline::row_roofline(36_864, 160_000, 6.0, profiler::TimeBasis::Cpu, &ceilings);
     after.rows.push(profiler::ReportRow {
         name: "fused_bias_gelu".into(),
         self_cpu_us: 6.0,

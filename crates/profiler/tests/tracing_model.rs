@@ -23,14 +23,20 @@ fn spans_of_a_candle_transformers_model_fill_the_table() {
 
     let ops = profile.key_averages(View::Op, false, SortBy::SelfCpuTimeTotal);
     let calls = |rows: &[profiler::Row], name: &str| {
-        rows.iter().find(|r| r.name == name).map(|r| r.calls).unwrap_or(0)
+        rows.iter()
+            .find(|r| r.name == name)
+            .map(|r| r.calls)
+            .unwrap_or(0)
     };
     // Per forward: q, k, v, o and three MLP projections per layer, plus the LM head.
     assert_eq!(calls(&ops.rows, "linear"), STEPS * (7 * LAYERS + 1));
     assert_eq!(calls(&ops.rows, "rms-norm"), STEPS * (2 * LAYERS + 1));
     assert_eq!(calls(&ops.rows, "attn-rot"), STEPS * 2 * LAYERS);
     assert_eq!(calls(&ops.rows, STEP_ROW), STEPS);
-    assert_eq!(ops.self_cpu_total_ns, ops.wall_ns, "self times cover the wall time");
+    assert_eq!(
+        ops.self_cpu_total_ns, ops.wall_ns,
+        "self times cover the wall time"
+    );
 
     let modules = profile.key_averages(View::Module, false, SortBy::SelfCpuTimeTotal);
     for name in ["block", "attn", "mlp"] {
@@ -44,7 +50,10 @@ fn spans_of_a_candle_transformers_model_fill_the_table() {
     assert_eq!(attn.kind, Kind::Module);
     assert_eq!(step.events[attn.parent.unwrap()].name, "block");
     let table = profile.table(profiler::TableOptions::default());
-    assert!(table.contains("linear") && table.contains("rms-norm"), "{table}");
+    assert!(
+        table.contains("linear") && table.contains("rms-norm"),
+        "{table}"
+    );
 }
 
 #[test]
@@ -53,14 +62,22 @@ fn the_seeded_weights_give_the_same_logits_every_build_and_differ_by_seed() {
     let logits = |seed: u64| -> Vec<f32> {
         let (model, mut cache) = example::tiny_llama(&device, seed).unwrap();
         let tokens = example::prompt(&device).unwrap();
-        model.forward(&tokens, 0, &mut cache).unwrap().flatten_all().unwrap().to_vec1().unwrap()
+        model
+            .forward(&tokens, 0, &mut cache)
+            .unwrap()
+            .flatten_all()
+            .unwrap()
+            .to_vec1()
+            .unwrap()
     };
     let first = logits(example::SEED);
     assert_eq!(first, logits(example::SEED));
     assert_ne!(first, logits(example::SEED + 1));
     assert!(first.iter().all(|x| x.is_finite()));
     // Random weights, not all one value: the logits are spread out.
-    let (lo, hi) = first.iter().fold((f32::MAX, f32::MIN), |(lo, hi), &x| (lo.min(x), hi.max(x)));
+    let (lo, hi) = first
+        .iter()
+        .fold((f32::MAX, f32::MIN), |(lo, hi), &x| (lo.min(x), hi.max(x)));
     assert!(hi > lo, "{lo} {hi}");
 }
 
@@ -69,13 +86,20 @@ fn the_example_prints_the_table_and_writes_report_trace_and_flame_graph() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("nested/out");
     let w = example::run(&out).unwrap();
-    assert!(w.table.contains("Self CPU time total") && w.table.contains("linear"), "{}", w.table);
+    assert!(
+        w.table.contains("Self CPU time total") && w.table.contains("linear"),
+        "{}",
+        w.table
+    );
     let report = profiler::Report::read_json(&w.report).unwrap();
     assert_eq!(report.active_steps, 3);
     assert!(report.rows.iter().any(|r| r.name == "rms-norm"));
-    let trace: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&w.trace).unwrap()).unwrap();
+    let trace: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&w.trace).unwrap()).unwrap();
     let events = trace["traceEvents"].as_array().unwrap();
-    assert!(events.iter().any(|e| e["name"] == "attn" && e["cat"] == "module"));
+    assert!(events
+        .iter()
+        .any(|e| e["name"] == "attn" && e["cat"] == "module"));
     let svg = std::fs::read_to_string(&w.flamegraph).unwrap();
     assert!(svg.contains("<svg") && svg.contains("linear"));
 }

@@ -19,23 +19,42 @@ pub struct Summary {
 
 impl Summary {
     pub fn of(content: &Content) -> Self {
-        let architecture = content.metadata.get("general.architecture").and_then(|v| v.to_string().ok()).cloned();
+        let architecture = content
+            .metadata
+            .get("general.architecture")
+            .and_then(|v| v.to_string().ok())
+            .cloned();
         let mut by_type: HashMap<String, usize> = HashMap::new();
         let mut parameters = 0;
         for info in content.tensor_infos.values() {
             let n = info.shape.elem_count();
             parameters += n;
-            *by_type.entry(format!("{:?}", info.ggml_dtype).to_ascii_lowercase()).or_default() += n;
+            *by_type
+                .entry(format!("{:?}", info.ggml_dtype).to_ascii_lowercase())
+                .or_default() += n;
         }
-        let weight_type = by_type.into_iter().max_by_key(|(_, n)| *n).map(|(t, _)| t).unwrap_or_else(|| "unknown".into());
-        Summary { architecture, parameters, weight_type }
+        let weight_type = by_type
+            .into_iter()
+            .max_by_key(|(_, n)| *n)
+            .map(|(t, _)| t)
+            .unwrap_or_else(|| "unknown".into());
+        Summary {
+            architecture,
+            parameters,
+            weight_type,
+        }
     }
 
     /// The bytes its tensors take as stored.
     pub fn read(path: &Path) -> Result<(Self, u64)> {
         let mut file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-        let content = Content::read(&mut file).map_err(|e| Error::Weights { path: path.to_owned(), message: format!("not a readable GGUF file: {e}") })?;
-        let size = std::fs::metadata(path).map_err(|e| Error::io(path, e))?.len();
+        let content = Content::read(&mut file).map_err(|e| Error::Weights {
+            path: path.to_owned(),
+            message: format!("not a readable GGUF file: {e}"),
+        })?;
+        let size = std::fs::metadata(path)
+            .map_err(|e| Error::io(path, e))?
+            .len();
         Ok((Summary::of(&content), size))
     }
 }
@@ -51,8 +70,19 @@ pub struct TinyShape {
     pub kv_heads: usize,
 }
 
-pub const TINY_LLAMA: TinyShape = TinyShape { arch: "llama", vocab: 256, hidden: 64, ffn: 128, layers: 2, heads: 4, kv_heads: 2 };
-pub const TINY_QWEN2: TinyShape = TinyShape { arch: "qwen2", ..TINY_LLAMA };
+pub const TINY_LLAMA: TinyShape = TinyShape {
+    arch: "llama",
+    vocab: 256,
+    hidden: 64,
+    ffn: 128,
+    layers: 2,
+    heads: 4,
+    kv_heads: 2,
+};
+pub const TINY_QWEN2: TinyShape = TinyShape {
+    arch: "qwen2",
+    ..TINY_LLAMA
+};
 
 /// Writes a GGUF of `shape` with seeded weights, its matrices quantized to `dtype` (their rows
 /// must be multiples of its block: 32 values for q8_0) and its norms in f32.
@@ -86,8 +116,18 @@ pub fn write_tiny(path: &Path, shape: &TinyShape, dtype: GgmlDType) -> Result<()
         matrix(format!("blk.{i}.ffn_up.weight"), shape.ffn, h)?;
         matrix(format!("blk.{i}.ffn_down.weight"), h, shape.ffn)?;
     }
-    let ones = |n: usize| -> Result<QTensor> { Ok(QTensor::quantize(&Tensor::ones(n, candle_core::DType::F32, &Device::Cpu)?, GgmlDType::F32)?) };
-    let zeros = |n: usize| -> Result<QTensor> { Ok(QTensor::quantize(&Tensor::zeros(n, candle_core::DType::F32, &Device::Cpu)?, GgmlDType::F32)?) };
+    let ones = |n: usize| -> Result<QTensor> {
+        Ok(QTensor::quantize(
+            &Tensor::ones(n, candle_core::DType::F32, &Device::Cpu)?,
+            GgmlDType::F32,
+        )?)
+    };
+    let zeros = |n: usize| -> Result<QTensor> {
+        Ok(QTensor::quantize(
+            &Tensor::zeros(n, candle_core::DType::F32, &Device::Cpu)?,
+            GgmlDType::F32,
+        )?)
+    };
     tensors.push(("output_norm.weight".into(), ones(h)?));
     for i in 0..shape.layers {
         tensors.push((format!("blk.{i}.attn_norm.weight"), ones(h)?));
@@ -101,17 +141,29 @@ pub fn write_tiny(path: &Path, shape: &TinyShape, dtype: GgmlDType) -> Result<()
     let a = shape.arch;
     let metadata: Vec<(String, Value)> = vec![
         ("general.architecture".into(), Value::String(a.into())),
-        (format!("{a}.attention.head_count"), Value::U32(shape.heads as u32)),
-        (format!("{a}.attention.head_count_kv"), Value::U32(shape.kv_heads as u32)),
+        (
+            format!("{a}.attention.head_count"),
+            Value::U32(shape.heads as u32),
+        ),
+        (
+            format!("{a}.attention.head_count_kv"),
+            Value::U32(shape.kv_heads as u32),
+        ),
         (format!("{a}.block_count"), Value::U32(shape.layers as u32)),
         (format!("{a}.embedding_length"), Value::U32(h as u32)),
         (format!("{a}.context_length"), Value::U32(256)),
         (format!("{a}.rope.dimension_count"), Value::U32(d as u32)),
-        (format!("{a}.attention.layer_norm_rms_epsilon"), Value::F32(1e-5)),
+        (
+            format!("{a}.attention.layer_norm_rms_epsilon"),
+            Value::F32(1e-5),
+        ),
         (format!("{a}.rope.freq_base"), Value::F32(10000.0)),
     ];
     let mut file = std::fs::File::create(path).map_err(|e| Error::io(path, e))?;
     let metadata: Vec<(&str, &Value)> = metadata.iter().map(|(k, v)| (k.as_str(), v)).collect();
     let tensors: Vec<(&str, &QTensor)> = tensors.iter().map(|(k, t)| (k.as_str(), t)).collect();
-    gguf_file::write(&mut file, &metadata, &tensors).map_err(|e| Error::Weights { path: path.to_owned(), message: e.to_string() })
+    gguf_file::write(&mut file, &metadata, &tensors).map_err(|e| Error::Weights {
+        path: path.to_owned(),
+        message: e.to_string(),
+    })
 }

@@ -30,17 +30,28 @@ pub fn config(arch: &str) -> Option<serde_json::Value> {
 
 /// Writes a tiny `arch` checkpoint into `dir` (created if missing).
 pub fn write(dir: &Path, arch: &str) -> Result<()> {
-    let cfg = config(arch).ok_or_else(|| Error::Input(format!("no tiny {arch}: there are phi3 and gemma")))?;
+    let cfg = config(arch)
+        .ok_or_else(|| Error::Input(format!("no tiny {arch}: there are phi3 and gemma")))?;
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     let varmap = VarMap::new();
     let vb = VarBuilder::from_varmap(&varmap, DType::F32, &Device::Cpu);
     let bad = |e: serde_json::Error| Error::Input(e.to_string());
     match arch {
-        "phi3" => drop(candle_transformers::models::phi3::Model::new(&serde_json::from_value(cfg.clone()).map_err(bad)?, vb)?),
-        _ => drop(candle_transformers::models::gemma::Model::new(false, &serde_json::from_value(cfg.clone()).map_err(bad)?, vb)?),
+        "phi3" => drop(candle_transformers::models::phi3::Model::new(
+            &serde_json::from_value(cfg.clone()).map_err(bad)?,
+            vb,
+        )?),
+        _ => drop(candle_transformers::models::gemma::Model::new(
+            false,
+            &serde_json::from_value(cfg.clone()).map_err(bad)?,
+            vb,
+        )?),
     }
     let weights = dir.join("model.safetensors");
-    varmap.save(&weights).map_err(|e| Error::Weights { path: weights.clone(), message: e.to_string() })?;
+    varmap.save(&weights).map_err(|e| Error::Weights {
+        path: weights.clone(),
+        message: e.to_string(),
+    })?;
     let config = dir.join("config.json");
     std::fs::write(&config, cfg.to_string()).map_err(|e| Error::io(&config, e))
 }

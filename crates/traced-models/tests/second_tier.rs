@@ -22,21 +22,47 @@ fn each_architecture_profiles_into_its_spans_and_the_untraced_rest() {
     // Each model opens its own spans: quantized_llama wraps every matmul in `qmatmul`;
     // quantized_qwen2 does not, so its matmuls' time is inside `attn-mlp`, `output` and the
     // untraced row, which is what this tier cannot take apart.
-    for (shape, spans) in [(&TINY_LLAMA, &["qmatmul", "attn-rot", "attn-mlp"][..]), (&TINY_QWEN2, &["attn-rot", "attn-mlp", "output"][..])] {
+    for (shape, spans) in [
+        (&TINY_LLAMA, &["qmatmul", "attn-rot", "attn-mlp"][..]),
+        (&TINY_QWEN2, &["attn-rot", "attn-mlp", "output"][..]),
+    ] {
         let (_dir, path) = tiny(shape, GgmlDType::Q8_0);
         let profile = with_span_profiler(|| {
             let mut model = TracedModel::load_gguf(&path, &Device::Cpu).unwrap();
-            assert_eq!((model.architecture.as_str(), model.weight_type.as_str()), (shape.arch, "q8_0"));
-            profile(&mut model, &ForwardProfile { seq: 6, warmup: 1, active: 2, ..ForwardProfile::default() }).unwrap()
+            assert_eq!(
+                (model.architecture.as_str(), model.weight_type.as_str()),
+                (shape.arch, "q8_0")
+            );
+            profile(
+                &mut model,
+                &ForwardProfile {
+                    seq: 6,
+                    warmup: 1,
+                    active: 2,
+                    ..ForwardProfile::default()
+                },
+            )
+            .unwrap()
         });
-        let rows = profile.key_averages(View::Op, false, SortBy::SelfCpuTimeTotal).rows;
+        let rows = profile
+            .key_averages(View::Op, false, SortBy::SelfCpuTimeTotal)
+            .rows;
         let names: Vec<&str> = rows.iter().map(|r| r.name.as_str()).collect();
         for expected in spans.iter().copied().chain([UNTRACED.name]) {
-            assert!(names.contains(&expected), "{}: no {expected} row in {names:?}", shape.arch);
+            assert!(
+                names.contains(&expected),
+                "{}: no {expected} row in {names:?}",
+                shape.arch
+            );
         }
         for row in &rows {
             // No work count, so no roofline: never an invented count.
-            assert!(row.flops.is_none() && row.bytes.is_none(), "{}: {} has a work count nobody measured", shape.arch, row.name);
+            assert!(
+                row.flops.is_none() && row.bytes.is_none(),
+                "{}: {} has a work count nobody measured",
+                shape.arch,
+                row.name
+            );
         }
         let untraced = rows.iter().find(|r| r.name == UNTRACED.name).unwrap();
         assert_eq!(untraced.line, Line::Other);
@@ -52,8 +78,20 @@ fn the_quantized_model_computes_the_same_logits_each_time() {
     let (_dir, path) = tiny(&TINY_LLAMA, GgmlDType::Q8_0);
     let mut model = TracedModel::load_gguf(&path, &Device::Cpu).unwrap();
     let ids = candle_core::Tensor::new(&[[3u32, 14, 15, 92]], &Device::Cpu).unwrap();
-    let a: Vec<f32> = model.forward(&ids, 0).unwrap().flatten_all().unwrap().to_vec1().unwrap();
-    let b: Vec<f32> = model.forward(&ids, 0).unwrap().flatten_all().unwrap().to_vec1().unwrap();
+    let a: Vec<f32> = model
+        .forward(&ids, 0)
+        .unwrap()
+        .flatten_all()
+        .unwrap()
+        .to_vec1()
+        .unwrap();
+    let b: Vec<f32> = model
+        .forward(&ids, 0)
+        .unwrap()
+        .flatten_all()
+        .unwrap()
+        .to_vec1()
+        .unwrap();
     assert_eq!(a.len(), 256);
     assert!(a.iter().all(|v| v.is_finite()));
     assert_eq!(a, b);
@@ -61,13 +99,26 @@ fn the_quantized_model_computes_the_same_logits_each_time() {
 
 #[test]
 fn an_architecture_this_tier_does_not_run_is_refused_by_name() {
-    let (_dir, path) = tiny(&TinyShape { arch: "gemma3", ..TINY_LLAMA }, GgmlDType::Q8_0);
-    let e = TracedModel::load_gguf(&path, &Device::Cpu).err().unwrap().to_string();
+    let (_dir, path) = tiny(
+        &TinyShape {
+            arch: "gemma3",
+            ..TINY_LLAMA
+        },
+        GgmlDType::Q8_0,
+    );
+    let e = TracedModel::load_gguf(&path, &Device::Cpu)
+        .err()
+        .unwrap()
+        .to_string();
     assert!(e.contains("general.architecture \"gemma3\" is not one this program runs from a GGUF file (llama, qwen2)"), "{e}");
     assert!(e.contains("tiny-gemma3.gguf"), "names the file: {e}");
     let not_gguf = _dir.path().join("not.gguf");
     std::fs::write(&not_gguf, b"safetensors?").unwrap();
-    assert!(TracedModel::load_gguf(&not_gguf, &Device::Cpu).err().unwrap().to_string().contains("not a readable GGUF file"));
+    assert!(TracedModel::load_gguf(&not_gguf, &Device::Cpu)
+        .err()
+        .unwrap()
+        .to_string()
+        .contains("not a readable GGUF file"));
 }
 
 /// Phi-3 opens `linear` and `rms-norm` spans; Gemma opens none, so its whole forward pass is the
@@ -78,24 +129,52 @@ fn phi3_and_gemma_checkpoints_profile_into_the_spans_they_open() {
         let dir = tempfile::tempdir().unwrap();
         traced_models::tiny::write(dir.path(), arch).unwrap();
         let profile = with_span_profiler(|| {
-            let mut model = TracedModel::load_safetensors(dir.path(), &Device::Cpu, candle_core::DType::F32).unwrap();
+            let mut model =
+                TracedModel::load_safetensors(dir.path(), &Device::Cpu, candle_core::DType::F32)
+                    .unwrap();
             assert_eq!(model.architecture, arch);
-            profile(&mut model, &ForwardProfile { seq: 6, warmup: 1, active: 2, ..ForwardProfile::default() }).unwrap()
+            profile(
+                &mut model,
+                &ForwardProfile {
+                    seq: 6,
+                    warmup: 1,
+                    active: 2,
+                    ..ForwardProfile::default()
+                },
+            )
+            .unwrap()
         });
-        let rows = profile.key_averages(View::Op, false, SortBy::SelfCpuTimeTotal).rows;
-        let names: Vec<&str> = rows.iter().map(|r| r.name.as_str()).filter(|n| *n != profiler::STEP_ROW).collect();
+        let rows = profile
+            .key_averages(View::Op, false, SortBy::SelfCpuTimeTotal)
+            .rows;
+        let names: Vec<&str> = rows
+            .iter()
+            .map(|r| r.name.as_str())
+            .filter(|n| *n != profiler::STEP_ROW)
+            .collect();
         for expected in spans.iter().copied().chain([UNTRACED.name]) {
-            assert!(names.contains(&expected), "{arch}: no {expected} row in {names:?}");
+            assert!(
+                names.contains(&expected),
+                "{arch}: no {expected} row in {names:?}"
+            );
         }
         if spans.is_empty() {
             assert_eq!(names, [UNTRACED.name], "{arch} opens no span");
         }
-        assert!(rows.iter().all(|r| r.flops.is_none() && r.bytes.is_none()), "{arch}: a work count nobody measured");
+        assert!(
+            rows.iter().all(|r| r.flops.is_none() && r.bytes.is_none()),
+            "{arch}: a work count nobody measured"
+        );
     }
     let dir = tempfile::tempdir().unwrap();
     traced_models::tiny::write(dir.path(), "phi3").unwrap();
-    let config = std::fs::read_to_string(dir.path().join("config.json")).unwrap().replace("\"phi3\"", "\"mamba\"");
+    let config = std::fs::read_to_string(dir.path().join("config.json"))
+        .unwrap()
+        .replace("\"phi3\"", "\"mamba\"");
     std::fs::write(dir.path().join("config.json"), config).unwrap();
-    let e = TracedModel::load_safetensors(dir.path(), &Device::Cpu, candle_core::DType::F32).err().unwrap().to_string();
+    let e = TracedModel::load_safetensors(dir.path(), &Device::Cpu, candle_core::DType::F32)
+        .err()
+        .unwrap()
+        .to_string();
     assert!(e.contains("model_type \"mamba\" is not one this program runs through candle-transformers (phi3, gemma)") && e.contains("config.json"), "{e}");
 }

@@ -33,7 +33,12 @@ pub enum Verdict {
 }
 
 impl Verdict {
-    pub const ALL: [Verdict; 4] = [Verdict::Faster, Verdict::Slower, Verdict::Same, Verdict::Inconclusive];
+    pub const ALL: [Verdict; 4] = [
+        Verdict::Faster,
+        Verdict::Slower,
+        Verdict::Same,
+        Verdict::Inconclusive,
+    ];
 
     /// The name written to `bench.json` and asked for in answer files.
     pub fn as_str(self) -> &'static str {
@@ -82,18 +87,41 @@ mod tests {
         assert_eq!(verdict(0.80, 0.90, 0.05, Better::Higher), Verdict::Slower);
         assert_eq!(verdict(1.10, 1.20, 0.05, Better::Lower), Verdict::Slower);
         assert_eq!(verdict(1.10, 1.20, 0.05, Better::Higher), Verdict::Faster);
-        assert_eq!(verdict(1.10, f64::INFINITY, 0.05, Better::Lower), Verdict::Slower, "no upper bound, but surely above the band");
+        assert_eq!(
+            verdict(1.10, f64::INFINITY, 0.05, Better::Lower),
+            Verdict::Slower,
+            "no upper bound, but surely above the band"
+        );
     }
 
     #[test]
     fn inside_the_band_is_the_same_and_across_an_edge_is_inconclusive() {
         for better in [Better::Lower, Better::Higher] {
             assert_eq!(verdict(0.97, 1.04, 0.05, better), Verdict::Same);
-            assert_eq!(verdict(0.95, 1.05, 0.05, better), Verdict::Same, "the edges are inside");
-            assert_eq!(verdict(0.80, 0.97, 0.05, better), Verdict::Inconclusive, "excludes 1, not surely by 5%");
-            assert_eq!(verdict(0.49, 1.14, 0.05, better), Verdict::Inconclusive, "cannot tell");
-            assert_eq!(verdict(0.90, f64::INFINITY, 0.05, better), Verdict::Inconclusive);
-            assert_eq!(verdict(0.80, 0.95, 0.05, better), Verdict::Inconclusive, "touching 1 - t is not beyond it");
+            assert_eq!(
+                verdict(0.95, 1.05, 0.05, better),
+                Verdict::Same,
+                "the edges are inside"
+            );
+            assert_eq!(
+                verdict(0.80, 0.97, 0.05, better),
+                Verdict::Inconclusive,
+                "excludes 1, not surely by 5%"
+            );
+            assert_eq!(
+                verdict(0.49, 1.14, 0.05, better),
+                Verdict::Inconclusive,
+                "cannot tell"
+            );
+            assert_eq!(
+                verdict(0.90, f64::INFINITY, 0.05, better),
+                Verdict::Inconclusive
+            );
+            assert_eq!(
+                verdict(0.80, 0.95, 0.05, better),
+                Verdict::Inconclusive,
+                "touching 1 - t is not beyond it"
+            );
         }
     }
 
@@ -102,6 +130,9 @@ mod tests {
         assert!(excludes_one(0.80, 0.97));
         assert!(excludes_one(1.01, 1.30));
         assert!(!excludes_one(0.97, 1.04));
-        assert!(!excludes_one(0.5, 1.0), "an interval that ends at 1 contains it");
+        assert!(
+            !excludes_one(0.5, 1.0),
+            "an interval that ends at 1 contains it"
+        );
     }
 }

@@ -104,8 +104,11 @@ struct Args {
 
 /// The three comparisons of batch 16 against batch 8 at each rate: the metric (as `course bench
 /// --compare --metric` names it) and which direction is better.
-const COMPARED: [(&str, Better); 3] =
-    [("output_tokens_per_s", Better::Higher), ("ttft_ms.p90", Better::Lower), ("tpot_ms.p90", Better::Lower)];
+const COMPARED: [(&str, Better); 3] = [
+    ("output_tokens_per_s", Better::Higher),
+    ("ttft_ms.p90", Better::Lower),
+    ("tpot_ms.p90", Better::Lower),
+];
 
 /// The two scenarios' names in bench.json: below batch A's saturation (0.6 of it), and above
 /// both (twice the larger).
@@ -120,7 +123,10 @@ fn run(args: Args, dir: &Path) -> Result<()> {
     let _ = stats::percentile(&[1.0, 2.0], 50.0);
     let _ = stats::verdict(1.0, 1.0, 0.05, Better::Higher);
     if !(0.0..1.0).contains(&args.min_effect) {
-        bail!("--min-effect is a fraction in [0, 1), e.g. 0.05 for 5%; got {}", args.min_effect);
+        bail!(
+            "--min-effect is a fraction in [0, 1), e.g. 0.05 for 5%; got {}",
+            args.min_effect
+        );
     }
     if let Some(rates) = &args.rates {
         if rates.iter().any(|r| !(r.is_finite() && *r > 0.0)) || rates[0] >= rates[1] {
@@ -129,7 +135,10 @@ fn run(args: Args, dir: &Path) -> Result<()> {
     }
     let results = dir.join("results");
     let gpt2 = gpt2_program(args.gpt2.as_deref())?;
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the async runtime")?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
 
     // Calibrate both (B's server then stays up for its runs), then A's runs.
     let server = start(&args, &gpt2, args.batch_a, &results)?;
@@ -154,33 +163,74 @@ fn run(args: Args, dir: &Path) -> Result<()> {
                 c = c.mark_set_by_arrivals();
             }
             c.scenario = Some(scenario.to_string());
-            println!("\n{scenario} saturation, {rate} req/s:\n{}", bench::report::comparison_text(&c, &a.label, &b.label));
+            println!(
+                "\n{scenario} saturation, {rate} req/s:\n{}",
+                bench::report::comparison_text(&c, &a.label, &b.label)
+            );
             comparisons.push(c);
         }
     }
-    print!("{}", summary(&comparisons, &rates, args.batch_a, args.batch_b, args.requests));
+    print!(
+        "{}",
+        summary(
+            &comparisons,
+            &rates,
+            args.batch_a,
+            args.batch_b,
+            args.requests
+        )
+    );
 
-    let target = Target { device: Some("server".into()), ..Target::default() };
-    let mut report = Report::new(Environment::capture(target), runs_a.into_iter().chain(runs_b).collect());
+    let target = Target {
+        device: Some("server".into()),
+        ..Target::default()
+    };
+    let mut report = Report::new(
+        Environment::capture(target),
+        runs_a.into_iter().chain(runs_b).collect(),
+    );
     report.comparisons = comparisons;
     report.calibration = Some(calibration);
     let json = results.join("bench.json");
     report.write(&json)?;
     let svg = results.join("latency.svg");
-    let above: Vec<&Run> = report.runs.iter().filter(|r| r.label.ends_with("above")).collect();
+    let above: Vec<&Run> = report
+        .runs
+        .iter()
+        .filter(|r| r.label.ends_with("above"))
+        .collect();
     bench::plot::write_latency_cdf(&svg, &above)?;
-    println!("wrote {} and {} (the latency picture is of the runs above saturation)", json.display(), svg.display());
+    println!(
+        "wrote {} and {} (the latency picture is of the runs above saturation)",
+        json.display(),
+        svg.display()
+    );
     println!("Next: fill in answers.toml from the comparisons above, then `course check 2`.");
     Ok(())
 }
 
 /// Start `gpt2 serve` at `batch`, its output logged beside the results.
 fn start(args: &Args, gpt2: &Path, batch: u16, results: &Path) -> Result<LocalServer> {
-    let serve: Vec<String> = ["serve", "--model", &args.model, "--device", &args.device, "--port", "0", "--max-batch-size", &batch.to_string()]
-        .map(String::from)
-        .to_vec();
+    let serve: Vec<String> = [
+        "serve",
+        "--model",
+        &args.model,
+        "--device",
+        &args.device,
+        "--port",
+        "0",
+        "--max-batch-size",
+        &batch.to_string(),
+    ]
+    .map(String::from)
+    .to_vec();
     let log = results.join(format!("serve-batch-{batch}.log"));
-    println!("\nbatch-{batch}: starting {} {} (its output: {})", gpt2.display(), serve.join(" "), log.display());
+    println!(
+        "\nbatch-{batch}: starting {} {} (its output: {})",
+        gpt2.display(),
+        serve.join(" "),
+        log.display()
+    );
     LocalServer::start(gpt2, &serve, Some(&log), Duration::from_secs(600))
 }
 
@@ -192,7 +242,10 @@ fn load_config(args: &Args, server: &LocalServer, traffic: Traffic, requests: us
         model: args.model.clone(),
         traffic,
         bound: Bound::Requests(requests),
-        prompt: Prompt::RandomWords { words: args.prompt_words, seed: args.seed },
+        prompt: Prompt::RandomWords {
+            words: args.prompt_words,
+            seed: args.seed,
+        },
         max_tokens: args.max_tokens,
         ignore_eos: true,
         include_usage: true,
@@ -206,16 +259,47 @@ fn load_config(args: &Args, server: &LocalServer, traffic: Traffic, requests: us
 
 /// The requests per second `batch` completes with twice its batch always in flight (closed
 /// loop, so it never waits for arrivals): its saturation on this machine.
-fn saturation(args: &Args, server: &LocalServer, batch: u16, runtime: &tokio::runtime::Runtime) -> Result<f64> {
+fn saturation(
+    args: &Args,
+    server: &LocalServer,
+    batch: u16,
+    runtime: &tokio::runtime::Runtime,
+) -> Result<f64> {
     let in_flight = 2 * usize::from(batch);
-    println!("calibration: {} requests with {in_flight} always in flight (closed loop)", args.calibration_requests);
-    let config = load_config(args, server, Traffic::ClosedLoop { concurrency: in_flight }, args.calibration_requests);
-    let outcome = runtime.block_on(load::run(&config)).context("the calibration run failed")?;
-    let run = Run::from_load(format!("batch-{batch} saturation"), &config, &Slo::default(), outcome)?;
+    println!(
+        "calibration: {} requests with {in_flight} always in flight (closed loop)",
+        args.calibration_requests
+    );
+    let config = load_config(
+        args,
+        server,
+        Traffic::ClosedLoop {
+            concurrency: in_flight,
+        },
+        args.calibration_requests,
+    );
+    let outcome = runtime
+        .block_on(load::run(&config))
+        .context("the calibration run failed")?;
+    let run = Run::from_load(
+        format!("batch-{batch} saturation"),
+        &config,
+        &Slo::default(),
+        outcome,
+    )?;
     if run.metrics.completed == 0 {
-        bail!("every calibration request failed; {}", run.requests.iter().find_map(|r| r.error.clone()).unwrap_or_default());
+        bail!(
+            "every calibration request failed; {}",
+            run.requests
+                .iter()
+                .find_map(|r| r.error.clone())
+                .unwrap_or_default()
+        );
     }
-    println!("calibration: batch {batch} sustains about {:.2} req/s here", run.metrics.requests_per_s);
+    println!(
+        "calibration: batch {batch} sustains about {:.2} req/s here",
+        run.metrics.requests_per_s
+    );
     Ok(run.metrics.requests_per_s)
 }
 
@@ -224,25 +308,48 @@ fn saturation(args: &Args, server: &LocalServer, batch: u16, runtime: &tokio::ru
 fn choose_rates(args: &Args, saturation_a: f64, saturation_b: f64) -> (Calibration, Vec<f64>) {
     let rates = match &args.rates {
         Some(rates) => rates.clone(),
-        None => vec![load::round_rate(0.6 * saturation_a), load::round_rate(2.0 * saturation_a.max(saturation_b))],
+        None => vec![
+            load::round_rate(0.6 * saturation_a),
+            load::round_rate(2.0 * saturation_a.max(saturation_b)),
+        ],
     };
     println!(
         "rates: {} req/s (below batch {}'s saturation) and {} req/s (above both){}",
         rates[0],
         args.batch_a,
         rates[1],
-        if args.rates.is_some() { ", from --rates" } else { "" }
+        if args.rates.is_some() {
+            ", from --rates"
+        } else {
+            ""
+        }
     );
     let calibration = Calibration {
-        measured: format!("closed loop with twice the batch in flight, {} requests", args.calibration_requests),
-        saturation_rps: vec![(format!("batch-{}", args.batch_a), saturation_a), (format!("batch-{}", args.batch_b), saturation_b)],
-        rates: SCENARIOS.iter().map(|name| name.to_string()).zip(rates.iter().copied()).collect(),
+        measured: format!(
+            "closed loop with twice the batch in flight, {} requests",
+            args.calibration_requests
+        ),
+        saturation_rps: vec![
+            (format!("batch-{}", args.batch_a), saturation_a),
+            (format!("batch-{}", args.batch_b), saturation_b),
+        ],
+        rates: SCENARIOS
+            .iter()
+            .map(|name| name.to_string())
+            .zip(rates.iter().copied())
+            .collect(),
     };
     (calibration, rates)
 }
 
 /// Open-loop runs at each rate against one server, `--replicates` of `--requests` each.
-fn measure(args: &Args, server: &LocalServer, batch: u16, rates: &[f64], runtime: &tokio::runtime::Runtime) -> Result<Vec<Run>> {
+fn measure(
+    args: &Args,
+    server: &LocalServer,
+    batch: u16,
+    rates: &[f64],
+    runtime: &tokio::runtime::Runtime,
+) -> Result<Vec<Run>> {
     let mut runs = Vec::new();
     for (scenario, &rate) in SCENARIOS.iter().zip(rates) {
         let label = format!("batch-{batch} {scenario}");
@@ -252,8 +359,18 @@ fn measure(args: &Args, server: &LocalServer, batch: u16, rates: &[f64], runtime
             args.requests,
             f64::from(args.replicates) * args.requests as f64 / rate
         );
-        let config = load_config(args, server, Traffic::OpenLoop { rate, seed: args.seed }, args.requests);
-        let outcome = runtime.block_on(load::run_replicates(&config, usize::from(args.replicates))).with_context(|| format!("{label}: the load run failed"))?;
+        let config = load_config(
+            args,
+            server,
+            Traffic::OpenLoop {
+                rate,
+                seed: args.seed,
+            },
+            args.requests,
+        );
+        let outcome = runtime
+            .block_on(load::run_replicates(&config, usize::from(args.replicates)))
+            .with_context(|| format!("{label}: the load run failed"))?;
         let mut run = Run::from_load(label.clone(), &config, &Slo::default(), outcome)?;
         // The one variable this comparison changes, recorded beside the traffic that stayed fixed.
         run.config["server"] = serde_json::json!({ "program": "gpt2 serve", "model": args.model, "device": args.device, "max_batch_size": batch });
@@ -274,7 +391,11 @@ fn gpt2_program(given: Option<&Path>) -> Result<PathBuf> {
     };
     if !path.is_file() {
         // Cargo puts release builds in target/release and dev builds in target/debug.
-        let profile = match path.parent().and_then(|d| d.file_name()).and_then(|n| n.to_str()) {
+        let profile = match path
+            .parent()
+            .and_then(|d| d.file_name())
+            .and_then(|n| n.to_str())
+        {
             Some("release") => " --release",
             _ => "",
         };
@@ -285,23 +406,56 @@ fn gpt2_program(given: Option<&Path>) -> Result<PathBuf> {
 
 /// The six verdicts side by side, and how many requests an inconclusive one above saturation
 /// would need.
-fn summary(comparisons: &[Comparison], rates: &[f64], batch_a: u16, batch_b: u16, requests: usize) -> String {
-    let mut out = format!("\nbatch-{batch_b} against batch-{batch_a} (B/A with its 95% interval):\n");
+fn summary(
+    comparisons: &[Comparison],
+    rates: &[f64],
+    batch_a: u16,
+    batch_b: u16,
+    requests: usize,
+) -> String {
+    let mut out =
+        format!("\nbatch-{batch_b} against batch-{batch_a} (B/A with its 95% interval):\n");
     for (scenario, rate) in SCENARIOS.iter().zip(rates) {
         out.push_str(&format!("  {scenario} saturation ({rate} req/s)\n"));
-        for c in comparisons.iter().filter(|c| c.scenario.as_deref() == Some(*scenario)) {
-            let meaning = if c.better == Better::Higher { "throughput" } else { "latency" };
-            let high = if c.ci_high.is_finite() { format!("{:.3}", c.ci_high) } else { "∞".into() };
-            let verdict = if c.set_by_arrivals { "set by the arrivals" } else { c.verdict.as_str() };
-            out.push_str(&format!("    {meaning:<11} {:<20} {:>7.3}  [{:.3}, {high}]  {verdict}\n", c.metric, c.ratio, c.ci_low));
+        for c in comparisons
+            .iter()
+            .filter(|c| c.scenario.as_deref() == Some(*scenario))
+        {
+            let meaning = if c.better == Better::Higher {
+                "throughput"
+            } else {
+                "latency"
+            };
+            let high = if c.ci_high.is_finite() {
+                format!("{:.3}", c.ci_high)
+            } else {
+                "∞".into()
+            };
+            let verdict = if c.set_by_arrivals {
+                "set by the arrivals"
+            } else {
+                c.verdict.as_str()
+            };
+            out.push_str(&format!(
+                "    {meaning:<11} {:<20} {:>7.3}  [{:.3}, {high}]  {verdict}\n",
+                c.metric, c.ratio, c.ci_low
+            ));
         }
     }
-    for c in comparisons.iter().filter(|c| c.scenario.as_deref() == Some("above") && !c.set_by_arrivals) {
+    for c in comparisons
+        .iter()
+        .filter(|c| c.scenario.as_deref() == Some("above") && !c.set_by_arrivals)
+    {
         if let Some(n) = requests_to_decide(c, requests) {
-            out.push_str(&format!("  above: {} would need about {n} requests a replicate to be decisive\n", c.metric));
+            out.push_str(&format!(
+                "  above: {} would need about {n} requests a replicate to be decisive\n",
+                c.metric
+            ));
         }
     }
-    out.push_str("\"Faster\" means one of these; answers.toml asks which one your answer is about.\n");
+    out.push_str(
+        "\"Faster\" means one of these; answers.toml asks which one your answer is about.\n",
+    );
     out
 }
 
@@ -313,7 +467,14 @@ fn requests_to_decide(c: &Comparison, requests: usize) -> Option<usize> {
     if c.verdict.is_a_difference() || !c.ci_high.is_finite() || c.ci_low <= 0.0 {
         return None;
     }
-    let (r, edge) = (c.ratio.ln(), if c.ratio > 1.0 { (1.0 + c.min_effect).ln() } else { (1.0 - c.min_effect).ln() });
+    let (r, edge) = (
+        c.ratio.ln(),
+        if c.ratio > 1.0 {
+            (1.0 + c.min_effect).ln()
+        } else {
+            (1.0 - c.min_effect).ln()
+        },
+    );
     let half = (c.ci_high.ln() - c.ci_low.ln()) / 2.0;
     let room = (r - edge).abs();
     if (r - edge).signum() != r.signum() || room == 0.0 {

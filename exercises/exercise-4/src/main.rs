@@ -25,7 +25,6 @@ use grader::exercise_checks::budget::{IllustrativeStep, LINES};
 /// The step-time cut the exercise asks for, in %.
 const TARGET_PCT: f64 = 10.0;
 
-
 #[derive(Parser)]
 #[command(
     about = "Exercise 4: apply your savings arithmetic to your illustrative step and to your exercise-3 profile",
@@ -97,11 +96,22 @@ fn learner_id(dir: &std::path::Path) -> Result<String> {
 fn budget_lines(report: &Report, path: &std::path::Path) -> Result<()> {
     let budget = from_report(report, "your profile")?;
     println!("\nYour profile as a budget ({}):", budget.title);
-    println!("  {:<28} {:>8} {:>18}", "line", "share", "the most it saves");
+    println!(
+        "  {:<28} {:>8} {:>18}",
+        "line", "share", "the most it saves"
+    );
     for line in &budget.lines {
-        println!("  {:<28} {:>7.2}% {:>17.2}%", line.line.name(), line.share_pct, line.share_pct);
+        println!(
+            "  {:<28} {:>7.2}% {:>17.2}%",
+            line.line.name(),
+            line.share_pct,
+            line.share_pct
+        );
     }
-    let largest = budget.lines.iter().max_by(|a, b| a.share_pct.total_cmp(&b.share_pct));
+    let largest = budget
+        .lines
+        .iter()
+        .max_by(|a, b| a.share_pct.total_cmp(&b.share_pct));
     match largest {
         Some(l) if l.share_pct >= TARGET_PCT => {
             let able: Vec<&str> = budget.lines.iter().filter(|l| l.share_pct >= TARGET_PCT).map(|l| l.line.name()).collect();
@@ -121,9 +131,11 @@ fn budget_lines(report: &Report, path: &std::path::Path) -> Result<()> {
         .collect();
     let json = serde_json::json!({"schema": "budget-lines/1", "profile": "../exercise-3/results/report.json", "step_ms": budget.step_ms, "lines": lines});
     if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("cannot create {}", parent.display()))?;
     }
-    std::fs::write(path, serde_json::to_string_pretty(&json)? + "\n").with_context(|| format!("cannot write {}", path.display()))?;
+    std::fs::write(path, serde_json::to_string_pretty(&json)? + "\n")
+        .with_context(|| format!("cannot write {}", path.display()))?;
     println!("wrote {} (graded by `course check 4`)", path.display());
     Ok(())
 }
@@ -144,29 +156,48 @@ fn run(args: Args, dir: &Path) -> Result<()> {
     let step = IllustrativeStep::for_learner(&learner);
     illustrative(&learner, &step);
 
-    let path = args.profile.unwrap_or_else(|| dir.join("../exercise-3/results/report.json"));
+    let path = args
+        .profile
+        .unwrap_or_else(|| dir.join("../exercise-3/results/report.json"));
     if !path.is_file() {
         bail!("{} does not exist: do exercise 3 first (`course run 3` profiles a forward pass and writes it)", path.display());
     }
-    let report = Report::read_json(&path).map_err(|e| anyhow::anyhow!("{e}: run exercise 3 again (`course run 3`) to rewrite it"))?;
+    let report = Report::read_json(&path)
+        .map_err(|e| anyhow::anyhow!("{e}: run exercise 3 again (`course run 3`) to rewrite it"))?;
     let column = match report.device {
         DeviceKind::Cuda => "self CUDA",
         DeviceKind::Cpu => "self CPU",
     };
-    println!("Your profile ({}), ranked by {column} time:", path.display());
-    println!("  {:<28} {:>8} {:>10} {:>22}", "op", "share", "ceiling", format!("saving at {:.0}% removed", args.fraction * 100.0));
+    println!(
+        "Your profile ({}), ranked by {column} time:",
+        path.display()
+    );
+    println!(
+        "  {:<28} {:>8} {:>10} {:>22}",
+        "op",
+        "share",
+        "ceiling",
+        format!("saving at {:.0}% removed", args.fraction * 100.0)
+    );
     for row in report.rows.iter().take(args.rows) {
         let share = share_of(&report, row);
         let saving = budget::step_saving_pct(share, args.fraction);
-        println!("  {:<28} {share:>7.2}% {share:>9.2}% {saving:>21.2}%", row.name);
+        println!(
+            "  {:<28} {share:>7.2}% {share:>9.2}% {saving:>21.2}%",
+            row.name
+        );
     }
     budget_lines(&report, &dir.join("results/budget.json"))?;
-    let inputs = grader::exercise_checks::fewer_bytes::prediction_inputs(&path, dir).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let inputs = grader::exercise_checks::fewer_bytes::prediction_inputs(&path, dir)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
     print!("\n{inputs}");
     if let Some(op) = &args.op {
         let wanted = op.trim().to_lowercase();
         let Some(row) = report.rows.iter().find(|r| r.name.to_lowercase() == wanted) else {
-            bail!("`{op}` is not a row of {}: use a name from the table above", path.display());
+            bail!(
+                "`{op}` is not a row of {}: use a name from the table above",
+                path.display()
+            );
         };
         let share = share_of(&report, row);
         println!(

@@ -20,13 +20,13 @@
 
 use anyhow::{bail, Context, Result};
 use bench::environment::{Environment, Target};
+use bench::intervals::Interval;
 use bench::load::{self, Bound, LoadConfig, Prompt, Traffic};
 use bench::metrics::Slo;
-use bench::intervals::Interval;
 use bench::report::{Report, Run};
 use bench::sweep::{self, Knee, Sweep};
-use grader::exercise_checks::traffic::{target_for, TARGET_PER_LONE_TTFT};
 use clap::Parser;
+use grader::exercise_checks::traffic::{target_for, TARGET_PER_LONE_TTFT};
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -105,12 +105,21 @@ async fn served_model(base_url: &str) -> Result<String> {
     let base = base_url.trim_end_matches('/');
     let base = base.strip_suffix("/v1").unwrap_or(base);
     let url = format!("{base}/v1/models");
-    let client = reqwest::Client::builder().timeout(Duration::from_secs(10)).build()?;
-    let response = client.get(&url).send().await.with_context(|| format!("no server answers at {base}: {START_SERVER}"))?;
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .build()?;
+    let response = client
+        .get(&url)
+        .send()
+        .await
+        .with_context(|| format!("no server answers at {base}: {START_SERVER}"))?;
     if !response.status().is_success() {
         bail!("GET {url} answered {}: is this an OpenAI-compatible server? Pass --served-model to name the model yourself", response.status());
     }
-    let body: serde_json::Value = response.json().await.with_context(|| format!("GET {url} did not answer JSON"))?;
+    let body: serde_json::Value = response
+        .json()
+        .await
+        .with_context(|| format!("GET {url} did not answer JSON"))?;
     body["data"][0]["id"]
         .as_str()
         .map(str::to_string)
@@ -124,7 +133,10 @@ fn load_config(args: &Args, model: &str, traffic: Traffic, requests: usize) -> L
         model: model.to_string(),
         traffic,
         bound: Bound::Requests(requests),
-        prompt: Prompt::RandomWords { words: args.prompt_words, seed: args.seed },
+        prompt: Prompt::RandomWords {
+            words: args.prompt_words,
+            seed: args.seed,
+        },
         max_tokens: args.max_tokens,
         ignore_eos: true,
         include_usage: true,
@@ -154,7 +166,6 @@ fn pick_rate(args: &Args, knee: &Sweep) -> Result<f64> {
     Ok(load::round_rate(rate))
 }
 
-
 fn run(args: Args, dir: &Path) -> Result<()> {
     if let Some(rate) = args.rate {
         if !(rate.is_finite() && rate > 0.0) {
@@ -165,7 +176,10 @@ fn run(args: Args, dir: &Path) -> Result<()> {
         bail!("--target-ms must be a positive number of milliseconds; got {t}");
     }
     let results = dir.join("results");
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the async runtime")?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
     let model = match &args.served_model {
         Some(name) => name.clone(),
         None => runtime.block_on(served_model(&args.base_url))?,
@@ -175,10 +189,13 @@ fn run(args: Args, dir: &Path) -> Result<()> {
     //    machine, stop meeting the target?
     println!("calibration: 8 requests one at a time");
     let lone_config = load_config(&args, &model, Traffic::ClosedLoop { concurrency: 1 }, 8);
-    let outcome = runtime.block_on(load::run(&lone_config)).map_err(|e| anyhow::anyhow!("{e:#}\n{START_SERVER}"))?;
+    let outcome = runtime
+        .block_on(load::run(&lone_config))
+        .map_err(|e| anyhow::anyhow!("{e:#}\n{START_SERVER}"))?;
     let lone = Run::from_load("lone".into(), &lone_config, &Slo::default(), outcome)?;
     print!("{}", bench::report::table(&lone));
-    let (Some(ttft), Some(e2el)) = (lone.metrics.ttft_ms.clone(), lone.metrics.e2el_ms.clone()) else {
+    let (Some(ttft), Some(e2el)) = (lone.metrics.ttft_ms.clone(), lone.metrics.e2el_ms.clone())
+    else {
         bail!("no lone request completed; the table above shows why");
     };
     write(&results.join("lone"), lone)?;
@@ -188,16 +205,35 @@ fn run(args: Args, dir: &Path) -> Result<()> {
     }
     // One request at a time sustains 1 / E2EL requests per second; batching sustains more.
     let base = 0.5 * 1000.0 / e2el.median;
-    let rates = args.sweep_rates.clone().unwrap_or_else(|| (0..6).map(|i| load::round_rate(base * f64::from(1 << i))).collect());
-    let slo = Slo { ttft_ms: Some(target), ..Slo::default() };
+    let rates = args.sweep_rates.clone().unwrap_or_else(|| {
+        (0..6)
+            .map(|i| load::round_rate(base * f64::from(1 << i)))
+            .collect()
+    });
+    let slo = Slo {
+        ttft_ms: Some(target),
+        ..Slo::default()
+    };
     let bounds = sweep::Bound::from_slo(&slo, 90.0)?;
     println!("calibration: a sweep of {} requests per rate at {rates:?} req/s against P90 TTFT ≤ {target} ms", args.sweep_requests);
     let first = rates.first().copied().unwrap_or(1.0);
-    let config = load_config(&args, &model, Traffic::OpenLoop { rate: first, seed: args.seed }, args.sweep_requests);
-    let (runs, knee) = sweep::run(&runtime, &config, &rates, &bounds, &slo).map_err(|e| anyhow::anyhow!("{e:#}\n{START_SERVER}"))?;
+    let config = load_config(
+        &args,
+        &model,
+        Traffic::OpenLoop {
+            rate: first,
+            seed: args.seed,
+        },
+        args.sweep_requests,
+    );
+    let (runs, knee) = sweep::run(&runtime, &config, &rates, &bounds, &slo)
+        .map_err(|e| anyhow::anyhow!("{e:#}\n{START_SERVER}"))?;
     print!("{}", knee.text());
     let dir = results.join("sweep");
-    let mut report = Report::new(Environment::capture(server_target()), runs.into_iter().map(|(_, run)| run).collect());
+    let mut report = Report::new(
+        Environment::capture(server_target()),
+        runs.into_iter().map(|(_, run)| run).collect(),
+    );
     report.sweep = Some(knee.clone());
     report.write(&dir.join("bench.json"))?;
     knee.write_svg(&dir.join("sweep.svg"))?;
@@ -205,7 +241,14 @@ fn run(args: Args, dir: &Path) -> Result<()> {
 
     // 2. The question, at R and 2R.
     let rate = pick_rate(&args, &knee)?;
-    println!("\nR = {rate} req/s{}", if args.rate.is_some() { " (--rate)" } else { " (60% of the knee, rounded down)" });
+    println!(
+        "\nR = {rate} req/s{}",
+        if args.rate.is_some() {
+            " (--rate)"
+        } else {
+            " (60% of the knee, rounded down)"
+        }
+    );
     let mut p90 = Vec::new();
     for (label, rate) in [("rate-1x", rate), ("rate-2x", 2.0 * rate)] {
         println!(
@@ -215,24 +258,53 @@ fn run(args: Args, dir: &Path) -> Result<()> {
             args.base_url,
             f64::from(args.replicates) * args.requests as f64 / rate
         );
-        let config = load_config(&args, &model, Traffic::OpenLoop { rate, seed: args.seed }, args.requests);
-        let outcome = runtime.block_on(load::run_replicates(&config, usize::from(args.replicates))).map_err(|e| anyhow::anyhow!("{e:#}\n{START_SERVER}"))?;
+        let config = load_config(
+            &args,
+            &model,
+            Traffic::OpenLoop {
+                rate,
+                seed: args.seed,
+            },
+            args.requests,
+        );
+        let outcome = runtime
+            .block_on(load::run_replicates(&config, usize::from(args.replicates)))
+            .map_err(|e| anyhow::anyhow!("{e:#}\n{START_SERVER}"))?;
         let run = Run::from_load(format!("{label} ({rate} req/s)"), &config, &slo, outcome)?;
         print!("{}", bench::report::table(&run));
         if run.metrics.completed == 0 {
             bail!("every request of {label} failed; the table above shows why");
         }
-        p90.push(run.metrics.ttft_ms.as_ref().and_then(|s| Some((s.p90, s.ci95_p90.clone()?))));
+        p90.push(
+            run.metrics
+                .ttft_ms
+                .as_ref()
+                .and_then(|s| Some((s.p90, s.ci95_p90.clone()?))),
+        );
         write(&results.join(label), run)?;
     }
-    let show = |v: &Option<(f64, Interval)>| v.as_ref().map_or("n/a".to_string(), |(ms, ci)| format!("{ms:.1} ms [95% CI {}]", ci.brackets(1)));
-    println!("\nP90 TTFT at R = {rate} req/s: {}; at 2R = {} req/s: {}.", show(&p90[0]), 2.0 * rate, show(&p90[1]));
-    println!("Next: compare each interval with the target, fill in answers.toml, then `course check 7`.");
+    let show = |v: &Option<(f64, Interval)>| {
+        v.as_ref().map_or("n/a".to_string(), |(ms, ci)| {
+            format!("{ms:.1} ms [95% CI {}]", ci.brackets(1))
+        })
+    };
+    println!(
+        "\nP90 TTFT at R = {rate} req/s: {}; at 2R = {} req/s: {}.",
+        show(&p90[0]),
+        2.0 * rate,
+        show(&p90[1])
+    );
+    println!(
+        "Next: compare each interval with the target, fill in answers.toml, then `course check 7`."
+    );
     Ok(())
 }
 
 fn server_target() -> Target {
-    Target { device: Some("server".into()), ..Target::default() }
+    Target {
+        device: Some("server".into()),
+        ..Target::default()
+    }
 }
 
 fn write(dir: &Path, run: Run) -> Result<()> {

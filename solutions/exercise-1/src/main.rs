@@ -30,5 +30,7 @@ const NUMBER: u32 = 1;
 struct Args {}
 
 fn main() -> ExitCode {
-    exercise::main(env!("CARGO_MANIFEST_DIR"), |_: Args, dir| quiz_terminal::run_exercise(dir, NUMBER))
+    exercise::main(env!("CARGO_MANIFEST_DIR"), |_: Args, dir| {
+        quiz_terminal::run_exercise(dir, NUMBER)
+    })
 }

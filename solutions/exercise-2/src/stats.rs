@@ -64,8 +64,21 @@ pub fn estimate(stat: Stat, runs: &[Vec<f64>]) -> Option<Estimate> {
 /// independent run. The ratio stat(b) / stat(a) and its 95% interval (from each side's interval
 /// over its runs, by the bench crate), with your verdict. `None` when a side has too few
 /// samples or stat(a) is 0.
-pub fn compare(metric: &str, a: &[Vec<f64>], b: &[Vec<f64>], stat: Stat, better: Better, min_effect: f64) -> Option<Comparison> {
-    let mut c = stats::compare(metric, &estimate(stat, a)?, &estimate(stat, b)?, better, min_effect)?;
+pub fn compare(
+    metric: &str,
+    a: &[Vec<f64>],
+    b: &[Vec<f64>],
+    stat: Stat,
+    better: Better,
+    min_effect: f64,
+) -> Option<Comparison> {
+    let mut c = stats::compare(
+        metric,
+        &estimate(stat, a)?,
+        &estimate(stat, b)?,
+        better,
+        min_effect,
+    )?;
     c.verdict = verdict(c.ci_low, c.ci_high, min_effect, better);
     Some(c)
 }
@@ -90,21 +103,42 @@ mod tests {
     #[test]
     fn percentile_zero_and_hundred_are_the_extremes() {
         let v = [3.5, -2.0, 8.25, 0.0, 8.0];
-        assert_eq!(percentile(&v, 0.0), Some(-2.0), "P0 is the smallest sample, negatives included");
-        assert_eq!(percentile(&v, 100.0), Some(8.25), "P100 is the largest sample");
+        assert_eq!(
+            percentile(&v, 0.0),
+            Some(-2.0),
+            "P0 is the smallest sample, negatives included"
+        );
+        assert_eq!(
+            percentile(&v, 100.0),
+            Some(8.25),
+            "P100 is the largest sample"
+        );
     }
 
     #[test]
     fn percentile_uses_the_rank_p_times_n_minus_one_and_interpolates() {
         // [0, 10, 20, 30]: P70 has rank 0.7 × 3 = 2.1, a tenth of the way from 20 to 30. A rank of
         // p × n (2.8) would give 28; the nearest rank, 30; rounding down, 20.
-        assert!(close(percentile(&[30.0, 0.0, 20.0, 10.0], 70.0), 21.0), "P70 of [0, 10, 20, 30] is 21, got {:?}", percentile(&[30.0, 0.0, 20.0, 10.0], 70.0));
+        assert!(
+            close(percentile(&[30.0, 0.0, 20.0, 10.0], 70.0), 21.0),
+            "P70 of [0, 10, 20, 30] is 21, got {:?}",
+            percentile(&[30.0, 0.0, 20.0, 10.0], 70.0)
+        );
         // Five samples: P90 has rank 3.6, so 40 + 0.6 × (50 − 40).
-        assert!(close(percentile(&[50.0, 10.0, 40.0, 20.0, 30.0], 90.0), 46.0), "P90 of 10..=50 step 10 is 46");
+        assert!(
+            close(percentile(&[50.0, 10.0, 40.0, 20.0, 30.0], 90.0), 46.0),
+            "P90 of 10..=50 step 10 is 46"
+        );
         // Two samples: P25 is a quarter of the way from one to the other.
-        assert!(close(percentile(&[4.0, 2.0], 25.0), 2.5), "P25 of [2, 4] is 2.5");
+        assert!(
+            close(percentile(&[4.0, 2.0], 25.0), 2.5),
+            "P25 of [2, 4] is 2.5"
+        );
         // A rank that lands on a sample gives that sample exactly.
-        assert!(close(percentile(&[9.0, 1.0, 5.0], 50.0), 5.0), "P50 of [1, 5, 9] is 5");
+        assert!(
+            close(percentile(&[9.0, 1.0, 5.0], 50.0), 5.0),
+            "P50 of [1, 5, 9] is 5"
+        );
     }
 
     #[test]
@@ -112,13 +146,23 @@ mod tests {
         // Sorted: [1, 5, 5, 5]. P50 has rank 1.5, between two fives; P25 has rank 0.75.
         let v = [5.0, 5.0, 1.0, 5.0];
         assert!(close(percentile(&v, 50.0), 5.0), "P50 of [5, 5, 1, 5] is 5");
-        assert!(close(percentile(&v, 25.0), 4.0), "P25 of [5, 5, 1, 5] is 1 + 0.75 × 4 = 4");
-        assert!(close(percentile(&[7.0; 6], 83.0), 7.0), "every percentile of equal samples is that value");
+        assert!(
+            close(percentile(&v, 25.0), 4.0),
+            "P25 of [5, 5, 1, 5] is 1 + 0.75 × 4 = 4"
+        );
+        assert!(
+            close(percentile(&[7.0; 6], 83.0), 7.0),
+            "every percentile of equal samples is that value"
+        );
     }
 
     #[test]
     fn percentile_refuses_what_has_no_percentile() {
-        assert_eq!(percentile(&[], 0.0), None, "an empty sample has no percentile");
+        assert_eq!(
+            percentile(&[], 0.0),
+            None,
+            "an empty sample has no percentile"
+        );
         assert_eq!(percentile(&[1.0, 2.0], -0.5), None, "p below 0");
         assert_eq!(percentile(&[1.0, 2.0], 100.5), None, "p above 100");
         assert_eq!(percentile(&[1.0, 2.0], f64::NAN), None, "p is not a number");
@@ -135,29 +179,81 @@ mod tests {
     fn verdict_on_a_throughput_needs_the_whole_interval_above_the_band() {
         // Higher is better; the band is [0.75, 1.25] with a minimum effect of 0.25.
         assert_eq!(verdict(1.3, 1.6, 0.25, Better::Higher), Verdict::Faster);
-        assert_eq!(verdict(1.25, 1.6, 0.25, Better::Higher), Verdict::Inconclusive, "an interval that touches the band is not a difference");
-        assert_eq!(verdict(1.1, 1.6, 0.25, Better::Higher), Verdict::Inconclusive, "a ratio of 1.35 whose interval straddles 1.25");
-        assert_eq!(verdict(0.4, 0.7, 0.25, Better::Higher), Verdict::Slower, "fewer tokens per second is slower");
-        assert_eq!(verdict(1.3, f64::INFINITY, 0.25, Better::Higher), Verdict::Faster, "no upper bound, but surely above the band");
+        assert_eq!(
+            verdict(1.25, 1.6, 0.25, Better::Higher),
+            Verdict::Inconclusive,
+            "an interval that touches the band is not a difference"
+        );
+        assert_eq!(
+            verdict(1.1, 1.6, 0.25, Better::Higher),
+            Verdict::Inconclusive,
+            "a ratio of 1.35 whose interval straddles 1.25"
+        );
+        assert_eq!(
+            verdict(0.4, 0.7, 0.25, Better::Higher),
+            Verdict::Slower,
+            "fewer tokens per second is slower"
+        );
+        assert_eq!(
+            verdict(1.3, f64::INFINITY, 0.25, Better::Higher),
+            Verdict::Faster,
+            "no upper bound, but surely above the band"
+        );
     }
 
     #[test]
     fn verdict_on_a_latency_points_the_other_way() {
         // Lower is better: a ratio below 1 is the faster one.
-        assert_eq!(verdict(0.4, 0.7, 0.25, Better::Lower), Verdict::Faster, "a smaller P90 latency is faster");
-        assert_eq!(verdict(1.3, 1.6, 0.25, Better::Lower), Verdict::Slower, "a larger P90 latency is slower");
-        assert_eq!(verdict(0.5, 0.75, 0.25, Better::Lower), Verdict::Inconclusive, "touching 1 − min_effect is not enough");
+        assert_eq!(
+            verdict(0.4, 0.7, 0.25, Better::Lower),
+            Verdict::Faster,
+            "a smaller P90 latency is faster"
+        );
+        assert_eq!(
+            verdict(1.3, 1.6, 0.25, Better::Lower),
+            Verdict::Slower,
+            "a larger P90 latency is slower"
+        );
+        assert_eq!(
+            verdict(0.5, 0.75, 0.25, Better::Lower),
+            Verdict::Inconclusive,
+            "touching 1 − min_effect is not enough"
+        );
     }
 
     #[test]
     fn verdict_tells_the_same_from_cannot_tell() {
         for better in [Better::Higher, Better::Lower] {
-            assert_eq!(verdict(0.9, 1.1, 0.25, better), Verdict::Same, "an interval inside the band, {better:?}");
-            assert_eq!(verdict(0.75, 1.25, 0.25, better), Verdict::Same, "the band's edges are inside it, {better:?}");
-            assert_eq!(verdict(0.5, 1.5, 0.25, better), Verdict::Inconclusive, "an interval wider than the band, {better:?}");
-            assert_eq!(verdict(0.97, 1.08, 0.05, better), Verdict::Inconclusive, "across 1 and past an edge, {better:?}");
-            assert_eq!(verdict(0.80, 0.97, 0.05, better), Verdict::Inconclusive, "leaves out 1, not surely by 5%, {better:?}");
-            assert_eq!(verdict(0.8, f64::INFINITY, 0.25, better), Verdict::Inconclusive, "no upper bound, {better:?}");
+            assert_eq!(
+                verdict(0.9, 1.1, 0.25, better),
+                Verdict::Same,
+                "an interval inside the band, {better:?}"
+            );
+            assert_eq!(
+                verdict(0.75, 1.25, 0.25, better),
+                Verdict::Same,
+                "the band's edges are inside it, {better:?}"
+            );
+            assert_eq!(
+                verdict(0.5, 1.5, 0.25, better),
+                Verdict::Inconclusive,
+                "an interval wider than the band, {better:?}"
+            );
+            assert_eq!(
+                verdict(0.97, 1.08, 0.05, better),
+                Verdict::Inconclusive,
+                "across 1 and past an edge, {better:?}"
+            );
+            assert_eq!(
+                verdict(0.80, 0.97, 0.05, better),
+                Verdict::Inconclusive,
+                "leaves out 1, not surely by 5%, {better:?}"
+            );
+            assert_eq!(
+                verdict(0.8, f64::INFINITY, 0.25, better),
+                Verdict::Inconclusive,
+                "no upper bound, {better:?}"
+            );
         }
     }
 
@@ -165,8 +261,16 @@ mod tests {
     fn verdict_with_no_band_still_needs_the_whole_interval_on_one_side() {
         assert_eq!(verdict(1.001, 1.002, 0.0, Better::Higher), Verdict::Faster);
         assert_eq!(verdict(1.001, 1.002, 0.0, Better::Lower), Verdict::Slower);
-        assert_eq!(verdict(0.999, 1.002, 0.0, Better::Higher), Verdict::Inconclusive, "an interval that contains 1");
-        assert_eq!(verdict(1.0, 1.0, 0.0, Better::Higher), Verdict::Same, "exactly 1");
+        assert_eq!(
+            verdict(0.999, 1.002, 0.0, Better::Higher),
+            Verdict::Inconclusive,
+            "an interval that contains 1"
+        );
+        assert_eq!(
+            verdict(1.0, 1.0, 0.0, Better::Higher),
+            Verdict::Same,
+            "exactly 1"
+        );
     }
 
     #[test]
@@ -184,21 +288,53 @@ mod tests {
                 );
             }
         }
-        for call in ["intervals::percentile(", "verdict::verdict(", "stats::percentile("] {
-            assert!(!code.contains(call), "src/stats.rs calls `{call}…)`: write percentile and verdict yourself");
+        for call in [
+            "intervals::percentile(",
+            "verdict::verdict(",
+            "stats::percentile(",
+        ] {
+            assert!(
+                !code.contains(call),
+                "src/stats.rs calls `{call}…)`: write percentile and verdict yourself"
+            );
         }
     }
 
     #[test]
     fn compare_with_your_functions_finds_a_clear_latency_win_and_cannot_tell_equal_samples_apart() {
         // Three runs of 200 latencies spread over 180..220 ms in an order with no trend.
-        let slow: Vec<Vec<f64>> = (0..3).map(|k| (0..200).map(|i| 180.0 + 40.0 * f64::from((i * 37 + k * 11) % 200) / 200.0).collect()).collect();
-        let fast: Vec<Vec<f64>> = slow.iter().map(|run| run.iter().map(|x| x / 2.0).collect()).collect();
+        let slow: Vec<Vec<f64>> = (0..3)
+            .map(|k| {
+                (0..200)
+                    .map(|i| 180.0 + 40.0 * f64::from((i * 37 + k * 11) % 200) / 200.0)
+                    .collect()
+            })
+            .collect();
+        let fast: Vec<Vec<f64>> = slow
+            .iter()
+            .map(|run| run.iter().map(|x| x / 2.0).collect())
+            .collect();
         let c = compare("ttft_ms.p90", &slow, &fast, Stat::P90, Better::Lower, 0.05).unwrap();
-        assert!((c.ratio - 0.5).abs() < 1e-9, "P90 halves: ratio {}", c.ratio);
-        assert_eq!(c.verdict, Verdict::Faster, "half the latency, interval [{}, {}]", c.ci_low, c.ci_high);
+        assert!(
+            (c.ratio - 0.5).abs() < 1e-9,
+            "P90 halves: ratio {}",
+            c.ratio
+        );
+        assert_eq!(
+            c.verdict,
+            Verdict::Faster,
+            "half the latency, interval [{}, {}]",
+            c.ci_low,
+            c.ci_high
+        );
         let same = compare("ttft_ms.p90", &slow, &slow, Stat::P90, Better::Lower, 0.05).unwrap();
-        assert!(same.ci_low <= 1.0 && 1.0 <= same.ci_high, "a sample against itself: {same:?}");
-        assert!(!matches!(same.verdict, Verdict::Faster | Verdict::Slower), "a sample against itself: {same:?}");
+        assert!(
+            same.ci_low <= 1.0 && 1.0 <= same.ci_high,
+            "a sample against itself: {same:?}"
+        );
+        assert!(
+            !matches!(same.verdict, Verdict::Faster | Verdict::Slower),
+            "a sample against itself: {same:?}"
+        );
     }
 }

@@ -45,35 +45,65 @@ mod tests {
     fn a_small_step_worked_by_hand() {
         // A 25 ms step (smaller than any step the course draws for a learner): a 5 ms line is
         // 20% of it; removing two fifths of that line saves 2 ms, 8% of the step.
-        assert!(close(share_pct(5.0, 25.0), 20.0), "5 ms of 25 ms is 20%, got {}", share_pct(5.0, 25.0));
+        assert!(
+            close(share_pct(5.0, 25.0), 20.0),
+            "5 ms of 25 ms is 20%, got {}",
+            share_pct(5.0, 25.0)
+        );
         let saved = saving_ms(5.0, 0.4);
-        assert!(close(saved, 2.0), "removing two fifths of 5 ms saves 2 ms, got {saved}");
-        assert!(close(saving_pct(saved, 25.0), 8.0), "2 ms of 25 ms is 8%, got {}", saving_pct(saved, 25.0));
-        assert!(close(new_step_ms(25.0, saved), 23.0), "25 ms − 2 ms is 23 ms, got {}", new_step_ms(25.0, saved));
+        assert!(
+            close(saved, 2.0),
+            "removing two fifths of 5 ms saves 2 ms, got {saved}"
+        );
+        assert!(
+            close(saving_pct(saved, 25.0), 8.0),
+            "2 ms of 25 ms is 8%, got {}",
+            saving_pct(saved, 25.0)
+        );
+        assert!(
+            close(new_step_ms(25.0, saved), 23.0),
+            "25 ms − 2 ms is 23 ms, got {}",
+            new_step_ms(25.0, saved)
+        );
     }
 
     /// Steps as the course draws them for learners (these ids are nobody's in particular).
     fn steps() -> Vec<IllustrativeStep> {
-        ["ada", "grace", "linus", "barbara", "edsger"].iter().map(|id| IllustrativeStep::for_learner(id)).collect()
+        ["ada", "grace", "linus", "barbara", "edsger"]
+            .iter()
+            .map(|id| IllustrativeStep::for_learner(id))
+            .collect()
     }
 
     #[test]
     fn the_shares_of_a_whole_step_add_up_to_100() {
         for step in steps() {
-            let total: f64 = step.lines_ms.iter().map(|ms| share_pct(*ms, step.step_ms())).sum();
-            assert!((total - 100.0).abs() < 1e-9, "the shares of {:?} add up to {total}%, not 100%", step.lines_ms);
+            let total: f64 = step
+                .lines_ms
+                .iter()
+                .map(|ms| share_pct(*ms, step.step_ms()))
+                .sum();
+            assert!(
+                (total - 100.0).abs() < 1e-9,
+                "the shares of {:?} add up to {total}%, not 100%",
+                step.lines_ms
+            );
         }
     }
 
     #[test]
     fn working_in_shares_gives_the_same_answer_as_working_in_ms() {
         for step in steps() {
-            let (line, total, fraction) = (step.activations_ms(), step.step_ms(), step.removed.value());
+            let (line, total, fraction) =
+                (step.activations_ms(), step.step_ms(), step.removed.value());
             let via_ms = saving_pct(saving_ms(line, fraction), total);
             let via_share = step_saving_pct(share_pct(line, total), fraction);
             assert!(close(via_ms, via_share), "{line} ms of {total} ms, removing {fraction}: {via_ms}% in ms, {via_share}% in shares");
             let saved = saving_ms(line, fraction);
-            assert!(close(new_step_ms(total, saved) + saved, total), "the new step and the saving make the old step");
+            assert!(
+                close(new_step_ms(total, saved) + saved, total),
+                "the new step and the saving make the old step"
+            );
         }
     }
 
@@ -81,11 +111,26 @@ mod tests {
     fn a_saving_never_exceeds_its_line() {
         for step in steps() {
             let (line, total) = (step.activations_ms(), step.step_ms());
-            assert!(saving_ms(line, step.removed.value()) <= line, "a fix saves at most the line it removes time from");
-            assert!(close(saving_ms(line, 1.0), line), "removing all of a line saves the whole line");
-            assert!(close(step_saving_pct(share_pct(line, total), 1.0), share_pct(line, total)), "the ceiling is the line's share");
+            assert!(
+                saving_ms(line, step.removed.value()) <= line,
+                "a fix saves at most the line it removes time from"
+            );
+            assert!(
+                close(saving_ms(line, 1.0), line),
+                "removing all of a line saves the whole line"
+            );
+            assert!(
+                close(
+                    step_saving_pct(share_pct(line, total), 1.0),
+                    share_pct(line, total)
+                ),
+                "the ceiling is the line's share"
+            );
         }
-        assert!(close(saving_ms(6.0, 0.0), 0.0), "removing nothing saves nothing");
+        assert!(
+            close(saving_ms(6.0, 0.0), 0.0),
+            "removing nothing saves nothing"
+        );
         assert!(close(new_step_ms(40.0, 0.0), 40.0));
     }
 }

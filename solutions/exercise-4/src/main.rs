@@ -31,7 +31,6 @@ use grader::exercise_checks::budget::{IllustrativeStep, LINES};
 /// The step-time cut the exercise asks for, in %.
 const TARGET_PCT: f64 = 10.0;
 
-
 #[derive(Parser)]
 #[command(
     about = "Exercise 4: apply your savings arithmetic to your illustrative step and to your exercise-3 profile",
@@ -103,11 +102,22 @@ fn learner_id(dir: &std::path::Path) -> Result<String> {
 fn budget_lines(report: &Report, path: &std::path::Path) -> Result<()> {
     let budget = from_report(report, "your profile")?;
     println!("\nYour profile as a budget ({}):", budget.title);
-    println!("  {:<28} {:>8} {:>18}", "line", "share", "the most it saves");
+    println!(
+        "  {:<28} {:>8} {:>18}",
+        "line", "share", "the most it saves"
+    );
     for line in &budget.lines {
-        println!("  {:<28} {:>7.2}% {:>17.2}%", line.line.name(), line.share_pct, line.share_pct);
+        println!(
+            "  {:<28} {:>7.2}% {:>17.2}%",
+            line.line.name(),
+            line.share_pct,
+            line.share_pct
+        );
     }
-    let largest = budget.lines.iter().max_by(|a, b| a.share_pct.total_cmp(&b.share_pct));
+    let largest = budget
+        .lines
+        .iter()
+        .max_by(|a, b| a.share_pct.total_cmp(&b.share_pct));
     match largest {
         Some(l) if l.share_pct >= TARGET_PCT => {
             let able: Vec<&str> = budget.lines.iter().filter(|l| l.share_pct >= TARGET_PCT).map(|l| l.line.name()).collect();
@@ -127,9 +137,11 @@ fn budget_lines(report: &Report, path: &std::path::Path) -> Result<()> {
         .collect();
     let json = serde_json::json!({"schema": "budget-lines/1", "profile": "../exercise-3/results/report.json", "step_ms": budget.step_ms, "lines": lines});
     if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("cannot create {}", parent.display()))?;
     }
-    std::fs::write(path, serde_json::to_string_pretty(&json)? + "\n").with_context(|| format!("cannot write {}", path.display()))?;
+    std::fs::write(path, serde_json::to_string_pretty(&json)? + "\n")
+        .with_context(|| format!("cannot write {}", path.display()))?;
     println!("wrote {} (graded by `course check 4`)", path.display());
     Ok(())
 }
@@ -150,29 +162,48 @@ fn run(args: Args, dir: &Path) -> Result<()> {
     let step = IllustrativeStep::for_learner(&learner);
     illustrative(&learner, &step);
 
-    let path = args.profile.unwrap_or_else(|| dir.join("../exercise-3/results/report.json"));
+    let path = args
+        .profile
+        .unwrap_or_else(|| dir.join("../exercise-3/results/report.json"));
     if !path.is_file() {
         bail!("{} does not exist: do exercise 3 first (`course run 3` profiles a forward pass and writes it)", path.display());
     }
-    let report = Report::read_json(&path).map_err(|e| anyhow::anyhow!("{e}: run exercise 3 again (`course run 3`) to rewrite it"))?;
+    let report = Report::read_json(&path)
+        .map_err(|e| anyhow::anyhow!("{e}: run exercise 3 again (`course run 3`) to rewrite it"))?;
     let column = match report.device {
         DeviceKind::Cuda => "self CUDA",
         DeviceKind::Cpu => "self CPU",
     };
-    println!("Your profile ({}), ranked by {column} time:", path.display());
-    println!("  {:<28} {:>8} {:>10} {:>22}", "op", "share", "ceiling", format!("saving at {:.0}% removed", args.fraction * 100.0));
+    println!(
+        "Your profile ({}), ranked by {column} time:",
+        path.display()
+    );
+    println!(
+        "  {:<28} {:>8} {:>10} {:>22}",
+        "op",
+        "share",
+        "ceiling",
+        format!("saving at {:.0}% removed", args.fraction * 100.0)
+    );
     for row in report.rows.iter().take(args.rows) {
         let share = share_of(&report, row);
         let saving = budget::step_saving_pct(share, args.fraction);
-        println!("  {:<28} {share:>7.2}% {share:>9.2}% {saving:>21.2}%", row.name);
+        println!(
+            "  {:<28} {share:>7.2}% {share:>9.2}% {saving:>21.2}%",
+            row.name
+        );
     }
     budget_lines(&report, &dir.join("results/budget.json"))?;
-    let inputs = grader::exercise_checks::fewer_bytes::prediction_inputs(&path, dir).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let inputs = grader::exercise_checks::fewer_bytes::prediction_inputs(&path, dir)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
     print!("\n{inputs}");
     if let Some(op) = &args.op {
         let wanted = op.trim().to_lowercase();
         let Some(row) = report.rows.iter().find(|r| r.name.to_lowercase() == wanted) else {
-            bail!("`{op}` is not a row of {}: use a name from the table above", path.display());
+            bail!(
+                "`{op}` is not a row of {}: use a name from the table above",
+                path.display()
+            );
         };
         let share = share_of(&report, row);
         println!(
@@ -182,7 +213,10 @@ fn run(args: Args, dir: &Path) -> Result<()> {
             budget::step_saving_pct(share, args.fraction)
         );
     }
-    fill_answers::fill(&dir.join("answers.toml"), &answers(&step, &path, args.op.as_deref(), args.fraction)?)?;
+    fill_answers::fill(
+        &dir.join("answers.toml"),
+        &answers(&step, &path, args.op.as_deref(), args.fraction)?,
+    )?;
     println!("Next: `course check 4`.");
     Ok(())
 }
@@ -191,7 +225,12 @@ fn run(args: Args, dir: &Path) -> Result<()> {
 /// own profile the plan the course's own rule (`grader::plan_rule`, as `course check 3` and `4`
 /// grade) accepts with the largest possible cut, or the op given with --op; and the budget
 /// lines just written.
-fn answers(step: &IllustrativeStep, profile_path: &std::path::Path, op: Option<&str>, fraction: f64) -> Result<Vec<(String, Answer)>> {
+fn answers(
+    step: &IllustrativeStep,
+    profile_path: &std::path::Path,
+    op: Option<&str>,
+    fraction: f64,
+) -> Result<Vec<(String, Answer)>> {
     use grader::exercise_checks::fewer_bytes;
     use grader::plan_rule;
     use grader::results::profile_report::ProfileReport;
@@ -201,41 +240,81 @@ fn answers(step: &IllustrativeStep, profile_path: &std::path::Path, op: Option<&
     let report = ProfileReport::read(profile_path).map_err(anyhow::Error::msg)?;
     let (row, fraction) = match op {
         Some(name) => {
-            let Some((_, row)) = report.find(name) else { bail!("`{name}` is not a row of {}", profile_path.display()) };
+            let Some((_, row)) = report.find(name) else {
+                bail!("`{name}` is not a row of {}", profile_path.display())
+            };
             (row.clone(), fraction)
         }
         None => {
             let key = grader::key::default_mechanism();
             let Some((plan, cut)) = plan_rule::best_plan(&report, &key, TARGET_PCT) else {
-                bail!("the course's rule accepts no plan on {}", profile_path.display());
+                bail!(
+                    "the course's rule accepts no plan on {}",
+                    profile_path.display()
+                );
             };
-            println!("(solution) {} by {}: {}", plan.op.name, plan.mechanism.name(), plan.arithmetic);
+            println!(
+                "(solution) {} by {}: {}",
+                plan.op.name,
+                plan.mechanism.name(),
+                plan.arithmetic
+            );
             let fraction = cut / plan.op.share_pct;
             (plan.op, fraction)
         }
     };
     let share = row.share_pct;
     // The lines as written to results/budget.json: the largest is the most any line can save.
-    let budget = from_report(&Report::read_json(profile_path).map_err(|e| anyhow::anyhow!("{e}"))?, "your profile")?;
-    let Some(largest) = budget.lines.iter().max_by(|a, b| a.share_pct.total_cmp(&b.share_pct)) else {
+    let budget = from_report(
+        &Report::read_json(profile_path).map_err(|e| anyhow::anyhow!("{e}"))?,
+        "your profile",
+    )?;
+    let Some(largest) = budget
+        .lines
+        .iter()
+        .max_by(|a, b| a.share_pct.total_cmp(&b.share_pct))
+    else {
         bail!("the profile has no budget lines");
     };
     let mut answers: Vec<(String, Answer)> = vec![
-        ("illustrative.activations_share_pct".into(), budget::share_pct(line_ms, step_ms).into()),
+        (
+            "illustrative.activations_share_pct".into(),
+            budget::share_pct(line_ms, step_ms).into(),
+        ),
         ("illustrative.saving_ms".into(), saved.into()),
-        ("illustrative.saving_pct".into(), budget::saving_pct(saved, step_ms).into()),
-        ("illustrative.new_step_ms".into(), budget::new_step_ms(step_ms, saved).into()),
+        (
+            "illustrative.saving_pct".into(),
+            budget::saving_pct(saved, step_ms).into(),
+        ),
+        (
+            "illustrative.new_step_ms".into(),
+            budget::new_step_ms(step_ms, saved).into(),
+        ),
         ("own.op".into(), row.name.as_str().into()),
         ("own.op_share_pct".into(), share.into()),
         ("own.removed_fraction".into(), fraction.into()),
-        ("own.saving_pct".into(), budget::step_saving_pct(share, fraction).into()),
+        (
+            "own.saving_pct".into(),
+            budget::step_saving_pct(share, fraction).into(),
+        ),
         ("lines.largest".into(), largest.line.name().into()),
         ("lines.largest_ceiling_pct".into(), largest.share_pct.into()),
-        ("lines.one_line_gives_target".into(), (if largest.share_pct >= TARGET_PCT { "yes" } else { "no" }).into()),
+        (
+            "lines.one_line_gives_target".into(),
+            (if largest.share_pct >= TARGET_PCT {
+                "yes"
+            } else {
+                "no"
+            })
+            .into(),
+        ),
     ];
     // [bytes]: the course's arithmetic on the two rows' roofline columns, and their sum.
     let mut total = 0.0;
-    for ((_, field), predicted) in fewer_bytes::ROWS.iter().zip(fewer_bytes::predictions(&report)) {
+    for ((_, field), predicted) in fewer_bytes::ROWS
+        .iter()
+        .zip(fewer_bytes::predictions(&report))
+    {
         let h = predicted.map_err(|e| anyhow::anyhow!("{e}"))?;
         println!("(solution) {}", h.arithmetic);
         total += h.cut_pct;

@@ -44,7 +44,13 @@ impl CustomOp2 for FusedBiasGelu {
         NAME
     }
 
-    fn cpu_fwd(&self, s1: &CpuStorage, l1: &Layout, s2: &CpuStorage, l2: &Layout) -> candle_core::Result<(CpuStorage, Shape)> {
+    fn cpu_fwd(
+        &self,
+        s1: &CpuStorage,
+        l1: &Layout,
+        s2: &CpuStorage,
+        l2: &Layout,
+    ) -> candle_core::Result<(CpuStorage, Shape)> {
         let (x, bias) = inputs(NAME, s1, l1, s2, l2)?;
         let width = bias.len();
         let mut out = vec![0f32; x.len()];
@@ -85,7 +91,13 @@ impl CustomOp2 for FastFusedBiasGelu {
         FAST_NAME
     }
 
-    fn cpu_fwd(&self, s1: &CpuStorage, l1: &Layout, s2: &CpuStorage, l2: &Layout) -> candle_core::Result<(CpuStorage, Shape)> {
+    fn cpu_fwd(
+        &self,
+        s1: &CpuStorage,
+        l1: &Layout,
+        s2: &CpuStorage,
+        l2: &Layout,
+    ) -> candle_core::Result<(CpuStorage, Shape)> {
         let (x, bias) = inputs(FAST_NAME, s1, l1, s2, l2)?;
         let width = bias.len();
         let mut out = vec![0f32; x.len()];
@@ -101,7 +113,9 @@ impl CustomOp2 for FastFusedBiasGelu {
         if x.len() < PARALLEL_MIN {
             out.chunks_mut(width).zip(x.chunks(width)).for_each(row);
         } else {
-            out.par_chunks_mut(width).zip(x.par_chunks(width)).for_each(row);
+            out.par_chunks_mut(width)
+                .zip(x.par_chunks(width))
+                .for_each(row);
         }
         Ok((CpuStorage::F32(out), l1.shape().clone()))
     }
@@ -141,14 +155,23 @@ pub fn exp(x: f32) -> f32 {
     let t = x * std::f32::consts::LOG2_E + ROUND;
     let k = t - ROUND;
     let r = x - k * LN2_HI - k * LN2_LO;
-    let e_r = 1.0 + r * (1.0 + r * (0.5 + r * (1.0 / 6.0 + r * (1.0 / 24.0 + r * (1.0 / 120.0 + r * (1.0 / 720.0))))));
+    let e_r = 1.0
+        + r * (1.0
+            + r * (0.5
+                + r * (1.0 / 6.0 + r * (1.0 / 24.0 + r * (1.0 / 120.0 + r * (1.0 / 720.0))))));
     let two_k = f32::from_bits(t.to_bits().wrapping_sub(ROUND.to_bits()).wrapping_add(127) << 23);
     e_r * two_k
 }
 // ANCHOR_END: exp
 
 /// The contiguous f32 data of `x` and `bias`, after checking their shapes.
-fn inputs<'a>(op: &str, s1: &'a CpuStorage, l1: &Layout, s2: &'a CpuStorage, l2: &Layout) -> candle_core::Result<(&'a [f32], &'a [f32])> {
+fn inputs<'a>(
+    op: &str,
+    s1: &'a CpuStorage,
+    l1: &Layout,
+    s2: &'a CpuStorage,
+    l2: &Layout,
+) -> candle_core::Result<(&'a [f32], &'a [f32])> {
     let (CpuStorage::F32(x), CpuStorage::F32(bias)) = (s1, s2) else {
         candle_core::bail!(
             "{op}: this CPU op takes f32 tensors, got {:?} and {:?} (with --dtype bf16 or f16 the portable kernel path runs candle's ops, and so this op, in that type); run the exercise with --dtype f32 (its default), or on the avx512 or avx2 path (--kernels), where a half-type model's activations stay f32, or on a GPU (--features cuda --device cuda), whose kernel takes f16 and bf16 too",
@@ -157,7 +180,8 @@ fn inputs<'a>(op: &str, s1: &'a CpuStorage, l1: &Layout, s2: &'a CpuStorage, l2:
         );
     };
     row_width(op, l1, l2)?;
-    let (Some((x0, x1)), Some((b0, b1))) = (l1.contiguous_offsets(), l2.contiguous_offsets()) else {
+    let (Some((x0, x1)), Some((b0, b1))) = (l1.contiguous_offsets(), l2.contiguous_offsets())
+    else {
         candle_core::bail!("{op}: expects contiguous tensors");
     };
     Ok((&x[x0..x1], &bias[b0..b1]))
@@ -171,7 +195,10 @@ fn row_width(op: &str, l1: &Layout, l2: &Layout) -> candle_core::Result<usize> {
     }
     let width = *l1.dims().last().unwrap_or(&0);
     if l2.dims() != [width] || width == 0 {
-        candle_core::bail!("{op}: bias has shape {:?}, but x's rows have {width} values", l2.dims());
+        candle_core::bail!(
+            "{op}: bias has shape {:?}, but x's rows have {width} values",
+            l2.dims()
+        );
     }
     Ok(width)
 }
@@ -206,12 +233,22 @@ fn apply(op: &impl CustomOp2, x: &Tensor, bias: &Tensor) -> candle_core::Result<
 
 /// The largest absolute difference between `op` and candle's unfused ops (`broadcast_add`,
 /// then `gelu`) on `x` and `bias`, on whichever device they are.
-pub fn max_abs_error(op: &dyn BiasActivation, x: &Tensor, bias: &Tensor) -> candle_core::Result<f32> {
+pub fn max_abs_error(
+    op: &dyn BiasActivation,
+    x: &Tensor,
+    bias: &Tensor,
+) -> candle_core::Result<f32> {
     let unfused = x.broadcast_add(bias)?.gelu()?.to_dtype(DType::F32)?;
     let fused = op.forward(x, bias)?.to_dtype(DType::F32)?;
     let diff: Vec<f32> = (fused - unfused)?.abs()?.flatten_all()?.to_vec1()?;
     // A NaN anywhere is the worst error of all: keep it rather than let `max` skip it.
-    Ok(diff.into_iter().fold(0.0, |worst, d| if d.is_nan() || worst.is_nan() { f32::NAN } else { worst.max(d) }))
+    Ok(diff.into_iter().fold(0.0, |worst, d| {
+        if d.is_nan() || worst.is_nan() {
+            f32::NAN
+        } else {
+            worst.max(d)
+        }
+    }))
 }
 
 #[cfg(test)]
@@ -233,7 +270,10 @@ mod tests {
                 let x = Tensor::randn(0f32, 3.0, (tokens, width), &Device::Cpu).unwrap();
                 let bias = Tensor::randn(0f32, 1.0, width, &Device::Cpu).unwrap();
                 let err = max_abs_error(op, &x, &bias).unwrap();
-                assert!(err <= 1e-5, "{stage}, {tokens}x{width}: largest difference {err} is over 1e-5");
+                assert!(
+                    err <= 1e-5,
+                    "{stage}, {tokens}x{width}: largest difference {err} is over 1e-5"
+                );
             }
         }
     }
@@ -243,9 +283,16 @@ mod tests {
         for i in -870..=880 {
             let x = i as f32 / 10.0;
             let (got, want) = (exp(x), x.exp());
-            assert!((got - want).abs() <= 4.0 * f32::EPSILON * want, "e^{x}: {got} against {want}");
+            assert!(
+                (got - want).abs() <= 4.0 * f32::EPSILON * want,
+                "e^{x}: {got} against {want}"
+            );
         }
-        assert_eq!(exp(-200.0), exp(-87.0), "far below, the smallest value it gives");
+        assert_eq!(
+            exp(-200.0),
+            exp(-87.0),
+            "far below, the smallest value it gives"
+        );
         assert!(exp(200.0).is_finite());
     }
 
@@ -265,20 +312,44 @@ mod tests {
     #[cfg(feature = "cuda")]
     #[test]
     fn matches_the_unfused_ops_within_1e_5_on_cuda() {
-        let Some(cuda) = cuda_or_say_why("matches_the_unfused_ops_within_1e_5_on_cuda") else { return };
+        let Some(cuda) = cuda_or_say_why("matches_the_unfused_ops_within_1e_5_on_cuda") else {
+            return;
+        };
         // The same shapes as on the CPU, plus one that is not a multiple of the block size
         // and a row wider than a block.
         for (tokens, width) in [(1, 3072), (8, 3072), (64, 3072), (5, 7), (3, 1000)] {
             let x_cpu = Tensor::randn(0f32, 3.0, (tokens, width), &Device::Cpu).unwrap();
             let bias_cpu = Tensor::randn(0f32, 1.0, width, &Device::Cpu).unwrap();
-            let (x, bias) = (x_cpu.to_device(&cuda).unwrap(), bias_cpu.to_device(&cuda).unwrap());
+            let (x, bias) = (
+                x_cpu.to_device(&cuda).unwrap(),
+                bias_cpu.to_device(&cuda).unwrap(),
+            );
             let err = max_abs_error(&FusedBiasGelu, &x, &bias).unwrap();
-            assert!(err <= 1e-5, "CUDA {tokens}x{width}: largest difference {err} is over 1e-5");
+            assert!(
+                err <= 1e-5,
+                "CUDA {tokens}x{width}: largest difference {err} is over 1e-5"
+            );
             // And across devices: the kernel against candle's unfused ops on the CPU.
             let cpu = x_cpu.broadcast_add(&bias_cpu).unwrap().gelu().unwrap();
-            let gpu = FusedBiasGelu.forward(&x, &bias).unwrap().to_device(&Device::Cpu).unwrap();
-            let err = (gpu - cpu).unwrap().abs().unwrap().flatten_all().unwrap().max(0).unwrap().to_scalar::<f32>().unwrap();
-            assert!(err <= 1e-5, "CUDA {tokens}x{width}: {err} from the CPU's unfused ops, over 1e-5");
+            let gpu = FusedBiasGelu
+                .forward(&x, &bias)
+                .unwrap()
+                .to_device(&Device::Cpu)
+                .unwrap();
+            let err = (gpu - cpu)
+                .unwrap()
+                .abs()
+                .unwrap()
+                .flatten_all()
+                .unwrap()
+                .max(0)
+                .unwrap()
+                .to_scalar::<f32>()
+                .unwrap();
+            assert!(
+                err <= 1e-5,
+                "CUDA {tokens}x{width}: {err} from the CPU's unfused ops, over 1e-5"
+            );
         }
     }
 
@@ -286,20 +357,47 @@ mod tests {
     #[test]
     fn half_precision_on_cuda_rounds_only_the_result() {
         use candle_core::DType;
-        let Some(cuda) = cuda_or_say_why("half_precision_on_cuda_rounds_only_the_result") else { return };
+        let Some(cuda) = cuda_or_say_why("half_precision_on_cuda_rounds_only_the_result") else {
+            return;
+        };
         // The kernel computes in f32 and rounds once, so it stays within about half a unit in
         // the last place of the exact result: 2^-11 relative for f16, 2^-8 for bf16.
         for (dtype, tolerance) in [(DType::F16, 1e-3f32), (DType::BF16, 8e-3)] {
-            let x = Tensor::randn(0f32, 3.0, (8, 3072), &Device::Cpu).unwrap().to_dtype(dtype).unwrap().to_device(&cuda).unwrap();
-            let bias = Tensor::randn(0f32, 1.0, 3072, &Device::Cpu).unwrap().to_dtype(dtype).unwrap().to_device(&cuda).unwrap();
+            let x = Tensor::randn(0f32, 3.0, (8, 3072), &Device::Cpu)
+                .unwrap()
+                .to_dtype(dtype)
+                .unwrap()
+                .to_device(&cuda)
+                .unwrap();
+            let bias = Tensor::randn(0f32, 1.0, 3072, &Device::Cpu)
+                .unwrap()
+                .to_dtype(dtype)
+                .unwrap()
+                .to_device(&cuda)
+                .unwrap();
             let got = FusedBiasGelu.forward(&x, &bias).unwrap();
             assert_eq!(got.dtype(), dtype);
             // The reference: the same (rounded) inputs, computed in f32 by candle's own ops.
-            let exact = x.to_dtype(DType::F32).unwrap().broadcast_add(&bias.to_dtype(DType::F32).unwrap()).unwrap().gelu().unwrap();
-            let got: Vec<f32> = got.to_dtype(DType::F32).unwrap().flatten_all().unwrap().to_vec1().unwrap();
+            let exact = x
+                .to_dtype(DType::F32)
+                .unwrap()
+                .broadcast_add(&bias.to_dtype(DType::F32).unwrap())
+                .unwrap()
+                .gelu()
+                .unwrap();
+            let got: Vec<f32> = got
+                .to_dtype(DType::F32)
+                .unwrap()
+                .flatten_all()
+                .unwrap()
+                .to_vec1()
+                .unwrap();
             let exact: Vec<f32> = exact.flatten_all().unwrap().to_vec1().unwrap();
             for (g, e) in got.iter().zip(&exact) {
-                assert!((g - e).abs() <= tolerance * e.abs().max(1.0), "{dtype:?}: got {g}, expected {e}");
+                assert!(
+                    (g - e).abs() <= tolerance * e.abs().max(1.0),
+                    "{dtype:?}: got {g}, expected {e}"
+                );
             }
         }
     }
@@ -319,10 +417,19 @@ mod tests {
         for (stage, op) in stages() {
             let x = Tensor::new(&[[-30.0f32, -10.0, 0.0, 10.0, 30.0]], &Device::Cpu).unwrap();
             let bias = Tensor::zeros(5, candle_core::DType::F32, &Device::Cpu).unwrap();
-            let y: Vec<f32> = op.forward(&x, &bias).unwrap().flatten_all().unwrap().to_vec1().unwrap();
+            let y: Vec<f32> = op
+                .forward(&x, &bias)
+                .unwrap()
+                .flatten_all()
+                .unwrap()
+                .to_vec1()
+                .unwrap();
             let expected = [0.0, 0.0, 0.0, 10.0, 30.0];
             for (got, want) in y.iter().zip(expected) {
-                assert!((got - want).abs() <= 1e-5, "{stage}: gelu gave {got}, expected {want}");
+                assert!(
+                    (got - want).abs() <= 1e-5,
+                    "{stage}: gelu gave {got}, expected {want}"
+                );
             }
         }
     }
@@ -337,7 +444,13 @@ mod tests {
             let half = Tensor::zeros((2, 8), candle_core::DType::BF16, &Device::Cpu).unwrap();
             let half_bias = Tensor::zeros(8, candle_core::DType::BF16, &Device::Cpu).unwrap();
             let err = op.forward(&half, &half_bias).unwrap_err().to_string();
-            assert!(err.contains("f32") && err.contains("BF16") && err.contains("--dtype f32") && err.contains("--kernels"), "{stage}: {err}");
+            assert!(
+                err.contains("f32")
+                    && err.contains("BF16")
+                    && err.contains("--dtype f32")
+                    && err.contains("--kernels"),
+                "{stage}: {err}"
+            );
         }
     }
 }

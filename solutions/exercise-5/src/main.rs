@@ -97,15 +97,27 @@ struct Stage {
 
 fn run(args: Args, dir: &Path) -> Result<()> {
     let results = dir.join("results");
-    std::fs::create_dir_all(&results).with_context(|| format!("cannot create {}", results.display()))?;
+    std::fs::create_dir_all(&results)
+        .with_context(|| format!("cannot create {}", results.display()))?;
 
     // The ops are compiled in this package: the root Cargo.toml's dev profile optimises them as
     // it does candle's ops (no `--release` needed), so the comparison is fair in the learner's
     // build. They are checked first, on the device the model will run on, so a wrong op stops
     // the run before GPT-2 is even downloaded.
-    let device = args.model.run.open_device().context("cannot open the device")?;
+    let device = args
+        .model
+        .run
+        .open_device()
+        .context("cannot open the device")?;
     let on_cuda = device.is_cuda();
-    println!("1. Are the fused ops correct? (on the {})", if on_cuda { "GPU: src/fused_bias_gelu.cu" } else { "CPU" });
+    println!(
+        "1. Are the fused ops correct? (on the {})",
+        if on_cuda {
+            "GPU: src/fused_bias_gelu.cu"
+        } else {
+            "CPU"
+        }
+    );
     let stages = check_correctness(&device, &results.join("fused_check.json"))?;
     let max_abs_error = stages.iter().map(|(_, e)| *e).fold(0.0, f32::max);
     let stages: Vec<Stage> = stages.into_iter().map(|(stage, _)| stage).collect();
@@ -118,12 +130,29 @@ fn run(args: Args, dir: &Path) -> Result<()> {
         println!("(synthetic weights: every timing is real, the model's outputs are not)");
     }
 
-    println!("\n2. Profile before and after each stage (forward pass B=1 T={}, {} recorded):", args.seq, args.active);
-    let unfused = profile(&mut model, &MlpActivation::Stock, &args, &results.join("unfused"))?;
+    println!(
+        "\n2. Profile before and after each stage (forward pass B=1 T={}, {} recorded):",
+        args.seq, args.active
+    );
+    let unfused = profile(
+        &mut model,
+        &MlpActivation::Stock,
+        &args,
+        &results.join("unfused"),
+    )?;
     let mut profiles = Vec::new();
     for stage in &stages {
-        let report = profile(&mut model, &MlpActivation::Custom(stage.op.clone()), &args, &results.join(stage.dir))?;
-        println!("\n{}: what moved, `gelu` (unfused) → `{}`", stage.label, stage.op.name());
+        let report = profile(
+            &mut model,
+            &MlpActivation::Custom(stage.op.clone()),
+            &args,
+            &results.join(stage.dir),
+        )?;
+        println!(
+            "\n{}: what moved, `gelu` (unfused) → `{}`",
+            stage.label,
+            stage.op.name()
+        );
         print_moved(&unfused, &report, "gelu", stage.op.name(), on_cuda);
         if stage.dir == "stage1" {
             if let Some(p) = prediction::FUSION.recorded(&dir.join("answers.toml")) {
@@ -140,30 +169,60 @@ fn run(args: Args, dir: &Path) -> Result<()> {
     }
 
     let last = stages.last().context("no stage ran")?;
-    println!("\n3. Benchmark end to end: generation at batch {}, unfused against {} ({}).", args.batch, last.label, last.op.name());
+    println!(
+        "\n3. Benchmark end to end: generation at batch {}, unfused against {} ({}).",
+        args.batch,
+        last.label,
+        last.op.name()
+    );
     let run_a = benchmark(&mut model, MlpActivation::Stock, "unfused", &args)?;
-    let run_b = benchmark(&mut model, MlpActivation::Custom(last.op.clone()), last.op.name(), &args)?;
+    let run_b = benchmark(
+        &mut model,
+        MlpActivation::Custom(last.op.clone()),
+        last.op.name(),
+        &args,
+    )?;
     for run in [&run_a, &run_b] {
         print!("\n{}", bench::report::table(run));
     }
     let metric = MetricChoice::parse("output_tokens_per_s")?;
     let comparison = compare_runs(&run_a, &run_b, metric, args.min_effect)?;
-    println!("\n{}", bench::report::comparison_text(&comparison, &run_a.label, &run_b.label));
+    println!(
+        "\n{}",
+        bench::report::comparison_text(&comparison, &run_a.label, &run_b.label)
+    );
     let target = Target {
         device: Some(device_name(model.device()).into()),
-        cargo_features: if cfg!(feature = "cuda") { vec!["cuda".into()] } else { vec![] },
+        cargo_features: if cfg!(feature = "cuda") {
+            vec!["cuda".into()]
+        } else {
+            vec![]
+        },
         dtype: Some(format!("{:?}", model.dtype()).to_lowercase()),
     };
     let mut report = Report::new(Environment::capture(target), vec![run_a, run_b]);
     let verdict = comparison.verdict.as_str();
     report.comparison = Some(comparison);
     report.write(&results.join("bench.json"))?;
-    bench::plot::write_latency_cdf(&results.join("latency.svg"), &[&report.runs[0], &report.runs[1]])?;
+    bench::plot::write_latency_cdf(
+        &results.join("latency.svg"),
+        &[&report.runs[0], &report.runs[1]],
+    )?;
     let dirs: Vec<&str> = stages.iter().map(|s| s.dir).collect();
-    println!("wrote {}/: fused_check.json, unfused/, {}/ (report.json each), bench.json", results.display(), dirs.join("/, "));
+    println!(
+        "wrote {}/: fused_check.json, unfused/, {}/ (report.json each), bench.json",
+        results.display(),
+        dirs.join("/, ")
+    );
 
     // The answers, as a learner reads them from the files just written.
-    let mut filled: Vec<(String, answers::Answer)> = vec![("fused_check.max_abs_error".into(), f64::from(max_abs_error).into()), ("benchmark.verdict".into(), verdict.into())];
+    let mut filled: Vec<(String, answers::Answer)> = vec![
+        (
+            "fused_check.max_abs_error".into(),
+            f64::from(max_abs_error).into(),
+        ),
+        ("benchmark.verdict".into(), verdict.into()),
+    ];
     filled.extend(roofline_answers(&results, &stages)?);
     answers::fill(&dir.join("answers.toml"), &filled)?;
     println!("Next: `course check 5`.");
@@ -179,37 +238,66 @@ fn roofline_answers(results: &Path, stages: &[Stage]) -> Result<Vec<(String, ans
     use grader::results::profile_report::{ProfileReport, RankedOp};
     let read = |rel: &str| -> Result<ProfileReport> {
         let path = results.join(rel).join("report.json");
-        let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
         ProfileReport::parse(&text, &path.display().to_string()).map_err(|p| anyhow::anyhow!("{p}"))
     };
     let unfused = read("unfused")?;
     let row = |report: &ProfileReport, name: &str| -> Result<RankedOp> {
-        report.find(name).map(|(_, r)| r.clone()).with_context(|| format!("no `{name}` row in {}", report.file))
+        report
+            .find(name)
+            .map(|(_, r)| r.clone())
+            .with_context(|| format!("no `{name}` row in {}", report.file))
     };
     let gelu = row(&unfused, "gelu")?;
     let pct = |r: &RankedOp| -> Result<f64> {
-        r.roofline.as_ref().map(|f| f.pct_of_roofline).with_context(|| format!("`{}` has no roofline columns: the profile needs ceilings and declared work", r.name))
+        r.roofline
+            .as_ref()
+            .map(|f| f.pct_of_roofline)
+            .with_context(|| {
+                format!(
+                    "`{}` has no roofline columns: the profile needs ceilings and declared work",
+                    r.name
+                )
+            })
     };
-    let mut out: Vec<(String, answers::Answer)> = vec![("stage1.pct_of_roofline_before".into(), pct(&gelu)?.into())];
+    let mut out: Vec<(String, answers::Answer)> =
+        vec![("stage1.pct_of_roofline_before".into(), pct(&gelu)?.into())];
     if let Some(reading) = gelu.reading.as_ref() {
         out.push(("stage1.reading".into(), reading.as_str().into()));
     }
     for (i, stage) in stages.iter().enumerate() {
         let after = row(&read(stage.dir)?, stage.op.name())?;
-        out.push((format!("stage{}.pct_of_roofline_after", i + 1), pct(&after)?.into()));
+        out.push((
+            format!("stage{}.pct_of_roofline_after", i + 1),
+            pct(&after)?.into(),
+        ));
     }
     // Fusion removes a pass over memory, and with it one op's launch.
-    out.push(("stage1.mechanism".into(), Mechanism::MemoryTraffic.name().into()));
+    out.push((
+        "stage1.mechanism".into(),
+        Mechanism::MemoryTraffic.name().into(),
+    ));
     if stages.len() > 1 {
         let key = grader::key::default_mechanism();
-        let mut judged: Vec<_> = [Mechanism::SlowKernel, Mechanism::MemoryTraffic, Mechanism::LaunchOverhead]
-            .into_iter()
-            .map(|m| plan_rule::assess(&unfused, &gelu, m, &key))
-            .filter(|a| a.judgement.accepted())
-            .collect();
+        let mut judged: Vec<_> = [
+            Mechanism::SlowKernel,
+            Mechanism::MemoryTraffic,
+            Mechanism::LaunchOverhead,
+        ]
+        .into_iter()
+        .map(|m| plan_rule::assess(&unfused, &gelu, m, &key))
+        .filter(|a| a.judgement.accepted())
+        .collect();
         judged.sort_by_key(|a| a.judgement.verdict != Verdict::Right);
-        let mechanism = judged.first().context("the course's rule accepts no mechanism for `gelu` here")?;
-        println!("(solution) the kernel fix addressed {}: {}", mechanism.mechanism.name(), mechanism.judgement.reason);
+        let mechanism = judged
+            .first()
+            .context("the course's rule accepts no mechanism for `gelu` here")?;
+        println!(
+            "(solution) the kernel fix addressed {}: {}",
+            mechanism.mechanism.name(),
+            mechanism.judgement.reason
+        );
         out.push(("stage2.mechanism".into(), mechanism.mechanism.name().into()));
     }
     Ok(out)
@@ -223,8 +311,17 @@ fn predict_first(dir: &Path, first_report: &Path) {
     let form = &prediction::FUSION;
     let made = match form.before_the_profile(&path, first_report) {
         Ok(Outcome::NoTerminal | Outcome::Declined) if form.recorded(&path).is_none() => {
-            let guess = [("row_time", prediction::Value::Text("about the same".into())), ("pct_of_roofline", prediction::Value::Text("about the same".into()))];
-            answers::fill(&path, &form.record(&guess, std::time::SystemTime::now(), first_report.exists()))
+            let guess = [
+                ("row_time", prediction::Value::Text("about the same".into())),
+                (
+                    "pct_of_roofline",
+                    prediction::Value::Text("about the same".into()),
+                ),
+            ];
+            answers::fill(
+                &path,
+                &form.record(&guess, std::time::SystemTime::now(), first_report.exists()),
+            )
         }
         Ok(_) => Ok(()),
         Err(e) => Err(e),
@@ -248,13 +345,24 @@ fn device_name(device: &Device) -> &'static str {
 /// unwritten or a stage is over the limit. Returns the stages that ran, with their errors.
 fn check_correctness(device: &Device, path: &Path) -> Result<Vec<(Stage, f32)>> {
     let (source, test) = if device.is_cuda() {
-        ("src/fused_bias_gelu.cu", "cargo test -p exercise-5 --features cuda")
+        (
+            "src/fused_bias_gelu.cu",
+            "cargo test -p exercise-5 --features cuda",
+        )
     } else {
         ("src/fused.rs", "cargo test -p exercise-5")
     };
     let candidates = [
-        Stage { label: "stage 1, the fusion", op: Arc::new(fused::FusedBiasGelu), dir: "stage1" },
-        Stage { label: "stage 2, the kernel fix", op: Arc::new(fused::FastFusedBiasGelu), dir: "stage2" },
+        Stage {
+            label: "stage 1, the fusion",
+            op: Arc::new(fused::FusedBiasGelu),
+            dir: "stage1",
+        },
+        Stage {
+            label: "stage 2, the kernel fix",
+            op: Arc::new(fused::FastFusedBiasGelu),
+            dir: "stage2",
+        },
     ];
     let mut checked = Vec::new();
     let mut json = Vec::new();
@@ -271,7 +379,14 @@ fn check_correctness(device: &Device, path: &Path) -> Result<Vec<(Stage, f32)>> 
                     unwritten = true;
                     break;
                 }
-                Err(e) => return Err(e).with_context(|| format!("{}: the op failed on a {tokens}x3072 input; fix {source} (`{test}`)", stage.label)),
+                Err(e) => {
+                    return Err(e).with_context(|| {
+                        format!(
+                            "{}: the op failed on a {tokens}x3072 input; fix {source} (`{test}`)",
+                            stage.label
+                        )
+                    })
+                }
             };
             if err.is_nan() {
                 bail!("{}: your op produced NaN on a {tokens}x3072 input where the unfused ops did not: fix {source} (`{test}`)", stage.label);
@@ -282,7 +397,11 @@ fn check_correctness(device: &Device, path: &Path) -> Result<Vec<(Stage, f32)>> 
             println!("{} ({}): not written yet", stage.label, stage.op.name());
             continue;
         }
-        println!("{} ({}): largest difference from broadcast_add + gelu {worst:e} (limit {LIMIT:e})", stage.label, stage.op.name());
+        println!(
+            "{} ({}): largest difference from broadcast_add + gelu {worst:e} (limit {LIMIT:e})",
+            stage.label,
+            stage.op.name()
+        );
         if worst > LIMIT {
             bail!("{} differs from the unfused ops by {worst:e}, over the limit of {LIMIT:e}: fix {source} before measuring it (`{test}`)", stage.label);
         }
@@ -298,16 +417,30 @@ fn check_correctness(device: &Device, path: &Path) -> Result<Vec<(Stage, f32)>> 
         "device": device_name(device),
         "stages": json,
     });
-    std::fs::write(path, serde_json::to_string_pretty(&file)? + "\n").with_context(|| format!("cannot write {}", path.display()))?;
+    std::fs::write(path, serde_json::to_string_pretty(&file)? + "\n")
+        .with_context(|| format!("cannot write {}", path.display()))?;
     println!("wrote {}", path.display());
     Ok(checked)
 }
 
 /// Profiles a forward pass with `activation` in the MLP, prints the top rows and writes the
 /// exports into `dir`.
-fn profile(model: &mut Model, activation: &MlpActivation, args: &Args, dir: &Path) -> Result<profiler::Report> {
+fn profile(
+    model: &mut Model,
+    activation: &MlpActivation,
+    args: &Args,
+    dir: &Path,
+) -> Result<profiler::Report> {
     model.set_mlp_activation(activation.clone());
-    let spec = ForwardProfile { batch: 1, seq: args.seq, warmup: 2, active: args.active, record_shapes: true, with_flops: false, cuda_timing: CudaTiming::Events };
+    let spec = ForwardProfile {
+        batch: 1,
+        seq: args.seq,
+        warmup: 2,
+        active: args.active,
+        record_shapes: true,
+        with_flops: false,
+        cuda_timing: CudaTiming::Events,
+    };
     let profile = profile_forward(model, &spec)?;
     // A GPU's question is where its time goes: sort by self CUDA time there.
     let sort_by = SortBy::self_time(model.device().is_cuda());
@@ -320,29 +453,67 @@ fn profile(model: &mut Model, activation: &MlpActivation, args: &Args, dir: &Pat
 
 /// What moved in the roofline columns from the unfused activation's row to a stage's row: the
 /// share, the rates, the % of the roofline, the reading and the kernel.
-fn print_moved(before: &profiler::Report, after: &profiler::Report, from: &str, to: &str, on_cuda: bool) {
-    let share = |row: &profiler::ReportRow| if on_cuda { row.self_cuda_pct.unwrap_or(0.0) } else { row.self_cpu_pct };
-    let (Some(a), Some(b)) = (before.rows.iter().find(|r| r.name == from), after.rows.iter().find(|r| r.name == to)) else {
+fn print_moved(
+    before: &profiler::Report,
+    after: &profiler::Report,
+    from: &str,
+    to: &str,
+    on_cuda: bool,
+) {
+    let share = |row: &profiler::ReportRow| {
+        if on_cuda {
+            row.self_cuda_pct.unwrap_or(0.0)
+        } else {
+            row.self_cpu_pct
+        }
+    };
+    let (Some(a), Some(b)) = (
+        before.rows.iter().find(|r| r.name == from),
+        after.rows.iter().find(|r| r.name == to),
+    ) else {
         println!("  (no `{from}` row before or no `{to}` row after: nothing to compare)");
         return;
     };
-    println!("  share of the step   {:>9.2}% → {:.2}%", share(a), share(b));
+    println!(
+        "  share of the step   {:>9.2}% → {:.2}%",
+        share(a),
+        share(b)
+    );
     match (&a.roofline, &b.roofline) {
         (Some(ra), Some(rb)) => {
-            println!("  GB/s                {:>10.3} → {:.3}", ra.gbytes_per_s, rb.gbytes_per_s);
-            println!("  % of roofline       {:>9.1}% → {:.1}%", ra.pct_of_roofline, rb.pct_of_roofline);
-            println!("  % of memory roofline{:>9.1}% → {:.1}%", ra.pct_of_memory_roofline, rb.pct_of_memory_roofline);
+            println!(
+                "  GB/s                {:>10.3} → {:.3}",
+                ra.gbytes_per_s, rb.gbytes_per_s
+            );
+            println!(
+                "  % of roofline       {:>9.1}% → {:.1}%",
+                ra.pct_of_roofline, rb.pct_of_roofline
+            );
+            println!(
+                "  % of memory roofline{:>9.1}% → {:.1}%",
+                ra.pct_of_memory_roofline, rb.pct_of_memory_roofline
+            );
         }
-        _ => println!("  (no roofline columns: a row declared no work, or the run measured no ceilings)"),
+        _ => println!(
+            "  (no roofline columns: a row declared no work, or the run measured no ceilings)"
+        ),
     }
-    let reading = |r: &profiler::ReportRow| r.reading.map_or_else(|| "no reading".to_string(), |x| x.to_string());
+    let reading = |r: &profiler::ReportRow| {
+        r.reading
+            .map_or_else(|| "no reading".to_string(), |x| x.to_string())
+    };
     println!("  reading             {:>10} → {}", reading(a), reading(b));
     let kernel = |r: &profiler::ReportRow| r.kernel.clone().unwrap_or_else(|| "unlabelled".into());
     println!("  kernel              {:>10} → {}", kernel(a), kernel(b));
 }
 
 /// Times generation with `activation` in the MLP.
-fn benchmark(model: &mut Model, activation: MlpActivation, label: &str, args: &Args) -> Result<Run> {
+fn benchmark(
+    model: &mut Model,
+    activation: MlpActivation,
+    label: &str,
+    args: &Args,
+) -> Result<Run> {
     model.set_mlp_activation(activation);
     let model = &*model;
     let config = InProcessConfig {
@@ -357,6 +528,16 @@ fn benchmark(model: &mut Model, activation: MlpActivation, label: &str, args: &A
     let started = Instant::now();
     generate_fixed(model, &config.prompts(), args.output_len, &mut |_| {})?;
     let one = started.elapsed().as_secs_f64();
-    println!("{label}: one batch takes {one:.2} s; {} warm-up + {} timed batches take about {:.0} s", args.warmup, args.repeats, one * (args.warmup + args.repeats) as f64);
-    inprocess::run(&config, label, &Slo::default(), |prompts, max_tokens, on_token| Ok(generate_fixed(model, prompts, max_tokens, on_token)?))
+    println!(
+        "{label}: one batch takes {one:.2} s; {} warm-up + {} timed batches take about {:.0} s",
+        args.warmup,
+        args.repeats,
+        one * (args.warmup + args.repeats) as f64
+    );
+    inprocess::run(
+        &config,
+        label,
+        &Slo::default(),
+        |prompts, max_tokens, on_token| Ok(generate_fixed(model, prompts, max_tokens, on_token)?),
+    )
 }

@@ -31,5 +31,7 @@ const NUMBER: u32 = 6;
 struct Args {}
 
 fn main() -> ExitCode {
-    exercise::main(env!("CARGO_MANIFEST_DIR"), |_: Args, dir| quiz_terminal::run_exercise(dir, NUMBER))
+    exercise::main(env!("CARGO_MANIFEST_DIR"), |_: Args, dir| {
+        quiz_terminal::run_exercise(dir, NUMBER)
+    })
 }

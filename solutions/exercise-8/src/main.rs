@@ -15,12 +15,12 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use grader::top_ops_reference::{fill_answers, predict};
 use clap::Parser;
 use course_model::exercise;
 use engine::profile::{profile_forward, write_exports, ForwardProfile, ScheduleArgs};
 use engine::run_args::RunArgs;
 use engine::CausalLm;
+use grader::top_ops_reference::{fill_answers, predict};
 use llama::source::{self, Source, DEFAULT_MODEL};
 use profiler::{CudaTiming, SortBy, TableOptions};
 
@@ -73,10 +73,16 @@ fn run(args: Args, dir: &Path) -> Result<()> {
         true => through_its_spans(Path::new(&args.model), &args.model, &device, &args, &spec)?,
         false => {
             // Found or fetched first; its config.json says which tier runs it.
-            let checkpoint = source::resolve(&Source::parse(&args.model)?, args.run.dtype, &mut |notice| eprintln!("{notice}"))?;
+            let checkpoint = source::resolve(
+                &Source::parse(&args.model)?,
+                args.run.dtype,
+                &mut |notice| eprintln!("{notice}"),
+            )?;
             match llama::config::family_of_file(&checkpoint.dir.join("config.json"))? {
                 Some(_) => in_the_engine(&checkpoint, &device, &args, &spec)?,
-                None => through_its_spans(&checkpoint.dir, &checkpoint.name, &device, &args, &spec)?,
+                None => {
+                    through_its_spans(&checkpoint.dir, &checkpoint.name, &device, &args, &spec)?
+                }
             }
         }
     };
@@ -85,7 +91,10 @@ fn run(args: Args, dir: &Path) -> Result<()> {
     println!("{spec}");
     print!("{}", profile.table(options));
     let files = write_exports(&profile, options, &dir.join("results"))?;
-    println!("(from the command to the table: {:.1} s)", started.elapsed().as_secs_f64());
+    println!(
+        "(from the command to the table: {:.1} s)",
+        started.elapsed().as_secs_f64()
+    );
 
     println!("\n{}", files.listing("graded by `course check 8`"));
     fill_answers(&files.report, &dir.join("answers.toml"))?;
@@ -94,12 +103,22 @@ fn run(args: Args, dir: &Path) -> Result<()> {
 }
 
 /// The first tier: a Llama-family checkpoint on the course's engine, every op in its own row.
-fn in_the_engine(checkpoint: &source::Checkpoint, device: &candle_core::Device, args: &Args, spec: &ForwardProfile) -> Result<profiler::Profile> {
+fn in_the_engine(
+    checkpoint: &source::Checkpoint,
+    device: &candle_core::Device,
+    args: &Args,
+    spec: &ForwardProfile,
+) -> Result<profiler::Profile> {
     // ANCHOR: load
     // Your model, on the course's engine. Its config.json was read first: a model too large for
     // this machine's free memory was refused before any weight was read or downloaded.
-    let model = llama::weights::load(&checkpoint.dir, device, args.run.dtype, args.run.kernel_path()?)
-        .with_context(|| format!("cannot load {}", checkpoint.name))?;
+    let model = llama::weights::load(
+        &checkpoint.dir,
+        device,
+        args.run.dtype,
+        args.run.kernel_path()?,
+    )
+    .with_context(|| format!("cannot load {}", checkpoint.name))?;
     let cfg = model.config();
     println!(
         "{}: {} ({:.1} M parameters, {} layers, {} query heads over {} key/value heads), {} weights, kernels {}",
@@ -125,7 +144,13 @@ fn in_the_engine(checkpoint: &source::Checkpoint, device: &candle_core::Device, 
 
 /// The second tier: a GGUF file, or a checkpoint of another model type, run by
 /// candle-transformers and profiled through the tracing spans it opens.
-fn through_its_spans(path: &Path, name: &str, device: &candle_core::Device, args: &Args, spec: &ForwardProfile) -> Result<profiler::Profile> {
+fn through_its_spans(
+    path: &Path,
+    name: &str,
+    device: &candle_core::Device,
+    args: &Args,
+    spec: &ForwardProfile,
+) -> Result<profiler::Profile> {
     let (profile, line) = traced_models::profile_model(path, name, device, args.run.dtype, spec)
         .context("exercise 8 runs the Llama family on the course's engine, and phi3, gemma and GGUF files through their spans (--help)")?;
     println!("{line}");

@@ -19,20 +19,41 @@ const BIN: &str = env!("CARGO_BIN_EXE_solution-8");
 const VARIANTS: [&str; 6] = ["llama", "llama3", "smollm2", "mistral", "qwen2", "qwen3"];
 
 fn fixture(variant: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../crates/llama/tests/fixtures/tiny-{variant}"))
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(format!("../../crates/llama/tests/fixtures/tiny-{variant}"))
 }
 
 /// A folder holding exercise 8's answers.toml as a learner starts with it.
 fn folder() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../exercises/exercise-8/answers.toml"), dir.path().join("answers.toml")).unwrap();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../exercises/exercise-8/answers.toml"),
+        dir.path().join("answers.toml"),
+    )
+    .unwrap();
     dir
 }
 
 fn run(model: &str, dir: &Path, env: &[(&str, &Path)], offline: bool) -> Output {
     let mut c = Command::new(BIN);
-    c.args(["--model", model, "--device", "cpu", "--warmup", "0", "--active", "1", "--seq", "4", "--row-limit", "30", "--exercise-dir"]).arg(dir);
-    c.env_remove("COURSE_PREDICTION_ASKED").env_remove("HF_HUB_OFFLINE");
+    c.args([
+        "--model",
+        model,
+        "--device",
+        "cpu",
+        "--warmup",
+        "0",
+        "--active",
+        "1",
+        "--seq",
+        "4",
+        "--row-limit",
+        "30",
+        "--exercise-dir",
+    ])
+    .arg(dir);
+    c.env_remove("COURSE_PREDICTION_ASKED")
+        .env_remove("HF_HUB_OFFLINE");
     for (k, v) in env {
         c.env(k, v);
     }
@@ -43,7 +64,11 @@ fn run(model: &str, dir: &Path, env: &[(&str, &Path)], offline: bool) -> Output 
 }
 
 fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
 }
 
 #[test]
@@ -54,15 +79,40 @@ fn every_first_tier_variant_profiles_into_a_table_and_a_report() {
         let o = run(fixture(variant).to_str().unwrap(), dir.path(), &[], true);
         let out = text(&o);
         assert!(o.status.success(), "{variant}: {out}");
-        assert!(out.contains(&format!(": {model_type} (")), "{variant}: the model line names its type: {out}");
-        for row in ["matmul", "lm_head", "rms_norm", "rope", "silu_mul", "Roofline %"] {
+        assert!(
+            out.contains(&format!(": {model_type} (")),
+            "{variant}: the model line names its type: {out}"
+        );
+        for row in [
+            "matmul",
+            "lm_head",
+            "rms_norm",
+            "rope",
+            "silu_mul",
+            "Roofline %",
+        ] {
             assert!(out.contains(row), "{variant}: no {row} in the table: {out}");
         }
-        let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("results/report.json")).unwrap()).unwrap();
+        let report: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.path().join("results/report.json")).unwrap(),
+        )
+        .unwrap();
         let rows = report["rows"].as_array().unwrap();
-        assert!(rows.iter().any(|r| r["name"] == "rope" && r["line"] == "attention"), "{variant}: {report}");
-        let answers: toml::Table = std::fs::read_to_string(dir.path().join("answers.toml")).unwrap().parse().unwrap();
-        assert!(answers["plan"]["attack"].as_str().is_some_and(|a| !a.is_empty()), "{variant}: the solution filled in its plan");
+        assert!(
+            rows.iter()
+                .any(|r| r["name"] == "rope" && r["line"] == "attention"),
+            "{variant}: {report}"
+        );
+        let answers: toml::Table = std::fs::read_to_string(dir.path().join("answers.toml"))
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(
+            answers["plan"]["attack"]
+                .as_str()
+                .is_some_and(|a| !a.is_empty()),
+            "{variant}: the solution filled in its plan"
+        );
     }
 }
 
@@ -78,26 +128,50 @@ fn a_model_larger_than_the_free_memory_is_refused_before_any_weight_is_read() {
     let o = run(ckpt.path().to_str().unwrap(), folder().path(), &[], true);
     let out = text(&o);
     assert!(!o.status.success(), "{out}");
-    assert!(out.contains("70.55 billion parameters: 262.8 GiB in f32") && out.contains("free; pick a smaller model"), "{out}");
-    assert!(!out.contains("model.safetensors"), "refused before it looked for the weights: {out}");
+    assert!(
+        out.contains("70.55 billion parameters: 262.8 GiB in f32")
+            && out.contains("free; pick a smaller model"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("model.safetensors"),
+        "refused before it looked for the weights: {out}"
+    );
 }
 
 #[test]
 fn another_architecture_and_a_gguf_file_are_refused_with_what_was_found() {
     let ckpt = tempfile::tempdir().unwrap();
-    std::fs::write(ckpt.path().join("config.json"), SEVENTY_B.replace("\"model_type\":\"llama\"", "\"model_type\":\"mamba\"")).unwrap();
+    std::fs::write(
+        ckpt.path().join("config.json"),
+        SEVENTY_B.replace("\"model_type\":\"llama\"", "\"model_type\":\"mamba\""),
+    )
+    .unwrap();
     let o = run(ckpt.path().to_str().unwrap(), folder().path(), &[], true);
     let out = text(&o);
     assert!(!o.status.success() && out.contains("exercise 8 runs the Llama family on the course's engine, and phi3, gemma and GGUF files"), "{out}");
-    assert!(out.contains("model_type \"mamba\" is not one this program runs through candle-transformers") && out.contains("config.json"), "names what it found: {out}");
+    assert!(
+        out.contains(
+            "model_type \"mamba\" is not one this program runs through candle-transformers"
+        ) && out.contains("config.json"),
+        "names what it found: {out}"
+    );
     let gguf = ckpt.path().join("tiny-gemma3.gguf");
-    let gemma3 = traced_models::gguf::TinyShape { arch: "gemma3", ..traced_models::gguf::TINY_LLAMA };
-    traced_models::gguf::write_tiny(&gguf, &gemma3, candle_core::quantized::GgmlDType::Q8_0).unwrap();
+    let gemma3 = traced_models::gguf::TinyShape {
+        arch: "gemma3",
+        ..traced_models::gguf::TINY_LLAMA
+    };
+    traced_models::gguf::write_tiny(&gguf, &gemma3, candle_core::quantized::GgmlDType::Q8_0)
+        .unwrap();
     let o = run(gguf.to_str().unwrap(), folder().path(), &[], true);
     let out = text(&o);
     assert!(!o.status.success() && out.contains("general.architecture \"gemma3\" is not one this program runs from a GGUF file (llama, qwen2)"), "{out}");
     let o = run("model-Q8_0.gguf", folder().path(), &[], true);
-    assert!(!o.status.success() && text(&o).contains("--model model-Q8_0.gguf: no such file"), "{}", text(&o));
+    assert!(
+        !o.status.success() && text(&o).contains("--model model-Q8_0.gguf: no such file"),
+        "{}",
+        text(&o)
+    );
 }
 
 /// The stand-in's files: repository id → file name → bytes.
@@ -105,8 +179,15 @@ type Files = HashMap<String, HashMap<String, Vec<u8>>>;
 
 /// What hf-hub asks of a file: `GET /{owner}/{name}/resolve/{revision}/{file}` with a `Range`;
 /// it reads the size from `Content-Range`, the commit from `x-repo-commit` and the `etag`.
-async fn resolve(State(files): State<std::sync::Arc<Files>>, UrlPath((owner, name, _revision, file)): UrlPath<(String, String, String, String)>, headers: HeaderMap) -> Response {
-    let Some(bytes) = files.get(&format!("{owner}/{name}")).and_then(|repo| repo.get(&file)) else {
+async fn resolve(
+    State(files): State<std::sync::Arc<Files>>,
+    UrlPath((owner, name, _revision, file)): UrlPath<(String, String, String, String)>,
+    headers: HeaderMap,
+) -> Response {
+    let Some(bytes) = files
+        .get(&format!("{owner}/{name}"))
+        .and_then(|repo| repo.get(&file))
+    else {
         return StatusCode::NOT_FOUND.into_response();
     };
     let start: usize = headers
@@ -125,9 +206,15 @@ async fn resolve(State(files): State<std::sync::Arc<Files>>, UrlPath((owner, nam
     (
         StatusCode::PARTIAL_CONTENT,
         [
-            (header::CONTENT_RANGE, format!("bytes {start}-{}/{}", end.max(1) - 1, bytes.len())),
+            (
+                header::CONTENT_RANGE,
+                format!("bytes {start}-{}/{}", end.max(1) - 1, bytes.len()),
+            ),
             (header::ETAG, etag),
-            (header::HeaderName::from_static("x-repo-commit"), "0123456789abcdef0123456789abcdef01234567".to_string()),
+            (
+                header::HeaderName::from_static("x-repo-commit"),
+                "0123456789abcdef0123456789abcdef01234567".to_string(),
+            ),
         ],
         bytes[start..end].to_vec(),
     )
@@ -136,16 +223,34 @@ async fn resolve(State(files): State<std::sync::Arc<Files>>, UrlPath((owner, nam
 
 /// Serves `files` on a loopback port until the returned sender is dropped; returns the
 /// endpoint's URL.
-fn stand_in(files: Files) -> (String, tokio::sync::oneshot::Sender<()>, std::thread::JoinHandle<()>) {
+fn stand_in(
+    files: Files,
+) -> (
+    String,
+    tokio::sync::oneshot::Sender<()>,
+    std::thread::JoinHandle<()>,
+) {
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let (addr_tx, addr_rx) = std::sync::mpsc::channel();
     let server = std::thread::spawn(move || {
-        tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async move {
-            let app = axum::Router::new().route("/{owner}/{name}/resolve/{revision}/{file}", axum::routing::get(resolve)).with_state(std::sync::Arc::new(files));
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            addr_tx.send(listener.local_addr().unwrap()).unwrap();
-            axum::serve(listener, app).with_graceful_shutdown(async move { drop(stopped.await) }).await.unwrap();
-        })
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(async move {
+                let app = axum::Router::new()
+                    .route(
+                        "/{owner}/{name}/resolve/{revision}/{file}",
+                        axum::routing::get(resolve),
+                    )
+                    .with_state(std::sync::Arc::new(files));
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                addr_tx.send(listener.local_addr().unwrap()).unwrap();
+                axum::serve(listener, app)
+                    .with_graceful_shutdown(async move { drop(stopped.await) })
+                    .await
+                    .unwrap();
+            })
     });
     (format!("http://{}", addr_rx.recv().unwrap()), stop, server)
 }
@@ -165,21 +270,40 @@ fn repo_files(dir: &Path, truncate_weights: bool) -> HashMap<String, Vec<u8>> {
 #[test]
 fn a_hub_checkpoint_is_downloaded_once_then_read_offline_and_a_truncated_one_is_an_error() {
     let hf = tempfile::tempdir().unwrap();
-    let files: Files = [("course/tiny-qwen2".to_string(), repo_files(&fixture("qwen2"), false)), ("course/broken".to_string(), repo_files(&fixture("llama"), true))].into();
+    let files: Files = [
+        (
+            "course/tiny-qwen2".to_string(),
+            repo_files(&fixture("qwen2"), false),
+        ),
+        (
+            "course/broken".to_string(),
+            repo_files(&fixture("llama"), true),
+        ),
+    ]
+    .into();
     let (endpoint, stop, server) = stand_in(files);
     let endpoint = PathBuf::from(endpoint);
     let env = [("HF_HOME", hf.path()), ("HF_ENDPOINT", endpoint.as_path())];
 
     let o = run("course/tiny-qwen2", folder().path(), &env, false);
     assert!(o.status.success(), "{}", text(&o));
-    assert!(text(&o).contains("course/tiny-qwen2: qwen2 ("), "{}", text(&o));
+    assert!(
+        text(&o).contains("course/tiny-qwen2: qwen2 ("),
+        "{}",
+        text(&o)
+    );
     let cached = hf.path().join("hub/models--course--tiny-qwen2/snapshots/0123456789abcdef0123456789abcdef01234567/model.safetensors");
     assert!(cached.exists(), "the weights are in the HF cache");
 
     let o = run("course/broken", folder().path(), &env, false);
     let out = text(&o);
     assert!(!o.status.success(), "{out}");
-    assert!(out.contains("models--course--broken") && out.contains("model.safetensors") && out.contains("delete it and download it again"), "{out}");
+    assert!(
+        out.contains("models--course--broken")
+            && out.contains("model.safetensors")
+            && out.contains("delete it and download it again"),
+        "{out}"
+    );
 
     // The stand-in is gone: the cached checkpoint is read offline, the uncached one is refused.
     drop(stop);
@@ -187,14 +311,26 @@ fn a_hub_checkpoint_is_downloaded_once_then_read_offline_and_a_truncated_one_is_
     let o = run("course/tiny-qwen2", folder().path(), &env, true);
     assert!(o.status.success(), "offline, from the cache: {}", text(&o));
     let o = run("course/never-fetched", folder().path(), &env, true);
-    assert!(!o.status.success() && text(&o).contains("HF_HUB_OFFLINE is set") && text(&o).contains("--model FOLDER"), "{}", text(&o));
+    assert!(
+        !o.status.success()
+            && text(&o).contains("HF_HUB_OFFLINE is set")
+            && text(&o).contains("--model FOLDER"),
+        "{}",
+        text(&o)
+    );
 }
 
 /// Exercise 8's grade of the answers and report the solution left in `dir`, by the course's
 /// manifest and default key (what `course check 8` runs after its build).
 fn grade(dir: &Path) -> grader::report::ExerciseReport {
-    let grader = grader::Grader::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."), None).unwrap();
-    let files = ["answers.toml", "results/report.json"].map(|f| (format!("exercise-8/{f}"), std::fs::read_to_string(dir.join(f)).unwrap()));
+    let grader =
+        grader::Grader::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."), None).unwrap();
+    let files = ["answers.toml", "results/report.json"].map(|f| {
+        (
+            format!("exercise-8/{f}"),
+            std::fs::read_to_string(dir.join(f)).unwrap(),
+        )
+    });
     grader.grade_exercise(&grader::Submission::from_texts("exercises", files), 8)
 }
 
@@ -202,20 +338,54 @@ fn grade(dir: &Path) -> grader::report::ExerciseReport {
 fn the_solution_passes_on_a_first_tier_and_a_second_tier_model() {
     let gguf_dir = tempfile::tempdir().unwrap();
     let gguf = gguf_dir.path().join("tiny-llama-q8_0.gguf");
-    traced_models::gguf::write_tiny(&gguf, &traced_models::gguf::TINY_LLAMA, candle_core::quantized::GgmlDType::Q8_0).unwrap();
+    traced_models::gguf::write_tiny(
+        &gguf,
+        &traced_models::gguf::TINY_LLAMA,
+        candle_core::quantized::GgmlDType::Q8_0,
+    )
+    .unwrap();
     let phi3 = gguf_dir.path().join("tiny-phi3");
     traced_models::tiny::write(&phi3, "phi3").unwrap();
-    for (model, tier) in [(fixture("qwen3"), "engine"), (gguf, "spans"), (phi3, "spans")] {
+    for (model, tier) in [
+        (fixture("qwen3"), "engine"),
+        (gguf, "spans"),
+        (phi3, "spans"),
+    ] {
         let dir = folder();
         let o = run(model.to_str().unwrap(), dir.path(), &[], true);
         assert!(o.status.success(), "{}", text(&o));
-        let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("results/report.json")).unwrap()).unwrap();
-        assert_eq!(report["environment"]["tier"], tier, "the report says which tier ran");
-        assert!(text(&o).contains(&format!("Model: {}; rows: ", model.display())), "the table says what ran: {}", text(&o));
+        let report: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.path().join("results/report.json")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            report["environment"]["tier"], tier,
+            "the report says which tier ran"
+        );
+        assert!(
+            text(&o).contains(&format!("Model: {}; rows: ", model.display())),
+            "the table says what ran: {}",
+            text(&o)
+        );
         if tier == "spans" {
-            assert!(text(&o).contains("second tier") && text(&o).contains("outside_any_span"), "{}", text(&o));
-            assert!(text(&o).contains("rows: the tracing spans the model opens, without work counts"), "{}", text(&o));
-            assert!(report["rows"].as_array().unwrap().iter().all(|r| r["roofline"].is_null()), "no roofline without a work count");
+            assert!(
+                text(&o).contains("second tier") && text(&o).contains("outside_any_span"),
+                "{}",
+                text(&o)
+            );
+            assert!(
+                text(&o).contains("rows: the tracing spans the model opens, without work counts"),
+                "{}",
+                text(&o)
+            );
+            assert!(
+                report["rows"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .all(|r| r["roofline"].is_null()),
+                "no roofline without a work count"
+            );
         }
         let r = grade(dir.path());
         assert!(r.passed, "{tier}: {:#?}", r.questions);

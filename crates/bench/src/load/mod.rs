@@ -114,7 +114,9 @@ impl LoadConfig {
         });
         match self.endpoint() {
             Endpoint::Completions => body["prompt"] = json!(self.prompt.text(index)),
-            Endpoint::Chat => body["messages"] = json!([{ "role": "user", "content": self.prompt.text(index) }]),
+            Endpoint::Chat => {
+                body["messages"] = json!([{ "role": "user", "content": self.prompt.text(index) }])
+            }
         }
         if self.include_usage {
             body["stream_options"] = json!({ "include_usage": true });
@@ -135,7 +137,9 @@ impl LoadConfig {
     pub fn default_label(&self) -> String {
         match self.traffic {
             Traffic::OpenLoop { rate, .. } => format!("{} @ {rate} req/s", self.model),
-            Traffic::ClosedLoop { concurrency } => format!("{} @ concurrency {concurrency}", self.model),
+            Traffic::ClosedLoop { concurrency } => {
+                format!("{} @ concurrency {concurrency}", self.model)
+            }
         }
     }
 
@@ -146,10 +150,16 @@ impl LoadConfig {
         let shift = |seed: u64| seed.wrapping_add(k as u64);
         let mut c = self.clone();
         if let Traffic::OpenLoop { rate, seed } = c.traffic {
-            c.traffic = Traffic::OpenLoop { rate, seed: shift(seed) };
+            c.traffic = Traffic::OpenLoop {
+                rate,
+                seed: shift(seed),
+            };
         }
         if let Prompt::RandomWords { words, seed } = c.prompt {
-            c.prompt = Prompt::RandomWords { words, seed: shift(seed) };
+            c.prompt = Prompt::RandomWords {
+                words,
+                seed: shift(seed),
+            };
         }
         c
     }
@@ -204,11 +214,56 @@ pub enum Prompt {
 }
 
 const WORDS: &[&str] = &[
-    "the", "model", "reads", "a", "long", "story", "about", "river", "and", "mountain", "people",
-    "who", "measure", "time", "with", "small", "clocks", "every", "morning", "light", "falls",
-    "on", "quiet", "streets", "where", "children", "learn", "numbers", "from", "old", "books",
-    "while", "engineers", "build", "fast", "machines", "that", "answer", "questions", "in",
-    "many", "languages", "under", "bright", "summer", "sky", "near", "green", "fields", "of",
+    "the",
+    "model",
+    "reads",
+    "a",
+    "long",
+    "story",
+    "about",
+    "river",
+    "and",
+    "mountain",
+    "people",
+    "who",
+    "measure",
+    "time",
+    "with",
+    "small",
+    "clocks",
+    "every",
+    "morning",
+    "light",
+    "falls",
+    "on",
+    "quiet",
+    "streets",
+    "where",
+    "children",
+    "learn",
+    "numbers",
+    "from",
+    "old",
+    "books",
+    "while",
+    "engineers",
+    "build",
+    "fast",
+    "machines",
+    "that",
+    "answer",
+    "questions",
+    "in",
+    "many",
+    "languages",
+    "under",
+    "bright",
+    "summer",
+    "sky",
+    "near",
+    "green",
+    "fields",
+    "of",
 ];
 
 impl Prompt {
@@ -216,7 +271,9 @@ impl Prompt {
         match self {
             Prompt::Fixed(text) => text.clone(),
             Prompt::RandomWords { words, seed } => {
-                let mut rng = StdRng::seed_from_u64(seed ^ (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+                let mut rng = StdRng::seed_from_u64(
+                    seed ^ (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+                );
                 let mut text = String::with_capacity(words * 8);
                 for i in 0..*words {
                     if i > 0 {
@@ -264,7 +321,11 @@ pub async fn run_replicates(config: &LoadConfig, replicates: usize) -> Result<Lo
         match outcome.as_mut() {
             None => outcome = Some(one),
             Some(all) => {
-                all.records.extend(one.records.into_iter().map(|r| RequestRecord { replicate: k, ..r }));
+                all.records.extend(
+                    one.records
+                        .into_iter()
+                        .map(|r| RequestRecord { replicate: k, ..r }),
+                );
                 all.durations_s.extend(one.durations_s);
             }
         }
@@ -282,8 +343,12 @@ pub async fn run_replicates(config: &LoadConfig, replicates: usize) -> Result<Lo
 pub async fn run(config: &LoadConfig) -> Result<LoadOutcome> {
     config.validate()?;
     let url = config.completions_url();
-    let url = reqwest::Url::parse(&url)
-        .with_context(|| format!("--base-url `{}` does not make a valid URL ({url})", config.base_url))?;
+    let url = reqwest::Url::parse(&url).with_context(|| {
+        format!(
+            "--base-url `{}` does not make a valid URL ({url})",
+            config.base_url
+        )
+    })?;
     let client = reqwest::Client::builder()
         .timeout(Duration::from_secs_f64(config.timeout_s))
         .tcp_nodelay(true)
@@ -294,7 +359,14 @@ pub async fn run(config: &LoadConfig) -> Result<LoadOutcome> {
         // Warm-up prompts come from the far end of the index range, so that a server with
         // prefix caching has not seen any timed prompt before.
         let body = config.body_bytes(usize::MAX - i);
-        let r = send(&client, &url, config.api_key.as_deref(), body, Instant::now()).await;
+        let r = send(
+            &client,
+            &url,
+            config.api_key.as_deref(),
+            body,
+            Instant::now(),
+        )
+        .await;
         if !r.ok {
             bail!(
                 "warm-up request {} to {url} failed: {}\nnext step: check that the server is up, \
@@ -309,10 +381,22 @@ pub async fn run(config: &LoadConfig) -> Result<LoadOutcome> {
 
     let (tx, mut rx) = mpsc::unbounded_channel::<RequestRecord>();
     let run_start = Instant::now();
-    let shared = Arc::new(Shared { client, url, config: config.clone(), run_start });
+    let shared = Arc::new(Shared {
+        client,
+        url,
+        config: config.clone(),
+        run_start,
+    });
     let driver = match config.traffic {
         Traffic::OpenLoop { rate, seed } => {
-            let pacer = Pacer { shared, rate, seed, bound: config.bound, tx, runtime: Handle::current() };
+            let pacer = Pacer {
+                shared,
+                rate,
+                seed,
+                bound: config.bound,
+                tx,
+                runtime: Handle::current(),
+            };
             tokio::task::spawn_blocking(move || pacer.run())
         }
         Traffic::ClosedLoop { concurrency } => {
@@ -329,7 +413,11 @@ pub async fn run(config: &LoadConfig) -> Result<LoadOutcome> {
     driver.await?;
     progress.finish();
     records.sort_by(|a, b| a.start_ms.total_cmp(&b.start_ms));
-    Ok(LoadOutcome { records, durations_s: vec![duration_s], started: run_start })
+    Ok(LoadOutcome {
+        records,
+        durations_s: vec![duration_s],
+        started: run_start,
+    })
 }
 
 struct Shared {
@@ -342,7 +430,14 @@ struct Shared {
 impl Shared {
     /// Send a prepared body; the clock starts inside, just before the request is handed over.
     async fn send(&self, body: Vec<u8>) -> RequestRecord {
-        send(&self.client, &self.url, self.config.api_key.as_deref(), body, self.run_start).await
+        send(
+            &self.client,
+            &self.url,
+            self.config.api_key.as_deref(),
+            body,
+            self.run_start,
+        )
+        .await
     }
 }
 

@@ -29,7 +29,11 @@ impl Progress {
     pub(super) fn start(config: &LoadConfig) -> Progress {
         let done = Arc::new(AtomicU64::new(0));
         if !config.progress {
-            return Progress { done, stop: None, thread: None };
+            return Progress {
+                done,
+                stop: None,
+                thread: None,
+            };
         }
         let bar = bar(config.bound);
         let (stop, stopped) = mpsc::channel::<()>();
@@ -44,7 +48,11 @@ impl Progress {
                 }
             })
             .ok();
-        Progress { done, stop: Some(stop), thread }
+        Progress {
+            done,
+            stop: Some(stop),
+            thread,
+        }
     }
 
     /// One request finished: a relaxed atomic add, nothing drawn here.
@@ -64,8 +72,10 @@ impl Progress {
 fn bar(bound: Bound) -> ProgressBar {
     match bound {
         Bound::Requests(n) => ProgressBar::new(n as u64).with_style(
-            ProgressStyle::with_template("{bar:40} {pos}/{len} requests  {elapsed_precise} (eta {eta})")
-                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            ProgressStyle::with_template(
+                "{bar:40} {pos}/{len} requests  {elapsed_precise} (eta {eta})",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
         ),
         Bound::DurationS(_) => {
             let bar = ProgressBar::new_spinner().with_style(

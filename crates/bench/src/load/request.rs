@@ -32,12 +32,19 @@ struct Parsed {
 fn parse_body(v: &Value) -> Parsed {
     // Completions put the text in `text`; chat in `delta.content` (streamed) or
     // `message.content` (whole).
-    let text = ["/choices/0/text", "/choices/0/delta/content", "/choices/0/message/content"]
-        .iter()
-        .find_map(|p| v.pointer(p).and_then(Value::as_str))
-        .unwrap_or("");
+    let text = [
+        "/choices/0/text",
+        "/choices/0/delta/content",
+        "/choices/0/message/content",
+    ]
+    .iter()
+    .find_map(|p| v.pointer(p).and_then(Value::as_str))
+    .unwrap_or("");
     let usage = |field: &str| {
-        v.get("usage").and_then(|u| u.get(field)).and_then(Value::as_u64).map(|n| n as usize)
+        v.get("usage")
+            .and_then(|u| u.get(field))
+            .and_then(Value::as_u64)
+            .map(|n| n as usize)
     };
     Parsed {
         has_text: !text.is_empty(),
@@ -46,10 +53,17 @@ fn parse_body(v: &Value) -> Parsed {
         // All three figures, or none: a partial object is some other server's field.
         server_timings: v.get("server_timings").and_then(|t| {
             let ms = |key: &str| t.get(key).and_then(Value::as_f64);
-            Some(ServerTimings { queue_ms: ms("queue_ms")?, prefill_ms: ms("prefill_ms")?, decode_ms: ms("decode_ms")? })
+            Some(ServerTimings {
+                queue_ms: ms("queue_ms")?,
+                prefill_ms: ms("prefill_ms")?,
+                decode_ms: ms("decode_ms")?,
+            })
         }),
         error: v.get("error").filter(|e| !e.is_null()).map(|e| {
-            e.get("message").and_then(Value::as_str).map(str::to_string).unwrap_or_else(|| e.to_string())
+            e.get("message")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .unwrap_or_else(|| e.to_string())
         }),
     }
 }
@@ -80,7 +94,10 @@ pub async fn send(
     run_start: Instant,
 ) -> RequestRecord {
     let sent = Instant::now();
-    let mut record = RequestRecord { start_ms: ms(sent - run_start), ..Default::default() };
+    let mut record = RequestRecord {
+        start_ms: ms(sent - run_start),
+        ..Default::default()
+    };
     let fail = |record: &mut RequestRecord, why: String| {
         record.ok = false;
         record.e2el_ms = ms(sent.elapsed());
@@ -125,7 +142,10 @@ pub async fn send(
         };
         let elapsed = ms(sent.elapsed());
         let Ok(value) = serde_json::from_str::<Value>(&text) else {
-            fail(&mut record, format!("response is neither SSE nor JSON: {}", snippet(&text)));
+            fail(
+                &mut record,
+                format!("response is neither SSE nor JSON: {}", snippet(&text)),
+            );
             return record;
         };
         let parsed = parse_body(&value);
@@ -136,7 +156,9 @@ pub async fn send(
         record.ok = parsed.has_text;
         record.ttft_ms = elapsed;
         record.e2el_ms = elapsed;
-        record.output_tokens = parsed.completion_tokens.unwrap_or(usize::from(parsed.has_text));
+        record.output_tokens = parsed
+            .completion_tokens
+            .unwrap_or(usize::from(parsed.has_text));
         record.prompt_tokens = parsed.prompt_tokens;
         record.server_timings = parsed.server_timings;
         if !record.ok {
@@ -154,7 +176,10 @@ pub async fn send(
         let event = match event {
             Ok(e) => e,
             Err(e) => {
-                fail(&mut record, format!("stream broke after {chunks} chunks: {e}"));
+                fail(
+                    &mut record,
+                    format!("stream broke after {chunks} chunks: {e}"),
+                );
                 return record;
             }
         };
@@ -166,7 +191,10 @@ pub async fn send(
             continue;
         }
         let Ok(value) = serde_json::from_str::<Value>(data) else {
-            fail(&mut record, format!("an event is not JSON: {}", snippet(data)));
+            fail(
+                &mut record,
+                format!("an event is not JSON: {}", snippet(data)),
+            );
             return record;
         };
         let parsed = parse_body(&value);

@@ -63,14 +63,19 @@ async fn completions(State(app): State<Arc<App>>, Json(body): Json<Value>) -> Re
     c.max_in_flight.fetch_max(now, Ordering::SeqCst);
     let guard = InFlight(app.counters.clone());
     let n = body["max_tokens"].as_u64().unwrap_or(16) as usize;
-    let prompt_tokens = body["prompt"].as_str().map(|p| p.split_whitespace().count()).unwrap_or(0);
+    let prompt_tokens = body["prompt"]
+        .as_str()
+        .map(|p| p.split_whitespace().count())
+        .unwrap_or(0);
     let usage = json!({"prompt_tokens": prompt_tokens, "completion_tokens": n, "total_tokens": prompt_tokens + n});
     if !body["stream"].as_bool().unwrap_or(false) || app.behaviour.ignore_stream {
         tokio::time::sleep(app.behaviour.chunk_gap * n as u32).await;
         drop(guard);
         let text: String = (0..n).map(|i| format!(" t{i}")).collect();
-        return Json(json!({"id": "cmpl-test", "object": "text_completion", "model": body["model"],
-            "choices": [{"index": 0, "text": text, "finish_reason": "length"}], "usage": usage}))
+        return Json(
+            json!({"id": "cmpl-test", "object": "text_completion", "model": body["model"],
+            "choices": [{"index": 0, "text": text, "finish_reason": "length"}], "usage": usage}),
+        )
         .into_response();
     }
     let gap = app.behaviour.chunk_gap;
@@ -78,7 +83,11 @@ async fn completions(State(app): State<Arc<App>>, Json(body): Json<Value>) -> Re
     let model = body["model"].clone();
     let mut data: Vec<String> = (0..n)
         .map(|i| {
-            let finish = if i + 1 == n { Value::from("length") } else { Value::Null };
+            let finish = if i + 1 == n {
+                Value::from("length")
+            } else {
+                Value::Null
+            };
             json!({"id": "cmpl-test", "object": "text_completion", "model": model,
                 "choices": [{"index": 0, "text": format!(" t{i}"), "finish_reason": finish}]})
             .to_string()
@@ -104,9 +113,16 @@ async fn completions(State(app): State<Arc<App>>, Json(body): Json<Value>) -> Re
 /// Start the server on a free loopback port; returns its base URL and counters.
 pub async fn start(behaviour: Behaviour) -> (String, Arc<Counters>) {
     let counters = Arc::new(Counters::default());
-    let app = Arc::new(App { behaviour, counters: counters.clone() });
-    let router = Router::new().route("/v1/completions", post(completions)).with_state(app);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind loopback");
+    let app = Arc::new(App {
+        behaviour,
+        counters: counters.clone(),
+    });
+    let router = Router::new()
+        .route("/v1/completions", post(completions))
+        .with_state(app);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind loopback");
     let addr: SocketAddr = listener.local_addr().expect("local addr");
     tokio::spawn(async move {
         // Small SSE writes must not wait for Nagle + delayed ACK (about 40 ms a chunk).

@@ -27,9 +27,15 @@ pub fn pipeline(course: &Course, n: u32, build: &Build) -> Result<Option<Exercis
             exercise.dir
         );
     }
-    let build = build.for_package(&exercise.package, &course.path(&exercise.dir).join("Cargo.toml"));
+    let build = build.for_package(
+        &exercise.package,
+        &course.path(&exercise.dir).join("Cargo.toml"),
+    );
     if exercise.test {
-        eprintln!("==> [1/3] build: {}", build.shown("build", &exercise.package));
+        eprintln!(
+            "==> [1/3] build: {}",
+            build.shown("build", &exercise.package)
+        );
         if !crate::cargo::run(&course.root, "build", &exercise.package, &build, &[])?.success() {
             eprintln!("==> exercise-{n} does not build: fix the first compiler error above, then check again.");
             record_attempt(course, n, None)?;
@@ -37,7 +43,9 @@ pub fn pipeline(course: &Course, n: u32, build: &Build) -> Result<Option<Exercis
         }
         eprintln!("==> [2/3] test: {}", build.shown("test", &exercise.package));
         if !crate::cargo::run(&course.root, "test", &exercise.package, &build, &[])?.success() {
-            eprintln!("==> exercise-{n}'s tests fail: the first failing test above says what to fix.");
+            eprintln!(
+                "==> exercise-{n}'s tests fail: the first failing test above says what to fix."
+            );
             record_attempt(course, n, None)?;
             return Ok(None);
         }
@@ -46,7 +54,12 @@ pub fn pipeline(course: &Course, n: u32, build: &Build) -> Result<Option<Exercis
         eprintln!("==> [2/3] test: exercise-{n} has no tests");
     }
     eprintln!("==> [3/3] grade: {}/answers.toml and results", exercise.dir);
-    let submission = Submission::from_exercises_dir(&course.exercises_dir(), "exercises", grader.wanted(), &Limits::default());
+    let submission = Submission::from_exercises_dir(
+        &course.exercises_dir(),
+        "exercises",
+        grader.wanted(),
+        &Limits::default(),
+    );
     let mut report = grader.grade_exercise(&submission, n);
     let progress = course.progress()?;
     report.solution_viewed_early = progress.exercise(n).solution_viewed_before_pass;
@@ -69,24 +82,34 @@ fn record_attempt(course: &Course, n: u32, report: Option<&ExerciseReport>) -> R
 
 pub fn print(report: &ExerciseReport, format: Format) {
     match format {
-        Format::Terminal => print!("{}", grader::render::terminal(report, crate::term::colour())),
+        Format::Terminal => print!(
+            "{}",
+            grader::render::terminal(report, crate::term::colour())
+        ),
         Format::Markdown => print!("{}", grader::render::markdown(report)),
         Format::Json => println!("{}", report.to_json()),
     }
 }
 
 pub fn check(course: &Course, n: u32, build: &Build, format: Format) -> Result<ExitCode> {
-    let Some(report) = pipeline(course, n, build)? else { return Ok(ExitCode::FAILURE) };
+    let Some(report) = pipeline(course, n, build)? else {
+        return Ok(ExitCode::FAILURE);
+    };
     print(&report, format);
     if report.passed {
         if let Some(next) = course.manifest.exercise(n + 1) {
-            eprintln!("==> Exercise {n} passes. Next: exercise {} ({}).", next.number, next.title);
+            eprintln!(
+                "==> Exercise {n} passes. Next: exercise {} ({}).",
+                next.number, next.title
+            );
         } else {
             eprintln!("==> Exercise {n} passes. That was the last exercise: well done.");
         }
         Ok(ExitCode::SUCCESS)
     } else {
-        eprintln!("==> Not passed yet. Fix what is marked wrong above; `course hint {n}` reveals a hint.");
+        eprintln!(
+            "==> Not passed yet. Fix what is marked wrong above; `course hint {n}` reveals a hint."
+        );
         Ok(ExitCode::FAILURE)
     }
 }

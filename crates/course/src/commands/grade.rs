@@ -33,26 +33,47 @@ pub fn grade(
         anyhow::bail!("{}: no such overrides file", overrides_path.display());
     }
     let overrides = Overrides::load(overrides_path)?;
-    let threads = threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+    let threads =
+        threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
     let sandbox = match &run_tests {
         Some(tests) => {
-            let dir = tests.dir.clone().unwrap_or_else(|| course.root.join("target/grade-tests"));
+            let dir = tests
+                .dir
+                .clone()
+                .unwrap_or_else(|| course.root.join("target/grade-tests"));
             let sandbox = Sandbox::new(&course.root, &dir, tests.limits)?;
-            eprintln!("==> --run-tests: this runs the learners' code.\n  {}", sandbox.describe());
+            eprintln!(
+                "==> --run-tests: this runs the learners' code.\n  {}",
+                sandbox.describe()
+            );
             Some(sandbox)
         }
         None => None,
     };
-    let options = CohortOptions { out_dir: out, overrides: &overrides, threads };
-    let cohort = grade_cohort_with(&grader, cohort_dir, &options, &mut |entry, student| match &sandbox {
-        Some(sandbox) => sandbox.run_student(&grader, entry, student),
-        None => Vec::new(),
-    })?;
+    let options = CohortOptions {
+        out_dir: out,
+        overrides: &overrides,
+        threads,
+    };
+    let cohort =
+        grade_cohort_with(
+            &grader,
+            cohort_dir,
+            &options,
+            &mut |entry, student| match &sandbox {
+                Some(sandbox) => sandbox.run_student(&grader, entry, student),
+                None => Vec::new(),
+            },
+        )?;
     print!("{}", summary_table(&grader, &cohort));
     for warning in &cohort.warnings {
         eprintln!("warning: {warning}");
     }
-    let with_problems = cohort.students.iter().filter(|s| !s.flags().is_empty()).count();
+    let with_problems = cohort
+        .students
+        .iter()
+        .filter(|s| !s.flags().is_empty())
+        .count();
     println!(
         "\nGraded {} students ({with_problems} with flags). Wrote {} and {} feedback pages in {}.",
         cohort.students.len(),
@@ -62,7 +83,12 @@ pub fn grade(
     );
     if let Some(sandbox) = &sandbox {
         let runs: usize = cohort.students.iter().map(|s| s.test_runs.len()).sum();
-        let passed = cohort.students.iter().flat_map(|s| &s.test_runs).filter(|t| t.flag().is_none()).count();
+        let passed = cohort
+            .students
+            .iter()
+            .flat_map(|s| &s.test_runs)
+            .filter(|t| t.flag().is_none())
+            .count();
         println!("Re-ran {runs} exercise test suites: {passed} passed; the others are flagged tests-*:N. {}", sandbox.isolation_line());
     }
     if !overrides.entries.is_empty() {

@@ -17,7 +17,10 @@ pub fn hint(course: &Course, n: u32) -> Result<ExitCode> {
         println!("Hint {} of {total}: {hint}\n", i + 1);
     }
     if already == total {
-        println!("That is every hint for exercise {n}. The chapter {} has the rest.", exercise.chapter);
+        println!(
+            "That is every hint for exercise {n}. The chapter {} has the rest.",
+            exercise.chapter
+        );
     } else if revealed < total {
         println!("Run `course hint {n}` again for the next one.");
     }

@@ -27,20 +27,59 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Bench(args) => bench::cli::run(*args),
         Command::List => list::list(&open()?),
-        Command::Run { n, build, args } => run::run(&open()?, n, &Build::from_flag(build.features.as_deref()), &args),
-        Command::Check { n, build, format } => check::check(&open()?, n, &Build::from_flag(build.features.as_deref()), format),
+        Command::Run { n, build, args } => run::run(
+            &open()?,
+            n,
+            &Build::from_flag(build.features.as_deref()),
+            &args,
+        ),
+        Command::Check { n, build, format } => check::check(
+            &open()?,
+            n,
+            &Build::from_flag(build.features.as_deref()),
+            format,
+        ),
         Command::Hint { n } => hint::hint(&open()?, n),
-        Command::Watch { exercise, build } => watch::watch(&open()?, exercise, &Build::from_flag(build.features.as_deref())),
+        Command::Watch { exercise, build } => watch::watch(
+            &open()?,
+            exercise,
+            &Build::from_flag(build.features.as_deref()),
+        ),
         Command::Reset { n, yes } => reset::reset(&open()?, n, yes),
         Command::Solution { n, force } => solution::solution(&open()?, n, force),
         Command::Id { name } => id::id(&open()?, name.as_deref()),
-        Command::Dev { command: DevCommand::Check { only, keep } } => dev::check(&open()?, &only, keep),
-        Command::Grade { cohort_dir, key, overrides, out, threads, run_tests, test_timeout, test_memory, test_build_timeout, test_dir } => {
+        Command::Dev {
+            command: DevCommand::Check { only, keep },
+        } => dev::check(&open()?, &only, keep),
+        Command::Grade {
+            cohort_dir,
+            key,
+            overrides,
+            out,
+            threads,
+            run_tests,
+            test_timeout,
+            test_memory,
+            test_build_timeout,
+            test_dir,
+        } => {
             let tests = run_tests.then(|| grade::RunTests {
-                limits: crate::sandbox::Limits { test_timeout, build_timeout: test_build_timeout, memory_bytes: test_memory },
+                limits: crate::sandbox::Limits {
+                    test_timeout,
+                    build_timeout: test_build_timeout,
+                    memory_bytes: test_memory,
+                },
                 dir: test_dir,
             });
-            grade::grade(&open()?, &cohort_dir, key.as_deref(), overrides.as_deref(), &out, threads, tests)
+            grade::grade(
+                &open()?,
+                &cohort_dir,
+                key.as_deref(),
+                overrides.as_deref(),
+                &out,
+                threads,
+                tests,
+            )
         }
     }
 }
@@ -59,7 +98,10 @@ impl Course {
 
     pub fn exercise(&self, n: u32) -> Result<&ExerciseInfo> {
         self.manifest.exercise(n).with_context(|| {
-            format!("there is no exercise {n}: the course has exercises 1 to {} (see `course list`)", self.manifest.exercises.len())
+            format!(
+                "there is no exercise {n}: the course has exercises 1 to {} (see `course list`)",
+                self.manifest.exercises.len()
+            )
         })
     }
 
@@ -77,7 +119,9 @@ impl Course {
 
     pub fn save_progress(&self, progress: &Progress) -> Result<()> {
         let path = self.progress_path();
-        progress.save(&path).with_context(|| format!("cannot save your progress to {}", path.display()))
+        progress
+            .save(&path)
+            .with_context(|| format!("cannot save your progress to {}", path.display()))
     }
 
     /// The first exercise not passed yet (the last one when all have passed).
@@ -97,5 +141,8 @@ impl Course {
 
 /// Show a path relative to the course root when it lies inside.
 pub fn shown(root: &Path, path: &Path) -> String {
-    path.strip_prefix(root).unwrap_or(path).display().to_string()
+    path.strip_prefix(root)
+        .unwrap_or(path)
+        .display()
+        .to_string()
 }

@@ -26,9 +26,15 @@ pub fn reset(course: &Course, n: u32, yes: bool) -> Result<ExitCode> {
             println!("{} already has its starting files.", exercise.dir);
             return Ok(ExitCode::SUCCESS);
         }
-        format!("These files in {} will go back to their starting state:\n{changed}", exercise.dir)
+        format!(
+            "These files in {} will go back to their starting state:\n{changed}",
+            exercise.dir
+        )
     } else {
-        format!("This is not a git clone: only {}/answers.toml can be restored (from the template).\n", exercise.dir)
+        format!(
+            "This is not a git clone: only {}/answers.toml can be restored (from the template).\n",
+            exercise.dir
+        )
     };
     print!("{what}");
     if !yes {
@@ -47,12 +53,18 @@ pub fn reset(course: &Course, n: u32, yes: bool) -> Result<ExitCode> {
             .status()
             .context("cannot run git")?;
         if !status.success() {
-            bail!("git could not restore {}; see its message above", exercise.dir);
+            bail!(
+                "git could not restore {}; see its message above",
+                exercise.dir
+            );
         }
     } else {
         let path = course.path(&exercise.dir).join("answers.toml");
-        course_model::atomic::write_atomically(&path, exercise.answers_template.trim_start().as_bytes())
-            .with_context(|| format!("cannot write {}", path.display()))?;
+        course_model::atomic::write_atomically(
+            &path,
+            exercise.answers_template.trim_start().as_bytes(),
+        )
+        .with_context(|| format!("cannot write {}", path.display()))?;
     }
     let mut progress = course.progress()?;
     progress.exercise_mut(n).passed = false;

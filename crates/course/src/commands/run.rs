@@ -25,7 +25,10 @@ pub fn run(course: &Course, n: u32, build: &Build, args: &[String]) -> Result<Ex
     if let Some(form) = form {
         ask_prediction(course, exercise, form)?;
     }
-    let build = build.for_package(&exercise.package, &course.path(&exercise.dir).join("Cargo.toml"));
+    let build = build.for_package(
+        &exercise.package,
+        &course.path(&exercise.dir).join("Cargo.toml"),
+    );
     eprintln!("==> {}", build.shown("run", &exercise.package));
     let mut command = crate::cargo::command(&course.root, "run", &exercise.package, &build, args)?;
     if form.is_some() {
@@ -33,7 +36,9 @@ pub fn run(course: &Course, n: u32, build: &Build, args: &[String]) -> Result<Ex
         // exercise-N` asks too), unless told it has been asked here already.
         command.env(prediction::ASKED_ENV, "1");
     }
-    let status = command.status().context("cannot start `cargo run`: is cargo installed and on PATH?")?;
+    let status = command
+        .status()
+        .context("cannot start `cargo run`: is cargo installed and on PATH?")?;
     if status.success() {
         if form == Some(&prediction::TOP_OP) {
             show_prediction(course, exercise);
@@ -65,13 +70,17 @@ fn answers_path(course: &Course, exercise: &ExerciseInfo) -> PathBuf {
 }
 
 fn report_path(course: &Course, exercise: &ExerciseInfo) -> Option<PathBuf> {
-    exercise.result_path("profile").map(|rel| course.exercises_dir().join(rel))
+    exercise
+        .result_path("profile")
+        .map(|rel| course.exercises_dir().join(rel))
 }
 
 fn ask_prediction(course: &Course, exercise: &ExerciseInfo, form: &Form) -> Result<()> {
     let path = answers_path(course, exercise);
     let shown = super::shown(&course.root, &path);
-    let Some(report) = report_path(course, exercise) else { return Ok(()) };
+    let Some(report) = report_path(course, exercise) else {
+        return Ok(());
+    };
     let outcome = match form.recorded(&path) {
         Some(p) => Outcome::AlreadyRecorded(p),
         None if !std::io::stdin().is_terminal() => Outcome::NoTerminal,
@@ -100,11 +109,25 @@ fn ask_prediction(course: &Course, exercise: &ExerciseInfo, form: &Form) -> Resu
 
 /// After the run: the prediction next to what the report measured.
 fn show_prediction(course: &Course, exercise: &ExerciseInfo) {
-    let (Some(p), Some(report)) = (prediction::TOP_OP.recorded(&answers_path(course, exercise)), report_path(course, exercise)) else { return };
+    let (Some(p), Some(report)) = (
+        prediction::TOP_OP.recorded(&answers_path(course, exercise)),
+        report_path(course, exercise),
+    ) else {
+        return;
+    };
     let shown = super::shown(&course.root, &report);
-    let Ok(text) = std::fs::read_to_string(&report) else { return };
+    let Ok(text) = std::fs::read_to_string(&report) else {
+        return;
+    };
     match ProfileReport::parse(&text, &shown) {
-        Ok(profile) => eprintln!("==> {}.", prediction::beside_measurement(p.text("op").unwrap_or_default(), p.number("share_pct"), &profile)),
+        Ok(profile) => eprintln!(
+            "==> {}.",
+            prediction::beside_measurement(
+                p.text("op").unwrap_or_default(),
+                p.number("share_pct"),
+                &profile
+            )
+        ),
         Err(problem) => eprintln!("==> Cannot compare your prediction with {shown}: {problem}"),
     }
 }

@@ -27,7 +27,10 @@ pub fn solution(course: &Course, n: u32, force: bool) -> Result<ExitCode> {
     course.save_progress(&progress)?;
     let dir = course.path(&exercise.solution_dir);
     if !dir.is_dir() {
-        bail!("the solution folder {} is missing from your copy of the course", exercise.solution_dir);
+        bail!(
+            "the solution folder {} is missing from your copy of the course",
+            exercise.solution_dir
+        );
     }
     let mut files = Vec::new();
     collect(&dir, &mut files);
@@ -45,7 +48,9 @@ pub fn solution(course: &Course, n: u32, force: bool) -> Result<ExitCode> {
 
 /// Source, answers and manifests; never build output or measured results.
 fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
     for entry in entries.flatten() {
         let path = entry.path();
         let name = entry.file_name().to_string_lossy().into_owned();

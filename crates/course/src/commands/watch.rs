@@ -32,16 +32,22 @@ pub fn watch(course: &Course, exercise: Option<u32>, build: &Build) -> Result<Ex
         None => course.current(&course.progress()?),
     };
     let (tx, rx) = mpsc::channel::<notify::Result<notify::Event>>();
-    let mut watcher = RecommendedWatcher::new(tx, notify::Config::default()).context("cannot watch files on this system")?;
+    let mut watcher = RecommendedWatcher::new(tx, notify::Config::default())
+        .context("cannot watch files on this system")?;
     loop {
         let dir = course.path(&course.exercise(n)?.dir);
-        watcher.watch(&dir, RecursiveMode::Recursive).with_context(|| format!("cannot watch {}", dir.display()))?;
+        watcher
+            .watch(&dir, RecursiveMode::Recursive)
+            .with_context(|| format!("cannot watch {}", dir.display()))?;
         let passed = check_once(course, n, build)?;
         if passed {
             watcher.unwatch(&dir).ok();
             match course.manifest.exercise(n + 1) {
                 Some(next) => {
-                    eprintln!("==> Watching exercise {} next ({}).", next.number, next.title);
+                    eprintln!(
+                        "==> Watching exercise {} next ({}).",
+                        next.number, next.title
+                    );
                     n = next.number;
                     continue;
                 }
@@ -54,7 +60,10 @@ pub fn watch(course: &Course, exercise: Option<u32>, build: &Build) -> Result<Ex
         // The fingerprint after the check, taken before the learner is told to edit: whatever
         // the check itself left behind is not a change, and an edit made right away is.
         let checked = fingerprint(&dir);
-        eprintln!("==> Watching {} for changes (Ctrl-C to stop)...", dir.display());
+        eprintln!(
+            "==> Watching {} for changes (Ctrl-C to stop)...",
+            dir.display()
+        );
         loop {
             let event = rx.recv().context("the file watcher stopped")?;
             if !changes_content(&event) {
@@ -76,7 +85,9 @@ fn changes_content(event: &notify::Result<notify::Event>) -> bool {
     let Ok(event) = event else { return true };
     let kind = matches!(
         event.kind,
-        EventKind::Create(_) | EventKind::Remove(_) | EventKind::Modify(ModifyKind::Data(_) | ModifyKind::Name(_) | ModifyKind::Any)
+        EventKind::Create(_)
+            | EventKind::Remove(_)
+            | EventKind::Modify(ModifyKind::Data(_) | ModifyKind::Name(_) | ModifyKind::Any)
     );
     kind && event.paths.iter().any(|p| !in_build_output(p))
 }
@@ -100,7 +111,9 @@ fn fingerprint(dir: &Path) -> u64 {
 }
 
 fn collect_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
     for entry in entries.flatten() {
         let path = entry.path();
         if in_build_output(&path) {
@@ -139,12 +152,30 @@ mod tests {
 
     #[test]
     fn reads_and_metadata_are_not_changes() {
-        assert!(!changes_content(&event(EventKind::Access(AccessKind::Open(AccessMode::Read)), "ex/src/main.rs")));
-        assert!(!changes_content(&event(EventKind::Access(AccessKind::Close(AccessMode::Read)), "ex/Cargo.toml")));
-        assert!(!changes_content(&event(EventKind::Modify(ModifyKind::Metadata(MetadataKind::AccessTime)), "ex/answers.toml")));
-        assert!(changes_content(&event(EventKind::Modify(ModifyKind::Data(DataChange::Content)), "ex/answers.toml")));
-        assert!(changes_content(&event(EventKind::Create(CreateKind::File), "ex/src/new.rs")));
-        assert!(!changes_content(&event(EventKind::Create(CreateKind::File), "ex/target/debug/x")));
+        assert!(!changes_content(&event(
+            EventKind::Access(AccessKind::Open(AccessMode::Read)),
+            "ex/src/main.rs"
+        )));
+        assert!(!changes_content(&event(
+            EventKind::Access(AccessKind::Close(AccessMode::Read)),
+            "ex/Cargo.toml"
+        )));
+        assert!(!changes_content(&event(
+            EventKind::Modify(ModifyKind::Metadata(MetadataKind::AccessTime)),
+            "ex/answers.toml"
+        )));
+        assert!(changes_content(&event(
+            EventKind::Modify(ModifyKind::Data(DataChange::Content)),
+            "ex/answers.toml"
+        )));
+        assert!(changes_content(&event(
+            EventKind::Create(CreateKind::File),
+            "ex/src/new.rs"
+        )));
+        assert!(!changes_content(&event(
+            EventKind::Create(CreateKind::File),
+            "ex/target/debug/x"
+        )));
     }
 
     #[test]
@@ -153,10 +184,18 @@ mod tests {
         std::fs::write(dir.path().join("answers.toml"), "a = 1\n").unwrap();
         let before = fingerprint(dir.path());
         std::fs::write(dir.path().join("answers.toml"), "a = 1\n").unwrap();
-        assert_eq!(fingerprint(dir.path()), before, "rewriting the same bytes is not a change");
+        assert_eq!(
+            fingerprint(dir.path()),
+            before,
+            "rewriting the same bytes is not a change"
+        );
         std::fs::create_dir_all(dir.path().join("target")).unwrap();
         std::fs::write(dir.path().join("target/out"), "x").unwrap();
-        assert_eq!(fingerprint(dir.path()), before, "build output is not the exercise's");
+        assert_eq!(
+            fingerprint(dir.path()),
+            before,
+            "build output is not the exercise's"
+        );
         std::fs::write(dir.path().join("answers.toml"), "a = 2\n").unwrap();
         assert_ne!(fingerprint(dir.path()), before);
     }

@@ -46,11 +46,17 @@ pub fn cached_or_measured(
             Err(why) => note(&format!("note: {} {why}; measuring again", path.display())),
         }
     }
-    note(&format!("measuring this machine's ceilings once ({}), cached in {}", key.describe(), path.display()));
+    note(&format!(
+        "measuring this machine's ceilings once ({}), cached in {}",
+        key.describe(),
+        path.display()
+    ));
     let ceilings = measure()?;
     // A cache that cannot be written costs a re-measurement next time, not this run.
     if let Err(e) = write_cache(path, key, &ceilings) {
-        note(&format!("note: cannot cache the ceilings ({e}); they will be measured again next run"));
+        note(&format!(
+            "note: cannot cache the ceilings ({e}); they will be measured again next run"
+        ));
     }
     Ok(ceilings)
 }
@@ -62,16 +68,30 @@ fn read_cache(path: &Path, key: &Key) -> std::result::Result<Option<Ceilings>, S
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(format!("cannot be read ({e})")),
     };
-    let file: CacheFile = serde_json::from_str(&text).map_err(|e| format!("is not a ceilings file ({e})"))?;
+    let file: CacheFile =
+        serde_json::from_str(&text).map_err(|e| format!("is not a ceilings file ({e})"))?;
     if file.version != CACHE_VERSION {
-        return Err(format!("was measured by another version of the measurement ({}, this one is {CACHE_VERSION})", file.version));
+        return Err(format!(
+            "was measured by another version of the measurement ({}, this one is {CACHE_VERSION})",
+            file.version
+        ));
     }
     if file.key != *key || !key.matches(&file.ceilings) {
-        return Err(format!("holds another machine's ceilings ({})", file.key.describe()));
+        return Err(format!(
+            "holds another machine's ceilings ({})",
+            file.key.describe()
+        ));
     }
     let c = file.ceilings;
-    if !(c.mem_read_gbps.is_finite() && c.mem_read_gbps > 0.0 && c.peak_gflops.is_finite() && c.peak_gflops > 0.0) {
-        return Err(format!("holds impossible ceilings ({} GB/s, {} GFLOP/s)", c.mem_read_gbps, c.peak_gflops));
+    if !(c.mem_read_gbps.is_finite()
+        && c.mem_read_gbps > 0.0
+        && c.peak_gflops.is_finite()
+        && c.peak_gflops > 0.0)
+    {
+        return Err(format!(
+            "holds impossible ceilings ({} GB/s, {} GFLOP/s)",
+            c.mem_read_gbps, c.peak_gflops
+        ));
     }
     Ok(Some(c))
 }
@@ -81,9 +101,16 @@ fn read_cache(path: &Path, key: &Key) -> std::result::Result<Option<Ceilings>, S
 fn write_cache(path: &Path, key: &Key, ceilings: &Ceilings) -> Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-    let file = CacheFile { version: CACHE_VERSION, key: key.clone(), ceilings: ceilings.clone() };
+    let file = CacheFile {
+        version: CACHE_VERSION,
+        key: key.clone(),
+        ceilings: ceilings.clone(),
+    };
     let json = serde_json::to_string_pretty(&file).map_err(|e| Error::Input(e.to_string()))?;
-    let mut tmp = tempfile::Builder::new().prefix(".ceilings-").tempfile_in(dir).map_err(|e| Error::io(dir, e))?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".ceilings-")
+        .tempfile_in(dir)
+        .map_err(|e| Error::io(dir, e))?;
     std::io::Write::write_all(&mut tmp, json.as_bytes()).map_err(|e| Error::io(tmp.path(), e))?;
     tmp.persist(path).map_err(|e| Error::io(path, e.error))?;
     Ok(())
@@ -95,12 +122,23 @@ mod tests {
     use super::*;
 
     /// Runs `cached_or_measured` with a measurement that returns `gbps` and counts its calls.
-    fn lookup(path: &Path, key: &Key, remeasure: bool, gbps: f64) -> (Ceilings, usize, Vec<String>) {
+    fn lookup(
+        path: &Path,
+        key: &Key,
+        remeasure: bool,
+        gbps: f64,
+    ) -> (Ceilings, usize, Vec<String>) {
         let (mut calls, mut notes) = (0, Vec::new());
-        let c = cached_or_measured(path, key, remeasure, &mut |n| notes.push(n.to_string()), || {
-            calls += 1;
-            Ok(ceilings(key, gbps))
-        })
+        let c = cached_or_measured(
+            path,
+            key,
+            remeasure,
+            &mut |n| notes.push(n.to_string()),
+            || {
+                calls += 1;
+                Ok(ceilings(key, gbps))
+            },
+        )
         .unwrap();
         (c, calls, notes)
     }
@@ -111,7 +149,10 @@ mod tests {
         let path = dir.path().join("ceilings").join(key().file_name());
         let (first, calls, notes) = lookup(&path, &key(), false, 20.0);
         assert_eq!((calls, first.mem_read_gbps), (1, 20.0));
-        assert!(notes.len() == 1 && notes[0].starts_with("measuring this machine's ceilings once"), "{notes:?}");
+        assert!(
+            notes.len() == 1 && notes[0].starts_with("measuring this machine's ceilings once"),
+            "{notes:?}"
+        );
         assert!(notes[0].contains(&path.display().to_string()), "{notes:?}");
         // The second run reads the file: no measurement, no note, the first figures.
         let (second, calls, notes) = lookup(&path, &key(), false, 99.0);
@@ -122,7 +163,10 @@ mod tests {
         assert_eq!((calls, third.mem_read_gbps), (1, 30.0));
         assert_eq!(lookup(&path, &key(), false, 99.0).0.mem_read_gbps, 30.0);
         // Nothing but the cache file is left in the folder (the temporary file was renamed).
-        assert_eq!(std::fs::read_dir(path.parent().unwrap()).unwrap().count(), 1);
+        assert_eq!(
+            std::fs::read_dir(path.parent().unwrap()).unwrap().count(),
+            1
+        );
     }
 
     #[test]
@@ -133,8 +177,16 @@ mod tests {
             std::fs::write(&path, bad).unwrap();
             let (c, calls, notes) = lookup(&path, &key(), false, 21.0);
             assert_eq!((calls, c.mem_read_gbps), (1, 21.0), "{bad:?}");
-            assert!(notes[0].contains("is not a ceilings file") && notes[0].ends_with("measuring again"), "{notes:?}");
-            assert_eq!(notes.len(), 2, "one line on the bad file, one on measuring: {notes:?}");
+            assert!(
+                notes[0].contains("is not a ceilings file")
+                    && notes[0].ends_with("measuring again"),
+                "{notes:?}"
+            );
+            assert_eq!(
+                notes.len(),
+                2,
+                "one line on the bad file, one on measuring: {notes:?}"
+            );
             // And the file is whole again.
             assert_eq!(lookup(&path, &key(), false, 99.0).1, 0);
         }
@@ -144,15 +196,42 @@ mod tests {
     fn a_foreign_or_impossible_ceilings_file_is_measured_again() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(key().file_name());
-        let other = Key { threads: 16, ..key() };
+        let other = Key {
+            threads: 16,
+            ..key()
+        };
         let write = |version: u32, k: &Key, c: Ceilings| {
-            std::fs::write(&path, serde_json::to_string(&CacheFile { version, key: k.clone(), ceilings: c }).unwrap()).unwrap()
+            std::fs::write(
+                &path,
+                serde_json::to_string(&CacheFile {
+                    version,
+                    key: k.clone(),
+                    ceilings: c,
+                })
+                .unwrap(),
+            )
+            .unwrap()
         };
         let cases: [(u32, Key, Ceilings, &str); 4] = [
-            (CACHE_VERSION, other.clone(), ceilings(&other, 50.0), "another machine's"),
+            (
+                CACHE_VERSION,
+                other.clone(),
+                ceilings(&other, 50.0),
+                "another machine's",
+            ),
             // The key says this machine, the figures say another: not trusted either.
-            (CACHE_VERSION, key(), ceilings(&other, 50.0), "another machine's"),
-            (CACHE_VERSION + 1, key(), ceilings(&key(), 50.0), "another version"),
+            (
+                CACHE_VERSION,
+                key(),
+                ceilings(&other, 50.0),
+                "another machine's",
+            ),
+            (
+                CACHE_VERSION + 1,
+                key(),
+                ceilings(&key(), 50.0),
+                "another version",
+            ),
             (CACHE_VERSION, key(), ceilings(&key(), 0.0), "impossible"),
         ];
         for (version, k, c, why) in cases {

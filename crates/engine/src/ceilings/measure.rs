@@ -18,8 +18,13 @@ pub fn measure(device: &Device, dtype: DType, kernels: KernelPath, key: &Key) ->
         let threads = key.threads;
         let rounds = 5;
         let gbps = memory_read_bandwidth(threads, rounds);
-        let cache = largest_cache_bytes().map_or(String::new(), |b| format!(" (the largest cache is {} MiB)", b >> 20));
-        let how = format!("{} MiB f32 buffer{cache} summed by {threads} threads, best of {rounds}", bandwidth_buffer_bytes() >> 20);
+        let cache = largest_cache_bytes().map_or(String::new(), |b| {
+            format!(" (the largest cache is {} MiB)", b >> 20)
+        });
+        let how = format!(
+            "{} MiB f32 buffer{cache} summed by {threads} threads, best of {rounds}",
+            bandwidth_buffer_bytes() >> 20
+        );
         let (gflops, peak_how) = linear_peak(device, dtype, kernels)?;
         (gbps, how, gflops, peak_how)
     };
@@ -44,7 +49,10 @@ pub const BUFFER_ENV: &str = "GPT2_CEILINGS_BUFFER_MIB";
 /// reports if that is more (virtual machines may report a host's last-level cache of
 /// hundreds of MiB), up to 4 GiB: a buffer the caches could hold would time the caches.
 fn bandwidth_buffer_bytes() -> usize {
-    buffer_bytes(std::env::var(BUFFER_ENV).ok().as_deref(), largest_cache_bytes())
+    buffer_bytes(
+        std::env::var(BUFFER_ENV).ok().as_deref(),
+        largest_cache_bytes(),
+    )
 }
 
 /// [`bandwidth_buffer_bytes`] for a given override (MiB, from [`BUFFER_ENV`]) and largest cache.
@@ -65,7 +73,9 @@ fn parsed_override(value: Option<&str>) -> Option<usize> {
 /// e.g. `491520K`); `None` elsewhere.
 fn largest_cache_bytes() -> Option<usize> {
     let dir = std::fs::read_dir("/sys/devices/system/cpu/cpu0/cache").ok()?;
-    dir.filter_map(|e| std::fs::read_to_string(e.ok()?.path().join("size")).ok()).filter_map(|s| parse_cache_size(&s)).max()
+    dir.filter_map(|e| std::fs::read_to_string(e.ok()?.path().join("size")).ok())
+        .filter_map(|s| parse_cache_size(&s))
+        .max()
 }
 
 fn parse_cache_size(s: &str) -> Option<usize> {
@@ -92,14 +102,21 @@ pub fn memory_read_bandwidth(threads: usize, rounds: usize) -> f64 {
     let mut data = vec![0f32; len];
     std::thread::scope(|s| {
         for (i, part) in data.chunks_mut(chunk).enumerate() {
-            s.spawn(move || part.iter_mut().enumerate().for_each(|(j, x)| *x = ((i + j) % 7) as f32));
+            s.spawn(move || {
+                part.iter_mut()
+                    .enumerate()
+                    .for_each(|(j, x)| *x = ((i + j) % 7) as f32)
+            });
         }
     });
     let mut best = 0f64;
     for _ in 0..rounds.max(1) {
         let start = Instant::now();
         let total: f32 = std::thread::scope(|s| {
-            let parts: Vec<_> = data.chunks(chunk).map(|c| s.spawn(move || sum_lanes(c))).collect();
+            let parts: Vec<_> = data
+                .chunks(chunk)
+                .map(|c| s.spawn(move || sum_lanes(c)))
+                .collect();
             parts.into_iter().map(|p| p.join().unwrap_or(0.0)).sum()
         });
         let secs = start.elapsed().as_secs_f64();
@@ -173,7 +190,11 @@ fn peak_shape_here() -> (usize, usize, usize) {
 /// [`PEAK_SHAPE`] with a given override's row count (from [`PEAK_ROWS_ENV`]), where it is a number.
 fn peak_shape(override_rows: Option<&str>) -> (usize, usize, usize) {
     let (m, k, n) = PEAK_SHAPE;
-    (parsed_override(override_rows).map_or(m, |r| r.clamp(16, m)), k, n)
+    (
+        parsed_override(override_rows).map_or(m, |r| r.clamp(16, m)),
+        k,
+        n,
+    )
 }
 
 /// The best throughput of [`peak_shape_here`]'s product through [`Linear`] laid out as the
@@ -185,7 +206,12 @@ fn linear_peak(device: &Device, dtype: DType, kernels: KernelPath) -> Result<(f6
     let activations = kernels.activations(device, dtype);
     let w = Tensor::randn(0f32, 0.02, (k, n), device)?.to_dtype(dtype)?;
     let x = Tensor::randn(0f32, 1.0, (m, k), device)?.to_dtype(activations)?;
-    let linear = Linear::with_layout(w, None, Layout::for_device(kernels, device, activations), kernels)?;
+    let linear = Linear::with_layout(
+        w,
+        None,
+        Layout::for_device(kernels, device, activations),
+        kernels,
+    )?;
     // One warm-up (packing scratch, thread pool), then the timed runs, each its own step.
     let mut prof = profiler::Profiler::new(profiler::Options {
         schedule: profiler::Schedule::new(0, 1, PEAK_RUNS, 1),
@@ -198,10 +224,24 @@ fn linear_peak(device: &Device, dtype: DType, kernels: KernelPath) -> Result<(f6
         device.synchronize()?;
         best = best.min(start.elapsed().as_secs_f64());
     }
-    let k_avg = prof.finish().key_averages(profiler::View::Op, false, profiler::SortBy::SelfCpuTimeTotal);
-    let kernel = k_avg.rows.iter().find(|r| r.name == crate::ops::list::MATMUL.name).and_then(|r| r.kernel.clone()).unwrap_or_else(|| "unlabelled".into());
+    let k_avg = prof.finish().key_averages(
+        profiler::View::Op,
+        false,
+        profiler::SortBy::SelfCpuTimeTotal,
+    );
+    let kernel = k_avg
+        .rows
+        .iter()
+        .find(|r| r.name == crate::ops::list::MATMUL.name)
+        .and_then(|r| r.kernel.clone())
+        .unwrap_or_else(|| "unlabelled".into());
     let gflops = 2.0 * (m * k * n) as f64 / best / 1e9;
-    Ok((gflops, format!("x ({m}×{k}) · W ({k}×{n}) through Linear ({kernel}), {dtype:?}, best of {PEAK_RUNS}")))
+    Ok((
+        gflops,
+        format!(
+            "x ({m}×{k}) · W ({k}×{n}) through Linear ({kernel}), {dtype:?}, best of {PEAK_RUNS}"
+        ),
+    ))
 }
 
 #[cfg(feature = "cuda")]
@@ -224,10 +264,14 @@ fn measure_cuda(device: &Device, dtype: DType) -> Result<(f64, String, f64, Stri
         drop(copy);
     }
     let gbps = 2.0 * bytes as f64 / best / 1e9;
-    let bandwidth_how = format!("1 GiB device-to-device copy (bytes read + written), best of {rounds}");
+    let bandwidth_how =
+        format!("1 GiB device-to-device copy (bytes read + written), best of {rounds}");
     let f32_peak = cublas_peak(device, DType::F32)?;
     let (peak, peak_how) = if dtype == DType::F32 {
-        (f32_peak, format!("cuBLAS {CUBLAS_N}³ f32 product through candle, best of {CUBLAS_RUNS}"))
+        (
+            f32_peak,
+            format!("cuBLAS {CUBLAS_N}³ f32 product through candle, best of {CUBLAS_RUNS}"),
+        )
     } else {
         let peak = cublas_peak(device, dtype)?;
         (peak, format!("cuBLAS {CUBLAS_N}³ {dtype:?} product through candle, best of {CUBLAS_RUNS} (f32: {f32_peak:.0} GFLOP/s)"))
@@ -263,7 +307,9 @@ fn cublas_peak(device: &Device, dtype: DType) -> Result<f64> {
 
 #[cfg(not(feature = "cuda"))]
 fn measure_cuda(_device: &Device, _dtype: DType) -> Result<(f64, String, f64, String)> {
-    Err(crate::error::Error::Device("this build has no CUDA support (built without --features cuda)".into()))
+    Err(crate::error::Error::Device(
+        "this build has no CUDA support (built without --features cuda)".into(),
+    ))
 }
 
 #[cfg(test)]
@@ -288,15 +334,30 @@ mod tests {
         let buffer = buffer_bytes(None, largest_cache_bytes());
         assert!(buffer >= 1 << 30 && buffer <= 4 << 30);
         if let Some(cache) = largest_cache_bytes().filter(|&c| c <= 2 << 30) {
-            assert!(buffer >= 2 * cache, "{buffer} bytes against a {cache}-byte cache");
+            assert!(
+                buffer >= 2 * cache,
+                "{buffer} bytes against a {cache}-byte cache"
+            );
         }
-        assert_eq!(buffer_bytes(None, Some(480 << 20)), 1 << 30, "at least 1 GiB");
-        assert_eq!(buffer_bytes(None, Some(600 << 20)), 1200 << 20, "twice a 600 MiB cache");
+        assert_eq!(
+            buffer_bytes(None, Some(480 << 20)),
+            1 << 30,
+            "at least 1 GiB"
+        );
+        assert_eq!(
+            buffer_bytes(None, Some(600 << 20)),
+            1200 << 20,
+            "twice a 600 MiB cache"
+        );
         assert_eq!(buffer_bytes(None, Some(8 << 30)), 4 << 30, "at most 4 GiB");
         // The override (the aarch64 tests under qemu set it), with a floor.
         assert_eq!(buffer_bytes(Some("32"), Some(480 << 20)), 32 << 20);
         assert_eq!(buffer_bytes(Some("1"), None), 16 << 20);
-        assert_eq!(buffer_bytes(Some("lots"), None), 1 << 30, "an unreadable override is ignored");
+        assert_eq!(
+            buffer_bytes(Some("lots"), None),
+            1 << 30,
+            "an unreadable override is ignored"
+        );
     }
 
     #[test]
@@ -304,8 +365,16 @@ mod tests {
         assert_eq!(peak_shape(None), PEAK_SHAPE);
         assert_eq!(peak_shape(Some("32")), (32, 768, 3072));
         assert_eq!(peak_shape(Some("1")), (16, 768, 3072), "a floor");
-        assert_eq!(peak_shape(Some("4096")), PEAK_SHAPE, "never more than the real shape");
-        assert_eq!(peak_shape(Some("many")), PEAK_SHAPE, "an unreadable override is ignored");
+        assert_eq!(
+            peak_shape(Some("4096")),
+            PEAK_SHAPE,
+            "never more than the real shape"
+        );
+        assert_eq!(
+            peak_shape(Some("many")),
+            PEAK_SHAPE,
+            "an unreadable override is ignored"
+        );
     }
 
     #[test]
@@ -316,7 +385,15 @@ mod tests {
         assert!(key.matches(&c), "{c:?}");
         assert!(c.mem_read_gbps > 0.0 && c.peak_gflops > 0.0, "{c:?}");
         let (m, k, _) = peak_shape_here();
-        assert!(c.peak_how.contains(&format!("{m}×{k}")) && c.peak_how.contains("Linear"), "{}", c.peak_how);
-        assert!(!c.peak_how.contains("unlabelled"), "the profiler's row names the kernel: {}", c.peak_how);
+        assert!(
+            c.peak_how.contains(&format!("{m}×{k}")) && c.peak_how.contains("Linear"),
+            "{}",
+            c.peak_how
+        );
+        assert!(
+            !c.peak_how.contains("unlabelled"),
+            "the profiler's row names the kernel: {}",
+            c.peak_how
+        );
     }
 }

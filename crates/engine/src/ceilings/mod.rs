@@ -47,7 +47,11 @@ impl Key {
     /// The key of a run on `device` with `dtype` and the CPU kernel path `kernels`, in this
     /// process (its thread count).
     pub fn current(device: &Device, dtype: DType, kernels: KernelPath) -> Result<Key> {
-        let name = if device.is_cuda() { gpu_name(device)? } else { profiler::cpu_model() };
+        let name = if device.is_cuda() {
+            gpu_name(device)?
+        } else {
+            profiler::cpu_model()
+        };
         Ok(Key {
             device: name,
             threads: candle_core::utils::get_num_threads(),
@@ -59,38 +63,74 @@ impl Key {
 
     /// The cache file's name: every part of the key, readable, safe in any file system.
     pub fn file_name(&self) -> String {
-        let device: String = self.device.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' }).collect();
-        let device = device.split('-').filter(|s| !s.is_empty()).collect::<Vec<_>>().join("-");
-        format!("{device}-{}t-{}-{}-{}.json", self.threads, self.build, self.kernels, self.dtype)
+        let device: String = self
+            .device
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() {
+                    c.to_ascii_lowercase()
+                } else {
+                    '-'
+                }
+            })
+            .collect();
+        let device = device
+            .split('-')
+            .filter(|s| !s.is_empty())
+            .collect::<Vec<_>>()
+            .join("-");
+        format!(
+            "{device}-{}t-{}-{}-{}.json",
+            self.threads, self.build, self.kernels, self.dtype
+        )
     }
 
     /// One line for the "measuring" note.
     pub fn describe(&self) -> String {
-        format!("{}, {} threads, {} build, {} kernels, {}", self.device, self.threads, self.build, self.kernels, self.dtype)
+        format!(
+            "{}, {} threads, {} build, {} kernels, {}",
+            self.device, self.threads, self.build, self.kernels, self.dtype
+        )
     }
 
     fn matches(&self, c: &Ceilings) -> bool {
-        c.device == self.device && c.threads == self.threads && c.build == self.build && c.kernels == self.kernels
+        c.device == self.device
+            && c.threads == self.threads
+            && c.build == self.build
+            && c.kernels == self.kernels
     }
 }
 
 /// The ceilings of `device` for a model in `dtype`: from the cache, or measured now (with a
 /// one-line note) and cached. `remeasure` ignores the cache.
-pub fn for_device(device: &Device, dtype: DType, kernels: KernelPath, remeasure: bool, note: &mut dyn FnMut(&str)) -> Result<Ceilings> {
+pub fn for_device(
+    device: &Device,
+    dtype: DType,
+    kernels: KernelPath,
+    remeasure: bool,
+    note: &mut dyn FnMut(&str),
+) -> Result<Ceilings> {
     let key = Key::current(device, dtype, kernels)?;
     let path = cache_folder().join(key.file_name());
-    cached_or_measured(&path, &key, remeasure, note, || measure(device, dtype, kernels, &key))
+    cached_or_measured(&path, &key, remeasure, note, || {
+        measure(device, dtype, kernels, &key)
+    })
 }
 
 #[cfg(feature = "cuda")]
 fn gpu_name(device: &Device) -> Result<String> {
     let stream = device.as_cuda_device()?.cuda_stream();
-    stream.context().name().map_err(|e| Error::Device(format!("cannot read the GPU's name: {e}")))
+    stream
+        .context()
+        .name()
+        .map_err(|e| Error::Device(format!("cannot read the GPU's name: {e}")))
 }
 
 #[cfg(not(feature = "cuda"))]
 fn gpu_name(_device: &Device) -> Result<String> {
-    Err(Error::Device("this build has no CUDA support (built without --features cuda)".into()))
+    Err(Error::Device(
+        "this build has no CUDA support (built without --features cuda)".into(),
+    ))
 }
 
 /// Named as the report's environment names it, so a report and its ceilings agree.
@@ -107,7 +147,13 @@ pub(crate) mod tests {
     use super::*;
 
     pub(crate) fn key() -> Key {
-        Key { device: "Intel(R) Xeon(R) Processor".into(), threads: 2, build: "release".into(), kernels: "avx512".into(), dtype: "f32".into() }
+        Key {
+            device: "Intel(R) Xeon(R) Processor".into(),
+            threads: 2,
+            build: "release".into(),
+            kernels: "avx512".into(),
+            dtype: "f32".into(),
+        }
     }
 
     pub(crate) fn ceilings(key: &Key, gbps: f64) -> Ceilings {
@@ -126,30 +172,67 @@ pub(crate) mod tests {
     #[test]
     fn the_ceilings_key_names_every_part_of_what_was_measured() {
         let k = key();
-        assert_eq!(k.file_name(), "intel-r-xeon-r-processor-2t-release-avx512-f32.json");
+        assert_eq!(
+            k.file_name(),
+            "intel-r-xeon-r-processor-2t-release-avx512-f32.json"
+        );
         let others = [
-            Key { threads: 1, ..key() },
-            Key { build: "debug".into(), ..key() },
-            Key { kernels: "portable".into(), ..key() },
-            Key { device: "AMD EPYC 7B13".into(), ..key() },
-            Key { dtype: "bf16".into(), ..key() },
+            Key {
+                threads: 1,
+                ..key()
+            },
+            Key {
+                build: "debug".into(),
+                ..key()
+            },
+            Key {
+                kernels: "portable".into(),
+                ..key()
+            },
+            Key {
+                device: "AMD EPYC 7B13".into(),
+                ..key()
+            },
+            Key {
+                dtype: "bf16".into(),
+                ..key()
+            },
         ];
         for other in &others {
             assert_ne!(other.file_name(), k.file_name(), "{other:?}");
         }
         // A name with path separators stays one file name.
-        let odd = Key { device: "../NVIDIA H200/x".into(), ..key() };
-        assert!(!odd.file_name().contains('/') && !odd.file_name().starts_with('.'), "{}", odd.file_name());
+        let odd = Key {
+            device: "../NVIDIA H200/x".into(),
+            ..key()
+        };
+        assert!(
+            !odd.file_name().contains('/') && !odd.file_name().starts_with('.'),
+            "{}",
+            odd.file_name()
+        );
     }
 
     #[test]
     fn the_current_ceilings_key_is_this_process() {
         for path in KernelPath::supported() {
-            assert_eq!(Key::current(&Device::Cpu, DType::F32, path).unwrap().kernels, path.name());
+            assert_eq!(
+                Key::current(&Device::Cpu, DType::F32, path)
+                    .unwrap()
+                    .kernels,
+                path.name()
+            );
         }
         let k = Key::current(&Device::Cpu, DType::F32, KernelPath::Portable).unwrap();
         assert_eq!(k.threads, candle_core::utils::get_num_threads());
-        assert_eq!(k.build, if cfg!(debug_assertions) { "debug" } else { "release" });
+        assert_eq!(
+            k.build,
+            if cfg!(debug_assertions) {
+                "debug"
+            } else {
+                "release"
+            }
+        );
         assert_eq!(k.dtype, "f32");
     }
 }

@@ -23,13 +23,31 @@ struct Rows<'a> {
 }
 
 impl<'a> Rows<'a> {
-    fn of(storage: &'a Storage, layout: &Layout, heads: usize, head_dim: usize) -> Result<Rows<'a>> {
-        let Storage::Cpu(CpuStorage::F32(data)) = storage else { candle_core::bail!("decode attention: expects f32 keys and values on the CPU") };
+    fn of(
+        storage: &'a Storage,
+        layout: &Layout,
+        heads: usize,
+        head_dim: usize,
+    ) -> Result<Rows<'a>> {
+        let Storage::Cpu(CpuStorage::F32(data)) = storage else {
+            candle_core::bail!("decode attention: expects f32 keys and values on the CPU")
+        };
         let (dims, stride) = (layout.dims(), layout.stride());
-        if dims.len() != 4 || dims[0] != 1 || dims[1] != heads || dims[3] != head_dim || stride[3] != 1 || stride[2] != head_dim {
+        if dims.len() != 4
+            || dims[0] != 1
+            || dims[1] != heads
+            || dims[3] != head_dim
+            || stride[3] != 1
+            || stride[2] != head_dim
+        {
             candle_core::bail!("decode attention: keys and values must be [1, {heads}, positions, {head_dim}] with contiguous rows, got {dims:?} strides {stride:?}");
         }
-        Ok(Rows { data, offset: layout.start_offset(), head_stride: stride[1], len: dims[2] })
+        Ok(Rows {
+            data,
+            offset: layout.start_offset(),
+            head_stride: stride[1],
+            len: dims[2],
+        })
     }
 
     #[inline(always)]
@@ -43,7 +61,12 @@ impl<'a> Rows<'a> {
 /// and each sequence's `(keys, values)` (`[1, kv_heads, positions, head_dim]`, any number of
 /// positions, at least one; `kv_heads` divides `n_head`, and query head `i` reads key and value
 /// head `i / (n_head / kv_heads)`): `[sequences, n_head, 1, head_dim]`.
-pub fn attention(q: &Tensor, kv: &[(Tensor, Tensor)], scale: f32, path: KernelPath) -> Result<Tensor> {
+pub fn attention(
+    q: &Tensor,
+    kv: &[(Tensor, Tensor)],
+    scale: f32,
+    path: KernelPath,
+) -> Result<Tensor> {
     let (n, heads, one, head_dim) = q.dims4()?;
     if one != 1 || kv.len() != n {
         candle_core::bail!("decode attention: {n} sequences of one query each need {n} caches, got queries {:?} and {} caches", q.dims(), kv.len());
@@ -56,16 +79,30 @@ pub fn attention(q: &Tensor, kv: &[(Tensor, Tensor)], scale: f32, path: KernelPa
         None => heads,
     };
     if kv_heads == 0 || heads % kv_heads != 0 {
-        candle_core::bail!("decode attention: {heads} query heads cannot share {kv_heads} key/value heads evenly");
+        candle_core::bail!(
+            "decode attention: {heads} query heads cannot share {kv_heads} key/value heads evenly"
+        );
     }
     let group = heads / kv_heads;
-    let guards: Vec<_> = kv.iter().map(|(k, v)| (k.storage_and_layout(), v.storage_and_layout())).collect();
+    let guards: Vec<_> = kv
+        .iter()
+        .map(|(k, v)| (k.storage_and_layout(), v.storage_and_layout()))
+        .collect();
     let rows: Vec<(Rows, Rows)> = guards
         .iter()
-        .map(|((ks, kl), (vs, vl))| Ok((Rows::of(ks, kl, kv_heads, head_dim)?, Rows::of(vs, vl, kv_heads, head_dim)?)))
+        .map(|((ks, kl), (vs, vl))| {
+            Ok((
+                Rows::of(ks, kl, kv_heads, head_dim)?,
+                Rows::of(vs, vl, kv_heads, head_dim)?,
+            ))
+        })
         .collect::<Result<_>>()?;
     if let Some(r) = rows.iter().position(|(k, v)| k.len == 0 || k.len != v.len) {
-        candle_core::bail!("decode attention: sequence {r} has {} keys and {} values", rows[r].0.len, rows[r].1.len);
+        candle_core::bail!(
+            "decode attention: sequence {r} has {} keys and {} values",
+            rows[r].0.len,
+            rows[r].1.len
+        );
     }
     let mut out = vec![0f32; n * heads * head_dim];
     // One task per (sequence, head): its query, its scores, its output row.
@@ -83,11 +120,23 @@ pub fn attention(q: &Tensor, kv: &[(Tensor, Tensor)], scale: f32, path: KernelPa
 }
 
 #[inline(always)]
-fn one_head(query: &[f32], k: &Rows, v: &Rows, head: usize, head_dim: usize, scale: f32, out: &mut [f32]) {
-    let mut scores: Vec<f32> = (0..k.len).map(|j| dot(query, k.row(head, j, head_dim)) * scale).collect();
+fn one_head(
+    query: &[f32],
+    k: &Rows,
+    v: &Rows,
+    head: usize,
+    head_dim: usize,
+    scale: f32,
+    out: &mut [f32],
+) {
+    let mut scores: Vec<f32> = (0..k.len)
+        .map(|j| dot(query, k.row(head, j, head_dim)) * scale)
+        .collect();
     softmax_row(&mut scores);
     for (j, &p) in scores.iter().enumerate() {
-        out.iter_mut().zip(v.row(head, j, head_dim)).for_each(|(o, &x)| *o += p * x);
+        out.iter_mut()
+            .zip(v.row(head, j, head_dim))
+            .for_each(|(o, &x)| *o += p * x);
     }
 }
 
@@ -97,9 +146,16 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
     const LANES: usize = 16;
     let mut acc = [0f32; LANES];
     let (ca, cb) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
-    let tail: f32 = ca.remainder().iter().zip(cb.remainder()).map(|(x, y)| x * y).sum();
+    let tail: f32 = ca
+        .remainder()
+        .iter()
+        .zip(cb.remainder())
+        .map(|(x, y)| x * y)
+        .sum();
     for (x, y) in ca.zip(cb) {
-        acc.iter_mut().zip(x.iter().zip(y)).for_each(|(s, (x, y))| *s += x * y);
+        acc.iter_mut()
+            .zip(x.iter().zip(y))
+            .for_each(|(s, (x, y))| *s += x * y);
     }
     acc.iter().sum::<f32>() + tail
 }
@@ -120,8 +176,14 @@ mod tests {
         let kv: Vec<(Tensor, Tensor)> = lens
             .iter()
             .map(|&len| {
-                let k = Tensor::randn(0f32, 1.0, (1, heads, len + 5, d), &dev).unwrap().narrow(2, 0, len).unwrap();
-                let v = Tensor::randn(0f32, 1.0, (1, heads, len + 5, d), &dev).unwrap().narrow(2, 0, len).unwrap();
+                let k = Tensor::randn(0f32, 1.0, (1, heads, len + 5, d), &dev)
+                    .unwrap()
+                    .narrow(2, 0, len)
+                    .unwrap();
+                let v = Tensor::randn(0f32, 1.0, (1, heads, len + 5, d), &dev)
+                    .unwrap()
+                    .narrow(2, 0, len)
+                    .unwrap();
                 (k, v)
             })
             .collect();
@@ -130,13 +192,33 @@ mod tests {
             let got = attention(&q, &kv, scale, path).unwrap();
             for (s, (k, v)) in kv.iter().enumerate() {
                 let qs = q.i(s..s + 1).unwrap();
-                let scores = (qs.matmul(&k.contiguous().unwrap().t().unwrap()).unwrap() * scale as f64).unwrap();
-                let want = candle_nn::ops::softmax_last_dim(&scores).unwrap().matmul(&v.contiguous().unwrap()).unwrap();
-                let diff = (got.i(s..s + 1).unwrap() - want).unwrap().abs().unwrap().flatten_all().unwrap().max(0).unwrap().to_scalar::<f32>().unwrap();
-                assert!(diff < 1e-5, "{path:?}, sequence {s} ({} positions): {diff}", lens[s]);
+                let scores = (qs.matmul(&k.contiguous().unwrap().t().unwrap()).unwrap()
+                    * scale as f64)
+                    .unwrap();
+                let want = candle_nn::ops::softmax_last_dim(&scores)
+                    .unwrap()
+                    .matmul(&v.contiguous().unwrap())
+                    .unwrap();
+                let diff = (got.i(s..s + 1).unwrap() - want)
+                    .unwrap()
+                    .abs()
+                    .unwrap()
+                    .flatten_all()
+                    .unwrap()
+                    .max(0)
+                    .unwrap()
+                    .to_scalar::<f32>()
+                    .unwrap();
+                assert!(
+                    diff < 1e-5,
+                    "{path:?}, sequence {s} ({} positions): {diff}",
+                    lens[s]
+                );
             }
         }
-        let short = attention(&q, &kv[..2], scale, KernelPath::Portable).unwrap_err().to_string();
+        let short = attention(&q, &kv[..2], scale, KernelPath::Portable)
+            .unwrap_err()
+            .to_string();
         assert!(short.contains("3 caches"), "{short}");
     }
 }

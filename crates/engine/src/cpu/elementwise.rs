@@ -25,7 +25,12 @@ fn slice_mut<'a>(s: &'a mut CpuStorage, l: &Layout, op: &str) -> Result<&'a mut 
 
 /// Applies `f(row, row_index)` to each row of width `width`, on several threads when the
 /// tensor is large enough to pay for it, with `f` compiled for `path`'s vectors.
-fn for_rows(path: KernelPath, data: &mut [f32], width: usize, f: impl Fn(&mut [f32], usize) + Sync) {
+fn for_rows(
+    path: KernelPath,
+    data: &mut [f32],
+    width: usize,
+    f: impl Fn(&mut [f32], usize) + Sync,
+) {
     // Dispatched row by row: the body handed to `compiled_for` must be inlined into its wide
     // copy whole, and library loops around `f` (chunk iterators, rayon) are not always inlined.
     let row = |(i, row): (usize, &mut [f32])| {
@@ -81,7 +86,9 @@ struct InPlace<F> {
     f: F,
 }
 
-impl<F: Fn(&mut [f32], &Layout) -> Result<()> + Send + Sync> candle_core::InplaceOp1 for InPlace<F> {
+impl<F: Fn(&mut [f32], &Layout) -> Result<()> + Send + Sync> candle_core::InplaceOp1
+    for InPlace<F>
+{
     fn name(&self) -> &'static str {
         self.name
     }
@@ -90,21 +97,44 @@ impl<F: Fn(&mut [f32], &Layout) -> Result<()> + Send + Sync> candle_core::Inplac
     }
 }
 
-impl<F: Fn(&mut [f32], &Layout, &[f32]) -> Result<()> + Send + Sync> candle_core::InplaceOp2 for InPlace<F> {
+impl<F: Fn(&mut [f32], &Layout, &[f32]) -> Result<()> + Send + Sync> candle_core::InplaceOp2
+    for InPlace<F>
+{
     fn name(&self) -> &'static str {
         self.name
     }
-    fn cpu_fwd(&self, s1: &mut CpuStorage, l1: &Layout, s2: &CpuStorage, l2: &Layout) -> Result<()> {
+    fn cpu_fwd(
+        &self,
+        s1: &mut CpuStorage,
+        l1: &Layout,
+        s2: &CpuStorage,
+        l2: &Layout,
+    ) -> Result<()> {
         (self.f)(slice_mut(s1, l1, self.name)?, l1, slice(s2, l2, self.name)?)
     }
 }
 
-impl<F: Fn(&mut [f32], &Layout, &[f32], &[f32]) -> Result<()> + Send + Sync> candle_core::InplaceOp3 for InPlace<F> {
+impl<F: Fn(&mut [f32], &Layout, &[f32], &[f32]) -> Result<()> + Send + Sync> candle_core::InplaceOp3
+    for InPlace<F>
+{
     fn name(&self) -> &'static str {
         self.name
     }
-    fn cpu_fwd(&self, s1: &mut CpuStorage, l1: &Layout, s2: &CpuStorage, l2: &Layout, s3: &CpuStorage, l3: &Layout) -> Result<()> {
-        (self.f)(slice_mut(s1, l1, self.name)?, l1, slice(s2, l2, self.name)?, slice(s3, l3, self.name)?)
+    fn cpu_fwd(
+        &self,
+        s1: &mut CpuStorage,
+        l1: &Layout,
+        s2: &CpuStorage,
+        l2: &Layout,
+        s3: &CpuStorage,
+        l3: &Layout,
+    ) -> Result<()> {
+        (self.f)(
+            slice_mut(s1, l1, self.name)?,
+            l1,
+            slice(s2, l2, self.name)?,
+            slice(s3, l3, self.name)?,
+        )
     }
 }
 
@@ -138,7 +168,12 @@ pub(crate) fn softmax_row(row: &mut [f32]) {
     for chunk in &mut chunks {
         max.iter_mut().zip(chunk).for_each(|(m, &v)| *m = m.max(v));
     }
-    let max = chunks.remainder().iter().chain(&max).copied().fold(f32::NEG_INFINITY, f32::max);
+    let max = chunks
+        .remainder()
+        .iter()
+        .chain(&max)
+        .copied()
+        .fold(f32::NEG_INFINITY, f32::max);
     let mut sum = [0f32; LANES];
     let mut chunks = row.chunks_exact_mut(LANES);
     for chunk in &mut chunks {
@@ -167,12 +202,23 @@ impl candle_core::InplaceOp2 for MaskFill {
     fn name(&self) -> &'static str {
         "mask"
     }
-    fn cpu_fwd(&self, s1: &mut CpuStorage, l1: &Layout, s2: &CpuStorage, l2: &Layout) -> Result<()> {
+    fn cpu_fwd(
+        &self,
+        s1: &mut CpuStorage,
+        l1: &Layout,
+        s2: &CpuStorage,
+        l2: &Layout,
+    ) -> Result<()> {
         let (CpuStorage::U8(mask), Some((a, b))) = (s2, l2.contiguous_offsets()) else {
             candle_core::bail!("mask: expects a contiguous u8 mask")
         };
         let mask = &mask[a..b];
-        let &[batch, heads, queries, keys] = l1.dims() else { candle_core::bail!("mask: scores must be [batch, heads, queries, keys], got {:?}", l1.dims()) };
+        let &[batch, heads, queries, keys] = l1.dims() else {
+            candle_core::bail!(
+                "mask: scores must be [batch, heads, queries, keys], got {:?}",
+                l1.dims()
+            )
+        };
         if l2.dims() != [batch, 1, queries, keys] {
             candle_core::bail!("mask: {:?} does not fit scores {:?}", l2.dims(), l1.dims());
         }
@@ -187,11 +233,13 @@ impl candle_core::InplaceOp2 for MaskFill {
                 |row, r| {
                     // Row r is query r % queries of head (r / queries) % heads of sequence r / (heads · queries).
                     let m = (r / (heads * queries)) * queries + r % queries;
-                    row.iter_mut().zip(&mask[m * keys..(m + 1) * keys]).for_each(|(v, &blocked)| {
-                        if blocked != 0 {
-                            *v = value
-                        }
-                    });
+                    row.iter_mut()
+                        .zip(&mask[m * keys..(m + 1) * keys])
+                        .for_each(|(v, &blocked)| {
+                            if blocked != 0 {
+                                *v = value
+                            }
+                        });
                 },
             );
         }
@@ -220,10 +268,21 @@ fn lane_sum(values: &[f32], f: impl Fn(f32) -> f32) -> f32 {
 /// LayerNorm of each row of `x` (contiguous f32 on the CPU) into a new tensor:
 /// `(x − mean) / √(var + eps) · weight + bias`. Candle's CPU layer norm sums each row one
 /// value at a time; this one sums 16 lanes at once.
-pub fn layer_norm(x: &Tensor, weight: &Tensor, bias: &Tensor, eps: f32, path: KernelPath) -> Result<Tensor> {
+pub fn layer_norm(
+    x: &Tensor,
+    weight: &Tensor,
+    bias: &Tensor,
+    eps: f32,
+    path: KernelPath,
+) -> Result<Tensor> {
     let f = |h: &mut [f32], _: &Layout, weight: &[f32], bias: &[f32]| {
         if weight.len() != bias.len() || weight.is_empty() || h.len() % weight.len() != 0 {
-            candle_core::bail!("layer_norm: rows of {} values, weight {}, bias {}", h.len(), weight.len(), bias.len());
+            candle_core::bail!(
+                "layer_norm: rows of {} values, weight {}, bias {}",
+                h.len(),
+                weight.len(),
+                bias.len()
+            );
         }
         for_rows(
             path,
@@ -235,13 +294,23 @@ pub fn layer_norm(x: &Tensor, weight: &Tensor, bias: &Tensor, eps: f32, path: Ke
                 let mean = lane_sum(row, |v| v) / n;
                 let var = lane_sum(row, |v| (v - mean) * (v - mean)) / n;
                 let inv = 1.0 / (var + eps).sqrt();
-                row.iter_mut().zip(weight).zip(bias).for_each(|((v, w), b)| *v = (*v - mean) * inv * w + b);
+                row.iter_mut()
+                    .zip(weight)
+                    .zip(bias)
+                    .for_each(|((v, w), b)| *v = (*v - mean) * inv * w + b);
             },
         );
         Ok(())
     };
     let y = x.copy()?;
-    y.inplace_op3(weight, bias, &InPlace { name: "layer_norm", f })?;
+    y.inplace_op3(
+        weight,
+        bias,
+        &InPlace {
+            name: "layer_norm",
+            f,
+        },
+    )?;
     Ok(y)
 }
 
@@ -250,7 +319,11 @@ pub fn layer_norm(x: &Tensor, weight: &Tensor, bias: &Tensor, eps: f32, path: Ke
 pub fn rms_norm(x: &Tensor, weight: &Tensor, eps: f32, path: KernelPath) -> Result<Tensor> {
     let f = |h: &mut [f32], _: &Layout, weight: &[f32]| {
         if weight.is_empty() || h.len() % weight.len() != 0 {
-            candle_core::bail!("rms_norm: rows of {} values, weight {}", h.len(), weight.len());
+            candle_core::bail!(
+                "rms_norm: rows of {} values, weight {}",
+                h.len(),
+                weight.len()
+            );
         }
         for_rows(
             path,
@@ -259,13 +332,21 @@ pub fn rms_norm(x: &Tensor, weight: &Tensor, eps: f32, path: KernelPath) -> Resu
             #[inline(always)]
             |row, _| {
                 let inv = 1.0 / (lane_sum(row, |v| v * v) / row.len() as f32 + eps).sqrt();
-                row.iter_mut().zip(weight).for_each(|(v, w)| *v = *v * inv * w);
+                row.iter_mut()
+                    .zip(weight)
+                    .for_each(|(v, w)| *v = *v * inv * w);
             },
         );
         Ok(())
     };
     let y = x.copy()?;
-    y.inplace_op2(weight, &InPlace { name: "rms_norm", f })?;
+    y.inplace_op2(
+        weight,
+        &InPlace {
+            name: "rms_norm",
+            f,
+        },
+    )?;
     Ok(y)
 }
 
@@ -273,7 +354,11 @@ pub fn rms_norm(x: &Tensor, weight: &Tensor, eps: f32, path: KernelPath) -> Resu
 pub fn residual_add_(h: &Tensor, residual: &Tensor, path: KernelPath) -> Result<()> {
     let f = |h: &mut [f32], l: &Layout, residual: &[f32]| {
         if residual.len() != h.len() || h.is_empty() {
-            candle_core::bail!("residual_add: residual has {} elements, output {}", residual.len(), h.len());
+            candle_core::bail!(
+                "residual_add: residual has {} elements, output {}",
+                residual.len(),
+                h.len()
+            );
         }
         let width = l.dims().last().copied().unwrap_or(h.len());
         for_rows(
@@ -281,11 +366,21 @@ pub fn residual_add_(h: &Tensor, residual: &Tensor, path: KernelPath) -> Result<
             h,
             width,
             #[inline(always)]
-            |row, i| row.iter_mut().zip(&residual[i * width..(i + 1) * width]).for_each(|(y, r)| *y += r),
+            |row, i| {
+                row.iter_mut()
+                    .zip(&residual[i * width..(i + 1) * width])
+                    .for_each(|(y, r)| *y += r)
+            },
         );
         Ok(())
     };
-    h.inplace_op2(residual, &InPlace { name: "residual_add", f })
+    h.inplace_op2(
+        residual,
+        &InPlace {
+            name: "residual_add",
+            f,
+        },
+    )
 }
 
 /// `silu(gate) · up` for each row of `gate_up` (`[tokens, 2 · inner]`, gate first; contiguous
@@ -305,7 +400,10 @@ pub fn silu_mul(gate_up: &Tensor, path: KernelPath) -> Result<Tensor> {
             #[inline(always)]
             |row, i| {
                 let (gate, up) = input[i * width..(i + 1) * width].split_at(inner);
-                row.iter_mut().zip(gate).zip(up).for_each(|((y, &g), &u)| *y = g / (1.0 + exp(-g)) * u);
+                row.iter_mut()
+                    .zip(gate)
+                    .zip(up)
+                    .for_each(|((y, &g), &u)| *y = g / (1.0 + exp(-g)) * u);
             },
         );
     }
@@ -324,7 +422,13 @@ pub fn bias_gelu_(h: &Tensor, bias: &Tensor, path: KernelPath) -> Result<()> {
 
 /// `h = act(h + bias)`, row by row. `act` is a function item or a closure, so each use is
 /// compiled with its own body inlined into the row loop.
-fn bias_then(h: &Tensor, bias: &Tensor, path: KernelPath, name: &'static str, act: impl Fn(f32) -> f32 + Send + Sync) -> Result<()> {
+fn bias_then(
+    h: &Tensor,
+    bias: &Tensor,
+    path: KernelPath,
+    name: &'static str,
+    act: impl Fn(f32) -> f32 + Send + Sync,
+) -> Result<()> {
     let f = |h: &mut [f32], _: &Layout, bias: &[f32]| {
         for_rows(
             path,
@@ -339,10 +443,19 @@ fn bias_then(h: &Tensor, bias: &Tensor, path: KernelPath, name: &'static str, ac
 }
 
 /// `h += bias + residual` in place: a projection's bias fused with the residual add after it.
-pub fn bias_residual_(h: &Tensor, bias: &Tensor, residual: &Tensor, path: KernelPath) -> Result<()> {
+pub fn bias_residual_(
+    h: &Tensor,
+    bias: &Tensor,
+    residual: &Tensor,
+    path: KernelPath,
+) -> Result<()> {
     let f = |h: &mut [f32], _: &Layout, bias: &[f32], residual: &[f32]| {
         if residual.len() != h.len() {
-            candle_core::bail!("bias_residual_add: residual has {} elements, output {}", residual.len(), h.len());
+            candle_core::bail!(
+                "bias_residual_add: residual has {} elements, output {}",
+                residual.len(),
+                h.len()
+            );
         }
         let width = bias.len();
         for_rows(
@@ -352,12 +465,22 @@ pub fn bias_residual_(h: &Tensor, bias: &Tensor, residual: &Tensor, path: Kernel
             #[inline(always)]
             |row, i| {
                 let res = &residual[i * width..(i + 1) * width];
-                row.iter_mut().zip(bias).zip(res).for_each(|((y, b), r)| *y += b + r)
+                row.iter_mut()
+                    .zip(bias)
+                    .zip(res)
+                    .for_each(|((y, b), r)| *y += b + r)
             },
         );
         Ok(())
     };
-    h.inplace_op3(bias, residual, &InPlace { name: "bias_residual_add", f })
+    h.inplace_op3(
+        bias,
+        residual,
+        &InPlace {
+            name: "bias_residual_add",
+            f,
+        },
+    )
 }
 
 /// GELU with the tanh approximation, `0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))`, written
@@ -382,7 +505,10 @@ fn exp(x: f32) -> f32 {
     let shifted = t + MAGIC;
     let n = shifted - MAGIC;
     let g = (t - n) * std::f32::consts::LN_2;
-    let p = 1.0 + g * (1.0 + g * (0.5 + g * (1.0 / 6.0 + g * (1.0 / 24.0 + g * (1.0 / 120.0 + g * (1.0 / 720.0))))));
+    let p = 1.0
+        + g * (1.0
+            + g * (0.5
+                + g * (1.0 / 6.0 + g * (1.0 / 24.0 + g * (1.0 / 120.0 + g * (1.0 / 720.0))))));
     // n as an integer, read from those bits: `n as i32` would saturate lane by lane, which
     // stops the loop from vectorising (it made exp five times slower).
     let n_int = shifted.to_bits().wrapping_sub(MAGIC.to_bits()) as i32;
@@ -426,12 +552,22 @@ mod tests {
     fn fused_kernels_match_candles_unfused_ops() {
         let dev = Device::Cpu;
         // Large enough to take the multi-threaded path too.
-        for (rows, path) in [3, 64].into_iter().flat_map(|r| paths().into_iter().map(move |p| (r, p))) {
+        for (rows, path) in [3, 64]
+            .into_iter()
+            .flat_map(|r| paths().into_iter().map(move |p| (r, p)))
+        {
             let h = Tensor::randn(0f32, 3.0, (rows, 768), &dev).unwrap();
             let b = Tensor::randn(0f32, 1.0, 768, &dev).unwrap();
             let r = Tensor::randn(0f32, 1.0, (rows, 768), &dev).unwrap();
             let close = |a: &Tensor, e: &Tensor| {
-                let d = (a - e).unwrap().abs().unwrap().max_all().unwrap().to_scalar::<f32>().unwrap();
+                let d = (a - e)
+                    .unwrap()
+                    .abs()
+                    .unwrap()
+                    .max_all()
+                    .unwrap()
+                    .to_scalar::<f32>()
+                    .unwrap();
                 assert!(d <= 1e-5, "{path}, {rows} rows: max |diff| {d}");
             };
             let expect = h.broadcast_add(&b).unwrap().gelu().unwrap();
@@ -457,7 +593,9 @@ mod tests {
         // Widths under, at and over the 16 lanes; enough rows for the threaded path; masked
         // scores (f32::MIN, as the model writes them) and a fully masked row (a padded query).
         for (rows, width) in [(3, 5), (7, 16), (2048, 37), (12, 128)] {
-            let h = (Tensor::randn(0f32, 4.0, (rows, width), &dev).unwrap()).to_vec2::<f32>().unwrap();
+            let h = (Tensor::randn(0f32, 4.0, (rows, width), &dev).unwrap())
+                .to_vec2::<f32>()
+                .unwrap();
             let mut h: Vec<f32> = h.into_iter().flatten().collect();
             for (i, v) in h.iter_mut().enumerate() {
                 let (r, c) = (i / width, i % width);
@@ -470,7 +608,14 @@ mod tests {
             for path in paths() {
                 let got = h.copy().unwrap();
                 softmax_last_dim_(&got, path).unwrap();
-                let d = (&got - &expect).unwrap().abs().unwrap().max_all().unwrap().to_scalar::<f32>().unwrap();
+                let d = (&got - &expect)
+                    .unwrap()
+                    .abs()
+                    .unwrap()
+                    .max_all()
+                    .unwrap()
+                    .to_scalar::<f32>()
+                    .unwrap();
                 assert!(d <= 1e-6, "{path}, {rows}x{width}: max |diff| {d}");
             }
         }
@@ -489,11 +634,24 @@ mod tests {
             let x64 = f64s(&x);
             let centred = x64.broadcast_sub(&x64.mean_keepdim(1).unwrap()).unwrap();
             let var = centred.sqr().unwrap().mean_keepdim(1).unwrap();
-            let normed = centred.broadcast_div(&(var + 1e-5).unwrap().sqrt().unwrap()).unwrap();
-            let expect = normed.broadcast_mul(&f64s(&w)).unwrap().broadcast_add(&f64s(&b)).unwrap();
+            let normed = centred
+                .broadcast_div(&(var + 1e-5).unwrap().sqrt().unwrap())
+                .unwrap();
+            let expect = normed
+                .broadcast_mul(&f64s(&w))
+                .unwrap()
+                .broadcast_add(&f64s(&b))
+                .unwrap();
             for path in paths() {
                 let got = f64s(&layer_norm(&x, &w, &b, 1e-5, path).unwrap());
-                let d = (&got - &expect).unwrap().abs().unwrap().max_all().unwrap().to_scalar::<f64>().unwrap();
+                let d = (&got - &expect)
+                    .unwrap()
+                    .abs()
+                    .unwrap()
+                    .max_all()
+                    .unwrap()
+                    .to_scalar::<f64>()
+                    .unwrap();
                 assert!(d <= 5e-6, "{path}, {rows}x{width}: max |diff| {d}");
             }
         }
@@ -506,22 +664,46 @@ mod tests {
         let scores = Tensor::randn(0f32, 1.0, (b, h, t, s), &dev).unwrap();
         let mask: Vec<u8> = (0..b * t * s).map(|i| u8::from(i % 3 == 0)).collect();
         let mask = Tensor::from_vec(mask, (b, 1, t, s), &dev).unwrap();
-        let blocked = Tensor::new(f32::MIN, &dev).unwrap().broadcast_as((b, h, t, s)).unwrap();
-        let expect = mask.broadcast_as((b, h, t, s)).unwrap().where_cond(&blocked, &scores).unwrap();
+        let blocked = Tensor::new(f32::MIN, &dev)
+            .unwrap()
+            .broadcast_as((b, h, t, s))
+            .unwrap();
+        let expect = mask
+            .broadcast_as((b, h, t, s))
+            .unwrap()
+            .where_cond(&blocked, &scores)
+            .unwrap();
         for path in paths() {
             let got = scores.copy().unwrap();
             mask_fill_(&got, &mask, f32::MIN, path).unwrap();
-            let same = got.eq(&expect).unwrap().to_dtype(candle_core::DType::F32).unwrap().min_all().unwrap().to_scalar::<f32>().unwrap();
+            let same = got
+                .eq(&expect)
+                .unwrap()
+                .to_dtype(candle_core::DType::F32)
+                .unwrap()
+                .min_all()
+                .unwrap()
+                .to_scalar::<f32>()
+                .unwrap();
             assert_eq!(same, 1.0, "{path}");
             let wrong = Tensor::zeros((b, 1, t, s + 1), candle_core::DType::U8, &dev).unwrap();
-            assert!(mask_fill_(&got, &wrong, 0.0, path).unwrap_err().to_string().contains("does not fit"));
+            assert!(mask_fill_(&got, &wrong, 0.0, path)
+                .unwrap_err()
+                .to_string()
+                .contains("does not fit"));
         }
     }
 
     #[test]
     fn non_contiguous_input_is_an_error_not_garbage() {
-        let h = Tensor::zeros((8, 4), candle_core::DType::F32, &Device::Cpu).unwrap().t().unwrap();
+        let h = Tensor::zeros((8, 4), candle_core::DType::F32, &Device::Cpu)
+            .unwrap()
+            .t()
+            .unwrap();
         let b = Tensor::zeros(8, candle_core::DType::F32, &Device::Cpu).unwrap();
-        assert!(bias_add_(&h, &b, KernelPath::Portable).unwrap_err().to_string().contains("contiguous"));
+        assert!(bias_add_(&h, &b, KernelPath::Portable)
+            .unwrap_err()
+            .to_string()
+            .contains("contiguous"));
     }
 }

@@ -56,7 +56,13 @@ impl KernelPath {
     pub fn parse(s: &str) -> std::result::Result<Option<KernelPath>, String> {
         match s.trim().to_ascii_lowercase().as_str() {
             "" | "auto" => Ok(None),
-            name => KernelPath::ALL.into_iter().find(|p| p.name() == name).map(Some).ok_or_else(|| format!("`{s}` is not a kernel path: use auto, avx512, avx2 or portable")),
+            name => KernelPath::ALL
+                .into_iter()
+                .find(|p| p.name() == name)
+                .map(Some)
+                .ok_or_else(|| {
+                    format!("`{s}` is not a kernel path: use auto, avx512, avx2 or portable")
+                }),
         }
     }
 
@@ -68,7 +74,9 @@ impl KernelPath {
             // F16C widens f16 weights; every AVX2 CPU has it.
             let avx2 = has!("avx2") && has!("fma") && has!("f16c");
             match self {
-                KernelPath::Avx512 => avx2 && has!("avx512f") && has!("avx512dq") && has!("avx512vl"),
+                KernelPath::Avx512 => {
+                    avx2 && has!("avx512f") && has!("avx512dq") && has!("avx512vl")
+                }
                 KernelPath::Avx2 => avx2,
                 KernelPath::Portable => true,
             }
@@ -81,7 +89,10 @@ impl KernelPath {
 
     /// The paths this CPU can run, widest first (`portable` always).
     pub fn supported() -> Vec<KernelPath> {
-        KernelPath::ALL.into_iter().filter(|p| p.is_supported()).collect()
+        KernelPath::ALL
+            .into_iter()
+            .filter(|p| p.is_supported())
+            .collect()
     }
 
     /// The widest path this CPU supports: what `auto` runs.
@@ -95,7 +106,10 @@ impl KernelPath {
     pub fn resolve(asked: Option<KernelPath>) -> Result<KernelPath> {
         match asked {
             Some(path) if path.is_supported() => Ok(path),
-            Some(path) => Err(Error::Device(unsupported(path, &format!("--kernels {}", path.name())))),
+            Some(path) => Err(Error::Device(unsupported(
+                path,
+                &format!("--kernels {}", path.name()),
+            ))),
             None => from_env().clone().map_err(Error::Device),
         }
     }
@@ -105,7 +119,8 @@ impl KernelPath {
     /// the `portable` path). The one rule for element-wise ops, attention's products and the
     /// packed weight layout.
     pub fn fast_for(self, device: &Device, dtype: candle_core::DType) -> Option<KernelPath> {
-        (device.is_cpu() && dtype == candle_core::DType::F32 && self != KernelPath::Portable).then_some(self)
+        (device.is_cpu() && dtype == candle_core::DType::F32 && self != KernelPath::Portable)
+            .then_some(self)
     }
 
     /// The type a model's activations run in (so its KV cache and every op but the dense
@@ -142,7 +157,9 @@ impl std::fmt::Display for KernelPath {
 fn from_env() -> &'static std::result::Result<KernelPath, String> {
     static FROM_ENV: OnceLock<std::result::Result<KernelPath, String>> = OnceLock::new();
     FROM_ENV.get_or_init(|| {
-        let Ok(value) = std::env::var(ENV) else { return Ok(KernelPath::widest()) };
+        let Ok(value) = std::env::var(ENV) else {
+            return Ok(KernelPath::widest());
+        };
         match KernelPath::parse(&value) {
             Ok(None) => Ok(KernelPath::widest()),
             Ok(Some(path)) if path.is_supported() => Ok(path),
@@ -168,7 +185,10 @@ fn unsupported(path: KernelPath, what: &str) -> String {
 
 fn cpu_model() -> Option<String> {
     let text = std::fs::read_to_string("/proc/cpuinfo").ok()?;
-    text.lines().find(|l| l.starts_with("model name")).and_then(|l| l.split_once(':')).map(|(_, v)| v.trim().to_string())
+    text.lines()
+        .find(|l| l.starts_with("model name"))
+        .and_then(|l| l.split_once(':'))
+        .map(|(_, v)| v.trim().to_string())
 }
 
 /// Runs `f` on a thread of the compute pool (rayon's), where the kernels' parallel loops start
@@ -186,14 +206,22 @@ pub fn on_pool<R: Send>(f: impl FnOnce() -> R + Send) -> R {
 
 /// The contiguous f32 values a CPU tensor's storage holds for `layout`, or an error naming
 /// the op (every kernel here reads its operands through this).
-pub(crate) fn cpu_f32<'a>(storage: &'a Storage, layout: &Layout, op: &str) -> candle_core::Result<&'a [f32]> {
+pub(crate) fn cpu_f32<'a>(
+    storage: &'a Storage,
+    layout: &Layout,
+    op: &str,
+) -> candle_core::Result<&'a [f32]> {
     match storage {
         Storage::Cpu(cpu) => f32_slice(cpu, layout, op),
         _ => candle_core::bail!("{op}: expects a tensor on the CPU"),
     }
 }
 
-pub(crate) fn f32_slice<'a>(s: &'a CpuStorage, l: &Layout, op: &str) -> candle_core::Result<&'a [f32]> {
+pub(crate) fn f32_slice<'a>(
+    s: &'a CpuStorage,
+    l: &Layout,
+    op: &str,
+) -> candle_core::Result<&'a [f32]> {
     match (s, l.contiguous_offsets()) {
         (CpuStorage::F32(v), Some((a, b))) => Ok(&v[a..b]),
         _ => candle_core::bail!("{op}: expects a contiguous f32 tensor"),
@@ -228,10 +256,18 @@ mod tests {
     #[test]
     fn an_unsupported_path_is_refused_with_what_the_cpu_has() {
         let msg = unsupported(KernelPath::Avx512, "GPT2_CPU_KERNELS=avx512");
-        assert!(msg.starts_with("GPT2_CPU_KERNELS=avx512 needs AVX-512") && msg.contains("it supports") && msg.contains("portable"), "{msg}");
+        assert!(
+            msg.starts_with("GPT2_CPU_KERNELS=avx512 needs AVX-512")
+                && msg.contains("it supports")
+                && msg.contains("portable"),
+            "{msg}"
+        );
         if let Some(missing) = KernelPath::ALL.into_iter().find(|p| !p.is_supported()) {
             let err = KernelPath::resolve(Some(missing)).unwrap_err().to_string();
-            assert!(err.contains("--kernels") && err.contains(ENV) && err.contains(missing.name()), "{err}");
+            assert!(
+                err.contains("--kernels") && err.contains(ENV) && err.contains(missing.name()),
+                "{err}"
+            );
         }
         // Every supported path is given back as asked.
         for path in KernelPath::supported() {

@@ -69,7 +69,9 @@ fn stored(dtype: DType) -> Result<u8> {
         DType::F32 => Ok(F32),
         DType::BF16 => Ok(BF16),
         DType::F16 => Ok(F16),
-        other => candle_core::bail!("packed matmul: a weight of {other:?} cannot be packed (f32, bf16 or f16 can)"),
+        other => candle_core::bail!(
+            "packed matmul: a weight of {other:?} cannot be packed (f32, bf16 or f16 can)"
+        ),
     }
 }
 
@@ -85,7 +87,9 @@ const fn width(w: u8) -> usize {
 /// Why the packed kernel cannot run on `path` here, if it cannot.
 fn check_path(path: KernelPath, op: &str) -> Result<()> {
     if path == KernelPath::Portable {
-        candle_core::bail!("{op}: the portable kernel path has no packed matmul (it runs candle's gemm)")
+        candle_core::bail!(
+            "{op}: the portable kernel path has no packed matmul (it runs candle's gemm)"
+        )
     }
     if !path.is_supported() {
         candle_core::bail!("{op}: this CPU lacks the instructions of the {path} kernel path; use a narrower one (avx2 or portable)")
@@ -152,7 +156,14 @@ fn has_bf16_dot() -> bool {
 
 impl std::fmt::Debug for PackedWeight {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "PackedWeight({} × {}, {:?}, {})", self.n, self.k, self.dtype(), self.path)
+        write!(
+            f,
+            "PackedWeight({} × {}, {:?}, {})",
+            self.n,
+            self.k,
+            self.dtype(),
+            self.path
+        )
     }
 }
 
@@ -165,7 +176,11 @@ impl PackedWeight {
         let w = stored(w_out_in.dtype())?;
         let (n, k) = w_out_in.dims2()?;
         // As f32, exactly: a bf16 or f16 value widens without rounding, and narrows back to itself.
-        let values = w_out_in.to_dtype(DType::F32)?.contiguous()?.flatten_all()?.to_vec1::<f32>()?;
+        let values = w_out_in
+            .to_dtype(DType::F32)?
+            .contiguous()?
+            .flatten_all()?
+            .to_vec1::<f32>()?;
         let value = |c: usize, kk: usize| values[c * k + kk];
         let mut packed = Self::zeroed(n, k, path, w);
         // Fill the panels in parallel, one panel per task.
@@ -173,25 +188,49 @@ impl PackedWeight {
         let pairs = packed.pairs();
         let panels = packed.panels.par_chunks_mut(lines).enumerate();
         match w {
-            F32 => panels.for_each(|(p, panel)| fill_panel(values_mut::<f32>(panel), p, n, k, false, value)),
-            BF16 => panels.for_each(|(p, panel)| fill_panel(values_mut::<u16>(panel), p, n, k, pairs, |c, kk| bf16::from_f32(value(c, kk)).to_bits())),
-            _ => panels.for_each(|(p, panel)| fill_panel(values_mut::<u16>(panel), p, n, k, false, |c, kk| f16::from_f32(value(c, kk)).to_bits())),
+            F32 => panels
+                .for_each(|(p, panel)| fill_panel(values_mut::<f32>(panel), p, n, k, false, value)),
+            BF16 => panels.for_each(|(p, panel)| {
+                fill_panel(values_mut::<u16>(panel), p, n, k, pairs, |c, kk| {
+                    bf16::from_f32(value(c, kk)).to_bits()
+                })
+            }),
+            _ => panels.for_each(|(p, panel)| {
+                fill_panel(values_mut::<u16>(panel), p, n, k, false, |c, kk| {
+                    f16::from_f32(value(c, kk)).to_bits()
+                })
+            }),
         }
         Ok(packed)
     }
 
     /// Packs, on this thread, the f32 (n, k) matrix whose element (c, kk) is `value(c, kk)`
     /// (`path` already checked).
-    fn pack_with(n: usize, k: usize, path: KernelPath, value: impl Fn(usize, usize) -> f32) -> Self {
+    fn pack_with(
+        n: usize,
+        k: usize,
+        path: KernelPath,
+        value: impl Fn(usize, usize) -> f32,
+    ) -> Self {
         let mut packed = Self::zeroed(n, k, path, F32);
         let lines = packed.panel_lines().max(1);
-        packed.panels.chunks_mut(lines).enumerate().for_each(|(p, panel)| fill_panel(values_mut::<f32>(panel), p, n, k, false, &value));
+        packed
+            .panels
+            .chunks_mut(lines)
+            .enumerate()
+            .for_each(|(p, panel)| fill_panel(values_mut::<f32>(panel), p, n, k, false, &value));
         packed
     }
 
     fn zeroed(n: usize, k: usize, path: KernelPath, w: u8) -> Self {
         let lines = n.div_ceil(NR) * stored_k(k, paired(path, w)) * NR * width(w) / 64;
-        Self { panels: vec![Line([0; 64]); lines], n, k, path, w }
+        Self {
+            panels: vec![Line([0; 64]); lines],
+            n,
+            k,
+            path,
+            w,
+        }
     }
 
     /// Whether `k` is stored in pairs ([`paired`]).
@@ -256,12 +295,16 @@ impl PackedWeight {
         // A few tasks per thread, so that a thread slowed by the machine is caught up by the others.
         let per_task = panels.div_ceil(rayon::current_num_threads() * 4).max(1);
         let out = written_output(m * self.n, k, |out| {
-            (0..panels.div_ceil(per_task)).into_par_iter().for_each(|task| {
-                let first = task * per_task;
-                // SAFETY: `pack` checked the CPU for the path; tasks write disjoint columns of
-                // `out` (panel p owns columns 32p..32p+32), which holds m × n values.
-                unsafe { self.panels_product(&xs, m, first..(first + per_task).min(panels), out) };
-            })
+            (0..panels.div_ceil(per_task))
+                .into_par_iter()
+                .for_each(|task| {
+                    let first = task * per_task;
+                    // SAFETY: `pack` checked the CPU for the path; tasks write disjoint columns of
+                    // `out` (panel p owns columns 32p..32p+32), which holds m × n values.
+                    unsafe {
+                        self.panels_product(&xs, m, first..(first + per_task).min(panels), out)
+                    };
+                })
         });
         Tensor::from_vec(out, (m, self.n), &Device::Cpu)
     }
@@ -276,7 +319,13 @@ impl PackedWeight {
     }
 
     /// Columns `32 · panels.start .. 32 · panels.end` of the product, for every row of `x`.
-    unsafe fn panels_product(&self, xs: &Rows, m: usize, panels: std::ops::Range<usize>, out: &OutPtr) {
+    unsafe fn panels_product(
+        &self,
+        xs: &Rows,
+        m: usize,
+        panels: std::ops::Range<usize>,
+        out: &OutPtr,
+    ) {
         let slices = (0..self.k).step_by(KC);
         let k = self.k;
         let mr = max_rows(self.path);
@@ -286,7 +335,9 @@ impl PackedWeight {
             // slice is the one that follows in memory.
             for p in panels {
                 for k0 in slices.clone() {
-                    let next = self.slice(p, k0).wrapping_add(KC.min(k - k0) * NR * width(self.w));
+                    let next = self
+                        .slice(p, k0)
+                        .wrapping_add(KC.min(k - k0) * NR * width(self.w));
                     for r0 in (0..m).step_by(mr) {
                         self.tile(xs, m, (p, k0), r0, next, out);
                     }
@@ -310,18 +361,32 @@ impl PackedWeight {
     /// Where panel `p`'s slice from step `k0` starts (computed without a bounds check: the
     /// slice after the last panel is only ever prefetched).
     fn slice(&self, p: usize, k0: usize) -> *const u8 {
-        self.panels.as_ptr().cast::<u8>().wrapping_add((p * NR * self.stored_k() + k0 * NR) * width(self.w))
+        self.panels
+            .as_ptr()
+            .cast::<u8>()
+            .wrapping_add((p * NR * self.stored_k() + k0 * NR) * width(self.w))
     }
 
     /// Rows `r0 .. r0 + max_rows` and columns `32p .. 32p + 32` of the product, from panel `p`'s
     /// slice of `k` that starts at `k0` (added to what the earlier slices left in `out`).
-    unsafe fn tile(&self, xs: &Rows, m: usize, (p, k0): (usize, usize), r0: usize, next: *const u8, out: &OutPtr) {
+    unsafe fn tile(
+        &self,
+        xs: &Rows,
+        m: usize,
+        (p, k0): (usize, usize),
+        r0: usize,
+        next: *const u8,
+        out: &OutPtr,
+    ) {
         let k = self.k;
         let rows = max_rows(self.path).min(m - r0);
         // Row block r0's values from step k0 on (4 bytes a value or a pair, in either form).
         let x = match xs {
             Rows::F32(xs) => xs.as_ptr().add(r0 * k + k0 * rows).cast::<u8>(),
-            Rows::Pairs(xs) => xs.as_ptr().add(r0 * k.div_ceil(2) + k0 / 2 * rows).cast::<u8>(),
+            Rows::Pairs(xs) => xs
+                .as_ptr()
+                .add(r0 * k.div_ceil(2) + k0 / 2 * rows)
+                .cast::<u8>(),
         };
         let tile = Tile {
             x,
@@ -357,19 +422,33 @@ pub enum Rhs {
 /// CPU. Attention's products are many and small (one per sequence and head, e.g. 12 of
 /// 128 × 64 × 128 in a prefill): each runs whole on one thread, the products in parallel.
 /// Runs on the `avx512` or `avx2` kernel `path`, like [`PackedWeight::matmul`].
-pub fn batched_matmul(a: &Tensor, b: &Tensor, rhs: Rhs, scale: f32, path: KernelPath) -> Result<Tensor> {
+pub fn batched_matmul(
+    a: &Tensor,
+    b: &Tensor,
+    rhs: Rhs,
+    scale: f32,
+    path: KernelPath,
+) -> Result<Tensor> {
     check_path(path, "batched matmul")?;
     let dims = a.dims();
     let rank = dims.len();
     if rank < 2 || b.rank() != rank || b.dims()[..rank - 2] != dims[..rank - 2] {
-        candle_core::bail!("batched matmul: shapes {:?} and {:?} do not pair up", dims, b.dims())
+        candle_core::bail!(
+            "batched matmul: shapes {:?} and {:?} do not pair up",
+            dims,
+            b.dims()
+        )
     }
     let (m, k) = (dims[rank - 2], dims[rank - 1]);
     let (b_rows, b_cols) = (b.dims()[rank - 2], b.dims()[rank - 1]);
     let n = match rhs {
         Rhs::Transposed if b_cols == k => b_rows,
         Rhs::AsIs if b_rows == k => b_cols,
-        _ => candle_core::bail!("batched matmul: inner dimensions of {:?} and {:?} differ", dims, b.dims()),
+        _ => candle_core::bail!(
+            "batched matmul: inner dimensions of {:?} and {:?} differ",
+            dims,
+            b.dims()
+        ),
     };
     let count: usize = dims[..rank - 2].iter().product();
     let (a, b) = (a.contiguous()?, b.contiguous()?);
@@ -380,7 +459,10 @@ pub fn batched_matmul(a: &Tensor, b: &Tensor, rhs: Rhs, scale: f32, path: Kernel
 
     let out = written_output(count * m * n, k, |out| {
         (0..count).into_par_iter().for_each(|i| {
-            let (a, b) = (&av[i * m * k..(i + 1) * m * k], &bv[i * n * k..(i + 1) * n * k]);
+            let (a, b) = (
+                &av[i * m * k..(i + 1) * m * k],
+                &bv[i * n * k..(i + 1) * n * k],
+            );
             let packed = match rhs {
                 Rhs::Transposed => PackedWeight::pack_with(n, k, path, |c, kk| b[c * k + kk]),
                 Rhs::AsIs => PackedWeight::pack_with(n, k, path, |c, kk| b[kk * n + c]),
@@ -418,10 +500,21 @@ fn written_output(len: usize, k: usize, write: impl FnOnce(&OutPtr)) -> Vec<f32>
 /// Writes panel `p` of an (n, k) matrix given element by element, in the panel's type `T`:
 /// row `kk` of 32 columns after row `kk - 1`, or with `pairs` ([`paired`]) each pair of rows as
 /// two lines of 16 columns, a column's two values side by side.
-fn fill_panel<T>(panel: &mut [T], p: usize, n: usize, k: usize, pairs: bool, value: impl Fn(usize, usize) -> T) {
+fn fill_panel<T>(
+    panel: &mut [T],
+    p: usize,
+    n: usize,
+    k: usize,
+    pairs: bool,
+    value: impl Fn(usize, usize) -> T,
+) {
     for j in 0..NR.min(n - p * NR) {
         for kk in 0..k {
-            let at = if pairs { kk / 2 * 2 * NR + j / 16 * 32 + j % 16 * 2 + kk % 2 } else { kk * NR + j };
+            let at = if pairs {
+                kk / 2 * 2 * NR + j / 16 * 32 + j % 16 * 2 + kk % 2
+            } else {
+                kk * NR + j
+            };
             panel[at] = value(p * NR + j, kk);
         }
     }
@@ -518,7 +611,10 @@ mod avx512 {
             return [_mm512_load_ps(row), _mm512_load_ps(row.add(16))];
         }
         let halves = row.cast::<__m256i>();
-        [_mm512_cvtph_ps(_mm256_load_si256(halves)), _mm512_cvtph_ps(_mm256_load_si256(halves.add(1)))]
+        [
+            _mm512_cvtph_ps(_mm256_load_si256(halves)),
+            _mm512_cvtph_ps(_mm256_load_si256(halves.add(1))),
+        ]
     }
 
     #[target_feature(enable = "avx512f")]
@@ -554,14 +650,25 @@ mod avx512 {
             [_mm512_load_si512(lines), _mm512_load_si512(lines.add(1))]
         };
         // The values at 2q, from a pair's two lines.
-        let even = |[l0, l1]: [__m512i; 2]| [_mm512_castsi512_ps(_mm512_slli_epi32::<16>(l0)), _mm512_castsi512_ps(_mm512_slli_epi32::<16>(l1))];
+        let even = |[l0, l1]: [__m512i; 2]| {
+            [
+                _mm512_castsi512_ps(_mm512_slli_epi32::<16>(l0)),
+                _mm512_castsi512_ps(_mm512_slli_epi32::<16>(l1)),
+            ]
+        };
         for q in 0..t.depth / 2 {
             prefetch_next(t.next.wrapping_add(q * 2 * 64), 128);
             let [l0, l1] = pair(q);
             let even = even([l0, l1]);
-            let odd = [_mm512_castsi512_ps(_mm512_and_si512(l0, high)), _mm512_castsi512_ps(_mm512_and_si512(l1, high))];
+            let odd = [
+                _mm512_castsi512_ps(_mm512_and_si512(l0, high)),
+                _mm512_castsi512_ps(_mm512_and_si512(l1, high)),
+            ];
             for (r, acc) in acc.iter_mut().enumerate() {
-                let (a0, a1) = (_mm512_set1_ps(*x.add(2 * q * ROWS + r)), _mm512_set1_ps(*x.add((2 * q + 1) * ROWS + r)));
+                let (a0, a1) = (
+                    _mm512_set1_ps(*x.add(2 * q * ROWS + r)),
+                    _mm512_set1_ps(*x.add((2 * q + 1) * ROWS + r)),
+                );
                 acc[0] = _mm512_fmadd_ps(a0, even[0], acc[0]);
                 acc[1] = _mm512_fmadd_ps(a0, even[1], acc[1]);
                 acc[0] = _mm512_fmadd_ps(a1, odd[0], acc[0]);
@@ -678,7 +785,11 @@ mod avx2 {
             for (r, acc) in acc.iter().enumerate() {
                 let row = t.out.add(r * t.ldo);
                 for (j, &v) in acc.iter().enumerate() {
-                    let v = if t.accumulate { _mm256_add_ps(v, _mm256_loadu_ps(row.add(8 * j))) } else { v };
+                    let v = if t.accumulate {
+                        _mm256_add_ps(v, _mm256_loadu_ps(row.add(8 * j)))
+                    } else {
+                        v
+                    };
                     _mm256_storeu_ps(row.add(8 * j), v);
                 }
             }
@@ -697,7 +808,11 @@ mod avx2 {
             let row = t.out.wrapping_add(r * t.ldo);
             for (j, (&v, &m)) in acc.iter().zip(&masks).enumerate() {
                 let at = row.wrapping_add(8 * j);
-                let v = if t.accumulate { _mm256_add_ps(v, _mm256_maskload_ps(at, m)) } else { v };
+                let v = if t.accumulate {
+                    _mm256_add_ps(v, _mm256_maskload_ps(at, m))
+                } else {
+                    v
+                };
                 _mm256_maskstore_ps(at, m, v);
             }
         }
@@ -745,7 +860,9 @@ fn bf16_pairs(xs: &[f32], m: usize, k: usize) -> Vec<u32> {
         return pairs;
     }
     if m * k > X_IN_L2 {
-        xs.par_chunks(k).zip(pairs.par_chunks_mut(k2)).for_each(fill);
+        xs.par_chunks(k)
+            .zip(pairs.par_chunks_mut(k2))
+            .for_each(fill);
     } else {
         xs.chunks(k).zip(pairs.chunks_mut(k2)).for_each(fill);
     }
@@ -757,7 +874,12 @@ fn values_mut<T: Copy>(lines: &mut [Line]) -> &mut [T] {
     debug_assert!(64 % std::mem::size_of::<T>() == 0 && std::mem::align_of::<T>() <= 64);
     // SAFETY: `Line` is `repr(C)` around 64 bytes (align 64, no padding), which hold a whole
     // number of `T`s, suitably aligned; every bit pattern is a valid f32 or u16.
-    unsafe { std::slice::from_raw_parts_mut(lines.as_mut_ptr().cast::<T>(), lines.len() * 64 / std::mem::size_of::<T>()) }
+    unsafe {
+        std::slice::from_raw_parts_mut(
+            lines.as_mut_ptr().cast::<T>(),
+            lines.len() * 64 / std::mem::size_of::<T>(),
+        )
+    }
 }
 
 #[cfg(test)]
@@ -766,15 +888,27 @@ mod tests {
 
     /// The kernel paths with a packed kernel that this CPU runs (none: nothing to compare).
     fn packed_paths() -> Vec<KernelPath> {
-        let paths: Vec<KernelPath> = [KernelPath::Avx512, KernelPath::Avx2].into_iter().filter(|p| p.is_supported()).collect();
+        let paths: Vec<KernelPath> = [KernelPath::Avx512, KernelPath::Avx2]
+            .into_iter()
+            .filter(|p| p.is_supported())
+            .collect();
         if paths.is_empty() {
-            eprintln!("no AVX2 on this CPU: the packed kernel is not used here, nothing to compare");
+            eprintln!(
+                "no AVX2 on this CPU: the packed kernel is not used here, nothing to compare"
+            );
         }
         paths
     }
 
     fn max_diff(a: Tensor, b: Tensor) -> f32 {
-        (a - b).unwrap().abs().unwrap().max_all().unwrap().to_scalar::<f32>().unwrap()
+        (a - b)
+            .unwrap()
+            .abs()
+            .unwrap()
+            .max_all()
+            .unwrap()
+            .to_scalar::<f32>()
+            .unwrap()
     }
 
     #[test]
@@ -784,12 +918,28 @@ mod tests {
             // a partial last panel (under and over 8 and 16 columns); x small enough to stream
             // the panels in memory order, and large enough (the last two) for the
             // k-slice-major order.
-            for (m, k, n) in [(1, 768, 50257), (2, 64, 192), (8, 768, 2304), (13, 3072, 768), (16, 768, 1003), (5, 100, 7), (7, 30, 20), (3, 40, 50), (128, 300, 41), (25, 1, 33), (130, 600, 70), (128, 768, 2304)] {
+            for (m, k, n) in [
+                (1, 768, 50257),
+                (2, 64, 192),
+                (8, 768, 2304),
+                (13, 3072, 768),
+                (16, 768, 1003),
+                (5, 100, 7),
+                (7, 30, 20),
+                (3, 40, 50),
+                (128, 300, 41),
+                (25, 1, 33),
+                (130, 600, 70),
+                (128, 768, 2304),
+            ] {
                 let x = Tensor::randn(0f32, 1.0, (m, k), &Device::Cpu).unwrap();
                 let w = Tensor::randn(0f32, 0.05, (n, k), &Device::Cpu).unwrap();
                 let packed = PackedWeight::pack(&w, path).unwrap();
                 assert_eq!((packed.dims(), packed.path()), ((n, k), path));
-                let d = max_diff(packed.matmul(&x).unwrap(), x.matmul(&w.t().unwrap()).unwrap());
+                let d = max_diff(
+                    packed.matmul(&x).unwrap(),
+                    x.matmul(&w.t().unwrap()).unwrap(),
+                );
                 assert!(d < 1e-4, "{path} {m}x{k}x{n}: max |diff| {d}");
             }
         }
@@ -802,26 +952,56 @@ mod tests {
                 // A decode row, the 12- and 3-row tiles with remainders, a partial last panel, a
                 // prefill-sized x (the k-slice-major order), and an odd k (bf16's pairs padded)
                 // below and above the dot product's row count.
-                for (m, k, n) in [(1, 768, 2304), (13, 3072, 768), (5, 100, 7), (16, 768, 1003), (128, 768, 2304), (1, 101, 40), (9, 601, 40)] {
+                for (m, k, n) in [
+                    (1, 768, 2304),
+                    (13, 3072, 768),
+                    (5, 100, 7),
+                    (16, 768, 1003),
+                    (128, 768, 2304),
+                    (1, 101, 40),
+                    (9, 601, 40),
+                ] {
                     let x = Tensor::randn(0f32, 1.0, (m, k), &Device::Cpu).unwrap();
-                    let w = Tensor::randn(0f32, 0.05, (n, k), &Device::Cpu).unwrap().to_dtype(dtype).unwrap();
+                    let w = Tensor::randn(0f32, 0.05, (n, k), &Device::Cpu)
+                        .unwrap()
+                        .to_dtype(dtype)
+                        .unwrap();
                     let packed = PackedWeight::pack(&w, path).unwrap();
                     assert_eq!(packed.dtype(), dtype);
                     // The packed weight holds half the bytes of an f32 one (k padded to pairs).
-                    let stored_k = if packed.pairs() { k.next_multiple_of(2) } else { k };
+                    let stored_k = if packed.pairs() {
+                        k.next_multiple_of(2)
+                    } else {
+                        k
+                    };
                     assert_eq!(packed.panels.len() * 64, n.div_ceil(NR) * NR * stored_k * 2);
                     // Widening is exact, so the products are those of the rounded weights in f32;
                     // the dot product rounds x to bf16 as well, and its sums are f32.
                     let w32 = w.to_dtype(DType::F32).unwrap().t().unwrap();
                     let exact = x.matmul(&w32).unwrap();
                     let dot = packed.uses_dot_products(m);
-                    let reference = if dot { x.to_dtype(DType::BF16).unwrap().to_dtype(DType::F32).unwrap().matmul(&w32).unwrap() } else { exact.clone() };
+                    let reference = if dot {
+                        x.to_dtype(DType::BF16)
+                            .unwrap()
+                            .to_dtype(DType::F32)
+                            .unwrap()
+                            .matmul(&w32)
+                            .unwrap()
+                    } else {
+                        exact.clone()
+                    };
                     let ours = packed.matmul(&x).unwrap();
                     let d = max_diff(ours.clone(), reference);
-                    assert!(d < 1e-4, "{path} {dtype:?} {m}x{k}x{n} (dot {dot}): max |diff| {d}");
+                    assert!(
+                        d < 1e-4,
+                        "{path} {dtype:?} {m}x{k}x{n} (dot {dot}): max |diff| {d}"
+                    );
                     if dot {
                         // x's rounding shows: the dot product did run.
-                        assert!(max_diff(ours, exact) > 1e-3, "{path} {m}x{k}x{n}: no trace of bf16 activations");
+                        assert!(
+                            max_diff(ours, exact) > 1e-3,
+                            "{path} {m}x{k}x{n}: no trace of bf16 activations"
+                        );
                     }
                 }
             }
@@ -837,7 +1017,10 @@ mod tests {
         let w = Tensor::zeros((40, 16), DType::BF16, &Device::Cpu).unwrap();
         let packed = PackedWeight::pack(&w, KernelPath::Avx512).unwrap();
         assert!(!packed.uses_dot_products(DOT_MIN_ROWS - 1));
-        assert_eq!(packed.uses_dot_products(DOT_MIN_ROWS), std::arch::is_x86_feature_detected!("avx512bf16"));
+        assert_eq!(
+            packed.uses_dot_products(DOT_MIN_ROWS),
+            std::arch::is_x86_feature_detected!("avx512bf16")
+        );
         // Other types and the AVX2 path widen whatever the row count.
         let f16 = PackedWeight::pack(&w.to_dtype(DType::F16).unwrap(), KernelPath::Avx512).unwrap();
         let avx2 = PackedWeight::pack(&w, KernelPath::Avx2).unwrap();
@@ -862,16 +1045,31 @@ mod tests {
                 let a = Tensor::randn(0f32, 1.0, (b, h, m, k), &dev).unwrap();
                 let bt = Tensor::randn(0f32, 1.0, (b, h, n, k), &dev).unwrap();
                 let ours = batched_matmul(&a, &bt, Rhs::Transposed, 0.125, path).unwrap();
-                let d = max_diff(ours, (&a * 0.125).unwrap().matmul(&bt.t().unwrap()).unwrap());
-                assert!(d < 1e-4, "{path} scores {b}x{h}x{m}x{k}x{n}: max |diff| {d}");
+                let d = max_diff(
+                    ours,
+                    (&a * 0.125).unwrap().matmul(&bt.t().unwrap()).unwrap(),
+                );
+                assert!(
+                    d < 1e-4,
+                    "{path} scores {b}x{h}x{m}x{k}x{n}: max |diff| {d}"
+                );
 
                 let v = Tensor::randn(0f32, 1.0, (b, h, k, n), &dev).unwrap();
-                let d = max_diff(batched_matmul(&a, &v, Rhs::AsIs, 1.0, path).unwrap(), a.matmul(&v).unwrap());
-                assert!(d < 1e-4, "{path} values {b}x{h}x{m}x{k}x{n}: max |diff| {d}");
+                let d = max_diff(
+                    batched_matmul(&a, &v, Rhs::AsIs, 1.0, path).unwrap(),
+                    a.matmul(&v).unwrap(),
+                );
+                assert!(
+                    d < 1e-4,
+                    "{path} values {b}x{h}x{m}x{k}x{n}: max |diff| {d}"
+                );
             }
             let a = Tensor::zeros((2, 3, 4), candle_core::DType::F32, &dev).unwrap();
             let b = Tensor::zeros((2, 5, 4), candle_core::DType::F32, &dev).unwrap();
-            assert!(batched_matmul(&a, &b, Rhs::AsIs, 1.0, path).unwrap_err().to_string().contains("inner dimensions"));
+            assert!(batched_matmul(&a, &b, Rhs::AsIs, 1.0, path)
+                .unwrap_err()
+                .to_string()
+                .contains("inner dimensions"));
         }
     }
 
@@ -882,7 +1080,15 @@ mod tests {
             let w = Tensor::zeros((5, 0), candle_core::DType::F32, &Device::Cpu).unwrap();
             let y = PackedWeight::pack(&w, path).unwrap().matmul(&x).unwrap();
             assert_eq!(y.dims(), [3, 5]);
-            assert_eq!(y.abs().unwrap().sum_all().unwrap().to_scalar::<f32>().unwrap(), 0.0);
+            assert_eq!(
+                y.abs()
+                    .unwrap()
+                    .sum_all()
+                    .unwrap()
+                    .to_scalar::<f32>()
+                    .unwrap(),
+                0.0
+            );
         }
     }
 
@@ -891,7 +1097,11 @@ mod tests {
         for path in packed_paths() {
             let w = Tensor::zeros((8, 16), candle_core::DType::F32, &Device::Cpu).unwrap();
             let x = Tensor::zeros((2, 15), candle_core::DType::F32, &Device::Cpu).unwrap();
-            let err = PackedWeight::pack(&w, path).unwrap().matmul(&x).unwrap_err().to_string();
+            let err = PackedWeight::pack(&w, path)
+                .unwrap()
+                .matmul(&x)
+                .unwrap_err()
+                .to_string();
             assert!(err.contains("15 columns"), "{err}");
         }
     }
@@ -899,11 +1109,19 @@ mod tests {
     #[test]
     fn refuses_the_portable_path_and_a_path_the_cpu_lacks() {
         let w = Tensor::zeros((8, 16), candle_core::DType::F32, &Device::Cpu).unwrap();
-        let err = PackedWeight::pack(&w, KernelPath::Portable).unwrap_err().to_string();
+        let err = PackedWeight::pack(&w, KernelPath::Portable)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("portable") && err.contains("gemm"), "{err}");
-        if let Some(missing) = [KernelPath::Avx512, KernelPath::Avx2].into_iter().find(|p| !p.is_supported()) {
+        if let Some(missing) = [KernelPath::Avx512, KernelPath::Avx2]
+            .into_iter()
+            .find(|p| !p.is_supported())
+        {
             let err = PackedWeight::pack(&w, missing).unwrap_err().to_string();
-            assert!(err.contains("lacks") && err.contains(missing.name()), "{err}");
+            assert!(
+                err.contains("lacks") && err.contains(missing.name()),
+                "{err}"
+            );
         }
     }
 }

@@ -40,7 +40,10 @@ impl ApiError {
     }
 
     pub fn bad_body(message: impl Into<String>) -> ApiError {
-        ApiError { param: None, ..ApiError::invalid("", message) }
+        ApiError {
+            param: None,
+            ..ApiError::invalid("", message)
+        }
     }
 
     pub fn queue_full(queued: usize) -> ApiError {
@@ -103,7 +106,9 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let mut response = (self.status, Json(self.body())).into_response();
         if let Some(secs) = self.retry_after {
-            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
         response
     }
@@ -168,17 +173,22 @@ fn bool_field(body: &Value, name: &'static str) -> Result<bool, ApiError> {
     match field(body, name) {
         None => Ok(false),
         Some(Value::Bool(b)) => Ok(*b),
-        Some(v) => Err(ApiError::invalid(name, format!("`{name}` must be a boolean, got {}", type_name(v)))),
+        Some(v) => Err(ApiError::invalid(
+            name,
+            format!("`{name}` must be a boolean, got {}", type_name(v)),
+        )),
     }
 }
 
 fn number_field(body: &Value, name: &'static str) -> Result<Option<f64>, ApiError> {
     match field(body, name) {
         None => Ok(None),
-        Some(v) => v
-            .as_f64()
-            .map(Some)
-            .ok_or_else(|| ApiError::invalid(name, format!("`{name}` must be a number, got {}", type_name(v)))),
+        Some(v) => v.as_f64().map(Some).ok_or_else(|| {
+            ApiError::invalid(
+                name,
+                format!("`{name}` must be a number, got {}", type_name(v)),
+            )
+        }),
     }
 }
 
@@ -188,7 +198,10 @@ fn integer_field(body: &Value, name: &'static str) -> Result<Option<i64>, ApiErr
         Some(v) => match v.as_i64() {
             Some(n) => Ok(Some(n)),
             None if v.is_u64() => Err(ApiError::invalid(name, format!("`{name}` is too large"))),
-            None => Err(ApiError::invalid(name, format!("`{name}` must be an integer, got {}", describe(v)))),
+            None => Err(ApiError::invalid(
+                name,
+                format!("`{name}` must be an integer, got {}", describe(v)),
+            )),
         },
     }
 }
@@ -212,7 +225,11 @@ pub fn parse_chat(bytes: &[u8], served: &str) -> Result<CompletionParams, ApiErr
     parse_request(bytes, served, Endpoint::Chat)
 }
 
-fn parse_request(bytes: &[u8], served: &str, endpoint: Endpoint) -> Result<CompletionParams, ApiError> {
+fn parse_request(
+    bytes: &[u8],
+    served: &str,
+    endpoint: Endpoint,
+) -> Result<CompletionParams, ApiError> {
     let body: Value = serde_json::from_slice(bytes).map_err(|e| {
         ApiError::bad_body(format!(
             "the body is not valid JSON (line {}, column {}: {e}); send a JSON object such as \
@@ -222,13 +239,26 @@ fn parse_request(bytes: &[u8], served: &str, endpoint: Endpoint) -> Result<Compl
         ))
     })?;
     if !body.is_object() {
-        return Err(ApiError::bad_body(format!("the body must be a JSON object, got {}", type_name(&body))));
+        return Err(ApiError::bad_body(format!(
+            "the body must be a JSON object, got {}",
+            type_name(&body)
+        )));
     }
 
     let model = match field(&body, "model") {
-        None => return Err(ApiError::invalid("model", format!("`model` is required; this server serves \"{served}\""))),
+        None => {
+            return Err(ApiError::invalid(
+                "model",
+                format!("`model` is required; this server serves \"{served}\""),
+            ))
+        }
         Some(Value::String(m)) => m.clone(),
-        Some(v) => return Err(ApiError::invalid("model", format!("`model` must be a string, got {}", type_name(v)))),
+        Some(v) => {
+            return Err(ApiError::invalid(
+                "model",
+                format!("`model` must be a string, got {}", type_name(v)),
+            ))
+        }
     };
     if model != served {
         return Err(ApiError::invalid("model", format!("the model `{model}` does not exist; this server serves \"{served}\" (GET /v1/models)"))
@@ -237,12 +267,25 @@ fn parse_request(bytes: &[u8], served: &str, endpoint: Endpoint) -> Result<Compl
 
     let prompt = match endpoint {
         Endpoint::Completions => match field(&body, "prompt") {
-            None => return Err(ApiError::invalid("prompt", "`prompt` is required: a string or an array of token ids")),
-            Some(Value::String(s)) if s.is_empty() => return Err(ApiError::invalid("prompt", "`prompt` is empty")),
+            None => {
+                return Err(ApiError::invalid(
+                    "prompt",
+                    "`prompt` is required: a string or an array of token ids",
+                ))
+            }
+            Some(Value::String(s)) if s.is_empty() => {
+                return Err(ApiError::invalid("prompt", "`prompt` is empty"))
+            }
             Some(Value::String(s)) => Prompt::Text(s.clone()),
             Some(Value::Array(items)) => parse_array_prompt(items)?,
             Some(v) => {
-                return Err(ApiError::invalid("prompt", format!("`prompt` must be a string or an array of token ids, got {}", type_name(v))))
+                return Err(ApiError::invalid(
+                    "prompt",
+                    format!(
+                        "`prompt` must be a string or an array of token ids, got {}",
+                        type_name(v)
+                    ),
+                ))
             }
         },
         Endpoint::Chat => Prompt::Text(render_chat(&parse_messages(field(&body, "messages"))?)),
@@ -255,35 +298,61 @@ fn parse_request(bytes: &[u8], served: &str, endpoint: Endpoint) -> Result<Compl
     };
     let max_tokens = match given {
         None => DEFAULT_MAX_TOKENS,
-        Some(n) if n < 1 => return Err(ApiError::invalid(length_param, format!("`{length_param}` must be at least 1, got {n}"))),
-        Some(n) => usize::try_from(n).map_err(|_| ApiError::invalid(length_param, format!("`{length_param}` is too large")))?,
+        Some(n) if n < 1 => {
+            return Err(ApiError::invalid(
+                length_param,
+                format!("`{length_param}` must be at least 1, got {n}"),
+            ))
+        }
+        Some(n) => usize::try_from(n).map_err(|_| {
+            ApiError::invalid(length_param, format!("`{length_param}` is too large"))
+        })?,
     };
 
     let temperature = number_field(&body, "temperature")?.unwrap_or(1.0);
     if !(0.0..=2.0).contains(&temperature) {
-        return Err(ApiError::invalid("temperature", format!("`temperature` must be between 0 and 2, got {temperature}")));
+        return Err(ApiError::invalid(
+            "temperature",
+            format!("`temperature` must be between 0 and 2, got {temperature}"),
+        ));
     }
     let top_p = number_field(&body, "top_p")?;
     if let Some(p) = top_p {
         // Sampling works in f32: a p that rounds to 0 there would keep no token at all.
         if !(p > 0.0 && p <= 1.0 && (p as f32) > 0.0) {
-            return Err(ApiError::invalid("top_p", format!("`top_p` must be in (0, 1] (and at least 1e-38), got {p}")));
+            return Err(ApiError::invalid(
+                "top_p",
+                format!("`top_p` must be in (0, 1] (and at least 1e-38), got {p}"),
+            ));
         }
     }
     // vLLM's extension; -1 (and 0) mean "no top-k", as there.
     let top_k = match integer_field(&body, "top_k")? {
         None | Some(-1) | Some(0) => None,
-        Some(k) if k < -1 => return Err(ApiError::invalid("top_k", format!("`top_k` must be -1 (off) or at least 1, got {k}"))),
+        Some(k) if k < -1 => {
+            return Err(ApiError::invalid(
+                "top_k",
+                format!("`top_k` must be -1 (off) or at least 1, got {k}"),
+            ))
+        }
         Some(k) => Some(k as usize),
     };
     let seed = integer_field(&body, "seed")?.map(|s| s as u64);
     match integer_field(&body, "n")? {
         None | Some(1) => {}
-        Some(n) => return Err(ApiError::invalid("n", format!("`n` must be 1 (one completion per request), got {n}"))),
+        Some(n) => {
+            return Err(ApiError::invalid(
+                "n",
+                format!("`n` must be 1 (one completion per request), got {n}"),
+            ))
+        }
     }
     if let Some(best_of) = integer_field(&body, "best_of")? {
         if best_of != 1 {
-            return Err(ApiError::invalid("best_of", "`best_of` is not supported; leave it out or set it to 1"));
+            return Err(ApiError::invalid(
+                "best_of",
+                "`best_of` is not supported; leave it out or set it to 1",
+            ));
         }
     }
     let unsupported: &[&'static str] = match endpoint {
@@ -292,9 +361,15 @@ fn parse_request(bytes: &[u8], served: &str, endpoint: Endpoint) -> Result<Compl
     };
     for &param in unsupported {
         // An empty list (or map) asks for nothing, and some clients always send one.
-        let empty = |v: &Value| matches!(v, Value::Array(a) if a.is_empty()) || matches!(v, Value::Object(o) if o.is_empty());
+        let empty = |v: &Value| {
+            matches!(v, Value::Array(a) if a.is_empty())
+                || matches!(v, Value::Object(o) if o.is_empty())
+        };
         if field(&body, param).is_some_and(|v| !empty(v)) {
-            return Err(ApiError::invalid(param, format!("`{param}` is not supported by gpt2 serve; leave it out")));
+            return Err(ApiError::invalid(
+                param,
+                format!("`{param}` is not supported by gpt2 serve; leave it out"),
+            ));
         }
     }
     let refused_flag = match endpoint {
@@ -302,24 +377,49 @@ fn parse_request(bytes: &[u8], served: &str, endpoint: Endpoint) -> Result<Compl
         Endpoint::Chat => "logprobs",
     };
     if bool_field(&body, refused_flag)? {
-        return Err(ApiError::invalid(refused_flag, format!("`{refused_flag}` is not supported by gpt2 serve; leave it out")));
+        return Err(ApiError::invalid(
+            refused_flag,
+            format!("`{refused_flag}` is not supported by gpt2 serve; leave it out"),
+        ));
     }
 
     let stream = bool_field(&body, "stream")?;
     let include_usage = match field(&body, "stream_options") {
         None => false,
-        Some(opts @ Value::Object(_)) => bool_field(opts, "include_usage")
-            .map_err(|_| ApiError::invalid("stream_options", "`stream_options.include_usage` must be a boolean"))?,
+        Some(opts @ Value::Object(_)) => bool_field(opts, "include_usage").map_err(|_| {
+            ApiError::invalid(
+                "stream_options",
+                "`stream_options.include_usage` must be a boolean",
+            )
+        })?,
         Some(v) => {
-            return Err(ApiError::invalid("stream_options", format!("`stream_options` must be an object, got {}", type_name(v))))
+            return Err(ApiError::invalid(
+                "stream_options",
+                format!("`stream_options` must be an object, got {}", type_name(v)),
+            ))
         }
     };
     if include_usage && !stream {
-        return Err(ApiError::invalid("stream_options", "`stream_options` is only allowed when `stream` is true"));
+        return Err(ApiError::invalid(
+            "stream_options",
+            "`stream_options` is only allowed when `stream` is true",
+        ));
     }
     let ignore_eos = bool_field(&body, "ignore_eos")?;
 
-    Ok(CompletionParams { model, prompt, max_tokens, max_tokens_param: length_param, temperature, top_p, top_k, seed, stream, include_usage, ignore_eos })
+    Ok(CompletionParams {
+        model,
+        prompt,
+        max_tokens,
+        max_tokens_param: length_param,
+        temperature,
+        top_p,
+        top_k,
+        seed,
+        stream,
+        include_usage,
+        ignore_eos,
+    })
 }
 
 /// One chat message: its role and its text.
@@ -334,10 +434,21 @@ const ROLES: [&str; 5] = ["system", "developer", "user", "assistant", "tool"];
 fn parse_messages(messages: Option<&Value>) -> Result<Vec<Message>, ApiError> {
     let bad = |message: String| ApiError::invalid("messages", message);
     let items = match messages {
-        None => return Err(bad("`messages` is required: an array of {\"role\", \"content\"} objects".into())),
-        Some(Value::Array(items)) if items.is_empty() => return Err(bad("`messages` is empty: send at least one message".into())),
+        None => {
+            return Err(bad(
+                "`messages` is required: an array of {\"role\", \"content\"} objects".into(),
+            ))
+        }
+        Some(Value::Array(items)) if items.is_empty() => {
+            return Err(bad("`messages` is empty: send at least one message".into()))
+        }
         Some(Value::Array(items)) => items,
-        Some(v) => return Err(bad(format!("`messages` must be an array, got {}", type_name(v)))),
+        Some(v) => {
+            return Err(bad(format!(
+                "`messages` must be an array, got {}",
+                type_name(v)
+            )))
+        }
     };
     items
         .iter()
@@ -407,12 +518,21 @@ fn parse_array_prompt(items: &[Value]) -> Result<Prompt, ApiError> {
 
 /// Check the tokenized prompt against the vocabulary and the context window.
 /// `max_tokens_param` names the length field the client sent.
-pub fn check_lengths(prompt: &[u32], max_tokens: usize, max_tokens_param: &'static str, vocab_size: usize, context: usize) -> Result<(), ApiError> {
+pub fn check_lengths(
+    prompt: &[u32],
+    max_tokens: usize,
+    max_tokens_param: &'static str,
+    vocab_size: usize,
+    context: usize,
+) -> Result<(), ApiError> {
     if prompt.is_empty() {
         return Err(ApiError::invalid("prompt", "`prompt` tokenizes to nothing"));
     }
     if let Some(bad) = prompt.iter().find(|&&id| id as usize >= vocab_size) {
-        return Err(ApiError::invalid("prompt", format!("token id {bad} is outside the vocabulary (0..{vocab_size})")));
+        return Err(ApiError::invalid(
+            "prompt",
+            format!("token id {bad} is outside the vocabulary (0..{vocab_size})"),
+        ));
     }
     if prompt.len() >= context {
         return Err(ApiError::invalid(
@@ -463,16 +583,43 @@ mod tests {
             (r#"{"model": "m", "prompt": 5}"#, Some("prompt")),
             (r#"{"model": "m", "prompt": [-1]}"#, Some("prompt")),
             (r#"{"model": "m", "prompt": ["a", "b"]}"#, Some("prompt")),
-            (r#"{"model": "m", "prompt": "hi", "max_tokens": 0}"#, Some("max_tokens")),
-            (r#"{"model": "m", "prompt": "hi", "max_tokens": "8"}"#, Some("max_tokens")),
-            (r#"{"model": "m", "prompt": "hi", "max_tokens": 1.5}"#, Some("max_tokens")),
-            (r#"{"model": "m", "prompt": "hi", "max_tokens": 1e30}"#, Some("max_tokens")),
-            (r#"{"model": "m", "prompt": "hi", "temperature": "hot"}"#, Some("temperature")),
-            (r#"{"model": "m", "prompt": "hi", "temperature": 9}"#, Some("temperature")),
-            (r#"{"model": "m", "prompt": "hi", "stream": "yes"}"#, Some("stream")),
+            (
+                r#"{"model": "m", "prompt": "hi", "max_tokens": 0}"#,
+                Some("max_tokens"),
+            ),
+            (
+                r#"{"model": "m", "prompt": "hi", "max_tokens": "8"}"#,
+                Some("max_tokens"),
+            ),
+            (
+                r#"{"model": "m", "prompt": "hi", "max_tokens": 1.5}"#,
+                Some("max_tokens"),
+            ),
+            (
+                r#"{"model": "m", "prompt": "hi", "max_tokens": 1e30}"#,
+                Some("max_tokens"),
+            ),
+            (
+                r#"{"model": "m", "prompt": "hi", "temperature": "hot"}"#,
+                Some("temperature"),
+            ),
+            (
+                r#"{"model": "m", "prompt": "hi", "temperature": 9}"#,
+                Some("temperature"),
+            ),
+            (
+                r#"{"model": "m", "prompt": "hi", "stream": "yes"}"#,
+                Some("stream"),
+            ),
             (r#"{"model": "m", "prompt": "hi", "n": 2}"#, Some("n")),
-            (r#"{"model": "m", "prompt": "hi", "stop": ["\n"]}"#, Some("stop")),
-            (r#"{"model": "m", "prompt": "hi", "stream_options": {"include_usage": true}}"#, Some("stream_options")),
+            (
+                r#"{"model": "m", "prompt": "hi", "stop": ["\n"]}"#,
+                Some("stop"),
+            ),
+            (
+                r#"{"model": "m", "prompt": "hi", "stream_options": {"include_usage": true}}"#,
+                Some("stream_options"),
+            ),
             ("[1, 2]", None),
             ("{not json", None),
         ] {
@@ -491,34 +638,85 @@ mod tests {
             "m",
         )
         .unwrap();
-        assert_eq!(p.prompt, Prompt::Text("System: Be brief.\nUser: Hi there\nAssistant:".into()));
+        assert_eq!(
+            p.prompt,
+            Prompt::Text("System: Be brief.\nUser: Hi there\nAssistant:".into())
+        );
         assert_eq!(p.max_tokens, 5, "max_completion_tokens wins");
         assert_eq!(parse_chat(br#"{"model": "m", "messages": [{"role": "user", "content": "x"}], "max_tokens": 3}"#, "m").unwrap().max_tokens, 3);
         for (body, param) in [
             (r#"{"model": "m"}"#, "messages"),
             (r#"{"model": "m", "messages": []}"#, "messages"),
             (r#"{"model": "m", "messages": "hi"}"#, "messages"),
-            (r#"{"model": "m", "messages": [{"content": "hi"}]}"#, "messages"),
-            (r#"{"model": "m", "messages": [{"role": "wizard", "content": "hi"}]}"#, "messages"),
-            (r#"{"model": "m", "messages": [{"role": "user", "content": [{"type": "image_url"}]}]}"#, "messages"),
-            (r#"{"model": "m", "messages": [{"role": "user", "content": "hi"}], "max_completion_tokens": 0}"#, "max_completion_tokens"),
-            (r#"{"model": "m", "messages": [{"role": "user", "content": "hi"}], "tools": [{"type": "function"}]}"#, "tools"),
-            (r#"{"model": "m", "messages": [{"role": "user", "content": "hi"}], "logprobs": true}"#, "logprobs"),
+            (
+                r#"{"model": "m", "messages": [{"content": "hi"}]}"#,
+                "messages",
+            ),
+            (
+                r#"{"model": "m", "messages": [{"role": "wizard", "content": "hi"}]}"#,
+                "messages",
+            ),
+            (
+                r#"{"model": "m", "messages": [{"role": "user", "content": [{"type": "image_url"}]}]}"#,
+                "messages",
+            ),
+            (
+                r#"{"model": "m", "messages": [{"role": "user", "content": "hi"}], "max_completion_tokens": 0}"#,
+                "max_completion_tokens",
+            ),
+            (
+                r#"{"model": "m", "messages": [{"role": "user", "content": "hi"}], "tools": [{"type": "function"}]}"#,
+                "tools",
+            ),
+            (
+                r#"{"model": "m", "messages": [{"role": "user", "content": "hi"}], "logprobs": true}"#,
+                "logprobs",
+            ),
         ] {
             let err = parse_chat(body.as_bytes(), "m").unwrap_err();
             assert_eq!(err.param, Some(param), "{body}: {}", err.message);
         }
         // A chat body is not a completions body, and the other way round.
-        assert_eq!(parse(r#"{"model": "m", "messages": [{"role": "user", "content": "hi"}]}"#).unwrap_err().param, Some("prompt"));
-        assert_eq!(parse_chat(br#"{"model": "m", "prompt": "hi"}"#, "m").unwrap_err().param, Some("messages"));
+        assert_eq!(
+            parse(r#"{"model": "m", "messages": [{"role": "user", "content": "hi"}]}"#)
+                .unwrap_err()
+                .param,
+            Some("prompt")
+        );
+        assert_eq!(
+            parse_chat(br#"{"model": "m", "prompt": "hi"}"#, "m")
+                .unwrap_err()
+                .param,
+            Some("messages")
+        );
     }
 
     #[test]
     fn lengths_are_checked_against_the_context() {
         assert!(check_lengths(&[1, 2], 6, "max_tokens", 10, 8).is_ok());
-        assert_eq!(check_lengths(&[1, 2], 7, "max_tokens", 10, 8).unwrap_err().param, Some("max_tokens"));
-        assert_eq!(check_lengths(&[1, 2], 7, "max_completion_tokens", 10, 8).unwrap_err().param, Some("max_completion_tokens"));
-        assert_eq!(check_lengths(&[1; 8], 1, "max_tokens", 10, 8).unwrap_err().param, Some("prompt"));
-        assert_eq!(check_lengths(&[10], 1, "max_tokens", 10, 8).unwrap_err().param, Some("prompt"));
+        assert_eq!(
+            check_lengths(&[1, 2], 7, "max_tokens", 10, 8)
+                .unwrap_err()
+                .param,
+            Some("max_tokens")
+        );
+        assert_eq!(
+            check_lengths(&[1, 2], 7, "max_completion_tokens", 10, 8)
+                .unwrap_err()
+                .param,
+            Some("max_completion_tokens")
+        );
+        assert_eq!(
+            check_lengths(&[1; 8], 1, "max_tokens", 10, 8)
+                .unwrap_err()
+                .param,
+            Some("prompt")
+        );
+        assert_eq!(
+            check_lengths(&[10], 1, "max_tokens", 10, 8)
+                .unwrap_err()
+                .param,
+            Some("prompt")
+        );
     }
 }

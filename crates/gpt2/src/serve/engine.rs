@@ -70,7 +70,12 @@ pub struct StepTrace {
 impl StepTrace {
     fn new(step: u64, plan: &Plan) -> StepTrace {
         let ids = |v: &[usize]| v.iter().map(|&id| id as u64).collect();
-        StepTrace { step, rows: ids(&plan.decode), prefill: plan.prefill.iter().map(|&(id, n)| (id as u64, n)).collect(), joining: ids(&plan.joining) }
+        StepTrace {
+            step,
+            rows: ids(&plan.decode),
+            prefill: plan.prefill.iter().map(|&(id, n)| (id as u64, n)).collect(),
+            joining: ids(&plan.joining),
+        }
     }
 
     /// Prompt tokens in this pass.
@@ -96,7 +101,11 @@ pub enum JobEvent {
     /// Newly decoded text (one or more tokens' worth; never empty).
     Text(String),
     /// The request is finished: its tokens (all of them, as ids) and its timings.
-    Done { finish: FinishReason, tokens: Vec<u32>, timings: Timings },
+    Done {
+        finish: FinishReason,
+        tokens: Vec<u32>,
+        timings: Timings,
+    },
     /// Generation failed for this request.
     Failed(String),
 }
@@ -111,7 +120,12 @@ pub struct Job {
 
 impl Job {
     pub fn new(request: Request, events: mpsc::UnboundedSender<JobEvent>) -> Job {
-        Job { request, events, id: 0, arrived: Instant::now() }
+        Job {
+            request,
+            events,
+            id: 0,
+            arrived: Instant::now(),
+        }
     }
 }
 
@@ -141,7 +155,12 @@ pub struct EngineOptions {
 impl EngineOptions {
     /// `max_batch_size` and `queue_size` as given, no waiting, the default prefill budget.
     pub fn new(max_batch_size: usize, queue_size: usize) -> EngineOptions {
-        EngineOptions { max_batch_size, queue_size, batch_wait: Duration::ZERO, prefill_chunk: DEFAULT_PREFILL_CHUNK }
+        EngineOptions {
+            max_batch_size,
+            queue_size,
+            batch_wait: Duration::ZERO,
+            prefill_chunk: DEFAULT_PREFILL_CHUNK,
+        }
     }
 }
 
@@ -168,9 +187,14 @@ impl Engine {
     /// its own default stream and nothing orders one thread's stream after another's, so
     /// weights uploaded on the main thread could still be in flight when the model thread's
     /// first kernels read them. (This cannot be tested without a GPU.)
-    pub fn start(load: Loader, options: EngineOptions, on_step: Option<StepHook>) -> anyhow::Result<Engine> {
+    pub fn start(
+        load: Loader,
+        options: EngineOptions,
+        on_step: Option<StepHook>,
+    ) -> anyhow::Result<Engine> {
         let (queue, rx) = mpsc::channel(options.queue_size.max(1));
-        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<anyhow::Result<(Arc<Tokenizer>, Config)>>();
+        let (ready_tx, ready_rx) =
+            std::sync::mpsc::channel::<anyhow::Result<(Arc<Tokenizer>, Config)>>();
         let knobs = options.clone();
         let thread = std::thread::Builder::new()
             .name("gpt2-model".into())
@@ -194,7 +218,14 @@ impl Engine {
                 anyhow::bail!("the model thread stopped while loading the model");
             }
         };
-        Ok(Engine { queue, thread: Some(thread), next_id: AtomicU64::new(0), options, tokenizer, config })
+        Ok(Engine {
+            queue,
+            thread: Some(thread),
+            next_id: AtomicU64::new(0),
+            options,
+            tokenizer,
+            config,
+        })
     }
 
     /// Queue a request without waiting: a full queue is an immediate answer (HTTP 503).
@@ -249,8 +280,22 @@ struct Scheduler<'m> {
 }
 
 impl<'m> Scheduler<'m> {
-    fn new(model: &'m Model, tokenizer: &'m Tokenizer, options: EngineOptions, on_step: Option<StepHook>) -> Self {
-        Scheduler { model, tokenizer, options, on_step, batch: Batch::new(), live: HashMap::new(), held: None, step: 0 }
+    fn new(
+        model: &'m Model,
+        tokenizer: &'m Tokenizer,
+        options: EngineOptions,
+        on_step: Option<StepHook>,
+    ) -> Self {
+        Scheduler {
+            model,
+            tokenizer,
+            options,
+            on_step,
+            batch: Batch::new(),
+            live: HashMap::new(),
+            held: None,
+            step: 0,
+        }
     }
 
     fn run(mut self, mut rx: mpsc::Receiver<Job>) {
@@ -272,7 +317,9 @@ impl<'m> Scheduler<'m> {
     /// The next pass's budget of prompt tokens: `--prefill-chunk` while others decode, none
     /// when nobody would wait on the prompts.
     fn budget(&self) -> Option<usize> {
-        self.batch.is_decoding().then_some(self.options.prefill_chunk.max(1))
+        self.batch
+            .is_decoding()
+            .then_some(self.options.prefill_chunk.max(1))
     }
 
     /// Takes waiting requests while the batch has room and the next pass has prompt budget
@@ -280,16 +327,25 @@ impl<'m> Scheduler<'m> {
     /// `--batch-wait-ms` for more to share the pass.
     fn admit(&mut self, rx: &mut mpsc::Receiver<Job>) {
         let idle = self.batch.is_empty();
-        let deadline = Instant::now() + if idle { self.options.batch_wait } else { Duration::ZERO };
+        let deadline = Instant::now()
+            + if idle {
+                self.options.batch_wait
+            } else {
+                Duration::ZERO
+            };
         let budget = self.budget().unwrap_or(usize::MAX);
         let mut pending = self.batch.unprefilled();
         let mut group: Vec<Job> = Vec::new();
-        while self.batch.len() + group.len() < self.options.max_batch_size.max(1) && pending < budget {
+        while self.batch.len() + group.len() < self.options.max_batch_size.max(1)
+            && pending < budget
+        {
             let job = match self.held.take() {
                 Some(job) => job,
                 None => match rx.try_recv() {
                     Ok(job) => job,
-                    Err(mpsc::error::TryRecvError::Empty) if !group.is_empty() && Instant::now() < deadline => {
+                    Err(mpsc::error::TryRecvError::Empty)
+                        if !group.is_empty() && Instant::now() < deadline =>
+                    {
                         std::thread::sleep(Duration::from_micros(200));
                         continue;
                     }
@@ -309,7 +365,16 @@ impl<'m> Scheduler<'m> {
         let scheduled = Instant::now();
         for job in group {
             let (id, request) = (job.id, job.request.clone());
-            self.live.insert(id, Live { job, stream: self.tokenizer.stream(), sent: String::new(), scheduled, first_token: None });
+            self.live.insert(
+                id,
+                Live {
+                    job,
+                    stream: self.tokenizer.stream(),
+                    sent: String::new(),
+                    scheduled,
+                    first_token: None,
+                },
+            );
             // One at a time, so that a request the batch refuses fails alone.
             match self.batch.admit(self.model, vec![(id as usize, request)]) {
                 Ok(done) => self.finish(done),
@@ -320,7 +385,13 @@ impl<'m> Scheduler<'m> {
 
     /// Stops the requests whose client has gone away, so their slots are free now.
     fn drop_cancelled(&mut self) {
-        let gone: Vec<u64> = self.batch.ids().into_iter().map(|id| id as u64).filter(|id| self.live.get(id).is_none_or(|l| l.job.events.is_closed())).collect();
+        let gone: Vec<u64> = self
+            .batch
+            .ids()
+            .into_iter()
+            .map(|id| id as u64)
+            .filter(|id| self.live.get(id).is_none_or(|l| l.job.events.is_closed()))
+            .collect();
         for id in gone {
             if let Some(completion) = self.batch.cancel(id as usize) {
                 self.finish(vec![(id as usize, completion)]);
@@ -336,7 +407,9 @@ impl<'m> Scheduler<'m> {
         }
         self.step += 1;
         let live = &mut self.live;
-        let result = self.batch.step(self.model, budget, &mut |event| on_token(live, event));
+        let result = self
+            .batch
+            .step(self.model, budget, &mut |event| on_token(live, event));
         match result {
             Ok(done) => self.finish(done),
             Err(e) => {
@@ -353,11 +426,16 @@ impl<'m> Scheduler<'m> {
     fn finish(&mut self, done: Vec<(usize, Completion)>) {
         let now = Instant::now();
         for (id, completion) in done {
-            let Some(live) = self.live.remove(&(id as u64)) else { continue };
+            let Some(live) = self.live.remove(&(id as u64)) else {
+                continue;
+            };
             // A token can end inside a UTF-8 character: the stream holds it until the
             // character is whole, and the leftovers are flushed here.
             if let Ok(full) = self.tokenizer.decode(&completion.tokens) {
-                if let Some(rest) = full.strip_prefix(live.sent.as_str()).filter(|r| !r.is_empty()) {
+                if let Some(rest) = full
+                    .strip_prefix(live.sent.as_str())
+                    .filter(|r| !r.is_empty())
+                {
                     let _ = live.job.events.send(JobEvent::Text(rest.to_string()));
                 }
             }
@@ -367,8 +445,17 @@ impl<'m> Scheduler<'m> {
                 prefill: first.saturating_duration_since(live.scheduled),
                 decode: now.saturating_duration_since(first),
             };
-            tracing::debug!(id, tokens = completion.tokens.len(), ?timings, "request done");
-            let _ = live.job.events.send(JobEvent::Done { finish: completion.finish, tokens: completion.tokens, timings });
+            tracing::debug!(
+                id,
+                tokens = completion.tokens.len(),
+                ?timings,
+                "request done"
+            );
+            let _ = live.job.events.send(JobEvent::Done {
+                finish: completion.finish,
+                tokens: completion.tokens,
+                timings,
+            });
         }
     }
 
@@ -379,7 +466,10 @@ impl<'m> Scheduler<'m> {
         let cause = cause.lines().next().unwrap_or("unknown error");
         for id in ids {
             if let Some(live) = self.live.remove(id) {
-                let _ = live.job.events.send(JobEvent::Failed(format!("generation failed: {cause}")));
+                let _ = live
+                    .job
+                    .events
+                    .send(JobEvent::Failed(format!("generation failed: {cause}")));
             }
         }
     }
@@ -387,7 +477,9 @@ impl<'m> Scheduler<'m> {
 
 /// Streams one token's text to its request; a request whose client has gone is stopped.
 fn on_token(live: &mut HashMap<u64, Live<'_>>, event: TokenEvent) -> Flow {
-    let Some(request) = live.get_mut(&(event.row as u64)) else { return Flow::Stop };
+    let Some(request) = live.get_mut(&(event.row as u64)) else {
+        return Flow::Stop;
+    };
     if event.index == 0 {
         request.first_token = Some(Instant::now());
     }

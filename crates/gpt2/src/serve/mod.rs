@@ -91,7 +91,12 @@ impl Server {
     /// Start the model thread, which runs `load` (see [`engine::Engine::start`] for why the
     /// model is loaded there), and return once the model is ready. `on_step`, when given, sees
     /// every decode step (tests watch the batch with it).
-    pub fn start(load: Loader, served_model: String, options: EngineOptions, on_step: Option<StepHook>) -> Result<Server> {
+    pub fn start(
+        load: Loader,
+        served_model: String,
+        options: EngineOptions,
+        on_step: Option<StepHook>,
+    ) -> Result<Server> {
         let engine = engine::Engine::start(load, options, on_step)?;
         let state = Arc::new(routes::AppState::new(engine, served_model));
         Ok(Server { state })
@@ -99,7 +104,11 @@ impl Server {
 
     /// Serve on `listener` until `shutdown` resolves, then finish every accepted request
     /// (streams included) and stop the model thread.
-    pub async fn serve(self, listener: tokio::net::TcpListener, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<()> {
+    pub async fn serve(
+        self,
+        listener: tokio::net::TcpListener,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<()> {
         // Streamed chunks are small writes: without TCP_NODELAY each would wait for the
         // client's delayed ACK (about 40 ms), which a benchmark would report as latency.
         let listener = listener.tap_io(|tcp| {
@@ -108,13 +117,18 @@ impl Server {
             }
         });
         let app = routes::router(self.state.clone());
-        axum::serve(listener, app).with_graceful_shutdown(shutdown).await.context("the HTTP server failed")?;
+        axum::serve(listener, app)
+            .with_graceful_shutdown(shutdown)
+            .await
+            .context("the HTTP server failed")?;
         // Every connection is closed; the router's handles are gone. Dropping ours closes the
         // queue, and the model thread exits once it is empty.
         let Server { state } = self;
         tokio::task::spawn_blocking(move || match Arc::try_unwrap(state) {
             Ok(state) => state.engine.join(),
-            Err(_) => tracing::warn!("requests still hold the engine; not waiting for the model thread"),
+            Err(_) => {
+                tracing::warn!("requests still hold the engine; not waiting for the model thread")
+            }
         })
         .await
         .context("waiting for the model thread")?;
@@ -124,7 +138,10 @@ impl Server {
 
 /// `gpt2 serve`: load the model, listen, serve until SIGINT or SIGTERM.
 pub fn run(args: ServeArgs) -> Result<()> {
-    let served = args.served_model_name.clone().unwrap_or_else(|| args.model.model.clone());
+    let served = args
+        .served_model_name
+        .clone()
+        .unwrap_or_else(|| args.model.model.clone());
     let options = EngineOptions {
         max_batch_size: usize::from(args.max_batch_size),
         queue_size: args.queue_size as usize,
@@ -213,7 +230,9 @@ async fn shutdown_signal() {
     ));
     tokio::spawn(async {
         if tokio::signal::ctrl_c().await.is_ok() {
-            say(format_args!("gpt2 serve: second Ctrl-C: exiting without finishing the requests in flight"));
+            say(format_args!(
+                "gpt2 serve: second Ctrl-C: exiting without finishing the requests in flight"
+            ));
             std::process::exit(130);
         }
     });

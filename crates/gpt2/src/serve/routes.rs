@@ -35,7 +35,12 @@ impl AppState {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs())
             .unwrap_or(0);
-        AppState { engine, served_model, created, next_id: AtomicU64::new(0) }
+        AppState {
+            engine,
+            served_model,
+            created,
+            next_id: AtomicU64::new(0),
+        }
     }
 
     fn tokenizer(&self) -> &Tokenizer {
@@ -87,15 +92,25 @@ fn finish_reason(finish: FinishReason) -> &'static str {
     }
 }
 
-async fn completions(State(state): State<Arc<AppState>>, body: Result<Bytes, BytesRejection>) -> Response {
+async fn completions(
+    State(state): State<Arc<AppState>>,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
     respond(&state, Endpoint::Completions, body).await
 }
 
-async fn chat_completions(State(state): State<Arc<AppState>>, body: Result<Bytes, BytesRejection>) -> Response {
+async fn chat_completions(
+    State(state): State<Arc<AppState>>,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
     respond(&state, Endpoint::Chat, body).await
 }
 
-async fn respond(state: &AppState, endpoint: Endpoint, body: Result<Bytes, BytesRejection>) -> Response {
+async fn respond(
+    state: &AppState,
+    endpoint: Endpoint,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
     match start_completion(state, endpoint, body) {
         Ok((params, prompt_tokens, rx)) => {
             let n = state.next_id.fetch_add(1, Ordering::Relaxed);
@@ -103,7 +118,13 @@ async fn respond(state: &AppState, endpoint: Endpoint, body: Result<Bytes, Bytes
                 Endpoint::Completions => format!("cmpl-{n}"),
                 Endpoint::Chat => format!("chatcmpl-{n}"),
             };
-            let reply = Reply { endpoint, id, created: state.created, model: params.model.clone(), prompt_tokens };
+            let reply = Reply {
+                endpoint,
+                id,
+                created: state.created,
+                model: params.model.clone(),
+                prompt_tokens,
+            };
             if params.stream {
                 stream_response(reply, params.include_usage, rx).into_response()
             } else {
@@ -122,7 +143,10 @@ fn start_completion(
 ) -> Result<(CompletionParams, usize, mpsc::UnboundedReceiver<JobEvent>), ApiError> {
     let bytes = body.map_err(|rejection| ApiError {
         status: rejection.status(),
-        ..ApiError::bad_body(format!("cannot read the request body: {}", rejection.body_text()))
+        ..ApiError::bad_body(format!(
+            "cannot read the request body: {}",
+            rejection.body_text()
+        ))
     })?;
     let params = match endpoint {
         Endpoint::Completions => api::parse_completion(&bytes, &state.served_model)?,
@@ -134,25 +158,44 @@ fn start_completion(
     };
     let prompt = match &params.prompt {
         Prompt::Tokens(ids) => ids.clone(),
-        Prompt::Text(text) => {
-            state.tokenizer().encode(text).map_err(|e| ApiError::invalid(param, format!("cannot tokenize the prompt: {e}")))?
-        }
+        Prompt::Text(text) => state
+            .tokenizer()
+            .encode(text)
+            .map_err(|e| ApiError::invalid(param, format!("cannot tokenize the prompt: {e}")))?,
     };
     let cfg = &state.engine.config;
-    api::check_lengths(&prompt, params.max_tokens, params.max_tokens_param, cfg.vocab_size, cfg.n_positions)?;
-    let seed = params.seed.unwrap_or_else(|| state.next_id.load(Ordering::Relaxed));
+    api::check_lengths(
+        &prompt,
+        params.max_tokens,
+        params.max_tokens_param,
+        cfg.vocab_size,
+        cfg.n_positions,
+    )?;
+    let seed = params
+        .seed
+        .unwrap_or_else(|| state.next_id.load(Ordering::Relaxed));
     let request = Request {
         prompt,
         max_tokens: params.max_tokens,
-        sampling: Sampling { temperature: params.temperature, top_k: params.top_k, top_p: params.top_p, seed },
+        sampling: Sampling {
+            temperature: params.temperature,
+            top_k: params.top_k,
+            top_p: params.top_p,
+            seed,
+        },
         stop_at_eos: !params.ignore_eos,
     };
     let prompt_tokens = request.prompt.len();
     let (events, rx) = mpsc::unbounded_channel();
-    state.engine.submit(Job::new(request, events)).map_err(|why| match why {
-        Rejected::QueueFull => ApiError::queue_full(state.engine.queued()),
-        Rejected::Stopped => ApiError::unavailable("the model is not running (the server is shutting down); retry later"),
-    })?;
+    state
+        .engine
+        .submit(Job::new(request, events))
+        .map_err(|why| match why {
+            Rejected::QueueFull => ApiError::queue_full(state.engine.queued()),
+            Rejected::Stopped => ApiError::unavailable(
+                "the model is not running (the server is shutting down); retry later",
+            ),
+        })?;
     Ok((params, prompt_tokens, rx))
 }
 
@@ -187,7 +230,9 @@ impl Reply {
     /// One streamed chunk. A chat stream's first chunk also carries the assistant's role.
     fn chunk(&self, text: &str, finish: Option<&str>, first: bool, with_usage: bool) -> Value {
         let choice = match self.endpoint {
-            Endpoint::Completions => json!({ "index": 0, "text": text, "logprobs": null, "finish_reason": finish }),
+            Endpoint::Completions => {
+                json!({ "index": 0, "text": text, "logprobs": null, "finish_reason": finish })
+            }
             Endpoint::Chat => {
                 let delta = match (first, finish) {
                     (_, Some(_)) => json!({}),
@@ -206,9 +251,17 @@ impl Reply {
     }
 
     /// The non-streamed body.
-    fn whole(&self, text: String, finish: FinishReason, completion_tokens: usize, timings: &Timings) -> Value {
+    fn whole(
+        &self,
+        text: String,
+        finish: FinishReason,
+        completion_tokens: usize,
+        timings: &Timings,
+    ) -> Value {
         let choice = match self.endpoint {
-            Endpoint::Completions => json!({ "index": 0, "text": text, "logprobs": null, "finish_reason": finish_reason(finish) }),
+            Endpoint::Completions => {
+                json!({ "index": 0, "text": text, "logprobs": null, "finish_reason": finish_reason(finish) })
+            }
             Endpoint::Chat => json!({
                 "index": 0, "message": { "role": "assistant", "content": text }, "logprobs": null,
                 "finish_reason": finish_reason(finish),
@@ -246,9 +299,16 @@ fn stream_response(
             }
             let mut data: Vec<Value> = match rx.recv().await {
                 Some(JobEvent::Text(text)) => {
-                    return Some((vec![reply.chunk(&text, None, first, include_usage).to_string()], (rx, false, false)));
+                    return Some((
+                        vec![reply.chunk(&text, None, first, include_usage).to_string()],
+                        (rx, false, false),
+                    ));
                 }
-                Some(JobEvent::Done { finish, tokens, timings }) => {
+                Some(JobEvent::Done {
+                    finish,
+                    tokens,
+                    timings,
+                }) => {
                     let mut data = Vec::new();
                     if first && reply.endpoint == Endpoint::Chat {
                         // No text at all: the role still comes first.
@@ -266,14 +326,19 @@ fn stream_response(
                     data
                 }
                 Some(JobEvent::Failed(message)) => vec![ApiError::internal(message).body()],
-                None => vec![ApiError::internal("generation stopped before the request finished").body()],
+                None => vec![
+                    ApiError::internal("generation stopped before the request finished").body(),
+                ],
             };
             let mut data: Vec<String> = data.drain(..).map(|v| v.to_string()).collect();
             data.push("[DONE]".to_string());
             Some((data, (rx, false, true)))
         }
     });
-    Sse::new(events.flat_map(|data| stream::iter(data.into_iter().map(|d| Ok(Event::default().data(d))))))
+    Sse::new(
+        events
+            .flat_map(|data| stream::iter(data.into_iter().map(|d| Ok(Event::default().data(d))))),
+    )
 }
 
 /// The whole completion in one JSON body.
@@ -282,11 +347,18 @@ async fn whole_response(reply: Reply, mut rx: mpsc::UnboundedReceiver<JobEvent>)
     loop {
         match rx.recv().await {
             Some(JobEvent::Text(piece)) => text.push_str(&piece),
-            Some(JobEvent::Done { finish, tokens, timings }) => {
+            Some(JobEvent::Done {
+                finish,
+                tokens,
+                timings,
+            }) => {
                 return Json(reply.whole(text, finish, tokens.len(), &timings)).into_response();
             }
             Some(JobEvent::Failed(message)) => return ApiError::internal(message).into_response(),
-            None => return ApiError::internal("generation stopped before the request finished").into_response(),
+            None => {
+                return ApiError::internal("generation stopped before the request finished")
+                    .into_response()
+            }
         }
     }
 }

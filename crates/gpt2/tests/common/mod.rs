@@ -13,7 +13,10 @@ pub fn fixture_dir() -> PathBuf {
 }
 
 pub fn fixture() -> Checkpoint {
-    Checkpoint { dir: fixture_dir(), synthetic: false }
+    Checkpoint {
+        dir: fixture_dir(),
+        synthetic: false,
+    }
 }
 
 /// Runs `check` once per kernel path (which it builds its models for): every path this CPU
@@ -44,20 +47,37 @@ pub struct Reference {
 }
 
 fn reference_json() -> serde_json::Value {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiny-gpt2-reference.json");
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiny-gpt2-reference.json");
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
 /// A JSON array of rows of logits.
 fn logit_rows(rows: &serde_json::Value) -> Vec<Vec<f32>> {
     let rows = rows.as_array().expect("rows of logits");
-    rows.iter().map(|row| row.as_array().unwrap().iter().map(|x| x.as_f64().unwrap() as f32).collect()).collect()
+    rows.iter()
+        .map(|row| {
+            row.as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_f64().unwrap() as f32)
+                .collect()
+        })
+        .collect()
 }
 
 pub fn reference() -> Reference {
     let v = reference_json();
-    let ids = v["ids"][0].as_array().unwrap().iter().map(|x| x.as_u64().unwrap() as u32).collect();
-    Reference { ids, logits: logit_rows(&v["logits"]) }
+    let ids = v["ids"][0]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_u64().unwrap() as u32)
+        .collect();
+    Reference {
+        ids,
+        logits: logit_rows(&v["logits"]),
+    }
 }
 
 /// Transformers' logits for the reference ids with every parameter of the fixture rounded to
@@ -65,11 +85,17 @@ pub fn reference() -> Reference {
 pub fn rounded_reference(dtype: DType) -> Vec<Vec<f32>> {
     let key = format!("{dtype:?}").to_lowercase();
     let v = reference_json();
-    assert!(v["rounded_weights_logits"][&key].is_array(), "the reference has no {key} rows: rerun scripts/make-gpt2-fixture.py");
+    assert!(
+        v["rounded_weights_logits"][&key].is_array(),
+        "the reference has no {key} rows: rerun scripts/make-gpt2-fixture.py"
+    );
     logit_rows(&v["rounded_weights_logits"][&key])
 }
 
 pub fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
     assert_eq!(a.len(), b.len());
-    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f32::max)
 }

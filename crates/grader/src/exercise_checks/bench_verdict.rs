@@ -20,7 +20,10 @@ const TTFT: &str = "ttft_ms.p90";
 const TPOT: &str = "tpot_ms.p90";
 
 /// Each scenario's answers.toml table and how the feedback names it.
-const SCENARIOS: [(&str, &str); 2] = [("below", "below batch 8's saturation"), ("above", "above batch 8's saturation")];
+const SCENARIOS: [(&str, &str); 2] = [
+    ("below", "below batch 8's saturation"),
+    ("above", "above batch 8's saturation"),
+];
 
 pub fn check(ctx: &mut Ctx<'_>, key: &BenchVerdictKey) {
     let report = ctx.bench("bench").map(|r| (r.file, r.comparisons));
@@ -36,7 +39,11 @@ pub fn check(ctx: &mut Ctx<'_>, key: &BenchVerdictKey) {
     for (scenario, where_) in SCENARIOS {
         if scenario == "above" {
             let throughput = of(scenario, THROUGHPUT);
-            let q = QuestionResult::new("above.throughput_ratio", "Output tokens/s above saturation, batch 16 over batch 8", 1.0);
+            let q = QuestionResult::new(
+                "above.throughput_ratio",
+                "Output tokens/s above saturation, batch 16 over batch 8",
+                1.0,
+            );
             let ratio = ctx.number("above.throughput_ratio");
             ctx.push(match ratio {
                 // A ratio of two rates is a positive number; anything else was not read from a run.
@@ -50,23 +57,44 @@ pub fn check(ctx: &mut Ctx<'_>, key: &BenchVerdictKey) {
                 }
             });
         }
-        for (field, metric, what) in [("throughput", THROUGHPUT, "output tokens/s"), ("ttft_p90", TTFT, "the P90 TTFT"), ("tpot_p90", TPOT, "the P90 TPOT")] {
+        for (field, metric, what) in [
+            ("throughput", THROUGHPUT, "output tokens/s"),
+            ("ttft_p90", TTFT, "the P90 TTFT"),
+            ("tpot_p90", TPOT, "the P90 TPOT"),
+        ] {
             let id = format!("{scenario}.{field}");
             let got = ctx.text(&id);
-            let q = QuestionResult::new(&id, &format!("Batch 16 against batch 8 on {what}, {where_}"), 1.0);
+            let q = QuestionResult::new(
+                &id,
+                &format!("Batch 16 against batch 8 on {what}, {where_}"),
+                1.0,
+            );
             ctx.push(verdict_question(got, &of(scenario, metric), q));
         }
     }
 
     let meaning = ctx.text("decision.meaning");
     let answer = ctx.text("decision.answer");
-    let q = QuestionResult::new("decision", "Above saturation: is batch 16 faster than batch 8? (which faster, and the answer)", 1.0);
-    let comparisons = [(THROUGHPUT, of("above", THROUGHPUT)), (TTFT, of("above", TTFT)), (TPOT, of("above", TPOT))];
+    let q = QuestionResult::new(
+        "decision",
+        "Above saturation: is batch 16 faster than batch 8? (which faster, and the answer)",
+        1.0,
+    );
+    let comparisons = [
+        (THROUGHPUT, of("above", THROUGHPUT)),
+        (TTFT, of("above", TTFT)),
+        (TPOT, of("above", TPOT)),
+    ];
     ctx.push(decision(meaning, answer, &comparisons, q));
 }
 
 /// The decision: a meaning of "faster" (one of the three metrics) and the verdict in it.
-fn decision(meaning: Got<String>, answer: Got<String>, comparisons: &[(&str, Result<Comparison, String>)], q: QuestionResult) -> QuestionResult {
+fn decision(
+    meaning: Got<String>,
+    answer: Got<String>,
+    comparisons: &[(&str, Result<Comparison, String>)],
+    q: QuestionResult,
+) -> QuestionResult {
     let (meaning, answer) = match (meaning, answer) {
         (Got::Unanswered, Got::Unanswered) => return q.unanswered(NOT_ANSWERED),
         (Got::Invalid(reason), _) | (_, Got::Invalid(reason)) => return q.wrong(reason),
@@ -89,12 +117,20 @@ fn decision(meaning: Got<String>, answer: Got<String>, comparisons: &[(&str, Res
         Meaning::Unknown => return q.wrong(format!("\"{meaning}\" is not one of the three meanings: write throughput, ttft or tpot")),
     };
     let Some((_, comparison)) = comparisons.iter().find(|(m, _)| *m == metric) else {
-        return q.wrong(format!("cannot be checked: no {metric} comparison; tell the instructor"));
+        return q.wrong(format!(
+            "cannot be checked: no {metric} comparison; tell the instructor"
+        ));
     };
     if normalised(&answer) == "no" {
         return q.wrong("\"no\" could mean slower, the same or cannot tell: write \"slower\", \"same\" or \"inconclusive\"");
     }
-    grade_reading(&answer, read(&answer, true), comparison, &format!(" on {metric}"), q)
+    grade_reading(
+        &answer,
+        read(&answer, true),
+        comparison,
+        &format!(" on {metric}"),
+        q,
+    )
 }
 
 /// The comparison of a bench.json, or why there is none.
@@ -109,7 +145,11 @@ const ONLY_WHOLE_INTERVALS: &str =
     "faster or slower needs the whole interval beyond the band of the minimum effect, same needs it inside, and one across an edge is inconclusive";
 
 /// A verdict question: the learner's words against the comparison's verdict.
-pub(crate) fn verdict_question(got: Got<String>, comparison: &Result<Comparison, String>, q: QuestionResult) -> QuestionResult {
+pub(crate) fn verdict_question(
+    got: Got<String>,
+    comparison: &Result<Comparison, String>,
+    q: QuestionResult,
+) -> QuestionResult {
     match got {
         Got::Unanswered => q.unanswered(NOT_ANSWERED),
         Got::Invalid(reason) => q.wrong(reason),
@@ -122,7 +162,13 @@ pub(crate) fn verdict_question(got: Got<String>, comparison: &Result<Comparison,
 
 /// What the learner's answer says, against what the benchmark says (`on` names the metric in
 /// the feedback, or is empty).
-fn grade_reading(text: &str, reading: Option<Reading>, comparison: &Result<Comparison, String>, on: &str, q: QuestionResult) -> QuestionResult {
+fn grade_reading(
+    text: &str,
+    reading: Option<Reading>,
+    comparison: &Result<Comparison, String>,
+    on: &str,
+    q: QuestionResult,
+) -> QuestionResult {
     let Some(reading) = reading else {
         return q.wrong(not_a_verdict(text));
     };
@@ -160,7 +206,11 @@ fn not_a_verdict(text: &str) -> String {
 
 /// Lower case, letters and digits only: "Can't tell!" and "cant tell" read the same.
 fn normalised(text: &str) -> String {
-    text.trim().to_lowercase().chars().filter(char::is_ascii_alphanumeric).collect()
+    text.trim()
+        .to_lowercase()
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .collect()
 }
 
 /// An answer: one of the four verdicts, or "the arrivals set it".
@@ -179,13 +229,14 @@ fn read(text: &str, yes_is_faster: bool) -> Option<Reading> {
         return Some(Reading::Verdict(v));
     }
     match normalised(text).as_str() {
-        "cannottell" | "canttell" | "cannottellatthissamplesize" | "canttellatthissamplesize" | "cannotbetold" => {
-            Some(Reading::Verdict(Verdict::Inconclusive))
-        }
+        "cannottell"
+        | "canttell"
+        | "cannottellatthissamplesize"
+        | "canttellatthissamplesize"
+        | "cannotbetold" => Some(Reading::Verdict(Verdict::Inconclusive)),
         "thesame" => Some(Reading::Verdict(Verdict::Same)),
-        "arrivals" | "setbythearrivals" | "setbyarrivals" | "thearrivalssetit" | "arrivalssetit" | "thearrivalrate" | "arrivalrate" => {
-            Some(Reading::Arrivals)
-        }
+        "arrivals" | "setbythearrivals" | "setbyarrivals" | "thearrivalssetit"
+        | "arrivalssetit" | "thearrivalrate" | "arrivalrate" => Some(Reading::Arrivals),
         "yes" if yes_is_faster => Some(Reading::Verdict(Verdict::Faster)),
         _ => None,
     }
@@ -200,10 +251,27 @@ enum Meaning {
 
 fn read_meaning(text: &str) -> Meaning {
     match normalised(text).as_str() {
-        "throughput" | "outputtokenspers" | "outputtokenss" | "outputtokenspersecond" | "tokenspersecond" | "tokenss" | "toks" | "outputthroughput"
+        "throughput"
+        | "outputtokenspers"
+        | "outputtokenss"
+        | "outputtokenspersecond"
+        | "tokenspersecond"
+        | "tokenss"
+        | "toks"
+        | "outputthroughput"
         | "outputtokenthroughput" => Meaning::Metric(THROUGHPUT),
-        "ttft" | "ttftmsp90" | "p90ttft" | "ttftp90" | "timetofirsttoken" | "p90timetofirsttoken" => Meaning::Metric(TTFT),
-        "tpot" | "tpotmsp90" | "p90tpot" | "tpotp90" | "timeperoutputtoken" | "p90timeperoutputtoken" => Meaning::Metric(TPOT),
+        "ttft"
+        | "ttftmsp90"
+        | "p90ttft"
+        | "ttftp90"
+        | "timetofirsttoken"
+        | "p90timetofirsttoken" => Meaning::Metric(TTFT),
+        "tpot"
+        | "tpotmsp90"
+        | "p90tpot"
+        | "tpotp90"
+        | "timeperoutputtoken"
+        | "p90timeperoutputtoken" => Meaning::Metric(TPOT),
         "latency" | "perrequestlatency" | "requestlatency" | "p90latency" => Meaning::Latency,
         _ => Meaning::Unknown,
     }
@@ -216,24 +284,55 @@ mod tests {
     #[test]
     fn verdicts_in_other_words() {
         let v = |text: &str, yes: bool| read(text, yes);
-        assert_eq!(v("Cannot tell at this sample size", false), Some(Reading::Verdict(Verdict::Inconclusive)));
-        assert_eq!(v("can't tell", false), Some(Reading::Verdict(Verdict::Inconclusive)));
-        assert_eq!(v("Inconclusive", false), Some(Reading::Verdict(Verdict::Inconclusive)));
+        assert_eq!(
+            v("Cannot tell at this sample size", false),
+            Some(Reading::Verdict(Verdict::Inconclusive))
+        );
+        assert_eq!(
+            v("can't tell", false),
+            Some(Reading::Verdict(Verdict::Inconclusive))
+        );
+        assert_eq!(
+            v("Inconclusive", false),
+            Some(Reading::Verdict(Verdict::Inconclusive))
+        );
         assert_eq!(v("the same", false), Some(Reading::Verdict(Verdict::Same)));
         assert_eq!(v("Set by the arrivals", false), Some(Reading::Arrivals));
-        assert_eq!(v("Within noise", false), None, "the old word says neither same nor cannot tell");
+        assert_eq!(
+            v("Within noise", false),
+            None,
+            "the old word says neither same nor cannot tell"
+        );
         assert_eq!(v("yes", true), Some(Reading::Verdict(Verdict::Faster)));
-        assert_eq!(v("yes", false), None, "yes answers a question only the decision asks");
+        assert_eq!(
+            v("yes", false),
+            None,
+            "yes answers a question only the decision asks"
+        );
         assert_eq!(v("not faster", true), None, "a negation is no verdict");
-        assert_eq!(v("no difference", false), None, "a hedge: the same (inside the band) or cannot tell?");
-        assert_eq!(v("faster slower same inconclusive", false), None, "a list of every verdict is none of them");
+        assert_eq!(
+            v("no difference", false),
+            None,
+            "a hedge: the same (inside the band) or cannot tell?"
+        );
+        assert_eq!(
+            v("faster slower same inconclusive", false),
+            None,
+            "a list of every verdict is none of them"
+        );
     }
 
     #[test]
     fn meanings_in_other_words() {
-        assert!(matches!(read_meaning("Output tokens/s"), Meaning::Metric(THROUGHPUT)));
+        assert!(matches!(
+            read_meaning("Output tokens/s"),
+            Meaning::Metric(THROUGHPUT)
+        ));
         assert!(matches!(read_meaning("P90 TTFT"), Meaning::Metric(TTFT)));
-        assert!(matches!(read_meaning("time per output token"), Meaning::Metric(TPOT)));
+        assert!(matches!(
+            read_meaning("time per output token"),
+            Meaning::Metric(TPOT)
+        ));
         assert!(matches!(read_meaning("latency"), Meaning::Latency));
         assert!(matches!(read_meaning("speed"), Meaning::Unknown));
     }

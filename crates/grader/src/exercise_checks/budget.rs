@@ -6,10 +6,10 @@
 //! ([`super::fewer_bytes`]).
 
 use super::{number_question, Ctx, Got, NOT_ANSWERED};
-use crate::question_types::number::{show, within};
 use crate::key::{BudgetKey, MechanismKey};
 use crate::plan_rule::{self, Mechanism};
 use crate::problem::{Location, Problem, ProblemKind};
+use crate::question_types::number::{show, within};
 use crate::report::QuestionResult;
 use course_model::learner_id::LEARNER_FILE;
 use rand::Rng;
@@ -19,7 +19,12 @@ const EXERCISE: u32 = 4;
 
 /// The four lines of a step, in the chapter's order; the names `bench::budget::Line::name`
 /// gives them (a test holds the two together).
-pub const LINES: [&str; 4] = ["matmuls", "attention", "activations and elementwise", "everything else"];
+pub const LINES: [&str; 4] = [
+    "matmuls",
+    "attention",
+    "activations and elementwise",
+    "everything else",
+];
 
 /// The line whose saving is asked: the activations, which a fused kernel attacks.
 pub const ACTIVATIONS: usize = 2;
@@ -32,7 +37,17 @@ pub struct Fraction {
 }
 
 /// The fractions a variant asks about: each below 1, so a saving never exceeds its line.
-const FRACTIONS: [(u32, u32); 9] = [(1, 4), (1, 3), (1, 2), (2, 3), (3, 4), (1, 5), (2, 5), (3, 5), (4, 5)];
+const FRACTIONS: [(u32, u32); 9] = [
+    (1, 4),
+    (1, 3),
+    (1, 2),
+    (2, 3),
+    (3, 4),
+    (1, 5),
+    (2, 5),
+    (3, 5),
+    (4, 5),
+];
 
 impl Fraction {
     pub fn value(self) -> f64 {
@@ -41,7 +56,10 @@ impl Fraction {
 
     /// In words: "a quarter", "two thirds", "half".
     pub fn words(self) -> String {
-        let count = ["zero", "a", "two", "three", "four"].get(self.numerator as usize).copied().unwrap_or("some");
+        let count = ["zero", "a", "two", "three", "four"]
+            .get(self.numerator as usize)
+            .copied()
+            .unwrap_or("some");
         let (one, many) = match self.denominator {
             2 => ("half", "halves"),
             3 => ("third", "thirds"),
@@ -68,7 +86,12 @@ pub struct IllustrativeStep {
 }
 
 /// The answers of an illustrative step, by `answers.toml` field, in the template's order.
-pub const FIELDS: [&str; 4] = ["activations_share_pct", "saving_ms", "saving_pct", "new_step_ms"];
+pub const FIELDS: [&str; 4] = [
+    "activations_share_pct",
+    "saving_ms",
+    "saving_pct",
+    "new_step_ms",
+];
 
 /// How far every answer of a learner's variant stays from the worked example's: far more than
 /// any tolerance a key sets, so the chapter's numbers never pass for a learner's.
@@ -78,7 +101,13 @@ impl IllustrativeStep {
     /// The chapter's worked example: a 40 ms step (22, 10, 6 and 2 ms), two thirds of the
     /// activations removed. The book and `course bench budget` show it (bench's ILLUSTRATIVE).
     pub fn example() -> IllustrativeStep {
-        IllustrativeStep { lines_ms: [22.0, 10.0, 6.0, 2.0], removed: Fraction { numerator: 2, denominator: 3 } }
+        IllustrativeStep {
+            lines_ms: [22.0, 10.0, 6.0, 2.0],
+            removed: Fraction {
+                numerator: 2,
+                denominator: 3,
+            },
+        }
     }
 
     /// `learner_id`'s step: `course check 4`, `course grade` and the exercise draw the same one.
@@ -93,7 +122,12 @@ impl IllustrativeStep {
         // three draws is near it, so 64 in a row do not happen).
         let mut step = IllustrativeStep::draw(&mut rng);
         for _ in 0..64 {
-            if step.answers().iter().zip(&example).all(|(a, e)| (a.1 - e.1).abs() > APART_FROM_EXAMPLE) {
+            if step
+                .answers()
+                .iter()
+                .zip(&example)
+                .all(|(a, e)| (a.1 - e.1).abs() > APART_FROM_EXAMPLE)
+            {
                 break;
             }
             step = IllustrativeStep::draw(&mut rng);
@@ -114,7 +148,10 @@ impl IllustrativeStep {
         let matmuls = step - activations - other - attention;
         IllustrativeStep {
             lines_ms: [matmuls, attention, activations, other].map(f64::from),
-            removed: Fraction { numerator, denominator },
+            removed: Fraction {
+                numerator,
+                denominator,
+            },
         }
     }
 
@@ -140,10 +177,18 @@ impl IllustrativeStep {
 
     /// The step in one sentence, as the exercise prints it and the feedback shows it.
     pub fn describe(&self) -> String {
-        let lines: Vec<String> = LINES.iter().zip(self.lines_ms).map(|(name, ms)| format!("{name} {} ms", show(ms))).collect();
+        let lines: Vec<String> = LINES
+            .iter()
+            .zip(self.lines_ms)
+            .map(|(name, ms)| format!("{name} {} ms", show(ms)))
+            .collect();
         let ms = show(self.step_ms());
         // "an 80 ms step", "an 18 ms step": the article follows the spoken number.
-        let article = if ms.starts_with('8') || ms == "11" || ms == "18" { "an" } else { "a" };
+        let article = if ms.starts_with('8') || ms == "11" || ms == "18" {
+            "an"
+        } else {
+            "a"
+        };
         format!(
             "{article} {ms} ms decode step (illustrative, not measured): {}; a fix removes {} of the activations line",
             lines.join(", "),
@@ -154,9 +199,17 @@ impl IllustrativeStep {
     /// What a field asks, with this step's numbers where there is one.
     fn label(step: Option<&IllustrativeStep>, field: &str) -> String {
         match (field, step) {
-            ("activations_share_pct", Some(s)) => format!("Activations' share of your {} ms step, %", show(s.step_ms())),
-            ("activations_share_pct", None) => "Activations' share of your illustrative step, %".into(),
-            ("saving_ms", Some(s)) => format!("Saving from removing {} of activations, ms", s.removed.words()),
+            ("activations_share_pct", Some(s)) => format!(
+                "Activations' share of your {} ms step, %",
+                show(s.step_ms())
+            ),
+            ("activations_share_pct", None) => {
+                "Activations' share of your illustrative step, %".into()
+            }
+            ("saving_ms", Some(s)) => format!(
+                "Saving from removing {} of activations, ms",
+                s.removed.words()
+            ),
             ("saving_ms", None) => "Saving from removing part of activations, ms".into(),
             ("saving_pct", _) => "That saving as a share of the step, %".into(),
             ("new_step_ms", _) => "Step time after the saving, ms".into(),
@@ -171,11 +224,21 @@ impl IllustrativeStep {
         let share = 100.0 * line / self.step_ms();
         let rule = "a fix saves at most the line it removes time from";
         match field {
-            "saving_ms" if given > line + tolerance => Some(format!("{} ms is more than the whole {} ms activations line: {rule}", show(given), show(line))),
-            "saving_pct" if given > share + tolerance => Some(format!("{}% is more than the activations line's {} share: {rule}", show(given), show_pct(share))),
-            "new_step_ms" if given < self.step_ms() - line - tolerance => {
-                Some(format!("{} ms is less than the step without its whole activations line ({} ms): {rule}", show(given), show(self.step_ms() - line)))
-            }
+            "saving_ms" if given > line + tolerance => Some(format!(
+                "{} ms is more than the whole {} ms activations line: {rule}",
+                show(given),
+                show(line)
+            )),
+            "saving_pct" if given > share + tolerance => Some(format!(
+                "{}% is more than the activations line's {} share: {rule}",
+                show(given),
+                show_pct(share)
+            )),
+            "new_step_ms" if given < self.step_ms() - line - tolerance => Some(format!(
+                "{} ms is less than the step without its whole activations line ({} ms): {rule}",
+                show(given),
+                show(self.step_ms() - line)
+            )),
             _ => None,
         }
     }
@@ -187,20 +250,29 @@ fn show_pct(pct: f64) -> String {
 
 /// `[illustrative]`: the learner's own step, regenerated from their id.
 fn illustrative_questions(ctx: &mut Ctx<'_>, key: &BudgetKey) {
-    let answers: Vec<(&str, Got<f64>)> = FIELDS.iter().map(|field| (*field, ctx.number(&format!("illustrative.{field}")))).collect();
+    let answers: Vec<(&str, Got<f64>)> = FIELDS
+        .iter()
+        .map(|field| (*field, ctx.number(&format!("illustrative.{field}"))))
+        .collect();
     let step = match ctx.submission.learner() {
         Ok(Some(id)) => {
             let step = IllustrativeStep::for_learner(&id);
             ctx.report.variant = Some(format!("learner `{id}`: {}", step.describe()));
             Ok(step)
         }
-        Ok(None) => Err("there is no learner id (learner.toml): the illustrative step is drawn from it".to_string()),
+        Ok(None) => Err(
+            "there is no learner id (learner.toml): the illustrative step is drawn from it"
+                .to_string(),
+        ),
         Err(message) => Err(message),
     };
     // Without an id there is no step to grade against; that is a problem only when the
     // learner answered (untouched templates have nothing to grade).
     if let Err(message) = &step {
-        if answers.iter().any(|(_, got)| !matches!(got, Got::Unanswered)) {
+        if answers
+            .iter()
+            .any(|(_, got)| !matches!(got, Got::Unanswered))
+        {
             let at = Some(Location::file(ctx.submission.display(LEARNER_FILE)));
             let next = "run `course id NAME` (your name or student number); `course run 4` then prints your step";
             let problem = Problem::new(ProblemKind::LearnerId, at, message.clone(), next);
@@ -218,20 +290,34 @@ fn illustrative_questions(ctx: &mut Ctx<'_>, key: &BudgetKey) {
                 ctx.push(match got {
                     Got::Unanswered => q.unanswered(NOT_ANSWERED),
                     Got::Invalid(reason) => q.wrong(reason),
-                    Got::Answered(v) => q.answer(show(v)).wrong("cannot be graded without a learner id: your step is drawn from it"),
+                    Got::Answered(v) => q
+                        .answer(show(v))
+                        .wrong("cannot be graded without a learner id: your step is drawn from it"),
                 });
                 continue;
             }
         };
         let q = QuestionResult::new(id, IllustrativeStep::label(Some(step), field), 1.0);
-        let expected = step.answers().iter().find(|(f, _)| *f == field).map(|(_, v)| *v).unwrap_or(f64::NAN);
+        let expected = step
+            .answers()
+            .iter()
+            .find(|(f, _)| *f == field)
+            .map(|(_, v)| *v)
+            .unwrap_or(f64::NAN);
         if let Got::Answered(given) = got {
             if let Some(why) = step.breaks_ceiling(field, given, key.tolerance) {
                 ctx.push(q.answer(show(given)).wrong(why));
                 continue;
             }
         }
-        ctx.push(number_question(got, Ok(expected), key.tolerance, 0.0, "your illustrative step", q));
+        ctx.push(number_question(
+            got,
+            Ok(expected),
+            key.tolerance,
+            0.0,
+            "your illustrative step",
+            q,
+        ));
     }
 }
 
@@ -244,8 +330,13 @@ pub fn check(ctx: &mut Ctx<'_>, key: &BudgetKey, mechanism: &MechanismKey) {
     }
     // own.op: a row of the learner's own profile.
     let op = ctx.text("own.op");
-    let q = QuestionResult::new("own.op", "The op you would attack (your exercise-3 profile)", 1.0);
-    let mut found_share = Err("cannot be checked: `own.op` is not answered or not a row of your profile".to_string());
+    let q = QuestionResult::new(
+        "own.op",
+        "The op you would attack (your exercise-3 profile)",
+        1.0,
+    );
+    let mut found_share =
+        Err("cannot be checked: `own.op` is not answered or not a row of your profile".to_string());
     let mut found_op = None;
     let q = match op {
         Got::Unanswered => q.unanswered(NOT_ANSWERED),
@@ -258,7 +349,12 @@ pub fn check(ctx: &mut Ctx<'_>, key: &BudgetKey, mechanism: &MechanismKey) {
                     Some((rank, op)) => {
                         found_share = Ok(op.share_pct);
                         found_op = Some(op.clone());
-                        q.right(format!("#{} by {} in {}", rank + 1, p.device.column(), p.file))
+                        q.right(format!(
+                            "#{} by {} in {}",
+                            rank + 1,
+                            p.device.column(),
+                            p.file
+                        ))
                     }
                     None => q.wrong(format!("`{name}` is not a row of {}", p.file)),
                 },
@@ -271,21 +367,46 @@ pub fn check(ctx: &mut Ctx<'_>, key: &BudgetKey, mechanism: &MechanismKey) {
     }
 
     let share = ctx.number("own.op_share_pct");
-    let share_given = if let Got::Answered(v) = &share { Some(*v) } else { None };
+    let share_given = if let Got::Answered(v) = &share {
+        Some(*v)
+    } else {
+        None
+    };
     let q = QuestionResult::new("own.op_share_pct", "Its self-time share, %", 1.0);
-    ctx.push(number_question(share, found_share, key.share_tolerance_pct, 0.0, "your profile", q));
+    ctx.push(number_question(
+        share,
+        found_share,
+        key.share_tolerance_pct,
+        0.0,
+        "your profile",
+        q,
+    ));
 
     let fraction = ctx.number("own.removed_fraction");
-    let fraction_given = if let Got::Answered(v) = &fraction { Some(*v) } else { None };
-    let q = QuestionResult::new("own.removed_fraction", "The fraction your fix would remove (0 to 1)", 1.0);
+    let fraction_given = if let Got::Answered(v) = &fraction {
+        Some(*v)
+    } else {
+        None
+    };
+    let q = QuestionResult::new(
+        "own.removed_fraction",
+        "The fraction your fix would remove (0 to 1)",
+        1.0,
+    );
     let q = match fraction {
         Got::Unanswered => q.unanswered(NOT_ANSWERED),
         Got::Invalid(reason) => q.wrong(reason),
-        Got::Answered(f) if f > 0.0 && f <= 1.0 => q.answer(show(f)).right("a fraction between 0 and 1: your estimate"),
-        Got::Answered(f) if f > 1.0 && f <= 100.0 => {
-            q.answer(show(f)).wrong(format!("write a fraction between 0 and 1, not a percentage ({} is {})", show(f), show(f / 100.0)))
-        }
-        Got::Answered(f) => q.answer(show(f)).wrong("the fraction must be above 0 and at most 1"),
+        Got::Answered(f) if f > 0.0 && f <= 1.0 => q
+            .answer(show(f))
+            .right("a fraction between 0 and 1: your estimate"),
+        Got::Answered(f) if f > 1.0 && f <= 100.0 => q.answer(show(f)).wrong(format!(
+            "write a fraction between 0 and 1, not a percentage ({} is {})",
+            show(f),
+            show(f / 100.0)
+        )),
+        Got::Answered(f) => q
+            .answer(show(f))
+            .wrong("the fraction must be above 0 and at most 1"),
     };
     ctx.push(q);
 
@@ -323,10 +444,18 @@ pub fn check(ctx: &mut Ctx<'_>, key: &BudgetKey, mechanism: &MechanismKey) {
                     _ => q.right(format!("{} × {} = {}", show(share), show(f), show(expected))),
                 }
             } else {
-                q.wrong(format!("op_share_pct × removed_fraction = {} × {} = {}, you wrote {}", show(share), show(f), show(expected), show(s)))
+                q.wrong(format!(
+                    "op_share_pct × removed_fraction = {} × {} = {}, you wrote {}",
+                    show(share),
+                    show(f),
+                    show(expected),
+                    show(s)
+                ))
             }
         }
-        (Got::Answered(s), _, _) => q.answer(show(s)).wrong("cannot be checked without op_share_pct and removed_fraction"),
+        (Got::Answered(s), _, _) => q
+            .answer(show(s))
+            .wrong("cannot be checked without op_share_pct and removed_fraction"),
     };
     ctx.push(q);
 
@@ -335,7 +464,11 @@ pub fn check(ctx: &mut Ctx<'_>, key: &BudgetKey, mechanism: &MechanismKey) {
 }
 
 /// `[lines]`: the ceiling rule on the learner's budget lines.
-fn ceiling_questions(ctx: &mut Ctx<'_>, key: &BudgetKey, profile: &Result<crate::results::profile_report::ProfileReport, String>) {
+fn ceiling_questions(
+    ctx: &mut Ctx<'_>,
+    key: &BudgetKey,
+    profile: &Result<crate::results::profile_report::ProfileReport, String>,
+) {
     let lines = match profile {
         Ok(p) => ctx.budget_lines("budget", p),
         Err(reason) => Err(reason.clone()),
@@ -354,10 +487,18 @@ fn ceiling_questions(ctx: &mut Ctx<'_>, key: &BudgetKey, profile: &Result<crate:
             }
         }
     }
-    let largest = lines.as_ref().map_err(Clone::clone).and_then(|l| l.largest().cloned().ok_or_else(|| "results/budget.json has no lines".to_string()));
+    let largest = lines.as_ref().map_err(Clone::clone).and_then(|l| {
+        l.largest()
+            .cloned()
+            .ok_or_else(|| "results/budget.json has no lines".to_string())
+    });
 
     let got = ctx.text("lines.largest");
-    let q = QuestionResult::new("lines.largest", "The budget line that can save the most", 1.0);
+    let q = QuestionResult::new(
+        "lines.largest",
+        "The budget line that can save the most",
+        1.0,
+    );
     let q = match got {
         Got::Unanswered => q.unanswered(NOT_ANSWERED),
         Got::Invalid(reason) => q.wrong(reason),
@@ -365,22 +506,43 @@ fn ceiling_questions(ctx: &mut Ctx<'_>, key: &BudgetKey, profile: &Result<crate:
             let q = q.answer(name.clone());
             match &largest {
                 Err(reason) => q.wrong(reason.clone()),
-                Ok(l) if l.line.trim().eq_ignore_ascii_case(name.trim()) => {
-                    q.right(format!("`{}` has {} of the step: the most any fix of it can save", l.line, plan_rule::pct(l.share_pct)))
-                }
-                Ok(l) => q.wrong(format!("the line with the largest share is `{}` ({}); a line saves at most its share", l.line, plan_rule::pct(l.share_pct))),
+                Ok(l) if l.line.trim().eq_ignore_ascii_case(name.trim()) => q.right(format!(
+                    "`{}` has {} of the step: the most any fix of it can save",
+                    l.line,
+                    plan_rule::pct(l.share_pct)
+                )),
+                Ok(l) => q.wrong(format!(
+                    "the line with the largest share is `{}` ({}); a line saves at most its share",
+                    l.line,
+                    plan_rule::pct(l.share_pct)
+                )),
             }
         }
     };
     ctx.push(q);
 
     let got = ctx.number("lines.largest_ceiling_pct");
-    let q = QuestionResult::new("lines.largest_ceiling_pct", "The most that line can save, % of the step", 1.0);
+    let q = QuestionResult::new(
+        "lines.largest_ceiling_pct",
+        "The most that line can save, % of the step",
+        1.0,
+    );
     let expected = largest.as_ref().map(|l| l.share_pct).map_err(Clone::clone);
-    ctx.push(number_question(got, expected, key.share_tolerance_pct, 0.0, "its share (the ceiling rule)", q));
+    ctx.push(number_question(
+        got,
+        expected,
+        key.share_tolerance_pct,
+        0.0,
+        "its share (the ceiling rule)",
+        q,
+    ));
 
     let got = ctx.flag("lines.one_line_gives_target");
-    let q = QuestionResult::new("lines.one_line_gives_target", format!("Can a single line give {}?", plan_rule::pct(target)), 1.0);
+    let q = QuestionResult::new(
+        "lines.one_line_gives_target",
+        format!("Can a single line give {}?", plan_rule::pct(target)),
+        1.0,
+    );
     let q = match got {
         Got::Unanswered => q.unanswered(NOT_ANSWERED),
         Got::Invalid(reason) => q.wrong(reason),
@@ -391,9 +553,19 @@ fn ceiling_questions(ctx: &mut Ctx<'_>, key: &BudgetKey, profile: &Result<crate:
                 Ok(l) => {
                     let can = l.share_pct >= target;
                     let why = if can {
-                        format!("`{}` has {}, more than {}", l.line, plan_rule::pct(l.share_pct), plan_rule::pct(target))
+                        format!(
+                            "`{}` has {}, more than {}",
+                            l.line,
+                            plan_rule::pct(l.share_pct),
+                            plan_rule::pct(target)
+                        )
                     } else {
-                        format!("the largest line, `{}`, has only {}: no single line can give {}", l.line, plan_rule::pct(l.share_pct), plan_rule::pct(target))
+                        format!(
+                            "the largest line, `{}`, has only {}: no single line can give {}",
+                            l.line,
+                            plan_rule::pct(l.share_pct),
+                            plan_rule::pct(target)
+                        )
                     };
                     if said == can {
                         q.right(why)
@@ -417,20 +589,47 @@ mod tests {
 
     #[test]
     fn the_lines_and_the_worked_example_are_the_chapters() {
-        assert_eq!(bench::budget::Line::ALL.map(|l| l.name()), LINES, "bench::budget names the lines the grader asks about");
+        assert_eq!(
+            bench::budget::Line::ALL.map(|l| l.name()),
+            LINES,
+            "bench::budget names the lines the grader asks about"
+        );
         let example = IllustrativeStep::example();
-        assert_eq!(bench::budget::ILLUSTRATIVE.map(|(_, ms)| ms), example.lines_ms, "the worked example is the book's table");
-        assert_eq!(bench::budget::ILLUSTRATIVE[ACTIVATIONS].0, bench::budget::Line::Activations);
+        assert_eq!(
+            bench::budget::ILLUSTRATIVE.map(|(_, ms)| ms),
+            example.lines_ms,
+            "the worked example is the book's table"
+        );
+        assert_eq!(
+            bench::budget::ILLUSTRATIVE[ACTIVATIONS].0,
+            bench::budget::Line::Activations
+        );
         let answers = example.answers().map(|(_, v)| (v * 1e6).round() / 1e6);
-        assert_eq!(answers, [15.0, 4.0, 10.0, 36.0], "the chapter's worked numbers");
+        assert_eq!(
+            answers,
+            [15.0, 4.0, 10.0, 36.0],
+            "the chapter's worked numbers"
+        );
     }
 
     #[test]
     fn a_learner_always_gets_the_same_step_and_two_learners_different_ones() {
-        assert_eq!(IllustrativeStep::for_learner("alice"), IllustrativeStep::for_learner(" Alice"));
-        assert_ne!(IllustrativeStep::for_learner("alice"), IllustrativeStep::for_learner("bob"));
-        let distinct: std::collections::BTreeSet<String> = ids().map(|id| format!("{:?}", IllustrativeStep::for_learner(&id))).collect();
-        assert!(distinct.len() > 1800, "2000 learners share few steps: {} distinct", distinct.len());
+        assert_eq!(
+            IllustrativeStep::for_learner("alice"),
+            IllustrativeStep::for_learner(" Alice")
+        );
+        assert_ne!(
+            IllustrativeStep::for_learner("alice"),
+            IllustrativeStep::for_learner("bob")
+        );
+        let distinct: std::collections::BTreeSet<String> = ids()
+            .map(|id| format!("{:?}", IllustrativeStep::for_learner(&id)))
+            .collect();
+        assert!(
+            distinct.len() > 1800,
+            "2000 learners share few steps: {} distinct",
+            distinct.len()
+        );
     }
 
     #[test]
@@ -440,28 +639,60 @@ mod tests {
             let step = IllustrativeStep::for_learner(&id);
             let [matmuls, attention, activations, other] = step.lines_ms;
             let total = step.step_ms();
-            assert!(step.lines_ms.iter().all(|ms| *ms >= 1.0 && ms.fract() == 0.0), "{id}: whole milliseconds: {step:?}");
+            assert!(
+                step.lines_ms
+                    .iter()
+                    .all(|ms| *ms >= 1.0 && ms.fract() == 0.0),
+                "{id}: whole milliseconds: {step:?}"
+            );
             assert!((30.0..=90.0).contains(&total), "{id}: {step:?}");
             let shares: f64 = step.lines_ms.iter().map(|ms| 100.0 * ms / total).sum();
-            assert!((shares - 100.0).abs() < 1e-9, "{id}: the shares add up to the step: {shares}");
+            assert!(
+                (shares - 100.0).abs() < 1e-9,
+                "{id}: the shares add up to the step: {shares}"
+            );
             let share = 100.0 * activations / total;
-            assert!((8.0..=30.0).contains(&share), "{id}: activations at {share}%");
-            assert!(matmuls > attention && matmuls > activations && matmuls > other, "{id}: the matmuls lead: {step:?}");
+            assert!(
+                (8.0..=30.0).contains(&share),
+                "{id}: activations at {share}%"
+            );
+            assert!(
+                matmuls > attention && matmuls > activations && matmuls > other,
+                "{id}: the matmuls lead: {step:?}"
+            );
             let [(_, got_share), (_, saving), (_, saving_pct), (_, new_step)] = step.answers();
             assert_eq!(got_share, share);
-            assert!(step.removed.value() > 0.0 && step.removed.value() < 1.0, "{id}");
-            assert!(saving < activations && saving_pct < share, "{id}: the ceiling rule: a line saves at most its share");
-            assert!((saving - saving.round()).abs() < 1e-9, "{id}: the saving is whole milliseconds: {saving}");
+            assert!(
+                step.removed.value() > 0.0 && step.removed.value() < 1.0,
+                "{id}"
+            );
+            assert!(
+                saving < activations && saving_pct < share,
+                "{id}: the ceiling rule: a line saves at most its share"
+            );
+            assert!(
+                (saving - saving.round()).abs() < 1e-9,
+                "{id}: the saving is whole milliseconds: {saving}"
+            );
             assert!((new_step + saving - total).abs() < 1e-9);
             for ((field, a), (_, e)) in step.answers().iter().zip(&example) {
-                assert!((a - e).abs() > APART_FROM_EXAMPLE, "{id}: {field} = {a} is the worked example's {e}");
+                assert!(
+                    (a - e).abs() > APART_FROM_EXAMPLE,
+                    "{id}: {field} = {a} is the worked example's {e}"
+                );
             }
         }
     }
 
     #[test]
     fn fractions_read_as_words() {
-        let words = |n, d| Fraction { numerator: n, denominator: d }.words();
+        let words = |n, d| {
+            Fraction {
+                numerator: n,
+                denominator: d,
+            }
+            .words()
+        };
         assert_eq!(words(2, 3), "two thirds");
         assert_eq!(words(1, 4), "a quarter");
         assert_eq!(words(1, 2), "half");

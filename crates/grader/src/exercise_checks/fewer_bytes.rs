@@ -26,7 +26,10 @@ use crate::report::QuestionResult;
 use crate::results::profile_report::{Bound, ProfileReport, RankedOp};
 
 /// The rows whose weights the fix stores in half the bytes, with their `[bytes]` fields.
-pub const ROWS: [(&str, &str); 2] = [("matmul", "bytes.matmul_cut_pct"), ("lm_head", "bytes.lm_head_cut_pct")];
+pub const ROWS: [(&str, &str); 2] = [
+    ("matmul", "bytes.matmul_cut_pct"),
+    ("lm_head", "bytes.lm_head_cut_pct"),
+];
 
 /// The whole step's predicted cut: the rows' cuts added.
 pub const TOTAL: &str = "bytes.predicted_cut_pct";
@@ -67,7 +70,11 @@ pub fn half_bytes(profile: &ProfileReport, op: &RankedOp) -> Result<HalfBytes, S
     let roof_after = f64::min(peak, bw * doubled);
     let kept = roof / roof_after;
     let cut_pct = op.share_pct * (1.0 - kept);
-    let bound_after = if bw * doubled < peak { Bound::Memory } else { Bound::Compute };
+    let bound_after = if bw * doubled < peak {
+        Bound::Memory
+    } else {
+        Bound::Compute
+    };
     let head = format!(
         "`{}` has {} of the step at {} FLOP/byte, with the ridge at {} / {} = {} FLOP/byte",
         op.name,
@@ -104,7 +111,14 @@ pub fn half_bytes(profile: &ProfileReport, op: &RankedOp) -> Result<HalfBytes, S
             pct(cut_pct)
         ),
     };
-    Ok(HalfBytes { row: op.name.clone(), share_pct: op.share_pct, cut_pct, bound: r.bound, bound_after, arithmetic })
+    Ok(HalfBytes {
+        row: op.name.clone(),
+        share_pct: op.share_pct,
+        cut_pct,
+        bound: r.bound,
+        bound_after,
+        arithmetic,
+    })
 }
 
 /// The prediction for each row of [`ROWS`] on `profile`, in that order.
@@ -141,7 +155,11 @@ pub fn check(ctx: &mut Ctx<'_>, key: &BudgetKey, profile: &Result<ProfileReport,
     let tolerance = key.share_tolerance_pct;
     for ((name, field), expected) in ROWS.iter().zip(&predicted) {
         let got = ctx.number(field);
-        let q = QuestionResult::new(*field, format!("The step-time cut from `{name}` with half its bytes, %"), 1.0);
+        let q = QuestionResult::new(
+            *field,
+            format!("The step-time cut from `{name}` with half its bytes, %"),
+            1.0,
+        );
         ctx.push(row_question(q, got, expected, tolerance));
     }
     let got = ctx.number(TOTAL);
@@ -154,7 +172,12 @@ pub fn check(ctx: &mut Ctx<'_>, key: &BudgetKey, profile: &Result<ProfileReport,
     }
 }
 
-fn row_question(q: QuestionResult, got: Got<f64>, expected: &Result<HalfBytes, String>, tolerance: f64) -> QuestionResult {
+fn row_question(
+    q: QuestionResult,
+    got: Got<f64>,
+    expected: &Result<HalfBytes, String>,
+    tolerance: f64,
+) -> QuestionResult {
     let given = match got {
         Got::Unanswered => return q.unanswered(NOT_ANSWERED),
         Got::Invalid(reason) => return q.wrong(reason),
@@ -171,23 +194,38 @@ fn row_question(q: QuestionResult, got: Got<f64>, expected: &Result<HalfBytes, S
     let why = if given > h.share_pct + tolerance {
         format!("{} is more than the row's whole {} share: a fix saves at most the line it removes time from. {}", pct(given), pct(h.share_pct), h.arithmetic)
     } else if h.bound == Bound::Compute {
-        format!("a compute-bound row's time does not follow its bytes. {}", h.arithmetic)
+        format!(
+            "a compute-bound row's time does not follow its bytes. {}",
+            h.arithmetic
+        )
     } else if h.bound_after == Bound::Compute && within(given, h.share_pct / 2.0, tolerance, 0.0) {
-        format!("half its time holds only while the row stays memory-bound. {}", h.arithmetic)
+        format!(
+            "half its time holds only while the row stays memory-bound. {}",
+            h.arithmetic
+        )
     } else {
         h.arithmetic.clone()
     };
     q.wrong(why)
 }
 
-fn total_question(q: QuestionResult, got: Got<f64>, predicted: &[Result<HalfBytes, String>], tolerance: f64) -> QuestionResult {
+fn total_question(
+    q: QuestionResult,
+    got: Got<f64>,
+    predicted: &[Result<HalfBytes, String>],
+    tolerance: f64,
+) -> QuestionResult {
     let given = match got {
         Got::Unanswered => return q.unanswered(NOT_ANSWERED),
         Got::Invalid(reason) => return q.wrong(reason),
         Got::Answered(v) => v,
     };
     let q = q.answer(show(given));
-    let rows: Vec<&HalfBytes> = match predicted.iter().map(|p| p.as_ref()).collect::<Result<_, _>>() {
+    let rows: Vec<&HalfBytes> = match predicted
+        .iter()
+        .map(|p| p.as_ref())
+        .collect::<Result<_, _>>()
+    {
         Ok(rows) => rows,
         Err(reason) => return q.wrong(reason.clone()),
     };
@@ -195,12 +233,18 @@ fn total_question(q: QuestionResult, got: Got<f64>, predicted: &[Result<HalfByte
     let shares: f64 = rows.iter().map(|h| h.share_pct).sum();
     let sum = format!(
         "{} = {}",
-        rows.iter().map(|h| format!("{} ({})", pct(h.cut_pct), h.row)).collect::<Vec<_>>().join(" + "),
+        rows.iter()
+            .map(|h| format!("{} ({})", pct(h.cut_pct), h.row))
+            .collect::<Vec<_>>()
+            .join(" + "),
         pct(expected)
     );
     // Two rows' tolerances add up.
     if within(given, expected, tolerance * rows.len() as f64, 0.0) {
-        return q.right(format!("{sum}: the step takes {} of its time", pct(100.0 - expected)));
+        return q.right(format!(
+            "{sum}: the step takes {} of its time",
+            pct(100.0 - expected)
+        ));
     }
     let why = if within(given, 50.0, tolerance, 0.0) {
         format!(
@@ -219,7 +263,10 @@ fn total_question(q: QuestionResult, got: Got<f64>, predicted: &[Result<HalfByte
 /// profile at `profile_path` (what the prediction is worked from), and the commands that measure
 /// the fix into `exercise_dir`'s results, with paths as typed from the current folder. An error
 /// names the file that could not be read.
-pub fn prediction_inputs(profile_path: &std::path::Path, exercise_dir: &std::path::Path) -> Result<String, String> {
+pub fn prediction_inputs(
+    profile_path: &std::path::Path,
+    exercise_dir: &std::path::Path,
+) -> Result<String, String> {
     use std::fmt::Write;
     let report = ProfileReport::read(profile_path)?;
     let mut out = String::from("The memory-traffic fix: the weights of `matmul` and `lm_head` in bf16, half the bytes (answers [bytes]).\n");
@@ -237,7 +284,11 @@ pub fn prediction_inputs(profile_path: &std::path::Path, exercise_dir: &std::pat
         c.peak_gflops,
         c.peak_gflops / c.mem_read_gbps
     );
-    let _ = writeln!(out, "  {:<10} {:>8} {:>10} {:>14} {:>14} {:>8}", "row", "share", "FLOP/byte", "roof GFLOP/s", "% of roofline", "bound");
+    let _ = writeln!(
+        out,
+        "  {:<10} {:>8} {:>10} {:>14} {:>14} {:>8}",
+        "row", "share", "FLOP/byte", "roof GFLOP/s", "% of roofline", "bound"
+    );
     for (name, _) in ROWS {
         let _ = match report.find(name).map(|(_, op)| op) {
             Some(op) => match &op.roofline {
@@ -251,7 +302,11 @@ pub fn prediction_inputs(profile_path: &std::path::Path, exercise_dir: &std::pat
                     r.pct_of_roofline,
                     r.bound.name()
                 ),
-                None => writeln!(out, "  {:<10} {:>7.2}%   (no roofline columns)", op.name, op.share_pct),
+                None => writeln!(
+                    out,
+                    "  {:<10} {:>7.2}%   (no roofline columns)",
+                    op.name, op.share_pct
+                ),
             },
             None => writeln!(out, "  {name:<10} (not a row of your profile)"),
         };
@@ -260,8 +315,15 @@ pub fn prediction_inputs(profile_path: &std::path::Path, exercise_dir: &std::pat
     let shown = |p: &std::path::Path| typed_from(&here, p);
     let results = shown(&exercise_dir.join("results/bf16"));
     out.push_str("  Then measure it, with the flags you gave exercise 3 (if any):\n");
-    let _ = writeln!(out, "    cargo run -p gpt2 -- profile --mlp stock --dtype bf16 --out {results}");
-    let _ = writeln!(out, "    cargo run -p gpt2 -- profile --compare {} {results}/report.json", shown(profile_path));
+    let _ = writeln!(
+        out,
+        "    cargo run -p gpt2 -- profile --mlp stock --dtype bf16 --out {results}"
+    );
+    let _ = writeln!(
+        out,
+        "    cargo run -p gpt2 -- profile --compare {} {results}/report.json",
+        shown(profile_path)
+    );
     Ok(out)
 }
 
@@ -277,14 +339,28 @@ fn typed_from(here: &std::path::Path, path: &std::path::Path) -> String {
             other => tidy.push(other),
         }
     }
-    tidy.strip_prefix(here).map(|p| p.to_path_buf()).unwrap_or(tidy).display().to_string()
+    tidy.strip_prefix(here)
+        .map(|p| p.to_path_buf())
+        .unwrap_or(tidy)
+        .display()
+        .to_string()
 }
 
 /// Where the learner ran the half-type profile: the measured cut beside the prediction, and what
 /// the two profiles say about the gap. A note, never graded: the outcome depends on the machine
 /// and the kernels, the arithmetic does not.
-fn measured_note(ctx: &mut Ctx<'_>, before: &ProfileReport, predicted: &[Result<HalfBytes, String>]) {
-    let Ok(rows) = predicted.iter().map(|p| p.as_ref()).collect::<Result<Vec<&HalfBytes>, _>>() else { return };
+fn measured_note(
+    ctx: &mut Ctx<'_>,
+    before: &ProfileReport,
+    predicted: &[Result<HalfBytes, String>],
+) {
+    let Ok(rows) = predicted
+        .iter()
+        .map(|p| p.as_ref())
+        .collect::<Result<Vec<&HalfBytes>, _>>()
+    else {
+        return;
+    };
     let expected: f64 = rows.iter().map(|h| h.cut_pct).sum();
     if !ctx.has_result(MEASURED_ROLE) {
         let path = ctx.info.result_path(MEASURED_ROLE).unwrap_or_default();
@@ -295,8 +371,13 @@ fn measured_note(ctx: &mut Ctx<'_>, before: &ProfileReport, predicted: &[Result<
         ));
         return;
     }
-    let Ok(after) = ctx.profile(MEASURED_ROLE) else { return };
-    let dtype = after.dtype.clone().unwrap_or_else(|| "an unstated type".into());
+    let Ok(after) = ctx.profile(MEASURED_ROLE) else {
+        return;
+    };
+    let dtype = after
+        .dtype
+        .clone()
+        .unwrap_or_else(|| "an unstated type".into());
     if after.device != before.device || dtype == FROM_DTYPE {
         ctx.report.notes.push(format!(
             "{} is not the half-type run of your profile ({} with {dtype} weights, against {} with f32): profile again with --dtype bf16 \
@@ -318,8 +399,13 @@ fn measured_note(ctx: &mut Ctx<'_>, before: &ProfileReport, predicted: &[Result<
     )];
     let (mut rows_before, mut rows_after) = (0.0, 0.0);
     for h in &rows {
-        let (Some(b), Some(a)) = (before.row(&h.row), after.row(&h.row)) else { continue };
-        let (ms_before, ms_after) = (before.per_step_us(b.self_us) / 1e3, after.per_step_us(a.self_us) / 1e3);
+        let (Some(b), Some(a)) = (before.row(&h.row), after.row(&h.row)) else {
+            continue;
+        };
+        let (ms_before, ms_after) = (
+            before.per_step_us(b.self_us) / 1e3,
+            after.per_step_us(a.self_us) / 1e3,
+        );
         rows_before += ms_before;
         rows_after += ms_after;
         lines.push(row_gap(h, (before, &after), b, a, ms_before, ms_after));
@@ -329,20 +415,41 @@ fn measured_note(ctx: &mut Ctx<'_>, before: &ProfileReport, predicted: &[Result<
         figure(step_before - rows_before),
         figure(step_after - rows_after),
         match before.device {
-            crate::results::profile_report::Device::Cpu => " (on the CPU they keep their f32 type: what moves there is run to run)",
+            crate::results::profile_report::Device::Cpu =>
+                " (on the CPU they keep their f32 type: what moves there is run to run)",
             // On CUDA the whole model runs in the half type.
-            crate::results::profile_report::Device::Cuda => " (on CUDA they run in the half type too)",
+            crate::results::profile_report::Device::Cuda =>
+                " (on CUDA they run in the half type too)",
         }
     ));
     ctx.report.notes.push(lines.join(" "));
 }
 
 /// One row's measured change beside its prediction, and what its rates say about a gap.
-fn row_gap(h: &HalfBytes, (before, after): (&ProfileReport, &ProfileReport), b: &RankedOp, a: &RankedOp, ms_before: f64, ms_after: f64) -> String {
+fn row_gap(
+    h: &HalfBytes,
+    (before, after): (&ProfileReport, &ProfileReport),
+    b: &RankedOp,
+    a: &RankedOp,
+    ms_before: f64,
+    ms_after: f64,
+) -> String {
     let predicted_ms = ms_before * (1.0 - h.cut_pct / h.share_pct.max(f64::MIN_POSITIVE));
-    let kernel = a.kernel.as_deref().map(|k| format!(", kernel `{k}`")).unwrap_or_default();
-    let head = format!("`{}`: {} → {} ms a step (predicted {} ms{kernel})", h.row, figure(ms_before), figure(ms_after), figure(predicted_ms));
-    let (Some(rb), Some(ra)) = (&b.roofline, &a.roofline) else { return format!("{head}.") };
+    let kernel = a
+        .kernel
+        .as_deref()
+        .map(|k| format!(", kernel `{k}`"))
+        .unwrap_or_default();
+    let head = format!(
+        "`{}`: {} → {} ms a step (predicted {} ms{kernel})",
+        h.row,
+        figure(ms_before),
+        figure(ms_after),
+        figure(predicted_ms)
+    );
+    let (Some(rb), Some(ra)) = (&b.roofline, &a.roofline) else {
+        return format!("{head}.");
+    };
     let rates = format!(
         "{} → {} GFLOP/s, {} → {} GB/s",
         figure(rb.gflops_per_s),
@@ -350,8 +457,16 @@ fn row_gap(h: &HalfBytes, (before, after): (&ProfileReport, &ProfileReport), b: 
         figure(rb.gbytes_per_s),
         figure(ra.gbytes_per_s)
     );
-    let peak = before.ceilings.as_ref().map(|c| c.peak_gflops).unwrap_or(f64::NAN);
-    let peak_after = after.ceilings.as_ref().map(|c| c.peak_gflops).unwrap_or(f64::NAN);
+    let peak = before
+        .ceilings
+        .as_ref()
+        .map(|c| c.peak_gflops)
+        .unwrap_or(f64::NAN);
+    let peak_after = after
+        .ceilings
+        .as_ref()
+        .map(|c| c.peak_gflops)
+        .unwrap_or(f64::NAN);
     // Over a tenth better than the prediction, with a higher peak in the half type: the roof the
     // prediction held the row under (f32's) was not the half-type kernel's.
     if ms_after < predicted_ms * 0.9 && peak_after > peak * 1.1 {
@@ -415,7 +530,10 @@ mod tests {
                     "reading": reading::read(&figures, &reading::Thresholds::DEFAULT)})
             })
             .collect();
-        let total: f64 = rows.iter().map(|r| r["self_cpu_us"].as_f64().unwrap()).sum();
+        let total: f64 = rows
+            .iter()
+            .map(|r| r["self_cpu_us"].as_f64().unwrap())
+            .sum();
         let text = serde_json::json!({"schema": crate::results::profile_report::SCHEMA, "device": "cpu", "sort_by": "self_cpu_time_total",
             "ceilings": {"mem_read_gbps": bw, "peak_gflops": peak}, "reading_thresholds": reading::Thresholds::DEFAULT, "totals": {"self_cpu_us": total}, "rows": rows})
         .to_string();
@@ -423,8 +541,14 @@ mod tests {
     }
 
     #[test]
-    fn a_memory_bound_row_below_the_ridge_halves_one_past_it_reaches_the_peak_and_a_compute_bound_one_keeps_its_time() {
-        let p = report(&[("matmul", 60.0, 4.0, 60.0), ("lm_head", 20.0, 12.0, 80.0), ("attn_qk", 15.0, 32.0, 50.0), ("rest", 5.0, 1.0, 10.0)]);
+    fn a_memory_bound_row_below_the_ridge_halves_one_past_it_reaches_the_peak_and_a_compute_bound_one_keeps_its_time(
+    ) {
+        let p = report(&[
+            ("matmul", 60.0, 4.0, 60.0),
+            ("lm_head", 20.0, 12.0, 80.0),
+            ("attn_qk", 15.0, 32.0, 50.0),
+            ("rest", 5.0, 1.0, 10.0),
+        ]);
         let cut = |name| half_bytes(&p, p.find(name).unwrap().1).unwrap();
         // 4 → 8 FLOP/byte, below the ridge at 16: half the time.
         let m = cut("matmul");
@@ -433,7 +557,11 @@ mod tests {
         // 12 → 24 FLOP/byte, past the ridge: the roof rises from 300 to 400, the row keeps 3/4.
         let l = cut("lm_head");
         assert!((l.cut_pct - 5.0).abs() < 1e-9, "{l:?}");
-        assert!(l.arithmetic.contains("past the ridge") && l.arithmetic.contains("400"), "{}", l.arithmetic);
+        assert!(
+            l.arithmetic.contains("past the ridge") && l.arithmetic.contains("400"),
+            "{}",
+            l.arithmetic
+        );
         // Compute-bound: nothing.
         let a = cut("attn_qk");
         assert_eq!(a.cut_pct, 0.0);
@@ -446,7 +574,10 @@ mod tests {
             for pct_of_roofline in [1.0, 50.0, 100.0] {
                 let p = report(&[("matmul", 100.0, intensity, pct_of_roofline)]);
                 let h = half_bytes(&p, &p.ops[0]).unwrap();
-                assert!((0.0..=50.0 + 1e-9).contains(&h.cut_pct), "I={intensity}: {h:?}");
+                assert!(
+                    (0.0..=50.0 + 1e-9).contains(&h.cut_pct),
+                    "I={intensity}: {h:?}"
+                );
             }
         }
     }

@@ -30,55 +30,144 @@ pub fn check(ctx: &mut Ctx<'_>, key: &FuseKey, mechanism: &MechanismKey) {
     let unfused = ctx.profile("profile_before");
     let stage1 = ctx.profile("profile_stage1");
     // Written only once stage 2 is: its absence is what stage 2's questions grade, not a problem.
-    let stage2 = if ctx.has_result("profile_stage2") { ctx.profile("profile_stage2") } else { Err("results/stage2/report.json is not written".to_string()) };
+    let stage2 = if ctx.has_result("profile_stage2") {
+        ctx.profile("profile_stage2")
+    } else {
+        Err("results/stage2/report.json is not written".to_string())
+    };
     if let Ok(p) = unfused.as_ref().or(stage1.as_ref()) {
         ctx.report.device = Some(p.device.name().to_string());
     }
-    let on_gpu = unfused.as_ref().is_ok_and(|p| p.device == crate::results::profile_report::Device::Cuda);
+    let on_gpu = unfused
+        .as_ref()
+        .is_ok_and(|p| p.device == crate::results::profile_report::Device::Cuda);
     let row = |profile: &Result<ProfileReport, String>, name: &str| -> Result<RankedOp, String> {
         let p = profile.as_ref().map_err(Clone::clone)?;
-        p.find(name).map(|(_, r)| r.clone()).ok_or_else(|| format!("`{name}` is not a row of {}: run the exercise again (`course run 5`)", p.file))
+        p.find(name).map(|(_, r)| r.clone()).ok_or_else(|| {
+            format!(
+                "`{name}` is not a row of {}: run the exercise again (`course run 5`)",
+                p.file
+            )
+        })
     };
-    let (gelu, fused, fast) = (row(&unfused, UNFUSED), row(&stage1, STAGE1), row(&stage2, STAGE2));
+    let (gelu, fused, fast) = (
+        row(&unfused, UNFUSED),
+        row(&stage1, STAGE1),
+        row(&stage2, STAGE2),
+    );
 
     let beside = match (&gelu, &fused) {
         (Ok(g), Ok(f)) => format!("Stage 1 measured: {}", moved(g, f)),
         _ => String::new(),
     };
-    let shown = match (ctx.text("prediction.row_time"), ctx.text("prediction.pct_of_roofline")) {
-        (Got::Answered(time), Got::Answered(roof)) => Got::Answered(format!("row time {time}, % of roofline {roof}")),
+    let shown = match (
+        ctx.text("prediction.row_time"),
+        ctx.text("prediction.pct_of_roofline"),
+    ) {
+        (Got::Answered(time), Got::Answered(roof)) => {
+            Got::Answered(format!("row time {time}, % of roofline {roof}"))
+        }
         (Got::Invalid(reason), _) | (_, Got::Invalid(reason)) => Got::Invalid(reason),
         _ => Got::Unanswered,
     };
-    super::prediction::made_first(ctx, shown, 1.0, "profile", "results/unfused/report.json", &beside, "`cargo run -p exercise-5` (or `course run 5`)");
+    super::prediction::made_first(
+        ctx,
+        shown,
+        1.0,
+        "profile",
+        "results/unfused/report.json",
+        &beside,
+        "`cargo run -p exercise-5` (or `course run 5`)",
+    );
 
     // Correctness, from the file alone.
     let check = ctx.fused_check("fused_check");
-    let q = QuestionResult::new("fused_check.correct", format!("Your fused ops match the unfused ops (≤ {})", show(key.max_abs_error_limit)), 1.0);
+    let q = QuestionResult::new(
+        "fused_check.correct",
+        format!(
+            "Your fused ops match the unfused ops (≤ {})",
+            show(key.max_abs_error_limit)
+        ),
+        1.0,
+    );
     let q = match &check {
         Err(reason) => q.wrong(reason.clone()),
         Ok(f) if f.max_abs_error <= key.max_abs_error_limit => {
-            let ops: Vec<String> = f.stages.iter().map(|s| format!("`{}` {}", s.op, show(s.max_abs_error))).collect();
-            q.right(format!("largest difference {} ({})", show(f.max_abs_error), ops.join(", ")))
+            let ops: Vec<String> = f
+                .stages
+                .iter()
+                .map(|s| format!("`{}` {}", s.op, show(s.max_abs_error)))
+                .collect();
+            q.right(format!(
+                "largest difference {} ({})",
+                show(f.max_abs_error),
+                ops.join(", ")
+            ))
         }
-        Ok(f) => q.wrong(format!("largest difference {} is over the limit of {}: fix the op before measuring it", show(f.max_abs_error), show(key.max_abs_error_limit))),
+        Ok(f) => q.wrong(format!(
+            "largest difference {} is over the limit of {}: fix the op before measuring it",
+            show(f.max_abs_error),
+            show(key.max_abs_error_limit)
+        )),
     };
     ctx.push(q);
     let got = ctx.number("fused_check.max_abs_error");
-    let expected = check.as_ref().map(|f| f.max_abs_error).map_err(Clone::clone);
-    let q = QuestionResult::new("fused_check.max_abs_error", "The largest difference you measured", 1.0);
-    ctx.push(number_question(got, expected, 0.0, key.error_rel_tolerance, "results/fused_check.json", q));
+    let expected = check
+        .as_ref()
+        .map(|f| f.max_abs_error)
+        .map_err(Clone::clone);
+    let q = QuestionResult::new(
+        "fused_check.max_abs_error",
+        "The largest difference you measured",
+        1.0,
+    );
+    ctx.push(number_question(
+        got,
+        expected,
+        0.0,
+        key.error_rel_tolerance,
+        "results/fused_check.json",
+        q,
+    ));
 
     // Stage 1: the fusion.
     if let (Ok(g), Ok(f)) = (&gelu, &fused) {
-        ctx.report.notes.push(format!("Stage 1, what moved: {}", moved(g, f)));
+        ctx.report
+            .notes
+            .push(format!("Stage 1, what moved: {}", moved(g, f)));
     }
-    roofline_question(ctx, "stage1.pct_of_roofline_before", "The unfused `gelu` row's % of its roofline", &gelu, key);
-    roofline_question(ctx, "stage1.pct_of_roofline_after", "Your `fused_bias_gelu` row's % of its roofline", &fused, key);
+    roofline_question(
+        ctx,
+        "stage1.pct_of_roofline_before",
+        "The unfused `gelu` row's % of its roofline",
+        &gelu,
+        key,
+    );
+    roofline_question(
+        ctx,
+        "stage1.pct_of_roofline_after",
+        "Your `fused_bias_gelu` row's % of its roofline",
+        &fused,
+        key,
+    );
     let got = ctx.text("stage1.reading");
-    ctx.push(reading_question(got, &gelu, QuestionResult::new("stage1.reading", "What the roofline said held the unfused `gelu` row back (its Reading)", 1.0)));
+    ctx.push(reading_question(
+        got,
+        &gelu,
+        QuestionResult::new(
+            "stage1.reading",
+            "What the roofline said held the unfused `gelu` row back (its Reading)",
+            1.0,
+        ),
+    ));
     let got = ctx.text("stage1.mechanism");
-    ctx.push(fusion_question(got, &gelu, &fused, on_gpu, QuestionResult::new("stage1.mechanism", "What a fusion removes", 1.0)));
+    ctx.push(fusion_question(
+        got,
+        &gelu,
+        &fused,
+        on_gpu,
+        QuestionResult::new("stage1.mechanism", "What a fusion removes", 1.0),
+    ));
 
     // Stage 2: the kernel fix, required where fusion alone cannot fix the row.
     match (&fast, on_gpu) {
@@ -115,12 +204,22 @@ pub fn check(ctx: &mut Ctx<'_>, key: &FuseKey, mechanism: &MechanismKey) {
     // The benchmark judges the fix.
     let comparison = comparison(ctx, "bench");
     let verdict = ctx.text("benchmark.verdict");
-    let q = QuestionResult::new("benchmark.verdict", "Your final op against unfused, end to end", 1.0);
+    let q = QuestionResult::new(
+        "benchmark.verdict",
+        "Your final op against unfused, end to end",
+        1.0,
+    );
     ctx.push(verdict_question(verdict, &comparison, q));
 }
 
 /// A row's % of its roofline, as the learner copied it.
-fn roofline_question(ctx: &mut Ctx<'_>, id: &str, label: &str, row: &Result<RankedOp, String>, key: &FuseKey) {
+fn roofline_question(
+    ctx: &mut Ctx<'_>,
+    id: &str,
+    label: &str,
+    row: &Result<RankedOp, String>,
+    key: &FuseKey,
+) {
     let got = ctx.number(id);
     let expected = match row {
         Err(reason) => Err(reason.clone()),
@@ -130,36 +229,75 @@ fn roofline_question(ctx: &mut Ctx<'_>, id: &str, label: &str, row: &Result<Rank
             .map(|r| r.pct_of_roofline)
             .ok_or_else(|| format!("`{}` has no roofline columns (it declared no work, or the run measured no ceilings): profile again", op.name)),
     };
-    ctx.push(number_question(got, expected, 0.005, key.roofline_rel_tolerance, "the row's roofline columns", QuestionResult::new(id, label, 1.0)));
+    ctx.push(number_question(
+        got,
+        expected,
+        0.005,
+        key.roofline_rel_tolerance,
+        "the row's roofline columns",
+        QuestionResult::new(id, label, 1.0),
+    ));
 }
 
 /// The unfused row's reading, in the learner's words ("slow kernel", "slow-kernel").
-fn reading_question(got: Got<String>, row: &Result<RankedOp, String>, q: QuestionResult) -> QuestionResult {
+fn reading_question(
+    got: Got<String>,
+    row: &Result<RankedOp, String>,
+    q: QuestionResult,
+) -> QuestionResult {
     let text = match got {
         Got::Unanswered => return q.unanswered(NOT_ANSWERED),
         Got::Invalid(reason) => return q.wrong(reason),
         Got::Answered(text) => text,
     };
     let q = q.answer(text.clone());
-    let key = |s: &str| s.to_lowercase().chars().filter(char::is_ascii_alphabetic).collect::<String>();
-    let Some(given) = Reading::ALL.into_iter().find(|r| key(r.label()) == key(&text)) else {
+    let key = |s: &str| {
+        s.to_lowercase()
+            .chars()
+            .filter(char::is_ascii_alphabetic)
+            .collect::<String>()
+    };
+    let Some(given) = Reading::ALL
+        .into_iter()
+        .find(|r| key(r.label()) == key(&text))
+    else {
         let names: Vec<&str> = Reading::ALL.iter().map(|r| r.label()).collect();
-        return q.wrong(format!("\"{text}\" is not a reading the table prints: one of {}", names.join(", ")));
+        return q.wrong(format!(
+            "\"{text}\" is not a reading the table prints: one of {}",
+            names.join(", ")
+        ));
     };
     let op = match row {
         Err(reason) => return q.wrong(reason.clone()),
         Ok(op) => op,
     };
     match op.reading {
-        None => q.wrong(format!("`{}` has no reading (no roofline columns): profile again", op.name)),
-        Some(r) if r == given => q.right(format!("the table reads `{}` as {r}: {}", op.name, facts(op))),
-        Some(r) => q.wrong(format!("the table reads `{}` as {r}, not {given}: {}", op.name, facts(op))),
+        None => q.wrong(format!(
+            "`{}` has no reading (no roofline columns): profile again",
+            op.name
+        )),
+        Some(r) if r == given => q.right(format!(
+            "the table reads `{}` as {r}: {}",
+            op.name,
+            facts(op)
+        )),
+        Some(r) => q.wrong(format!(
+            "the table reads `{}` as {r}, not {given}: {}",
+            op.name,
+            facts(op)
+        )),
     }
 }
 
 /// What a fusion removes: a pass over memory (memory traffic) and, with it, one op's launch. Not
 /// the per-element math: stage 1 computes what the unfused GELU computes.
-fn fusion_question(got: Got<String>, gelu: &Result<RankedOp, String>, fused: &Result<RankedOp, String>, on_gpu: bool, q: QuestionResult) -> QuestionResult {
+fn fusion_question(
+    got: Got<String>,
+    gelu: &Result<RankedOp, String>,
+    fused: &Result<RankedOp, String>,
+    on_gpu: bool,
+    q: QuestionResult,
+) -> QuestionResult {
     let text = match got {
         Got::Unanswered => return q.unanswered(NOT_ANSWERED),
         Got::Invalid(reason) => return q.wrong(reason),
@@ -194,7 +332,12 @@ fn fusion_question(got: Got<String>, gelu: &Result<RankedOp, String>, fused: &Re
 /// A row's roofline figures and reading, for feedback.
 fn facts(op: &RankedOp) -> String {
     match &op.roofline {
-        Some(r) => format!("{} GB/s, {} of its roofline, {} of its memory roofline", figure(r.gbytes_per_s), pct(r.pct_of_roofline), pct(r.pct_of_memory_roofline)),
+        Some(r) => format!(
+            "{} GB/s, {} of its roofline, {} of its memory roofline",
+            figure(r.gbytes_per_s),
+            pct(r.pct_of_roofline),
+            pct(r.pct_of_memory_roofline)
+        ),
         None => "no roofline columns".to_string(),
     }
 }
@@ -212,7 +355,10 @@ pub fn moved(before: &RankedOp, after: &RankedOp) -> String {
         ),
         _ => "no roofline columns on one of the rows".to_string(),
     };
-    let reading = |op: &RankedOp| op.reading.map_or_else(|| "no reading".to_string(), |r| r.label().to_string());
+    let reading = |op: &RankedOp| {
+        op.reading
+            .map_or_else(|| "no reading".to_string(), |r| r.label().to_string())
+    };
     let kernel = |op: &RankedOp| op.kernel.clone().unwrap_or_else(|| "unlabelled".into());
     format!(
         "`{}` → `{}`: {} → {} of the step, {rates}, read as {} → {}, kernel `{}` → `{}`",

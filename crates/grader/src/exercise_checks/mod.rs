@@ -14,16 +14,16 @@ pub mod top_ops;
 pub mod traffic;
 
 use crate::answers::{Answers, Field};
-use crate::question_types::number::{show, within};
-use course_model::manifest::ExerciseInfo;
 use crate::problem::{Location, Problem, ProblemKind};
-use course_model::quiz::QuestionBank;
+use crate::question_types::number::{show, within};
 use crate::report::{ExerciseReport, QuestionResult};
 use crate::results::bench_report::BenchReport;
 use crate::results::budget_lines::BudgetLines;
 use crate::results::fused_check::FusedCheck;
 use crate::results::profile_report::ProfileReport;
 use crate::submission::{FileState, Submission};
+use course_model::manifest::ExerciseInfo;
+use course_model::quiz::QuestionBank;
 
 /// Everything a check routine reads, and the report it writes into.
 pub struct Ctx<'a> {
@@ -44,7 +44,9 @@ pub enum Got<T> {
 
 impl<'a> Ctx<'a> {
     fn field<T>(&mut self, read: impl FnOnce(&Answers) -> Field<T>) -> Got<T> {
-        let Some(answers) = &self.answers else { return Got::Unanswered };
+        let Some(answers) = &self.answers else {
+            return Got::Unanswered;
+        };
         match read(answers) {
             Field::Answered(v) => Got::Answered(v),
             Field::Unanswered => Got::Unanswered,
@@ -77,18 +79,27 @@ impl<'a> Ctx<'a> {
     /// Whether the results file of `role` is in the submission at all (for a file the exercise
     /// writes only once the learner gets that far: its absence is an answer, not a problem).
     pub fn has_result(&self, role: &str) -> bool {
-        self.info.result_path(role).is_some_and(|rel| !matches!(self.submission.file(&rel), FileState::Missing))
+        self.info
+            .result_path(role)
+            .is_some_and(|rel| !matches!(self.submission.file(&rel), FileState::Missing))
     }
 
     fn results_text(&mut self, role: &str) -> Result<(String, String), String> {
         let Some(rel) = self.info.result_path(role) else {
-            return Err(format!("the exercise manifest declares no `{role}` results file; tell the instructor"));
+            return Err(format!(
+                "the exercise manifest declares no `{role}` results file; tell the instructor"
+            ));
         };
         let shown = self.submission.display(&rel);
         match self.submission.file(&rel) {
             FileState::Text(text) => Ok((text.to_string(), shown)),
             FileState::Missing => {
-                let producer = rel.split('/').next().unwrap_or("").trim_start_matches("exercise-").to_string();
+                let producer = rel
+                    .split('/')
+                    .next()
+                    .unwrap_or("")
+                    .trim_start_matches("exercise-")
+                    .to_string();
                 let problem = Problem::new(
                     ProblemKind::Missing,
                     Some(Location::file(shown.clone())),
@@ -107,7 +118,10 @@ impl<'a> Ctx<'a> {
     /// Record a problem unless the same one is there already; return the reason to show.
     fn record(&mut self, problem: Problem) -> String {
         let reason = match &problem.location {
-            Some(location) => format!("cannot be checked: see the problem with {} below", location.file),
+            Some(location) => format!(
+                "cannot be checked: see the problem with {} below",
+                location.file
+            ),
             None => format!("cannot be checked: {}", problem.message),
         };
         if !self.report.problems.contains(&problem) {
@@ -120,7 +134,9 @@ impl<'a> Ctx<'a> {
         let (text, shown) = self.results_text(role)?;
         let profile = ProfileReport::parse(&text, &shown).map_err(|p| self.record(p))?;
         if profile.optimized_build == Some(false) {
-            let note = format!("{shown} was measured in a debug build: its timings may not be representative");
+            let note = format!(
+                "{shown} was measured in a debug build: its timings may not be representative"
+            );
             if !self.report.notes.contains(&note) {
                 self.report.notes.push(note);
             }
@@ -133,7 +149,11 @@ impl<'a> Ctx<'a> {
         BenchReport::parse(&text, &shown).map_err(|p| self.record(p))
     }
 
-    pub fn budget_lines(&mut self, role: &str, profile: &ProfileReport) -> Result<BudgetLines, String> {
+    pub fn budget_lines(
+        &mut self,
+        role: &str,
+        profile: &ProfileReport,
+    ) -> Result<BudgetLines, String> {
         let (text, shown) = self.results_text(role)?;
         BudgetLines::parse(&text, &shown, profile).map_err(|p| self.record(p))
     }
@@ -167,8 +187,14 @@ pub(crate) fn number_question(
             let result = result.answer(show(given));
             match expected {
                 Err(reason) => result.wrong(reason),
-                Ok(expected) if within(given, expected, abs, rel) => result.right(format!("matches {source} ({})", show(expected))),
-                Ok(expected) => result.wrong(format!("{source} gives {}, you wrote {}", show(expected), show(given))),
+                Ok(expected) if within(given, expected, abs, rel) => {
+                    result.right(format!("matches {source} ({})", show(expected)))
+                }
+                Ok(expected) => result.wrong(format!(
+                    "{source} gives {}, you wrote {}",
+                    show(expected),
+                    show(given)
+                )),
             }
         }
     }

@@ -3,10 +3,10 @@
 //! the keyword rubric only flags for review.
 
 use super::{Got, NOT_ANSWERED};
-use crate::question_types::number::show;
-use crate::question_types::rubric::Rubric;
 use crate::key::MechanismKey;
 use crate::plan_rule::{self, Assessment, Mechanism, Verdict};
+use crate::question_types::number::show;
+use crate::question_types::rubric::Rubric;
 use crate::report::QuestionResult;
 use crate::results::profile_report::{ProfileReport, RankedOp};
 
@@ -25,10 +25,16 @@ pub fn mechanism_question(
     };
     let q = q.answer(text.clone());
     let Some(mechanism) = Mechanism::parse(&text) else {
-        return (q.wrong(format!("write one of {}", Mechanism::choices())), None);
+        return (
+            q.wrong(format!("write one of {}", Mechanism::choices())),
+            None,
+        );
     };
     let (Some(profile), Some(op)) = (profile, op) else {
-        return (q.wrong("cannot be checked until the op is a row of your profile"), None);
+        return (
+            q.wrong("cannot be checked until the op is a row of your profile"),
+            None,
+        );
     };
     let assessment = plan_rule::assess(profile, op, mechanism, key);
     let judgement = &assessment.judgement;
@@ -46,7 +52,13 @@ pub fn mechanism_question(
 
 /// Grade the expected cut: never more than the op's share, and within what the mechanism can
 /// remove when the mechanism was accepted. `target_pct` is the cut the exercise asks for.
-pub fn cut_question(got: Got<f64>, op: Option<&RankedOp>, assessment: Option<&Assessment>, target_pct: f64, q: QuestionResult) -> QuestionResult {
+pub fn cut_question(
+    got: Got<f64>,
+    op: Option<&RankedOp>,
+    assessment: Option<&Assessment>,
+    target_pct: f64,
+    q: QuestionResult,
+) -> QuestionResult {
     let cut = match got {
         Got::Unanswered => return q.unanswered(NOT_ANSWERED),
         Got::Invalid(reason) => return q.wrong(reason),
@@ -64,9 +76,11 @@ pub fn cut_question(got: Got<f64>, op: Option<&RankedOp>, assessment: Option<&As
     let judgement = plan_rule::judge_cut(max, &arithmetic, cut);
     match judgement.verdict {
         Verdict::Wrong => q.wrong(judgement.reason),
-        _ if cut + plan_rule::CUT_TOLERANCE_PCT < target_pct => {
-            q.right(format!("{} (short of the {} asked: say so when no op can give more)", judgement.reason, plan_rule::pct(target_pct)))
-        }
+        _ if cut + plan_rule::CUT_TOLERANCE_PCT < target_pct => q.right(format!(
+            "{} (short of the {} asked: say so when no op can give more)",
+            judgement.reason,
+            plan_rule::pct(target_pct)
+        )),
         _ => q.right(judgement.reason),
     }
 }
@@ -74,7 +88,11 @@ pub fn cut_question(got: Got<f64>, op: Option<&RankedOp>, assessment: Option<&As
 /// `plan.why`: read by people. The rubric flags it for review (unsure, bare keywords, or a
 /// negation next to an idea) and never gives or takes points: the question is worth 0.
 pub fn why_question(got: Got<String>, rubric: &Rubric, top_ops: Vec<String>) -> QuestionResult {
-    let q = QuestionResult::new("plan.why", "Why, in one sentence (read by people; not scored)", 0.0);
+    let q = QuestionResult::new(
+        "plan.why",
+        "Why, in one sentence (read by people; not scored)",
+        0.0,
+    );
     match got {
         Got::Unanswered => q.unanswered(NOT_ANSWERED),
         Got::Invalid(reason) => q.wrong(reason),
@@ -86,7 +104,11 @@ pub fn why_question(got: Got<String>, rubric: &Rubric, top_ops: Vec<String>) -> 
                 reason.push_str(&format!("found: {}", graded.found.join("; ")));
             }
             if !graded.missing.is_empty() {
-                reason.push_str(&format!("{}missing: {}", if reason.is_empty() { "" } else { ". " }, graded.missing.join("; ")));
+                reason.push_str(&format!(
+                    "{}missing: {}",
+                    if reason.is_empty() { "" } else { ". " },
+                    graded.missing.join("; ")
+                ));
             }
             if !graded.negated.is_empty() {
                 reason.push_str(&format!(". Next to a negation, so not counted: {}; does the sentence argue against its own plan?", graded.negated.join("; ")));

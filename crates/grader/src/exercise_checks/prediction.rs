@@ -10,8 +10,20 @@ use crate::report::QuestionResult;
 /// `file` in the feedback). `shown` is the prediction as the feedback gives it (`Unanswered` when
 /// its first answer is empty), `beside` a sentence on what was measured, put after each message
 /// (or empty); `how` says how to make one (the exercise's command).
-pub fn made_first(ctx: &mut Ctx<'_>, shown: Got<String>, points: f64, role: &str, file: &str, beside: &str, how: &str) {
-    let q = QuestionResult::new("prediction.made_first", "Your prediction, made before the first profile ran", points);
+pub fn made_first(
+    ctx: &mut Ctx<'_>,
+    shown: Got<String>,
+    points: f64,
+    role: &str,
+    file: &str,
+    beside: &str,
+    how: &str,
+) {
+    let q = QuestionResult::new(
+        "prediction.made_first",
+        "Your prediction, made before the first profile ran",
+        points,
+    );
     let shown = match shown {
         Got::Answered(shown) => shown,
         Got::Invalid(reason) => return ctx.push(q.wrong(reason)),
@@ -23,7 +35,11 @@ pub fn made_first(ctx: &mut Ctx<'_>, shown: Got<String>, points: f64, role: &str
         }
     };
     let q = q.answer(shown);
-    let beside = if beside.is_empty() { String::new() } else { format!(". {beside}") };
+    let beside = if beside.is_empty() {
+        String::new()
+    } else {
+        format!(". {beside}")
+    };
     let made_at = match ctx.text("prediction.made_at") {
         Got::Answered(text) => match prediction::parse_time(&text) {
             Some(at) => at,
@@ -46,7 +62,9 @@ pub fn made_first(ctx: &mut Ctx<'_>, shown: Got<String>, points: f64, role: &str
         Got::Unanswered => return ctx.push(q.wrong(format!("`prediction.report_existed` is empty: the exercise records whether a report existed{beside}"))),
     }
     let Some(rel) = ctx.info.result_path(role) else {
-        return ctx.push(q.wrong(format!("the exercise manifest declares no `{role}` results file; tell the instructor")));
+        return ctx.push(q.wrong(format!(
+            "the exercise manifest declares no `{role}` results file; tell the instructor"
+        )));
     };
     let q = match ctx.submission.modified(&rel) {
         Some(written) if made_at < written => q.right(format!("made {when}, before {file} was written ({}){beside}", prediction::format_time(written))),

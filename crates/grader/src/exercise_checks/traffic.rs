@@ -21,7 +21,9 @@ pub const TARGET_PER_LONE_TTFT: f64 = 4.0;
 
 /// The target the rule gives for a lone request's median TTFT.
 pub fn target_for(lone_median_ttft_ms: f64) -> f64 {
-    (TARGET_PER_LONE_TTFT * lone_median_ttft_ms).round().max(1.0)
+    (TARGET_PER_LONE_TTFT * lone_median_ttft_ms)
+        .round()
+        .max(1.0)
 }
 
 /// What a P90 and its interval say about a target.
@@ -64,7 +66,17 @@ impl Verdict {
             .map(|c| if c.is_ascii_alphanumeric() { c } else { ' ' })
             .collect();
         let phrase = words.split_whitespace().collect::<Vec<_>>().join(" ");
-        let holds = ["yes", "y", "true", "holds", "it holds", "the target holds", "yes it holds", "met", "it is met"];
+        let holds = [
+            "yes",
+            "y",
+            "true",
+            "holds",
+            "it holds",
+            "the target holds",
+            "yes it holds",
+            "met",
+            "it is met",
+        ];
         let fails = [
             "no",
             "n",
@@ -111,20 +123,61 @@ pub fn check(ctx: &mut Ctx<'_>, key: &TrafficKey) {
     };
     let stated = ctx.number("target_p90_ttft_ms");
     let q = QuestionResult::new("target_p90_ttft_ms", "The P90 TTFT target, ms", 1.0);
-    ctx.push(number_question(stated, target.clone(), 1e-9, 0.0, &source, q));
+    ctx.push(number_question(
+        stated,
+        target.clone(),
+        1e-9,
+        0.0,
+        &source,
+        q,
+    ));
 
     let knee = target.clone().and_then(|t| calibration(ctx, t));
     let got = ctx.number("knee_rps");
-    let q = QuestionResult::new("knee_rps", "The knee your calibration sweep measured, req/s", 1.0);
-    ctx.push(number_question(got, knee, 0.0, key.p90_rel_tolerance, "results/sweep/bench.json", q));
+    let q = QuestionResult::new(
+        "knee_rps",
+        "The knee your calibration sweep measured, req/s",
+        1.0,
+    );
+    ctx.push(number_question(
+        got,
+        knee,
+        0.0,
+        key.p90_rel_tolerance,
+        "results/sweep/bench.json",
+        q,
+    ));
 
-    for (role, file, suffix, what) in [("rate", "results/rate-1x/bench.json", "at_rate", "your rate R"), ("double", "results/rate-2x/bench.json", "at_double", "2R")] {
+    for (role, file, suffix, what) in [
+        (
+            "rate",
+            "results/rate-1x/bench.json",
+            "at_rate",
+            "your rate R",
+        ),
+        ("double", "results/rate-2x/bench.json", "at_double", "2R"),
+    ] {
         let measured = p90(ctx, role);
         let got = ctx.number(&format!("p90_ttft_ms_{suffix}"));
-        let q = QuestionResult::new(format!("p90_ttft_ms_{suffix}"), format!("P90 TTFT at {what}, ms"), 1.0);
-        ctx.push(number_question(got, measured.clone().map(|(p, _)| p), 0.0, key.p90_rel_tolerance, file, q));
+        let q = QuestionResult::new(
+            format!("p90_ttft_ms_{suffix}"),
+            format!("P90 TTFT at {what}, ms"),
+            1.0,
+        );
+        ctx.push(number_question(
+            got,
+            measured.clone().map(|(p, _)| p),
+            0.0,
+            key.p90_rel_tolerance,
+            file,
+            q,
+        ));
         let answer = ctx.text(&format!("target_holds_{suffix}"));
-        let q = QuestionResult::new(format!("target_holds_{suffix}"), format!("Does the target hold at {what}?"), 1.0);
+        let q = QuestionResult::new(
+            format!("target_holds_{suffix}"),
+            format!("Does the target hold at {what}?"),
+            1.0,
+        );
         ctx.push(verdict_question(answer, &measured, &target, q));
     }
 }
@@ -134,18 +187,28 @@ fn lone_target(ctx: &mut Ctx<'_>) -> Result<f64, String> {
     let report = ctx.bench("lone")?;
     match report.runs.first().and_then(|r| r.median_ttft_ms) {
         Some(median) => Ok(target_for(median)),
-        None => Err(format!("cannot be checked: {} has no median TTFT of a lone request; run the exercise again", report.file)),
+        None => Err(format!(
+            "cannot be checked: {} has no median TTFT of a lone request; run the exercise again",
+            report.file
+        )),
     }
 }
 
-fn verdict_question(answer: Got<String>, measured: &Result<(f64, [f64; 2]), String>, target: &Result<f64, String>, q: QuestionResult) -> QuestionResult {
+fn verdict_question(
+    answer: Got<String>,
+    measured: &Result<(f64, [f64; 2]), String>,
+    target: &Result<f64, String>,
+    q: QuestionResult,
+) -> QuestionResult {
     match answer {
         Got::Unanswered => q.unanswered(NOT_ANSWERED),
         Got::Invalid(reason) => q.wrong(reason),
         Got::Answered(text) => {
             let q = q.answer(text.clone());
             let Some(given) = Verdict::from_answer(&text) else {
-                return q.wrong(format!("\"{text}\" is not an answer: write \"yes\", \"no\" or \"cannot tell\""));
+                return q.wrong(format!(
+                    "\"{text}\" is not an answer: write \"yes\", \"no\" or \"cannot tell\""
+                ));
             };
             let ((p90, ci), target) = match (measured, target) {
                 (Err(reason), _) | (_, Err(reason)) => return q.wrong(reason.clone()),
@@ -162,14 +225,19 @@ fn verdict_question(answer: Got<String>, measured: &Result<(f64, [f64; 2]), Stri
             let why = match truth {
                 Verdict::Holds => "the whole interval is within the target, so it holds",
                 Verdict::Fails => "the whole interval is above the target, so it fails",
-                Verdict::CannotTell => "the interval straddles the target, so this sample size cannot tell",
+                Verdict::CannotTell => {
+                    "the interval straddles the target, so this sample size cannot tell"
+                }
             };
             if given == truth {
                 q.right(format!("{fact}: {why}"))
             } else if truth == Verdict::CannotTell {
                 q.wrong(format!("{fact}: {why}; the P90 alone is not a verdict, so the answer is \"cannot tell\" (or measure more requests)"))
             } else {
-                q.wrong(format!("{fact}: {why}; the answer is \"{}\"", truth.as_answer()))
+                q.wrong(format!(
+                    "{fact}: {why}; the answer is \"{}\"",
+                    truth.as_answer()
+                ))
             }
         }
     }
@@ -179,11 +247,21 @@ fn verdict_question(answer: Got<String>, measured: &Result<(f64, [f64; 2]), Stri
 fn calibration(ctx: &mut Ctx<'_>, target: f64) -> Result<f64, String> {
     let report: BenchReport = ctx.bench("sweep")?;
     let Some(sweep) = report.sweep else {
-        return Err(format!("cannot be checked: {} holds no sweep; run the exercise again (it calibrates first)", report.file));
+        return Err(format!(
+            "cannot be checked: {} holds no sweep; run the exercise again (it calibrates first)",
+            report.file
+        ));
     };
-    let on_target = sweep.bounds.len() == 1 && sweep.bounds.iter().all(|b| b.metric == "ttft_ms" && b.percentile == 90.0 && (b.bound_ms - target).abs() < 1e-9);
+    let on_target = sweep.bounds.len() == 1
+        && sweep.bounds.iter().all(|b| {
+            b.metric == "ttft_ms" && b.percentile == 90.0 && (b.bound_ms - target).abs() < 1e-9
+        });
     if !on_target {
-        let used: Vec<String> = sweep.bounds.iter().map(|b| format!("P{} {} ≤ {} ms", b.percentile, b.metric, show(b.bound_ms))).collect();
+        let used: Vec<String> = sweep
+            .bounds
+            .iter()
+            .map(|b| format!("P{} {} ≤ {} ms", b.percentile, b.metric, show(b.bound_ms)))
+            .collect();
         return Err(format!(
             "the calibration in {} was against {}, not the exercise's P90 TTFT ≤ {} ms: run the exercise again with --target-ms {}",
             report.file,

@@ -1,13 +1,15 @@
 //! Multiple choice: exact, single or multi-select. The learner writes the option's text.
 
 use super::normalize;
-use course_model::quiz::{BankQuestion, QuestionKind};
 use crate::report::QuestionResult;
+use course_model::quiz::{BankQuestion, QuestionKind};
 
 /// Grade the options a learner chose; `chosen` is never empty (empty is "unanswered").
 pub fn grade(question: &BankQuestion, chosen: &[String], result: QuestionResult) -> QuestionResult {
     let QuestionKind::MultipleChoice { answers, multi, .. } = &question.kind else {
-        return result.wrong("this question is not multiple choice; the answer key is wrong, tell the instructor");
+        return result.wrong(
+            "this question is not multiple choice; the answer key is wrong, tell the instructor",
+        );
     };
     let options = question.options();
     let find = |text: &str| find_option(&options, text);
@@ -16,7 +18,11 @@ pub fn grade(question: &BankQuestion, chosen: &[String], result: QuestionResult)
         match find(choice) {
             Some(option) => picked.push(normalize(option)),
             None => {
-                let listed = options.iter().map(|o| format!("\"{}\"", o.trim())).collect::<Vec<_>>().join(", ");
+                let listed = options
+                    .iter()
+                    .map(|o| format!("\"{}\"", o.trim()))
+                    .collect::<Vec<_>>()
+                    .join(", ");
                 return result.wrong(format!("\"{choice}\" is not one of the options: {listed}"));
             }
         }
@@ -57,7 +63,11 @@ pub fn find_option<'a>(options: &'a [String], text: &str) -> Option<&'a String> 
         .iter()
         .filter(|o| {
             let option = normalize(o);
-            let (short, long) = if option.len() <= wanted.len() { (&option, &wanted) } else { (&wanted, &option) };
+            let (short, long) = if option.len() <= wanted.len() {
+                (&option, &wanted)
+            } else {
+                (&wanted, &option)
+            };
             short.chars().count() >= MIN_PREFIX_CHARS && long.starts_with(short.as_str())
         })
         .collect();
@@ -93,11 +103,20 @@ mod tests {
     #[test]
     fn single_choice_ignores_case_space_and_markdown() {
         let q = mc(&["**Benchmark** it"], &["Profile"], false);
-        assert_eq!(grade(&q, &[" benchmark  IT ".into()], r()).outcome, Outcome::Right);
+        assert_eq!(
+            grade(&q, &[" benchmark  IT ".into()], r()).outcome,
+            Outcome::Right
+        );
         assert_eq!(grade(&q, &["Profile".into()], r()).outcome, Outcome::Wrong);
         let q2 = mc(&["Benchmark"], &["Profile"], false);
-        assert_eq!(grade(&q2, &["benchmarking".into()], r()).outcome, Outcome::Right);
-        assert_eq!(grade(&q2, &["profiling".into()], r()).outcome, Outcome::Wrong);
+        assert_eq!(
+            grade(&q2, &["benchmarking".into()], r()).outcome,
+            Outcome::Right
+        );
+        assert_eq!(
+            grade(&q2, &["profiling".into()], r()).outcome,
+            Outcome::Wrong
+        );
         assert_eq!(grade(&q2, &["B".into()], r()).outcome, Outcome::Wrong);
         let not_an_option = grade(&q, &["Nsight".into()], r());
         assert!(not_an_option.reason.contains("not one of the options"));
@@ -106,8 +125,14 @@ mod tests {
     #[test]
     fn multi_select_needs_exactly_the_right_set() {
         let q = mc(&["a", "b"], &["c"], true);
-        assert_eq!(grade(&q, &["b".into(), "a".into()], r()).outcome, Outcome::Right);
+        assert_eq!(
+            grade(&q, &["b".into(), "a".into()], r()).outcome,
+            Outcome::Right
+        );
         assert_eq!(grade(&q, &["a".into()], r()).outcome, Outcome::Wrong);
-        assert_eq!(grade(&q, &["a".into(), "b".into(), "c".into()], r()).outcome, Outcome::Wrong);
+        assert_eq!(
+            grade(&q, &["a".into(), "b".into(), "c".into()], r()).outcome,
+            Outcome::Wrong
+        );
     }
 }

@@ -11,6 +11,13 @@ pub mod short_answer;
 /// also ignore Markdown emphasis, backticks and runs of whitespace, which learners cannot see
 /// when the option is rendered.
 pub fn normalize(text: &str) -> String {
-    let stripped: String = text.chars().filter(|c| !matches!(c, '`' | '*' | '_')).collect();
-    stripped.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase()
+    let stripped: String = text
+        .chars()
+        .filter(|c| !matches!(c, '`' | '*' | '_'))
+        .collect();
+    stripped
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_lowercase()
 }

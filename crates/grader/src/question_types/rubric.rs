@@ -81,8 +81,14 @@ fn tokens(text: &str) -> Vec<Token> {
             && chars.get(i + 1).is_some_and(|n| n.is_ascii_digit());
         if c.is_alphanumeric() {
             // A unit written against its number ("8ms", "14GB") is a word of its own.
-            if c.is_alphabetic() && !current.is_empty() && current.chars().all(|d| d.is_ascii_digit() || d == '.') {
-                out.push(Token { word: std::mem::take(&mut current), clause });
+            if c.is_alphabetic()
+                && !current.is_empty()
+                && current.chars().all(|d| d.is_ascii_digit() || d == '.')
+            {
+                out.push(Token {
+                    word: std::mem::take(&mut current),
+                    clause,
+                });
             }
             current.extend(c.to_lowercase());
             continue;
@@ -95,17 +101,26 @@ fn tokens(text: &str) -> Vec<Token> {
             continue;
         }
         if !current.is_empty() {
-            out.push(Token { word: std::mem::take(&mut current), clause });
+            out.push(Token {
+                word: std::mem::take(&mut current),
+                clause,
+            });
         }
         if c == '%' {
-            out.push(Token { word: "%".to_string(), clause });
+            out.push(Token {
+                word: "%".to_string(),
+                clause,
+            });
         }
         if matches!(c, '.' | ',' | ';' | ':' | '!' | '?' | '(' | ')' | '—') {
             clause += 1;
         }
     }
     if !current.is_empty() {
-        out.push(Token { word: current, clause });
+        out.push(Token {
+            word: current,
+            clause,
+        });
     }
     out
 }
@@ -125,7 +140,11 @@ enum Want {
 fn pattern(phrase: &str) -> Vec<Want> {
     let mut out = Vec::new();
     for piece in phrase.split_whitespace() {
-        let bound = |prefix: char| piece.strip_prefix(prefix).and_then(|n| n.parse::<f64>().ok());
+        let bound = |prefix: char| {
+            piece
+                .strip_prefix(prefix)
+                .and_then(|n| n.parse::<f64>().ok())
+        };
         if let Some(n) = bound('>') {
             out.push(Want::Above(n));
         } else if let Some(n) = bound('<') {
@@ -155,14 +174,22 @@ fn phrase_matches(answer: &[String], phrase: &str) -> Vec<(usize, usize)> {
         .windows(wanted.len())
         .enumerate()
         .filter(|(_, window)| {
-            window.iter().zip(&wanted).enumerate().all(|(i, (got, want))| match want {
-                Want::Prefix(start) => got.starts_with(start.as_str()),
-                Want::Above(n) => number(got).is_some_and(|v| v > *n),
-                Want::Below(n) => number(got).is_some_and(|v| v < *n),
-                // A plural or a verb ending on the last word is the same idea.
-                Want::Word(w) if i == last => got == w || got.strip_suffix('s') == Some(w) || got.strip_suffix("es") == Some(w),
-                Want::Word(w) => got == w,
-            })
+            window
+                .iter()
+                .zip(&wanted)
+                .enumerate()
+                .all(|(i, (got, want))| match want {
+                    Want::Prefix(start) => got.starts_with(start.as_str()),
+                    Want::Above(n) => number(got).is_some_and(|v| v > *n),
+                    Want::Below(n) => number(got).is_some_and(|v| v < *n),
+                    // A plural or a verb ending on the last word is the same idea.
+                    Want::Word(w) if i == last => {
+                        got == w
+                            || got.strip_suffix('s') == Some(w)
+                            || got.strip_suffix("es") == Some(w)
+                    }
+                    Want::Word(w) => got == w,
+                })
         })
         .map(|(start, _)| (start, start + wanted.len()))
         .collect()
@@ -178,17 +205,31 @@ fn phrase_occurs(answer: &[String], phrase: &str) -> bool {
 const NEGATION_REACH: usize = 3;
 
 /// Negations that turn the words after them around.
-const NEGATES_WHAT_FOLLOWS: [&[&str]; 8] =
-    [&["do", "not"], &["no", "need"], &["instead", "of"], &["rather", "than"], &["not"], &["never"], &["cannot"], &["without"]];
+const NEGATES_WHAT_FOLLOWS: [&[&str]; 8] = [
+    &["do", "not"],
+    &["no", "need"],
+    &["instead", "of"],
+    &["rather", "than"],
+    &["not"],
+    &["never"],
+    &["cannot"],
+    &["without"],
+];
 
 /// A contraction (`don't`, `isn't`, `won't`: split into `don` + `t`) or its apostrophe-less
 /// spelling; the negation at `i`, if one ends there, and how many words it spans.
 fn contraction_at(tokens: &[Token], i: usize) -> Option<String> {
     let word = tokens[i].word.as_str();
-    if word == "t" && i > 0 && tokens[i - 1].clause == tokens[i].clause && tokens[i - 1].word.ends_with('n') {
+    if word == "t"
+        && i > 0
+        && tokens[i - 1].clause == tokens[i].clause
+        && tokens[i - 1].word.ends_with('n')
+    {
         return Some(format!("{}'t", tokens[i - 1].word));
     }
-    const UNAPOSTROPHED: [&str; 10] = ["dont", "doesnt", "isnt", "wont", "cant", "shouldnt", "wouldnt", "arent", "didnt", "wasnt"];
+    const UNAPOSTROPHED: [&str; 10] = [
+        "dont", "doesnt", "isnt", "wont", "cant", "shouldnt", "wouldnt", "arent", "didnt", "wasnt",
+    ];
     UNAPOSTROPHED.contains(&word).then(|| word.to_string())
 }
 
@@ -206,8 +247,15 @@ fn negation_ending_at(tokens: &[Token], i: usize, after_the_phrase: bool) -> Opt
         let n = cue.len();
         if i + 1 >= n {
             let start = i + 1 - n;
-            let same_clause = tokens[start..=i].iter().all(|t| t.clause == tokens[i].clause);
-            if same_clause && tokens[start..=i].iter().zip(cue.iter()).all(|(t, w)| t.word == *w) {
+            let same_clause = tokens[start..=i]
+                .iter()
+                .all(|t| t.clause == tokens[i].clause);
+            if same_clause
+                && tokens[start..=i]
+                    .iter()
+                    .zip(cue.iter())
+                    .all(|(t, w)| t.word == *w)
+            {
                 return Some(cue.join(" "));
             }
         }
@@ -219,13 +267,16 @@ fn negation_ending_at(tokens: &[Token], i: usize, after_the_phrase: bool) -> Opt
 /// [`NEGATION_REACH`] words before, or a plain "not" up to that many words after.
 fn negation_near(tokens: &[Token], start: usize, end: usize) -> Option<String> {
     let clause = tokens[start].clause;
-    let before = (start.saturating_sub(NEGATION_REACH)..start).rev().filter(|&i| tokens[i].clause == clause);
+    let before = (start.saturating_sub(NEGATION_REACH)..start)
+        .rev()
+        .filter(|&i| tokens[i].clause == clause);
     for i in before {
         if let Some(cue) = negation_ending_at(tokens, i, false) {
             return Some(format!("after \"{cue}\""));
         }
     }
-    let after = (end..(end + NEGATION_REACH).min(tokens.len())).filter(|&i| tokens[i].clause == clause);
+    let after =
+        (end..(end + NEGATION_REACH).min(tokens.len())).filter(|&i| tokens[i].clause == clause);
     for i in after {
         if let Some(cue) = negation_ending_at(tokens, i, true) {
             return Some(format!("before \"{cue}\""));
@@ -236,7 +287,11 @@ fn negation_near(tokens: &[Token], start: usize, end: usize) -> Option<String> {
 
 impl Rubric {
     /// Grade `answer`; `expand` replaces placeholders such as `{top_ops}` by phrases.
-    pub fn grade(&self, answer: &str, expand: &dyn Fn(&str) -> Option<Vec<String>>) -> RubricResult {
+    pub fn grade(
+        &self,
+        answer: &str,
+        expand: &dyn Fn(&str) -> Option<Vec<String>>,
+    ) -> RubricResult {
         let answer_tokens = tokens(answer);
         let answer_words: Vec<String> = answer_tokens.iter().map(|t| t.word.clone()).collect();
         let mut found = Vec::new();
@@ -254,7 +309,12 @@ impl Rubric {
             for phrase in &phrases {
                 for (start, end) in phrase_matches(&answer_words, phrase) {
                     match negation_near(&answer_tokens, start, end) {
-                        Some(cue) => against = against.or(Some(format!("\"{}\" {cue}", answer_words[start..end].join(" ")))),
+                        Some(cue) => {
+                            against = against.or(Some(format!(
+                                "\"{}\" {cue}",
+                                answer_words[start..end].join(" ")
+                            )))
+                        }
                         None => hit = true,
                     }
                 }
@@ -269,7 +329,11 @@ impl Rubric {
             });
             let wrong_claim: Vec<String> = wrong_claim.collect();
             if !wrong_claim.is_empty() {
-                contradicted.push(format!("{} (against: {})", wrong_claim.join(", "), idea.idea));
+                contradicted.push(format!(
+                    "{} (against: {})",
+                    wrong_claim.join(", "),
+                    idea.idea
+                ));
                 missing.push(idea.idea.clone());
             // One negated mention is enough to doubt the idea: the sentence argues both ways.
             } else if let Some(against) = against {
@@ -281,13 +345,24 @@ impl Rubric {
                 missing.push(idea.idea.clone());
             }
         }
-        let fraction = if self.ideas.is_empty() { 0.0 } else { found.len() as f64 / self.ideas.len() as f64 };
+        let fraction = if self.ideas.is_empty() {
+            0.0
+        } else {
+            found.len() as f64 / self.ideas.len() as f64
+        };
         let needs_review = (fraction > 0.0 && fraction < 1.0)
             || (fraction >= 1.0 && answer_words.len() < MIN_WORDS_FOR_CONFIDENCE)
             || (fraction == 0.0 && answer_words.len() >= WORDS_WORTH_READING)
             || !negated.is_empty()
             || !contradicted.is_empty();
-        RubricResult { found, missing, fraction, needs_review, negated, contradicted }
+        RubricResult {
+            found,
+            missing,
+            fraction,
+            needs_review,
+            negated,
+            contradicted,
+        }
     }
 }
 
@@ -299,9 +374,21 @@ mod tests {
         Rubric {
             points: 3.0,
             ideas: vec![
-                Idea { idea: "little math".into(), any: vec!["little math".into(), "memory*".into()], wrong: vec![] },
-                Idea { idea: "removable".into(), any: vec!["fus*".into(), "remov*".into()], wrong: vec!["sav* >5 ms".into()] },
-                Idea { idea: "matmuls efficient".into(), any: vec!["already".into(), "{ops}".into()], wrong: vec!["compute bound".into()] },
+                Idea {
+                    idea: "little math".into(),
+                    any: vec!["little math".into(), "memory*".into()],
+                    wrong: vec![],
+                },
+                Idea {
+                    idea: "removable".into(),
+                    any: vec!["fus*".into(), "remov*".into()],
+                    wrong: vec!["sav* >5 ms".into()],
+                },
+                Idea {
+                    idea: "matmuls efficient".into(),
+                    any: vec!["already".into(), "{ops}".into()],
+                    wrong: vec!["compute bound".into()],
+                },
             ],
         }
     }
@@ -328,7 +415,10 @@ mod tests {
     #[test]
     fn bare_keywords_and_unmatched_prose_need_review() {
         assert!(rubric().grade("memory fuse already", &none).needs_review);
-        let unmatched = rubric().grade("Because the other line is where the gain hides today.", &none);
+        let unmatched = rubric().grade(
+            "Because the other line is where the gain hides today.",
+            &none,
+        );
         assert_eq!(unmatched.fraction, 0.0);
         assert!(unmatched.needs_review);
         assert!(!rubric().grade("no idea", &none).needs_review);
@@ -348,7 +438,10 @@ mod tests {
     #[test]
     fn a_negated_idea_is_not_found_and_flags_the_answer() {
         // Every keyword is there, but the sentence argues against fusing.
-        let r = rubric().grade("It does little math, but do not fuse it: the matmuls are already fast.", &none);
+        let r = rubric().grade(
+            "It does little math, but do not fuse it: the matmuls are already fast.",
+            &none,
+        );
         assert_eq!(r.missing, ["removable"]);
         assert!(r.needs_review);
         assert_eq!(r.negated, ["\"fuse\" after \"do not\""]);
@@ -371,7 +464,10 @@ mod tests {
         assert!(r.negated.is_empty(), "{r:?}");
         assert_eq!(r.fraction, 1.0);
         // A figure's decimal point does not end a clause, and "rather than" after a phrase keeps it.
-        let r = rubric().grade("Fuse rather than rewrite: 7.5% of little math, and the matmuls already run well.", &none);
+        let r = rubric().grade(
+            "Fuse rather than rewrite: 7.5% of little math, and the matmuls already run well.",
+            &none,
+        );
         assert!(r.negated.is_empty(), "{r:?}");
     }
 
@@ -384,24 +480,58 @@ mod tests {
 
     #[test]
     fn a_wrong_claim_or_an_impossible_figure_costs_its_idea() {
-        let r = rubric().grade("Little math, so fusing them saves 12 ms; the matmuls are already fast.", &none);
+        let r = rubric().grade(
+            "Little math, so fusing them saves 12 ms; the matmuls are already fast.",
+            &none,
+        );
         assert_eq!(r.missing, ["removable"], "{r:?}");
-        assert!(r.needs_review && r.contradicted.len() == 1 && r.contradicted[0].contains("\"saves 12 ms\""), "{r:?}");
+        assert!(
+            r.needs_review
+                && r.contradicted.len() == 1
+                && r.contradicted[0].contains("\"saves 12 ms\""),
+            "{r:?}"
+        );
         // Within what the figures allow, or a unit written against its number: as usual.
-        assert_eq!(rubric().grade("Little math, so fusing them saves 3 ms; the matmuls are already fast.", &none).fraction, 1.0);
-        let r = rubric().grade("Little math, so fusing them saves 7.5ms; the matmuls are already fast.", &none);
-        assert!(r.contradicted.len() == 1 && r.contradicted[0].contains("\"saves 7.5 ms\""), "{r:?}");
+        assert_eq!(
+            rubric()
+                .grade(
+                    "Little math, so fusing them saves 3 ms; the matmuls are already fast.",
+                    &none
+                )
+                .fraction,
+            1.0
+        );
+        let r = rubric().grade(
+            "Little math, so fusing them saves 7.5ms; the matmuls are already fast.",
+            &none,
+        );
+        assert!(
+            r.contradicted.len() == 1 && r.contradicted[0].contains("\"saves 7.5 ms\""),
+            "{r:?}"
+        );
         // A claim the answer denies is no claim.
-        let r = rubric().grade("Little math, so fuse it: the matmuls are already fast, not compute bound.", &none);
+        let r = rubric().grade(
+            "Little math, so fuse it: the matmuls are already fast, not compute bound.",
+            &none,
+        );
         assert!(r.contradicted.is_empty() && r.fraction == 1.0, "{r:?}");
-        let r = rubric().grade("Little math, so fuse it: the matmuls are already compute bound.", &none);
+        let r = rubric().grade(
+            "Little math, so fuse it: the matmuls are already compute bound.",
+            &none,
+        );
         assert_eq!(r.missing, ["matmuls efficient"], "{r:?}");
     }
 
     #[test]
     fn numbers_are_words_whole() {
-        assert_eq!(words("7.5% of 1,190 ms, 8ms, bf16 at 14GB"), ["7.5", "%", "of", "1190", "ms", "8", "ms", "bf16", "at", "14", "gb"]);
-        assert!(phrase_occurs(&words("it takes 15 ms"), ">14 ms") && !phrase_occurs(&words("it takes 14 ms"), ">14 ms"));
+        assert_eq!(
+            words("7.5% of 1,190 ms, 8ms, bf16 at 14GB"),
+            ["7.5", "%", "of", "1190", "ms", "8", "ms", "bf16", "at", "14", "gb"]
+        );
+        assert!(
+            phrase_occurs(&words("it takes 15 ms"), ">14 ms")
+                && !phrase_occurs(&words("it takes 14 ms"), ">14 ms")
+        );
         assert!(phrase_occurs(&words("a floor of 4 ms"), "floor of <14 ms"));
     }
 }

@@ -2,15 +2,29 @@
 //! its alternatives), then, when the key has a rubric for the question, partial credit by ideas.
 
 use super::rubric::Rubric;
-use course_model::quiz::{BankQuestion, QuestionKind};
 use crate::report::QuestionResult;
+use course_model::quiz::{BankQuestion, QuestionKind};
 
-pub fn grade(question: &BankQuestion, answer: &str, rubric: Option<&Rubric>, result: QuestionResult) -> QuestionResult {
-    let QuestionKind::ShortAnswer { answer: expected, alternatives } = &question.kind else {
-        return result.wrong("this question is not a short answer; the answer key is wrong, tell the instructor");
+pub fn grade(
+    question: &BankQuestion,
+    answer: &str,
+    rubric: Option<&Rubric>,
+    result: QuestionResult,
+) -> QuestionResult {
+    let QuestionKind::ShortAnswer {
+        answer: expected,
+        alternatives,
+    } = &question.kind
+    else {
+        return result.wrong(
+            "this question is not a short answer; the answer key is wrong, tell the instructor",
+        );
     };
     let given = answer.trim().to_lowercase();
-    if std::iter::once(expected).chain(alternatives).any(|a| a.trim().to_lowercase() == given) {
+    if std::iter::once(expected)
+        .chain(alternatives)
+        .any(|a| a.trim().to_lowercase() == given)
+    {
         return result.right("");
     }
     match rubric {
@@ -41,13 +55,19 @@ pub fn grade_by_rubric(
         if !reason.is_empty() {
             reason.push_str(". ");
         }
-        reason.push_str(&format!("not counted, next to a negation: {}", graded.negated.join("; ")));
+        reason.push_str(&format!(
+            "not counted, next to a negation: {}",
+            graded.negated.join("; ")
+        ));
     }
     if !graded.contradicted.is_empty() {
         if !reason.is_empty() {
             reason.push_str(". ");
         }
-        reason.push_str(&format!("not counted, a claim that contradicts it: {}", graded.contradicted.join("; ")));
+        reason.push_str(&format!(
+            "not counted, a claim that contradicts it: {}",
+            graded.contradicted.join("; ")
+        ));
     }
     if graded.needs_review {
         reason.push_str(" (needs instructor review: the keyword rubric is unsure)");

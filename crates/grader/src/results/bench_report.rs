@@ -22,7 +22,12 @@ pub use verdict::{Better, Verdict};
 
 /// Reads a learner's verdict: case, spaces and `-`/`_` do not matter ("Inconclusive").
 pub fn verdict_from_answer(text: &str) -> Option<Verdict> {
-    let key: String = text.trim().to_lowercase().chars().filter(|c| c.is_ascii_alphabetic()).collect();
+    let key: String = text
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_ascii_alphabetic())
+        .collect();
     Verdict::ALL.into_iter().find(|v| v.as_str() == key)
 }
 
@@ -139,8 +144,17 @@ pub struct Comparison {
 impl Comparison {
     /// "ratio 0.702, 95% interval [0.669, 0.736], minimum effect 5%".
     pub fn facts(&self) -> String {
-        let high = if self.ci_high.is_finite() { format!("{:.3}", self.ci_high) } else { "∞".to_string() };
-        format!("ratio {:.3}, 95% interval [{:.3}, {high}], minimum effect {}%", self.ratio, self.ci_low, self.min_effect * 100.0)
+        let high = if self.ci_high.is_finite() {
+            format!("{:.3}", self.ci_high)
+        } else {
+            "∞".to_string()
+        };
+        format!(
+            "ratio {:.3}, 95% interval [{:.3}, {high}], minimum effect {}%",
+            self.ratio,
+            self.ci_low,
+            self.min_effect * 100.0
+        )
     }
 }
 
@@ -169,7 +183,12 @@ const REGENERATE: &str = "regenerate it by running the benchmark again; never ed
 
 impl BenchReport {
     pub fn parse(text: &str, file: &str) -> Result<BenchReport, Problem> {
-        let raw: RawReport = parse_json(text, file, &format!("benchmark report ({SCHEMA})"), REGENERATE)?;
+        let raw: RawReport = parse_json(
+            text,
+            file,
+            &format!("benchmark report ({SCHEMA})"),
+            REGENERATE,
+        )?;
         if let Some((old, why)) = OLD_SCHEMAS.iter().find(|(old, _)| *old == raw.schema) {
             return Err(tampered(
                 file,
@@ -178,33 +197,76 @@ impl BenchReport {
             ));
         }
         if raw.schema != SCHEMA {
-            return Err(tampered(file, format!("the schema is {:?}, but the grader reads {SCHEMA:?}", raw.schema), REGENERATE));
+            return Err(tampered(
+                file,
+                format!(
+                    "the schema is {:?}, but the grader reads {SCHEMA:?}",
+                    raw.schema
+                ),
+                REGENERATE,
+            ));
         }
         let comparison = match raw.comparison {
             None => None,
             Some(c) => Some(check_comparison(c, file)?),
         };
-        let comparisons = raw.comparisons.into_iter().map(|c| check_comparison(c, file)).collect::<Result<Vec<_>, _>>()?;
+        let comparisons = raw
+            .comparisons
+            .into_iter()
+            .map(|c| check_comparison(c, file))
+            .collect::<Result<Vec<_>, _>>()?;
         let mut runs = Vec::with_capacity(raw.runs.len());
         for run in raw.runs {
-            let ci = run.metrics.ttft_ms.as_ref().and_then(|s| s.ci95_p90.as_ref()).map(|i| [i.low, i.high.unwrap_or(f64::INFINITY)]);
-            if ci.is_some_and(|[lo, hi]| !(lo.is_finite() && !hi.is_nan() && 0.0 <= lo && lo <= hi)) {
+            let ci = run
+                .metrics
+                .ttft_ms
+                .as_ref()
+                .and_then(|s| s.ci95_p90.as_ref())
+                .map(|i| [i.low, i.high.unwrap_or(f64::INFINITY)]);
+            if ci.is_some_and(|[lo, hi]| !(lo.is_finite() && !hi.is_nan() && 0.0 <= lo && lo <= hi))
+            {
                 return Err(tampered(file, format!("run `{}` has a P90 TTFT interval that is not an ordered pair of non-negative numbers", run.label), REGENERATE));
             }
             let median = run.metrics.ttft_ms.as_ref().and_then(|s| s.median);
             if median.is_some_and(|m| !(m.is_finite() && m > 0.0)) {
-                return Err(tampered(file, format!("run `{}` has a median TTFT that is not a positive number", run.label), REGENERATE));
+                return Err(tampered(
+                    file,
+                    format!(
+                        "run `{}` has a median TTFT that is not a positive number",
+                        run.label
+                    ),
+                    REGENERATE,
+                ));
             }
             let p90 = run.metrics.ttft_ms.and_then(|s| s.p90);
             if let Some(p) = p90 {
                 if !p.is_finite() || p < 0.0 {
-                    return Err(tampered(file, format!("run `{}` has a negative or non-finite P90 TTFT", run.label), REGENERATE));
+                    return Err(tampered(
+                        file,
+                        format!("run `{}` has a negative or non-finite P90 TTFT", run.label),
+                        REGENERATE,
+                    ));
                 }
             }
-            runs.push(RunSummary { label: run.label, p90_ttft_ms: p90, p90_ttft_ci95: ci, median_ttft_ms: median });
+            runs.push(RunSummary {
+                label: run.label,
+                p90_ttft_ms: p90,
+                p90_ttft_ci95: ci,
+                median_ttft_ms: median,
+            });
         }
-        let sweep = raw.sweep.map(|s| SweepSummary { bounds: s.bounds, knee: s.knee, ci95_knee: s.ci95_knee });
-        Ok(BenchReport { file: file.to_string(), comparison, comparisons, runs, sweep })
+        let sweep = raw.sweep.map(|s| SweepSummary {
+            bounds: s.bounds,
+            knee: s.knee,
+            ci95_knee: s.ci95_knee,
+        });
+        Ok(BenchReport {
+            file: file.to_string(),
+            comparison,
+            comparisons,
+            runs,
+            sweep,
+        })
     }
 }
 
@@ -214,7 +276,12 @@ impl BenchReport {
 fn check_comparison(c: RawComparison, file: &str) -> Result<Comparison, Problem> {
     let ci_high = c.ci_high.unwrap_or(f64::INFINITY);
     let numbers = [c.ratio, c.ci_low, c.min_effect];
-    if numbers.iter().any(|n| !n.is_finite()) || c.ratio <= 0.0 || ci_high.is_nan() || c.ci_low > ci_high || !(0.0..1.0).contains(&c.min_effect) {
+    if numbers.iter().any(|n| !n.is_finite())
+        || c.ratio <= 0.0
+        || ci_high.is_nan()
+        || c.ci_low > ci_high
+        || !(0.0..1.0).contains(&c.min_effect)
+    {
         return Err(tampered(
             file,
             format!(
@@ -226,7 +293,9 @@ fn check_comparison(c: RawComparison, file: &str) -> Result<Comparison, Problem>
     }
     let consistent = match (c.set_by_arrivals, c.better) {
         (true, _) => c.verdict == Verdict::Inconclusive,
-        (false, Some(better)) => c.verdict == verdict::verdict(c.ci_low, ci_high, c.min_effect, better),
+        (false, Some(better)) => {
+            c.verdict == verdict::verdict(c.ci_low, ci_high, c.min_effect, better)
+        }
         // Without the direction, only this much is sure: whether the interval lies beyond the
         // band, inside it, or across an edge.
         (false, None) => {
@@ -277,21 +346,40 @@ mod tests {
         let r = BenchReport::parse(&bench("faster", 1.2, "1.4", "higher"), "bench.json").unwrap();
         assert_eq!(r.comparison.unwrap().verdict, Verdict::Faster);
         assert_eq!(r.runs[0].p90_ttft_ms, Some(12.5));
-        assert_eq!(r.runs[0].p90_ttft_ci95, Some([11.0, f64::INFINITY]), "a null upper bound is open");
-        let open = BenchReport::parse(&bench("slower", 1.2, "null", "lower"), "bench.json").unwrap();
+        assert_eq!(
+            r.runs[0].p90_ttft_ci95,
+            Some([11.0, f64::INFINITY]),
+            "a null upper bound is open"
+        );
+        let open =
+            BenchReport::parse(&bench("slower", 1.2, "null", "lower"), "bench.json").unwrap();
         assert_eq!(open.comparison.unwrap().ci_high, f64::INFINITY);
     }
 
     #[test]
     fn a_verdict_that_contradicts_the_interval_is_tampered() {
-        for (verdict, low, high) in [("faster", 0.98, "1.03"), ("same", 0.90, "1.03"), ("inconclusive", 0.97, "1.03"), ("same", 0.97, "null")] {
-            let p = BenchReport::parse(&bench(verdict, low, high, "lower"), "bench.json").unwrap_err();
-            assert_eq!(p.kind, crate::problem::ProblemKind::Tampered, "{verdict} [{low}, {high}]");
+        for (verdict, low, high) in [
+            ("faster", 0.98, "1.03"),
+            ("same", 0.90, "1.03"),
+            ("inconclusive", 0.97, "1.03"),
+            ("same", 0.97, "null"),
+        ] {
+            let p =
+                BenchReport::parse(&bench(verdict, low, high, "lower"), "bench.json").unwrap_err();
+            assert_eq!(
+                p.kind,
+                crate::problem::ProblemKind::Tampered,
+                "{verdict} [{low}, {high}]"
+            );
         }
-        let without_direction = bench("faster", 0.98, "1.03", "lower").replace(r#""better":"lower","#, "");
+        let without_direction =
+            bench("faster", 0.98, "1.03", "lower").replace(r#""better":"lower","#, "");
         assert!(BenchReport::parse(&without_direction, "bench.json").is_err());
         assert!(BenchReport::parse(&bench("same", 0.97, "1.03", "lower"), "bench.json").is_ok());
-        assert!(BenchReport::parse(&bench("inconclusive", 0.80, "0.97", "lower"), "bench.json").is_ok(), "excludes 1, not beyond the band");
+        assert!(
+            BenchReport::parse(&bench("inconclusive", 0.80, "0.97", "lower"), "bench.json").is_ok(),
+            "excludes 1, not beyond the band"
+        );
     }
 
     #[test]
@@ -303,10 +391,17 @@ mod tests {
 
     #[test]
     fn verdicts_from_answers_are_forgiving() {
-        assert_eq!(verdict_from_answer("Inconclusive"), Some(Verdict::Inconclusive));
+        assert_eq!(
+            verdict_from_answer("Inconclusive"),
+            Some(Verdict::Inconclusive)
+        );
         assert_eq!(verdict_from_answer(" SAME "), Some(Verdict::Same));
         assert_eq!(verdict_from_answer(" FASTER "), Some(Verdict::Faster));
-        assert_eq!(verdict_from_answer("within noise"), None, "the old word is no longer a verdict");
+        assert_eq!(
+            verdict_from_answer("within noise"),
+            None,
+            "the old word is no longer a verdict"
+        );
         assert_eq!(verdict_from_answer("quicker"), None);
     }
 }

@@ -34,15 +34,24 @@ pub struct BudgetLines {
     pub lines: Vec<BudgetLine>,
 }
 
-const REGENERATE: &str = "regenerate it with `course run 4` (after `course run 3`); never edit results by hand";
+const REGENERATE: &str =
+    "regenerate it with `course run 4` (after `course run 3`); never edit results by hand";
 const LINE_TOLERANCE_PCT: f64 = 0.5;
 
 impl BudgetLines {
     /// Parse and check against the profile the lines were made from.
     pub fn parse(text: &str, file: &str, profile: &ProfileReport) -> Result<BudgetLines, Problem> {
-        let lines: BudgetLines = parse_json(text, file, "budget lines file (budget-lines/1)", REGENERATE)?;
+        let lines: BudgetLines =
+            parse_json(text, file, "budget lines file (budget-lines/1)", REGENERATE)?;
         if lines.schema != SCHEMA {
-            return Err(tampered(file, format!("the schema is {:?}, but the grader reads {SCHEMA:?}", lines.schema), REGENERATE));
+            return Err(tampered(
+                file,
+                format!(
+                    "the schema is {:?}, but the grader reads {SCHEMA:?}",
+                    lines.schema
+                ),
+                REGENERATE,
+            ));
         }
         if lines.lines.is_empty() {
             return Err(tampered(file, "it has no lines".into(), REGENERATE));
@@ -61,12 +70,21 @@ impl BudgetLines {
                 if row.line.name() != line.line {
                     return Err(tampered(
                         file,
-                        format!("line `{}` lists `{op}`, which {} puts on `{}`", line.line, profile.file, row.line.name()),
+                        format!(
+                            "line `{}` lists `{op}`, which {} puts on `{}`",
+                            line.line,
+                            profile.file,
+                            row.line.name()
+                        ),
                         REGENERATE,
                     ));
                 }
                 if !seen.insert(row.name.clone()) {
-                    return Err(tampered(file, format!("`{}` is on two lines", row.name), REGENERATE));
+                    return Err(tampered(
+                        file,
+                        format!("`{}` is on two lines", row.name),
+                        REGENERATE,
+                    ));
                 }
                 sum += row.share_pct;
             }
@@ -83,16 +101,25 @@ impl BudgetLines {
         }
         let total: f64 = lines.lines.iter().map(|l| l.share_pct).sum();
         if (total - 100.0).abs() > 1.0 {
-            return Err(tampered(file, format!("the lines add up to {total:.2}%, not 100%: a row of {} is on no line", profile.file), REGENERATE));
+            return Err(tampered(
+                file,
+                format!(
+                    "the lines add up to {total:.2}%, not 100%: a row of {} is on no line",
+                    profile.file
+                ),
+                REGENERATE,
+            ));
         }
         Ok(lines)
     }
 
     /// The line with the largest share (the first such line on a tie).
     pub fn largest(&self) -> Option<&BudgetLine> {
-        self.lines.iter().fold(None, |best: Option<&BudgetLine>, l| match best {
-            Some(b) if b.share_pct >= l.share_pct => Some(b),
-            _ => Some(l),
-        })
+        self.lines
+            .iter()
+            .fold(None, |best: Option<&BudgetLine>, l| match best {
+                Some(b) if b.share_pct >= l.share_pct => Some(b),
+                _ => Some(l),
+            })
     }
 }

@@ -13,23 +13,46 @@ use crate::problem::{Location, Problem, ProblemKind};
 use serde::de::DeserializeOwned;
 
 /// Parse JSON text into `T`; a syntax or type error names the line and column.
-pub(crate) fn parse_json<T: DeserializeOwned>(text: &str, file: &str, what: &str, regenerate: &str) -> Result<T, Problem> {
+pub(crate) fn parse_json<T: DeserializeOwned>(
+    text: &str,
+    file: &str,
+    what: &str,
+    regenerate: &str,
+) -> Result<T, Problem> {
     serde_json::from_str(text).map_err(|e| {
-        let location = if e.line() > 0 { Some(Location::at(file, e.line(), e.column().max(1))) } else { Some(Location::file(file)) };
+        let location = if e.line() > 0 {
+            Some(Location::at(file, e.line(), e.column().max(1)))
+        } else {
+            Some(Location::file(file))
+        };
         let kind = match e.classify() {
             serde_json::error::Category::Data => ProblemKind::WrongType,
             _ => ProblemKind::Malformed,
         };
         // serde_json appends " at line L column C"; the location already says it.
         let message = e.to_string();
-        let message = message.split(" at line ").next().unwrap_or(&message).to_string();
-        Problem::new(kind, location, format!("this is not a valid {what}: {message}"), regenerate.to_string())
+        let message = message
+            .split(" at line ")
+            .next()
+            .unwrap_or(&message)
+            .to_string();
+        Problem::new(
+            kind,
+            location,
+            format!("this is not a valid {what}: {message}"),
+            regenerate.to_string(),
+        )
     })
 }
 
 /// A consistency failure in a results file.
 pub(crate) fn tampered(file: &str, message: String, regenerate: &str) -> Problem {
-    Problem::new(ProblemKind::Tampered, Some(Location::file(file)), message, regenerate.to_string())
+    Problem::new(
+        ProblemKind::Tampered,
+        Some(Location::file(file)),
+        message,
+        regenerate.to_string(),
+    )
 }
 
 /// `a ≈ b` within an absolute or a relative tolerance.

@@ -26,10 +26,22 @@ pub const SCHEMA: &str = "profiler-report/6";
 /// Earlier schemas, each refused with what it lacks (the next step is the same: profile again).
 const OLD_SCHEMAS: [(&str, &str); 5] = [
     ("profiler-report/1", "from before the roofline columns"),
-    ("profiler-report/2", "from before the environment record report.json and bench.json share"),
-    ("profiler-report/3", "from before the table's Reading column"),
-    ("profiler-report/4", "from before each row said its budget line"),
-    ("profiler-report/5", "from before each row said the type of the values it streamed"),
+    (
+        "profiler-report/2",
+        "from before the environment record report.json and bench.json share",
+    ),
+    (
+        "profiler-report/3",
+        "from before the table's Reading column",
+    ),
+    (
+        "profiler-report/4",
+        "from before each row said its budget line",
+    ),
+    (
+        "profiler-report/5",
+        "from before each row said the type of the values it streamed",
+    ),
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
@@ -248,7 +260,8 @@ fn sort_value(row: &RawRow, sort_by: &str) -> Option<f64> {
     }
 }
 
-const REGENERATE: &str = "regenerate it by running the exercise again (`course run`); never edit results by hand";
+const REGENERATE: &str =
+    "regenerate it by running the exercise again (`course run`); never edit results by hand";
 
 // Tolerances for the consistency checks. Shares are printed rounded and times are summed in
 // floating point, so exact equality would reject honest files.
@@ -261,13 +274,19 @@ impl ProfileReport {
     /// Read, parse and check the report at `path` (what a program that fills or prints answers
     /// from a learner's report needs): the error names the file, and says what is wrong with it.
     pub fn read(path: &std::path::Path) -> Result<ProfileReport, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         ProfileReport::parse(&text, &path.display().to_string()).map_err(|p| p.to_string())
     }
 
     /// Parse and check a report; any inconsistency is a `Tampered` problem.
     pub fn parse(text: &str, file: &str) -> Result<ProfileReport, Problem> {
-        let raw: RawReport = parse_json(text, file, &format!("profiler report ({SCHEMA})"), REGENERATE)?;
+        let raw: RawReport = parse_json(
+            text,
+            file,
+            &format!("profiler report ({SCHEMA})"),
+            REGENERATE,
+        )?;
         if let Some((old, lacks)) = OLD_SCHEMAS.iter().find(|(old, _)| raw.schema == *old) {
             return Err(tampered(
                 file,
@@ -276,7 +295,14 @@ impl ProfileReport {
             ));
         }
         if raw.schema != SCHEMA {
-            return Err(tampered(file, format!("the schema is {:?}, but the grader reads {SCHEMA:?}", raw.schema), REGENERATE));
+            return Err(tampered(
+                file,
+                format!(
+                    "the schema is {:?}, but the grader reads {SCHEMA:?}",
+                    raw.schema
+                ),
+                REGENERATE,
+            ));
         }
         if raw.rows.is_empty() {
             return Err(tampered(file, "the report has no rows".into(), REGENERATE));
@@ -291,14 +317,27 @@ impl ProfileReport {
             let (Some(self_us), Some(share_pct)) = (self_us, pct) else {
                 return Err(tampered(
                     file,
-                    format!("row {} (`{}`) of a CUDA run has no self CUDA time", index + 1, row.name),
+                    format!(
+                        "row {} (`{}`) of a CUDA run has no self CUDA time",
+                        index + 1,
+                        row.name
+                    ),
                     REGENERATE,
                 ));
             };
-            if !self_us.is_finite() || self_us < 0.0 || !share_pct.is_finite() || share_pct < 0.0 || !row.self_cpu_us.is_finite() {
+            if !self_us.is_finite()
+                || self_us < 0.0
+                || !share_pct.is_finite()
+                || share_pct < 0.0
+                || !row.self_cpu_us.is_finite()
+            {
                 return Err(tampered(
                     file,
-                    format!("row {} (`{}`) has a negative or non-finite time or share", index + 1, row.name),
+                    format!(
+                        "row {} (`{}`) has a negative or non-finite time or share",
+                        index + 1,
+                        row.name
+                    ),
                     REGENERATE,
                 ));
             }
@@ -320,8 +359,16 @@ impl ProfileReport {
             ops.push(op);
         }
         if let Some(c) = &raw.ceilings {
-            if !(c.mem_read_gbps.is_finite() && c.mem_read_gbps > 0.0 && c.peak_gflops.is_finite() && c.peak_gflops > 0.0) {
-                return Err(tampered(file, "the ceilings' bandwidth and peak must be positive numbers".into(), REGENERATE));
+            if !(c.mem_read_gbps.is_finite()
+                && c.mem_read_gbps > 0.0
+                && c.peak_gflops.is_finite()
+                && c.peak_gflops > 0.0)
+            {
+                return Err(tampered(
+                    file,
+                    "the ceilings' bandwidth and peak must be positive numbers".into(),
+                    REGENERATE,
+                ));
             }
         }
         let column = device.column();
@@ -335,7 +382,10 @@ impl ProfileReport {
         let values: Vec<Option<f64>> = raw.rows.iter().map(|r| sort_value(r, sort_by)).collect();
         if values.iter().all(Option::is_some) {
             for index in 1..values.len() {
-                let (above, below) = (values[index - 1].unwrap_or(0.0), values[index].unwrap_or(0.0));
+                let (above, below) = (
+                    values[index - 1].unwrap_or(0.0),
+                    values[index].unwrap_or(0.0),
+                );
                 if below > above * (1.0 + 1e-9) + 1e-9 {
                     return Err(tampered(
                         file,
@@ -356,7 +406,11 @@ impl ProfileReport {
         let sum_pct: f64 = ops.iter().map(|op| op.share_pct).sum();
         if sum_us > 0.0 {
             if (sum_pct - 100.0).abs() > SHARE_SUM_TOLERANCE_PCT {
-                return Err(tampered(file, format!("the {column} shares add up to {sum_pct:.2}%, not 100%"), REGENERATE));
+                return Err(tampered(
+                    file,
+                    format!("the {column} shares add up to {sum_pct:.2}%, not 100%"),
+                    REGENERATE,
+                ));
             }
             for (index, op) in ops.iter().enumerate() {
                 let expected = op.self_us / sum_us * 100.0;
@@ -377,35 +431,59 @@ impl ProfileReport {
         }
         // The totals must agree with the rows.
         let cpu_sum: f64 = raw.rows.iter().map(|r| r.self_cpu_us).sum();
-        if !close(raw.totals.self_cpu_us, cpu_sum, TOTALS_ABS_TOLERANCE_US, TOTALS_REL_TOLERANCE) {
+        if !close(
+            raw.totals.self_cpu_us,
+            cpu_sum,
+            TOTALS_ABS_TOLERANCE_US,
+            TOTALS_REL_TOLERANCE,
+        ) {
             return Err(tampered(
                 file,
-                format!("totals.self_cpu_us is {} µs, but the rows add up to {cpu_sum:.1} µs", raw.totals.self_cpu_us),
+                format!(
+                    "totals.self_cpu_us is {} µs, but the rows add up to {cpu_sum:.1} µs",
+                    raw.totals.self_cpu_us
+                ),
                 REGENERATE,
             ));
         }
         if device == Device::Cuda {
             match raw.totals.self_cuda_us {
-                Some(total) if close(total, sum_us, TOTALS_ABS_TOLERANCE_US, TOTALS_REL_TOLERANCE) => {}
+                Some(total)
+                    if close(total, sum_us, TOTALS_ABS_TOLERANCE_US, TOTALS_REL_TOLERANCE) => {}
                 Some(total) => {
                     return Err(tampered(
                         file,
-                        format!("totals.self_cuda_us is {total} µs, but the rows add up to {sum_us:.1} µs"),
+                        format!(
+                        "totals.self_cuda_us is {total} µs, but the rows add up to {sum_us:.1} µs"
+                    ),
                         REGENERATE,
                     ))
                 }
-                None => return Err(tampered(file, "a CUDA run without totals.self_cuda_us".into(), REGENERATE)),
+                None => {
+                    return Err(tampered(
+                        file,
+                        "a CUDA run without totals.self_cuda_us".into(),
+                        REGENERATE,
+                    ))
+                }
             }
         }
         // Rank by the device's self time whatever the table's order; ties by name.
         let step = ops.iter().find(|op| is_step_row(&op.name)).cloned();
         ops.retain(|op| !is_step_row(&op.name));
-        ops.sort_by(|a, b| b.self_us.total_cmp(&a.self_us).then_with(|| a.name.cmp(&b.name)));
+        ops.sort_by(|a, b| {
+            b.self_us
+                .total_cmp(&a.self_us)
+                .then_with(|| a.name.cmp(&b.name))
+        });
         Ok(ProfileReport {
             file: file.to_string(),
             device,
             optimized_build: raw.environment.as_ref().and_then(|e| e.optimized_build),
-            dtype: raw.environment.and_then(|e| e.dtype).filter(|d| d != "unknown"),
+            dtype: raw
+                .environment
+                .and_then(|e| e.dtype)
+                .filter(|d| d != "unknown"),
             active_steps: raw.active_steps.filter(|n| *n >= 1.0),
             ceilings: raw.ceilings,
             reading_thresholds: raw.reading_thresholds,
@@ -418,12 +496,18 @@ impl ProfileReport {
     /// The first row with this name (op names compared as written, ignoring case and spaces).
     pub fn find(&self, name: &str) -> Option<(usize, &RankedOp)> {
         let wanted = op_key(name);
-        self.ops.iter().enumerate().find(|(_, op)| op_key(&op.name) == wanted)
+        self.ops
+            .iter()
+            .enumerate()
+            .find(|(_, op)| op_key(&op.name) == wanted)
     }
 
     /// Every row with this name, the `ProfilerStep*` row included.
     pub fn row(&self, name: &str) -> Option<&RankedOp> {
-        self.find(name).map(|(_, op)| op).or(self.step.as_ref().filter(|s| op_key(&s.name) == op_key(name)))
+        self.find(name).map(|(_, op)| op).or(self
+            .step
+            .as_ref()
+            .filter(|s| op_key(&s.name) == op_key(name)))
     }
 
     pub fn top(&self, n: usize) -> &[RankedOp] {
@@ -450,14 +534,31 @@ const ROOFLINE_ABS_TOLERANCE: f64 = 0.05;
 
 /// A row's roofline columns must agree with each other and with the ceilings (the formulas of
 /// crates/profiler/REPORT.md); the profiler computes them, the grader only checks them.
-fn check_roofline(r: &Roofline, ceilings: Option<&Ceilings>, index: usize, name: &str, file: &str) -> Result<(), Problem> {
+fn check_roofline(
+    r: &Roofline,
+    ceilings: Option<&Ceilings>,
+    index: usize,
+    name: &str,
+    file: &str,
+) -> Result<(), Problem> {
     let row = format!("row {} (`{name}`)", index + 1);
     let Some(c) = ceilings else {
         return Err(tampered(file, format!("{row} has roofline columns, but the report records no ceilings to read them against"), REGENERATE));
     };
-    let values = [r.gflops_per_s, r.gbytes_per_s, r.intensity, r.roofline_gflops_per_s, r.pct_of_roofline, r.pct_of_memory_roofline];
+    let values = [
+        r.gflops_per_s,
+        r.gbytes_per_s,
+        r.intensity,
+        r.roofline_gflops_per_s,
+        r.pct_of_roofline,
+        r.pct_of_memory_roofline,
+    ];
     if values.iter().any(|v| !v.is_finite() || *v < 0.0) {
-        return Err(tampered(file, format!("{row} has a negative or non-finite roofline figure"), REGENERATE));
+        return Err(tampered(
+            file,
+            format!("{row} has a negative or non-finite roofline figure"),
+            REGENERATE,
+        ));
     }
     let agree = |a: f64, b: f64| close(a, b, ROOFLINE_ABS_TOLERANCE, ROOFLINE_REL_TOLERANCE);
     let memory_pct = 100.0 * r.gbytes_per_s / c.mem_read_gbps;
@@ -479,7 +580,12 @@ fn check_roofline(r: &Roofline, ceilings: Option<&Ceilings>, index: usize, name:
             REGENERATE,
         ));
     }
-    if r.roofline_gflops_per_s > 0.0 && !agree(r.pct_of_roofline, 100.0 * r.gflops_per_s / r.roofline_gflops_per_s) {
+    if r.roofline_gflops_per_s > 0.0
+        && !agree(
+            r.pct_of_roofline,
+            100.0 * r.gflops_per_s / r.roofline_gflops_per_s,
+        )
+    {
         return Err(tampered(
             file,
             format!(
@@ -494,7 +600,11 @@ fn check_roofline(r: &Roofline, ceilings: Option<&Ceilings>, index: usize, name:
     }
     // Right at the ridge either side is honest.
     let ridge = c.peak_gflops / c.mem_read_gbps;
-    let expected = if r.intensity < ridge { Bound::Memory } else { Bound::Compute };
+    let expected = if r.intensity < ridge {
+        Bound::Memory
+    } else {
+        Bound::Compute
+    };
     if r.bound != expected && !close(r.intensity, ridge, 1e-9, ROOFLINE_REL_TOLERANCE) {
         return Err(tampered(
             file,
@@ -517,9 +627,14 @@ fn check_rates(r: &Roofline, row: &RawRow, index: usize, file: &str) -> Result<(
         "cuda-stream" => row.cuda_total_us,
         _ => row.cpu_total_us,
     };
-    let Some(total_us) = total_us.filter(|t| *t > 0.0) else { return Ok(()) };
+    let Some(total_us) = total_us.filter(|t| *t > 0.0) else {
+        return Ok(());
+    };
     let agree = |a: f64, b: f64| close(a, b, 1e-6, ROOFLINE_REL_TOLERANCE);
-    for (what, count, rate) in [("bytes", row.bytes, r.gbytes_per_s), ("flops", row.flops, r.gflops_per_s)] {
+    for (what, count, rate) in [
+        ("bytes", row.bytes, r.gbytes_per_s),
+        ("flops", row.flops, r.gflops_per_s),
+    ] {
         if let Some(count) = count {
             let expected = count / (total_us * 1e3);
             if !agree(rate, expected) {
@@ -545,27 +660,54 @@ impl Roofline {
             Bound::Memory => profiler::Bound::Memory,
             Bound::Compute => profiler::Bound::Compute,
         };
-        Figures { pct_of_roofline: self.pct_of_roofline, pct_of_memory_roofline: self.pct_of_memory_roofline, bound, us_per_call }
+        Figures {
+            pct_of_roofline: self.pct_of_roofline,
+            pct_of_memory_roofline: self.pct_of_memory_roofline,
+            bound,
+            us_per_call,
+        }
     }
 }
 
 /// A row's reading must be the one the profiler's rule gives its figures at the report's
 /// thresholds, and there only where it has roofline columns: the table printed it from them.
-fn check_reading(op: &RankedOp, thresholds: Option<&Thresholds>, index: usize, file: &str) -> Result<(), Problem> {
+fn check_reading(
+    op: &RankedOp,
+    thresholds: Option<&Thresholds>,
+    index: usize,
+    file: &str,
+) -> Result<(), Problem> {
     let row = format!("row {} (`{}`)", index + 1, op.name);
     let (roofline, written) = match (&op.roofline, op.reading) {
         (None, None) => return Ok(()),
         (None, Some(r)) => {
-            return Err(tampered(file, format!("{row} reads {:?} without roofline columns to read it from", r.as_str()), REGENERATE))
+            return Err(tampered(
+                file,
+                format!(
+                    "{row} reads {:?} without roofline columns to read it from",
+                    r.as_str()
+                ),
+                REGENERATE,
+            ))
         }
-        (Some(_), None) => return Err(tampered(file, format!("{row} has roofline columns but no reading"), REGENERATE)),
+        (Some(_), None) => {
+            return Err(tampered(
+                file,
+                format!("{row} has roofline columns but no reading"),
+                REGENERATE,
+            ))
+        }
         (Some(roofline), Some(written)) => (roofline, written),
     };
     let Some(t) = thresholds else {
         return Err(tampered(file, format!("{row} has a reading, but the report records no reading_thresholds it was read with"), REGENERATE));
     };
     if let Some(problem) = t.problem() {
-        return Err(tampered(file, format!("its reading_thresholds cannot be read by: {problem}"), REGENERATE));
+        return Err(tampered(
+            file,
+            format!("its reading_thresholds cannot be read by: {problem}"),
+            REGENERATE,
+        ));
     }
     // The figures went through JSON: a figure that sits on a threshold may come back a hair to
     // either side of it, so either side's reading is honest.
@@ -613,7 +755,12 @@ mod tests {
     use super::*;
     use crate::problem::ProblemKind;
 
-    fn report(device: &str, rows: &[(&str, f64, Option<f64>)], total_cpu: f64, total_cuda: Option<f64>) -> String {
+    fn report(
+        device: &str,
+        rows: &[(&str, f64, Option<f64>)],
+        total_cpu: f64,
+        total_cuda: Option<f64>,
+    ) -> String {
         let cpu_sum: f64 = rows.iter().map(|r| r.1).sum();
         let cuda_sum: f64 = rows.iter().filter_map(|r| r.2).sum();
         let rows: Vec<_> = rows
@@ -638,10 +785,22 @@ mod tests {
 
     #[test]
     fn a_cpu_report_ranks_by_self_cpu() {
-        let text = report("cpu", &[("matmul", 600.0, None), ("gelu", 300.0, None), ("add", 100.0, None)], 1000.0, None);
+        let text = report(
+            "cpu",
+            &[
+                ("matmul", 600.0, None),
+                ("gelu", 300.0, None),
+                ("add", 100.0, None),
+            ],
+            1000.0,
+            None,
+        );
         let r = ProfileReport::parse(&text, "report.json").unwrap();
         assert_eq!(r.device, Device::Cpu);
-        assert_eq!(r.top(2).iter().map(|o| o.name.as_str()).collect::<Vec<_>>(), ["matmul", "gelu"]);
+        assert_eq!(
+            r.top(2).iter().map(|o| o.name.as_str()).collect::<Vec<_>>(),
+            ["matmul", "gelu"]
+        );
         assert!((r.ops[1].share_pct - 30.0).abs() < 1e-9);
         assert_eq!(r.find(" GELU ").map(|(i, _)| i), Some(1));
     }
@@ -649,14 +808,28 @@ mod tests {
     #[test]
     fn a_cuda_report_ranks_by_self_cuda() {
         // Sorted by CUDA time; the CPU column is in another order, which is fine.
-        let text = report("cuda", &[("matmul", 50.0, Some(800.0)), ("gelu", 90.0, Some(150.0)), ("add", 10.0, Some(50.0))], 150.0, Some(1000.0));
+        let text = report(
+            "cuda",
+            &[
+                ("matmul", 50.0, Some(800.0)),
+                ("gelu", 90.0, Some(150.0)),
+                ("add", 10.0, Some(50.0)),
+            ],
+            150.0,
+            Some(1000.0),
+        );
         let r = ProfileReport::parse(&text, "report.json").unwrap();
         assert_eq!(r.ops[0].share_pct, 80.0);
     }
 
     #[test]
     fn an_unsorted_ranking_is_tampered() {
-        let text = report("cpu", &[("gelu", 300.0, None), ("matmul", 600.0, None)], 900.0, None);
+        let text = report(
+            "cpu",
+            &[("gelu", 300.0, None), ("matmul", 600.0, None)],
+            900.0,
+            None,
+        );
         let p = ProfileReport::parse(&text, "report.json").unwrap_err();
         assert_eq!(p.kind, ProblemKind::Tampered);
         assert!(p.message.contains("ranking contradicts"), "{}", p.message);
@@ -665,23 +838,49 @@ mod tests {
     #[test]
     fn the_step_row_is_not_an_op_and_other_sort_keys_are_honoured() {
         // Sorted by total CPU time (declared), ranked by self time for grading.
-        let text = report("cpu", &[("ProfilerStep*", 50.0, None), ("gelu", 300.0, None), ("matmul", 650.0, None)], 1000.0, None)
-            .replace("\"sort_by\":\"self_cpu_time_total\"", "\"sort_by\":\"count\"");
+        let text = report(
+            "cpu",
+            &[
+                ("ProfilerStep*", 50.0, None),
+                ("gelu", 300.0, None),
+                ("matmul", 650.0, None),
+            ],
+            1000.0,
+            None,
+        )
+        .replace(
+            "\"sort_by\":\"self_cpu_time_total\"",
+            "\"sort_by\":\"count\"",
+        );
         let r = ProfileReport::parse(&text, "report.json").unwrap();
-        assert_eq!(r.ops.iter().map(|o| o.name.as_str()).collect::<Vec<_>>(), ["matmul", "gelu"]);
+        assert_eq!(
+            r.ops.iter().map(|o| o.name.as_str()).collect::<Vec<_>>(),
+            ["matmul", "gelu"]
+        );
         assert!((r.ops[0].share_pct - 65.0).abs() < 1e-9);
     }
 
     #[test]
     fn totals_that_disagree_are_tampered() {
-        let text = report("cpu", &[("matmul", 600.0, None), ("gelu", 300.0, None)], 2000.0, None);
+        let text = report(
+            "cpu",
+            &[("matmul", 600.0, None), ("gelu", 300.0, None)],
+            2000.0,
+            None,
+        );
         let p = ProfileReport::parse(&text, "report.json").unwrap_err();
         assert!(p.message.contains("totals.self_cpu_us"), "{}", p.message);
     }
 
     #[test]
     fn shares_that_do_not_add_up_are_tampered() {
-        let text = report("cpu", &[("matmul", 600.0, None), ("gelu", 300.0, None)], 900.0, None).replace("66.66666666666666", "76.6");
+        let text = report(
+            "cpu",
+            &[("matmul", 600.0, None), ("gelu", 300.0, None)],
+            900.0,
+            None,
+        )
+        .replace("66.66666666666666", "76.6");
         let p = ProfileReport::parse(&text, "report.json").unwrap_err();
         assert_eq!(p.kind, ProblemKind::Tampered);
     }
@@ -694,13 +893,21 @@ mod tests {
 
     /// The committed CPU fixture (a real run), edited by `edit`.
     fn fixture_edited(edit: impl FnOnce(&mut serde_json::Value)) -> Result<ProfileReport, Problem> {
-        let mut v: serde_json::Value = serde_json::from_str(include_str!("../../tests/fixtures/reports/cpu-b1-t8-stock-mlp.json")).unwrap();
+        let mut v: serde_json::Value = serde_json::from_str(include_str!(
+            "../../tests/fixtures/reports/cpu-b1-t8-stock-mlp.json"
+        ))
+        .unwrap();
         edit(&mut v);
         ProfileReport::parse(&v.to_string(), "report.json")
     }
 
     fn row_named<'a>(v: &'a mut serde_json::Value, name: &str) -> &'a mut serde_json::Value {
-        v["rows"].as_array_mut().unwrap().iter_mut().find(|r| r["name"] == name).unwrap()
+        v["rows"]
+            .as_array_mut()
+            .unwrap()
+            .iter_mut()
+            .find(|r| r["name"] == name)
+            .unwrap()
     }
 
     #[test]
@@ -709,17 +916,51 @@ mod tests {
         assert_eq!(r.reading_thresholds, Some(Thresholds::DEFAULT));
         // gelu's bound is memory, yet at 2% of its roofline the table read a slow kernel.
         let gelu = r.find("gelu").unwrap().1;
-        assert_eq!((gelu.roofline.as_ref().unwrap().bound, gelu.reading), (Bound::Memory, Some(Reading::SlowKernel)));
-        assert_eq!(r.find("split_heads").unwrap().1.reading, None, "no work, no roofline, no reading");
+        assert_eq!(
+            (gelu.roofline.as_ref().unwrap().bound, gelu.reading),
+            (Bound::Memory, Some(Reading::SlowKernel))
+        );
+        assert_eq!(
+            r.find("split_heads").unwrap().1.reading,
+            None,
+            "no work, no roofline, no reading"
+        );
 
-        let edited = fixture_edited(|v| row_named(v, "gelu")["reading"] = "memory-bound".into()).unwrap_err();
+        let edited = fixture_edited(|v| row_named(v, "gelu")["reading"] = "memory-bound".into())
+            .unwrap_err();
         assert!(edited.message.contains("row 3 (`gelu`) reads \"memory-bound\", but its roofline columns read \"slow-kernel\""), "{}", edited.message);
-        let missing = fixture_edited(|v| row_named(v, "gelu")["reading"] = serde_json::Value::Null).unwrap_err();
-        assert!(missing.message.contains("has roofline columns but no reading"), "{}", missing.message);
-        let invented = fixture_edited(|v| row_named(v, "split_heads")["reading"] = "launch-overhead".into()).unwrap_err();
-        assert!(invented.message.contains("without roofline columns to read it from"), "{}", invented.message);
-        let unread = fixture_edited(|v| v.as_object_mut().unwrap().remove("reading_thresholds").map(drop).unwrap()).unwrap_err();
-        assert!(unread.message.contains("records no reading_thresholds"), "{}", unread.message);
+        let missing = fixture_edited(|v| row_named(v, "gelu")["reading"] = serde_json::Value::Null)
+            .unwrap_err();
+        assert!(
+            missing
+                .message
+                .contains("has roofline columns but no reading"),
+            "{}",
+            missing.message
+        );
+        let invented =
+            fixture_edited(|v| row_named(v, "split_heads")["reading"] = "launch-overhead".into())
+                .unwrap_err();
+        assert!(
+            invented
+                .message
+                .contains("without roofline columns to read it from"),
+            "{}",
+            invented.message
+        );
+        let unread = fixture_edited(|v| {
+            v.as_object_mut()
+                .unwrap()
+                .remove("reading_thresholds")
+                .map(drop)
+                .unwrap()
+        })
+        .unwrap_err();
+        assert!(
+            unread.message.contains("records no reading_thresholds"),
+            "{}",
+            unread.message
+        );
         for p in [edited, missing, invented, unread] {
             assert_eq!(p.kind, crate::problem::ProblemKind::Tampered);
         }
@@ -737,12 +978,16 @@ mod tests {
             row_named(v, "matmul")["reading"] = "memory-bound".into();
         })
         .unwrap();
-        assert_eq!(r.find("gelu").unwrap().1.reading, Some(Reading::LaunchOverhead));
+        assert_eq!(
+            r.find("gelu").unwrap().1.reading,
+            Some(Reading::LaunchOverhead)
+        );
     }
 
     #[test]
     fn the_previous_schema_is_refused_with_the_way_out() {
-        let text = include_str!("../../tests/fixtures/reports/cpu-b1-t8-stock-mlp.json").replace("profiler-report/6", "profiler-report/5");
+        let text = include_str!("../../tests/fixtures/reports/cpu-b1-t8-stock-mlp.json")
+            .replace("profiler-report/6", "profiler-report/5");
         let p = ProfileReport::parse(&text, "report.json").unwrap_err();
         assert!(p.message.contains("\"profiler-report/5\", from before each row said the type of the values it streamed"), "{}", p.message);
         assert!(p.next_step.contains("`course run`"), "{}", p.next_step);

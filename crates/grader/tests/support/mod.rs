@@ -3,9 +3,9 @@
 //! integration tests and the cohort benchmark (examples/cohort_bench.rs).
 #![allow(dead_code)]
 
-use grader::key::Key;
 use course_model::manifest::{Manifest, MANIFEST_PATH};
 use course_model::quiz::QuestionBank;
+use grader::key::Key;
 use grader::Grader;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -23,7 +23,11 @@ pub fn grader() -> Grader {
     let root = repo_root();
     let manifest = Manifest::load(&root.join(MANIFEST_PATH)).expect("exercises/info.toml");
     let key = Key::load(&root.join(grader::key::DEFAULT_KEY_DIR), &manifest).expect("default key");
-    let names: Vec<String> = manifest.exercises.iter().flat_map(|e| e.quizzes.clone()).collect();
+    let names: Vec<String> = manifest
+        .exercises
+        .iter()
+        .flat_map(|e| e.quizzes.clone())
+        .collect();
     let bank = QuestionBank::load(&[fixture_quiz_dir()], &names).expect("fixture quizzes");
     Grader::new(manifest, bank, key).expect("grader")
 }
@@ -46,7 +50,11 @@ pub fn profile_json(device: &str, rows: &[(&str, f64, Option<f64>)]) -> String {
             })
         })
         .collect();
-    let sort_by = if device == "cuda" { "self_cuda_time_total" } else { "self_cpu_time_total" };
+    let sort_by = if device == "cuda" {
+        "self_cuda_time_total"
+    } else {
+        "self_cpu_time_total"
+    };
     serde_json::to_string_pretty(&serde_json::json!({
         "schema": "profiler-report/6", "device": device, "sort_by": sort_by, "view": "op", "ceilings": null, "warnings": [],
         "reading_thresholds": profiler::reading::Thresholds::DEFAULT,
@@ -67,7 +75,9 @@ fn round2(x: f64) -> f64 {
 
 /// A committed report fixture (tests/fixtures/reports, written by make-fixtures.py there).
 pub fn fixture_report(name: &str) -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/reports").join(name);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/reports")
+        .join(name);
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
@@ -91,7 +101,10 @@ pub const PERFECT_PLAN_EX8: &str = "[plan]\nattack = \"matmul\"\nexpected_cut_pc
 
 /// Exercise 8's answers on [`llama_profile`], as a learner copies the table (two decimals).
 pub fn perfect_ex8() -> String {
-    let top: Vec<(String, f64)> = fixture_top3(&llama_profile()).into_iter().map(|(n, s)| (n, (s * 100.0).round() / 100.0)).collect();
+    let top: Vec<(String, f64)> = fixture_top3(&llama_profile())
+        .into_iter()
+        .map(|(n, s)| (n, (s * 100.0).round() / 100.0))
+        .collect();
     let top: Vec<(&str, f64)> = top.iter().map(|(n, s)| (n.as_str(), *s)).collect();
     perfect_ex3(&top, PERFECT_PLAN_EX8)
 }
@@ -121,21 +134,39 @@ pub fn cuda_profile() -> String {
 /// A row of a report fixture: (share in the device's column, the roofline object).
 pub fn fixture_row(report: &str, name: &str) -> (f64, serde_json::Value) {
     let v: serde_json::Value = serde_json::from_str(report).unwrap();
-    let column = if v["device"] == "cuda" { "self_cuda_pct" } else { "self_cpu_pct" };
-    let row = v["rows"].as_array().unwrap().iter().find(|r| r["name"] == name).unwrap_or_else(|| panic!("no {name} row"));
+    let column = if v["device"] == "cuda" {
+        "self_cuda_pct"
+    } else {
+        "self_cpu_pct"
+    };
+    let row = v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == name)
+        .unwrap_or_else(|| panic!("no {name} row"));
     (row[column].as_f64().unwrap(), row["roofline"].clone())
 }
 
 /// The top three ops of a report fixture, with their shares.
 pub fn fixture_top3(report: &str) -> Vec<(String, f64)> {
     let v: serde_json::Value = serde_json::from_str(report).unwrap();
-    let column = if v["device"] == "cuda" { "self_cuda_pct" } else { "self_cpu_pct" };
+    let column = if v["device"] == "cuda" {
+        "self_cuda_pct"
+    } else {
+        "self_cpu_pct"
+    };
     let mut rows: Vec<(String, f64)> = v["rows"]
         .as_array()
         .unwrap()
         .iter()
         .filter(|r| r["name"] != "ProfilerStep*")
-        .map(|r| (r["name"].as_str().unwrap().to_string(), r[column].as_f64().unwrap()))
+        .map(|r| {
+            (
+                r["name"].as_str().unwrap().to_string(),
+                r[column].as_f64().unwrap(),
+            )
+        })
         .collect();
     rows.sort_by(|a, b| b.1.total_cmp(&a.1));
     rows.truncate(3);
@@ -190,12 +221,54 @@ pub fn ex2_bench_json(comparisons: &[Ex2Comparison<'_>]) -> String {
 /// above it the throughput is clearly up, the P90 TTFT open above, the P90 TPOT clearly worse.
 pub fn ex2_bench() -> String {
     ex2_bench_json(&[
-        ("below", "output_tokens_per_s", "higher", "arrivals", 1.01, (0.93, 1.09)),
-        ("below", "ttft_ms.p90", "lower", "inconclusive", 0.95, (0.71, 1.24)),
-        ("below", "tpot_ms.p90", "lower", "slower", 1.48, (1.33, 1.66)),
-        ("above", "output_tokens_per_s", "higher", "faster", 1.31, (1.12, 1.52)),
-        ("above", "ttft_ms.p90", "lower", "inconclusive", 0.80, (0.41, 1.9)),
-        ("above", "tpot_ms.p90", "lower", "slower", 1.62, (1.40, 1.88)),
+        (
+            "below",
+            "output_tokens_per_s",
+            "higher",
+            "arrivals",
+            1.01,
+            (0.93, 1.09),
+        ),
+        (
+            "below",
+            "ttft_ms.p90",
+            "lower",
+            "inconclusive",
+            0.95,
+            (0.71, 1.24),
+        ),
+        (
+            "below",
+            "tpot_ms.p90",
+            "lower",
+            "slower",
+            1.48,
+            (1.33, 1.66),
+        ),
+        (
+            "above",
+            "output_tokens_per_s",
+            "higher",
+            "faster",
+            1.31,
+            (1.12, 1.52),
+        ),
+        (
+            "above",
+            "ttft_ms.p90",
+            "lower",
+            "inconclusive",
+            0.80,
+            (0.41, 1.9),
+        ),
+        (
+            "above",
+            "tpot_ms.p90",
+            "lower",
+            "slower",
+            1.62,
+            (1.40, 1.88),
+        ),
     ])
 }
 /// The prediction `course run 3` records, made before the report was written (see
@@ -214,7 +287,9 @@ pub const PERFECT_PLAN_CPU: &str = "[plan]\nattack = \"lm_head\"\nexpected_cut_p
 pub fn perfect_ex3(top: &[(&str, f64)], plan: &str) -> String {
     let mut out = PREDICTION.to_string();
     for (name, share) in top {
-        out.push_str(&format!("[[top_ops]]\nname = \"{name}\"\nshare_pct = {share}\n"));
+        out.push_str(&format!(
+            "[[top_ops]]\nname = \"{name}\"\nshare_pct = {share}\n"
+        ));
     }
     out.push_str(plan);
     out
@@ -223,7 +298,10 @@ pub fn perfect_ex3(top: &[(&str, f64)], plan: &str) -> String {
 /// Exercise 3's answers on [`cpu_profile`]: its top three as the table prints them (two
 /// decimals), the prediction and the plan.
 pub fn perfect_ex3_cpu() -> String {
-    let top: Vec<(String, f64)> = fixture_top3(&cpu_profile()).into_iter().map(|(n, s)| (n, (s * 100.0).round() / 100.0)).collect();
+    let top: Vec<(String, f64)> = fixture_top3(&cpu_profile())
+        .into_iter()
+        .map(|(n, s)| (n, (s * 100.0).round() / 100.0))
+        .collect();
     let top: Vec<(&str, f64)> = top.iter().map(|(n, s)| (n.as_str(), *s)).collect();
     perfect_ex3(&top, PERFECT_PLAN_CPU)
 }
@@ -272,7 +350,10 @@ pub fn perfect_ex4_for(id: &str) -> String {
 /// 352.2 / 27.8 = 12.7) and halve; on `ex4-cpu-f32.json` both cross it (doubled 7.9 against 6.0).
 pub fn bytes_answers(report: &str) -> String {
     let v: serde_json::Value = serde_json::from_str(report).unwrap();
-    let (bw, peak) = (v["ceilings"]["mem_read_gbps"].as_f64().unwrap(), v["ceilings"]["peak_gflops"].as_f64().unwrap());
+    let (bw, peak) = (
+        v["ceilings"]["mem_read_gbps"].as_f64().unwrap(),
+        v["ceilings"]["peak_gflops"].as_f64().unwrap(),
+    );
     let cut = |name| {
         let (share, roofline) = fixture_row(report, name);
         let intensity = roofline["intensity"].as_f64().unwrap();
@@ -307,7 +388,10 @@ pub fn answers_ex5(prediction: &str, stage2: bool) -> String {
         f(&fused)
     );
     if stage2 {
-        out.push_str(&format!("[stage2]\npct_of_roofline_after = {:.2}\nmechanism = \"slow-kernel\"\n", f(&fast)));
+        out.push_str(&format!(
+            "[stage2]\npct_of_roofline_after = {:.2}\nmechanism = \"slow-kernel\"\n",
+            f(&fast)
+        ));
     }
     out.push_str("[benchmark]\nverdict = \"faster\"\n");
     out
@@ -382,19 +466,49 @@ pub fn perfect_files_for(id: &str) -> BTreeMap<String, String> {
     put("exercise-8/answers.toml", perfect_ex8());
     put("exercise-8/results/report.json", llama_profile());
     put("exercise-4/answers.toml", perfect_ex4_for(id));
-    put("exercise-4/results/budget.json", budget_json(&cpu_profile()));
+    put(
+        "exercise-4/results/budget.json",
+        budget_json(&cpu_profile()),
+    );
     put("exercise-5/answers.toml", perfect_ex5());
-    put("exercise-5/results/fused_check.json", fused_check_json(true));
-    put("exercise-5/results/unfused/report.json", cpu_unfused_profile());
-    put("exercise-5/results/stage1/report.json", cpu_stage1_profile());
-    put("exercise-5/results/stage2/report.json", cpu_stage2_profile());
-    put("exercise-5/results/bench.json", bench_json("faster", 0.9, (0.86, 0.93), 40.0));
+    put(
+        "exercise-5/results/fused_check.json",
+        fused_check_json(true),
+    );
+    put(
+        "exercise-5/results/unfused/report.json",
+        cpu_unfused_profile(),
+    );
+    put(
+        "exercise-5/results/stage1/report.json",
+        cpu_stage1_profile(),
+    );
+    put(
+        "exercise-5/results/stage2/report.json",
+        cpu_stage2_profile(),
+    );
+    put(
+        "exercise-5/results/bench.json",
+        bench_json("faster", 0.9, (0.86, 0.93), 40.0),
+    );
     put("exercise-6/answers.toml", PERFECT_EX6.into());
     put("exercise-7/answers.toml", PERFECT_EX7.into());
-    put("exercise-7/results/lone/bench.json", ex7_run_json_with_median(125.0, 160.0, (130.0, 190.0)));
-    put("exercise-7/results/sweep/bench.json", ex7_sweep_json(500.0, serde_json::json!({"at": 5.2}), Some((4.6, 5.9))));
-    put("exercise-7/results/rate-1x/bench.json", ex7_run_json(180.0, (150.0, 230.0)));
-    put("exercise-7/results/rate-2x/bench.json", ex7_run_json(900.0, (700.0, 1200.0)));
+    put(
+        "exercise-7/results/lone/bench.json",
+        ex7_run_json_with_median(125.0, 160.0, (130.0, 190.0)),
+    );
+    put(
+        "exercise-7/results/sweep/bench.json",
+        ex7_sweep_json(500.0, serde_json::json!({"at": 5.2}), Some((4.6, 5.9))),
+    );
+    put(
+        "exercise-7/results/rate-1x/bench.json",
+        ex7_run_json(180.0, (150.0, 230.0)),
+    );
+    put(
+        "exercise-7/results/rate-2x/bench.json",
+        ex7_run_json(900.0, (700.0, 1200.0)),
+    );
     f
 }
 
@@ -413,7 +527,11 @@ pub fn submission(files: BTreeMap<String, String>) -> grader::Submission {
 pub fn budget_json(report: &str) -> String {
     let report: serde_json::Value = serde_json::from_str(report).unwrap();
     let cuda = report["device"] == "cuda";
-    let column = if cuda { "self_cuda_pct" } else { "self_cpu_pct" };
+    let column = if cuda {
+        "self_cuda_pct"
+    } else {
+        "self_cpu_pct"
+    };
     let mut lines: BTreeMap<&str, (f64, Vec<String>)> = BTreeMap::new();
     for row in report["rows"].as_array().unwrap() {
         let name = row["name"].as_str().unwrap();

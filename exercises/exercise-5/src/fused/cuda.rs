@@ -3,7 +3,9 @@
 //! element. The fusion itself is the kernel's body; nothing here needs changing.
 
 use candle_core::backend::BackendStorage;
-use candle_core::cuda_backend::cudarc::driver::{CudaSlice, DeviceRepr, LaunchConfig, PushKernelArg, ValidAsZeroBits};
+use candle_core::cuda_backend::cudarc::driver::{
+    CudaSlice, DeviceRepr, LaunchConfig, PushKernelArg, ValidAsZeroBits,
+};
 use candle_core::cuda_backend::{kernel_name, Map2, WrapErr};
 use candle_core::{CudaDevice, CudaStorage, DType, Layout, Shape, WithDType};
 
@@ -20,16 +22,32 @@ const MODULE: &str = concat!(env!("CARGO_PKG_NAME"), "::fused_bias_gelu");
 const BLOCK: u32 = 256;
 
 /// `gelu_tanh(x + bias)` on the GPU; the same checks as the CPU path, then one launch.
-pub fn forward(op: &'static str, s1: &CudaStorage, l1: &Layout, s2: &CudaStorage, l2: &Layout) -> candle_core::Result<(CudaStorage, Shape)> {
+pub fn forward(
+    op: &'static str,
+    s1: &CudaStorage,
+    l1: &Layout,
+    s2: &CudaStorage,
+    l2: &Layout,
+) -> candle_core::Result<(CudaStorage, Shape)> {
     match (s1.dtype(), s2.dtype()) {
-        (x, b) if x != b => candle_core::bail!("{op}: x is {x:?} but bias is {b:?}; give both the same dtype"),
+        (x, b) if x != b => {
+            candle_core::bail!("{op}: x is {x:?} but bias is {b:?}; give both the same dtype")
+        }
         (DType::F32 | DType::F16 | DType::BF16, _) => {}
-        (other, _) => candle_core::bail!("{op}: the CUDA kernel takes f32, f16 or bf16, not {other:?}"),
+        (other, _) => {
+            candle_core::bail!("{op}: the CUDA kernel takes f32, f16 or bf16, not {other:?}")
+        }
     }
     let width = super::row_width(op, l1, l2)?;
     let device = s1.device();
     let slice = Launch { op, width }.map(&s1.slice, l1, &s2.slice, l2, device)?;
-    Ok((CudaStorage { slice, device: device.clone() }, l1.shape().clone()))
+    Ok((
+        CudaStorage {
+            slice,
+            device: device.clone(),
+        },
+        l1.shape().clone(),
+    ))
 }
 
 /// One launch of `fused_bias_gelu_<dtype>`, for whichever dtype the storage holds.
@@ -47,14 +65,18 @@ impl Map2 for Launch {
         l2: &Layout,
         device: &CudaDevice,
     ) -> candle_core::Result<CudaSlice<T>> {
-        let (Some((x0, x1)), Some((b0, b1))) = (l1.contiguous_offsets(), l2.contiguous_offsets()) else {
+        let (Some((x0, x1)), Some((b0, b1))) = (l1.contiguous_offsets(), l2.contiguous_offsets())
+        else {
             candle_core::bail!("{}: expects contiguous tensors", self.op);
         };
         let n = x1 - x0;
         // The kernel indexes with 32-bit integers; the last block may run past `n` by up to
         // BLOCK - 1 threads, which must not wrap around either.
         let (Ok(n32), Ok(width32)) = (i32::try_from(n), u32::try_from(self.width)) else {
-            candle_core::bail!("{}: {n} elements is more than the kernel's 32-bit indexing covers", self.op);
+            candle_core::bail!(
+                "{}: {n} elements is more than the kernel's 32-bit indexing covers",
+                self.op
+            );
         };
         let (n32, x, bias) = (n32 as u32, x.slice(x0..x1), bias.slice(b0..b1));
         // SAFETY: the launch below writes every one of the n elements before anyone reads them.
@@ -62,8 +84,16 @@ impl Map2 for Launch {
         if n == 0 {
             return Ok(out);
         }
-        let func = device.get_or_load_custom_func(&kernel_name::<T>("fused_bias_gelu"), MODULE, ptx::FUSED_BIAS_GELU)?;
-        let config = LaunchConfig { grid_dim: (n32.div_ceil(BLOCK), 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 };
+        let func = device.get_or_load_custom_func(
+            &kernel_name::<T>("fused_bias_gelu"),
+            MODULE,
+            ptx::FUSED_BIAS_GELU,
+        )?;
+        let config = LaunchConfig {
+            grid_dim: (n32.div_ceil(BLOCK), 1, 1),
+            block_dim: (BLOCK, 1, 1),
+            shared_mem_bytes: 0,
+        };
         let mut launch = func.builder();
         launch.arg(&x);
         launch.arg(&bias);

@@ -52,7 +52,10 @@ pub fn check(course: &Course, only: &[u32], keep: bool) -> Result<ExitCode> {
         terminal::check(&mut lint);
     }
     if keep {
-        lint.tally.note(&format!("kept: the course roots and logs in {}", lint.scratch.dir.display()));
+        lint.tally.note(&format!(
+            "kept: the course roots and logs in {}",
+            lint.scratch.dir.display()
+        ));
     }
     Ok(lint.tally.finish())
 }
@@ -63,7 +66,10 @@ fn select<'a>(course: &'a Course, only: &[u32]) -> Result<Vec<&'a ExerciseInfo>>
     if only.is_empty() {
         return Ok(course.manifest.exercises.iter().collect());
     }
-    let mut chosen = only.iter().map(|&n| course.exercise(n)).collect::<Result<Vec<_>>>()?;
+    let mut chosen = only
+        .iter()
+        .map(|&n| course.exercise(n))
+        .collect::<Result<Vec<_>>>()?;
     chosen.sort_by_key(|e| e.number);
     chosen.dedup_by_key(|e| e.number);
     Ok(chosen)
@@ -98,21 +104,39 @@ impl<'a> Lint<'a> {
                 );
             }
         }
-        let course_exe = std::env::current_exe().context("cannot tell where this course binary is")?;
-        let bin = course_exe.parent().map(Path::to_path_buf).unwrap_or_default();
+        let course_exe =
+            std::env::current_exe().context("cannot tell where this course binary is")?;
+        let bin = course_exe
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default();
         check_beside_the_build(checkout, &bin)?;
         let learner = match std::env::var(LEARNER_ID_ENV) {
-            Ok(id) if !id.trim().is_empty() => check_learner_id(&id).map_err(|e| anyhow::anyhow!("{LEARNER_ID_ENV}={id}: {e}"))?,
+            Ok(id) if !id.trim().is_empty() => {
+                check_learner_id(&id).map_err(|e| anyhow::anyhow!("{LEARNER_ID_ENV}={id}: {e}"))?
+            }
             _ => LEARNER.to_string(),
         };
         let scratch = Scratch::new(keep)?;
         let shim = scratch.path("bin").join(shim::NAME);
-        std::fs::create_dir_all(scratch.path("bin")).with_context(|| format!("cannot create {}", scratch.path("bin").display()))?;
-        std::fs::create_dir_all(scratch.path("logs")).with_context(|| format!("cannot create {}", scratch.path("logs").display()))?;
+        std::fs::create_dir_all(scratch.path("bin"))
+            .with_context(|| format!("cannot create {}", scratch.path("bin").display()))?;
+        std::fs::create_dir_all(scratch.path("logs"))
+            .with_context(|| format!("cannot create {}", scratch.path("logs").display()))?;
         root::link(&course_exe, &shim)?;
         // Under `cargo run`, CARGO names the cargo in use; otherwise it is the one on PATH.
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        Ok(Lint { course, exercises, course_exe, bin, cargo, scratch, shim, learner, tally: Tally::new(std::io::stdout()) })
+        Ok(Lint {
+            course,
+            exercises,
+            course_exe,
+            bin,
+            cargo,
+            scratch,
+            shim,
+            learner,
+            tally: Tally::new(std::io::stdout()),
+        })
     }
 
     fn checkout(&self) -> &Path {
@@ -124,14 +148,22 @@ impl<'a> Lint<'a> {
     fn build(&mut self) -> bool {
         let what = "build: the workspace, course, gpt2 and every exercise and solution (cargo build --workspace --all-targets, dev profile)";
         let mut build = Command::new(&self.cargo);
-        build.current_dir(self.checkout()).args(["build", "--workspace", "--all-targets"]);
-        let outcome = step::run(&mut build, &self.log("build"), BUILD_LIMIT).map_err(|e| format!("{e:#}")).and_then(|ran| {
-            if ran.succeeded() {
-                Ok(())
-            } else {
-                Err(format!("{}; its output ends:\n{}", ran.ending(BUILD_LIMIT), tally::excerpt(&ran.text, tally::SHOWN_LINES)))
-            }
-        });
+        build
+            .current_dir(self.checkout())
+            .args(["build", "--workspace", "--all-targets"]);
+        let outcome = step::run(&mut build, &self.log("build"), BUILD_LIMIT)
+            .map_err(|e| format!("{e:#}"))
+            .and_then(|ran| {
+                if ran.succeeded() {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "{}; its output ends:\n{}",
+                        ran.ending(BUILD_LIMIT),
+                        tally::excerpt(&ran.text, tally::SHOWN_LINES)
+                    ))
+                }
+            });
         let outcome = outcome.and_then(|()| self.nextest());
         let ok = outcome.is_ok();
         self.tally.record(what, outcome);
@@ -144,7 +176,9 @@ impl<'a> Lint<'a> {
             return Ok(());
         }
         let mut version = Command::new(&self.cargo);
-        version.current_dir(self.checkout()).args(["nextest", "--version"]);
+        version
+            .current_dir(self.checkout())
+            .args(["nextest", "--version"]);
         match step::run(&mut version, &self.log("nextest"), QUICK_LIMIT) {
             Ok(ran) if ran.succeeded() => Ok(()),
             _ => Err("cargo-nextest is not installed, and `course check` runs the exercises' tests with it here: \
@@ -159,9 +193,17 @@ impl<'a> Lint<'a> {
     }
 
     /// A new course root `name` for `exercises` from `source`, checked as `learner`.
-    fn root(&self, name: &str, source: Source, exercises: &[&ExerciseInfo], learner: &str) -> Result<PathBuf> {
+    fn root(
+        &self,
+        name: &str,
+        source: Source,
+        exercises: &[&ExerciseInfo],
+        learner: &str,
+    ) -> Result<PathBuf> {
         let dir = self.scratch.path(name);
-        root::make(self.checkout(), &dir, exercises, source, learner, |from| root::committable_files(self.checkout(), from))?;
+        root::make(self.checkout(), &dir, exercises, source, learner, |from| {
+            root::committable_files(self.checkout(), from)
+        })?;
         Ok(dir)
     }
 
@@ -184,7 +226,13 @@ impl<'a> Lint<'a> {
     }
 
     /// `course --root ROOT check N`, its output logged as `log`.
-    fn course_check(&self, root: &Path, packages: Packages, n: u32, log: &str) -> Result<step::Transcript> {
+    fn course_check(
+        &self,
+        root: &Path,
+        packages: Packages,
+        n: u32,
+        log: &str,
+    ) -> Result<step::Transcript> {
         let mut command = self.course_command(root, packages);
         command.arg("check").arg(n.to_string());
         step::run(&mut command, &self.log(log), STEP_LIMIT)
@@ -192,7 +240,8 @@ impl<'a> Lint<'a> {
 
     /// An exercise's or solution's binary of the dev build.
     fn program(&self, package: &str) -> PathBuf {
-        self.bin.join(format!("{package}{}", std::env::consts::EXE_SUFFIX))
+        self.bin
+            .join(format!("{package}{}", std::env::consts::EXE_SUFFIX))
     }
 }
 
@@ -227,6 +276,10 @@ fn failure(problems: &[String], ran: &step::Transcript, limit: Duration, lines: 
         text.push_str(p);
         text.push('\n');
     }
-    text.push_str(&format!("{}; its output ends:\n{}", ran.ending(limit), tally::excerpt(&ran.text, lines)));
+    text.push_str(&format!(
+        "{}; its output ends:\n{}",
+        ran.ending(limit),
+        tally::excerpt(&ran.text, lines)
+    ));
     text
 }

@@ -35,7 +35,11 @@ impl Utf8Pieces {
 /// `reply` gets everything shown since the last reply and may return a line to type (without its
 /// newline); `None` waits for more output. Stopped at `limit`.
 #[cfg(unix)]
-pub fn converse(command: &mut Command, limit: Duration, mut reply: impl FnMut(&str) -> Option<String>) -> Result<Transcript> {
+pub fn converse(
+    command: &mut Command,
+    limit: Duration,
+    mut reply: impl FnMut(&str) -> Option<String>,
+) -> Result<Transcript> {
     use rustix::fs::{Mode, OFlags};
     use rustix::pty::{grantpt, openpt, ptsname, unlockpt, OpenptFlags};
     use std::io::{Read, Write};
@@ -43,15 +47,22 @@ pub fn converse(command: &mut Command, limit: Duration, mut reply: impl FnMut(&s
     use std::sync::mpsc;
     use std::time::Instant;
 
-    let controller = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).context("cannot open a pseudo-terminal (/dev/ptmx)")?;
+    let controller = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY)
+        .context("cannot open a pseudo-terminal (/dev/ptmx)")?;
     // Neither end may leak into the program: the controller only reads and types here.
-    rustix::io::fcntl_setfd(&controller, rustix::io::FdFlags::CLOEXEC).context("cannot set up the pseudo-terminal")?;
+    rustix::io::fcntl_setfd(&controller, rustix::io::FdFlags::CLOEXEC)
+        .context("cannot set up the pseudo-terminal")?;
     grantpt(&controller).context("cannot set up the pseudo-terminal (grantpt)")?;
     unlockpt(&controller).context("cannot set up the pseudo-terminal (unlockpt)")?;
-    let name = ptsname(&controller, Vec::new()).context("cannot name the pseudo-terminal (ptsname)")?;
+    let name =
+        ptsname(&controller, Vec::new()).context("cannot name the pseudo-terminal (ptsname)")?;
     // NOCTTY: it is the program's terminal, not this process's controlling one.
-    let terminal = rustix::fs::open(name.as_c_str(), OFlags::RDWR | OFlags::NOCTTY | OFlags::CLOEXEC, Mode::empty())
-        .with_context(|| format!("cannot open the pseudo-terminal {}", name.to_string_lossy()))?;
+    let terminal = rustix::fs::open(
+        name.as_c_str(),
+        OFlags::RDWR | OFlags::NOCTTY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .with_context(|| format!("cannot open the pseudo-terminal {}", name.to_string_lossy()))?;
     command
         .stdin(Stdio::from(terminal.try_clone()?))
         .stdout(Stdio::from(terminal.try_clone()?))
@@ -59,11 +70,16 @@ pub fn converse(command: &mut Command, limit: Duration, mut reply: impl FnMut(&s
     let spawned = command.spawn();
     // The command holds the terminal's descriptors until they are replaced: while any is open
     // here, reading the controller never ends.
-    command.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+    command
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
     let mut child = spawned.with_context(|| format!("cannot start {:?}", command.get_program()))?;
 
     let mut keyboard = std::fs::File::from(controller);
-    let mut screen = keyboard.try_clone().context("cannot read the pseudo-terminal")?;
+    let mut screen = keyboard
+        .try_clone()
+        .context("cannot read the pseudo-terminal")?;
     let (tx, rx) = mpsc::channel::<Vec<u8>>();
     // Read in a thread, so a program that never prints cannot stop the time limit.
     std::thread::spawn(move || {
@@ -99,7 +115,10 @@ pub fn converse(command: &mut Command, limit: Duration, mut reply: impl FnMut(&s
             Err(mpsc::RecvTimeoutError::Timeout) => {}
         }
         if exited.is_none() {
-            if let Some(status) = child.try_wait().context("cannot wait for the program in the pseudo-terminal")? {
+            if let Some(status) = child
+                .try_wait()
+                .context("cannot wait for the program in the pseudo-terminal")?
+            {
                 exited = Some((status, Instant::now()));
             }
         }
@@ -115,13 +134,22 @@ pub fn converse(command: &mut Command, limit: Duration, mut reply: impl FnMut(&s
     }
     let status = match exited {
         Some((status, _)) => status,
-        None => child.wait().context("cannot wait for the program in the pseudo-terminal")?,
+        None => child
+            .wait()
+            .context("cannot wait for the program in the pseudo-terminal")?,
     };
-    Ok(Transcript { text, status: Some(status) })
+    Ok(Transcript {
+        text,
+        status: Some(status),
+    })
 }
 
 #[cfg(not(unix))]
-pub fn converse(_: &mut Command, _: Duration, _: impl FnMut(&str) -> Option<String>) -> Result<Transcript> {
+pub fn converse(
+    _: &mut Command,
+    _: Duration,
+    _: impl FnMut(&str) -> Option<String>,
+) -> Result<Transcript> {
     anyhow::bail!("the terminal checks need a Unix pseudo-terminal")
 }
 
@@ -143,26 +171,45 @@ mod tests {
     fn a_program_in_the_terminal_is_answered_at_its_prompts() {
         let script = "test -t 0 && echo 'in a terminal'; printf 'Name? '; read name; printf 'Age: '; read age; echo \"$name is $age\"";
         let mut asked = Vec::new();
-        let transcript = converse(Command::new("sh").args(["-c", script]), Duration::from_secs(20), |screen| {
-            asked.push(screen.to_string());
-            match screen.trim_end() {
-                s if s.ends_with("Name?") => Some("Ada".to_string()),
-                s if s.ends_with("Age:") => Some("36".to_string()),
-                _ => None,
-            }
-        })
+        let transcript = converse(
+            Command::new("sh").args(["-c", script]),
+            Duration::from_secs(20),
+            |screen| {
+                asked.push(screen.to_string());
+                match screen.trim_end() {
+                    s if s.ends_with("Name?") => Some("Ada".to_string()),
+                    s if s.ends_with("Age:") => Some("36".to_string()),
+                    _ => None,
+                }
+            },
+        )
         .unwrap();
         assert!(transcript.succeeded(), "{transcript:?}");
-        assert!(transcript.text.contains("in a terminal\n"), "{}", transcript.text);
-        assert!(transcript.text.contains("Ada is 36\n"), "{}", transcript.text);
+        assert!(
+            transcript.text.contains("in a terminal\n"),
+            "{}",
+            transcript.text
+        );
+        assert!(
+            transcript.text.contains("Ada is 36\n"),
+            "{}",
+            transcript.text
+        );
         assert_eq!(asked.len(), 2, "one reply per prompt: {asked:?}");
     }
 
     #[cfg(unix)]
     #[test]
     fn a_program_left_waiting_is_stopped_at_the_limit() {
-        let transcript = converse(Command::new("sh").args(["-c", "printf 'Name? '; read name"]), Duration::from_millis(500), |_| None).unwrap();
+        let transcript = converse(
+            Command::new("sh").args(["-c", "printf 'Name? '; read name"]),
+            Duration::from_millis(500),
+            |_| None,
+        )
+        .unwrap();
         assert!(transcript.status.is_none());
-        assert!(transcript.ending(Duration::from_millis(500)).contains("stopped"));
+        assert!(transcript
+            .ending(Duration::from_millis(500))
+            .contains("stopped"));
     }
 }

@@ -24,9 +24,14 @@ pub fn at_prompt(screen: &str) -> Option<Option<Shown>> {
         return None;
     }
     let lines: Vec<&str> = screen.lines().collect();
-    let Some(header) = lines.iter().rposition(|l| question_id(l).is_some()) else { return Some(None) };
+    let Some(header) = lines.iter().rposition(|l| question_id(l).is_some()) else {
+        return Some(None);
+    };
     let id = question_id(lines[header]).unwrap_or_default();
-    let options = lines[header + 1..].iter().filter_map(|l| option(l)).collect();
+    let options = lines[header + 1..]
+        .iter()
+        .filter_map(|l| option(l))
+        .collect();
     Some(Some(Shown { id, options }))
 }
 
@@ -43,7 +48,8 @@ fn question_id(line: &str) -> Option<String> {
 /// `  2) Profile` → (`2`, `Profile`).
 fn option(line: &str) -> Option<(String, String)> {
     let (number, text) = line.trim_start().split_once(") ")?;
-    (!number.is_empty() && number.chars().all(|c| c.is_ascii_digit())).then(|| (number.to_string(), text.trim().to_string()))
+    (!number.is_empty() && number.chars().all(|c| c.is_ascii_digit()))
+        .then(|| (number.to_string(), text.trim().to_string()))
 }
 
 /// Whitespace folded to single spaces, as the quiz prints a text.
@@ -54,19 +60,36 @@ fn folded(text: &str) -> String {
 /// What to type for `shown`: the number of the right option, or the bank's answer to a short
 /// question; an error says why there is none.
 pub fn reply(shown: &Shown, bank: &QuizFile) -> Result<String, String> {
-    let question = bank.question(&shown.id).ok_or_else(|| format!("the screen asks `{}`, which {} does not hold", shown.id, bank.name))?;
+    let question = bank.question(&shown.id).ok_or_else(|| {
+        format!(
+            "the screen asks `{}`, which {} does not hold",
+            shown.id, bank.name
+        )
+    })?;
     match &question.kind {
-        QuestionKind::MultipleChoice { answers, multi: false, .. } => {
+        QuestionKind::MultipleChoice {
+            answers,
+            multi: false,
+            ..
+        } => {
             let right = answers.first().map(|a| folded(a)).unwrap_or_default();
             shown
                 .options
                 .iter()
                 .find(|(_, text)| folded(text) == right)
                 .map(|(number, _)| number.clone())
-                .ok_or_else(|| format!("no option shown for `{}` is its right answer {right:?}: {:?}", shown.id, shown.options))
+                .ok_or_else(|| {
+                    format!(
+                        "no option shown for `{}` is its right answer {right:?}: {:?}",
+                        shown.id, shown.options
+                    )
+                })
         }
         QuestionKind::ShortAnswer { answer, .. } => Ok(folded(answer)),
-        _ => Err(format!("`{}` is a kind of question the terminal quiz cannot answer with one line", shown.id)),
+        _ => Err(format!(
+            "`{}` is a kind of question the terminal quiz cannot answer with one line",
+            shown.id
+        )),
     }
 }
 
@@ -79,7 +102,11 @@ pub struct Answerer<'a> {
 
 impl<'a> Answerer<'a> {
     pub fn new(bank: &'a QuizFile) -> Answerer<'a> {
-        Answerer { bank, answered: Vec::new(), problems: Vec::new() }
+        Answerer {
+            bank,
+            answered: Vec::new(),
+            problems: Vec::new(),
+        }
     }
 
     /// The line to type at the screen's prompt, if it stops at one. A question it cannot
@@ -97,7 +124,10 @@ impl<'a> Answerer<'a> {
                 }
             },
             None => {
-                self.problems.push(format!("a prompt came without a question above it (an answer refused?): {:?}", screen.trim()));
+                self.problems.push(format!(
+                    "a prompt came without a question above it (an answer refused?): {:?}",
+                    screen.trim()
+                ));
                 Some(String::new())
             }
         }
@@ -123,8 +153,18 @@ mod tests {
     fn the_question_and_its_options_are_read_off_the_screen() {
         let shown = at_prompt(FIRST).unwrap().unwrap();
         assert_eq!(shown.id, "route-07");
-        assert_eq!(shown.options, [("1".to_string(), "Profile".to_string()), ("2".to_string(), "Benchmark".to_string())]);
-        assert_eq!(at_prompt("Question 1 of 7 (route-07)\nWhich tool?\n  1) Profile\n"), None, "no prompt yet");
+        assert_eq!(
+            shown.options,
+            [
+                ("1".to_string(), "Profile".to_string()),
+                ("2".to_string(), "Benchmark".to_string())
+            ]
+        );
+        assert_eq!(
+            at_prompt("Question 1 of 7 (route-07)\nWhich tool?\n  1) Profile\n"),
+            None,
+            "no prompt yet"
+        );
         assert_eq!(at_prompt("Type a number from 1 to 2, or press Enter to skip.\nYour choice (1-2, Enter to skip): "), Some(None));
     }
 
@@ -132,9 +172,17 @@ mod tests {
     fn the_right_option_s_number_or_the_bank_s_answer_is_typed() {
         let bank = bank();
         let mut answerer = Answerer::new(&bank);
-        assert_eq!(answerer.at(FIRST).as_deref(), Some("2"), "Benchmark is option 2 on this screen");
+        assert_eq!(
+            answerer.at(FIRST).as_deref(),
+            Some("2"),
+            "Benchmark is option 2 on this screen"
+        );
         let short = "2\n\nQuestion 7 of 7 (route-why)\nWhy?\nYour answer (one or two sentences, Enter to skip): ";
-        assert_eq!(answerer.at(short).as_deref(), Some("A whole-system figure is a benchmark."), "one line");
+        assert_eq!(
+            answerer.at(short).as_deref(),
+            Some("A whole-system figure is a benchmark."),
+            "one line"
+        );
         assert_eq!(answerer.answered, ["route-07", "route-why"]);
         assert!(answerer.problems.is_empty());
     }
@@ -148,7 +196,15 @@ mod tests {
         let wrong_options = "Question 1 of 7 (route-07)\nWhich tool?\n  1) Profile\nYour choice (1-1, Enter to skip): ";
         assert_eq!(answerer.at(wrong_options).as_deref(), Some(""));
         assert!(answerer.answered.is_empty());
-        assert!(answerer.problems[0].contains("`route-99`, which routing.toml does not hold"), "{:?}", answerer.problems);
-        assert!(answerer.problems[1].contains("right answer \"Benchmark\""), "{:?}", answerer.problems);
+        assert!(
+            answerer.problems[0].contains("`route-99`, which routing.toml does not hold"),
+            "{:?}",
+            answerer.problems
+        );
+        assert!(
+            answerer.problems[1].contains("right answer \"Benchmark\""),
+            "{:?}",
+            answerer.problems
+        );
     }
 }

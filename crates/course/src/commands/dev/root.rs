@@ -39,7 +39,14 @@ const LINKED: [&str; 2] = ["book", "crates"];
 pub fn committable_files(checkout: &Path, dir: &str) -> Result<Vec<String>> {
     let output = Command::new("git")
         .current_dir(checkout)
-        .args(["ls-files", "-z", "--cached", "--others", "--exclude-standard", "--"])
+        .args([
+            "ls-files",
+            "-z",
+            "--cached",
+            "--others",
+            "--exclude-standard",
+            "--",
+        ])
         .arg(dir)
         .stdin(Stdio::null())
         .output()
@@ -61,7 +68,10 @@ pub fn committable_files(checkout: &Path, dir: &str) -> Result<Vec<String>> {
     files.sort();
     files.dedup();
     if files.is_empty() {
-        bail!("{} holds no file git knows of: restore it with `git checkout -- {dir}`", checkout.join(dir).display());
+        bail!(
+            "{} holds no file git knows of: restore it with `git checkout -- {dir}`",
+            checkout.join(dir).display()
+        );
     }
     Ok(files)
 }
@@ -79,17 +89,23 @@ pub fn make(
 ) -> Result<()> {
     let manifest = root.join(MANIFEST_PATH);
     create_dir(manifest.parent().unwrap_or(root))?;
-    std::fs::copy(checkout.join(MANIFEST_PATH), &manifest).with_context(|| format!("cannot copy {MANIFEST_PATH} to {}", manifest.display()))?;
+    std::fs::copy(checkout.join(MANIFEST_PATH), &manifest)
+        .with_context(|| format!("cannot copy {MANIFEST_PATH} to {}", manifest.display()))?;
     for exercise in exercises {
         let from = source.dir(exercise);
         for rel in files(from)? {
-            let (src, dst) = (checkout.join(from).join(&rel), root.join(&exercise.dir).join(&rel));
+            let (src, dst) = (
+                checkout.join(from).join(&rel),
+                root.join(&exercise.dir).join(&rel),
+            );
             create_dir(dst.parent().unwrap_or(root))?;
-            std::fs::copy(&src, &dst).with_context(|| format!("cannot copy {} to {}", src.display(), dst.display()))?;
+            std::fs::copy(&src, &dst)
+                .with_context(|| format!("cannot copy {} to {}", src.display(), dst.display()))?;
         }
     }
     let learner_file = root.join("exercises").join(LEARNER_FILE);
-    std::fs::write(&learner_file, format!("id = \"{learner}\"\n")).with_context(|| format!("cannot write {}", learner_file.display()))?;
+    std::fs::write(&learner_file, format!("id = \"{learner}\"\n"))
+        .with_context(|| format!("cannot write {}", learner_file.display()))?;
     for name in LINKED {
         link(&checkout.join(name), &root.join(name))?;
     }
@@ -97,12 +113,14 @@ pub fn make(
 }
 
 fn create_dir(dir: &Path) -> Result<()> {
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create the folder {}", dir.display()))
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("cannot create the folder {}", dir.display()))
 }
 
 #[cfg(unix)]
 pub fn link(target: &Path, link: &Path) -> Result<()> {
-    std::os::unix::fs::symlink(target, link).with_context(|| format!("cannot link {} to {}", link.display(), target.display()))
+    std::os::unix::fs::symlink(target, link)
+        .with_context(|| format!("cannot link {} to {}", link.display(), target.display()))
 }
 
 #[cfg(not(unix))]
@@ -119,8 +137,12 @@ pub struct Scratch {
 
 impl Scratch {
     pub fn new(keep: bool) -> Result<Scratch> {
-        let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
-        let dir = std::env::temp_dir().join(format!("course-dev-check-{}-{stamp}", std::process::id()));
+        let stamp = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        let dir =
+            std::env::temp_dir().join(format!("course-dev-check-{}-{stamp}", std::process::id()));
         std::fs::create_dir(&dir).with_context(|| format!("cannot create the scratch folder {} (is the temporary folder writable? set TMPDIR)", dir.display()))?;
         Ok(Scratch { dir, keep })
     }
@@ -153,11 +175,25 @@ mod tests {
     fn a_root_holds_the_manifest_the_chosen_folders_a_learner_and_links() {
         let dir = tempfile::tempdir().unwrap();
         let checkout = dir.path().join("checkout");
-        let real = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(MANIFEST_PATH);
-        write(&checkout.join(MANIFEST_PATH), &std::fs::read_to_string(real).unwrap());
-        write(&checkout.join("exercises/exercise-3/answers.toml"), "[plan]\nattack = \"\"\n");
-        write(&checkout.join("solutions/exercise-3/answers.toml"), "[plan]\nattack = \"matmul\"\n");
-        write(&checkout.join("solutions/exercise-3/src/main.rs"), "fn main() {}\n");
+        let real = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../..")
+            .join(MANIFEST_PATH);
+        write(
+            &checkout.join(MANIFEST_PATH),
+            &std::fs::read_to_string(real).unwrap(),
+        );
+        write(
+            &checkout.join("exercises/exercise-3/answers.toml"),
+            "[plan]\nattack = \"\"\n",
+        );
+        write(
+            &checkout.join("solutions/exercise-3/answers.toml"),
+            "[plan]\nattack = \"matmul\"\n",
+        );
+        write(
+            &checkout.join("solutions/exercise-3/src/main.rs"),
+            "fn main() {}\n",
+        );
         write(&checkout.join("book/src/SUMMARY.md"), "# Summary\n");
         std::fs::create_dir_all(checkout.join("crates/grader")).unwrap();
         let manifest = Manifest::load(&checkout.join(MANIFEST_PATH)).unwrap();
@@ -170,18 +206,55 @@ mod tests {
         };
 
         let solved = dir.path().join("solved");
-        make(&checkout, &solved, &[three], Source::Solutions, "dev-check", listed).unwrap();
+        make(
+            &checkout,
+            &solved,
+            &[three],
+            Source::Solutions,
+            "dev-check",
+            listed,
+        )
+        .unwrap();
         assert!(solved.join(MANIFEST_PATH).is_file());
-        assert_eq!(std::fs::read_to_string(solved.join("exercises/exercise-3/answers.toml")).unwrap(), "[plan]\nattack = \"matmul\"\n");
-        assert!(solved.join("exercises/exercise-3/src/main.rs").is_file(), "the solution's files, in the exercise's folder");
-        assert!(!solved.join("solutions").exists() && !solved.join("exercises/exercise-1").exists(), "only what was asked for");
-        assert_eq!(std::fs::read_to_string(solved.join("exercises/learner.toml")).unwrap(), "id = \"dev-check\"\n");
-        assert!(solved.join("book/src/SUMMARY.md").is_file() && solved.join("crates/grader").is_dir(), "book/ and crates/ are linked");
-        assert!(std::fs::symlink_metadata(solved.join("book")).unwrap().file_type().is_symlink());
+        assert_eq!(
+            std::fs::read_to_string(solved.join("exercises/exercise-3/answers.toml")).unwrap(),
+            "[plan]\nattack = \"matmul\"\n"
+        );
+        assert!(
+            solved.join("exercises/exercise-3/src/main.rs").is_file(),
+            "the solution's files, in the exercise's folder"
+        );
+        assert!(
+            !solved.join("solutions").exists() && !solved.join("exercises/exercise-1").exists(),
+            "only what was asked for"
+        );
+        assert_eq!(
+            std::fs::read_to_string(solved.join("exercises/learner.toml")).unwrap(),
+            "id = \"dev-check\"\n"
+        );
+        assert!(
+            solved.join("book/src/SUMMARY.md").is_file() && solved.join("crates/grader").is_dir(),
+            "book/ and crates/ are linked"
+        );
+        assert!(std::fs::symlink_metadata(solved.join("book"))
+            .unwrap()
+            .file_type()
+            .is_symlink());
 
         let untouched = dir.path().join("untouched");
-        make(&checkout, &untouched, &[three], Source::Exercises, "dev-check", listed).unwrap();
-        assert_eq!(std::fs::read_to_string(untouched.join("exercises/exercise-3/answers.toml")).unwrap(), "[plan]\nattack = \"\"\n");
+        make(
+            &checkout,
+            &untouched,
+            &[three],
+            Source::Exercises,
+            "dev-check",
+            listed,
+        )
+        .unwrap();
+        assert_eq!(
+            std::fs::read_to_string(untouched.join("exercises/exercise-3/answers.toml")).unwrap(),
+            "[plan]\nattack = \"\"\n"
+        );
     }
 
     #[test]
@@ -191,8 +264,14 @@ mod tests {
             eprintln!("skipped: this copy of the course is no git checkout");
             return;
         };
-        assert!(files.iter().any(|f| f == "answers.toml") && files.iter().any(|f| f == "src/main.rs"), "{files:?}");
-        assert!(files.iter().all(|f| !f.starts_with("results/")), "{files:?}");
+        assert!(
+            files.iter().any(|f| f == "answers.toml") && files.iter().any(|f| f == "src/main.rs"),
+            "{files:?}"
+        );
+        assert!(
+            files.iter().all(|f| !f.starts_with("results/")),
+            "{files:?}"
+        );
     }
 
     #[test]

@@ -24,7 +24,10 @@ impl Server {
     pub fn start(bin: &Path, args: &[String], log: &Path) -> Result<Server> {
         let program = bin.join(format!("gpt2{}", std::env::consts::EXE_SUFFIX));
         if !program.is_file() {
-            bail!("{} is missing: build it with `cargo build --workspace --all-targets`", program.display());
+            bail!(
+                "{} is missing: build it with `cargo build --workspace --all-targets`",
+                program.display()
+            );
         }
         let mut all = vec!["serve".to_string()];
         all.extend(args.iter().cloned());
@@ -42,12 +45,16 @@ impl Server {
 
 /// `args` with the server's address where they say [`BASE_URL_PLACEHOLDER`].
 pub fn with_address(args: &[String], base_url: &str) -> Vec<String> {
-    args.iter().map(|a| a.replace(BASE_URL_PLACEHOLDER, base_url)).collect()
+    args.iter()
+        .map(|a| a.replace(BASE_URL_PLACEHOLDER, base_url))
+        .collect()
 }
 
 /// Waits until `GET /health` answers 200.
 fn healthy(base_url: &str, wait: Duration) -> Result<()> {
-    let host_port = base_url.strip_prefix("http://").with_context(|| format!("`{base_url}` is not an http:// address"))?;
+    let host_port = base_url
+        .strip_prefix("http://")
+        .with_context(|| format!("`{base_url}` is not an http:// address"))?;
     let started = Instant::now();
     loop {
         let answer = health(host_port);
@@ -55,7 +62,10 @@ fn healthy(base_url: &str, wait: Duration) -> Result<()> {
             Ok(status) if status.split_whitespace().nth(1) == Some("200") => return Ok(()),
             _ if started.elapsed() < wait => std::thread::sleep(Duration::from_millis(200)),
             Ok(status) => bail!("{base_url}/health answered `{status}` instead of 200 OK"),
-            Err(e) => bail!("{base_url}/health did not answer within {} s: {e}", wait.as_secs()),
+            Err(e) => bail!(
+                "{base_url}/health did not answer within {} s: {e}",
+                wait.as_secs()
+            ),
         }
     }
 }
@@ -68,7 +78,12 @@ fn health(host_port: &str) -> std::io::Result<String> {
     stream.write_all(format!("GET /health HTTP/1.0\r\nHost: {host_port}\r\n\r\n").as_bytes())?;
     let mut reply = Vec::new();
     stream.take(4096).read_to_end(&mut reply)?;
-    Ok(String::from_utf8_lossy(&reply).lines().next().unwrap_or_default().trim().to_string())
+    Ok(String::from_utf8_lossy(&reply)
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_string())
 }
 
 #[cfg(test)]
@@ -78,8 +93,13 @@ mod tests {
 
     #[test]
     fn the_address_goes_where_the_args_say() {
-        let args: Vec<String> = ["--base-url", "{base_url}", "--requests", "12"].map(String::from).into();
-        assert_eq!(with_address(&args, "http://127.0.0.1:4000"), ["--base-url", "http://127.0.0.1:4000", "--requests", "12"]);
+        let args: Vec<String> = ["--base-url", "{base_url}", "--requests", "12"]
+            .map(String::from)
+            .into();
+        assert_eq!(
+            with_address(&args, "http://127.0.0.1:4000"),
+            ["--base-url", "http://127.0.0.1:4000", "--requests", "12"]
+        );
     }
 
     #[test]
@@ -87,7 +107,10 @@ mod tests {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let address = listener.local_addr().unwrap();
         let server = std::thread::spawn(move || {
-            for reply in ["HTTP/1.1 503 Service Unavailable\r\n\r\n", "HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok"] {
+            for reply in [
+                "HTTP/1.1 503 Service Unavailable\r\n\r\n",
+                "HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok",
+            ] {
                 let (mut stream, _) = listener.accept().unwrap();
                 // The whole request first: closing on unread bytes would reset the connection.
                 let mut request = Vec::new();

@@ -11,8 +11,8 @@
 //! one package and compile gpt2 and its dependencies again), and `run` starts the built binary on
 //! the copy's exercise folder. What `course` grades is the copy's own files.
 
-use anyhow::{Context, Result};
 use crate::cargo::package_name;
+use anyhow::{Context, Result};
 use course_model::manifest::{Manifest, MANIFEST_PATH};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -47,7 +47,9 @@ impl Packages {
     }
 
     fn from_env_value(value: &str) -> Option<Packages> {
-        [Packages::Exercises, Packages::Solutions].into_iter().find(|p| p.env_value() == value)
+        [Packages::Exercises, Packages::Solutions]
+            .into_iter()
+            .find(|p| p.env_value() == value)
     }
 }
 
@@ -65,8 +67,11 @@ pub enum Plan {
 /// Reads `cargo SUBCOMMAND -p PACKAGE [--release] [-- ARGS]` (what `crate::cargo::command`
 /// writes for a CPU build); anything else is refused, saying what the stand-in takes.
 pub fn plan(args: &[String]) -> Result<Plan, String> {
-    const TAKES: &str = "the dev check's stand-in for cargo takes `build|test|run -p PACKAGE [-- ARGS]`";
-    let Some((subcommand, rest)) = args.split_first() else { return Err(format!("{TAKES}, and was given nothing")) };
+    const TAKES: &str =
+        "the dev check's stand-in for cargo takes `build|test|run -p PACKAGE [-- ARGS]`";
+    let Some((subcommand, rest)) = args.split_first() else {
+        return Err(format!("{TAKES}, and was given nothing"));
+    };
     let mut package = None;
     let mut program_args = Vec::new();
     let mut i = 0;
@@ -90,19 +95,26 @@ pub fn plan(args: &[String]) -> Result<Plan, String> {
         }
         i += 1;
     }
-    let package = package.ok_or_else(|| format!("{TAKES}: no -p PACKAGE in `cargo {}`", args.join(" ")))?;
+    let package =
+        package.ok_or_else(|| format!("{TAKES}: no -p PACKAGE in `cargo {}`", args.join(" ")))?;
     match subcommand.as_str() {
         "build" if program_args.is_empty() => Ok(Plan::Build),
         "test" if program_args.is_empty() => Ok(Plan::Test { package }),
-        "run" => Ok(Plan::Run { package, args: program_args }),
-        other => Err(format!("{TAKES}; `cargo {other}` with arguments after `--` is not one of them")),
+        "run" => Ok(Plan::Run {
+            package,
+            args: program_args,
+        }),
+        other => Err(format!(
+            "{TAKES}; `cargo {other}` with arguments after `--` is not one of them"
+        )),
     }
 }
 
 /// The package of `dir` in `checkout` (`solutions/exercise-3` holds `solution-3`).
 pub fn package_in(checkout: &Path, dir: &str) -> Result<String> {
     let path = checkout.join(dir).join("Cargo.toml");
-    let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {}: restore it from git", path.display()))?;
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read {}: restore it from git", path.display()))?;
     package_name(&text).with_context(|| format!("{} has no [package] name", path.display()))
 }
 
@@ -124,7 +136,12 @@ pub fn command(plan: &Plan, packages: Packages, places: &Places) -> Result<Comma
             .exercises
             .iter()
             .find(|e| e.package == package)
-            .with_context(|| format!("{} lists no exercise with package {package}", places.root.join(MANIFEST_PATH).display()))?;
+            .with_context(|| {
+                format!(
+                    "{} lists no exercise with package {package}",
+                    places.root.join(MANIFEST_PATH).display()
+                )
+            })?;
         match packages {
             Packages::Exercises => Ok(exercise.package.clone()),
             Packages::Solutions => package_in(&places.checkout, &exercise.solution_dir),
@@ -138,14 +155,28 @@ pub fn command(plan: &Plan, packages: Packages, places: &Places) -> Result<Comma
         }
         Plan::Test { package } => {
             let mut c = Command::new(&places.cargo);
-            c.args(["nextest", "run", "--workspace", "--no-fail-fast", "-E"]).arg(format!("package({})", actual(package)?));
+            c.args(["nextest", "run", "--workspace", "--no-fail-fast", "-E"])
+                .arg(format!("package({})", actual(package)?));
             c
         }
         Plan::Run { package, args } => {
             let manifest = Manifest::load(&places.root.join(MANIFEST_PATH))?;
-            let dir = manifest.exercises.iter().find(|e| &e.package == package).map(|e| places.root.join(&e.dir));
-            let dir = dir.with_context(|| format!("{} lists no exercise with package {package}", places.root.join(MANIFEST_PATH).display()))?;
-            let mut c = Command::new(places.bin.join(format!("{}{}", actual(package)?, std::env::consts::EXE_SUFFIX)));
+            let dir = manifest
+                .exercises
+                .iter()
+                .find(|e| &e.package == package)
+                .map(|e| places.root.join(&e.dir));
+            let dir = dir.with_context(|| {
+                format!(
+                    "{} lists no exercise with package {package}",
+                    places.root.join(MANIFEST_PATH).display()
+                )
+            })?;
+            let mut c = Command::new(places.bin.join(format!(
+                "{}{}",
+                actual(package)?,
+                std::env::consts::EXE_SUFFIX
+            )));
             c.arg("--exercise-dir").arg(dir).args(args);
             c
         }
@@ -179,21 +210,33 @@ pub fn intercept() -> Option<ExitCode> {
 fn stand_in(checkout: PathBuf) -> Result<ExitCode> {
     let args: Vec<String> = std::env::args_os()
         .skip(1)
-        .map(|a| a.into_string().map_err(|a| anyhow::anyhow!("the argument {a:?} is not UTF-8")))
+        .map(|a| {
+            a.into_string()
+                .map_err(|a| anyhow::anyhow!("the argument {a:?} is not UTF-8"))
+        })
         .collect::<Result<_>>()?;
     let plan = plan(&args).map_err(anyhow::Error::msg)?;
-    let packages = std::env::var(PACKAGES_ENV).ok().and_then(|v| Packages::from_env_value(&v)).unwrap_or(Packages::Exercises);
+    let packages = std::env::var(PACKAGES_ENV)
+        .ok()
+        .and_then(|v| Packages::from_env_value(&v))
+        .unwrap_or(Packages::Exercises);
     let exe = std::env::current_exe().context("cannot tell where the course binary is")?;
     let places = Places {
         checkout,
         cargo: std::env::var_os(REAL_CARGO_ENV).unwrap_or_else(|| "cargo".into()),
         bin: exe.parent().map(Path::to_path_buf).unwrap_or_default(),
-        root: std::env::current_dir().context("cannot tell which folder `course` started cargo in")?,
+        root: std::env::current_dir()
+            .context("cannot tell which folder `course` started cargo in")?,
     };
     let mut command = command(&plan, packages, &places)?;
-    let status = command.status().with_context(|| format!("cannot start {:?}", command.get_program()))?;
+    let status = command
+        .status()
+        .with_context(|| format!("cannot start {:?}", command.get_program()))?;
     if !status.success() && plan == Plan::Build {
-        eprintln!("(the stand-in ran `cargo build --workspace --all-targets` in {})", places.checkout.display());
+        eprintln!(
+            "(the stand-in ran `cargo build --workspace --all-targets` in {})",
+            places.checkout.display()
+        );
     }
     Ok(match status.code() {
         Some(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
@@ -210,29 +253,62 @@ mod tests {
     }
 
     fn args(c: &Command) -> Vec<String> {
-        c.get_args().map(|a| a.to_string_lossy().into_owned()).collect()
+        c.get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
     }
 
     #[test]
     fn course_s_cargo_command_lines_are_understood() {
         assert_eq!(plan(&words("build -p exercise-2")), Ok(Plan::Build));
-        assert_eq!(plan(&words("test -p exercise-2")), Ok(Plan::Test { package: "exercise-2".into() }));
-        assert_eq!(plan(&words("test --package exercise-4")), Ok(Plan::Test { package: "exercise-4".into() }));
+        assert_eq!(
+            plan(&words("test -p exercise-2")),
+            Ok(Plan::Test {
+                package: "exercise-2".into()
+            })
+        );
+        assert_eq!(
+            plan(&words("test --package exercise-4")),
+            Ok(Plan::Test {
+                package: "exercise-4".into()
+            })
+        );
         assert_eq!(
             plan(&words("run -p exercise-3 -- --model synthetic -p 3")),
-            Ok(Plan::Run { package: "exercise-3".into(), args: words("--model synthetic -p 3") }),
+            Ok(Plan::Run {
+                package: "exercise-3".into(),
+                args: words("--model synthetic -p 3")
+            }),
             "what follows -- is the program's, even a -p"
         );
-        assert_eq!(plan(&words("run --release -p exercise-3")), Ok(Plan::Run { package: "exercise-3".into(), args: vec![] }));
+        assert_eq!(
+            plan(&words("run --release -p exercise-3")),
+            Ok(Plan::Run {
+                package: "exercise-3".into(),
+                args: vec![]
+            })
+        );
     }
 
     #[test]
     fn anything_else_is_refused_saying_what_it_takes() {
-        for line in ["", "build", "build -p", "build -p exercise-2 --features cuda", "bench -p exercise-2", "test -p exercise-2 -- x"] {
+        for line in [
+            "",
+            "build",
+            "build -p",
+            "build -p exercise-2 --features cuda",
+            "bench -p exercise-2",
+            "test -p exercise-2 -- x",
+        ] {
             let err = plan(&words(line)).unwrap_err();
-            assert!(err.contains("takes `build|test|run -p PACKAGE [-- ARGS]`"), "{line}: {err}");
+            assert!(
+                err.contains("takes `build|test|run -p PACKAGE [-- ARGS]`"),
+                "{line}: {err}"
+            );
         }
-        assert!(plan(&words("build -p exercise-5 --features cuda")).unwrap_err().contains("unset COURSE_FEATURES"));
+        assert!(plan(&words("build -p exercise-5 --features cuda"))
+            .unwrap_err()
+            .contains("unset COURSE_FEATURES"));
     }
 
     #[test]
@@ -247,12 +323,23 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let checkout = dir.path().join("checkout");
         std::fs::create_dir_all(checkout.join("solutions/exercise-3")).unwrap();
-        std::fs::write(checkout.join("solutions/exercise-3/Cargo.toml"), "[package]\nname = \"solution-3\"\n").unwrap();
+        std::fs::write(
+            checkout.join("solutions/exercise-3/Cargo.toml"),
+            "[package]\nname = \"solution-3\"\n",
+        )
+        .unwrap();
         let root = dir.path().join("root");
         std::fs::create_dir_all(root.join("exercises")).unwrap();
-        let real = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(MANIFEST_PATH);
+        let real = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../..")
+            .join(MANIFEST_PATH);
         std::fs::copy(real, root.join(MANIFEST_PATH)).unwrap();
-        let places = Places { checkout, cargo: "/usr/bin/cargo".into(), bin: dir.path().join("bin"), root };
+        let places = Places {
+            checkout,
+            cargo: "/usr/bin/cargo".into(),
+            bin: dir.path().join("bin"),
+            root,
+        };
         (dir, places)
     }
 
@@ -264,27 +351,67 @@ mod tests {
         assert_eq!(args(&build), words("build --workspace --all-targets"));
         assert_eq!(build.get_current_dir(), Some(places.checkout.as_path()));
 
-        let test = Plan::Test { package: "exercise-3".into() };
-        assert_eq!(args(&command(&test, Packages::Exercises, &places).unwrap()), words("nextest run --workspace --no-fail-fast -E package(exercise-3)"));
-        assert_eq!(args(&command(&test, Packages::Solutions, &places).unwrap()), words("nextest run --workspace --no-fail-fast -E package(solution-3)"));
+        let test = Plan::Test {
+            package: "exercise-3".into(),
+        };
+        assert_eq!(
+            args(&command(&test, Packages::Exercises, &places).unwrap()),
+            words("nextest run --workspace --no-fail-fast -E package(exercise-3)")
+        );
+        assert_eq!(
+            args(&command(&test, Packages::Solutions, &places).unwrap()),
+            words("nextest run --workspace --no-fail-fast -E package(solution-3)")
+        );
 
-        let run = Plan::Run { package: "exercise-3".into(), args: words("--model synthetic") };
+        let run = Plan::Run {
+            package: "exercise-3".into(),
+            args: words("--model synthetic"),
+        };
         let c = command(&run, Packages::Solutions, &places).unwrap();
-        assert_eq!(Path::new(c.get_program()), places.bin.join(format!("solution-3{}", std::env::consts::EXE_SUFFIX)));
-        let folder = places.root.join("exercises/exercise-3").display().to_string();
-        assert_eq!(args(&c), ["--exercise-dir", folder.as_str(), "--model", "synthetic"]);
+        assert_eq!(
+            Path::new(c.get_program()),
+            places
+                .bin
+                .join(format!("solution-3{}", std::env::consts::EXE_SUFFIX))
+        );
+        let folder = places
+            .root
+            .join("exercises/exercise-3")
+            .display()
+            .to_string();
+        assert_eq!(
+            args(&c),
+            ["--exercise-dir", folder.as_str(), "--model", "synthetic"]
+        );
         // The stand-in's own settings do not reach what it starts.
-        let removed: Vec<String> = c.get_envs().filter(|(_, v)| v.is_none()).map(|(k, _)| k.to_string_lossy().into_owned()).collect();
+        let removed: Vec<String> = c
+            .get_envs()
+            .filter(|(_, v)| v.is_none())
+            .map(|(k, _)| k.to_string_lossy().into_owned())
+            .collect();
         for key in [CHECKOUT_ENV, PACKAGES_ENV, REAL_CARGO_ENV, "CARGO"] {
-            assert!(removed.iter().any(|k| k == key), "{key} is removed: {removed:?}");
+            assert!(
+                removed.iter().any(|k| k == key),
+                "{key} is removed: {removed:?}"
+            );
         }
     }
 
     #[test]
     fn an_exercise_the_root_does_not_list_is_an_error_naming_the_manifest() {
         let (_dir, places) = places();
-        let err = command(&Plan::Test { package: "exercise-9".into() }, Packages::Solutions, &places).unwrap_err();
-        assert!(format!("{err:#}").contains("lists no exercise with package exercise-9"), "{err:#}");
+        let err = command(
+            &Plan::Test {
+                package: "exercise-9".into(),
+            },
+            Packages::Solutions,
+            &places,
+        )
+        .unwrap_err();
+        assert!(
+            format!("{err:#}").contains("lists no exercise with package exercise-9"),
+            "{err:#}"
+        );
     }
 
     #[test]

@@ -16,24 +16,42 @@ pub fn check(lint: &mut Lint) {
     let exercises = lint.exercises.clone();
     let root = match lint.root("solved", Source::Solutions, &exercises, &lint.learner) {
         Ok(root) => root,
-        Err(e) => return lint.tally.fail("solutions: a course root of their files", &format!("{e:#}")),
+        Err(e) => {
+            return lint
+                .tally
+                .fail("solutions: a course root of their files", &format!("{e:#}"))
+        }
     };
     for exercise in &exercises {
-        let Some(args) = &exercise.dev_check.args else { continue };
+        let Some(args) = &exercise.dev_check.args else {
+            continue;
+        };
         let n = exercise.number;
         // Stopped when dropped, at the end of this exercise's run.
         let server = match &exercise.dev_check.server {
             None => None,
-            Some(serve) => match Server::start(&lint.bin, serve, &lint.log(&format!("serve-{n}"))) {
-                Ok(server) => {
-                    lint.tally.pass(&format!("gpt2 serve {} answers at {}", serve.join(" "), server.base_url()));
-                    Some(server)
+            Some(serve) => {
+                match Server::start(&lint.bin, serve, &lint.log(&format!("serve-{n}"))) {
+                    Ok(server) => {
+                        lint.tally.pass(&format!(
+                            "gpt2 serve {} answers at {}",
+                            serve.join(" "),
+                            server.base_url()
+                        ));
+                        Some(server)
+                    }
+                    Err(e) => {
+                        lint.tally.fail(
+                            &format!(
+                                "gpt2 serve {} did not start, so solution {n} cannot be run",
+                                serve.join(" ")
+                            ),
+                            &format!("{e:#}"),
+                        );
+                        continue;
+                    }
                 }
-                Err(e) => {
-                    lint.tally.fail(&format!("gpt2 serve {} did not start, so solution {n} cannot be run", serve.join(" ")), &format!("{e:#}"));
-                    continue;
-                }
-            },
+            }
         };
         let args = match &server {
             Some(server) => server::with_address(args, server.base_url()),
@@ -45,12 +63,18 @@ pub fn check(lint: &mut Lint) {
     for exercise in &exercises {
         let n = exercise.number;
         let outcome = passes(lint, &root, n);
-        lint.tally.record(&format!("solution {n}: course check {n} passes"), outcome);
+        lint.tally
+            .record(&format!("solution {n}: course check {n} passes"), outcome);
     }
 }
 
 /// The line the run is counted as, and how it went.
-fn run_solution(lint: &Lint, root: &Path, exercise: &ExerciseInfo, args: &[String]) -> (String, Result<(), String>) {
+fn run_solution(
+    lint: &Lint,
+    root: &Path,
+    exercise: &ExerciseInfo,
+    args: &[String],
+) -> (String, Result<(), String>) {
     let n = exercise.number;
     let package = match shim::package_in(lint.checkout(), &exercise.solution_dir) {
         Ok(package) => package,
@@ -63,8 +87,15 @@ fn run_solution(lint: &Lint, root: &Path, exercise: &ExerciseInfo, args: &[Strin
     }
     let what = format!("{package} runs and writes its results: {line}");
     let mut command = Command::new(lint.program(&package));
-    command.arg("--exercise-dir").arg(root.join(&exercise.dir)).args(args);
-    let outcome = match step::run(&mut command, &lint.log(&format!("solution-{n}")), STEP_LIMIT) {
+    command
+        .arg("--exercise-dir")
+        .arg(root.join(&exercise.dir))
+        .args(args);
+    let outcome = match step::run(
+        &mut command,
+        &lint.log(&format!("solution-{n}")),
+        STEP_LIMIT,
+    ) {
         Ok(ran) if ran.succeeded() => Ok(()),
         Ok(ran) => Err(failure(&[], &ran, STEP_LIMIT, SHOWN_LINES)),
         Err(e) => Err(format!("{e:#}")),
@@ -73,7 +104,9 @@ fn run_solution(lint: &Lint, root: &Path, exercise: &ExerciseInfo, args: &[Strin
 }
 
 fn passes(lint: &Lint, root: &Path, n: u32) -> Result<(), String> {
-    let ran = lint.course_check(root, Packages::Solutions, n, &format!("solved-{n}")).map_err(|e| format!("{e:#}"))?;
+    let ran = lint
+        .course_check(root, Packages::Solutions, n, &format!("solved-{n}"))
+        .map_err(|e| format!("{e:#}"))?;
     let problems = missing(&ran.text, &[format!("Exercise {n} passes")]);
     if ran.succeeded() && problems.is_empty() {
         Ok(())

@@ -30,20 +30,31 @@ impl Transcript {
     pub fn ending(&self, limit: Duration) -> String {
         match self.status {
             Some(status) => format!("it exited with {status}"),
-            None => format!("it was stopped after {} s, still running (waiting for input nobody typed?)", limit.as_secs()),
+            None => format!(
+                "it was stopped after {} s, still running (waiting for input nobody typed?)",
+                limit.as_secs()
+            ),
         }
     }
 }
 
 /// Runs `command` to its end or to `limit`, its output to `log`.
 pub fn run(command: &mut Command, log: &Path, limit: Duration) -> Result<Transcript> {
-    let out = std::fs::File::create(log).with_context(|| format!("cannot create the log {}", log.display()))?;
-    let err = out.try_clone().with_context(|| format!("cannot share the log {}", log.display()))?;
+    let out = std::fs::File::create(log)
+        .with_context(|| format!("cannot create the log {}", log.display()))?;
+    let err = out
+        .try_clone()
+        .with_context(|| format!("cannot share the log {}", log.display()))?;
     command.stdin(Stdio::null()).stdout(out).stderr(err);
-    let mut child = command.spawn().with_context(|| format!("cannot start {}", shown(command)))?;
+    let mut child = command
+        .spawn()
+        .with_context(|| format!("cannot start {}", shown(command)))?;
     let deadline = Instant::now() + limit;
     let status = loop {
-        if let Some(status) = child.try_wait().with_context(|| format!("cannot wait for {}", shown(command)))? {
+        if let Some(status) = child
+            .try_wait()
+            .with_context(|| format!("cannot wait for {}", shown(command)))?
+        {
             break Some(status);
         }
         if Instant::now() > deadline {
@@ -76,11 +87,26 @@ mod tests {
     fn output_is_logged_and_a_hung_program_stopped() {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("step.log");
-        let done = run(Command::new("sh").args(["-c", "echo out; echo err >&2; exit 3"]), &log, Duration::from_secs(20)).unwrap();
+        let done = run(
+            Command::new("sh").args(["-c", "echo out; echo err >&2; exit 3"]),
+            &log,
+            Duration::from_secs(20),
+        )
+        .unwrap();
         assert!(done.failed() && !done.succeeded());
         assert_eq!(done.text, "out\nerr\n");
-        assert!(done.ending(Duration::from_secs(20)).contains("exit status: 3"), "{}", done.ending(Duration::from_secs(20)));
-        let hung = run(Command::new("sh").args(["-c", "sleep 30"]), &log, Duration::from_millis(200)).unwrap();
+        assert!(
+            done.ending(Duration::from_secs(20))
+                .contains("exit status: 3"),
+            "{}",
+            done.ending(Duration::from_secs(20))
+        );
+        let hung = run(
+            Command::new("sh").args(["-c", "sleep 30"]),
+            &log,
+            Duration::from_millis(200),
+        )
+        .unwrap();
         assert!(hung.status.is_none() && !hung.failed());
         assert!(hung.ending(Duration::from_millis(200)).contains("stopped"));
     }

@@ -16,7 +16,11 @@ pub struct Tally<W: Write> {
 
 impl<W: Write> Tally<W> {
     pub fn new(out: W) -> Tally<W> {
-        Tally { out, passed: 0, failed: 0 }
+        Tally {
+            out,
+            passed: 0,
+            failed: 0,
+        }
     }
 
     /// Counts one check: passed when `outcome` is `Ok`, else failed with the reason it holds.
@@ -96,7 +100,11 @@ pub fn excerpt(output: &str, lines: usize) -> String {
 
 /// Each of `texts` that `output` does not contain, as the lines that say so; empty when all are there.
 pub fn missing(output: &str, texts: &[String]) -> Vec<String> {
-    texts.iter().filter(|t| !output.contains(t.as_str())).map(|t| format!("missing from the output: {t}")).collect()
+    texts
+        .iter()
+        .filter(|t| !output.contains(t.as_str()))
+        .map(|t| format!("missing from the output: {t}"))
+        .collect()
 }
 
 #[cfg(test)]
@@ -107,7 +115,10 @@ mod tests {
     fn every_check_is_one_line_and_the_summary_counts_them() {
         let mut tally = Tally::new(Vec::new());
         tally.pass("exercise-1 has TODOs");
-        tally.record("solution 2: course check 2 passes", Err("missing from the output: Exercise 2 passes\n| error: boom".into()));
+        tally.record(
+            "solution 2: course check 2 passes",
+            Err("missing from the output: Exercise 2 passes\n| error: boom".into()),
+        );
         tally.record("exercise-2 --help", Ok(()));
         assert_eq!((tally.passed, tally.failed), (2, 1));
         let text = String::from_utf8(tally.into_inner()).unwrap();
@@ -126,7 +137,11 @@ mod tests {
         failing.pass("a");
         failing.fail("b", "why");
         assert_eq!(failing.finish(), ExitCode::FAILURE);
-        assert_eq!(Tally::new(Vec::new()).finish(), ExitCode::FAILURE, "nothing ran, nothing proved");
+        assert_eq!(
+            Tally::new(Vec::new()).finish(),
+            ExitCode::FAILURE,
+            "nothing ran, nothing proved"
+        );
         let mut passing = Tally::new(Vec::new());
         passing.pass("a");
         assert_eq!(passing.finish(), ExitCode::SUCCESS);
@@ -136,7 +151,10 @@ mod tests {
     fn an_excerpt_is_the_end_of_the_output_quoted() {
         let output: String = (1..=50).map(|i| format!("line {i}\n")).collect();
         let text = excerpt(&output, 3);
-        assert_eq!(text, "| ... (47 lines above)\n| line 48\n| line 49\n| line 50\n");
+        assert_eq!(
+            text,
+            "| ... (47 lines above)\n| line 48\n| line 49\n| line 50\n"
+        );
         assert_eq!(excerpt("only\n", 40), "| only\n");
         assert_eq!(excerpt("\n \n", 40), "(it printed nothing)");
     }
@@ -145,6 +163,12 @@ mod tests {
     fn missing_texts_are_each_named() {
         let texts = vec!["tests fail".to_string(), "course hint 2".to_string()];
         assert!(missing("==> exercise-2's tests fail: ... `course hint 2`", &texts).is_empty());
-        assert_eq!(missing("==> Not passed yet.", &texts), ["missing from the output: tests fail", "missing from the output: course hint 2"]);
+        assert_eq!(
+            missing("==> Not passed yet.", &texts),
+            [
+                "missing from the output: tests fail",
+                "missing from the output: course hint 2"
+            ]
+        );
     }
 }

@@ -25,7 +25,10 @@ const QUIZ_LEARNER: &str = "tty-learner";
 
 pub fn check(lint: &mut Lint) {
     let exercises = lint.exercises.clone();
-    for exercise in exercises.iter().filter(|e| !e.dev_check.prediction.is_empty()) {
+    for exercise in exercises
+        .iter()
+        .filter(|e| !e.dev_check.prediction.is_empty())
+    {
         let n = exercise.number;
         let what = format!("exercise-{n}: course run {n} in a terminal records the prediction before the profile and shows it beside the measurement");
         let outcome = records_the_prediction(lint, exercise);
@@ -48,14 +51,27 @@ fn records_the_prediction(lint: &Lint, exercise: &ExerciseInfo) -> Result<(), St
     if dev.server.is_some() {
         return Err(format!("exercise {n}: a prediction run against a `dev_check.server` is not supported by `course dev check`"));
     }
-    let root = lint.root(&format!("predict-{n}"), Source::Exercises, &[exercise], &lint.learner).map_err(|e| format!("{e:#}"))?;
+    let root = lint
+        .root(
+            &format!("predict-{n}"),
+            Source::Exercises,
+            &[exercise],
+            &lint.learner,
+        )
+        .map_err(|e| format!("{e:#}"))?;
     let mut command = lint.course_command(&root, Packages::Exercises);
-    command.arg("run").arg(n.to_string()).arg("--").args(dev.args.iter().flatten());
+    command
+        .arg("run")
+        .arg(n.to_string())
+        .arg("--")
+        .args(dev.args.iter().flatten());
     let mut typed = dev.prediction.iter();
     // The form's questions end with `? ` and wait; each gets the next line (then Enter: skip).
     let transcript = pty::converse(&mut command, TERMINAL_LIMIT, |screen| {
         let last = screen.rsplit('\n').next().unwrap_or(screen);
-        last.trim_end().ends_with('?').then(|| typed.next().cloned().unwrap_or_default())
+        last.trim_end()
+            .ends_with('?')
+            .then(|| typed.next().cloned().unwrap_or_default())
     })
     .map_err(|e| format!("{e:#}"))?;
     let _ = std::fs::write(lint.log(&format!("predict-{n}")), &transcript.text);
@@ -63,12 +79,22 @@ fn records_the_prediction(lint: &Lint, exercise: &ExerciseInfo) -> Result<(), St
     let answers_path = root.join(&exercise.dir).join("answers.toml");
     let mut problems = missing(&transcript.text, &dev.prediction_says);
     match form.recorded(&answers_path) {
-        None => problems.push(format!("no prediction is recorded in {}", answers_path.display())),
+        None => problems.push(format!(
+            "no prediction is recorded in {}",
+            answers_path.display()
+        )),
         Some(recorded) => {
             for (question, line) in form.questions.iter().zip(&dev.prediction) {
-                let found = recorded.answers.iter().find(|(key, _)| *key == question.key).map(|(_, v)| v);
+                let found = recorded
+                    .answers
+                    .iter()
+                    .find(|(key, _)| *key == question.key)
+                    .map(|(_, v)| v);
                 if !same_answer(found, line) {
-                    problems.push(format!("[prediction] {} should be what was typed, {line:?}; it is {found:?}", question.key));
+                    problems.push(format!(
+                        "[prediction] {} should be what was typed, {line:?}; it is {found:?}",
+                        question.key
+                    ));
                 }
             }
         }
@@ -85,7 +111,12 @@ fn records_the_prediction(lint: &Lint, exercise: &ExerciseInfo) -> Result<(), St
 fn same_answer(recorded: Option<&Value>, typed: &str) -> bool {
     match recorded {
         Some(Value::Text(text)) => text.trim().eq_ignore_ascii_case(typed.trim()),
-        Some(Value::Number(n)) => typed.trim().trim_end_matches('%').trim().parse::<f64>().is_ok_and(|t| (t - n).abs() < 1e-9),
+        Some(Value::Number(n)) => typed
+            .trim()
+            .trim_end_matches('%')
+            .trim()
+            .parse::<f64>()
+            .is_ok_and(|t| (t - n).abs() < 1e-9),
         None => typed.trim().is_empty(),
     }
 }
@@ -100,8 +131,11 @@ fn made_first(answers_path: &Path) -> Vec<String> {
     };
     let mut problems = Vec::new();
     let key = |name: &str| format!("{}.{name}", prediction::TABLE);
-    if !matches!(answers.text(&key("made_at")), Field::Answered(t) if prediction::parse_time(&t).is_some()) {
-        problems.push(format!("{shown}: [prediction] made_at is not the time the prediction was made"));
+    if !matches!(answers.text(&key("made_at")), Field::Answered(t) if prediction::parse_time(&t).is_some())
+    {
+        problems.push(format!(
+            "{shown}: [prediction] made_at is not the time the prediction was made"
+        ));
     }
     if answers.flag(&key("report_existed")) != Field::Answered(false) {
         problems.push(format!("{shown}: [prediction] report_existed should be false (no report existed before the run)"));
@@ -111,20 +145,39 @@ fn made_first(answers_path: &Path) -> Vec<String> {
 
 fn quiz_answers_pass(lint: &Lint, exercise: &ExerciseInfo) -> Result<(), String> {
     let n = exercise.number;
-    let name = exercise.quizzes.first().ok_or_else(|| format!("exercise {n} is a quiz check without a quiz file"))?;
-    let bank = QuestionBank::load(&[bank_dir(lint.checkout())], std::slice::from_ref(name)).map_err(|e| e.0)?;
-    let file = bank.file(name).ok_or_else(|| format!("the quiz file {name} was not loaded"))?;
-    let root = lint.root(&format!("quiz-{n}"), Source::Exercises, &[exercise], QUIZ_LEARNER).map_err(|e| format!("{e:#}"))?;
+    let name = exercise
+        .quizzes
+        .first()
+        .ok_or_else(|| format!("exercise {n} is a quiz check without a quiz file"))?;
+    let bank = QuestionBank::load(&[bank_dir(lint.checkout())], std::slice::from_ref(name))
+        .map_err(|e| e.0)?;
+    let file = bank
+        .file(name)
+        .ok_or_else(|| format!("the quiz file {name} was not loaded"))?;
+    let root = lint
+        .root(
+            &format!("quiz-{n}"),
+            Source::Exercises,
+            &[exercise],
+            QUIZ_LEARNER,
+        )
+        .map_err(|e| format!("{e:#}"))?;
     let mut command = Command::new(lint.program(&exercise.package));
     command.arg("--exercise-dir").arg(root.join(&exercise.dir));
     let mut answerer = Answerer::new(file);
-    let transcript = pty::converse(&mut command, TERMINAL_LIMIT, |screen| answerer.at(screen)).map_err(|e| format!("{e:#}"))?;
+    let transcript = pty::converse(&mut command, TERMINAL_LIMIT, |screen| answerer.at(screen))
+        .map_err(|e| format!("{e:#}"))?;
     let _ = std::fs::write(lint.log(&format!("quiz-{n}")), &transcript.text);
 
     let mut problems = answerer.problems.clone();
     let asked = exercise.draw + exercise.questions.len();
     if answerer.answered.len() != asked {
-        problems.push(format!("{} questions were answered, {asked} expected (draw {} and {:?})", answerer.answered.len(), exercise.draw, exercise.questions));
+        problems.push(format!(
+            "{} questions were answered, {asked} expected (draw {} and {:?})",
+            answerer.answered.len(),
+            exercise.draw,
+            exercise.questions
+        ));
     }
     let answers_path = root.join(&exercise.dir).join("answers.toml");
     let text = std::fs::read_to_string(&answers_path).unwrap_or_default();
@@ -132,21 +185,31 @@ fn quiz_answers_pass(lint: &Lint, exercise: &ExerciseInfo) -> Result<(), String>
         Ok(answers) => {
             for id in &answerer.answered {
                 if !matches!(answers.text(&format!("quiz.{id}")), Field::Answered(_)) {
-                    problems.push(format!("answers.toml has no [quiz] {id}, which was answered"));
+                    problems.push(format!(
+                        "answers.toml has no [quiz] {id}, which was answered"
+                    ));
                 }
             }
         }
         Err(problem) => problems.push(format!("{}: {}", answers_path.display(), problem.message)),
     }
-    for comment in exercise.answers_template.lines().filter(|l| l.trim_start().starts_with('#')) {
+    for comment in exercise
+        .answers_template
+        .lines()
+        .filter(|l| l.trim_start().starts_with('#'))
+    {
         if !text.contains(comment) {
-            problems.push(format!("answers.toml lost the template's comment {comment:?}"));
+            problems.push(format!(
+                "answers.toml lost the template's comment {comment:?}"
+            ));
         }
     }
     if !transcript.succeeded() || !problems.is_empty() {
         return Err(failure(&problems, &transcript, TERMINAL_LIMIT, SHOWN_LINES));
     }
-    let ran = lint.course_check(&root, Packages::Exercises, n, &format!("quiz-check-{n}")).map_err(|e| format!("{e:#}"))?;
+    let ran = lint
+        .course_check(&root, Packages::Exercises, n, &format!("quiz-check-{n}"))
+        .map_err(|e| format!("{e:#}"))?;
     let problems = missing(&ran.text, &[format!("Exercise {n} passes")]);
     if ran.succeeded() && problems.is_empty() {
         Ok(())
@@ -162,7 +225,13 @@ mod tests {
     #[test]
     fn a_recorded_answer_is_the_line_typed() {
         assert!(same_answer(Some(&Value::Text("matmul".into())), "matmul"));
-        assert!(same_answer(Some(&Value::Text("about the same".into())), "About the same"), "choices are recorded in lower case");
+        assert!(
+            same_answer(
+                Some(&Value::Text("about the same".into())),
+                "About the same"
+            ),
+            "choices are recorded in lower case"
+        );
         assert!(same_answer(Some(&Value::Number(60.0)), "60"));
         assert!(same_answer(Some(&Value::Number(60.0)), "60%"));
         assert!(!same_answer(Some(&Value::Number(60.0)), "40"));
@@ -176,7 +245,11 @@ mod tests {
         let path = dir.path().join("answers.toml");
         std::fs::write(&path, "[prediction]\nop = \"matmul\"\nmade_at = \"Mon, 01 Jan 2024 09:03:12 GMT\"\nreport_existed = false\n").unwrap();
         assert!(made_first(&path).is_empty(), "{:?}", made_first(&path));
-        std::fs::write(&path, "[prediction]\nop = \"matmul\"\nmade_at = \"\"\nreport_existed = true\n").unwrap();
+        std::fs::write(
+            &path,
+            "[prediction]\nop = \"matmul\"\nmade_at = \"\"\nreport_existed = true\n",
+        )
+        .unwrap();
         assert_eq!(made_first(&path).len(), 2, "{:?}", made_first(&path));
     }
 }
