@@ -56,6 +56,7 @@ impl Verdict {
     }
 }
 
+// ANCHOR: verdict
 /// The verdict for an interval `[ci_low, ci_high]` of B/A (`ci_high` may be `f64::INFINITY`:
 /// no upper bound) against the band `[1 − min_effect, 1 + min_effect]`.
 ///
@@ -71,6 +72,7 @@ pub fn verdict(ci_low: f64, ci_high: f64, min_effect: f64, better: Better) -> Ve
         _ => Verdict::Inconclusive,
     }
 }
+// ANCHOR_END: verdict
 
 /// Whether the interval leaves out 1: the run shows *some* difference, whatever its size.
 pub fn excludes_one(ci_low: f64, ci_high: f64) -> bool {
