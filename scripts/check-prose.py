@@ -29,12 +29,15 @@ The rules, in order:
      "3 steps" or "2 sm_90" is no figure.
   3. B alone is bytes only after a space ("98 B"): "8B" or "135M" is a model's size, and a
      letter with no number before it (B=1, T=8) is a shape.
-  4. A percentage followed by "interval", "confidence", "CI" or "bootstrap" is a confidence
-     level ("a 95% interval"), not a figure.
-  5. × (or x written right after the number, as in "1.5x") is a ratio: "1.49×", "4 × the
-     median". Between two operands it is arithmetic or a shape, and is not a figure by itself:
-     "8 × 3072", "100 × (n − 1)", "2 × *s*", "2 × `n`", "8x3072" (the operands are checked on
-     their own, so "2 × 3.35 TB/s" still fails on its TB/s).
+  4. A percentage followed by "interval(s)", "confidence", "CI(s)" or "bootstrap" is a
+     confidence level ("a 95% interval"), not a figure.
+  5. × (or x written right after the number, as in "1.5x") is a ratio: "1.49×", "1.49× (a
+     third less)", "4 × the median". With an operand (a number, '(', inline code, a marked
+     figure, an italic one-letter variable) right after it, it is arithmetic or a shape and not
+     a figure by itself: "8 × 3072", "64×3072", "100 × (n − 1)", "2 × *s*", "2 × `n`",
+     "8x3072". Written right after the number, the operand must follow at once ("1.49× (" is a
+     ratio); written with spaces around it, after spaces. The operands are checked on their
+     own, so "2 × 3.35 TB/s" still fails on its TB/s.
   6. A {{#measured}} figure renders its own unit: a unit typed right after one is a finding.
      A unit right after {{#given ...}} belongs inside it: also a finding.
 Units spelled as words (seconds, bytes, percent) are not checked.
@@ -71,17 +74,18 @@ UNITS = [
     "ms", "µs", "μs", "us", "ns", "s",
 ]
 UNIT = "(?:" + "|".join(re.escape(u) for u in UNITS) + r")(?![\w/])"
-OPERAND_AFTER_TIMES = (
-    r"\s*(?:[\d(⅓⅔½¼¾" + CODE + DIRECTIVE_MEASURED + DIRECTIVE_GIVEN + r"]|[*_][A-Za-z][*_](?!\w))"
-)
+# What makes a × arithmetic or a shape rather than a ratio: an operand right after it.
+OPERAND = r"(?:[\d(⅓⅔½¼¾" + CODE + DIRECTIVE_MEASURED + DIRECTIVE_GIVEN + r"]|[*_][A-Za-z][*_](?!\w))"
+OPERAND_AFTER_TIMES = r"\s*" + OPERAND
 
 FIGURE = re.compile(
     "(" + NUMBER + ")"
     + "(?:"
     + SPACE + "(?P<unit>" + UNIT + ")"
     + "|(?P<bytes> B)(?![\\w/=])"
-    + "|" + SPACE + "(?P<percent>%)(?!\\s*(?:interval|confidence|CI|bootstrap)\\b)"
-    + "|" + SPACE + "(?P<times>×)(?!" + OPERAND_AFTER_TIMES + ")"
+    + "|" + SPACE + "(?P<percent>%)(?!\\s*(?:intervals?|confidence|CIs?|bootstrap)\\b)"
+    + "|(?P<times>×)(?!" + OPERAND + ")"
+    + "|[ \u00a0\u2009\u202f](?P<times_spaced>×)(?!" + OPERAND_AFTER_TIMES + ")"
     + "|(?P<x>x)(?![\\w])"
     + ")"
 )
@@ -250,6 +254,8 @@ CASES = [
     ("a figure ending a line 4\u00a0ms", ["4\u00a0ms"]),
     ("arithmetic still fails on its unit: 2 × 3.35 TB/s", ["3.35 TB/s"]),
     ("a 1.49×\nspeed-up over two lines", ["1.49×"]),
+    ("a 1.49× (a third less) speed-up", ["1.49×"]),
+    ("2× faster, 2 ×faster", ["2×", "2 ×"]),
     ("{{#claim fusion-cpu}}Fusion saves 5 ms here.{{#endclaim}}", ["5 ms"]),
     ("[the link text says 3 ms](exercise-3.md)", ["3 ms"]),
     # Units after a directive.
@@ -267,6 +273,8 @@ CASES = [
     ("rank p / 100 × (n − 1)", []),
     ("2 × *s* and 2 × `n`", []),
     ("a 95% interval, the 95% confidence level, a 95% CI, the 95% bootstrap interval", []),
+    ("with percentiles and 95%\nintervals", []),
+    ("95% of requests", ["95%"]),
     ("3 steps, 2 streams, 4 bytes, 3 seconds", []),
     ("`22.7 ms` in code and ``a ` 5 ms`` in code", []),
     ("the {{#measured exercise-3.step_ms}} step, {{#given 3.35 TB/s}} of bandwidth", []),
