@@ -160,7 +160,10 @@ def prose_of(text):
     text = re.sub(r"\{\{#(\w+).*?\}\}", directive_placeholder, text, flags=re.S)
     text = strip_inline_code(text)
     text = re.sub(r"<(?:https?://|mailto:)[^>\s]*>", lambda m: blank(m.group(0)), text)
-    text = re.sub(r"</?[A-Za-z][^<>]*>", lambda m: blank(m.group(0)), text)
+    # A tag is an HTML name then attributes; a '<' in a sentence ("a<b") that reaches a '>' only
+    # past the paragraph's end is not one.
+    text = re.sub(r"</?[A-Za-z][\w-]*(?:\s[^<>]*)?/?>",
+                  lambda m: m.group(0) if "\n\n" in m.group(0) else blank(m.group(0)), text)
     text = re.sub(r"\]\([^)\s]*(?:\s+\"[^\"]*\")?\)", lambda m: "]" + blank(m.group(0)), text)
     return text
 
@@ -281,6 +284,8 @@ CASES = [
     ("{{#given 6 ms}} × {{#given 2/3}}", []),
     ("<!-- 22.7 ms, a note for authors -->", []),
     ('<img src="images/budget.svg" width="80%" alt="budget">', []),
+    ('<figure>\n<img src="a.svg"\n     width="80%">\n</figure>', []),
+    ("if a<b then 5 ms\n\nlater >", ["5 ms"]),
     ("see <https://example.com/5ms> and [the run](https://example.com/x/3%20s)", []),
     ("{{#include ../images/table.txt}} and {{#quiz ../quizzes/a.toml}}", []),
     ("```console\n$ gpt2 profile\ngelu 22.7 ms 36%\n```", []),
