@@ -3,8 +3,8 @@
 //! Under load, a request that waits behind a queue makes the next one wait too: neighbouring
 //! latencies move together, and a run of 60 requests near the knee holds as much information
 //! about its P90 as a handful of independent requests would. An interval that resamples the
-//! requests as if they were independent (the percentile bootstrap this crate used before) is
-//! then far too narrow: two runs of the *same* server are called different most of the time.
+//! requests as if they were independent (a per-request percentile bootstrap) is then far too
+//! narrow: two runs of the *same* server are called different most of the time.
 //!
 //! The unit of independence here is the **run**. Each statistic is computed on the samples of
 //! every run pooled, and its variance comes from how that statistic moves between runs and

@@ -1,5 +1,5 @@
 //! `course bench --sweep`: the SLO knee, the highest request rate at which a latency target
-//! still holds, with a bootstrap interval.
+//! still holds, with a 95% interval.
 //!
 //! The target is spelled with the SLO flags (`--slo-ttft-ms`, `--slo-tpot-ms`,
 //! `--slo-e2el-ms`, one meaning of SLO across the tool) and `--slo-percentile` (90 by
@@ -11,9 +11,9 @@
 //! first rate at which the target fails. Each run is summarised by its **margin**: the largest
 //! ratio of percentile to bound (≤ 1 means the target holds). The knee is where the margin
 //! crosses 1, interpolated linearly between the last rate that held and the first that failed.
-//! Its interval comes from a bootstrap: every run's requests are resampled with replacement,
-//! the margins and the crossing recomputed, 2000 times; the 2.5th and 97.5th percentiles of
-//! those knees are the 95% interval (clipped to the rates tried). A knee beyond the last rate
+//! Its interval comes from the margins' own 95% intervals (crate::intervals): where the upper
+//! ends cross 1 the target surely held below, and where the lower ends cross it surely failed
+//! above; the two crossings are the knee's interval. A knee beyond the last rate
 //! tried, or before the first, is reported as such rather than extrapolated.
 
 use std::path::Path;

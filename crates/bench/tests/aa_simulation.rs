@@ -15,8 +15,8 @@
 //! - A/A: 1,000 pairs of independent measurements of the same system: how often the interval of
 //!   B/A leaves out 1 (at most 7%) and how often the verdict is faster or slower (at most 1%),
 //!   for the default 3 replicates and for one run a side (the learner's two saved files).
-//! - the same figures for the per-request percentile bootstrap the crate used before (one run
-//!   a side, 2000 resamples), printed beside them; it fails near the knee.
+//! - the same figures for a per-request percentile bootstrap (one run a side, 2000 resamples),
+//!   printed beside them for comparison; it fails near the knee.
 //!
 //! Seeds are fixed (not chosen to pass). `AA_SIMULATION_SCALE` divides the counts (the aarch64
 //! run under qemu uses 4).
@@ -55,7 +55,7 @@ fn runs(rng: &mut StdRng, utilisation: f64, count: usize) -> Vec<Vec<f64>> {
     (0..count).map(|_| run(rng, utilisation)).collect()
 }
 
-/// The per-request percentile bootstrap (before this crate's intervals): resample one run's
+/// A per-request percentile bootstrap (what this crate's intervals are compared with): resample one run's
 /// requests as if independent, 2000 times; the P90's central 95%, and the ratio's.
 struct Bootstrap {
     rng: StdRng,
@@ -215,7 +215,7 @@ fn intervals_cover_the_truth_and_identical_systems_are_rarely_called_different()
             "92–98%, ≤7%, ≤1%",
         );
         row("1 run a side", &lone, "—, ≤7%, ≤1%");
-        row("per-request bootstrap", &old, "(before)");
+        row("per-request bootstrap", &old, "(for comparison)");
         if !(0.92..=0.98).contains(&replicated.coverage) {
             failures.push(format!(
                 "{name}: coverage {:.3} outside 92–98%",
