@@ -7,9 +7,13 @@
 #   1. the Rust tests of every crate, exercise and solution (cargo nextest);
 #   2. the book: build with quiz validation, link and include checks, a headless-Chromium quiz test;
 #   3. the real-client check: the official `openai` Python package against `gpt2 serve`;
+#   3b. the book's prose: no figure typed where a measured file should render it, the word limits
+#      (scripts/check-prose.py, scripts/count-words.py, each with its self-test);
 #   4. the exercises (`course dev check`, driven by exercises/info.toml): each untouched exercise
 #      fails `course check`, each solution, run for real, passes it, and the terminal quizzes and
 #      exercise 3's prediction prompt work in a pseudo-terminal;
+#   4b. the page walk: every command README.md and the book's pages tell a reader to type, run in
+#      the pages' order (scripts/page-walk.py, with its self-test);
 #   5. the CUDA code compiles (no GPU needed: nvcc and the CUDA headers come from PyPI);
 #   6. the gpt2, engine, llama, profiler, bench, course-model and grader tests on aarch64 (Apple Silicon's kind of CPU),
 #      cross-compiled and run under qemu-user.
@@ -36,6 +40,9 @@ for platform in "" aarch64-apple-darwin x86_64-pc-windows-msvc; do
   scripts/check-features.py ${platform:+--target "$platform"}
 done
 
+step "the workspace is formatted (cargo fmt --check)"
+cargo fmt --all --check
+
 step "no import cycle between any crate's modules"
 scripts/check-module-cycles.py --self-test
 scripts/check-module-cycles.py
@@ -55,11 +62,21 @@ scripts/install-book-tools.sh
 step "book: build, links, includes, quiz bank, browser"
 scripts/test-book.sh
 
+step "book prose: figures come from measured files; word limits"
+python3 scripts/check-prose.py --self-test
+python3 scripts/check-prose.py
+python3 scripts/count-words.py --self-test
+python3 scripts/count-words.py
+
 step "openai client against gpt2 serve"
 python3 scripts/openai-client-check.py --binary "$bin/gpt2"
 
 step "exercises and solutions through course check (course dev check)"
 "$bin/course" dev check
+
+step "page walk: the commands of README.md and the book's pages, in order"
+python3 scripts/page-walk.py --self-test
+python3 scripts/page-walk.py
 
 step "CUDA code compiles (cargo check --features cuda with PyPI's nvcc)"
 scripts/check-cuda.sh
