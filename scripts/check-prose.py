@@ -26,7 +26,7 @@ The rules, in order:
   2. Units, after the number with one space or none: ms, µs (or μs, us), ns, s; GB/s, TB/s,
      MB/s, KB/s, B/s; GFLOP/s, TFLOP/s, PFLOP/s, FLOP/s; FLOP/B; tok/s, token/s, tokens/s,
      req/s; KB, kB, MB, GB, TB, KiB, MiB, GiB; %. A unit ends where a word would end, so
-     "3 steps" or "2 sm_90" is no figure.
+     "3 steps" or "2 sm_90" is no figure. A decade ("the 1990s") is not seconds.
   3. B alone is bytes only after a space ("98 B"): "8B" or "135M" is a model's size, and a
      letter with no number before it (B=1, T=8) is a shape.
   4. A percentage followed by "interval(s)", "confidence", "CI(s)" or "bootstrap" is a
@@ -78,8 +78,11 @@ UNIT = "(?:" + "|".join(re.escape(u) for u in UNITS) + r")(?![\w/])"
 OPERAND = r"(?:[\d(⅓⅔½¼¾" + CODE + DIRECTIVE_MEASURED + DIRECTIVE_GIVEN + r"]|[*_][A-Za-z][*_](?!\w))"
 OPERAND_AFTER_TIMES = r"\s*" + OPERAND
 
+DECADE = r"(?<![\w.])[12]\d{3}s(?!\w)"  # "the 1990s": not 1990 seconds
+
 FIGURE = re.compile(
-    "(" + NUMBER + ")"
+    "(?!" + DECADE + ")"
+    + "(" + NUMBER + ")"
     + "(?:"
     + SPACE + "(?P<unit>" + UNIT + ")"
     + "|(?P<bytes> B)(?![\\w/=])"
@@ -271,6 +274,7 @@ CASES = [
     ("a Llama 3 8B model and SmolLM2-135M", []),
     ("R and 2R, 2*R*", []),
     ("Section 3.2, exercise 3, exercise-3, 2026-12-04, the 1990 paper", []),
+    ("GPUs of the 2020s", []),
     ("a tensor of 8 × 3072 values, 64×3072 f32", []),
     ("8x3072 and 0x1F", []),
     ("rank p / 100 × (n − 1)", []),
