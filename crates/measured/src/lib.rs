@@ -8,9 +8,15 @@
 //! - [`MeasuredFile`]: the serde type; [`load`] and [`write`] (atomic) one file;
 //! - [`Measured`]: the files of a folder, and [`Measured::lookup`] of `NAME.KEY`
 //!   (`exercise-3.gelu.share`); [`Figure::render`] prints a figure as the book does (`14.2%`);
+//! - [`claims`]: the named sentences whose truth depends on the machine, each a check over keys;
+//! - [`markers`]: the page markup (`{{#measured NAME.KEY}}`, `{{#given TEXT}}`,
+//!   `{{#claim NAME}}…{{#endclaim}}`), its rendering and the "Measured on" footer, and
+//!   [`markers::check_pages`], the scan of the book's sources behind `book-measure --check`.
 
+pub mod claims;
 mod error;
 mod file;
+pub mod markers;
 mod set;
 
 pub use error::MeasuredError;
