@@ -256,44 +256,158 @@ mod tests {
     use super::*;
     use candle_core::Device;
 
-    /// Both stages, as the model calls them.
-    fn stages() -> [(&'static str, &'static dyn BiasActivation); 2] {
-        [("stage 1", &FusedBiasGelu), ("stage 2", &FastFusedBiasGelu)]
+    // The CPU checks of each stage, in a module named for it: `cargo test -p exercise-5 stage1`
+    // checks stage 1 alone, before stage 2 is written. Stage 2's tests check it once it is
+    // written; until then they say so and pass, so that `course check 5` grades a submission that
+    // stops at stage 1 (its feedback says what stage 1 showed and what to do next) and a GPU
+    // learner, for whom stage 2 is not required, passes without it.
+
+    /// Stage 1's checks.
+    mod stage1 {
+        use super::super::*;
+
+        #[test]
+        fn matches_the_unfused_ops_within_1e_5() {
+            super::matches_the_unfused_ops("stage 1", &FusedBiasGelu);
+        }
+
+        #[test]
+        fn keeps_the_shape() {
+            super::keeps_the_shape("stage 1", &FusedBiasGelu);
+        }
+
+        #[test]
+        fn saturates_like_gelu() {
+            super::saturates_like_gelu("stage 1", &FusedBiasGelu);
+        }
+
+        #[test]
+        fn a_bias_of_the_wrong_width_or_a_half_type_is_an_error_that_says_what_to_run() {
+            super::errors_say_what_to_run("stage 1", &FusedBiasGelu);
+        }
     }
 
-    #[test]
-    fn matches_the_unfused_ops_within_1e_5() {
-        // GPT-2 small's MLP width, a few token counts (one token, a decode batch, a prompt
-        // large enough for stage 2's threads), and an odd shape.
-        for (stage, op) in stages() {
-            for (tokens, width) in [(1, 3072), (8, 3072), (64, 3072), (5, 7)] {
-                let x = Tensor::randn(0f32, 3.0, (tokens, width), &Device::Cpu).unwrap();
-                let bias = Tensor::randn(0f32, 1.0, width, &Device::Cpu).unwrap();
-                let err = max_abs_error(op, &x, &bias).unwrap();
-                assert!(
-                    err <= 1e-5,
-                    "{stage}, {tokens}x{width}: largest difference {err} is over 1e-5"
-                );
+    /// Stage 2's checks, once stage 2 is written.
+    mod stage2 {
+        use super::super::*;
+
+        #[test]
+        fn matches_the_unfused_ops_within_1e_5() {
+            if super::stage2_written("matches_the_unfused_ops_within_1e_5") {
+                super::matches_the_unfused_ops("stage 2", &FastFusedBiasGelu);
             }
         }
+
+        #[test]
+        fn keeps_the_shape() {
+            if super::stage2_written("keeps_the_shape") {
+                super::keeps_the_shape("stage 2", &FastFusedBiasGelu);
+            }
+        }
+
+        #[test]
+        fn saturates_like_gelu() {
+            if super::stage2_written("saturates_like_gelu") {
+                super::saturates_like_gelu("stage 2", &FastFusedBiasGelu);
+            }
+        }
+
+        #[test]
+        fn a_bias_of_the_wrong_width_or_a_half_type_is_an_error_that_says_what_to_run() {
+            if super::stage2_written("a_bias_of_the_wrong_width") {
+                super::errors_say_what_to_run("stage 2", &FastFusedBiasGelu);
+            }
+        }
+
+        /// The `exp` stage 2 is built on (given, not written by you).
+        #[test]
+        fn exp_agrees_with_the_library_and_saturates() {
+            for i in -870..=880 {
+                let x = i as f32 / 10.0;
+                let (got, want) = (exp(x), x.exp());
+                assert!(
+                    (got - want).abs() <= 4.0 * f32::EPSILON * want,
+                    "e^{x}: {got} against {want}"
+                );
+            }
+            assert_eq!(
+                exp(-200.0),
+                exp(-87.0),
+                "far below, the smallest value it gives"
+            );
+            assert!(exp(200.0).is_finite());
+        }
     }
 
-    #[test]
-    fn exp_agrees_with_the_library_and_saturates() {
-        for i in -870..=880 {
-            let x = i as f32 / 10.0;
-            let (got, want) = (exp(x), x.exp());
+    /// Whether stage 2 is written: false, after saying so, while its `cpu_fwd` still answers
+    /// that it is not written; any other answer (a result, or another error) is checked.
+    fn stage2_written(test: &str) -> bool {
+        let x = Tensor::zeros((1, 4), DType::F32, &Device::Cpu).unwrap();
+        let bias = Tensor::zeros(4, DType::F32, &Device::Cpu).unwrap();
+        match FastFusedBiasGelu.forward(&x, &bias) {
+            Err(e) if e.to_string().contains(NOT_WRITTEN) => {
+                println!("stage2::{test}: stage 2 (FastFusedBiasGelu in src/fused.rs) is not written yet, so it was not checked");
+                false
+            }
+            _ => true,
+        }
+    }
+
+    fn matches_the_unfused_ops(stage: &str, op: &dyn BiasActivation) {
+        // GPT-2 small's MLP width, a few token counts (one token, a decode batch, a prompt
+        // large enough for stage 2's threads), and an odd shape.
+        for (tokens, width) in [(1, 3072), (8, 3072), (64, 3072), (5, 7)] {
+            let x = Tensor::randn(0f32, 3.0, (tokens, width), &Device::Cpu).unwrap();
+            let bias = Tensor::randn(0f32, 1.0, width, &Device::Cpu).unwrap();
+            let err = max_abs_error(op, &x, &bias).unwrap();
             assert!(
-                (got - want).abs() <= 4.0 * f32::EPSILON * want,
-                "e^{x}: {got} against {want}"
+                err <= 1e-5,
+                "{stage}, {tokens}x{width}: largest difference {err} is over 1e-5"
             );
         }
-        assert_eq!(
-            exp(-200.0),
-            exp(-87.0),
-            "far below, the smallest value it gives"
+    }
+
+    fn keeps_the_shape(stage: &str, op: &dyn BiasActivation) {
+        let x = Tensor::zeros((4, 16), DType::F32, &Device::Cpu).unwrap();
+        let bias = Tensor::ones(16, DType::F32, &Device::Cpu).unwrap();
+        assert_eq!(op.forward(&x, &bias).unwrap().dims(), &[4, 16], "{stage}");
+    }
+
+    fn saturates_like_gelu(stage: &str, op: &dyn BiasActivation) {
+        // Far from zero GELU is the identity (large positive) or zero (large negative).
+        let x = Tensor::new(&[[-30.0f32, -10.0, 0.0, 10.0, 30.0]], &Device::Cpu).unwrap();
+        let bias = Tensor::zeros(5, DType::F32, &Device::Cpu).unwrap();
+        let y: Vec<f32> = op
+            .forward(&x, &bias)
+            .unwrap()
+            .flatten_all()
+            .unwrap()
+            .to_vec1()
+            .unwrap();
+        let expected = [0.0, 0.0, 0.0, 10.0, 30.0];
+        for (got, want) in y.iter().zip(expected) {
+            assert!(
+                (got - want).abs() <= 1e-5,
+                "{stage}: gelu gave {got}, expected {want}"
+            );
+        }
+    }
+
+    fn errors_say_what_to_run(stage: &str, op: &dyn BiasActivation) {
+        let x = Tensor::zeros((2, 8), DType::F32, &Device::Cpu).unwrap();
+        let bias = Tensor::zeros(7, DType::F32, &Device::Cpu).unwrap();
+        let err = op.forward(&x, &bias).unwrap_err().to_string();
+        assert!(err.contains("bias has shape"), "{stage}: {err}");
+        let half = Tensor::zeros((2, 8), DType::BF16, &Device::Cpu).unwrap();
+        let half_bias = Tensor::zeros(8, DType::BF16, &Device::Cpu).unwrap();
+        let err = op.forward(&half, &half_bias).unwrap_err().to_string();
+        assert!(
+            err.contains("f32")
+                && err.contains("BF16")
+                && err.contains("--dtype f32")
+                && err.contains("--kernels"),
+            "{stage}: {err}"
         );
-        assert!(exp(200.0).is_finite());
     }
 
     /// CUDA device 0 when this build has the `cuda` feature and a GPU answers; otherwise prints
@@ -399,58 +513,6 @@ mod tests {
                     "{dtype:?}: got {g}, expected {e}"
                 );
             }
-        }
-    }
-
-    #[test]
-    fn keeps_the_shape() {
-        for (stage, op) in stages() {
-            let x = Tensor::zeros((4, 16), candle_core::DType::F32, &Device::Cpu).unwrap();
-            let bias = Tensor::ones(16, candle_core::DType::F32, &Device::Cpu).unwrap();
-            assert_eq!(op.forward(&x, &bias).unwrap().dims(), &[4, 16], "{stage}");
-        }
-    }
-
-    #[test]
-    fn saturates_like_gelu() {
-        // Far from zero GELU is the identity (large positive) or zero (large negative).
-        for (stage, op) in stages() {
-            let x = Tensor::new(&[[-30.0f32, -10.0, 0.0, 10.0, 30.0]], &Device::Cpu).unwrap();
-            let bias = Tensor::zeros(5, candle_core::DType::F32, &Device::Cpu).unwrap();
-            let y: Vec<f32> = op
-                .forward(&x, &bias)
-                .unwrap()
-                .flatten_all()
-                .unwrap()
-                .to_vec1()
-                .unwrap();
-            let expected = [0.0, 0.0, 0.0, 10.0, 30.0];
-            for (got, want) in y.iter().zip(expected) {
-                assert!(
-                    (got - want).abs() <= 1e-5,
-                    "{stage}: gelu gave {got}, expected {want}"
-                );
-            }
-        }
-    }
-
-    #[test]
-    fn a_bias_of_the_wrong_width_or_a_half_type_is_an_error_that_says_what_to_run() {
-        for (stage, op) in stages() {
-            let x = Tensor::zeros((2, 8), candle_core::DType::F32, &Device::Cpu).unwrap();
-            let bias = Tensor::zeros(7, candle_core::DType::F32, &Device::Cpu).unwrap();
-            let err = op.forward(&x, &bias).unwrap_err().to_string();
-            assert!(err.contains("bias has shape"), "{stage}: {err}");
-            let half = Tensor::zeros((2, 8), candle_core::DType::BF16, &Device::Cpu).unwrap();
-            let half_bias = Tensor::zeros(8, candle_core::DType::BF16, &Device::Cpu).unwrap();
-            let err = op.forward(&half, &half_bias).unwrap_err().to_string();
-            assert!(
-                err.contains("f32")
-                    && err.contains("BF16")
-                    && err.contains("--dtype f32")
-                    && err.contains("--kernels"),
-                "{stage}: {err}"
-            );
         }
     }
 }
