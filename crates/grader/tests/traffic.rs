@@ -5,7 +5,7 @@
 
 mod support;
 
-use grader::exercise_checks::traffic::Verdict;
+use grader::exercise_checks::traffic::{RateRule, Verdict, RATE_RULE};
 use grader::{render, ExerciseReport};
 use std::collections::BTreeMap;
 use support::*;
@@ -88,7 +88,7 @@ fn the_perfect_answers_pass() {
 #[test]
 fn a_straddling_p90_is_cannot_tell_and_the_point_estimate_alone_is_wrong() {
     // P90 495 ms is under the 500 ms target, but its interval reaches 640: this sample cannot tell.
-    let straddling = ex7_run_json(495.0, (380.0, 640.0));
+    let straddling = ex7_run_json(8.0, 495.0, (380.0, 640.0));
     let point_read = answers("500", "5.2", ("180", "yes"), ("495", "yes"));
     insta::assert_snapshot!(
         "straddle_read_as_yes",
@@ -124,12 +124,26 @@ fn the_learner_cannot_choose_the_target() {
     // The rule gives 4 × the lone request's median TTFT (125 ms): 500 ms. Their own lenient
     // target, and a calibration run against it, are both refused.
     let lenient = answers("1000", "9.8", ("180", "yes"), ("900", "yes"));
-    let sweep = ex7_sweep_json(1000.0, serde_json::json!({"at": 9.8}), Some((8.9, 10.6)));
+    let sweep = ex7_sweep_json(
+        1000.0,
+        8.0,
+        serde_json::json!({"at": 9.8}),
+        Some((8.9, 10.6)),
+    );
     insta::assert_snapshot!(
         "own_target",
         grade7(&[
             ("answers.toml", lenient),
-            ("results/sweep/bench.json", sweep)
+            ("results/sweep/bench.json", sweep),
+            // R and 2R by the rule for that sweep (it held up to 8 req/s).
+            (
+                "results/rate-1x/bench.json",
+                ex7_run_json(8.0, 180.0, (150.0, 230.0))
+            ),
+            (
+                "results/rate-2x/bench.json",
+                ex7_run_json(16.0, 900.0, (700.0, 1200.0))
+            ),
         ])
     );
 }
@@ -138,6 +152,7 @@ fn the_learner_cannot_choose_the_target() {
 fn a_knee_beyond_the_sweep_or_a_missing_calibration_cannot_be_checked() {
     let beyond = ex7_sweep_json(
         500.0,
+        32.0,
         serde_json::json!({"above": 32.0}),
         Some((32.0, 32.0)),
     );
@@ -152,4 +167,49 @@ fn a_knee_beyond_the_sweep_or_a_missing_calibration_cannot_be_checked() {
         !missing.passed && shown.contains("results/sweep/bench.json"),
         "{shown}"
     );
+}
+
+#[test]
+fn r_is_the_highest_sweep_rate_that_held_and_2r_is_above_it() {
+    // A doubling sweep that held at 1, 2 and 4 req/s and failed at 8: R = 4, 2R = 8.
+    let rule = RateRule::from_sweep([(1.0, true), (2.0, true), (4.0, true), (8.0, false)]).unwrap();
+    assert_eq!(rule.rate(), 4.0);
+    assert_eq!(rule.check(4.0, 8.0), Ok(()));
+    assert_eq!(
+        rule.check(3.0, 6.0),
+        Ok(()),
+        "a lower R whose 2R is still above 4"
+    );
+    for (rate, double) in [(2.0, 4.0), (5.0, 10.0), (4.0, 7.0)] {
+        assert!(rule.check(rate, double).is_err(), "R {rate}, 2R {double}");
+    }
+    // The target held at every rate tried: the last one is R.
+    let all = RateRule::from_sweep([(1.0, true), (2.0, true)]).unwrap();
+    assert_eq!(all.rate(), 2.0);
+    // It failed at the first: there is no R, and the reason says what to run.
+    let none = RateRule::from_sweep([(1.0, false)]).unwrap_err();
+    assert!(none.contains("--sweep-rates"), "{none}");
+}
+
+#[test]
+fn runs_at_rates_off_the_rule_do_not_answer_the_question() {
+    // `--rate 2` against a sweep that held up to 4 req/s: 2R = 4 is not above it, so neither
+    // verdict counts, however well it reads its interval.
+    let report = report7(&[
+        (
+            "results/rate-1x/bench.json",
+            Some(ex7_run_json(2.0, 180.0, (150.0, 230.0))),
+        ),
+        (
+            "results/rate-2x/bench.json",
+            Some(ex7_run_json(4.0, 900.0, (700.0, 1200.0))),
+        ),
+    ]);
+    assert!(!report.passed);
+    let shown = render::terminal(&report, false);
+    assert!(
+        shown.contains("2R = 4 req/s is not above 4 req/s") && shown.contains(RATE_RULE),
+        "{shown}"
+    );
+    insta::assert_snapshot!("rates_off_the_rule", shown);
 }

@@ -9,10 +9,11 @@
 //!    rates, stopping at the first that breaks the target) finds the knee: the highest rate at
 //!    which P90 TTFT still meets the target, with its 95% interval. `results/sweep/` gets its
 //!    bench.json and sweep.svg.
-//! 2. **Ask the question.** R is picked comfortably below the knee (60% of it, or `--rate`),
-//!    so the target holds at R on any machine; then the same load (Poisson arrivals, seeded
-//!    prompts, fixed output length) runs at R and at 2R, one variable changed. Each run writes
-//!    its bench.json into results/rate-1x/ and results/rate-2x/.
+//! 2. **Ask the question.** R is the highest rate at which the calibration sweep's target held,
+//!    so that 2R is above it ([`RATE_RULE`], the rule `course check 7` checks the runs by; with
+//!    the sweep's doubling rates 2R is the first rate that failed). Then the same load (Poisson
+//!    arrivals, seeded prompts, fixed output length) runs at R and at 2R, one variable changed.
+//!    Each run writes its bench.json into results/rate-1x/ and results/rate-2x/.
 //!
 //! TODO (you): start the server, run this, and fill in answers.toml: the target, the knee, both
 //! P90 TTFTs, and at each rate whether the target holds, fails, or cannot be told apart from it
@@ -24,9 +25,9 @@ use bench::intervals::Interval;
 use bench::load::{self, Bound, LoadConfig, Prompt, Traffic};
 use bench::metrics::Slo;
 use bench::report::{Report, Run};
-use bench::sweep::{self, Knee, Sweep};
+use bench::sweep::{self, Sweep};
 use clap::Parser;
-use grader::exercise_checks::traffic::{target_for, TARGET_PER_LONE_TTFT};
+use grader::exercise_checks::traffic::{target_for, RateRule, RATE_RULE, TARGET_PER_LONE_TTFT};
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -40,7 +41,7 @@ use std::time::Duration;
         Start the server first, in another terminal:\n\n    \
         cargo run -p gpt2 -- serve --max-batch-size 8 --port 8000\n\n\
         Then this (1) times a lone request (the target is 4 × its median TTFT, the exercise page's rule) and \
-        sweeps the open-loop rate until P90 TTFT breaks the target, which gives the knee with its interval (results/sweep/bench.json and sweep.svg), (2) picks R at 60% of the knee (or --rate) and \
+        sweeps the open-loop rate until P90 TTFT breaks the target, which gives the knee with its interval (results/sweep/bench.json and sweep.svg), (2) picks R by the exercise's rule: R is the highest rate at which the calibration sweep's target held, so that 2R is above it; then \
         sends the same load at R and at 2R, printing each run's results table (P90 TTFT with its 95% interval) \
         and writing results/rate-1x/bench.json and results/rate-2x/bench.json.\n\n\
         Then fill in answers.toml and run `course check 7`."
@@ -56,7 +57,8 @@ struct Args {
     /// TTFT]; give it only when your instructor sets one.
     #[arg(long)]
     target_ms: Option<f64>,
-    /// The rate R, in requests per second [default: 60% of the measured knee]; the second run uses 2R.
+    /// The rate R, in requests per second [default: the highest rate at which the calibration
+    /// sweep's target held]; the second run uses 2R. A lower R must keep 2R above that rate.
     #[arg(long)]
     rate: Option<f64>,
     /// The rates the calibration sweep tries, in order, until the target fails [default: 1, 2,
@@ -95,10 +97,6 @@ fn main() -> ExitCode {
 }
 
 const START_SERVER: &str = "start it first, in another terminal: cargo run -p gpt2 -- serve --max-batch-size 8 --port 8000 (or pass --base-url)";
-
-/// R as a fraction of the knee: far enough below it that the target holds at R, near enough
-/// that 2R (1.2 × the knee) is past it on a server whose latency climbs there.
-const BELOW_KNEE: f64 = 0.6;
 
 /// The first model the server lists at `GET /v1/models`.
 async fn served_model(base_url: &str) -> Result<String> {
@@ -148,22 +146,20 @@ fn load_config(args: &Args, model: &str, traffic: Traffic, requests: usize) -> L
     }
 }
 
-/// R: `--rate`, or [`BELOW_KNEE`] of the knee, kept below 80% of its interval's low end and
-/// rounded to two significant figures.
+/// R by the exercise's rule ([`RATE_RULE`]): the highest rate at which the sweep's target held,
+/// or `--rate` where it keeps to the rule (at or below that rate, with 2R above it).
 fn pick_rate(args: &Args, knee: &Sweep) -> Result<f64> {
-    if let Some(rate) = args.rate {
-        return Ok(rate);
+    let rule = RateRule::from_sweep(knee.points.iter().map(|p| (p.rate, p.holds)))
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let rate = args.rate.unwrap_or_else(|| rule.rate());
+    if let Err(e) = rule.check(rate, 2.0 * rate) {
+        bail!(
+            "--rate {rate}: {e}. The exercise's rule: {RATE_RULE}; give a rate above {} and at most {} req/s, or leave --rate out",
+            rule.rate() / 2.0,
+            rule.rate()
+        );
     }
-    let at = match knee.knee {
-        Knee::At(k) | Knee::Above(k) => k,
-        Knee::Below(r) => bail!(
-            "the target already fails at {r} req/s, the lowest rate the sweep tried: give lower rates with --sweep-rates (e.g. {}) or check the server is not busy with something else",
-            [0.25, 0.5, 1.0].map(|f| load::round_rate(f * r)).map(|x| x.to_string()).join(",")
-        ),
-    };
-    let low = knee.ci95_knee.map_or(at, |[lo, _]| lo / 0.8);
-    let rate = BELOW_KNEE * at.min(low);
-    Ok(load::round_rate(rate))
+    Ok(rate)
 }
 
 fn run(args: Args, dir: &Path) -> Result<()> {
@@ -242,12 +238,9 @@ fn run(args: Args, dir: &Path) -> Result<()> {
     // 2. The question, at R and 2R.
     let rate = pick_rate(&args, &knee)?;
     println!(
-        "\nR = {rate} req/s{}",
-        if args.rate.is_some() {
-            " (--rate)"
-        } else {
-            " (60% of the knee, rounded down)"
-        }
+        "\nR = {rate} req/s{}; 2R = {} req/s. The rule: {RATE_RULE}.",
+        if args.rate.is_some() { " (--rate)" } else { "" },
+        2.0 * rate
     );
     let mut p90 = Vec::new();
     for (label, rate) in [("rate-1x", rate), ("rate-2x", 2.0 * rate)] {

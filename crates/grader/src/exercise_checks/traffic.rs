@@ -6,12 +6,16 @@
 //! A verdict follows from the interval, as the benchmarking chapter teaches: the target holds
 //! when the whole interval is at or below it, fails when the whole interval is above it, and
 //! otherwise this sample cannot tell (which is the right answer when it is true).
+//!
+//! R follows one rule, [`RATE_RULE`], which the exercise uses to pick R ([`RateRule::rate`]) and
+//! the grader to check the runs at R and 2R ([`RateRule::check`]): a verdict at R or 2R counts
+//! only for runs at the rates the rule gives.
 
 use super::{number_question, Ctx, Got, NOT_ANSWERED};
 use crate::key::TrafficKey;
 use crate::question_types::number::show;
 use crate::report::QuestionResult;
-use crate::results::bench_report::{BenchReport, Knee};
+use crate::results::bench_report::{BenchReport, Knee, SweepPoint};
 
 /// The exercise page's rule, used when the key sets no target: P90 TTFT at most this many
 /// times a lone request's median TTFT (queueing may add three times the work itself), in whole
@@ -24,6 +28,89 @@ pub fn target_for(lone_median_ttft_ms: f64) -> f64 {
     (TARGET_PER_LONE_TTFT * lone_median_ttft_ms)
         .round()
         .max(1.0)
+}
+
+/// Exercise 7's rule for its rate R, in the words the exercise page, its README and its program
+/// use.
+pub const RATE_RULE: &str =
+    "R is the highest rate at which the calibration sweep's target held, so that 2R is above it";
+
+/// The rule for R, from the calibration sweep: the highest rate that held (the sweep stops at
+/// the first rate that fails).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RateRule {
+    /// The highest rate of the sweep at which the target held, req/s.
+    pub highest_held: f64,
+}
+
+impl RateRule {
+    /// The rule from a sweep's rates, in the order tried, and whether the target held at each.
+    pub fn from_sweep(points: impl IntoIterator<Item = (f64, bool)>) -> Result<RateRule, String> {
+        let mut highest = None;
+        let mut first = None;
+        for (rate, holds) in points {
+            first.get_or_insert(rate);
+            if !holds {
+                break;
+            }
+            highest = Some(rate);
+        }
+        match (highest, first) {
+            (Some(highest_held), _) => Ok(RateRule { highest_held }),
+            (None, Some(r)) => Err(format!(
+                "the target failed already at {} req/s, the lowest rate the sweep tried, so no rate held: give lower rates with --sweep-rates (e.g. {}) or check the server is not busy with something else",
+                show(r),
+                [0.25, 0.5, 1.0].map(|f| show(f * r)).join(",")
+            )),
+            (None, None) => Err("the sweep tried no rate".to_string()),
+        }
+    }
+
+    /// R by the rule.
+    pub fn rate(&self) -> f64 {
+        self.highest_held
+    }
+
+    /// Whether R = `rate` follows the rule: at or below the highest rate that held, with 2R
+    /// above it. `Err` says what is wrong.
+    pub fn check_rate(&self, rate: f64) -> Result<(), String> {
+        let h = self.highest_held;
+        if rate > h && !close(rate, h) {
+            Err(format!(
+                "R = {} req/s is above {} req/s, the highest rate at which the sweep's target held",
+                show(rate),
+                show(h)
+            ))
+        } else if 2.0 * rate <= h {
+            Err(format!(
+                "2R = {} req/s is not above {} req/s, the highest rate at which the sweep's target held",
+                show(2.0 * rate),
+                show(h)
+            ))
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Whether runs at `rate` and `double` follow the rule: R by [`RateRule::check_rate`], and
+    /// the second run at twice it.
+    pub fn check(&self, rate: f64, double: f64) -> Result<(), String> {
+        self.check_rate(rate)?;
+        if close(double, 2.0 * rate) {
+            Ok(())
+        } else {
+            Err(format!(
+                "the second run was at {} req/s, not 2R = {} req/s",
+                show(double),
+                show(2.0 * rate)
+            ))
+        }
+    }
+}
+
+/// Equal but for rounding.
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * a.abs().max(b.abs())
 }
 
 /// What a P90 and its interval say about a target.
@@ -148,7 +235,9 @@ pub fn check(ctx: &mut Ctx<'_>, key: &TrafficKey) {
         q,
     ));
 
-    for (role, file, suffix, what) in [
+    // Read only where a verdict is given: an unanswered one needs no files.
+    let mut rules: Option<[Result<(), String>; 2]> = None;
+    for (i, (role, file, suffix, what)) in [
         (
             "rate",
             "results/rate-1x/bench.json",
@@ -156,7 +245,10 @@ pub fn check(ctx: &mut Ctx<'_>, key: &TrafficKey) {
             "your rate R",
         ),
         ("double", "results/rate-2x/bench.json", "at_double", "2R"),
-    ] {
+    ]
+    .into_iter()
+    .enumerate()
+    {
         let measured = p90(ctx, role);
         let got = ctx.number(&format!("p90_ttft_ms_{suffix}"));
         let q = QuestionResult::new(
@@ -178,8 +270,50 @@ pub fn check(ctx: &mut Ctx<'_>, key: &TrafficKey) {
             format!("Does the target hold at {what}?"),
             1.0,
         );
+        let measured = match answer {
+            Got::Answered(_) => rules.get_or_insert_with(|| rates_follow_the_rule(ctx))[i]
+                .clone()
+                .and(measured),
+            _ => measured,
+        };
         ctx.push(verdict_question(answer, &measured, &target, q));
     }
+}
+
+/// Whether the runs at R and 2R were sent at the rates [`RATE_RULE`] gives for the sweep: a
+/// verdict at R (the first) or 2R (the second) answers the exercise's question only then.
+fn rates_follow_the_rule(ctx: &mut Ctx<'_>) -> [Result<(), String>; 2] {
+    let rule = (|| {
+        let sweep = ctx.bench("sweep")?;
+        let points = sweep.sweep.as_ref().map_or(&[][..], |s| &s.points[..]);
+        if points.is_empty() {
+            return Err(format!("cannot be checked: {} records no sweep rates, so R cannot be checked against the rule ({RATE_RULE}); run the exercise again", sweep.file));
+        }
+        RateRule::from_sweep(points.iter().map(|p: &SweepPoint| (p.rate, p.holds)))
+            .map_err(|e| format!("cannot be checked: in {}, {e}", sweep.file))
+    })();
+    let mut rate = |role: &str| -> Result<f64, String> {
+        let report = ctx.bench(role)?;
+        report.runs.first().and_then(|r| r.rate).ok_or_else(|| {
+            format!(
+                "cannot be checked: {} records no open-loop rate; run the exercise again",
+                report.file
+            )
+        })
+    };
+    let (r, d) = (rate("rate"), rate("double"));
+    let off = |rule: &RateRule, e: String| {
+        format!("{e}. The exercise's rule: {RATE_RULE}. This run does not answer its question: run `course run 7` again without --rate (it picks R = {} req/s from this sweep)", show(rule.rate()))
+    };
+    let at_rate = match (&rule, &r) {
+        (Err(e), _) | (_, Err(e)) => Err(e.clone()),
+        (Ok(rule), Ok(r)) => rule.check_rate(*r).map_err(|e| off(rule, e)),
+    };
+    let at_double = match (&rule, &r, &d) {
+        (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => Err(e.clone()),
+        (Ok(rule), Ok(r), Ok(d)) => rule.check(*r, *d).map_err(|e| off(rule, e)),
+    };
+    [at_rate, at_double]
 }
 
 /// The rule's target from the lone request's run.

@@ -51,6 +51,8 @@ struct RawComparison {
 #[derive(Debug, Clone, Deserialize)]
 struct RawRun {
     label: String,
+    #[serde(default)]
+    config: serde_json::Value,
     metrics: RawMetrics,
 }
 
@@ -93,6 +95,8 @@ struct RawReport {
 #[derive(Debug, Clone, Deserialize)]
 struct RawSweep {
     bounds: Vec<SweepBound>,
+    #[serde(default)]
+    points: Vec<SweepPoint>,
     knee: Knee,
     #[serde(default)]
     ci95_knee: Option<[f64; 2]>,
@@ -104,6 +108,13 @@ pub struct SweepBound {
     pub metric: String,
     pub percentile: f64,
     pub bound_ms: f64,
+}
+
+/// One rate of a sweep: did the target hold there?
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+pub struct SweepPoint {
+    pub rate: f64,
+    pub holds: bool,
 }
 
 /// Where a sweep put the knee (req/s): between two rates tried, beyond the last, or below the
@@ -120,6 +131,8 @@ pub enum Knee {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SweepSummary {
     pub bounds: Vec<SweepBound>,
+    /// The rates tried, in order (exercise 7's rule for R reads which held).
+    pub points: Vec<SweepPoint>,
     pub knee: Knee,
     pub ci95_knee: Option<[f64; 2]>,
 }
@@ -166,6 +179,8 @@ pub struct RunSummary {
     /// The 95% interval of that P90 (`high` is `f64::INFINITY` when it has no upper bound).
     pub p90_ttft_ci95: Option<[f64; 2]>,
     pub median_ttft_ms: Option<f64>,
+    /// The open-loop arrival rate the run was sent at (req/s), where it was one.
+    pub rate: Option<f64>,
 }
 
 #[derive(Debug, Clone)]
@@ -248,15 +263,18 @@ impl BenchReport {
                     ));
                 }
             }
+            let rate = run.config["traffic"]["open_loop"]["rate"].as_f64();
             runs.push(RunSummary {
                 label: run.label,
                 p90_ttft_ms: p90,
                 p90_ttft_ci95: ci,
                 median_ttft_ms: median,
+                rate,
             });
         }
         let sweep = raw.sweep.map(|s| SweepSummary {
             bounds: s.bounds,
+            points: s.points,
             knee: s.knee,
             ci95_knee: s.ci95_knee,
         });

@@ -412,20 +412,32 @@ pub fn fused_check_json(stage2: bool) -> String {
         .to_string()
 }
 
-pub const PERFECT_EX6: &str = "[quiz]\ncy-double-traffic = \"Benchmark at twice the load\"\ncy-slower-than-vllm = \"Profile your serving code\"\ncy-nsight-ttft = \"No: change the configuration and benchmark\"\ncy-which-line-first = \"The activations do little math on tiny tensors, so their time is kernel overhead that fusing removes, while the matmuls already run close to their own roofline.\"\n";
+pub const PERFECT_EX6: &str = "[quiz]\ncy-double-traffic = \"Benchmark at twice the load\"\ncy-slower-than-vllm = \"Profile your serving code\"\ncy-nsight-ttft = \"No: change the configuration and benchmark\"\narticle-double-traffic = \"Benchmark at twice the load: a whole-system figure.\"\narticle-slower-than-vllm = \"Profile your own code to see where its time goes.\"\narticle-nsight-ttft = \"No: tune the configuration and benchmark each change.\"\narticle-activations-first = \"The matmuls are already tuned, while the activations do little math for their time: excess memory reads that a fused kernel removes.\"\n";
 pub const PERFECT_EX7: &str = "target_p90_ttft_ms = 500\nknee_rps = 5.2\np90_ttft_ms_at_rate = 180\ntarget_holds_at_rate = \"yes\"\np90_ttft_ms_at_double = 900\ntarget_holds_at_double = \"no\"\n";
 
-/// One load run at a rate, as exercise 7 writes it: its P90 TTFT and that P90's 95% interval.
-pub fn ex7_run_json(p90_ttft_ms: f64, ci: (f64, f64)) -> String {
-    ex7_run_json_with_median(p90_ttft_ms * 0.7, p90_ttft_ms, ci)
+/// One open-loop load run at `rate` req/s, as exercise 7 writes it: its P90 TTFT and that
+/// P90's 95% interval.
+pub fn ex7_run_json(rate: f64, p90_ttft_ms: f64, ci: (f64, f64)) -> String {
+    let config = serde_json::json!({"traffic": {"open_loop": {"rate": rate, "seed": 7}}});
+    ex7_run_json_with(config, p90_ttft_ms * 0.7, p90_ttft_ms, ci)
 }
 
-/// [`ex7_run_json`] with its median TTFT given (the lone run: the target is 4 × it).
+/// The lone run (one request at a time), with its median TTFT given: the target is 4 × it.
 pub fn ex7_run_json_with_median(median_ttft_ms: f64, p90_ttft_ms: f64, ci: (f64, f64)) -> String {
+    let config = serde_json::json!({"traffic": {"closed_loop": {"concurrency": 1}}});
+    ex7_run_json_with(config, median_ttft_ms, p90_ttft_ms, ci)
+}
+
+fn ex7_run_json_with(
+    config: serde_json::Value,
+    median_ttft_ms: f64,
+    p90_ttft_ms: f64,
+    ci: (f64, f64),
+) -> String {
     serde_json::to_string_pretty(&serde_json::json!({
         "schema": "bench-report/3",
         "environment": {"os": "linux"},
-        "runs": [{"label": "rate", "config": {}, "metrics": {"completed": 60,
+        "runs": [{"label": "rate", "config": config, "metrics": {"completed": 60,
                   "ttft_ms": {"median": median_ttft_ms, "p90": p90_ttft_ms, "p99": p90_ttft_ms * 1.2,
                               "ci95_p90": {"low": ci.0, "high": if ci.1.is_finite() { serde_json::json!(ci.1) } else { serde_json::Value::Null },
                                            "method": "replicates", "runs": 3, "effective_n": 40.0}}}}]
@@ -434,14 +446,29 @@ pub fn ex7_run_json_with_median(median_ttft_ms: f64, p90_ttft_ms: f64, ci: (f64,
 }
 
 /// Exercise 7's calibration sweep against P90 TTFT ≤ `bound_ms`: `knee` is bench's `Knee`
-/// as JSON (`{"at": 5.2}`, `{"above": 32}`, `{"below": 1}`).
-pub fn ex7_sweep_json(bound_ms: f64, knee: serde_json::Value, ci: Option<(f64, f64)>) -> String {
+/// as JSON (`{"at": 5.2}`, `{"above": 32}`, `{"below": 1}`); the rates tried are 1, 2, 4, …
+/// up to `highest_held`, which held, and twice it, which failed (none failed for a knee above).
+pub fn ex7_sweep_json(
+    bound_ms: f64,
+    highest_held: f64,
+    knee: serde_json::Value,
+    ci: Option<(f64, f64)>,
+) -> String {
+    let mut points = Vec::new();
+    let mut rate = 1.0;
+    while rate <= highest_held {
+        points.push(serde_json::json!({"rate": rate, "values_ms": [bound_ms * 0.5], "margin": 0.5, "holds": true}));
+        rate *= 2.0;
+    }
+    if knee.get("above").is_none() {
+        points.push(serde_json::json!({"rate": rate, "values_ms": [bound_ms * 2.0], "margin": 2.0, "holds": false}));
+    }
     serde_json::to_string_pretty(&serde_json::json!({
         "schema": "bench-report/3",
         "environment": {"os": "linux"},
         "runs": [],
         "sweep": {"bounds": [{"metric": "ttft_ms", "percentile": 90.0, "bound_ms": bound_ms}],
-                  "points": [], "knee": knee, "ci95_knee": ci.map(|(lo, hi)| [lo, hi])}
+                  "points": points, "knee": knee, "ci95_knee": ci.map(|(lo, hi)| [lo, hi])}
     }))
     .unwrap()
 }
@@ -499,15 +526,15 @@ pub fn perfect_files_for(id: &str) -> BTreeMap<String, String> {
     );
     put(
         "exercise-7/results/sweep/bench.json",
-        ex7_sweep_json(500.0, serde_json::json!({"at": 5.2}), Some((4.6, 5.9))),
+        ex7_sweep_json(500.0, 4.0, serde_json::json!({"at": 5.2}), Some((4.6, 5.9))),
     );
     put(
         "exercise-7/results/rate-1x/bench.json",
-        ex7_run_json(180.0, (150.0, 230.0)),
+        ex7_run_json(4.0, 180.0, (150.0, 230.0)),
     );
     put(
         "exercise-7/results/rate-2x/bench.json",
-        ex7_run_json(900.0, (700.0, 1200.0)),
+        ex7_run_json(8.0, 900.0, (700.0, 1200.0)),
     );
     f
 }
