@@ -66,9 +66,9 @@ struct ProfileArgs {
     /// Folder for report.json, trace.json, stacks.folded and flamegraph.svg.
     #[arg(long, default_value = "target/profile")]
     out: PathBuf,
-    /// The MLP's bias + GELU: the engine's fused kernel, or candle's stock ops one after
-    /// the other (what exercise 3 profiles and exercise 5 replaces).
-    #[arg(long, value_enum, default_value_t = Mlp::Fused)]
+    /// The MLP's bias + GELU: candle's stock ops one after the other (the default: the rows
+    /// exercise 3 profiles and exercise 5 replaces), or the engine's fused kernel.
+    #[arg(long, value_enum, default_value_t = Mlp::Stock)]
     mlp: Mlp,
     /// Instead of profiling, compare two report.json files: each op's self time before and
     /// after, and the change (e.g. without and with a fused kernel).
