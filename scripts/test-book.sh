@@ -7,16 +7,18 @@
 #      and that every reason given for the activation line (chapters, quizzes, graded bank, key,
 #      hints) names one of the three cases of book/src/includes/activation-line.md
 #      (scripts/check-activation-reasons.py, with its self-test),
-#   4. checks the book's pictures: every file in book/src/images is a well-formed SVG that a
-#      chapter shows, and every command of scripts/make-pictures.sh still works (its --quick
-#      mode, into a temporary folder: the tiny model, under a second once built),
+#   4. checks the book's measured figures and pictures: `book-measure --check` (every
+#      {{#measured}} key a page uses is in book/measured and every {{#claim}} holds on that
+#      committed reference run), every file in book/src/images is a well-formed SVG that a
+#      chapter shows, and every experiment of book-measure still runs (its --quick mode, into a
+#      temporary folder: the tiny models, seconds once built),
 #   5. serves the built book on a loopback port and opens it in headless Chromium, answers a
 #      quiz question right and one wrong, and asserts what the quiz shows; saves a screenshot
 #      to target/book-quiz.png.
 # Ends with "N passed, M failed" and exits non-zero on any failure.
 #
 #   scripts/test-book.sh           # everything above
-#   scripts/test-book.sh --quick   # steps 1-4 without running make-pictures.sh, and no browser
+#   scripts/test-book.sh --quick   # steps 1-4 without running book-measure --quick, and no browser
 #
 # Installs what it needs when missing: the book tools (scripts/install-book-tools.sh, into
 # target/tools), Debian's chromium (apt-get), and the test's npm packages (book/tests); --quick
@@ -33,13 +35,16 @@ Usage: scripts/test-book.sh [--quick]
 
 Builds the course book and tests it: the build log, every include, every internal link and
 anchor, the practice quizzes, that no graded question is printed in a page, that every reason
-given for the activation line names its case, the PyTorch recipe, the pictures, and (without --quick) the commands behind the pictures and a quiz
-answered in headless Chromium.
+given for the activation line names its case, the PyTorch recipe, the measured figures and
+claims against book/measured (book-measure --check), the pictures, and (without --quick) every
+experiment behind the figures and pictures (book-measure --quick) and a quiz answered in
+headless Chromium.
 
 Options:
-  --quick     skip the slow steps: scripts/make-pictures.sh --quick (it builds release
-              binaries) and the browser test (it installs chromium and npm packages). For
-              checking a prose or quiz edit in seconds; run the full mode before a release.
+  --quick     skip the slow steps: book-measure --quick (it builds and runs every program
+              behind the book's figures and pictures) and the browser test (it installs chromium
+              and npm packages). For checking a prose or quiz edit in seconds; run the full mode
+              before a release.
   -h, --help  this help
 EOF
       exit 0
@@ -193,6 +198,19 @@ else
   echo "skip $recipe not run: torch and transformers are not installed (optional)"
 fi
 
+# --- measured figures -----------------------------------------------------------------------
+# Every {{#measured NAME.KEY}} a page uses is in book/measured/NAME.json and every {{#claim}}
+# holds on that committed reference run (book-measure --check names the page and sentence
+# otherwise). It measures nothing, so it runs in --quick mode too.
+check_log="$(mktemp)"
+if cargo run --quiet -p book-measure -- --check >"$check_log" 2>&1; then
+  pass "book-measure --check: $(tail -n 1 "$check_log")"
+else
+  cat "$check_log"
+  fail "book-measure --check: every measured key of the book exists and every claim holds on book/measured (the lines above name page and sentence)"
+fi
+rm -f "$check_log"
+
 # --- pictures -------------------------------------------------------------------------------
 # check_links.py above already fails on a picture a chapter shows but the book lacks; this
 # checks the other way round (no stale picture left behind) and that each one parses.
@@ -212,7 +230,7 @@ for picture in pictures:
             if not root.tag.endswith("svg"):
                 problems.append(f"{picture}: the root element is <{root.tag}>, not <svg>")
         except ET.ParseError as e:
-            problems.append(f"{picture}: not well-formed XML ({e}); rerun scripts/make-pictures.sh")
+            problems.append(f"{picture}: not well-formed XML ({e}); rerun `cargo run -p book-measure`")
 for p in problems:
     print(f"FAIL {p}")
 print(f"{len(pictures)} pictures checked")
@@ -225,19 +243,21 @@ else
 fi
 
 if ((quick)); then
-  echo "skip scripts/make-pictures.sh --quick and the browser test (--quick)"
+  echo "skip book-measure --quick and the browser test (--quick)"
   exit 0 # the EXIT trap prints the counts
 fi
 
-# The commands behind the pictures (gpt2 profile, course bench budget, exercise 2's solution)
-# still run and draw: the script's --quick mode, into a temporary folder.
-pictures_dir="$(mktemp -d)"
-if run_quiet scripts/make-pictures.sh --quick --out "$pictures_dir"; then
-  pass "scripts/make-pictures.sh --quick: every command behind the book's pictures runs and draws an SVG"
+# Every experiment behind the book's figures and pictures (the exercises' programs, gpt2 serve
+# and course bench, the A/A simulation) still runs, writes its measured file and draws its
+# pictures: book-measure's --quick mode (the tiny models), into a temporary folder, never over
+# the committed files.
+measure_dir="$(mktemp -d)"
+if run_quiet cargo run --quiet -p book-measure -- --quick --no-progress --out "$measure_dir"; then
+  pass "book-measure --quick: every experiment behind the book's figures runs and writes its file and pictures"
 else
-  fail "scripts/make-pictures.sh --quick: every command behind the book's pictures runs and draws an SVG (its output is above)"
+  fail "book-measure --quick: every experiment behind the book's figures runs and writes its file and pictures (its output is above)"
 fi
-rm -rf "$pictures_dir"
+rm -rf "$measure_dir"
 
 # --- the book in a real browser --------------------------------------------------------------
 port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')"

@@ -1,0 +1,150 @@
+//! `exercise-5`: stock against fused MLP, by exercise 5's solution: the profiles of the three
+//! stages (the stock ops, stage 1's fusion, stage 2's kernel fix) and generation benchmarked end
+//! to end, stock against the final op.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::Result;
+use bench::report::Report as BenchReport;
+use profiler::Report;
+
+use super::bench_figures::{add_comparison, add_run};
+use super::{gpt2_model, Ctx};
+use crate::profile_figures::{self, record_machine, row, share};
+use crate::sheet::Sheet;
+
+/// The stages' folders under results/, as the solution writes them, and the row that carries
+/// each one's activation (the stock `gelu`, then the solution's two ops).
+pub const STAGES: [(&str, &str); 3] = [
+    ("unfused", "gelu"),
+    ("stage1", "fused_bias_gelu"),
+    ("stage2", "fused_bias_gelu_fast"),
+];
+
+pub fn run(ctx: &mut Ctx) -> Result<Vec<PathBuf>> {
+    let dir = ctx.exercise_dir(5)?;
+    let mut cmd = Command::new(ctx.program("solution-5"));
+    cmd.args(["--model", gpt2_model(ctx), "--device", "cpu"]);
+    if ctx.quick {
+        cmd.args(["--active", "1", "--repeats", "2", "--warmup", "0"])
+            .args(["--batch", "2", "--prompt-len", "4", "--output-len", "2"]);
+    }
+    cmd.arg("--exercise-dir").arg(&dir);
+    ctx.step("three stages and the benchmark", &mut cmd)?;
+    let results = dir.join("results");
+    let mut reports = Vec::new();
+    for (stage, _) in STAGES {
+        reports.push(read_profile(&results.join(stage).join("report.json"))?);
+    }
+    let bench = BenchReport::read(&results.join("bench.json"))?;
+    let sheet = figures(&reports, &bench, ctx.recorded(&cmd));
+    Ok(vec![ctx.write(&sheet)?])
+}
+
+fn read_profile(path: &Path) -> Result<Report> {
+    Report::read_json(path).map_err(anyhow::Error::msg)
+}
+
+/// Each stage's profile under its folder's name ([`profile_figures::add`]: `unfused.gelu.share`,
+/// `stage1.fused_bias_gelu.gb_s`, …, `STAGE.step_ms`); the stages' fused op's row again under
+/// `stage1.fused.*` and `stage2.fused.*` (`share`, `ms`, `gb_s`, `roofline_pct`, `reading`,
+/// `name`), as `unfused.gelu.*` is the stock one's; `stage2.share_cut_pct` (how much of the step
+/// the kernel fix took off the activation row, against the stock `gelu`); and the benchmark: `bench.unfused.*` and `bench.fused.*`
+/// (tokens/s and latencies), `bench.tok_s.{ratio,ci_low,ci_high,verdict,change_low_pct,...}`,
+/// `bench.step_ratio` (stock step / stage 2 step in the profiles).
+pub fn figures(stages: &[Report], bench: &BenchReport, command: String) -> Sheet {
+    let mut sheet = Sheet::new("exercise-5", command);
+    if let Some(first) = stages.first() {
+        record_machine(&mut sheet, first);
+    }
+    for ((stage, activation), report) in STAGES.iter().zip(stages) {
+        profile_figures::add(&mut sheet, stage, report);
+        if *stage == "unfused" {
+            continue;
+        }
+        if let Some(r) = row(report, activation) {
+            sheet.num(format!("{stage}.fused.share"), share(report, r), "%", 1);
+            let steps = report.active_steps.max(1) as f64;
+            sheet.num(
+                format!("{stage}.fused.ms"),
+                r.self_cpu_us / steps / 1000.0,
+                "ms",
+                3,
+            );
+            if let Some(f) = &r.roofline {
+                sheet.num(format!("{stage}.fused.gb_s"), f.gbytes_per_s, "GB/s", 2);
+                sheet.num(
+                    format!("{stage}.fused.roofline_pct"),
+                    f.pct_of_roofline,
+                    "%",
+                    1,
+                );
+            }
+            if let Some(reading) = &r.reading {
+                sheet.text(format!("{stage}.fused.reading"), reading.to_string());
+            }
+            sheet.text(format!("{stage}.fused.name"), *activation);
+        }
+    }
+    if let (Some(a), Some(b)) = (
+        sheet.value("unfused.gelu.share"),
+        sheet.value("stage2.fused.share"),
+    ) {
+        sheet.num("stage2.share_cut_pct", a - b, "%", 1);
+    }
+    if let (Some(a), Some(c)) = (stages.first(), stages.last()) {
+        sheet.num(
+            "step_ratio",
+            profile_figures::step_ms(a) / profile_figures::step_ms(c),
+            "×",
+            2,
+        );
+    }
+    for (i, run) in bench.runs.iter().enumerate() {
+        add_run(
+            &mut sheet,
+            if i == 0 {
+                "bench.unfused"
+            } else {
+                "bench.fused"
+            },
+            run,
+        );
+    }
+    if let Some(c) = &bench.comparison {
+        add_comparison(&mut sheet, "bench.tok_s", c);
+    }
+    sheet
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_three_stages_and_the_benchmark_become_figures() {
+        let stages = ["unfused", "stage1", "stage2"]
+            .map(|s| crate::experiments::fixtures::profile(&format!("exercise-5-{s}")));
+        let bench = crate::experiments::fixtures::bench("exercise-5");
+        let s = figures(&stages, &bench, "solution-5".into());
+        let gelu = row(&stages[0], "gelu").unwrap();
+        assert_eq!(s.value("unfused.gelu.share"), Some(gelu.self_cpu_pct));
+        let fused = row(&stages[1], "fused_bias_gelu").unwrap();
+        assert_eq!(s.value("stage1.fused.share"), Some(fused.self_cpu_pct));
+        let fast = row(&stages[2], "fused_bias_gelu_fast").unwrap();
+        assert_eq!(s.value("stage2.fused.share"), Some(fast.self_cpu_pct));
+        assert_eq!(s.text_of("stage1.fused.name"), Some("fused_bias_gelu"));
+        assert_eq!(
+            s.value("stage2.share_cut_pct"),
+            Some(gelu.self_cpu_pct - fast.self_cpu_pct)
+        );
+        let c = bench.comparison.as_ref().unwrap();
+        assert_eq!(s.value("bench.tok_s.ratio"), Some(c.ratio));
+        assert_eq!(s.text_of("bench.tok_s.verdict"), Some(c.verdict.as_str()));
+        assert_eq!(
+            s.value("bench.fused.tok_s"),
+            Some(bench.runs[1].metrics.output_tokens_per_s)
+        );
+    }
+}
