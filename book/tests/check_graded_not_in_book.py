@@ -11,6 +11,12 @@ Text is compared as words: HTML tags and entities, JSON string escapes (how mdbo
 embeds its questions) and Markdown punctuation are removed first, so a prompt is found
 whether a chapter printed it, a quiz embedded it, or the search index holds it.
 
+One exception, explicit and limited: the prompts of the article's four Check-yourself
+questions (PUBLIC_PROMPTS below), which exercise 6 grades as written answers. The article
+prints them, and the Check-yourself page asks them in the same words, so those four prompts
+must be found in the built book (the exception fails if one is no longer there or is no
+longer in the bank); their model answers, like every other graded text, must not be.
+
 As a check of the matcher itself, the practice quizzes' prompts (which the pages do embed)
 must be found by the same search.
 
@@ -29,6 +35,13 @@ from pathlib import Path
 # A run of this many words from a graded text, found in a page, counts as printing it.
 RUN = 10
 TEXT_SUFFIXES = {".html", ".js", ".json", ".toml", ".txt", ".md", ".css", ".svg"}
+# The only graded prompts the book may print (file:id): the article's four questions.
+PUBLIC_PROMPTS = {
+    "check-yourself.toml:article-double-traffic",
+    "check-yourself.toml:article-slower-than-vllm",
+    "check-yourself.toml:article-nsight-ttft",
+    "check-yourself.toml:article-activations-first",
+}
 
 
 def words(text: str) -> list[str]:
@@ -94,9 +107,15 @@ def main() -> int:
 
     texts = graded_texts(bank)
     expect(len(texts) > 0, f"{bank} holds graded questions")
+    public = set()
     for where, what, ws in texts:
         hits = found_in(ws)
+        if where in PUBLIC_PROMPTS and what == "prompt":
+            public.add(where)
+            expect(bool(hits), f"{where} prompt, public (the article's question), is on the Check-yourself page" + ("" if hits else ": found in no built page; ask it there in the same words or drop it from PUBLIC_PROMPTS"))
+            continue
         expect(not hits, f"{where} {what} is in no built page" + (f": found in {', '.join(hits[:3])}" if hits else ""))
+    expect(public == PUBLIC_PROMPTS, "every public prompt is a question of the bank" + (f" (not in the bank: {sorted(PUBLIC_PROMPTS - public)})" if public != PUBLIC_PROMPTS else ""))
 
     # The matcher finds what the pages do embed: every practice prompt long enough to search.
     practice = practice_prompts(book / "src" / "quizzes")

@@ -1,6 +1,7 @@
 //! Exercises 1 and 6 against the real graded bank (crates/grader/bank): each learner is asked
 //! their own questions, drawn with their id, and graded on those only. Adversarial cases: a
-//! copied answer file, the book's practice answers, a why line that contradicts itself.
+//! copied answer file, the book's practice answers, a why line that contradicts itself. The
+//! article's four written questions have their own cases in tests/article_answers.rs.
 
 mod support;
 
@@ -78,18 +79,28 @@ fn ex1_answers(grader: &Grader, learner: &str) -> String {
     out
 }
 
-/// Exercise 6's answers for `learner`: the right option of each drawn question, and the short
-/// answer in the learner's own words.
+/// Exercise 6's answers for `learner`: the right option of each drawn question, and the
+/// article's four questions answered in the learner's own words.
 fn ex6_answers(grader: &Grader, learner: &str) -> String {
+    const WRITTEN: [(&str, &str); 4] = [
+        ("article-double-traffic", "Benchmark it at twice today's request rate: whether the P90 TTFT target holds is a figure of the whole system under load."),
+        ("article-slower-than-vllm", "Profile our own engine: we wrote the code, so the fix is a code change, and a per-op breakdown shows where it falls behind."),
+        ("article-nsight-ttft", "No: tune vLLM's settings and benchmark each change; a profiler only helps if you plan to change its kernels."),
+        ("article-activations-first", "The matmuls are already tuned near their ceiling, while the activations take their time for little math: extra memory reads that a fused kernel removes."),
+    ];
     let mut out = String::from("[quiz]\n");
     for q in variant(grader, 6, learner) {
         match &q.kind {
-            QuestionKind::MultipleChoice { answers, .. } => out.push_str(&format!("{} = {}\n", q.id, toml_text(&answers[0]))),
-            _ => out.push_str(&format!(
-                "{} = {}\n",
-                q.id,
-                toml_text("The layer norms, adds and activations first: their time is the fixed cost of 600 small kernels, so fusing them removes most of it, while the matmuls already run close to their weight-reading ceiling.")
-            )),
+            QuestionKind::MultipleChoice { answers, .. } => {
+                out.push_str(&format!("{} = {}\n", q.id, toml_text(&answers[0])))
+            }
+            _ => {
+                let (_, text) = WRITTEN
+                    .iter()
+                    .find(|(id, _)| *id == q.id)
+                    .unwrap_or_else(|| panic!("no written answer for {}", q.id));
+                out.push_str(&format!("{} = {}\n", q.id, toml_text(text)))
+            }
         }
     }
     out
@@ -236,6 +247,11 @@ fn the_practice_quiz_answers_do_not_grade_the_exam() {
                 "{} is both graded and in the book",
                 q.id
             );
+            // The article's four questions are public: the page asks them in the same words
+            // (tests/article_answers.rs), and only they may share a prompt with the book.
+            if q.id.starts_with("article-") {
+                continue;
+            }
             let flat = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
             assert!(
                 book.questions
@@ -292,69 +308,6 @@ fn the_why_line_is_read_by_the_rubric_and_awarded_by_the_instructor() {
         out.push_str(&format!("{case}: {}\n", q.reason));
     }
     insta::assert_snapshot!("why_line_readings", out);
-}
-
-/// Exercise 6's short answer is scored by its rubric: a sentence that uses the rubric's words
-/// to argue the other way (attack the matmuls, do not fuse) must not earn them, and is flagged;
-/// one that gives large tensors' reason (memory traffic) for 4-row tensors loses that idea, as
-/// does one that names the line ("elementwise") without a reason; a saving the question's
-/// figures rule out, or decode matmuls called compute-bound, costs its idea; a bare list of the
-/// rubric's keywords goes to the instructor. Right answers in other words earn the points.
-#[test]
-fn a_short_answer_that_contradicts_itself_with_the_rubrics_words_is_flagged_not_awarded() {
-    let grader = real_grader();
-    let base = ex6_answers(&grader, "dora");
-    let mut out = String::new();
-    let mut points = BTreeMap::new();
-    for (case, text) in [
-        ("right, the sample answer's reading", "The layer norms, adds and activations first: they do little math on tiny tensors, so their time is the overhead of 600 kernels, and fusing them removes most of it, while the matmuls already run close to their weight-reading ceiling."),
-        ("right in other words", "Start with the 5 ms of elementwise work: hundreds of tiny launches each paying a fixed cost, and merging those kernels would win back most of it, whereas the matrix multiplies take 15 ms against a 14 ms floor and leave little room."),
-        ("right in other words, with the arithmetic", "I would fuse the norms, adds and activations: 600 kernel launches at about 8 µs each is where their 5 ms goes, whereas the matmuls sit at 15 ms against a 14 ms weight-reading floor, so at most 1 ms is left there."),
-        ("contradicting itself with the rubric's words", "Not the element-wise ops: fusing would not remove their overhead, and the matmuls are not already close to their ceiling, so attack the matmuls instead of the activations."),
-        ("large tensors' reason, wrong at batch 4", "The activations first: they are memory-bound, so fusing removes their traffic, while the matmuls already run near their ceiling."),
-        ("the line named, no reason", "Elementwise first, fusing them, since the matmuls are already tuned."),
-        ("an impossible saving", "The element-wise line first: fusing its 600 kernels removes their launch overhead and saves 12 ms, while the matmuls already sit near their 14 ms floor."),
-        ("decode matmuls called compute-bound", "The element-wise line first: its 600 kernels are launch overhead that fusing removes, while the matmuls are compute-bound and already near their peak."),
-        ("bare keywords", "overhead fusing already ceiling"),
-    ] {
-        let answers = base.lines().filter(|l| !l.starts_with("cy-which-line-first")).map(|l| format!("{l}\n")).collect::<String>()
-            + &format!("cy-which-line-first = {}\n", toml_text(text));
-        let report = grader.grade_exercise(&submission("dora", &[("exercise-6/answers.toml", answers)]), 6);
-        let q = report.questions.iter().find(|q| q.id == "cy-which-line-first").unwrap();
-        points.insert(case, (q.points, q.needs_review));
-        out.push_str(&format!("{case}: {}/{}{}: {}\n", q.points, q.max_points, if q.needs_review { " (review)" } else { "" }, q.reason));
-    }
-    for case in [
-        "right, the sample answer's reading",
-        "right in other words",
-        "right in other words, with the arithmetic",
-    ] {
-        assert_eq!(
-            points[case],
-            (3.0, false),
-            "{case}: a right answer earns the rubric without review: {out}"
-        );
-    }
-    let (contradiction, flagged) = points["contradicting itself with the rubric's words"];
-    assert!(
-        contradiction == 0.0 && flagged,
-        "the contradiction earns nothing and is flagged: {out}"
-    );
-    for case in [
-        "large tensors' reason, wrong at batch 4",
-        "the line named, no reason",
-        "an impossible saving",
-        "decode matmuls called compute-bound",
-    ] {
-        let (p, flagged) = points[case];
-        assert!(p < 3.0 && flagged, "{case}: a wrong answer that looks right loses an idea and goes to the instructor: {out}");
-    }
-    let (_, keywords_flagged) = points["bare keywords"];
-    assert!(
-        keywords_flagged,
-        "a list of the rubric's keywords is no answer: an instructor reads it: {out}"
-    );
-    insta::assert_snapshot!("short_answer_contradiction", out);
 }
 
 #[test]

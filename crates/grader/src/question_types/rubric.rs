@@ -13,6 +13,19 @@
 //! own numbers make impossible. A phrase word `>5` (or `<14`) matches any number above 5 (below
 //! 14), so `"sav* >5 ms"` catches "saves 8 ms" where no line can save more than 5. A wrong
 //! phrase in the answer (not itself negated) leaves its idea unmatched and flags the answer.
+//!
+//! An idea marked `verdict` is the answer's decision (benchmark or profile, yes or no): the
+//! first of its phrases, right (`any`) or `wrong`, that the answer states without a negation
+//! is its verdict, so "Benchmark: a profile would only show kernels" decides for the benchmark
+//! and "Profile it, then benchmark" for the profile. Without the right verdict the reasons
+//! earn nothing: a wrong or missing verdict leaves the whole answer at zero.
+//!
+//! A phrase ending in ` |` matches only at the end of a clause: `"no |"` is the answer "No." or
+//! "No, ...", not the "no" of "no need".
+//!
+//! A list of the rubric's words is not an answer: when the words matched are nearly all the
+//! answer says (under five words, fewer than two other words, or no word that joins a
+//! sentence: "the", "is", "so" ...), it earns nothing and goes to the instructor.
 
 use serde::Deserialize;
 
@@ -27,6 +40,10 @@ pub struct Idea {
     /// the answer, not negated, and the idea is not credited.
     #[serde(default)]
     pub wrong: Vec<String>,
+    /// The answer's decision: the first of `any` and `wrong` stated decides, and without the
+    /// right one the answer earns nothing.
+    #[serde(default)]
+    pub verdict: bool,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -49,12 +66,26 @@ pub struct RubricResult {
     pub negated: Vec<String>,
     /// The wrong claims found (`"saves 12 ms"`), each of which cost its idea: a reason to flag.
     pub contradicted: Vec<String>,
+    /// A verdict idea the answer decided the wrong way (`"profile" (expected: ...)`) or did not
+    /// decide at all: the answer earns nothing.
+    pub verdict: Option<String>,
+    /// The answer is a list of the rubric's words, not a sentence: it earns nothing.
+    pub keyword_list: bool,
 }
 
 /// Below this many words a full match may be a list of keywords rather than an answer.
 const MIN_WORDS_FOR_CONFIDENCE: usize = 5;
 /// From this many words an answer that matched nothing may be right in other words.
 const WORDS_WORTH_READING: usize = 6;
+/// Fewer words than this outside the phrases matched, and the answer is a list of keywords.
+const MIN_OTHER_WORDS: usize = 2;
+/// Words that join a sentence: an answer without any of them is a list, not an answer.
+const SENTENCE_WORDS: [&str; 40] = [
+    "the", "a", "an", "is", "are", "was", "be", "it", "its", "if", "to", "of", "so", "because",
+    "since", "for", "this", "that", "these", "you", "your", "we", "our", "i", "will", "would",
+    "in", "on", "at", "with", "than", "as", "which", "what", "can", "does", "do", "has", "have",
+    "there",
+];
 
 /// Split into lowercase words; `%` is a word of its own so "15%" can be matched.
 pub fn words(text: &str) -> Vec<String> {
@@ -195,6 +226,25 @@ fn phrase_matches(answer: &[String], phrase: &str) -> Vec<(usize, usize)> {
         .collect()
 }
 
+/// Where `phrase` occurs among the answer's tokens: as [`phrase_matches`], and a phrase ending
+/// in ` |` ("no |") only where its last word ends a clause (a bare "No." or "No," but not "no
+/// need").
+fn matches_in(tokens: &[Token], words: &[String], phrase: &str) -> Vec<(usize, usize)> {
+    let (phrase, at_clause_end) = match phrase.trim_end().strip_suffix('|') {
+        Some(rest) => (rest, true),
+        None => (phrase, false),
+    };
+    phrase_matches(words, phrase)
+        .into_iter()
+        .filter(|&(_, end)| {
+            !at_clause_end
+                || tokens
+                    .get(end)
+                    .is_none_or(|next| next.clause != tokens[end - 1].clause)
+        })
+        .collect()
+}
+
 /// Does `phrase` occur in `answer` (both as words)?
 #[cfg(test)]
 fn phrase_occurs(answer: &[String], phrase: &str) -> bool {
@@ -205,7 +255,7 @@ fn phrase_occurs(answer: &[String], phrase: &str) -> bool {
 const NEGATION_REACH: usize = 3;
 
 /// Negations that turn the words after them around.
-const NEGATES_WHAT_FOLLOWS: [&[&str]; 8] = [
+const NEGATES_WHAT_FOLLOWS: [&[&str]; 10] = [
     &["do", "not"],
     &["no", "need"],
     &["instead", "of"],
@@ -214,6 +264,8 @@ const NEGATES_WHAT_FOLLOWS: [&[&str]; 8] = [
     &["never"],
     &["cannot"],
     &["without"],
+    &["no"],
+    &["nothing"],
 ];
 
 /// A contraction (`don't`, `isn't`, `won't`: split into `don` + `t`) or its apostrophe-less
@@ -285,6 +337,13 @@ fn negation_near(tokens: &[Token], start: usize, end: usize) -> Option<String> {
     None
 }
 
+/// Where a phrase of an idea occurs, not negated: its words `start..end`.
+struct Hit {
+    start: usize,
+    end: usize,
+    right: bool,
+}
+
 impl Rubric {
     /// Grade `answer`; `expand` replaces placeholders such as `{top_ops}` by phrases.
     pub fn grade(
@@ -294,65 +353,124 @@ impl Rubric {
     ) -> RubricResult {
         let answer_tokens = tokens(answer);
         let answer_words: Vec<String> = answer_tokens.iter().map(|t| t.word.clone()).collect();
+        let shown = |start: usize, end: usize| answer_words[start..end].join(" ");
         let mut found = Vec::new();
         let mut missing = Vec::new();
         let mut negated = Vec::new();
         let mut contradicted = Vec::new();
+        let mut verdict = None;
+        let mut decided_wrong = false;
+        // The answer's words inside a phrase credited: the rest tells a sentence from a list.
+        let mut covered = vec![false; answer_words.len()];
         for idea in &self.ideas {
             let phrases: Vec<String> = idea
                 .any
                 .iter()
                 .flat_map(|phrase| expand(phrase).unwrap_or_else(|| vec![phrase.clone()]))
                 .collect();
-            let mut hit = false;
+            let mut hits = Vec::new();
             let mut against = None;
             for phrase in &phrases {
-                for (start, end) in phrase_matches(&answer_words, phrase) {
+                for (start, end) in matches_in(&answer_tokens, &answer_words, phrase) {
                     match negation_near(&answer_tokens, start, end) {
                         Some(cue) => {
-                            against = against.or(Some(format!(
-                                "\"{}\" {cue}",
-                                answer_words[start..end].join(" ")
-                            )))
+                            against = against.or(Some(format!("\"{}\" {cue}", shown(start, end))))
                         }
-                        None => hit = true,
+                        None => hits.push(Hit {
+                            start,
+                            end,
+                            right: true,
+                        }),
                     }
                 }
             }
             // A wrong claim costs the idea, unless the answer denies it ("not compute-bound").
-            let wrong_claim = idea.wrong.iter().flat_map(|phrase| {
-                phrase_matches(&answer_words, phrase)
-                    .into_iter()
-                    .filter(|&(start, end)| negation_near(&answer_tokens, start, end).is_none())
-                    .map(|(start, end)| format!("\"{}\"", answer_words[start..end].join(" ")))
-                    .collect::<Vec<_>>()
-            });
-            let wrong_claim: Vec<String> = wrong_claim.collect();
-            if !wrong_claim.is_empty() {
-                contradicted.push(format!(
-                    "{} (against: {})",
-                    wrong_claim.join(", "),
-                    idea.idea
-                ));
+            let wrong_hits: Vec<Hit> = idea
+                .wrong
+                .iter()
+                .flat_map(|phrase| matches_in(&answer_tokens, &answer_words, phrase))
+                .filter(|&(start, end)| negation_near(&answer_tokens, start, end).is_none())
+                .map(|(start, end)| Hit {
+                    start,
+                    end,
+                    right: false,
+                })
+                .collect();
+            if idea.verdict {
+                // The first stated decides; where a right and a wrong phrase start together
+                // ("profile vLLM" against "profile"), the longer, more specific one.
+                let first = hits
+                    .iter()
+                    .chain(&wrong_hits)
+                    .min_by_key(|h| (h.start, std::cmp::Reverse(h.end), h.right));
+                match first {
+                    Some(h) if h.right => {
+                        covered[h.start..h.end].iter_mut().for_each(|c| *c = true);
+                        found.push(idea.idea.clone());
+                    }
+                    Some(h) => {
+                        verdict = Some(format!(
+                            "the answer decides \"{}\" where the right decision is: {}",
+                            shown(h.start, h.end),
+                            idea.idea
+                        ));
+                        decided_wrong = true;
+                        missing.push(idea.idea.clone());
+                    }
+                    None => {
+                        verdict = Some(format!(
+                            "no decision found, where the right one is: {}",
+                            idea.idea
+                        ));
+                        negated.extend(against);
+                        missing.push(idea.idea.clone());
+                    }
+                }
+                continue;
+            }
+            if !wrong_hits.is_empty() {
+                let claims: Vec<String> = wrong_hits
+                    .iter()
+                    .map(|h| format!("\"{}\"", shown(h.start, h.end)))
+                    .collect();
+                contradicted.push(format!("{} (against: {})", claims.join(", "), idea.idea));
                 missing.push(idea.idea.clone());
             // One negated mention is enough to doubt the idea: the sentence argues both ways.
             } else if let Some(against) = against {
                 negated.push(against);
                 missing.push(idea.idea.clone());
-            } else if hit {
+            } else if !hits.is_empty() {
+                for h in &hits {
+                    covered[h.start..h.end].iter_mut().for_each(|c| *c = true);
+                }
                 found.push(idea.idea.clone());
             } else {
                 missing.push(idea.idea.clone());
             }
         }
-        let fraction = if self.ideas.is_empty() {
+        let mut fraction = if self.ideas.is_empty() || verdict.is_some() {
             0.0
         } else {
             found.len() as f64 / self.ideas.len() as f64
         };
+        let other_words = covered.iter().filter(|c| !**c).count();
+        let keyword_list = fraction > 0.0
+            && (answer_words.len() < MIN_WORDS_FOR_CONFIDENCE
+                || other_words < MIN_OTHER_WORDS
+                || !answer_words
+                    .iter()
+                    .any(|w| SENTENCE_WORDS.contains(&w.as_str())));
+        if keyword_list {
+            fraction = 0.0;
+        }
+        // A sentence that matched nothing may be right in other words; a decided wrong verdict
+        // is not unsure.
+        let matched_nothing = found.is_empty() && negated.is_empty() && contradicted.is_empty();
+        let wrong_verdict = decided_wrong;
         let needs_review = (fraction > 0.0 && fraction < 1.0)
-            || (fraction >= 1.0 && answer_words.len() < MIN_WORDS_FOR_CONFIDENCE)
-            || (fraction == 0.0 && answer_words.len() >= WORDS_WORTH_READING)
+            || keyword_list
+            || (matched_nothing && !wrong_verdict && answer_words.len() >= WORDS_WORTH_READING)
+            || (verdict.is_some() && !wrong_verdict && answer_words.len() >= WORDS_WORTH_READING)
             || !negated.is_empty()
             || !contradicted.is_empty();
         RubricResult {
@@ -362,6 +480,8 @@ impl Rubric {
             needs_review,
             negated,
             contradicted,
+            verdict,
+            keyword_list,
         }
     }
 }
@@ -378,16 +498,19 @@ mod tests {
                     idea: "little math".into(),
                     any: vec!["little math".into(), "memory*".into()],
                     wrong: vec![],
+                    verdict: false,
                 },
                 Idea {
                     idea: "removable".into(),
                     any: vec!["fus*".into(), "remov*".into()],
                     wrong: vec!["sav* >5 ms".into()],
+                    verdict: false,
                 },
                 Idea {
                     idea: "matmuls efficient".into(),
                     any: vec!["already".into(), "{ops}".into()],
                     wrong: vec!["compute bound".into()],
+                    verdict: false,
                 },
             ],
         }
@@ -395,6 +518,27 @@ mod tests {
 
     fn none(_: &str) -> Option<Vec<String>> {
         None
+    }
+
+    /// A routing question: the verdict (benchmark, not profile) and one reason.
+    fn routing() -> Rubric {
+        Rubric {
+            points: 2.0,
+            ideas: vec![
+                Idea {
+                    idea: "benchmark".into(),
+                    any: vec!["benchmark*".into()],
+                    wrong: vec!["profil*".into()],
+                    verdict: true,
+                },
+                Idea {
+                    idea: "a whole-system figure under load".into(),
+                    any: vec!["whole system".into(), "under load".into()],
+                    wrong: vec![],
+                    verdict: false,
+                },
+            ],
+        }
     }
 
     #[test]
@@ -533,5 +677,81 @@ mod tests {
                 && !phrase_occurs(&words("it takes 14 ms"), ">14 ms")
         );
         assert!(phrase_occurs(&words("a floor of 4 ms"), "floor of <14 ms"));
+    }
+
+    #[test]
+    fn the_first_verdict_stated_decides_and_a_wrong_one_zeroes_the_answer() {
+        let right = [
+            "Benchmark it: the question is about the whole system under load.",
+            "Benchmark: a profile would only show kernels, and this is the whole system under load.",
+            "Rather than profile it, benchmark the whole system under load.",
+        ];
+        for answer in right {
+            let r = routing().grade(answer, &none);
+            assert!(
+                r.fraction == 1.0 && !r.needs_review && r.verdict.is_none(),
+                "{answer}: {r:?}"
+            );
+        }
+        // The other tool first, or the right one denied: nothing, whatever the reasons say.
+        for answer in [
+            "Profile it, then benchmark the whole system under load.",
+            "Don't benchmark; profile the whole system under load.",
+        ] {
+            let r = routing().grade(answer, &none);
+            assert_eq!(r.fraction, 0.0, "{answer}: {r:?}");
+            assert!(
+                r.verdict.as_deref().unwrap().contains("\"profile\""),
+                "{r:?}"
+            );
+        }
+        // No verdict at all in a sentence: nothing, and the instructor reads it.
+        let r = routing().grade(
+            "It depends on the whole system under load, so measure it.",
+            &none,
+        );
+        assert!(r.fraction == 0.0 && r.needs_review, "{r:?}");
+    }
+
+    #[test]
+    fn a_list_of_the_rubrics_words_earns_nothing_and_is_flagged() {
+        for list in [
+            "benchmark, whole system",
+            "benchmark whole system under load latency",
+            "Benchmark; whole system; under load; percentile traffic",
+        ] {
+            let r = routing().grade(list, &none);
+            assert!(
+                r.keyword_list && r.fraction == 0.0 && r.needs_review,
+                "{list}: {r:?}"
+            );
+        }
+        let r = routing().grade("Benchmark the whole system under doubled traffic.", &none);
+        assert!(!r.keyword_list && r.fraction == 1.0, "{r:?}");
+    }
+
+    #[test]
+    fn a_bar_ends_a_phrase_at_the_end_of_a_clause() {
+        let no = |text: &str| {
+            let t = tokens(text);
+            let w: Vec<String> = t.iter().map(|t| t.word.clone()).collect();
+            !matches_in(&t, &w, "no |").is_empty()
+        };
+        assert!(no("No. Tune it.") && no("No, tune it") && no("Not yet; no"));
+        assert!(!no("No need for tuning") && !no("There is no other way"));
+    }
+
+    #[test]
+    fn no_and_nothing_negate_what_follows() {
+        let r = rubric().grade(
+            "Little math, but there is nothing to remove; the matmuls are already fast.",
+            &none,
+        );
+        assert_eq!(r.missing, ["removable"], "{r:?}");
+        let r = rubric().grade(
+            "Fuse it: little math, and the matmuls show no already tuned kernel.",
+            &none,
+        );
+        assert_eq!(r.missing, ["matmuls efficient"], "{r:?}");
     }
 }

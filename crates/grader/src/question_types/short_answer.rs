@@ -1,5 +1,7 @@
 //! Short answer: mdbook-quiz's own matching (trimmed, case-insensitive, against the answer and
-//! its alternatives), then, when the key has a rubric for the question, partial credit by ideas.
+//! its alternatives), then, when the key has a rubric for the question, partial credit by ideas
+//! (`super::rubric`: a verdict stated first, the reasons found, negations, wrong claims and
+//! keyword lists).
 
 use super::rubric::Rubric;
 use crate::report::QuestionResult;
@@ -68,6 +70,20 @@ pub fn grade_by_rubric(
             "not counted, a claim that contradicts it: {}",
             graded.contradicted.join("; ")
         ));
+    }
+    if let Some(verdict) = &graded.verdict {
+        if !reason.is_empty() {
+            reason.push_str(". ");
+        }
+        reason.push_str(&format!(
+            "{verdict} (without the right decision the answer earns nothing)"
+        ));
+    }
+    if graded.keyword_list {
+        if !reason.is_empty() {
+            reason.push_str(". ");
+        }
+        reason.push_str("a list of the rubric's words rather than a sentence: no credit until the instructor reads it");
     }
     if graded.needs_review {
         reason.push_str(" (needs instructor review: the keyword rubric is unsure)");
