@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the book's tools, pinned, into target/tools (not ~/.cargo), so a fresh clone and CI
-# get exactly the versions the book was written against. Skips what is already installed.
+# get exactly the versions the book was written against. Skips what is already installed. The
+# book's own preprocessor, mdbook-measured, is built from this workspace and linked there too.
 #
 #   scripts/install-book-tools.sh        # then: export PATH="$PWD/target/tools/bin:$PATH"
 #
@@ -41,8 +42,31 @@ install_one() {
   fi
 }
 
+# The book's own preprocessor (crates/mdbook-measured, `[preprocessor.measured]` in book/book.toml)
+# is a workspace crate: built in the workspace's own profile into target/debug, so after the test
+# command's `cargo build --workspace --all-targets` this compiles nothing, then linked into $bin,
+# where book.toml's command finds it. The link follows every later build.
+install_measured() {
+  local target_dir="${CARGO_TARGET_DIR:-$repo_root/target}"
+  [[ "$target_dir" == /* ]] || target_dir="$repo_root/$target_dir"
+  echo "install-book-tools: building mdbook-measured (crates/mdbook-measured) into $target_dir/debug"
+  if ! (cd "$repo_root" && cargo build -p mdbook-measured); then
+    echo "install-book-tools: could not build mdbook-measured (the book's preprocessor)." >&2
+    echo "  Next step: read the compiler's error above; rustc must be at least 1.88 (rustc --version)." >&2
+    exit 1
+  fi
+  mkdir -p "$bin"
+  if [[ "$target_dir" == "$repo_root/target" && "$bin" == "$repo_root/target/tools/bin" ]]; then
+    ln -sfn ../../debug/mdbook-measured "$bin/mdbook-measured"
+  else
+    ln -sfn "$target_dir/debug/mdbook-measured" "$bin/mdbook-measured"
+  fi
+  echo "install-book-tools: mdbook-measured linked into $bin"
+}
+
 install_one mdbook "$MDBOOK_VERSION"
 install_one mdbook-quiz "$MDBOOK_QUIZ_VERSION"
+install_measured
 
 echo "install-book-tools: done. Add the tools to PATH with:"
 echo "  export PATH=\"$bin:\$PATH\""
