@@ -80,7 +80,9 @@ pub struct Interval {
     pub method: Method,
     /// Independent runs behind it.
     pub runs: usize,
-    /// How many independent samples would pin the statistic down as well as these did.
+    /// How many independent samples would pin the statistic down as well as these did;
+    /// `f64::INFINITY` (written as `null`) when the runs did not vary at all.
+    #[serde(with = "open_bound")]
     pub effective_n: f64,
 }
 
@@ -384,6 +386,21 @@ pub mod open_bound {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_interval_with_open_ends_reads_back_as_written() {
+        // Runs that did not vary give an infinite effective n; JSON writes it as null.
+        let open = Interval {
+            low: 1.0,
+            high: f64::INFINITY,
+            method: Method::Replicates,
+            runs: 1,
+            effective_n: f64::INFINITY,
+        };
+        let json = serde_json::to_string(&open).unwrap();
+        assert!(json.contains("\"effective_n\":null"), "{json}");
+        assert_eq!(serde_json::from_str::<Interval>(&json).unwrap(), open);
+    }
 
     #[test]
     fn sections_split_like_numpy() {
