@@ -107,8 +107,456 @@ pub fn find<'a>(claims: &'a [Claim], name: &str) -> Option<&'a Claim> {
     claims.iter().find(|c| c.name == name)
 }
 
-/// Every claim the book makes.
-pub static CLAIMS: &[Claim] = &[];
+impl Reader<'_> {
+    /// The measured file `name`, for its `measured_on` (the device it ran on); the claim must read
+    /// a key of it.
+    pub fn file(&self, name: &str) -> Result<&crate::MeasuredFile, MeasuredError> {
+        if !self.claim.files().contains(name) {
+            return Err(MeasuredError::Undeclared {
+                claim: self.claim.name.to_string(),
+                key: format!("{name}.*"),
+            });
+        }
+        self.measured.file(name)
+    }
+
+    /// "KEY = FIGURE" for a message, e.g. `gelu.reading = slow kernel`.
+    fn said(&self, key: &str) -> Result<String, MeasuredError> {
+        Ok(format!("{} = {}", short(key), self.render(key)?))
+    }
+
+    /// The figures `keys` said one after the other (`gelu.reading = memory-bound,
+    /// gelu.roofline_pct = 31.0%`).
+    fn list(&self, keys: &[&str]) -> Result<String, MeasuredError> {
+        Ok(keys
+            .iter()
+            .map(|k| self.said(k))
+            .collect::<Result<Vec<_>, _>>()?
+            .join(", "))
+    }
+}
+
+/// `exercise-3.gelu.roofline_pct` → `gelu.roofline_pct` (the file is named by the footer).
+fn short(key: &str) -> &str {
+    key.split_once('.').map_or(key, |(_, k)| k)
+}
+
+/// Every claim the book makes, as listed in book/measured/wanted/*.tsv (`claim:NAME`).
+pub static CLAIMS: &[Claim] = &[
+    // benchmarking-properly.md
+    Claim {
+        name: "aa-bootstrap-fails-near-knee",
+        reads: &[
+            "aa.knee.bootstrap.coverage_pct",
+            "aa.knee.bootstrap.differs_pct",
+            "aa.knee.replicates.coverage_pct",
+            "aa.knee.replicates.differs_pct",
+        ],
+        holds_when: "aa.knee.bootstrap.coverage_pct < 80 and aa.knee.bootstrap.differs_pct > 10 \
+                     and aa.knee.replicates.coverage_pct within 92..98 and \
+                     aa.knee.replicates.differs_pct <= 1",
+        check: |r| {
+            let holds = r.number("aa.knee.bootstrap.coverage_pct")? < 80.0
+                && r.number("aa.knee.bootstrap.differs_pct")? > 10.0
+                && (92.0..=98.0).contains(&r.number("aa.knee.replicates.coverage_pct")?)
+                && r.number("aa.knee.replicates.differs_pct")? <= 1.0;
+            Ok(Outcome::holds_if(holds, || {
+                format!(
+                    "near the knee the per-request bootstrap held the true P90 in {} of runs and \
+                     called {} of A/A pairs different; intervals over replicates held it in {} \
+                     and called {} different",
+                    r.render("aa.knee.bootstrap.coverage_pct")
+                        .unwrap_or_default(),
+                    r.render("aa.knee.bootstrap.differs_pct")
+                        .unwrap_or_default(),
+                    r.render("aa.knee.replicates.coverage_pct")
+                        .unwrap_or_default(),
+                    r.render("aa.knee.replicates.differs_pct")
+                        .unwrap_or_default(),
+                )
+            }))
+        },
+    },
+    Claim {
+        name: "queue-dominates-past-knee",
+        reads: &[
+            "serving.rate_8.queue.p90_ms",
+            "serving.rate_8.ttft.p90_ms",
+            "serving.rate_8.prefill.p90_ms",
+            "serving.rate_8.req_s",
+        ],
+        holds_when: "serving.rate_8.queue.p90_ms >= 0.5 * serving.rate_8.ttft.p90_ms and \
+                     serving.rate_8.queue.p90_ms > 2 * serving.rate_8.prefill.p90_ms and \
+                     serving.rate_8.req_s < 0.9 * 8",
+        check: |r| {
+            let queue = r.number("serving.rate_8.queue.p90_ms")?;
+            let holds = queue >= 0.5 * r.number("serving.rate_8.ttft.p90_ms")?
+                && queue > 2.0 * r.number("serving.rate_8.prefill.p90_ms")?
+                && r.number("serving.rate_8.req_s")? < 0.9 * 8.0;
+            let message = r.list(&[
+                "serving.rate_8.queue.p90_ms",
+                "serving.rate_8.ttft.p90_ms",
+                "serving.rate_8.prefill.p90_ms",
+                "serving.rate_8.req_s",
+            ])?;
+            Ok(Outcome::holds_if(holds, || {
+                format!("at 8 req/s offered: {message}")
+            }))
+        },
+    },
+    Claim {
+        name: "itl-tail-is-prefill",
+        reads: &["serving.rate_4.itl.p90_ms", "serving.rate_4.itl.median_ms"],
+        holds_when: "serving.rate_4.itl.p90_ms >= 2 * serving.rate_4.itl.median_ms",
+        check: |r| {
+            let p90 = r.number("serving.rate_4.itl.p90_ms")?;
+            let median = r.number("serving.rate_4.itl.median_ms")?;
+            let message = r.list(&["serving.rate_4.itl.median_ms", "serving.rate_4.itl.p90_ms"])?;
+            Ok(Outcome::holds_if(p90 >= 2.0 * median, || {
+                format!(
+                    "at 4 req/s offered: {message} ({} the median)",
+                    crate::render_number(p90 / median, "×", 2)
+                )
+            }))
+        },
+    },
+    // exercise-2.md
+    Claim {
+        name: "batch-16-saturates-little-higher",
+        reads: &[
+            "exercise-2.batch_16.saturation_req_s",
+            "exercise-2.batch_8.saturation_req_s",
+        ],
+        holds_when: "exercise-2.batch_16.saturation_req_s / exercise-2.batch_8.saturation_req_s \
+                     < 1.25",
+        check: |r| {
+            let b16 = r.number("exercise-2.batch_16.saturation_req_s")?;
+            let b8 = r.number("exercise-2.batch_8.saturation_req_s")?;
+            let message = r.list(&[
+                "exercise-2.batch_8.saturation_req_s",
+                "exercise-2.batch_16.saturation_req_s",
+            ])?;
+            Ok(Outcome::holds_if(b16 / b8 < 1.25, || {
+                format!("{message} ({})", crate::render_number(b16 / b8, "×", 2))
+            }))
+        },
+    },
+    // exercise-3.md and profile-as-budget.md
+    Claim {
+        name: "gelu-slow-kernel-on-cpu",
+        reads: &["exercise-3.gelu.reading", "exercise-3.gelu.roofline_pct"],
+        holds_when: "exercise-3.gelu.reading == \"slow kernel\" and \
+                     exercise-3.gelu.roofline_pct < 25",
+        check: |r| {
+            let holds = r.text("exercise-3.gelu.reading")? == "slow kernel"
+                && r.number("exercise-3.gelu.roofline_pct")? < 25.0;
+            let message = r.list(&["exercise-3.gelu.reading", "exercise-3.gelu.roofline_pct"])?;
+            Ok(Outcome::holds_if(holds, || message))
+        },
+    },
+    Claim {
+        name: "gelu-slow-kernel",
+        reads: &["exercise-3.gelu.reading"],
+        holds_when: "exercise-3.gelu.reading == \"slow kernel\"",
+        check: |r| {
+            let message = r.list(&["exercise-3.gelu.reading"])?;
+            Ok(Outcome::holds_if(
+                r.text("exercise-3.gelu.reading")? == "slow kernel",
+                || message,
+            ))
+        },
+    },
+    Claim {
+        name: "lm-head-one-position-saves-little",
+        reads: &["exercise-3.lm_head.memory_roofline_pct"],
+        holds_when: "exercise-3.lm_head.memory_roofline_pct >= 50",
+        check: |r| {
+            let pct = r.number("exercise-3.lm_head.memory_roofline_pct")?;
+            let message = r.list(&["exercise-3.lm_head.memory_roofline_pct"])?;
+            Ok(Outcome::holds_if(pct >= 50.0, || message))
+        },
+    },
+    Claim {
+        name: "exercise-3-top-three",
+        reads: &[
+            "exercise-3.matmul.rank",
+            "exercise-3.lm_head.rank",
+            "exercise-3.gelu.rank",
+            "exercise-3.matmul.share",
+            "exercise-3.lm_head.share",
+            "exercise-3.gelu.share",
+        ],
+        holds_when: "exercise-3.matmul.share > exercise-3.lm_head.share > exercise-3.gelu.share \
+                     > every other row's self share (ranks 1, 2, 3)",
+        check: |r| {
+            let holds = r.number("exercise-3.matmul.rank")? == 1.0
+                && r.number("exercise-3.lm_head.rank")? == 2.0
+                && r.number("exercise-3.gelu.rank")? == 3.0;
+            let message = r.list(&[
+                "exercise-3.matmul.rank",
+                "exercise-3.matmul.share",
+                "exercise-3.lm_head.rank",
+                "exercise-3.lm_head.share",
+                "exercise-3.gelu.rank",
+                "exercise-3.gelu.share",
+            ])?;
+            Ok(Outcome::holds_if(holds, || message))
+        },
+    },
+    Claim {
+        name: "matmuls-memory-bound",
+        reads: &[
+            "exercise-3.matmul.reading",
+            "exercise-3.lm_head.reading",
+            "exercise-3.matmul.share",
+            "exercise-3.lm_head.share",
+        ],
+        holds_when: "exercise-3.matmul.reading == \"memory-bound\" and \
+                     exercise-3.lm_head.reading == \"memory-bound\" and \
+                     exercise-3.matmul.share + exercise-3.lm_head.share > 50",
+        check: |r| {
+            let holds = r.text("exercise-3.matmul.reading")? == "memory-bound"
+                && r.text("exercise-3.lm_head.reading")? == "memory-bound"
+                && r.number("exercise-3.matmul.share")? + r.number("exercise-3.lm_head.share")?
+                    > 50.0;
+            let message = r.list(&[
+                "exercise-3.matmul.reading",
+                "exercise-3.matmul.share",
+                "exercise-3.lm_head.reading",
+                "exercise-3.lm_head.share",
+            ])?;
+            Ok(Outcome::holds_if(holds, || message))
+        },
+    },
+    Claim {
+        name: "bias-add-outruns-gelu",
+        reads: &["exercise-3.bias_add.gb_s", "exercise-3.gelu.gb_s"],
+        holds_when: "exercise-3.bias_add.gb_s >= 10 * exercise-3.gelu.gb_s",
+        check: |r| {
+            let bias = r.number("exercise-3.bias_add.gb_s")?;
+            let gelu = r.number("exercise-3.gelu.gb_s")?;
+            let message = r.list(&["exercise-3.bias_add.gb_s", "exercise-3.gelu.gb_s"])?;
+            Ok(Outcome::holds_if(bias >= 10.0 * gelu, || {
+                format!("{message} ({})", crate::render_number(bias / gelu, "×", 1))
+            }))
+        },
+    },
+    // exercise-4.md
+    Claim {
+        name: "bf16-beats-prediction",
+        reads: &[
+            "exercise-4.measured_cut_pct",
+            "exercise-4.predicted_cut_pct",
+            "exercise-4.bf16.peak_gflop_s",
+            "exercise-4.f32.peak_gflop_s",
+        ],
+        holds_when: "exercise-4.measured_cut_pct > exercise-4.predicted_cut_pct and \
+                     exercise-4.bf16.peak_gflop_s > exercise-4.f32.peak_gflop_s",
+        check: |r| {
+            let holds = r.number("exercise-4.measured_cut_pct")?
+                > r.number("exercise-4.predicted_cut_pct")?
+                && r.number("exercise-4.bf16.peak_gflop_s")?
+                    > r.number("exercise-4.f32.peak_gflop_s")?;
+            let message = r.list(&[
+                "exercise-4.measured_cut_pct",
+                "exercise-4.predicted_cut_pct",
+                "exercise-4.bf16.peak_gflop_s",
+                "exercise-4.f32.peak_gflop_s",
+            ])?;
+            Ok(Outcome::holds_if(holds, || message))
+        },
+    },
+    Claim {
+        name: "first-attempt-overstates",
+        reads: &["exercise-4.half_shares_pct", "exercise-4.predicted_cut_pct"],
+        holds_when: "exercise-4.half_shares_pct > exercise-4.predicted_cut_pct + 0.5",
+        check: |r| {
+            let holds = r.number("exercise-4.half_shares_pct")?
+                > r.number("exercise-4.predicted_cut_pct")? + 0.5;
+            let message =
+                r.list(&["exercise-4.half_shares_pct", "exercise-4.predicted_cut_pct"])?;
+            Ok(Outcome::holds_if(holds, || message))
+        },
+    },
+    // fused-kernel-story.md and exercise-5.md
+    Claim {
+        name: "fusion-alone-flat-on-cpu",
+        reads: &[
+            "exercise-5.stage1.fused.share",
+            "exercise-5.unfused.gelu.share",
+        ],
+        holds_when: "on a CPU run, exercise-5.stage1.fused.share / exercise-5.unfused.gelu.share \
+                     within 0.8..1.25 (a CUDA run does not apply)",
+        check: |r| {
+            if r.file("exercise-5")?.measured_on.device != "cpu" {
+                return Ok(Outcome::Holds);
+            }
+            let fused = r.number("exercise-5.stage1.fused.share")?;
+            let gelu = r.number("exercise-5.unfused.gelu.share")?;
+            let message = r.list(&[
+                "exercise-5.unfused.gelu.share",
+                "exercise-5.stage1.fused.share",
+            ])?;
+            Ok(Outcome::holds_if(
+                (0.8..=1.25).contains(&(fused / gelu)),
+                || format!("{message} ({})", crate::render_number(fused / gelu, "×", 2)),
+            ))
+        },
+    },
+    Claim {
+        name: "cpu-fusion-alone-moves-nothing",
+        reads: &[
+            "exercise-5.unfused.activation.reading",
+            "exercise-5.stage1.activation.reading",
+            "exercise-5.unfused.activation.ms",
+            "exercise-5.stage1.activation.ms",
+        ],
+        holds_when: "on a CPU run, exercise-5.unfused.activation.reading == \
+                     exercise-5.stage1.activation.reading == \"slow kernel\" and \
+                     exercise-5.stage1.activation.ms / exercise-5.unfused.activation.ms within \
+                     0.8..1.25 (a CUDA run does not apply)",
+        check: |r| {
+            if r.file("exercise-5")?.measured_on.device != "cpu" {
+                return Ok(Outcome::Holds);
+            }
+            let unfused = r.number("exercise-5.unfused.activation.ms")?;
+            let stage1 = r.number("exercise-5.stage1.activation.ms")?;
+            let holds = r.text("exercise-5.unfused.activation.reading")? == "slow kernel"
+                && r.text("exercise-5.stage1.activation.reading")? == "slow kernel"
+                && (0.8..=1.25).contains(&(stage1 / unfused));
+            let message = r.list(&[
+                "exercise-5.unfused.activation.reading",
+                "exercise-5.unfused.activation.ms",
+                "exercise-5.stage1.activation.reading",
+                "exercise-5.stage1.activation.ms",
+            ])?;
+            Ok(Outcome::holds_if(holds, || {
+                format!(
+                    "{message} ({})",
+                    crate::render_number(stage1 / unfused, "×", 2)
+                )
+            }))
+        },
+    },
+    Claim {
+        name: "cpu-kernel-fix-moves-the-row",
+        reads: &[
+            "exercise-5.unfused.activation.reading",
+            "exercise-5.unfused.activation.roofline_pct",
+            "exercise-5.stage2.activation.roofline_pct",
+            "exercise-5.unfused.activation.share",
+            "exercise-5.stage2.activation.share",
+        ],
+        holds_when: "on a CPU run, exercise-5.unfused.activation.reading == \"slow kernel\" and \
+                     exercise-5.stage2.activation.roofline_pct >= 3 × \
+                     exercise-5.unfused.activation.roofline_pct and \
+                     exercise-5.stage2.activation.share < exercise-5.unfused.activation.share \
+                     (a CUDA run does not apply)",
+        check: |r| {
+            if r.file("exercise-5")?.measured_on.device != "cpu" {
+                return Ok(Outcome::Holds);
+            }
+            let holds = r.text("exercise-5.unfused.activation.reading")? == "slow kernel"
+                && r.number("exercise-5.stage2.activation.roofline_pct")?
+                    >= 3.0 * r.number("exercise-5.unfused.activation.roofline_pct")?
+                && r.number("exercise-5.stage2.activation.share")?
+                    < r.number("exercise-5.unfused.activation.share")?;
+            let message = r.list(&[
+                "exercise-5.unfused.activation.reading",
+                "exercise-5.unfused.activation.share",
+                "exercise-5.unfused.activation.roofline_pct",
+                "exercise-5.stage2.activation.share",
+                "exercise-5.stage2.activation.roofline_pct",
+            ])?;
+            Ok(Outcome::holds_if(holds, || message))
+        },
+    },
+    Claim {
+        name: "fused-cut-within-the-ceiling",
+        reads: &[
+            "exercise-5.bench.time_cut_pct",
+            "exercise-5.prefill.replaced.share",
+        ],
+        holds_when: "exercise-5.bench.time_cut_pct <= exercise-5.prefill.replaced.share",
+        check: |r| {
+            let holds = r.number("exercise-5.bench.time_cut_pct")?
+                <= r.number("exercise-5.prefill.replaced.share")?;
+            let message = r.list(&[
+                "exercise-5.bench.time_cut_pct",
+                "exercise-5.prefill.replaced.share",
+            ])?;
+            Ok(Outcome::holds_if(holds, || message))
+        },
+    },
+    // exercise-8.md
+    Claim {
+        name: "smollm2-dense-layers-lead",
+        reads: &[
+            "exercise-8.matmul.rank",
+            "exercise-8.lm_head.rank",
+            "exercise-8.matmul.reading",
+            "exercise-8.lm_head.reading",
+        ],
+        holds_when: "matmul and lm_head are the two largest self shares of the exercise-8 run \
+                     (ranks 1 and 2, either order) and both read memory-bound",
+        check: |r| {
+            let ranks = [
+                r.number("exercise-8.matmul.rank")?,
+                r.number("exercise-8.lm_head.rank")?,
+            ];
+            let holds = (ranks == [1.0, 2.0] || ranks == [2.0, 1.0])
+                && r.text("exercise-8.matmul.reading")? == "memory-bound"
+                && r.text("exercise-8.lm_head.reading")? == "memory-bound";
+            let message = r.list(&[
+                "exercise-8.matmul.rank",
+                "exercise-8.matmul.reading",
+                "exercise-8.lm_head.rank",
+                "exercise-8.lm_head.reading",
+            ])?;
+            Ok(Outcome::holds_if(holds, || message))
+        },
+    },
+    // profile-as-budget.md and tool-tiers.md: the recorded H200 run
+    Claim {
+        name: "h200-elementwise-launch-overhead",
+        reads: &[
+            "h200.gelu.reading",
+            "h200.bias_add.reading",
+            "h200.layer_norm.reading",
+            "h200.gelu.roofline_pct",
+        ],
+        holds_when: "h200.gelu.reading == h200.bias_add.reading == h200.layer_norm.reading == \
+                     \"launch overhead\" and h200.gelu.roofline_pct <= 5",
+        check: |r| {
+            let mut holds = r.number("h200.gelu.roofline_pct")? <= 5.0;
+            for key in [
+                "h200.gelu.reading",
+                "h200.bias_add.reading",
+                "h200.layer_norm.reading",
+            ] {
+                holds &= r.text(key)? == "launch overhead";
+            }
+            let message = r.list(&[
+                "h200.gelu.reading",
+                "h200.bias_add.reading",
+                "h200.layer_norm.reading",
+                "h200.gelu.roofline_pct",
+            ])?;
+            Ok(Outcome::holds_if(holds, || message))
+        },
+    },
+    Claim {
+        name: "ncu-fused-kernel-mostly-startup",
+        reads: &["h200.ncu.duration_us", "h200.ncu.memory_throughput_pct"],
+        holds_when: "h200.ncu.duration_us >= 1.0 and h200.ncu.memory_throughput_pct < 25",
+        check: |r| {
+            let holds = r.number("h200.ncu.duration_us")? >= 1.0
+                && r.number("h200.ncu.memory_throughput_pct")? < 25.0;
+            let message = r.list(&["h200.ncu.duration_us", "h200.ncu.memory_throughput_pct"])?;
+            Ok(Outcome::holds_if(holds, || message))
+        },
+    },
+];
 
 #[cfg(test)]
 pub(crate) mod tests {
@@ -238,5 +686,303 @@ pub(crate) mod tests {
                 panic!("claim `{}` on its declared figures: {e}", claim.name);
             }
         }
+    }
+
+    /// A measured set from `(NAME.KEY, figure)` pairs; numbers get one decimal and unit "".
+    fn set(figures: &[(&str, F)]) -> Measured {
+        let mut measured = Measured::empty("m");
+        for (full, figure) in figures {
+            let (name, key) = split_key(full).unwrap();
+            let mut file = measured.file(name).cloned().unwrap_or_else(|_| {
+                let mut f = exercise_5(1.0, 1.0);
+                f.name = name.to_string();
+                f.figures.clear();
+                f
+            });
+            file.insert(
+                key,
+                match figure {
+                    F::N(v) => Figure::number(*v, "", 1),
+                    F::T(t) => Figure::text(*t),
+                },
+            );
+            measured.insert(file);
+        }
+        measured
+    }
+
+    enum F {
+        N(f64),
+        T(&'static str),
+    }
+    use F::{N, T};
+
+    /// Each book claim: figures like the reference run's (it holds), then one figure changed the
+    /// way a different machine could (it fails, saying what was measured).
+    #[test]
+    fn each_book_claim_holds_and_fails_as_its_condition_says() {
+        let cases: Vec<(&str, Vec<(&str, F)>, (&str, F), &str)> =
+            vec![
+            (
+                "aa-bootstrap-fails-near-knee",
+                vec![
+                    ("aa.knee.bootstrap.coverage_pct", N(22.3)),
+                    ("aa.knee.bootstrap.differs_pct", N(56.8)),
+                    ("aa.knee.replicates.coverage_pct", N(95.8)),
+                    ("aa.knee.replicates.differs_pct", N(0.1)),
+                ],
+                ("aa.knee.replicates.coverage_pct", N(90.0)),
+                "near the knee the per-request bootstrap held the true P90 in 22.3 of runs and \
+                 called 56.8 of A/A pairs different; intervals over replicates held it in 90.0 \
+                 and called 0.1 different",
+            ),
+            (
+                "queue-dominates-past-knee",
+                vec![
+                    ("serving.rate_8.queue.p90_ms", N(2000.0)),
+                    ("serving.rate_8.ttft.p90_ms", N(2400.0)),
+                    ("serving.rate_8.prefill.p90_ms", N(435.0)),
+                    ("serving.rate_8.req_s", N(3.7)),
+                ],
+                ("serving.rate_8.req_s", N(7.9)),
+                "at 8 req/s offered: rate_8.queue.p90_ms = 2000.0, rate_8.ttft.p90_ms = 2400.0, \
+                 rate_8.prefill.p90_ms = 435.0, rate_8.req_s = 7.9",
+            ),
+            (
+                "itl-tail-is-prefill",
+                vec![
+                    ("serving.rate_4.itl.p90_ms", N(156.0)),
+                    ("serving.rate_4.itl.median_ms", N(27.0)),
+                ],
+                ("serving.rate_4.itl.p90_ms", N(30.0)),
+                "at 4 req/s offered: rate_4.itl.median_ms = 27.0, rate_4.itl.p90_ms = 30.0 \
+                 (1.11× the median)",
+            ),
+            (
+                "batch-16-saturates-little-higher",
+                vec![
+                    ("exercise-2.batch_16.saturation_req_s", N(3.98)),
+                    ("exercise-2.batch_8.saturation_req_s", N(3.70)),
+                ],
+                ("exercise-2.batch_16.saturation_req_s", N(6.0)),
+                "batch_8.saturation_req_s = 3.7, batch_16.saturation_req_s = 6.0 (1.62×)",
+            ),
+            (
+                "gelu-slow-kernel-on-cpu",
+                vec![
+                    ("exercise-3.gelu.reading", T("slow kernel")),
+                    ("exercise-3.gelu.roofline_pct", N(1.5)),
+                ],
+                ("exercise-3.gelu.reading", T("memory-bound")),
+                "gelu.reading = memory-bound, gelu.roofline_pct = 1.5",
+            ),
+            (
+                "gelu-slow-kernel",
+                vec![("exercise-3.gelu.reading", T("slow kernel"))],
+                ("exercise-3.gelu.reading", T("launch overhead")),
+                "gelu.reading = launch overhead",
+            ),
+            (
+                "lm-head-one-position-saves-little",
+                vec![("exercise-3.lm_head.memory_roofline_pct", N(90.0))],
+                ("exercise-3.lm_head.memory_roofline_pct", N(30.0)),
+                "lm_head.memory_roofline_pct = 30.0",
+            ),
+            (
+                "exercise-3-top-three",
+                vec![
+                    ("exercise-3.matmul.rank", N(1.0)),
+                    ("exercise-3.lm_head.rank", N(2.0)),
+                    ("exercise-3.gelu.rank", N(3.0)),
+                    ("exercise-3.matmul.share", N(57.2)),
+                    ("exercise-3.lm_head.share", N(21.0)),
+                    ("exercise-3.gelu.share", N(17.2)),
+                ],
+                ("exercise-3.gelu.rank", N(4.0)),
+                "matmul.rank = 1.0, matmul.share = 57.2, lm_head.rank = 2.0, lm_head.share = \
+                 21.0, gelu.rank = 4.0, gelu.share = 17.2",
+            ),
+            (
+                "matmuls-memory-bound",
+                vec![
+                    ("exercise-3.matmul.reading", T("memory-bound")),
+                    ("exercise-3.lm_head.reading", T("memory-bound")),
+                    ("exercise-3.matmul.share", N(57.2)),
+                    ("exercise-3.lm_head.share", N(21.0)),
+                ],
+                ("exercise-3.matmul.reading", T("compute-bound")),
+                "matmul.reading = compute-bound, matmul.share = 57.2, lm_head.reading = \
+                 memory-bound, lm_head.share = 21.0",
+            ),
+            (
+                "bias-add-outruns-gelu",
+                vec![("exercise-3.bias_add.gb_s", N(38.0)), ("exercise-3.gelu.gb_s", N(0.35))],
+                ("exercise-3.bias_add.gb_s", N(2.0)),
+                "bias_add.gb_s = 2.0, gelu.gb_s = 0.3 (5.7×)",
+            ),
+            (
+                "bf16-beats-prediction",
+                vec![
+                    ("exercise-4.measured_cut_pct", N(36.0)),
+                    ("exercise-4.predicted_cut_pct", N(24.2)),
+                    ("exercise-4.bf16.peak_gflop_s", N(359.0)),
+                    ("exercise-4.f32.peak_gflop_s", N(206.0)),
+                ],
+                ("exercise-4.bf16.peak_gflop_s", N(150.0)),
+                "measured_cut_pct = 36.0, predicted_cut_pct = 24.2, bf16.peak_gflop_s = 150.0, \
+                 f32.peak_gflop_s = 206.0",
+            ),
+            (
+                "first-attempt-overstates",
+                vec![
+                    ("exercise-4.half_shares_pct", N(36.4)),
+                    ("exercise-4.predicted_cut_pct", N(24.2)),
+                ],
+                ("exercise-4.half_shares_pct", N(24.2)),
+                "half_shares_pct = 24.2, predicted_cut_pct = 24.2",
+            ),
+            (
+                "fusion-alone-flat-on-cpu",
+                vec![
+                    ("exercise-5.stage1.fused.share", N(17.0)),
+                    ("exercise-5.unfused.gelu.share", N(15.7)),
+                ],
+                ("exercise-5.stage1.fused.share", N(4.0)),
+                "unfused.gelu.share = 15.7, stage1.fused.share = 4.0 (0.25×)",
+            ),
+            (
+                "h200-elementwise-launch-overhead",
+                vec![
+                    ("h200.gelu.reading", T("launch overhead")),
+                    ("h200.bias_add.reading", T("launch overhead")),
+                    ("h200.layer_norm.reading", T("launch overhead")),
+                    ("h200.gelu.roofline_pct", N(1.2)),
+                ],
+                ("h200.layer_norm.reading", T("memory-bound")),
+                "gelu.reading = launch overhead, bias_add.reading = launch overhead, \
+                 layer_norm.reading = memory-bound, gelu.roofline_pct = 1.2",
+            ),
+            (
+                "ncu-fused-kernel-mostly-startup",
+                vec![
+                    ("h200.ncu.duration_us", N(2.6)),
+                    ("h200.ncu.memory_throughput_pct", N(12.0)),
+                ],
+                ("h200.ncu.memory_throughput_pct", N(60.0)),
+                "ncu.duration_us = 2.6, ncu.memory_throughput_pct = 60.0",
+            ),
+            (
+                "cpu-fusion-alone-moves-nothing",
+                vec![
+                    ("exercise-5.unfused.activation.reading", T("slow kernel")),
+                    ("exercise-5.stage1.activation.reading", T("slow kernel")),
+                    ("exercise-5.unfused.activation.ms", N(3.2)),
+                    ("exercise-5.stage1.activation.ms", N(3.4)),
+                ],
+                ("exercise-5.stage1.activation.ms", N(1.0)),
+                "unfused.activation.reading = slow kernel, unfused.activation.ms = 3.2, \
+                 stage1.activation.reading = slow kernel, stage1.activation.ms = 1.0 (0.31×)",
+            ),
+            (
+                "cpu-kernel-fix-moves-the-row",
+                vec![
+                    ("exercise-5.unfused.activation.reading", T("slow kernel")),
+                    ("exercise-5.unfused.activation.roofline_pct", N(1.5)),
+                    ("exercise-5.stage2.activation.roofline_pct", N(14.2)),
+                    ("exercise-5.unfused.activation.share", N(15.7)),
+                    ("exercise-5.stage2.activation.share", N(2.1)),
+                ],
+                ("exercise-5.stage2.activation.roofline_pct", N(3.0)),
+                "unfused.activation.reading = slow kernel, unfused.activation.share = 15.7, \
+                 unfused.activation.roofline_pct = 1.5, stage2.activation.share = 2.1, \
+                 stage2.activation.roofline_pct = 3.0",
+            ),
+            (
+                "fused-cut-within-the-ceiling",
+                vec![
+                    ("exercise-5.bench.time_cut_pct", N(12.0)),
+                    ("exercise-5.prefill.replaced.share", N(16.0)),
+                ],
+                ("exercise-5.bench.time_cut_pct", N(32.8)),
+                "bench.time_cut_pct = 32.8, prefill.replaced.share = 16.0",
+            ),
+            (
+                "smollm2-dense-layers-lead",
+                vec![
+                    ("exercise-8.matmul.rank", N(1.0)),
+                    ("exercise-8.lm_head.rank", N(2.0)),
+                    ("exercise-8.matmul.reading", T("memory-bound")),
+                    ("exercise-8.lm_head.reading", T("memory-bound")),
+                ],
+                ("exercise-8.lm_head.rank", N(3.0)),
+                "matmul.rank = 1.0, matmul.reading = memory-bound, lm_head.rank = 3.0, \
+                 lm_head.reading = memory-bound",
+            ),
+        ];
+        let tested: BTreeSet<_> = cases.iter().map(|c| c.0).collect();
+        let all: BTreeSet<_> = CLAIMS.iter().map(|c| c.name).collect();
+        assert_eq!(tested, all, "every claim has a case here");
+        for (name, holding, (key, changed), otherwise) in cases {
+            let claim = find(CLAIMS, name).unwrap();
+            let mut measured = set(&holding);
+            assert_eq!(claim.evaluate(&measured).unwrap(), Outcome::Holds, "{name}");
+            let changed = set(&[(key, changed)])
+                .file(split_key(key).unwrap().0)
+                .unwrap()
+                .clone();
+            let mut file = measured.file(&changed.name).unwrap().clone();
+            file.figures.extend(changed.figures);
+            measured.insert(file);
+            assert_eq!(
+                claim.evaluate(&measured).unwrap(),
+                Outcome::Otherwise(otherwise.to_string()),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn fusion_alone_does_not_apply_to_a_cuda_run() {
+        let claim = find(CLAIMS, "fusion-alone-flat-on-cpu").unwrap();
+        let mut measured = set(&[
+            ("exercise-5.stage1.fused.share", N(4.0)),
+            ("exercise-5.unfused.gelu.share", N(15.7)),
+        ]);
+        let mut file = measured.file("exercise-5").unwrap().clone();
+        file.measured_on.device = "cuda".into();
+        measured.insert(file);
+        assert_eq!(claim.evaluate(&measured).unwrap(), Outcome::Holds);
+    }
+
+    /// Every `claim:NAME` the pages' wanted lists name (book/measured/wanted/*.tsv) is one here.
+    #[test]
+    fn every_wanted_claim_is_implemented() {
+        let wanted =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../book/measured/wanted");
+        let Ok(entries) = std::fs::read_dir(&wanted) else {
+            return;
+        };
+        let mut missing = Vec::new();
+        for entry in entries {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "tsv") {
+                for line in std::fs::read_to_string(&path).unwrap().lines() {
+                    if let Some(name) = line
+                        .split('\t')
+                        .next()
+                        .and_then(|k| k.strip_prefix("claim:"))
+                    {
+                        if find(CLAIMS, name.trim()).is_none() {
+                            missing.push(format!("{}: claim:{name}", path.display()));
+                        }
+                    }
+                }
+            }
+        }
+        assert!(
+            missing.is_empty(),
+            "claims listed but not in CLAIMS:\n{}",
+            missing.join("\n")
+        );
     }
 }
