@@ -711,6 +711,14 @@ pub(crate) mod tests {
         measured
     }
 
+    /// A claim, figures on which it holds, one figure changed, and the message it then gives.
+    type Case = (
+        &'static str,
+        Vec<(&'static str, F)>,
+        (&'static str, F),
+        &'static str,
+    );
+
     enum F {
         N(f64),
         T(&'static str),
@@ -721,7 +729,7 @@ pub(crate) mod tests {
     /// way a different machine could (it fails, saying what was measured).
     #[test]
     fn each_book_claim_holds_and_fails_as_its_condition_says() {
-        let cases: Vec<(&str, Vec<(&str, F)>, (&str, F), &str)> =
+        let cases: Vec<Case> =
             vec![
             (
                 "aa-bootstrap-fails-near-knee",
