@@ -220,3 +220,40 @@ fn mdbook_build_renders_included_files_and_fails_on_a_missing_key() {
         "{stderr}"
     );
 }
+
+/// A claim of the book (`gelu-slow-kernel`), through the real binary: the sentence alone where
+/// the file agrees, the sentence and what this machine measured where it does not.
+#[test]
+fn a_book_claim_renders_its_sentence_or_what_was_measured_otherwise() {
+    let root = book_root();
+    let mut exercise_3 = serving();
+    exercise_3.name = "exercise-3".into();
+    exercise_3.measured_on.command = "book-measure exercise-3".into();
+    exercise_3.figures.clear();
+    let page = "{{#claim gelu-slow-kernel}}Its Reading says slow kernel.{{#endclaim}}\n";
+    let mut rendered = Vec::new();
+    for reading in ["slow kernel", "memory-bound"] {
+        exercise_3.insert("gelu.reading", Figure::text(reading));
+        measured::write(&root.path().join("book/measured"), &exercise_3).unwrap();
+        let out = preprocess(root.path(), page);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let book: Book = serde_json::from_slice(&out.stdout).unwrap();
+        let BookItem::Chapter(chapter) = &book.items[0] else {
+            panic!("not a chapter")
+        };
+        rendered.push(chapter.content.lines().next().unwrap().to_string());
+        assert!(
+            chapter.content.contains("[exercise-3.json]"),
+            "{}",
+            chapter.content
+        );
+    }
+    insta::assert_snapshot!(rendered.join("\n"), @r#"
+    <span class="claim" data-claim="gelu-slow-kernel">Its Reading says slow kernel.</span>
+    <span class="claim claim-otherwise" data-claim="gelu-slow-kernel">Its Reading says slow kernel.</span> <em class="measured-otherwise">(This machine measured otherwise: gelu.reading = memory-bound)</em>
+    "#);
+}

@@ -7,7 +7,8 @@
 //!   loaded files, the sentence is followed by "(This machine measured otherwise: …)".
 //!
 //! Markers inside code (fenced blocks, at any indentation, and inline code spans) are left alone,
-//! so a page can show the markup itself. Indented (four-space) code blocks are not recognised as
+//! so a page can show the markup itself (a backslash, `\{{#measured ...}}`, does not: mdBook's
+//! `links` preprocessor, which runs first, removes it). Indented (four-space) code blocks are not recognised as
 //! code: use a fence there. Other `{{#...}}` directives (mdBook's own, `{{#quiz}}`) pass through.
 //! A claim's sentence stays within one paragraph (no blank line) and claims do not nest.
 //!
