@@ -65,7 +65,7 @@ struct Args {
     #[arg(long)]
     rate: Option<f64>,
     /// The rates the calibration sweep tries, in order, until the target fails [default: 1, 2,
-    /// 4, … 32 times half the rate one request at a time could sustain].
+    /// 4, … 32 times half the rate one request at a time could sustain, rounded].
     #[arg(long, value_delimiter = ',')]
     sweep_rates: Option<Vec<f64>>,
     /// Requests sent at each rate of the calibration sweep.
@@ -204,10 +204,10 @@ fn run(args: Args, dir: &Path) -> Result<()> {
     }
     // One request at a time sustains 1 / E2EL requests per second; batching sustains more.
     let base = 0.5 * 1000.0 / e2el.median;
+    // Doubling from one rounded rate, so that 2R (R one of these) is the next rate tried.
     let rates = args.sweep_rates.clone().unwrap_or_else(|| {
-        (0..6)
-            .map(|i| load::round_rate(base * f64::from(1 << i)))
-            .collect()
+        let first = load::round_rate(base);
+        (0..6).map(|i| first * f64::from(1 << i)).collect()
     });
     let slo = Slo {
         ttft_ms: Some(target),
