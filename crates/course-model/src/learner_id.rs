@@ -1,8 +1,11 @@
 //! The learner id: one line in `exercises/learner.toml`, `id = "alice"`. Every per-learner
 //! variant is drawn from it (`crate::variant`), so `course check` and the instructor's `course
-//! grade` regenerate the same questions. This module reads, checks and writes it; `course`
-//! asks for it the first time (`course/src/learner.rs`).
+//! grade` regenerate the same questions. This module reads, checks and writes it, and asks for
+//! it the first time ([`ensure_learner_id`]): `course run` and `course check` do, and so do the
+//! exercises that draw questions (1 and 6) before they draw, whether run by `course run` or by
+//! `cargo run -p exercise-N`.
 
+use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
 
 /// The learner's id file, inside the exercises folder (so a submission of that folder carries
@@ -77,6 +80,85 @@ pub fn current_learner_id(exercises_dir: &Path) -> Result<Option<String>, String
 /// What to tell a learner whose tools found no id.
 pub const NO_LEARNER_ID: &str = "no learner id yet: run `course id NAME` once (your name or student number, as your instructor asks; \
      `course run` and `course check` also ask), or set COURSE_LEARNER_ID; it is stored in exercises/learner.toml";
+
+/// The learner's id, given before anything is drawn from it: the one stored in
+/// `exercises_dir/learner.toml`; else `COURSE_LEARNER_ID` (then stored); else asked in the
+/// terminal (then stored). Without a terminal and without either, an error that says what to
+/// do: the command that stores an id, the file it writes, and `rerun`, the command to run
+/// again after. Messages go to standard error, prefixed as `course` prints its own (`==> `).
+pub fn ensure_learner_id(exercises_dir: &Path, rerun: &str) -> Result<String, String> {
+    let stdin = std::io::stdin();
+    let terminal = stdin.is_terminal();
+    ensure_with(
+        exercises_dir,
+        rerun,
+        terminal.then(|| stdin.lock()),
+        &mut std::io::stderr(),
+    )
+}
+
+/// [`ensure_learner_id`] with its terminal given: `input` is `None` when there is none.
+fn ensure_with(
+    exercises_dir: &Path,
+    rerun: &str,
+    input: Option<impl BufRead>,
+    out: &mut impl Write,
+) -> Result<String, String> {
+    let shown = exercises_dir.join(LEARNER_FILE);
+    match find_learner_id(exercises_dir)? {
+        Some(Found::Stored(stored)) => {
+            let env = std::env::var(LEARNER_ID_ENV).unwrap_or_default();
+            if !env.trim().is_empty() && env.trim().to_lowercase() != stored.to_lowercase() {
+                let _ = writeln!(out, "==> note: {LEARNER_ID_ENV}={env} is set, but {} says {stored:?}: using {stored:?} (change it with `course id NAME`).", shown.display());
+            }
+            return Ok(stored);
+        }
+        Some(Found::FromEnv(id)) => return store_and_say(exercises_dir, &id, out),
+        None => {}
+    }
+    let Some(mut input) = input else {
+        return Err(format!(
+            "no learner id yet, and no terminal to ask for one: your questions are drawn from it. Run `course id NAME` \
+             (your name or student number, as your instructor asks), or write the line id = \"NAME\" in {}, or set \
+             {LEARNER_ID_ENV}=NAME; then run `{rerun}` again",
+            shown.display()
+        ));
+    };
+    let io = |e: std::io::Error| format!("cannot ask for your learner id: {e}");
+    writeln!(
+        out,
+        "==> First, your learner id: your name or student number, as your instructor asks."
+    )
+    .map_err(io)?;
+    writeln!(out, "    Your own questions are drawn from it, `course check` grades the same ones, and `course grade` checks it against your submission's name.").map_err(io)?;
+    for _ in 0..3 {
+        write!(out, "    Learner id: ").map_err(io)?;
+        out.flush().map_err(io)?;
+        let mut line = String::new();
+        if input.read_line(&mut line).map_err(io)? == 0 {
+            break;
+        }
+        match check_learner_id(&line) {
+            Ok(id) => return store_and_say(exercises_dir, &id, out),
+            Err(e) => writeln!(out, "    {e}").map_err(io)?,
+        }
+    }
+    Err(format!(
+        "no learner id given; run `course id NAME` (it writes {}), then run `{rerun}` again",
+        shown.display()
+    ))
+}
+
+/// Store `id` in `exercises_dir`'s learner file and say so on `out`.
+pub fn store_and_say(
+    exercises_dir: &Path,
+    id: &str,
+    out: &mut impl Write,
+) -> Result<String, String> {
+    let id = write_learner_id(exercises_dir, id)?;
+    let _ = writeln!(out, "==> Learner id {id:?} stored in exercises/{LEARNER_FILE} (submit it with your exercises; `course id NAME` changes it).");
+    Ok(id)
+}
 
 /// Store `id` (checked with [`check_learner_id`]) in `exercises_dir/learner.toml`, atomically.
 pub fn write_learner_id(exercises_dir: &Path, id: &str) -> Result<String, String> {
@@ -173,6 +255,56 @@ mod tests {
             "{err}"
         );
         assert_eq!(learner_id(dir.path()), None);
+    }
+
+    #[test]
+    fn an_id_is_asked_in_a_terminal_and_stored_before_anything_is_drawn() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut out = Vec::new();
+        let typed: &[u8] = b"a b\n  carol \n";
+        let id = ensure_with(dir.path(), "cargo run -p exercise-1", Some(typed), &mut out).unwrap();
+        assert_eq!(id, "carol");
+        assert_eq!(read_learner_id(dir.path()), Ok(Some("carol".into())));
+        let said = String::from_utf8(out).unwrap();
+        assert!(
+            said.contains("Learner id: ")
+                && said.contains("holds ' '")
+                && said.contains("stored in exercises/learner.toml"),
+            "{said}"
+        );
+        // Stored: not asked again.
+        let mut out = Vec::new();
+        let none: Option<&[u8]> = None;
+        assert_eq!(
+            ensure_with(dir.path(), "x", none, &mut out).unwrap(),
+            "carol"
+        );
+    }
+
+    #[test]
+    fn without_a_terminal_the_error_names_the_file_and_the_commands() {
+        let dir = tempfile::tempdir().unwrap();
+        let none: Option<&[u8]> = None;
+        let err =
+            ensure_with(dir.path(), "cargo run -p exercise-6", none, &mut Vec::new()).unwrap_err();
+        let file = dir.path().join(LEARNER_FILE).display().to_string();
+        assert!(
+            err.contains(&file)
+                && err.contains("course id NAME")
+                && err.contains("`cargo run -p exercise-6` again")
+                && !err.contains("  "),
+            "{err}"
+        );
+        assert_eq!(read_learner_id(dir.path()), Ok(None), "nothing stored");
+        // Input that ends before a valid id: the same way out.
+        let err = ensure_with(
+            dir.path(),
+            "cargo run -p exercise-6",
+            Some(&b""[..]),
+            &mut Vec::new(),
+        )
+        .unwrap_err();
+        assert!(err.contains("course id NAME"), "{err}");
     }
 
     #[test]

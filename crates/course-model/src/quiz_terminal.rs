@@ -136,29 +136,24 @@ pub fn run(quiz_path: &Path, answers_path: &Path, check_command: &str) -> Result
     )
 }
 
-/// What exercises 1 and 6 run: the learner's own draw of exercise `number`'s questions (their id
-/// read from the course folder that holds `exercise_dir`), asked one at a time in the terminal
-/// and written to the exercise's answers.toml; without a terminal, how to answer by hand.
+/// What exercises 1 and 6 run: the learner's id first (asked in the terminal and stored in
+/// exercises/learner.toml the first time; without a terminal, an error that says how to give
+/// one), then their own draw of exercise `number`'s questions, asked one at a time and written
+/// to the exercise's answers.toml; without a terminal, how to answer by hand. The id comes
+/// before the draw so that the questions asked are the ones `course check` grades.
 pub fn run_exercise(exercise_dir: &Path, number: u32) -> Result<()> {
     // Shown in messages: the path without the ../.. that leads from the package to the course.
     let dir = std::fs::canonicalize(exercise_dir).unwrap_or_else(|_| exercise_dir.to_path_buf());
     let exercises = dir.parent().unwrap_or(&dir);
     let root = exercises.parent().unwrap_or(exercises);
-    let (quiz, learner) = crate::quiz_variant::for_learner(root, number, exercises)
+    let rerun = format!("cargo run -p exercise-{number}");
+    let learner = crate::learner_id::ensure_learner_id(exercises, &rerun)
         .map_err(|e| anyhow::anyhow!("{e}"))?;
-    let source = match &learner {
-        Some(id) => format!("your variant (learner id `{id}`)"),
-        None => {
-            eprintln!(
-                "note: these are the shared variant's questions, as there is {}",
-                crate::learner_id::NO_LEARNER_ID
-            );
-            "the shared variant".to_string()
-        }
-    };
+    let quiz = crate::quiz_variant::for_learner(root, number, &learner)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
     run_quiz(
         &quiz,
-        &source,
+        &format!("your variant (learner id `{learner}`)"),
         &dir.join("answers.toml"),
         &format!("course check {number}"),
     )

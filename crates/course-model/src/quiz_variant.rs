@@ -76,15 +76,11 @@ pub fn variant_quiz(
     })
 }
 
-/// What an exercise's program asks: the learner's variant of quiz exercise `number` of the
-/// course at `root`, for the id of `exercises_dir/learner.toml` or else COURSE_LEARNER_ID
-/// (`None` when there is neither: the shared variant). Reads the manifest and the graded bank
-/// as the grader does.
-pub fn for_learner(
-    root: &Path,
-    number: u32,
-    exercises_dir: &Path,
-) -> Result<(QuizFile, Option<String>), QuizError> {
+/// What an exercise's program asks: `learner`'s variant of quiz exercise `number` of the
+/// course at `root`. Reads the manifest and the graded bank as the grader does; the program
+/// has the learner's id first (`crate::learner_id::ensure_learner_id`), so that what it asks is
+/// what `course check` grades.
+pub fn for_learner(root: &Path, number: u32, learner: &str) -> Result<QuizFile, QuizError> {
     let manifest = Manifest::load(&root.join(MANIFEST_PATH)).map_err(|e| QuizError(e.0))?;
     let exercise = manifest
         .exercise(number)
@@ -98,8 +94,7 @@ pub fn for_learner(
     let file = bank
         .file(name)
         .ok_or_else(|| QuizError(format!("quiz file {name} was not loaded")))?;
-    let learner = crate::learner_id::current_learner_id(exercises_dir).map_err(QuizError)?;
-    Ok((variant_quiz(exercise, file, learner.as_deref())?, learner))
+    variant_quiz(exercise, file, Some(learner))
 }
 
 /// A uniform index below `n` from one 64-bit draw (the high half of the 128-bit product: a

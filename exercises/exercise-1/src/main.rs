@@ -23,10 +23,10 @@ const NUMBER: u32 = 1;
     long_about = "Exercise 1: Name the question.\n\n\
         Shows your six scenarios one at a time and asks, for each, whether a Benchmark or a Profile answers it; \
         then one line on what decided them. The scenarios are drawn for you from the course's bank with your \
-        learner id (exercises/learner.toml, set with `course id NAME`), so `course check 1` grades the same ones. \
+        learner id, asked for first if exercises/learner.toml holds none yet (or set with `course id NAME`), so `course check 1` grades the same ones. \
         Your answers are written to this exercise's answers.toml (its comments are kept).\n\n\
-        Without a terminal (standard input not a TTY) it prints the scenarios with their ids and explains how \
-        to fill answers.toml by hand."
+        Without a terminal (standard input not a TTY) it needs the learner id first (`course id NAME`), then \
+        prints the scenarios with their ids and explains how to fill answers.toml by hand."
 )]
 struct Args {}
 

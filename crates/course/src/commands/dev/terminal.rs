@@ -1,14 +1,18 @@
 //! The programs that ask in a terminal, run in a pseudo-terminal ([`super::pty`]): `course run N`
 //! records the prediction it asks for before the profile (the lines `dev_check.prediction`
-//! types) and shows it beside the measurement; each quiz exercise asks its learner's own draw,
-//! answered as the bank says ([`super::quiz_screen`]), writes answers.toml keeping its comments,
-//! and those answers pass `course check N`.
+//! types) and shows it beside the measurement; each quiz exercise, run as a learner first runs
+//! it (no learner id yet, `cargo run -p exercise-N`), asks for the id before anything else,
+//! then that learner's own draw, answered as the bank says ([`super::quiz_screen`]), writes
+//! answers.toml keeping its comments, and those answers pass `course check N`: the questions
+//! asked are the ones graded. Without a terminal and without an id it draws nothing and says
+//! how to give one.
 
 use super::quiz_screen::Answerer;
 use super::root::Source;
 use super::shim::Packages;
 use super::tally::{missing, SHOWN_LINES};
-use super::{failure, pty, Lint, CHECK_LINES, STEP_LIMIT};
+use super::{failure, pty, step, Lint, CHECK_LINES, QUICK_LIMIT, STEP_LIMIT};
+use course_model::learner_id::{learner_id, LEARNER_FILE, LEARNER_ID_ENV};
 use course_model::manifest::{CheckKind, ExerciseInfo};
 use course_model::quiz::{bank_dir, QuestionBank};
 use grader::answers::{Answers, Field};
@@ -37,8 +41,11 @@ pub fn check(lint: &mut Lint) {
     for exercise in exercises.iter().filter(|e| e.check == CheckKind::Quiz) {
         let n = exercise.number;
         let count = exercise.draw + exercise.questions.len();
-        let what = format!("exercise-{n} in a terminal asks the learner's own {count} questions, writes answers.toml (comments kept), and the right answers pass");
+        let what = format!("exercise-{n} in a terminal, with no learner id yet, asks for it first, then the learner's own {count} questions, writes answers.toml (comments kept), and the right answers pass");
         let outcome = quiz_answers_pass(lint, exercise);
+        lint.tally.record(&what, outcome);
+        let what = format!("exercise-{n} without a terminal and without a learner id draws nothing and names {LEARNER_FILE} and `course id`");
+        let outcome = no_id_without_a_terminal(lint, exercise);
         lint.tally.record(&what, outcome);
     }
 }
@@ -162,14 +169,49 @@ fn quiz_answers_pass(lint: &Lint, exercise: &ExerciseInfo) -> Result<(), String>
             QUIZ_LEARNER,
         )
         .map_err(|e| format!("{e:#}"))?;
+    // A learner's first run: no learner.toml yet, as in a fresh clone.
+    let exercises_dir = root.join("exercises");
+    std::fs::remove_file(exercises_dir.join(LEARNER_FILE))
+        .map_err(|e| format!("cannot remove the root's {LEARNER_FILE}: {e}"))?;
     let mut command = Command::new(lint.program(&exercise.package));
-    command.arg("--exercise-dir").arg(root.join(&exercise.dir));
+    command
+        .arg("--exercise-dir")
+        .arg(root.join(&exercise.dir))
+        .env_remove(LEARNER_ID_ENV);
     let mut answerer = Answerer::new(file);
-    let transcript = pty::converse(&mut command, TERMINAL_LIMIT, |screen| answerer.at(screen))
-        .map_err(|e| format!("{e:#}"))?;
+    let mut id_asked = 0;
+    let transcript = pty::converse(&mut command, TERMINAL_LIMIT, |screen| {
+        let last = screen.rsplit('\n').next().unwrap_or(screen);
+        if last.trim_end().ends_with("Learner id:") {
+            id_asked += 1;
+            // Once; asked again, the run gives up (Enter) rather than loop.
+            return Some(if id_asked == 1 {
+                QUIZ_LEARNER.to_string()
+            } else {
+                String::new()
+            });
+        }
+        answerer.at(screen)
+    })
+    .map_err(|e| format!("{e:#}"))?;
     let _ = std::fs::write(lint.log(&format!("quiz-{n}")), &transcript.text);
 
     let mut problems = answerer.problems.clone();
+    if id_asked != 1 {
+        problems.push(format!(
+            "the learner id was asked {id_asked} times before the questions; once expected"
+        ));
+    }
+    let first_question = transcript.text.find("Question 1 of");
+    if first_question.is_some_and(|q| transcript.text.find("Learner id:").is_none_or(|id| id > q)) {
+        problems.push("a question came before the learner id was asked".to_string());
+    }
+    if learner_id(&exercises_dir).as_deref() != Some(QUIZ_LEARNER) {
+        problems.push(format!(
+            "{} does not hold the id typed, {QUIZ_LEARNER:?}",
+            exercises_dir.join(LEARNER_FILE).display()
+        ));
+    }
     let asked = exercise.draw + exercise.questions.len();
     if answerer.answered.len() != asked {
         problems.push(format!(
@@ -215,6 +257,58 @@ fn quiz_answers_pass(lint: &Lint, exercise: &ExerciseInfo) -> Result<(), String>
         Ok(())
     } else {
         Err(failure(&problems, &ran, STEP_LIMIT, CHECK_LINES))
+    }
+}
+
+/// Without a terminal and without a learner id, the quiz program draws nothing: it stops, names
+/// the file the id lives in and the command that writes it, and leaves answers.toml as it was.
+fn no_id_without_a_terminal(lint: &Lint, exercise: &ExerciseInfo) -> Result<(), String> {
+    let n = exercise.number;
+    let root = lint
+        .root(
+            &format!("no-id-{n}"),
+            Source::Exercises,
+            &[exercise],
+            QUIZ_LEARNER,
+        )
+        .map_err(|e| format!("{e:#}"))?;
+    let exercises_dir = root.join("exercises");
+    std::fs::remove_file(exercises_dir.join(LEARNER_FILE))
+        .map_err(|e| format!("cannot remove the root's {LEARNER_FILE}: {e}"))?;
+    let answers_path = root.join(&exercise.dir).join("answers.toml");
+    let before = std::fs::read(&answers_path).unwrap_or_default();
+    let mut command = Command::new(lint.program(&exercise.package));
+    command
+        .arg("--exercise-dir")
+        .arg(root.join(&exercise.dir))
+        .env_remove(LEARNER_ID_ENV);
+    let ran = step::run(&mut command, &lint.log(&format!("no-id-{n}")), QUICK_LIMIT)
+        .map_err(|e| format!("{e:#}"))?;
+    let rerun = format!("cargo run -p {}", exercise.package);
+    let mut problems = missing(
+        &ran.text,
+        &[
+            LEARNER_FILE.to_string(),
+            "course id NAME".to_string(),
+            rerun,
+        ],
+    );
+    if ran.text.contains("Question 1 of") {
+        problems.push("it printed questions without a learner id to draw them from".to_string());
+    }
+    if !ran.failed() {
+        problems.insert(0, "it should stop with an error".to_string());
+    }
+    if std::fs::read(&answers_path).unwrap_or_default() != before {
+        problems.push(format!("it changed {}", answers_path.display()));
+    }
+    if exercises_dir.join(LEARNER_FILE).exists() {
+        problems.push(format!("it invented a {LEARNER_FILE}"));
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(failure(&problems, &ran, QUICK_LIMIT, SHOWN_LINES))
     }
 }
 
