@@ -121,7 +121,7 @@ fn a_missing_key_fails_with_the_page_line_and_command() {
         String::from_utf8_lossy(&out.stderr).replace(&root.path().display().to_string(), "[ROOT]");
     insta::assert_snapshot!(stderr, @"
     mdbook-measured: 1 marker(s) could not be rendered from [ROOT]/book/measured:
-    book/src/page.md:3: {{#measured serving.b16.p50_ms}}: [ROOT]/book/measured/serving.json: no figure `b16.p50_ms` (it has: b8.p50_ms, speedup). Next step: if the key is right, re-run `book-measure serving` (its experiment may not write this key yet: list it in book/measured/wanted/PAGE.tsv); if not, fix the key
+    book/src/page.md:3: {{#measured serving.b16.p50_ms}}: [ROOT]/book/measured/serving.json: no figure `b16.p50_ms` (nearest: b8.p50_ms; 2 figures in all). Next step: if the key is right, its experiment does not write it yet: list it in book/measured/wanted/PAGE.tsv (crates/book-measure writes what is listed there), then run `cargo run -p book-measure -- serving` (it writes book/measured/serving.json); if not, fix the key
     ");
     assert!(out.stdout.is_empty());
 }

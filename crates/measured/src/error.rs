@@ -45,17 +45,12 @@ pub enum MeasuredError {
         command: String,
     },
 
-    #[error(
-        "{}: no figure `{key}` (it has: {}). Next step: if the key is right, re-run `{command}` \
-         (its experiment may not write this key yet: list it in book/measured/wanted/PAGE.tsv); \
-         if not, fix the key",
-        path.display(), list_keys(known)
-    )]
+    #[error("{}: no figure `{key}` ({}). Next step: {next}", path.display(), nearest(key, known))]
     MissingKey {
         path: PathBuf,
         key: String,
         known: Vec<String>,
-        command: String,
+        next: String,
     },
 
     #[error(
@@ -88,10 +83,36 @@ pub enum MeasuredError {
     },
 }
 
-fn list_keys(keys: &[String]) -> String {
-    if keys.is_empty() {
-        "no figures".to_string()
-    } else {
-        keys.join(", ")
+/// The figures whose keys are nearest `key` (sharing its leading segments, or its last one), at
+/// most eight, and how many the file has.
+fn nearest(key: &str, known: &[String]) -> String {
+    if known.is_empty() {
+        return "the file has no figures".to_string();
     }
+    let wanted: Vec<&str> = key.split('.').collect();
+    let score = |k: &str| {
+        let segments: Vec<&str> = k.split('.').collect();
+        let leading = segments
+            .iter()
+            .zip(&wanted)
+            .take_while(|(a, b)| a == b)
+            .count();
+        2 * leading + usize::from(segments.last() == wanted.last())
+    };
+    let mut scored: Vec<(usize, &String)> = known.iter().map(|k| (score(k), k)).collect();
+    scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)));
+    let best = scored[0].0;
+    let shown: Vec<&str> = scored
+        .iter()
+        .take_while(|(s, _)| best == 0 || *s > 0)
+        .take(8)
+        .map(|(_, k)| k.as_str())
+        .collect();
+    let all = if known.len() > shown.len() {
+        format!("; {} figures in all", known.len())
+    } else {
+        String::new()
+    };
+    let label = if best == 0 { "it has" } else { "nearest" };
+    format!("{label}: {}{all}", shown.join(", "))
 }

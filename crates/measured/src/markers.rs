@@ -682,7 +682,7 @@ But this one: {{#measured exercise-5.gelu.share}}.
         let src =
             "one\n\ntwo {{#measured exercise-5.gelu.shar}}\n{{#measured ceilings.memory_gb_s}}\n";
         insta::assert_snapshot!(errors(src, &measured(1.0, 1.0)), @"
-        line 3: {{#measured exercise-5.gelu.shar}}: book/measured/exercise-5.json: no figure `gelu.shar` (it has: fused.step_ms, gelu.share, speedup, stock.step_ms). Next step: if the key is right, re-run `book-measure exercise-5` (its experiment may not write this key yet: list it in book/measured/wanted/PAGE.tsv); if not, fix the key
+        line 3: {{#measured exercise-5.gelu.shar}}: book/measured/exercise-5.json: no figure `gelu.shar` (nearest: gelu.share; 4 figures in all). Next step: if the key is right, its experiment does not write it yet: list it in book/measured/wanted/PAGE.tsv (crates/book-measure writes what is listed there), then run `cargo run -p book-measure -- exercise-5` (it writes book/measured/exercise-5.json); if not, fix the key
         line 4: {{#measured ceilings.memory_gb_s}}: book/measured/ceilings.json: no such file, so `ceilings.*` figures cannot be rendered. Next step: run `cargo run -p book-measure -- ceilings` (it writes book/measured/ceilings.json)
         ");
     }

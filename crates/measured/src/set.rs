@@ -6,7 +6,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::error::MeasuredError;
-use crate::file::{Figure, MeasuredFile};
+use crate::file::{Figure, MeasuredFile, Source};
 
 /// The files whose figures are not the course's own experiments: recorded by another tool or
 /// transcribed by hand. `book-measure` does not write them.
@@ -187,7 +187,23 @@ impl Measured {
                 path: self.dir.join(format!("{name}.json")),
                 key: key.to_string(),
                 known: file.figures.keys().cloned().collect(),
-                command: file.measured_on.command.clone(),
+                next: match file.measured_on.source {
+                    Source::BookMeasure => format!(
+                        "if the key is right, its experiment does not write it yet: list it in \
+                         book/measured/wanted/PAGE.tsv (crates/book-measure writes what is \
+                         listed there), then {}; if not, fix the key",
+                        command_for(name)
+                    ),
+                    Source::Transcribed | Source::Recorded => format!(
+                        "if the key is right, add the figure to this {} file (its note says \
+                         where it comes from); if not, fix the key",
+                        if file.measured_on.source == Source::Transcribed {
+                            "transcribed"
+                        } else {
+                            "recorded"
+                        }
+                    ),
+                },
             }),
         }
     }
@@ -229,7 +245,7 @@ pub fn split_key(full_key: &str) -> Result<(&str, &str), MeasuredError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::file::{MeasuredOn, Source};
+    use crate::file::MeasuredOn;
 
     fn exercise_3() -> MeasuredFile {
         let on = MeasuredOn {
@@ -286,7 +302,40 @@ mod tests {
             .lookup("exercise-3.gelu.shar")
             .unwrap_err()
             .to_string();
-        insta::assert_snapshot!(err, @"book/measured/exercise-3.json: no figure `gelu.shar` (it has: gelu.share, kernel_path). Next step: if the key is right, re-run `book-measure exercise-3` (its experiment may not write this key yet: list it in book/measured/wanted/PAGE.tsv); if not, fix the key");
+        insta::assert_snapshot!(err, @"book/measured/exercise-3.json: no figure `gelu.shar` (nearest: gelu.share; 2 figures in all). Next step: if the key is right, its experiment does not write it yet: list it in book/measured/wanted/PAGE.tsv (crates/book-measure writes what is listed there), then run `cargo run -p book-measure -- exercise-3` (it writes book/measured/exercise-3.json); if not, fix the key");
+    }
+
+    #[test]
+    fn a_missing_key_among_many_shows_the_nearest_and_a_transcribed_file_says_to_add_it() {
+        let mut file = exercise_3();
+        for row in [
+            "matmul",
+            "lm_head",
+            "gelu",
+            "bias_add",
+            "softmax",
+            "layer_norm",
+        ] {
+            for field in ["share", "ms", "reading", "gb_s"] {
+                file.insert(format!("stage1.{row}.{field}"), Figure::text("x"));
+            }
+        }
+        file.measured_on.source = Source::Transcribed;
+        let mut measured = Measured::empty("m");
+        measured.insert(file);
+        let err = measured
+            .lookup("exercise-3.stage1.fused.share")
+            .unwrap_err()
+            .to_string();
+        insta::assert_snapshot!(err, @"m/exercise-3.json: no figure `stage1.fused.share` (nearest: stage1.bias_add.share, stage1.gelu.share, stage1.layer_norm.share, stage1.lm_head.share, stage1.matmul.share, stage1.softmax.share, stage1.bias_add.gb_s, stage1.bias_add.ms; 26 figures in all). Next step: if the key is right, add the figure to this transcribed file (its note says where it comes from); if not, fix the key");
+        let err = measured
+            .lookup("exercise-3.nothing_alike")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("(it has: gelu.share, kernel_path, stage1.bias_add.gb_s,"),
+            "{err}"
+        );
     }
 
     #[test]
