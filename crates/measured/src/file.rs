@@ -345,13 +345,14 @@ impl MeasuredFile {
         let mut line = format!("Measured on {}", on.machine);
         let mut how = vec![on.device.clone()];
         if let Some(path) = &on.kernel_path {
-            if path != &on.device {
+            if path != &on.device && !on.machine.contains(path.as_str()) {
                 how.push(path.clone());
             }
         }
         let _ = write!(line, " ({}), {}", how.join(", "), on.date);
+        let note = on.note.as_deref().map(first_clause);
         match on.source {
-            Source::Transcribed => match &on.note {
+            Source::Transcribed => match note {
                 Some(note) if note.to_lowercase().starts_with("transcribed") => {
                     let _ = write!(line, "; {note}");
                 }
@@ -364,7 +365,7 @@ impl MeasuredFile {
             },
             Source::BookMeasure | Source::Recorded => {
                 let _ = write!(line, ", by `{}`", on.command);
-                if let Some(note) = &on.note {
+                if let Some(note) = note {
                     let _ = write!(line, " ({note})");
                 }
             }
@@ -372,6 +373,17 @@ impl MeasuredFile {
         let _ = write!(line, " [{}.json]", self.name);
         line
     }
+}
+
+/// A note's first clause, for the one-line footer (the whole note is in the file): up to the first
+/// " (", "; " or ". ".
+pub fn first_clause(note: &str) -> &str {
+    let end = [" (", "; ", ". "]
+        .iter()
+        .filter_map(|sep| note.find(sep))
+        .min()
+        .unwrap_or(note.len());
+    note[..end].trim_end_matches('.')
 }
 
 fn is_date(date: &str) -> bool {
@@ -525,13 +537,15 @@ mod tests {
             kernel_path: Some("NVIDIA H200".into()),
             date: "2026-12-04".into(),
             command: "scripts/gpu-check.sh".into(),
-            note: Some("transcribed from scripts/gpu-check.sh's run of 2026-12-04".into()),
+            note: Some(
+                "transcribed from scripts/gpu-check.sh's run of 2026-12-04 (B=1 T=8); more".into(),
+            ),
             threads: None,
             ceilings: None,
         };
         assert_eq!(
             file.measured_on_line(),
-            "Measured on one NVIDIA H200 (cuda, NVIDIA H200), 2026-12-04; transcribed from \
+            "Measured on one NVIDIA H200 (cuda), 2026-12-04; transcribed from \
              scripts/gpu-check.sh's run of 2026-12-04 [h200.json]"
         );
     }

@@ -442,8 +442,12 @@ pub fn footer<'a>(files: impl IntoIterator<Item = &'a MeasuredFile>) -> String {
     let lines: Vec<String> = files
         .into_iter()
         .map(|f| {
+            let title = match &f.measured_on.note {
+                Some(note) => format!(" title=\"{}\"", escape(note)),
+                None => String::new(),
+            };
             format!(
-                "<p class=\"measured-on\">{}</p>\n",
+                "<p class=\"measured-on\"{title}>{}</p>\n",
                 escape_code(&f.measured_on_line())
             )
         })
@@ -767,7 +771,7 @@ But this one: {{#measured exercise-5.gelu.share}}.
 
         <p class="measured-on">Measured on a test machine (cpu, packed-avx512), 2026-12-05, by <code>book-measure exercise-5</code> [exercise-5.json]</p>
 
-        <p class="measured-on">Measured on one NVIDIA H200 (cuda, NVIDIA H200), 2026-12-05; transcribed from scripts/gpu-check.sh's run of 2026-12-04 [h200.json]</p>
+        <p class="measured-on" title="transcribed from scripts/gpu-check.sh's run of 2026-12-04">Measured on one NVIDIA H200 (cuda), 2026-12-05; transcribed from scripts/gpu-check.sh's run of 2026-12-04 [h200.json]</p>
 
         </div>
         "#);
