@@ -120,7 +120,7 @@ pub fn code_ranges(src: &str) -> Vec<Range<usize>> {
 }
 
 /// Adds the inline code spans of `src[within]`: a run of N backticks up to the next run of
-/// exactly N.
+/// exactly N in the same paragraph (else the run is a literal backtick).
 fn inline_code(src: &str, within: Range<usize>, ranges: &mut Vec<Range<usize>>) {
     let bytes = &src.as_bytes()[..within.end];
     let mut i = within.start;
@@ -141,6 +141,9 @@ fn inline_code(src: &str, within: Range<usize>, ranges: &mut Vec<Range<usize>>) 
         let mut j = i;
         let mut close = None;
         while j < bytes.len() {
+            if bytes[j] == b'\n' && blank_line_follows(&bytes[j + 1..]) {
+                break; // a code span ends with its paragraph
+            }
             if bytes[j] == b'`' {
                 let run_start = j;
                 while j < bytes.len() && bytes[j] == b'`' {
@@ -159,6 +162,12 @@ fn inline_code(src: &str, within: Range<usize>, ranges: &mut Vec<Range<usize>>) 
             i = end;
         }
     }
+}
+
+/// Whether `rest` (what follows a line break) starts with a blank line.
+fn blank_line_follows(rest: &[u8]) -> bool {
+    let line_end = rest.iter().position(|&b| b == b'\n').unwrap_or(rest.len());
+    rest[..line_end].iter().all(|b| b.is_ascii_whitespace())
 }
 
 fn line_of(src: &str, offset: usize) -> usize {
@@ -670,6 +679,16 @@ But this one: {{#measured exercise-5.gelu.share}}.
 
         But this one: <span class="measured" title="exercise-5.gelu.share">14.2%</span>.
         "#);
+        // A lone backtick is literal: it does not hide the next paragraph's marker.
+        let r = ok(
+            "A ` alone.\n\n{{#measured exercise-5.speedup}} and `code`.\n",
+            &measured(1.0, 1.0),
+        );
+        assert_eq!(
+            r.text,
+            "A ` alone.\n\n<span class=\"measured\" title=\"exercise-5.speedup\">1.49×</span> and \
+             `code`.\n"
+        );
         // An unclosed fence runs to the end of the page.
         let r = ok("```\n{{#measured exercise-5.nope}}\n", &measured(1.0, 1.0));
         assert_eq!(r.text, "```\n{{#measured exercise-5.nope}}\n");
