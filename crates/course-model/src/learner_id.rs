@@ -79,7 +79,7 @@ pub fn current_learner_id(exercises_dir: &Path) -> Result<Option<String>, String
 
 /// What to tell a learner whose tools found no id.
 pub const NO_LEARNER_ID: &str = "no learner id yet: run `course id NAME` once (your name or student number, as your instructor asks; \
-     `course run` and `course check` also ask), or set COURSE_LEARNER_ID; it is stored in exercises/learner.toml";
+     `course run`, `course check` and the quiz exercises 1 and 6 also ask), or set COURSE_LEARNER_ID; it is stored in exercises/learner.toml";
 
 /// The learner's id, given before anything is drawn from it: the one stored in
 /// `exercises_dir/learner.toml`; else `COURSE_LEARNER_ID` (then stored); else asked in the

@@ -14,8 +14,9 @@ use crate::variant::{self, VariantRng};
 use rand::RngCore;
 use std::path::Path;
 
-/// The id a learner without one is asked and graded as: one shared variant, which the
-/// grader's report names (`course grade` also flags the missing id).
+/// The id a submission without one is graded as: one shared variant, which the grader's report
+/// names (`course grade` also flags the missing id). No learner is asked it: the quiz
+/// exercises ask for the id before they draw.
 const SHARED_VARIANT_ID: &str = "";
 
 /// The questions `learner` is asked in `exercise` (`None`: no id, the shared variant), in
