@@ -26,7 +26,11 @@ pub fn row<'a>(report: &'a Report, name: &str) -> Option<&'a ReportRow> {
         .find(|r| r.name == name && r.name != STEP_ROW)
 }
 
-/// Writes under `prefix` (empty: at the top): `step_ms`, `rows` (how many ops the table has) and,
+/// How many of the largest rows get `top.N.name` and `top.N.share`.
+pub const TOP: usize = 4;
+
+/// Writes under `prefix` (empty: at the top): `step_ms`, `rows` (how many ops the table has),
+/// `top.N.name` and `top.N.share` for the [`TOP`] largest rows (N from 1, by share), and,
 /// for every row but the step row, `ROW.share`, `ROW.ms` (self time a step), `ROW.us_per_call`,
 /// `ROW.calls` (a step), `ROW.rank` (1 = the largest), `ROW.kernel`, and where the row has a
 /// roofline `ROW.gflop_s`, `ROW.gb_s`, `ROW.flop_per_byte`, `ROW.roofline_pct`,
@@ -44,6 +48,10 @@ pub fn add(sheet: &mut Sheet, prefix: &str, report: &Report) {
     let mut ranked: Vec<&ReportRow> = report.rows.iter().filter(|r| r.name != STEP_ROW).collect();
     ranked.sort_by(|a, b| share(report, b).total_cmp(&share(report, a)));
     sheet.num(k("rows"), ranked.len() as f64, "", 0);
+    for (i, r) in ranked.iter().take(TOP).enumerate() {
+        sheet.text(k(&format!("top.{}.name", i + 1)), r.name.clone());
+        sheet.num(k(&format!("top.{}.share", i + 1)), share(report, r), "%", 1);
+    }
     for (i, r) in ranked.iter().enumerate() {
         let name = key_part(&r.name);
         let rk = |field: &str| k(&format!("{name}.{field}"));

@@ -50,11 +50,12 @@ fn add_summary(sheet: &mut Sheet, prefix: &str, s: &Summary) {
     }
 }
 
-/// Under `prefix`: `ratio` (B/A), `ci_low`, `ci_high` (plain numbers, 3 decimals), `verdict`
+/// Under `prefix`: `ratio` (B/A, in `ratio_unit`: "×" or "" for a plain number), `ci_low`,
+/// `ci_high` (plain numbers, 3 decimals), `verdict`
 /// (or "set by the arrivals"), `change_low_pct` and `change_high_pct` (the interval as a change
 /// of B against A, in %), `a` and `b` (the two figures compared).
-pub fn add_comparison(sheet: &mut Sheet, prefix: &str, c: &Comparison) {
-    sheet.num(format!("{prefix}.ratio"), c.ratio, "", 3);
+pub fn add_comparison(sheet: &mut Sheet, prefix: &str, c: &Comparison, ratio_unit: &'static str) {
+    sheet.num(format!("{prefix}.ratio"), c.ratio, ratio_unit, 3);
     sheet.num(format!("{prefix}.ci_low"), c.ci_low, "", 3);
     sheet.num(format!("{prefix}.ci_high"), c.ci_high, "", 3);
     sheet.num(

@@ -86,6 +86,7 @@ pub fn figures(report: &Report, command: String) -> Sheet {
             &mut sheet,
             &format!("{}.{}", key_part(scenario), metric_key(&c.metric)),
             c,
+            "×",
         );
     }
     for run in &report.runs {

@@ -66,16 +66,12 @@ pub fn as_a_learner_sees_it(stdout: &str, dir: &Path) -> String {
     text
 }
 
-/// The profile's figures ([`profile_figures::add`] at the top level), the three largest rows'
-/// names (`top.1` …), and the budget lines (`budget.LINE.share`, `budget.LINE.ms`; LINE is
+/// The profile's figures ([`profile_figures::add`] at the top level) and the budget lines (`budget.LINE.share`, `budget.LINE.ms`; LINE is
 /// `matmuls`, `attention`, `activations` or `other`).
 pub fn figures(report: &Report, command: String) -> Result<Sheet> {
     let mut sheet = Sheet::new("exercise-3", command);
     record_machine(&mut sheet, report);
     profile_figures::add(&mut sheet, "", report);
-    for (i, row) in report.top(3).iter().enumerate() {
-        sheet.text(format!("top.{}", i + 1), row.name.clone());
-    }
     add_budget(&mut sheet, "budget", report)?;
     Ok(sheet)
 }
@@ -120,7 +116,10 @@ mod tests {
         );
         // The step row is not an op.
         assert!(s.get("profilerstep.share").is_none());
-        assert_eq!(s.text_of("top.1"), Some(report.top(1)[0].name.as_str()));
+        assert_eq!(
+            s.text_of("top.1.name"),
+            Some(report.top(1)[0].name.as_str())
+        );
         // The budget lines add up to the step.
         let lines: f64 = ["matmuls", "attention", "activations", "other"]
             .iter()

@@ -29,16 +29,13 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<PathBuf>> {
     Ok(vec![ctx.write(&sheet)?])
 }
 
-/// The profile's figures at the top level ([`profile_figures::add`]), `model` and `top.1` ….
+/// The profile's figures at the top level ([`profile_figures::add`]) and `model`.
 pub fn figures(report: &Report, command: String) -> Sheet {
     let mut sheet = Sheet::new("exercise-8", command);
     record_machine(&mut sheet, report);
     profile_figures::add(&mut sheet, "", report);
     if let Some(model) = &report.environment.model {
         sheet.text("model", model.clone());
-    }
-    for (i, row) in report.top(3).iter().enumerate() {
-        sheet.text(format!("top.{}", i + 1), row.name.clone());
     }
     sheet
 }
@@ -52,7 +49,7 @@ mod tests {
         let report = crate::experiments::fixtures::profile("exercise-8");
         let s = figures(&report, "solution-8".into());
         let top = report.top(1)[0];
-        assert_eq!(s.text_of("top.1"), Some(top.name.as_str()));
+        assert_eq!(s.text_of("top.1.name"), Some(top.name.as_str()));
         assert_eq!(
             s.value(&format!("{}.share", top.name)),
             Some(top.self_cpu_pct)
