@@ -257,3 +257,30 @@ fn a_book_claim_renders_its_sentence_or_what_was_measured_otherwise() {
     <span class="claim claim-otherwise" data-claim="gelu-slow-kernel">Its Reading says slow kernel.</span> <em class="measured-otherwise">(This machine measured otherwise: gelu.reading = memory-bound)</em>
     "#);
 }
+
+/// book/book.toml registers this preprocessor after `links` (so included files are covered), by
+/// a command relative to the book that scripts/install-book-tools.sh provides, reading
+/// book/measured.
+#[test]
+fn the_book_registers_the_preprocessor() {
+    let book = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../book");
+    let text = std::fs::read_to_string(book.join("book.toml")).unwrap();
+    let config: Config = text.parse().unwrap();
+    let after: Vec<String> = config.get("preprocessor.measured.after").unwrap().unwrap();
+    assert!(after.contains(&"links".to_string()), "{after:?}");
+    let command: String = config
+        .get("preprocessor.measured.command")
+        .unwrap()
+        .unwrap();
+    assert_eq!(command, "../target/tools/bin/mdbook-measured");
+    let install = std::fs::read_to_string(book.join("../scripts/install-book-tools.sh")).unwrap();
+    assert!(
+        install.contains("cargo build -p mdbook-measured"),
+        "install-book-tools builds it"
+    );
+    let dir: String = config.get("preprocessor.measured.dir").unwrap().unwrap();
+    assert_eq!(
+        book.join(dir).canonicalize().unwrap(),
+        book.join("measured").canonicalize().unwrap()
+    );
+}
