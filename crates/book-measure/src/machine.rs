@@ -52,6 +52,24 @@ impl Machine {
     }
 }
 
+/// A warning when other work already keeps this machine busy (Linux's one-minute load average
+/// above half a core): its timings would be slower and noisier than an idle machine's.
+pub fn busy_warning() -> Option<String> {
+    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
+    busy_warning_for(&text, Machine::this().threads)
+}
+
+fn busy_warning_for(loadavg: &str, threads: usize) -> Option<String> {
+    let load: f64 = loadavg.split_whitespace().next()?.parse().ok()?;
+    (load > 0.5).then(|| {
+        format!(
+            "book-measure: warning: this machine is already busy (load average {load:.1} over the last \
+             minute, {threads} threads): its timings come out slower and noisier than an idle \
+             machine's; for the book, measure on an otherwise idle machine"
+        )
+    })
+}
+
 /// The ceilings as a measured file records them: the memory rate and the compute peak.
 pub fn ceilings_pair(c: &Ceilings) -> (f64, f64) {
     (c.mem_read_gbps, c.peak_gflops)
@@ -60,6 +78,17 @@ pub fn ceilings_pair(c: &Ceilings) -> (f64, f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_busy_machine_is_named_before_it_is_measured() {
+        let busy = busy_warning_for("2.15 1.22 0.51 3/412 1804", 2).unwrap();
+        assert!(
+            busy.contains("load average 2.1") && busy.contains("2 threads"),
+            "{busy}"
+        );
+        assert_eq!(busy_warning_for("0.12 0.30 0.40 1/200 99", 2), None);
+        assert_eq!(busy_warning_for("", 2), None);
+    }
 
     #[test]
     fn the_machine_line_reads_as_a_reader_would_say_it() {

@@ -127,6 +127,11 @@ fn run(args: Args) -> Result<ExitCode> {
         ctx.keep_scratch();
     }
     ctx.ensure_programs(&chosen, args.build)?;
+    if !args.quick {
+        if let Some(warning) = machine::busy_warning() {
+            ctx.println(warning);
+        }
+    }
     let started = Instant::now();
     let bar = ctx.experiments_bar(chosen.len());
     let mut written = Vec::new();

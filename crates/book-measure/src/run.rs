@@ -237,8 +237,17 @@ impl Ctx {
         Ok(stdout)
     }
 
-    /// Writes the sheet into the measured folder.
-    pub fn write(&self, sheet: &Sheet) -> Result<PathBuf> {
+    /// Writes the sheet into the measured folder. The file's command is the book-measure
+    /// command that makes it; its note says the setting (`about`, first: the "Measured on" line
+    /// shows it) and then the programs that ran.
+    pub fn write(&self, sheet: &Sheet, about: &str) -> Result<PathBuf> {
+        let mut sheet = sheet.clone();
+        sheet.note = Some(format!("{about}; runs {}", sheet.command));
+        sheet.command = format!(
+            "book-measure {}{}",
+            sheet.name,
+            if self.quick { " --quick" } else { "" }
+        );
         sheet.write(&self.measured_dir, &self.date)
     }
 

@@ -33,7 +33,10 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<PathBuf>> {
         &stdout,
         "cargo test -p bench --test aa_simulation -- --nocapture".into(),
     )?;
-    Ok(vec![ctx.write(&sheet)?])
+    Ok(vec![ctx.write(
+        &sheet,
+        "a seeded simulation of an open-loop server, where the true P90 is known",
+    )?])
 }
 
 /// From the simulation's printed table: for each regime (`light`, `knee`) its utilisation

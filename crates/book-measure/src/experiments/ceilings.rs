@@ -34,7 +34,14 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<PathBuf>> {
     ctx.step("ceilings", &mut cmd)?;
     let report = Report::read_json(out.join("report.json")).map_err(anyhow::Error::msg)?;
     let sheet = figures(&report, ctx.recorded(&cmd))?;
-    Ok(vec![ctx.write(&sheet)?])
+    Ok(vec![ctx.write(
+        &sheet,
+        if ctx.quick {
+            "read from the ceilings cache"
+        } else {
+            "measured again, before the profiles that use them"
+        },
+    )?])
 }
 
 /// `memory_gb_s`, `compute_gflop_s`, `ridge_flop_per_byte`, `kernel_path`, `threads`, `cpu`,

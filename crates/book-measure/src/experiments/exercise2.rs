@@ -9,7 +9,7 @@ use anyhow::Result;
 use bench::report::Report;
 
 use super::bench_figures::{add_comparison, add_run};
-use super::{gpt2_model, Ctx};
+use super::{defaults, gpt2_model, model_said, Ctx};
 use crate::sheet::{key_part, Sheet};
 
 pub fn run(ctx: &mut Ctx) -> Result<Vec<PathBuf>> {
@@ -37,7 +37,14 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<PathBuf>> {
     let report = Report::read(&results.join("bench.json"))?;
     let sheet = figures(&report, ctx.recorded(&cmd));
     Ok(vec![
-        ctx.write(&sheet)?,
+        ctx.write(
+            &sheet,
+            &format!(
+                "gpt2 serve at batch 8 and 16 ({}, CPU), exercise 2's solution{}",
+                model_said(ctx),
+                defaults(ctx)
+            ),
+        )?,
         ctx.picture(&results.join("latency.svg"), "latency-batch-8-vs-16.svg")?,
     ])
 }

@@ -8,7 +8,7 @@ use std::process::Command;
 use anyhow::{bail, Result};
 use profiler::{Line, Report};
 
-use super::{gpt2_model, schedule, Ctx};
+use super::{gpt2_model, model_said, schedule, Ctx};
 use crate::profile_figures::{self, record_machine};
 use crate::sheet::Sheet;
 
@@ -49,7 +49,16 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<PathBuf>> {
     ctx.step("budget chart", &mut budget)?;
     written.push(ctx.picture(&budget_svg, "budget.svg")?);
     let sheet = figures(&report, ctx.recorded(&cmd))?;
-    written.insert(0, ctx.write(&sheet)?);
+    written.insert(
+        0,
+        ctx.write(
+            &sheet,
+            &format!(
+                "exercise 3 as a learner runs it: {}, B=1 T=8, stock MLP, CPU",
+                model_said(ctx)
+            ),
+        )?,
+    );
     Ok(written)
 }
 

@@ -9,7 +9,7 @@ use std::process::Command;
 use anyhow::{Context, Result};
 use profiler::Report;
 
-use super::{gpt2_model, schedule, Ctx};
+use super::{gpt2_model, model_said, schedule, Ctx};
 use crate::profile_figures::{self, record_machine, row, share};
 use crate::sheet::Sheet;
 
@@ -61,7 +61,13 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<PathBuf>> {
         &predicted,
         format!("{}; {}", commands.join("; "), ctx.recorded(&solution)),
     );
-    Ok(vec![ctx.write(&sheet)?])
+    Ok(vec![ctx.write(
+        &sheet,
+        &format!(
+            "{}, B=1 T=8, stock MLP, CPU, f32 then bf16 weights",
+            model_said(ctx)
+        ),
+    )?])
 }
 
 /// Exercise 4's `[bytes]` answers as its solution filled them in: the predicted cut of each row

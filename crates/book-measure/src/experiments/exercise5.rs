@@ -11,7 +11,7 @@ use bench::report::Report as BenchReport;
 use profiler::Report;
 
 use super::bench_figures::{add_comparison, add_run};
-use super::{gpt2_model, Ctx};
+use super::{defaults, gpt2_model, model_said, Ctx};
 use crate::profile_figures::{self, record_machine, row, share};
 use crate::sheet::Sheet;
 
@@ -68,7 +68,14 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<PathBuf>> {
         &bench,
         format!("{}; {}", ctx.recorded(&cmd), ctx.recorded(&prefill)),
     );
-    Ok(vec![ctx.write(&sheet)?])
+    Ok(vec![ctx.write(
+        &sheet,
+        &format!(
+            "exercise 5's solution ({}, CPU{})",
+            model_said(ctx),
+            defaults(ctx)
+        ),
+    )?])
 }
 
 fn read_profile(path: &Path) -> Result<Report> {

@@ -12,7 +12,7 @@ use bench::server::LocalServer;
 use bench::sweep::Knee;
 
 use super::bench_figures::{add_run, rate_of};
-use super::{gpt2_model, Ctx};
+use super::{defaults, gpt2_model, model_said, Ctx};
 use crate::sheet::Sheet;
 
 pub fn run(ctx: &mut Ctx) -> Result<Vec<PathBuf>> {
@@ -58,12 +58,24 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<PathBuf>> {
     }
     cmd.arg("--no-progress").arg("--exercise-dir").arg(&dir);
     let stdout = ctx.step("traffic sweep", &mut cmd);
+    let base_url = server.base_url.clone();
     server.stop();
     let stdout = stdout?;
     let results = dir.join("results");
-    let sheet = figures(&results, &dir.join("answers.toml"), ctx.recorded(&cmd))?;
+    let sheet = figures(
+        &results,
+        &dir.join("answers.toml"),
+        ctx.recorded(&cmd).replace(&base_url, "URL"),
+    )?;
     Ok(vec![
-        ctx.write(&sheet)?,
+        ctx.write(
+            &sheet,
+            &format!(
+                "gpt2 serve at batch {batch} ({}, CPU), exercise 7's solution{}",
+                model_said(ctx),
+                defaults(ctx)
+            ),
+        )?,
         ctx.picture(&results.join("sweep/sweep.svg"), "exercise-7-sweep.svg")?,
         ctx.image_text("exercise-7-sweep.txt", &sweep_text(&stdout))?,
     ])

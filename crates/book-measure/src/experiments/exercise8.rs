@@ -26,7 +26,14 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<PathBuf>> {
     ctx.step("SmolLM2 profile", &mut cmd)?;
     let report = Report::read_json(dir.join("results/report.json")).map_err(anyhow::Error::msg)?;
     let sheet = figures(&report, ctx.recorded(&cmd));
-    Ok(vec![ctx.write(&sheet)?])
+    Ok(vec![ctx.write(
+        &sheet,
+        if ctx.quick {
+            "the tiny synthetic Llama, B=1 T=8, f32, CPU"
+        } else {
+            "the synthetic SmolLM2-135M, B=1 T=8, f32, CPU"
+        },
+    )?])
 }
 
 /// The profile's figures at the top level ([`profile_figures::add`]) and `model`.

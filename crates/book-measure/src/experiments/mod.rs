@@ -169,6 +169,24 @@ pub fn gpt2_model(ctx: &Ctx) -> &'static str {
     }
 }
 
+/// The GPT-2 checkpoint as a measured file's note says it.
+pub fn model_said(ctx: &Ctx) -> &'static str {
+    if ctx.quick {
+        "the tiny synthetic GPT-2"
+    } else {
+        "the synthetic GPT-2 small"
+    }
+}
+
+/// How a solution's settings are said: its defaults, or --quick's reductions.
+pub fn defaults(ctx: &Ctx) -> &'static str {
+    if ctx.quick {
+        ", --quick's few requests and repeats"
+    } else {
+        " with its defaults"
+    }
+}
+
 /// Warm-up and recorded forwards of a profile.
 pub fn schedule(ctx: &Ctx) -> [&'static str; 4] {
     if ctx.quick {

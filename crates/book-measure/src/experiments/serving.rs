@@ -11,7 +11,7 @@ use bench::report::Report;
 use bench::server::LocalServer;
 
 use super::bench_figures::add_run;
-use super::{gpt2_model, Ctx};
+use super::{gpt2_model, model_said, Ctx};
 use crate::sheet::Sheet;
 
 /// The open-loop rates, req/s.
@@ -103,7 +103,7 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<PathBuf>> {
     server.stop();
     result?;
     let sheet = figures(&runs, commands.join("; "));
-    Ok(vec![ctx.write(&sheet)?])
+    Ok(vec![ctx.write(&sheet, &format!("gpt2 serve at batch 8 ({}, f32, CPU), course bench one request at a time, then open loop", model_said(ctx)))?])
 }
 
 /// Each run under its label (`lone`, `rate_1`, `rate_4`, `rate_8`): `tok_s`, and for TTFT, ITL,
