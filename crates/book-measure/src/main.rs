@@ -108,6 +108,16 @@ fn run(args: Args) -> Result<ExitCode> {
         return check(&root, &dir);
     }
     let chosen = choose(&args.experiments)?;
+    if let (true, Some(out)) = (args.quick, &args.out) {
+        let committed = root.join("book/measured");
+        if out.canonicalize().ok() == committed.canonicalize().ok() && committed.exists() {
+            bail!(
+                "--quick writes the tiny models' figures, which are not for the book: give it another \
+                 folder than {} (or no --out: target/book-measure-quick)",
+                committed.display()
+            );
+        }
+    }
     let (measured_dir, images_dir) = match (&args.out, args.quick) {
         (Some(dir), _) => (dir.clone(), dir.join("images")),
         (None, true) => {

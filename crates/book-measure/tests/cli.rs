@@ -85,3 +85,21 @@ fn the_committed_measured_files_load_and_each_names_one_machine() {
     assert_eq!(h200.measured_on.source, measured::Source::Transcribed);
     assert_eq!(h200.measured_on.date, "2026-12-04");
 }
+
+#[test]
+fn quick_never_writes_over_the_committed_files() {
+    let committed = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../book/measured");
+    let before: Vec<_> = std::fs::read_dir(&committed)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    let out = book_measure(&["aa", "--quick", "--out", committed.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("not for the book"), "{err}");
+    let after: Vec<_> = std::fs::read_dir(&committed)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(before, after);
+}
