@@ -47,7 +47,7 @@ pub struct BenchArgs {
     pub metric: String,
     /// The smallest relative change worth acting on (0.05 = 5%): faster or slower needs the
     /// whole 95% interval of B/A beyond 1 ± it, same needs it inside. A choice, not a
-    /// measurement of noise. (`--threshold` is its old name.)
+    /// measurement of noise.
     #[arg(
         long,
         visible_alias = "threshold",
@@ -120,8 +120,8 @@ pub struct BenchArgs {
 
     /// Sweep: one open-loop run per rate (comma-separated, increasing), stopping after the first
     /// rate where the target (the --slo-* bounds at --slo-percentile) fails; reports the knee,
-    /// the highest rate at which the target holds, with a 95% bootstrap interval, and draws
-    /// <out>/sweep.svg.
+    /// the highest rate at which the target holds, with a 95% interval (where the ends of the
+    /// margins' intervals cross 1), and draws <out>/sweep.svg.
     #[arg(long, value_delimiter = ',', num_args = 1.., conflicts_with_all = ["rate", "concurrency", "compare"], help_heading = "Sweep")]
     pub sweep: Option<Vec<f64>>,
     /// Sweep: the percentile the --slo-* bounds apply to (90: P90 TTFT ≤ --slo-ttft-ms).

@@ -86,7 +86,7 @@ struct Args {
     /// Words per prompt (seeded, different for every request, the same at both batch sizes).
     #[arg(long, default_value_t = 16)]
     prompt_words: usize,
-    /// The smallest relative change worth acting on (0.05: 5%); `--threshold` is its old name.
+    /// The smallest relative change worth acting on (0.05: 5%).
     #[arg(long, visible_alias = "threshold", default_value_t = 0.05)]
     min_effect: f64,
     /// Seed of the arrivals and the prompts: both batch sizes get the same (replicate k: seed + k).

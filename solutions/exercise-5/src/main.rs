@@ -76,7 +76,7 @@ struct Args {
     /// Timed benchmark batches each way: independent repeats, the interval is taken over them.
     #[arg(long, default_value_t = 8)]
     repeats: usize,
-    /// The smallest relative change worth acting on (0.05: 5%); `--threshold` is its old name.
+    /// The smallest relative change worth acting on (0.05: 5%).
     #[arg(long, visible_alias = "threshold", default_value_t = 0.05)]
     min_effect: f64,
     /// Seed of the prompts.
