@@ -34,7 +34,7 @@ pub struct Cli {
 #[derive(Debug, Clone, Args)]
 pub struct BuildArgs {
     /// Cargo features of the exercise, comma-separated. `cuda` builds it with candle's CUDA
-    /// backend (exercises 2, 3 and 5; then run it with `-- --device cuda`): it needs nvcc (the
+    /// backend (exercises 3, 5 and 8; then run it with `-- --device cuda`): it needs nvcc (the
     /// CUDA toolkit, or scripts/build-cuda.sh's PyPI toolchain) and builds into target/cuda,
     /// next to the CPU build. An exercise without the feature is built without it.
     /// Default: the COURSE_FEATURES environment variable.
