@@ -227,7 +227,8 @@ pub fn book_quiz_dir(root: &Path) -> PathBuf {
 }
 
 /// Where the graded questions live, relative to the course root: outside the book, so that no
-/// built page contains them (scripts/test-book.sh checks it).
+/// built page contains them (scripts/test-book.sh checks it), except the article's four
+/// Check-yourself questions (`article-*`), which the article itself prints.
 pub const BANK_DIR: &str = "crates/grader/bank";
 
 /// The graded bank's folder under a course root.
