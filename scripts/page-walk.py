@@ -4,7 +4,7 @@
 Every ```console (or ```sh) block of README.md and of the book's pages (in SUMMARY.md's order)
 is a step: its lines run as one bash script (`set -e`) in the repository's root, as a reader
 would type them there after the build, with target/debug and target/tools/bin on PATH and the
-Hugging Face hub offline (the synthetic models stand in). A step passes when it exits 0 (or the
+Hugging Face hub offline (the synthetic models stand in) and a learner id in COURSE_LEARNER_ID. A step passes when it exits 0 (or the
 code its annotation expects) and prints every text its annotation expects.
 
 An annotation is an HTML comment right before the block, which neither mdBook nor GitHub shows:
@@ -19,13 +19,20 @@ An annotation is an HTML comment right before the block, which neither mdBook no
     env: NAME=VALUE                an environment variable for this step
     timeout: 300                   seconds [default 300]
     skip: needs an NVIDIA GPU      not run here, and why (counted and printed)
+    background: server             the block keeps running (a server the page starts in one
+                                   terminal): the walk starts it, waits until it is ready, and
+                                   goes on to the next steps while it runs
+    ready: port 8000               ... ready when 127.0.0.1:8000 accepts a connection (or
+    ready: text Listening          when its output says this text) [default: at once]
+    stop: server                   after this step, stop the background step of that name
     -->
 
 An annotation that no block follows is a hidden step: its `run:` lines run (set-up a page
 assumes, such as a folder of submissions), with the same expect/exit rules.
 
 A server a step starts with `&` and does not stop is stopped when the step ends (the step runs
-in its own process group). The walk runs in place, so what the commands write lands where a
+in its own process group); a `background` step still running when its page ends is stopped
+then. The walk runs in place, so what the commands write lands where a
 reader's would; afterwards it puts exercises/ back as it was and removes every file the walk
 created outside target/. (A clone elsewhere would compile every workspace crate again: cargo
 keys a path package's build by its path.)
@@ -45,6 +52,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -55,7 +63,7 @@ from pathlib import Path
 
 FENCE = re.compile(r"^(\s*)(```+|~~~+)\s*([A-Za-z0-9_,+-]*)")
 RUN_LANGS = {"console", "sh"}
-KEYS = {"expect", "exit", "stdin", "quick", "env", "timeout", "skip", "run"}
+KEYS = {"expect", "exit", "stdin", "quick", "env", "timeout", "skip", "run", "background", "ready", "stop"}
 
 
 @dataclass
@@ -71,6 +79,9 @@ class Step:
     timeout: int = 300
     skip: str = ""
     hidden: bool = False
+    background: str = ""
+    ready: tuple[str, str] | None = None
+    stop: list[str] = field(default_factory=list)
 
     def where(self) -> str:
         return f"{self.page}:{self.line}"
@@ -88,7 +99,7 @@ class PageError(Exception):
 
 def parse_annotation(lines: list[str], page: str, line: int) -> dict:
     """The directives of one `<!-- walk ... -->` comment (its inner lines)."""
-    out: dict = {"expect": [], "quick": [], "env": {}, "run": []}
+    out: dict = {"expect": [], "quick": [], "env": {}, "run": [], "stop": []}
     for offset, raw in enumerate(lines):
         text = raw.strip()
         if not text:
@@ -103,8 +114,16 @@ def parse_annotation(lines: list[str], page: str, line: int) -> dict:
             )
         if key == "expect":
             out["expect"].append(value)
-        elif key == "run":
-            out["run"].append(value)
+        elif key in ("run", "stop"):
+            out[key].append(value)
+        elif key == "ready":
+            kind, _, what = value.partition(" ")
+            if kind == "port" and what.strip().isdigit():
+                out["ready"] = ("port", what.strip())
+            elif kind == "text" and what.strip():
+                out["ready"] = ("text", what.strip())
+            else:
+                raise PageError(f"{page}:{line + offset}: ready needs 'port N' or 'text TEXT'")
         elif key == "quick":
             old, arrow, new = value.partition("=>")
             if not arrow or not old.strip():
@@ -208,6 +227,11 @@ def make_step(page: str, line: int, commands: list[str], a: dict) -> Step:
     step.env = a.get("env", {})
     step.timeout = a.get("timeout", 300)
     step.skip = a.get("skip", "")
+    step.background = a.get("background", "")
+    step.ready = a.get("ready")
+    step.stop = a.get("stop", [])
+    if step.ready and not step.background:
+        raise PageError(f"{page}:{line}: ready belongs to a background step")
     for old, _ in step.quick:
         if old not in "\n".join(commands):
             raise PageError(f"{page}:{line}: quick's '{old}' does not occur in the block's commands")
@@ -266,6 +290,48 @@ def run_step(step: Step, root: Path, env: dict[str, str]) -> tuple[bool, str]:
     if problems:
         return False, "; ".join(problems) + "\n" + text
     return True, f"{took:.1f} s"
+
+
+class Background:
+    """A step left running while the walk goes on (a server in the reader's other terminal)."""
+
+    def __init__(self, step: Step, root: Path, env: dict[str, str]):
+        step_env = dict(env)
+        step_env.update(step.env)
+        self.log = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen(
+            ["bash", "-c", "set -e\n" + step.script() + "\n"],
+            cwd=root, env=step_env, stdin=subprocess.DEVNULL, stdout=self.log,
+            stderr=subprocess.STDOUT, start_new_session=True,
+        )
+
+    def output(self) -> str:
+        self.log.seek(0)
+        return self.log.read().decode(errors="replace")
+
+    def wait_ready(self, step: Step) -> tuple[bool, str]:
+        deadline = time.monotonic() + step.timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                return False, f"ended (exit code {self.proc.returncode}) before it was ready\n" + self.output()
+            if step.ready is None:
+                return True, "started"
+            kind, what = step.ready
+            if kind == "text" and what in self.output():
+                return True, f"ready: says '{what}'"
+            if kind == "port":
+                try:
+                    socket.create_connection(("127.0.0.1", int(what)), timeout=1).close()
+                    return True, f"ready: port {what} answers"
+                except OSError:
+                    pass
+            time.sleep(0.5)
+        return False, f"not ready after {step.timeout} s ({step.ready[0]} {step.ready[1]})\n" + self.output()
+
+    def stop(self) -> None:
+        stop_group(self.proc)
+        self.proc.wait()
+        self.log.close()
 
 
 def stop_group(proc: subprocess.Popen) -> None:
@@ -332,6 +398,20 @@ class Restore:
         return False
 
 
+def report(s: Step, ok: bool, detail: str, passed: int, failed: int) -> tuple[int, int]:
+    if ok:
+        print(f"ok   {s.where()} ({detail.splitlines()[0]})")
+        return passed + 1, failed
+    print(f"FAIL {s.where()}: {detail.splitlines()[0]}")
+    print("     commands:\n" + "\n".join("       " + c for c in s.script().splitlines()))
+    print("     output (last 40 lines):")
+    for line in detail.splitlines()[1:][-40:]:
+        print("       " + line)
+    print("     next step: run those commands by hand from the repository root; fix "
+          "the page or the program, or its walk annotation")
+    return passed, failed + 1
+
+
 def walk(root: Path, pages: list[str], list_only: bool) -> int:
     steps: list[Step] = []
     errors = 0
@@ -348,34 +428,47 @@ def walk(root: Path, pages: list[str], list_only: bool) -> int:
             errors += 1
     if list_only:
         for s in steps:
-            tag = "skip" if s.skip else ("hidden" if s.hidden else "run")
+            tag = "skip" if s.skip else ("hidden" if s.hidden else ("bg" if s.background else "run"))
             print(f"{tag:6} {s.where()}: {s.script().splitlines()[0] if s.commands else ''}")
         return 1 if errors else 0
     env = dict(os.environ)
     env["PATH"] = f"{root / 'target/debug'}:{root / 'target/tools/bin'}:{env.get('PATH', '')}"
     env["HF_HUB_OFFLINE"] = "1"
+    # A reader in a terminal is asked for a learner id the first time; the walk has no terminal,
+    # so it gives one the way the programs' own message says (course dev check covers the asking).
+    env.setdefault("COURSE_LEARNER_ID", "page-walk")
     env.setdefault("CARGO_TERM_COLOR", "never")
     passed = failed = skipped = 0
     failed += errors
+    running: dict[str, Background] = {}
     with Restore(root):
-        for s in steps:
-            if s.skip:
-                skipped += 1
-                print(f"skip {s.where()}: {s.skip}")
-                continue
-            ok, detail = run_step(s, root, env)
-            if ok:
-                passed += 1
-                print(f"ok   {s.where()} ({detail})")
-            else:
-                failed += 1
-                print(f"FAIL {s.where()}: {detail.splitlines()[0]}")
-                print(f"     commands:\n" + "\n".join("       " + c for c in s.script().splitlines()))
-                print("     output (last 40 lines):")
-                for line in detail.splitlines()[1:][-40:]:
-                    print("       " + line)
-                print("     next step: run those commands by hand from the repository root; fix "
-                      "the page or the program, or its walk annotation")
+        try:
+            for i, s in enumerate(steps):
+                if s.skip:
+                    skipped += 1
+                    print(f"skip {s.where()}: {s.skip}")
+                elif s.background:
+                    server = Background(s, root, env)
+                    ok, detail = server.wait_ready(s)
+                    if ok:
+                        running[s.background] = server
+                    else:
+                        server.stop()
+                    passed, failed = report(s, ok, detail, passed, failed)
+                else:
+                    ok, detail = run_step(s, root, env)
+                    passed, failed = report(s, ok, detail, passed, failed)
+                for name in s.stop:
+                    if name in running:
+                        running.pop(name).stop()
+                page_ends = i + 1 == len(steps) or steps[i + 1].page != s.page
+                if page_ends:
+                    for server in running.values():
+                        server.stop()
+                    running.clear()
+        finally:
+            for server in running.values():
+                server.stop()
     print(f"{passed} passed, {failed} failed, {skipped} skipped")
     return 1 if failed else 0
 
@@ -467,6 +560,44 @@ class SelfTest(unittest.TestCase):
             self.assertIn("still running after 1 s", detail)
         finally:
             shutil.rmtree(root)
+
+    def test_background_server_runs_until_stopped(self):
+        page = "\n".join([
+            "<!-- walk",
+            "background: server",
+            "ready: text listening",
+            "-->",
+            "```console",
+            "echo listening; sleep 60",
+            "```",
+            "<!-- walk stop: server -->",
+            "```console",
+            "echo client",
+            "```",
+        ])
+        server, client = parse_page(page, "p.md")
+        self.assertEqual((server.background, server.ready), ("server", ("text", "listening")))
+        self.assertEqual(client.stop, ["server"])
+        root = Path(tempfile.mkdtemp())
+        try:
+            bg = Background(server, root, dict(os.environ))
+            ok, detail = bg.wait_ready(server)
+            self.assertTrue(ok, detail)
+            self.assertIsNone(bg.proc.poll(), "the server ended before the next step")
+            bg.stop()
+            self.assertIsNotNone(bg.proc.poll())
+            early = Step("p", 1, ["exit 3"], background="s", ready=("port", "9"), timeout=5)
+            bg = Background(early, root, dict(os.environ))
+            ok, detail = bg.wait_ready(early)
+            bg.stop()
+            self.assertFalse(ok)
+            self.assertIn("ended (exit code 3) before it was ready", detail)
+        finally:
+            shutil.rmtree(root)
+        with self.assertRaises(PageError):
+            parse_page("<!-- walk ready: port 80 -->\n```console\nls\n```", "p.md")
+        with self.assertRaises(PageError):
+            parse_page("<!-- walk\nbackground: s\nready: socket 80\n-->\n```console\nls\n```", "p.md")
 
     def test_restore_puts_exercises_back_and_removes_new_files(self):
         root = Path(tempfile.mkdtemp())
