@@ -3,9 +3,10 @@
 
 Every ```console (or ```sh) block of README.md and of the book's pages (in SUMMARY.md's order)
 is a step: its lines run as one bash script (`set -e`) in the repository's root, as a reader
-would type them there after the build, with target/debug and target/tools/bin on PATH and the
-Hugging Face hub offline (the synthetic models stand in) and a learner id in COURSE_LEARNER_ID. A step passes when it exits 0 (or the
-code its annotation expects) and prints every text its annotation expects.
+would type them there after the build, with target/debug and target/tools/bin on PATH, the
+Hugging Face hub offline (the synthetic models stand in) and a learner id in COURSE_LEARNER_ID.
+A step passes when it exits 0 (or the code its annotation expects) and prints every text its
+annotation expects.
 
 An annotation is an HTML comment right before the block, which neither mdBook nor GitHub shows:
 
