@@ -180,23 +180,31 @@ python_check "graded questions are in no built page" book/tests/check_graded_not
 python_check "the activation-line checker's self-test" scripts/check-activation-reasons.py --self-test
 python_check "reasons for the activation line name their case" scripts/check-activation-reasons.py .
 
-# The appendix shows this script's anchored parts: it must at least compile, and it runs when
-# PyTorch is installed (it is optional: the course itself never needs Python).
-recipe=book/examples/pytorch_profiler_recipe.py
-if python3 -c "import sys; compile(open(sys.argv[1]).read(), sys.argv[1], 'exec')" "$recipe"; then
-  pass "$recipe compiles"
-else
-  fail "$recipe compiles"
-fi
-if python3 -c "import torch, transformers" 2>/dev/null; then
-  if run_quiet python3 "$recipe" --out target/torch-recipe; then
-    pass "$recipe runs with PyTorch"
+# The PyTorch appendix shows these scripts' anchored parts: each must at least compile, and each
+# runs when PyTorch is installed (it is optional: the course itself never needs Python). Each
+# runs offline, on GPT-2 small's config with random weights.
+declare -A example_args=(
+  [book/examples/profile_gpt2.py]="--local"
+  [book/examples/pytorch_profiler_recipe.py]="--out target/torch-recipe"
+)
+have_torch=0
+python3 -c "import torch, transformers" 2>/dev/null && have_torch=1
+for example in book/examples/*.py; do
+  if python3 -c "import sys; compile(open(sys.argv[1]).read(), sys.argv[1], 'exec')" "$example"; then
+    pass "$example compiles"
   else
-    fail "$recipe runs with PyTorch"
+    fail "$example compiles"
   fi
-else
-  echo "skip $recipe not run: torch and transformers are not installed (optional)"
-fi
+  if ((have_torch == 0)); then
+    echo "skip $example not run: torch and transformers are not installed (optional)"
+  elif [[ -z "${example_args[$example]+set}" ]]; then
+    fail "$example: scripts/test-book.sh does not say how to run it offline (example_args)"
+  elif run_quiet python3 "$example" ${example_args[$example]}; then
+    pass "$example runs with PyTorch"
+  else
+    fail "$example runs with PyTorch"
+  fi
+done
 
 # --- measured figures -----------------------------------------------------------------------
 # Every {{#measured NAME.KEY}} a page uses is in book/measured/NAME.json and every {{#claim}}
