@@ -56,10 +56,11 @@ struct Args {
     /// List the experiments, the commands each runs and the files each writes, and exit.
     #[arg(long)]
     list: bool,
-    /// Rebuild the programs first (`cargo build -p ...`) even when they exist [default: build
-    /// only those missing from target/debug].
+    /// Run the programs as they are in target/debug, without `cargo build -p ...` first
+    /// [default: build them first, a no-op when they are up to date, so the figures are the
+    /// current code's].
     #[arg(long)]
-    build: bool,
+    no_build: bool,
     /// Hide the progress bars (the steps are still named as they start).
     #[arg(long)]
     no_progress: bool,
@@ -136,7 +137,7 @@ fn run(args: Args) -> Result<ExitCode> {
     if args.keep_scratch {
         ctx.keep_scratch();
     }
-    ctx.ensure_programs(&chosen, args.build)?;
+    ctx.ensure_programs(&chosen, !args.no_build)?;
     if !args.quick {
         if let Some(warning) = machine::busy_warning() {
             ctx.println(warning);

@@ -113,9 +113,9 @@ impl Ctx {
         Ok(dir)
     }
 
-    /// Builds the programs the chosen experiments run when one is missing (or all with
-    /// `rebuild`), with cargo, in the dev profile.
-    pub fn ensure_programs(&self, chosen: &[&Experiment], rebuild: bool) -> Result<()> {
+    /// Builds the programs the chosen experiments run with cargo, in the dev profile (a no-op
+    /// when they are up to date), unless `build` is false; then every one must exist.
+    pub fn ensure_programs(&self, chosen: &[&Experiment], build: bool) -> Result<()> {
         let mut packages: Vec<&str> = Vec::new();
         for e in chosen {
             for p in e.programs {
@@ -124,33 +124,38 @@ impl Ctx {
                 }
             }
         }
+        if packages.is_empty() {
+            return Ok(());
+        }
+        let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+        cmd.args(["build", "--quiet"]).current_dir(&self.root);
+        for p in &packages {
+            cmd.args(["-p", p]);
+        }
+        let shown = shown(&cmd);
+        if build {
+            let spinner = self.spinner(format!("building: {shown}"));
+            let output = cmd.output();
+            spinner.finish_and_clear();
+            let output =
+                output.with_context(|| format!("cannot run `{shown}`: is cargo on the PATH?"))?;
+            if !output.status.success() {
+                bail!(
+                    "`{shown}` failed:\n{}\nfix the build and rerun book-measure",
+                    String::from_utf8_lossy(&output.stderr).trim_end()
+                );
+            }
+        }
         let missing: Vec<&str> = packages
             .iter()
             .copied()
             .filter(|p| !self.program(p).is_file())
             .collect();
-        if !rebuild && missing.is_empty() {
-            return Ok(());
-        }
         if !missing.is_empty() {
-            self.println(format!(
-                "book-measure: not built yet: {}",
-                missing.join(", ")
-            ));
-        }
-        let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
-        cmd.arg("build").current_dir(&self.root);
-        for p in &packages {
-            cmd.args(["-p", p]);
-        }
-        let shown = shown(&cmd);
-        self.println(format!("book-measure: {shown}"));
-        let status = cmd
-            .status()
-            .with_context(|| format!("cannot run `{shown}`: is cargo on the PATH?"))?;
-        if !status.success() {
             bail!(
-                "`{shown}` failed (cargo's error is above): fix the build and rerun book-measure"
+                "not built: {} in {}; build them with `{shown}` (or run without --no-build)",
+                missing.join(", "),
+                self.bin.display()
             );
         }
         Ok(())

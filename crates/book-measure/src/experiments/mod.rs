@@ -140,7 +140,10 @@ pub static EXPERIMENTS: &[Experiment] = &[
 
 /// `--list`, and the end of `--help`.
 pub fn listing() -> String {
-    let mut out = String::from("Experiments (the full run's commands; programs from target/debug; SCRATCH is a temporary folder):\n");
+    let mut out = String::from(
+        "Experiments (the full run's commands; the programs are built first with `cargo build -p ...` \
+         and run from target/debug; SCRATCH is a temporary folder):\n",
+    );
     for e in EXPERIMENTS {
         out.push_str(&format!("\n  {}\n      {}\n", e.name, e.what));
         for c in e.commands {
