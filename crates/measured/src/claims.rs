@@ -224,17 +224,17 @@ pub static CLAIMS: &[Claim] = &[
     Claim {
         name: "batch-16-saturates-little-higher",
         reads: &[
-            "exercise-2.batch_16.saturation_req_s",
-            "exercise-2.batch_8.saturation_req_s",
+            "exercise-2.batch_16.saturation_rps",
+            "exercise-2.batch_8.saturation_rps",
         ],
-        holds_when: "exercise-2.batch_16.saturation_req_s / exercise-2.batch_8.saturation_req_s \
+        holds_when: "exercise-2.batch_16.saturation_rps / exercise-2.batch_8.saturation_rps \
                      < 1.25",
         check: |r| {
-            let b16 = r.number("exercise-2.batch_16.saturation_req_s")?;
-            let b8 = r.number("exercise-2.batch_8.saturation_req_s")?;
+            let b16 = r.number("exercise-2.batch_16.saturation_rps")?;
+            let b8 = r.number("exercise-2.batch_8.saturation_rps")?;
             let message = r.list(&[
-                "exercise-2.batch_8.saturation_req_s",
-                "exercise-2.batch_16.saturation_req_s",
+                "exercise-2.batch_8.saturation_rps",
+                "exercise-2.batch_16.saturation_rps",
             ])?;
             Ok(Outcome::holds_if(b16 / b8 < 1.25, || {
                 format!("{message} ({})", crate::render_number(b16 / b8, "×", 2))
@@ -769,11 +769,11 @@ pub(crate) mod tests {
             (
                 "batch-16-saturates-little-higher",
                 vec![
-                    ("exercise-2.batch_16.saturation_req_s", N(3.98)),
-                    ("exercise-2.batch_8.saturation_req_s", N(3.70)),
+                    ("exercise-2.batch_16.saturation_rps", N(3.98)),
+                    ("exercise-2.batch_8.saturation_rps", N(3.70)),
                 ],
-                ("exercise-2.batch_16.saturation_req_s", N(6.0)),
-                "batch_8.saturation_req_s = 3.7, batch_16.saturation_req_s = 6.0 (1.62×)",
+                ("exercise-2.batch_16.saturation_rps", N(6.0)),
+                "batch_8.saturation_rps = 3.7, batch_16.saturation_rps = 6.0 (1.62×)",
             ),
             (
                 "gelu-slow-kernel-on-cpu",
