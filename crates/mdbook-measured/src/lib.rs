@@ -311,7 +311,7 @@ mod tests {
         3 marker(s) could not be rendered from [ROOT]/book/measured:
         book/src/page.md:3: {{#measured exercise-3.gelu.shar}}: [ROOT]/book/measured/exercise-3.json: no figure `gelu.shar` (nearest: gelu.share). Next step: if the key is right, its experiment does not write it yet: list it in book/measured/wanted/PAGE.tsv (crates/book-measure writes what is listed there), then run `cargo run -p book-measure -- exercise-3` (it writes book/measured/exercise-3.json); if not, fix the key
         book/src/page.md:4: {{#measured exercise-5.step_ms}}: [ROOT]/book/measured/exercise-5.json: no such file, so `exercise-5.*` figures cannot be rendered. Next step: run `cargo run -p book-measure -- exercise-5` (it writes book/measured/exercise-5.json)
-        book/src/page.md:5: {{#claim no-such-claim}}: no claim called `no-such-claim` (known: gelu-is-a-minor-share). Next step: spell it as in crates/measured/src/claims.rs, or add it there and to book/measured/wanted/PAGE.tsv
+        book/src/page.md:5: {{#claim no-such-claim}}: no claim called `no-such-claim` (known: gelu-is-a-minor-share). Next step: spell it as in crates/measured/src/claims.rs, or add it there and to book/measured/wanted/PAGE.tsv; if it is there, this program is older: rebuild it (scripts/install-book-tools.sh rebuilds the book's preprocessor)
         ");
     }
 

@@ -364,7 +364,9 @@ pub fn render(
                     errors.push(opening_error(format!(
                         "no claim called `{name}` (known: {}). Next step: spell it as in \
                          crates/measured/src/claims.rs, or add it there and to \
-                         book/measured/wanted/PAGE.tsv",
+                         book/measured/wanted/PAGE.tsv; if it is there, this program is older: \
+                         rebuild it (scripts/install-book-tools.sh rebuilds the book's \
+                         preprocessor)",
                         if known.is_empty() {
                             "none".to_string()
                         } else {
@@ -754,7 +756,7 @@ But this one: {{#measured exercise-5.gelu.share}}.
     #[test]
     fn bad_claims_fail_the_build() {
         let m = measured(1.0, 1.0);
-        insta::assert_snapshot!(errors("{{#claim no-such}}x{{#endclaim}}", &m), @"line 1: {{#claim no-such}}: no claim called `no-such` (known: fusion-alone-moves-nothing). Next step: spell it as in crates/measured/src/claims.rs, or add it there and to book/measured/wanted/PAGE.tsv");
+        insta::assert_snapshot!(errors("{{#claim no-such}}x{{#endclaim}}", &m), @"line 1: {{#claim no-such}}: no claim called `no-such` (known: fusion-alone-moves-nothing). Next step: spell it as in crates/measured/src/claims.rs, or add it there and to book/measured/wanted/PAGE.tsv; if it is there, this program is older: rebuild it (scripts/install-book-tools.sh rebuilds the book's preprocessor)");
         insta::assert_snapshot!(errors("{{#claim fusion-alone-moves-nothing}}open", &m), @"line 1: {{#claim fusion-alone-moves-nothing}}: this claim is never closed with `{{#endclaim}}`");
         insta::assert_snapshot!(errors("{{#claim fusion-alone-moves-nothing}}a\n\nb{{#endclaim}}", &m), @"line 1: {{#claim fusion-alone-moves-nothing}}: the claim's sentence runs past a blank line (it ends on line 3): keep it within one paragraph");
         let err = errors(
