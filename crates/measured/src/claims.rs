@@ -343,38 +343,63 @@ pub static CLAIMS: &[Claim] = &[
     },
     // exercise-4.md
     Claim {
-        name: "bf16-beats-prediction",
+        name: "first-attempt-matches-below-ridge",
+        reads: &[
+            "exercise-4.half_shares_pct",
+            "exercise-4.predicted_cut_pct",
+            "exercise-4.f32.matmul.flop_per_byte",
+            "exercise-4.f32.lm_head.flop_per_byte",
+            "exercise-4.f32.ridge_flop_per_byte",
+        ],
+        holds_when: "2 × exercise-4.f32.matmul.flop_per_byte and 2 × \
+                     exercise-4.f32.lm_head.flop_per_byte < exercise-4.f32.ridge_flop_per_byte, \
+                     and exercise-4.half_shares_pct within 0.5 of exercise-4.predicted_cut_pct",
+        check: |r| {
+            let ridge = r.number("exercise-4.f32.ridge_flop_per_byte")?;
+            let below = 2.0 * r.number("exercise-4.f32.matmul.flop_per_byte")? < ridge
+                && 2.0 * r.number("exercise-4.f32.lm_head.flop_per_byte")? < ridge;
+            let equal = (r.number("exercise-4.half_shares_pct")?
+                - r.number("exercise-4.predicted_cut_pct")?)
+            .abs()
+                <= 0.5;
+            let message = r.list(&[
+                "exercise-4.f32.matmul.flop_per_byte",
+                "exercise-4.f32.lm_head.flop_per_byte",
+                "exercise-4.f32.ridge_flop_per_byte",
+                "exercise-4.half_shares_pct",
+                "exercise-4.predicted_cut_pct",
+            ])?;
+            Ok(Outcome::holds_if(below && equal, || message))
+        },
+    },
+    Claim {
+        name: "bf16-peak-sets-the-cut",
         reads: &[
             "exercise-4.measured_cut_pct",
             "exercise-4.predicted_cut_pct",
             "exercise-4.bf16.peak_gflop_s",
             "exercise-4.f32.peak_gflop_s",
+            "exercise-4.bf16.matmul.reading",
+            "exercise-4.bf16.lm_head.reading",
         ],
-        holds_when: "exercise-4.measured_cut_pct > exercise-4.predicted_cut_pct and \
-                     exercise-4.bf16.peak_gflop_s > exercise-4.f32.peak_gflop_s",
+        holds_when: "exercise-4.measured_cut_pct < exercise-4.predicted_cut_pct, \
+                     exercise-4.bf16.peak_gflop_s < exercise-4.f32.peak_gflop_s, and \
+                     exercise-4.bf16.matmul.reading and .lm_head.reading are compute-bound",
         check: |r| {
             let holds = r.number("exercise-4.measured_cut_pct")?
-                > r.number("exercise-4.predicted_cut_pct")?
+                < r.number("exercise-4.predicted_cut_pct")?
                 && r.number("exercise-4.bf16.peak_gflop_s")?
-                    > r.number("exercise-4.f32.peak_gflop_s")?;
+                    < r.number("exercise-4.f32.peak_gflop_s")?
+                && r.text("exercise-4.bf16.matmul.reading")? == "compute-bound"
+                && r.text("exercise-4.bf16.lm_head.reading")? == "compute-bound";
             let message = r.list(&[
                 "exercise-4.measured_cut_pct",
                 "exercise-4.predicted_cut_pct",
                 "exercise-4.bf16.peak_gflop_s",
                 "exercise-4.f32.peak_gflop_s",
+                "exercise-4.bf16.matmul.reading",
+                "exercise-4.bf16.lm_head.reading",
             ])?;
-            Ok(Outcome::holds_if(holds, || message))
-        },
-    },
-    Claim {
-        name: "first-attempt-overstates",
-        reads: &["exercise-4.half_shares_pct", "exercise-4.predicted_cut_pct"],
-        holds_when: "exercise-4.half_shares_pct > exercise-4.predicted_cut_pct + 0.5",
-        check: |r| {
-            let holds = r.number("exercise-4.half_shares_pct")?
-                > r.number("exercise-4.predicted_cut_pct")? + 0.5;
-            let message =
-                r.list(&["exercise-4.half_shares_pct", "exercise-4.predicted_cut_pct"])?;
             Ok(Outcome::holds_if(holds, || message))
         },
     },
@@ -829,25 +854,32 @@ pub(crate) mod tests {
                 "bias_add.gb_s = 2.0, gelu.gb_s = 0.3 (5.7×)",
             ),
             (
-                "bf16-beats-prediction",
+                "first-attempt-matches-below-ridge",
                 vec![
-                    ("exercise-4.measured_cut_pct", N(36.0)),
-                    ("exercise-4.predicted_cut_pct", N(24.2)),
-                    ("exercise-4.bf16.peak_gflop_s", N(359.0)),
-                    ("exercise-4.f32.peak_gflop_s", N(206.0)),
+                    ("exercise-4.half_shares_pct", N(40.2)),
+                    ("exercise-4.predicted_cut_pct", N(40.2)),
+                    ("exercise-4.f32.matmul.flop_per_byte", N(3.95)),
+                    ("exercise-4.f32.lm_head.flop_per_byte", N(3.96)),
+                    ("exercise-4.f32.ridge_flop_per_byte", N(11.2)),
                 ],
-                ("exercise-4.bf16.peak_gflop_s", N(150.0)),
-                "measured_cut_pct = 36.0, predicted_cut_pct = 24.2, bf16.peak_gflop_s = 150.0, \
-                 f32.peak_gflop_s = 206.0",
+                ("exercise-4.f32.ridge_flop_per_byte", N(6.0)),
+                "f32.matmul.flop_per_byte = 4.0, f32.lm_head.flop_per_byte = 4.0, \
+                 f32.ridge_flop_per_byte = 6.0, half_shares_pct = 40.2, predicted_cut_pct = 40.2",
             ),
             (
-                "first-attempt-overstates",
+                "bf16-peak-sets-the-cut",
                 vec![
-                    ("exercise-4.half_shares_pct", N(36.4)),
-                    ("exercise-4.predicted_cut_pct", N(24.2)),
+                    ("exercise-4.measured_cut_pct", N(25.5)),
+                    ("exercise-4.predicted_cut_pct", N(40.2)),
+                    ("exercise-4.bf16.peak_gflop_s", N(207.0)),
+                    ("exercise-4.f32.peak_gflop_s", N(331.0)),
+                    ("exercise-4.bf16.matmul.reading", T("compute-bound")),
+                    ("exercise-4.bf16.lm_head.reading", T("compute-bound")),
                 ],
-                ("exercise-4.half_shares_pct", N(24.2)),
-                "half_shares_pct = 24.2, predicted_cut_pct = 24.2",
+                ("exercise-4.bf16.peak_gflop_s", N(359.0)),
+                "measured_cut_pct = 25.5, predicted_cut_pct = 40.2, bf16.peak_gflop_s = 359.0, \
+                 f32.peak_gflop_s = 331.0, bf16.matmul.reading = compute-bound, \
+                 bf16.lm_head.reading = compute-bound",
             ),
             (
                 "fusion-alone-flat-on-cpu",
