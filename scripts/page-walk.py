@@ -186,9 +186,11 @@ def parse_page(text: str, page: str) -> list[Step]:
                 i += 1
             i += 1
             if lang in RUN_LANGS:
+                if pending and pending[1].get("run"):
+                    # A hidden step's annotation ends before the block: set-up, then the block.
+                    steps.append(hidden_step(page, *pending))
+                    pending = None
                 annotation = pending[1] if pending else {}
-                if pending and annotation.get("run"):
-                    raise PageError(f"{page}:{pending[0]}: 'run:' belongs to a hidden step, not to a block")
                 pending = None
                 indent = len(fence.group(1))
                 commands = [strip_prompt(b[indent:] if b[:indent].isspace() else b) for b in body]
@@ -529,6 +531,11 @@ class SelfTest(unittest.TestCase):
             with self.assertRaises(PageError) as caught:
                 parse_page(page, "p.md")
             self.assertIn(says, str(caught.exception))
+
+    def test_a_hidden_step_right_before_a_block_runs_first(self):
+        steps = parse_page("<!-- walk\nrun: mkdir cohort\n-->\n\n```console\ncourse grade cohort/\n```", "p.md")
+        self.assertEqual([(s.hidden, s.commands) for s in steps],
+                         [(True, ["mkdir cohort"]), (False, ["course grade cohort/"])])
 
     def test_quick_replaces_text(self):
         steps = parse_page("<!-- walk quick: --requests 40 => --requests 4 -->\n"
