@@ -308,14 +308,9 @@ fn negation_ending_at(tokens: &[Token], i: usize, after_the_phrase: bool) -> Opt
     None
 }
 
-/// The negation next to the words `start..end`, in the same clause: up to
-/// [`NEGATION_REACH`] words before, or a plain "not" up to that many words after.
-fn negation_near(tokens: &[Token], start: usize, end: usize) -> Option<String> {
-    negation_reaching(tokens, start, end, NEGATION_REACH)
-}
-
-/// [`negation_near`], reaching `before` words back. A verdict reaches back to its clause's
-/// start: in "you can't answer this with a profile" the clause denies the profile.
+/// The negation next to the words `start..end`, in the same clause: up to `before` words
+/// before, or a plain "not" up to [`NEGATION_REACH`] words after. A verdict reaches back to its
+/// clause's start: in "you can't answer this with a profile" the clause denies the profile.
 fn negation_reaching(tokens: &[Token], start: usize, end: usize, before: usize) -> Option<String> {
     let clause = tokens[start].clause;
     let before = (start.saturating_sub(before)..start)
