@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """The page walk: runs the commands the README and the book tell a reader to type, in order.
 
-Every ```console (or ```sh) block of README.md and of the book's pages (in SUMMARY.md's order)
-is a step: its lines run as one bash script (`set -e`) in the repository's root, as a reader
-would type them there after the build, with target/debug and target/tools/bin on PATH, the
+Every ```console (or ```sh) block of README.md, of the book's pages (in SUMMARY.md's order) and
+of the exercises' READMEs is a step: its lines run as one bash script (`set -e`) in the
+repository's root, as a reader would type them there after the build, with target/debug and
+target/tools/bin on PATH, the
 Hugging Face hub offline (the synthetic models stand in) and a learner id in COURSE_LEARNER_ID.
 A step passes when it exits 0 (or the code its annotation expects) and prints every text its
 annotation expects.
@@ -248,11 +249,12 @@ def hidden_step(page: str, line: int, a: dict) -> Step:
 
 
 def pages_in_order(root: Path) -> list[str]:
-    """README.md, then the book's pages in SUMMARY.md's order."""
+    """README.md, the book's pages in SUMMARY.md's order, then each exercise's README."""
     pages = ["README.md"]
     summary = root / "book/src/SUMMARY.md"
     for m in re.finditer(r"\]\(([^)]+\.md)\)", summary.read_text(encoding="utf-8")):
         pages.append(f"book/src/{m.group(1)}")
+    pages += sorted(str(p.relative_to(root)) for p in root.glob("exercises/*/README.md"))
     return pages
 
 
