@@ -137,7 +137,13 @@ fn run(args: Args) -> Result<ExitCode> {
     if args.keep_scratch {
         ctx.keep_scratch();
     }
-    ctx.ensure_programs(&chosen, !args.no_build)?;
+    let mut packages: Vec<&str> = Vec::new();
+    for p in chosen.iter().flat_map(|e| e.programs) {
+        if !packages.contains(p) {
+            packages.push(p);
+        }
+    }
+    ctx.ensure_programs(&packages, !args.no_build)?;
     if !args.quick {
         if let Some(warning) = machine::busy_warning() {
             ctx.println(warning);

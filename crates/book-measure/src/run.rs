@@ -9,7 +9,6 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::experiments::Experiment;
 use crate::sheet::{today_utc, Sheet};
 
 /// What every experiment shares: the programs, the scratch folder, where files go, progress.
@@ -113,27 +112,26 @@ impl Ctx {
         Ok(dir)
     }
 
-    /// Builds the programs the chosen experiments run with cargo, in the dev profile (a no-op
-    /// when they are up to date), unless `build` is false; then every one must exist.
-    pub fn ensure_programs(&self, chosen: &[&Experiment], build: bool) -> Result<()> {
-        let mut packages: Vec<&str> = Vec::new();
-        for e in chosen {
-            for p in e.programs {
-                if !packages.contains(p) {
-                    packages.push(p);
+    /// Builds `packages` with cargo in the dev profile, one `cargo build -p P` each (a no-op
+    /// when up to date), unless `build` is false; then every program must exist. One package a
+    /// command: each package's own build is the one scripts/check-features.py keeps equal to the
+    /// workspace's, while several `-p` together resolve features of their own (the HTTP stack
+    /// for gpt2 and course) and would compile them again, and again for the next `cargo run`.
+    pub fn ensure_programs(&self, packages: &[&str], build: bool) -> Result<()> {
+        for p in packages {
+            let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+            cmd.args(["build", "--quiet", "-p", p])
+                .current_dir(&self.root);
+            let shown = shown(&cmd);
+            if !build {
+                if !self.program(p).is_file() {
+                    bail!(
+                        "not built: {p} in {}; build it with `{shown}` (or run without --no-build)",
+                        self.bin.display()
+                    );
                 }
+                continue;
             }
-        }
-        if packages.is_empty() {
-            return Ok(());
-        }
-        let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
-        cmd.args(["build", "--quiet"]).current_dir(&self.root);
-        for p in &packages {
-            cmd.args(["-p", p]);
-        }
-        let shown = shown(&cmd);
-        if build {
             let spinner = self.spinner(format!("building: {shown}"));
             let output = cmd.output();
             spinner.finish_and_clear();
@@ -145,18 +143,12 @@ impl Ctx {
                     String::from_utf8_lossy(&output.stderr).trim_end()
                 );
             }
-        }
-        let missing: Vec<&str> = packages
-            .iter()
-            .copied()
-            .filter(|p| !self.program(p).is_file())
-            .collect();
-        if !missing.is_empty() {
-            bail!(
-                "not built: {} in {}; build them with `{shown}` (or run without --no-build)",
-                missing.join(", "),
-                self.bin.display()
-            );
+            if !self.program(p).is_file() {
+                bail!(
+                    "`{shown}` succeeded but {} is not there",
+                    self.program(p).display()
+                );
+            }
         }
         Ok(())
     }
