@@ -1,0 +1,23 @@
+//! The files the course's tools exchange, typed once: the writer and every reader use these
+//! types, so a schema bump is a change here plus fixtures and the readers' migration message.
+//!
+//! - [`report`]: the profiler's `report.json` (written by `profiler`, read by the grader and
+//!   `course bench budget`). A new field goes on [`report::Report`] (file-wide) or
+//!   [`report::ReportRow`] (per row), with `#[serde(default)]` when older writers may lack it;
+//!   an incompatible change bumps [`report::SCHEMA`] and adds the old one to
+//!   [`report::OLD_SCHEMAS`] with what it lacks.
+//! - [`bench`]: the load client's `bench.json` (written by `bench`, read by the grader);
+//!   the same rule with [`bench::SCHEMA`] and [`bench::OLD_SCHEMAS`].
+//! - [`line`]: the budget lines every row of a report is on, and the illustrative step.
+//! - [`environment`]: where a measurement was taken, the record both files carry.
+//! - [`version`]: the one schema check and its migration error, naming the file and the
+//!   command that writes a current one.
+//!
+//! The verdict of an A/B comparison is the `verdict` crate's `Verdict`, written into
+//! bench.json as is.
+
+pub mod bench;
+pub mod environment;
+pub mod line;
+pub mod report;
+pub mod version;

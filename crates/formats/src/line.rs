@@ -1,0 +1,1 @@
+//! The budget lines a profile's rows are on, and the illustrative step the course splits.

@@ -1,0 +1,1 @@
+//! The one schema check every reader runs first, and its migration error.
