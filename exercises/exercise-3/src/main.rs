@@ -16,8 +16,8 @@
 use answers_file::prediction;
 use anyhow::{Context, Result};
 use clap::Parser;
+use engine::profile::{profile_forward, write_exports, ForwardProfile, ScheduleArgs};
 use gpt2::cli::ModelArgs;
-use gpt2::profile::{profile_forward, write_exports, ForwardProfile, ScheduleArgs};
 use gpt2::MlpActivation;
 use profiler::{CudaTiming, SortBy, TableOptions};
 use std::path::Path;

@@ -18,8 +18,8 @@ use grader::top_ops_reference::{fill_answers, predict};
 
 use anyhow::{Context, Result};
 use clap::Parser;
+use engine::profile::{profile_forward, write_exports, ForwardProfile, ScheduleArgs};
 use gpt2::cli::ModelArgs;
-use gpt2::profile::{profile_forward, write_exports, ForwardProfile, ScheduleArgs};
 use gpt2::MlpActivation;
 use profiler::{CudaTiming, SortBy, TableOptions};
 use std::path::Path;
