@@ -53,7 +53,7 @@ fn mean_std_min_max_match_numpy() {
     for case in fixture()["cases"].as_array().unwrap() {
         let name = case["name"].as_str().unwrap();
         let xs = samples(case);
-        let s = Summary::of(&[xs.clone()]).unwrap();
+        let s = Summary::of(std::slice::from_ref(&xs)).unwrap();
         for (field, actual) in [
             ("mean", s.mean),
             ("std", s.std),
@@ -119,7 +119,7 @@ fn intervals_hold_the_statistic_and_name_their_method() {
     let xs: Vec<f64> = (1..=200)
         .map(|i| (i as f64 * 0.618_033_988_7).fract() * 100.0)
         .collect();
-    let lone = Summary::of(&[xs.clone()]).unwrap();
+    let lone = Summary::of(std::slice::from_ref(&xs)).unwrap();
     let ci = lone.ci95_median.clone().unwrap();
     assert!(
         ci.low <= lone.median && lone.median <= ci.high && ci.low < ci.high,
@@ -127,7 +127,7 @@ fn intervals_hold_the_statistic_and_name_their_method() {
     );
     assert_eq!((ci.method, ci.runs), (Method::Sections, 1));
     assert_eq!(
-        Summary::of(&[xs.clone()]),
+        Summary::of(std::slice::from_ref(&xs)),
         Some(lone),
         "no randomness: the same samples give the same interval"
     );

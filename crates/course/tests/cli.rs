@@ -381,7 +381,7 @@ fn spawn_watch(root: &Path) -> (std::process::Child, std::sync::mpsc::Receiver<S
     let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("course-cli-target");
     let mut child = Command::new(BIN)
         .args(["watch"])
-        .current_dir(&root)
+        .current_dir(root)
         .env("CARGO_TARGET_DIR", target)
         .env("NO_COLOR", "1")
         .stdout(std::process::Stdio::piped())

@@ -279,6 +279,7 @@ fn serve(args: &[&str], cache: &std::path::Path) -> (std::process::Child, String
         }
     }
     let _ = child.kill();
+    let _ = child.wait();
     panic!("gpt2 serve {args:?} exited before listening");
 }
 

@@ -45,7 +45,7 @@ fn real_grader() -> Grader {
     Grader::load(&support::repo_root(), None).unwrap_or_else(|e| panic!("{e}"))
 }
 
-fn bank_file<'a>(grader: &'a Grader, number: u32) -> &'a QuizFile {
+fn bank_file(grader: &Grader, number: u32) -> &QuizFile {
     let name = &grader.manifest.exercise(number).unwrap().quizzes[0];
     grader.bank.file(name).unwrap()
 }

@@ -332,7 +332,7 @@ mod tests {
         assert_eq!(parse_cache_size("48"), Some(48));
         assert_eq!(parse_cache_size("big"), None);
         let buffer = buffer_bytes(None, largest_cache_bytes());
-        assert!(buffer >= 1 << 30 && buffer <= 4 << 30);
+        assert!((1 << 30..=4 << 30).contains(&buffer));
         if let Some(cache) = largest_cache_bytes().filter(|&c| c <= 2 << 30) {
             assert!(
                 buffer >= 2 * cache,

@@ -66,7 +66,7 @@ pub fn check(ctx: &mut Ctx<'_>, key: &BenchVerdictKey) {
             let got = ctx.text(&id);
             let q = QuestionResult::new(
                 &id,
-                &format!("Batch 16 against batch 8 on {what}, {where_}"),
+                format!("Batch 16 against batch 8 on {what}, {where_}"),
                 1.0,
             );
             ctx.push(verdict_question(got, &of(scenario, metric), q));
