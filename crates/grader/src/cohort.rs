@@ -325,51 +325,56 @@ pub fn load_entry(grader: &Grader, entry: &Entry) -> Submission {
 
 /// Grade every entry on `threads` threads, in the entries' order.
 pub fn grade_entries(grader: &Grader, entries: &[Entry], threads: usize) -> Vec<StudentResult> {
+    grade_entries_with(entries, threads, &|entry| grade_entry(grader, entry))
+}
+
+/// [`grade_entries`] with the grading function given: each entry is graded on its own rayon
+/// task, isolated by `catch_unwind`, so a panic (a bug in the grader, never a submission) is
+/// recorded for that entry alone, with its message, and every other entry keeps its grade.
+pub fn grade_entries_with(
+    entries: &[Entry],
+    threads: usize,
+    grade: &(dyn Fn(&Entry) -> StudentResult + Sync),
+) -> Vec<StudentResult> {
+    use rayon::prelude::*;
+    let isolated = |entry: &Entry| {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| grade(entry)))
+            .unwrap_or_else(|payload| grader_failed(entry, &panic_message(payload.as_ref())))
+    };
     let threads = threads.clamp(1, entries.len().max(1));
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let mut results: Vec<Option<StudentResult>> = (0..entries.len()).map(|_| None).collect();
-    let graded: Vec<Vec<(usize, StudentResult)>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..threads)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut mine = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some(entry) = entries.get(i) else { break };
-                        mine.push((i, grade_entry(grader, entry)));
-                    }
-                    mine
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_default())
-            .collect()
-    });
-    for (i, result) in graded.into_iter().flatten() {
-        results[i] = Some(result);
+    match rayon::ThreadPoolBuilder::new().num_threads(threads).build() {
+        Ok(pool) => pool.install(|| entries.par_iter().map(isolated).collect()),
+        // No thread could be started: grade here, one after another.
+        Err(_) => entries.iter().map(isolated).collect(),
     }
-    // A worker that panicked (a bug, never a submission) leaves its students recorded, not lost.
-    results
-        .into_iter()
-        .zip(entries)
-        .map(|(r, e)| {
-            r.unwrap_or_else(|| StudentResult {
-                student: e.student.clone(),
-                file_name: e.file_name.clone(),
-                feedback_file: format!("{}.md", safe_file_stem(&e.student)),
-                problems: vec![Problem::new(
-                    ProblemKind::Archive,
-                    Some(Location::file(e.file_name.clone())),
-                    "the grader failed on this submission",
-                    "report this to the course authors; grade it by hand",
-                )],
-                reports: Vec::new(),
-                test_runs: Vec::new(),
-            })
-        })
-        .collect()
+}
+
+/// The text a panic was raised with (`panic!("...")`, `expect("...")`, an index out of bounds).
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic without a message".to_string()
+    }
+}
+
+/// The entry of a student the grader failed on: recorded, never lost.
+pub fn grader_failed(entry: &Entry, message: &str) -> StudentResult {
+    StudentResult {
+        student: entry.student.clone(),
+        file_name: entry.file_name.clone(),
+        feedback_file: format!("{}.md", safe_file_stem(&entry.student)),
+        problems: vec![Problem::new(
+            ProblemKind::Archive,
+            Some(Location::file(entry.file_name.clone())),
+            format!("grader failed: {message}"),
+            "report this to the course authors; grade it by hand",
+        )],
+        reports: Vec::new(),
+        test_runs: Vec::new(),
+    }
 }
 
 pub struct CohortOptions<'a> {
@@ -395,10 +400,28 @@ pub fn grade_cohort_with(
     options: &CohortOptions<'_>,
     run_tests: &mut dyn FnMut(&Entry, &StudentResult) -> Vec<TestRun>,
 ) -> Result<Cohort, CohortError> {
+    grade_cohort_using(
+        grader,
+        cohort_dir,
+        options,
+        &|entry| grade_entry(grader, entry),
+        run_tests,
+    )
+}
+
+/// [`grade_cohort_with`] with the function that grades one entry given (tests give one that
+/// fails on purpose, to show that a failure stays with its entry).
+pub fn grade_cohort_using(
+    grader: &Grader,
+    cohort_dir: &Path,
+    options: &CohortOptions<'_>,
+    grade: &(dyn Fn(&Entry) -> StudentResult + Sync),
+    run_tests: &mut dyn FnMut(&Entry, &StudentResult) -> Vec<TestRun>,
+) -> Result<Cohort, CohortError> {
     let mut cohort = Cohort::default();
     let mut entries = discover(cohort_dir, Some(options.out_dir), &mut cohort.warnings)?;
     let duplicates = disambiguate(&mut entries);
-    cohort.students = grade_entries(grader, &entries, options.threads);
+    cohort.students = grade_entries_with(&entries, options.threads, grade);
     for (student, entry) in cohort.students.iter_mut().zip(&entries) {
         student.test_runs = run_tests(entry, student);
     }

@@ -19,6 +19,7 @@ pub mod exercise_checks;
 pub use answers_file::fill_answers;
 pub mod grade;
 pub mod key;
+pub mod late;
 pub mod overrides;
 pub mod plan_rule;
 pub mod prediction;

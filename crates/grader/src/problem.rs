@@ -5,11 +5,11 @@
 //! the gradebook.
 
 use course_model::text::line_column;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// What kind of problem this is; each kind is one gradebook flag.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ProblemKind {
     /// A file the exercise needs is not there.
@@ -57,7 +57,7 @@ impl ProblemKind {
 }
 
 /// Where in a file a problem sits (1-based line and column).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Location {
     pub file: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -108,7 +108,7 @@ impl fmt::Display for Location {
 }
 
 /// One recorded problem: what, where, and what to do next.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Problem {
     pub kind: ProblemKind,
     #[serde(skip_serializing_if = "Option::is_none")]

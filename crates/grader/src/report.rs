@@ -3,9 +3,9 @@
 //! Rendered by `crate::render` for the terminal and as Markdown; serialised as JSON.
 
 use crate::problem::Problem;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     Right,
@@ -26,13 +26,13 @@ impl Outcome {
 }
 
 /// A manual grade that replaced the autograder's (see `crate::overrides`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OverrideNote {
     pub autograded_points: f64,
     pub reason: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct QuestionResult {
     /// Stable id: the quiz question id, or the answer field (e.g. `top_ops.1.name`).
     pub id: String,
@@ -116,7 +116,7 @@ pub(crate) fn round2(x: f64) -> f64 {
     (x * 100.0).round() / 100.0
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ExerciseReport {
     pub exercise: u32,
     pub title: String,
