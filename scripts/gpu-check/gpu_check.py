@@ -33,10 +33,41 @@ import tarfile
 
 SCHEMA = "gpu-check/2"
 
-# gpt2 profile's report.json versions this script reads (/2 adds warnings, the CUDA time basis
-# and the rooflines, /3 the shared environment record, /4 each row's reading, /5 each row's
-# budget line, /6 each row's type; the fields read here are the same in all).
-PROFILE_SCHEMAS = ("profiler-report/1", "profiler-report/2", "profiler-report/3", "profiler-report/4", "profiler-report/5", "profiler-report/6")
+# gpt2 profile's report.json, as the Rust types that write it describe it: the JSON Schema the
+# formats crate generates and commits (`cargo run -p formats --bin write-schemas`). This script
+# reads the current version (the schema's "const") and the older ones it lists
+# ("x-old-schemas"): the fields read here are the same in all, and report_schema() checks they
+# are still in the schema, so a bump that renames one fails here rather than reading nothing.
+REPORT_SCHEMA_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "crates", "formats", "schema", "report.schema.json")
+
+# The fields profile_summary reads: top-level, in `totals`, in each row, in `environment`.
+REPORT_FIELDS = {
+    "": ("schema", "device", "active_steps", "environment", "totals", "warnings", "rows"),
+    "Totals": ("self_cpu_us", "self_cuda_us", "cuda_time_basis", "wall_us"),
+    "ReportRow": ("name", "calls", "self_cpu_us", "self_cuda_us"),
+    "Environment": ("timing",),
+}
+
+
+def report_schema(path=REPORT_SCHEMA_PATH):
+    """The report.json versions this script reads, from the committed JSON Schema, after
+    checking that every field it reads is still described there."""
+    try:
+        with open(path) as f:
+            schema = json.load(f)
+    except (OSError, ValueError) as e:
+        raise CheckError(f"{path}: cannot read the report.json schema ({e}); regenerate it with `cargo run -p formats --bin write-schemas`")
+    defs = schema.get("$defs", {})
+    for name, fields in REPORT_FIELDS.items():
+        props = (defs.get(name, {}) if name else schema).get("properties", {})
+        missing = [f for f in fields if f not in props]
+        if missing:
+            where = f"$defs.{name}" if name else "the report"
+            raise CheckError(f"{path}: {where} no longer has {', '.join(missing)}, which gpu_check.py reads: update profile_summary")
+    current = schema.get("properties", {}).get("schema", {}).get("const")
+    if not isinstance(current, str):
+        raise CheckError(f"{path}: no schema identifier (properties.schema.const)")
+    return tuple(schema.get("x-old-schemas", [])) + (current,)
 
 # A CUDA report's self CUDA total is the stream's time between event pairs inside the steps,
 # which the host's wall clock of the same steps encloses (each step ends with a synchronise).
@@ -155,8 +186,9 @@ def argmax(row):
 
 def profile_summary(report, path):
     """The numbers gpu-check reports from a `gpt2 profile` report.json."""
-    if not isinstance(report, dict) or report.get("schema") not in PROFILE_SCHEMAS:
-        raise CheckError(f"{path}: not a gpt2 profile report ({' or '.join(PROFILE_SCHEMAS)})")
+    schemas = report_schema()
+    if not isinstance(report, dict) or report.get("schema") not in schemas:
+        raise CheckError(f"{path}: not a gpt2 profile report ({' or '.join(schemas)})")
     try:
         totals, steps = report["totals"], report["active_steps"]
         rows = report["rows"]

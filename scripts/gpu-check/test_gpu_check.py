@@ -209,6 +209,26 @@ class Assemble(unittest.TestCase):
         with self.assertRaisesRegex(gpu_check.CheckError, "no exercise 3 report"):
             gpu_check.graded_exercise([{"reports": []}], "g.json", "cuda")
 
+    def test_report_versions_come_from_the_committed_schema(self):
+        schemas = gpu_check.report_schema()
+        with open(gpu_check.REPORT_SCHEMA_PATH) as f:
+            schema = json.load(f)
+        self.assertEqual(schemas[-1], schema["properties"]["schema"]["const"])
+        self.assertIn("profiler-report/1", schemas)
+        # A schema that no longer describes a field this script reads is refused, by name.
+        del schema["$defs"]["Totals"]["properties"]["wall_us"]
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "report.schema.json")
+            with open(path, "w") as f:
+                json.dump(schema, f)
+            with self.assertRaisesRegex(gpu_check.CheckError, "Totals no longer has wall_us"):
+                gpu_check.report_schema(path)
+        # A report of a version the schema does not list is refused.
+        newer = profile_report("cpu", 1000.0)
+        newer["schema"] = "profiler-report/999"
+        with self.assertRaisesRegex(gpu_check.CheckError, "not a gpt2 profile report"):
+            gpu_check.profile_summary(newer, "report.json")
+
     def test_cpu_profile_ranks_by_self_cpu(self):
         s = gpu_check.profile_summary(profile_report("cpu", 1000.0), "report.json")
         self.assertEqual(s["ranked_by"], "self_cpu_us")

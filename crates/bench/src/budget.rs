@@ -19,8 +19,9 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use profiler::{DeviceKind, Report, View};
 use serde::Serialize;
 
-/// One line of the budget: the profiler's own, which every report row carries (`line`).
-pub use profiler::Line;
+/// One line of the budget: report.json's own, which every row carries (`line`).
+pub use formats::line::Line;
+use formats::line::ILLUSTRATIVE_STEP_MS;
 
 fn color(line: Line) -> RGBColor {
     match line {
@@ -32,21 +33,17 @@ fn color(line: Line) -> RGBColor {
     }
 }
 
-/// The chapter's illustrative decode step, in ms per line. Round numbers, **not measured**.
+/// The chapter's illustrative decode step, in ms per line: round numbers, **not measured**,
+/// defined once with the lines (`formats::line::ILLUSTRATIVE_STEP_MS`).
 pub const ILLUSTRATIVE: [(Line, f64); 4] = [
-    (Line::Matmuls, 22.0),
-    (Line::Attention, 10.0),
-    (Line::Activations, 6.0),
-    (Line::Other, 2.0),
+    (Line::ALL[0], ILLUSTRATIVE_STEP_MS[0]),
+    (Line::ALL[1], ILLUSTRATIVE_STEP_MS[1]),
+    (Line::ALL[2], ILLUSTRATIVE_STEP_MS[2]),
+    (Line::ALL[3], ILLUSTRATIVE_STEP_MS[3]),
 ];
 
 /// One line of [`ILLUSTRATIVE`], in ms.
-pub fn illustrative_ms(line: Line) -> f64 {
-    ILLUSTRATIVE
-        .iter()
-        .find(|(l, _)| *l == line)
-        .map_or(0.0, |(_, ms)| *ms)
-}
+pub use formats::line::illustrative_ms;
 
 /// One bar: a line's time per step, its share, and the ops that were summed into it.
 #[derive(Debug, Clone, PartialEq, Serialize)]

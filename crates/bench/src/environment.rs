@@ -1,4 +1,5 @@
-//! Where a result was measured: the profiler's [`Environment`], the one record report.json and
-//! bench.json both carry, named here too so a program that benchmarks needs only this crate.
+//! Where a result was measured: the one record report.json and bench.json both carry, defined
+//! with the files in the `formats` crate and named here too so a program that benchmarks needs
+//! only this crate.
 
-pub use profiler::{Environment, Target};
+pub use formats::environment::{Environment, Target};

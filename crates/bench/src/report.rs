@@ -1,4 +1,4 @@
-//! `bench.json` (schema `bench-report/2`) and the results table printed after a run.
+//! `bench.json` (schema [`SCHEMA`]) and the results table printed after a run.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -12,19 +12,10 @@ use crate::metrics::TtftBreakdown;
 pub use crate::run::Run;
 use crate::stats::{Better, Comparison, Summary, Verdict};
 
-pub const SCHEMA: &str = "bench-report/3";
-
-/// Schemas this version refuses, with what changed since.
-const OLD_SCHEMAS: [(&str, &str); 2] = [
-    (
-        "bench-report/1",
-        "before the environment record bench.json shares with report.json",
-    ),
-    (
-        "bench-report/2",
-        "with per-request bootstrap intervals, which are too narrow under load, and three verdicts",
-    ),
-];
+use formats::bench::FILE;
+/// The schema identifier, the versions it replaced and the migration message: the `formats`
+/// crate's, which the grader reads with too.
+pub use formats::bench::SCHEMA;
 
 /// The whole file: where it was measured, one or more runs, and optionally an A/B comparison.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -107,19 +98,7 @@ impl Report {
         let schema = serde_json::from_str::<Schema>(&text)
             .map_err(not_a_report)?
             .schema;
-        if schema != SCHEMA {
-            let why = OLD_SCHEMAS
-                .iter()
-                .find(|(old, _)| *old == schema)
-                .map(|(_, why)| format!(" (written {why})"))
-                .unwrap_or_default();
-            bail!(
-                "{}: schema is \"{schema}\"{why}, this version reads \"{SCHEMA}\"; re-run the benchmark \
-                 that wrote it (e.g. `course bench ... --out DIR`, or `course run N` for an exercise) to \
-                 write a current file",
-                path.display(),
-            );
-        }
+        FILE.check(Some(&schema), &path.display().to_string())?;
         let report: Report = serde_json::from_str(&text).map_err(not_a_report)?;
         if report.runs.is_empty() {
             bail!(
@@ -325,11 +304,10 @@ pub fn comparison_text(c: &Comparison, label_a: &str, label_b: &str) -> String {
         }
     };
     let verdict = if c.set_by_arrivals {
-        format!(
-            "no verdict about the servers: both runs kept up with the offered rate, so each measured \
-             the arrivals, not what its server can sustain. Load them above saturation (a higher \
-             --rate) or closed loop (--concurrency) to compare capacity."
-        )
+        "no verdict about the servers: both runs kept up with the offered rate, so each measured \
+         the arrivals, not what its server can sustain. Load them above saturation (a higher \
+         --rate) or closed loop (--concurrency) to compare capacity."
+            .to_string()
     } else {
         match c.verdict {
             Verdict::Faster => format!("FASTER: {label_b} beats {label_a} by {}.", change(c)),

@@ -392,7 +392,7 @@ pub fn write_exports(profile: &Profile, options: TableOptions, dir: &Path) -> Re
     profile
         .report_with(options)
         .write_json(&out.report)
-        .map_err(fail)?;
+        .map_err(|e| Error::Input(e.to_string()))?;
     profile.chrome_trace(&out.trace).map_err(fail)?;
     std::fs::write(&out.folded, profile.folded_stacks()).map_err(|e| Error::io(&out.folded, e))?;
     profile.flamegraph_svg(&out.flamegraph).map_err(fail)?;

@@ -12,6 +12,8 @@
 //! - [`environment`]: where a measurement was taken, the record both files carry.
 //! - [`version`]: the one schema check and its migration error, naming the file and the
 //!   command that writes a current one.
+//! - [`schemas`]: the JSON Schemas the types generate (committed under `schema/`, read by
+//!   scripts/gpu-check; `cargo run -p formats --bin write-schemas` rewrites them).
 //!
 //! The verdict of an A/B comparison is the `verdict` crate's `Verdict`, written into
 //! bench.json as is.
@@ -20,4 +22,5 @@ pub mod bench;
 pub mod environment;
 pub mod line;
 pub mod report;
+pub mod schemas;
 pub mod version;

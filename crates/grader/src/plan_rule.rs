@@ -181,7 +181,7 @@ pub fn measured(profile: &ProfileReport, op: &RankedOp, key: &MechanismKey) -> S
             pct(r.pct_of_roofline),
             figure(r.roofline_gflops_per_s),
             figure(r.intensity),
-            r.bound.name(),
+            r.bound.as_str(),
             table_reading(profile, op, key)
         ),
         (_, None) => format!("{} records no measured ceilings, so `{}` has no roofline columns{kernel}", profile.file, op.name),

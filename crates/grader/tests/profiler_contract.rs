@@ -2,7 +2,7 @@
 //! run and on a (simulated) CUDA run, in every sort order, passes the grader's consistency
 //! checks, and the grader ranks it by the device's self time.
 
-use grader::results::profile_report::{Device, ProfileReport};
+use grader::results::profile_report::ProfileReport;
 use profiler::{
     DeviceKind, ManualClock, ManualDeviceTimer, Options, Profiler, Schedule, SortBy, TableOptions,
 };
@@ -54,7 +54,7 @@ fn a_real_cpu_report_passes_and_ranks_by_self_cpu() {
         let text = report_json(DeviceKind::Cpu, sort_by);
         let report = ProfileReport::parse(&text, "report.json")
             .unwrap_or_else(|p| panic!("{sort_by:?}: {p}\n{text}"));
-        assert_eq!(report.device, Device::Cpu);
+        assert_eq!(report.device, DeviceKind::Cpu);
         let names: Vec<&str> = report.top(3).iter().map(|o| o.name.as_str()).collect();
         assert_eq!(names, ["matmul", "gelu", "softmax"], "{sort_by:?}");
     }
@@ -66,7 +66,7 @@ fn a_real_cuda_report_passes_and_ranks_by_self_cuda() {
         let text = report_json(DeviceKind::Cuda, sort_by);
         let report = ProfileReport::parse(&text, "report.json")
             .unwrap_or_else(|p| panic!("{sort_by:?}: {p}\n{text}"));
-        assert_eq!(report.device, Device::Cuda);
+        assert_eq!(report.device, DeviceKind::Cuda);
         let names: Vec<&str> = report.top(3).iter().map(|o| o.name.as_str()).collect();
         assert_eq!(names, ["matmul", "softmax", "gelu"], "{sort_by:?}");
     }
@@ -138,7 +138,7 @@ fn a_real_report_with_ceilings_carries_kernels_and_rooflines() {
     // The reading the table printed, read back as written: gelu far below its memory roofline
     // is a slow kernel, though memory is its lower roof; mask, without work, has none.
     assert_eq!(gelu.reading, Some(profiler::Reading::SlowKernel));
-    assert_eq!(roofline.bound.name(), "memory");
+    assert_eq!(roofline.bound.as_str(), "memory");
     assert_eq!(report.find("mask").unwrap().1.reading, None);
     assert_eq!(
         report.reading_thresholds,

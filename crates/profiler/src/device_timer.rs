@@ -7,32 +7,13 @@
 //! mode: every boundary waits for the device, which is what makes host-clock timing of
 //! asynchronous launches honest, and slow).
 
-use serde::{Deserialize, Serialize};
 use std::fmt;
 
 use crate::clock::{Clock, ManualClock};
 
-/// How the times in a profile were taken.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Timing {
-    /// Host clock only (CPU runs, or a CUDA run without device timing).
-    Host,
-    /// Timing-enabled CUDA events at scope boundaries, read after one synchronise per step.
-    CudaEvents,
-    /// A device synchronise at every scope boundary, then the host clock.
-    CudaSync,
-}
-
-impl Timing {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Timing::Host => "host",
-            Timing::CudaEvents => "cuda-events",
-            Timing::CudaSync => "cuda-sync",
-        }
-    }
-}
+/// How the times were taken, and which device ran: the file's words, defined with
+/// report.json's types in the `formats` crate.
+pub use formats::{environment::Timing, report::DeviceKind};
 
 /// How a CUDA run's device times are taken (`--cuda-timing`; a CPU run ignores it). Defined on
 /// every build, CUDA or not, so the flag is too; the timer itself needs the `cuda` feature.
@@ -79,24 +60,6 @@ impl std::str::FromStr for CudaTiming {
             .into_iter()
             .find(|t| t.as_str() == s)
             .ok_or_else(|| format!("`{s}` is not a CUDA timing: use `events` or `sync`"))
-    }
-}
-
-/// Which device the profiled program ran on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum DeviceKind {
-    #[default]
-    Cpu,
-    Cuda,
-}
-
-impl DeviceKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DeviceKind::Cpu => "cpu",
-            DeviceKind::Cuda => "cuda",
-        }
     }
 }
 

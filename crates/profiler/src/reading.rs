@@ -37,86 +37,11 @@
 //! row without a roofline (it declared no work, or the run measured no ceilings) has no
 //! reading: nothing measured says what holds it back.
 
-use std::fmt;
-
-use serde::{Deserialize, Serialize};
+/// The file's words (report.json's `reading_thresholds` and each row's `reading`), defined in
+/// the `formats` crate; this module holds the rule that gives them.
+pub use formats::report::{Reading, Thresholds};
 
 use crate::roofline::{Bound, RowRoofline};
-
-/// Where the rule draws its lines: percentages of a row's rooflines, and µs a call. The caller
-/// chooses them; [`Thresholds::DEFAULT`] is what a program without an answer key passes.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Thresholds {
-    /// Memory traffic is refuted below this % of the memory roofline...
-    pub not_memory_below_pct: f64,
-    /// ...and shown above this one; open in between.
-    pub memory_above_pct: f64,
-    /// A slow kernel is shown below this % of the row's roofline...
-    pub slow_kernel_below_pct: f64,
-    /// ...and refuted above this one (the row is near what the hardware allows); open in between.
-    pub near_roofline_above_pct: f64,
-    /// Launch overhead is shown only when a call takes less than this, in µs.
-    pub launch_overhead_below_us: f64,
-}
-
-impl Thresholds {
-    /// The profiler's documented defaults (crates/profiler/REPORT.md). The course's answer key
-    /// holds the same values (a grader test compares them).
-    pub const DEFAULT: Thresholds = Thresholds {
-        not_memory_below_pct: 25.0,
-        memory_above_pct: 50.0,
-        slow_kernel_below_pct: 25.0,
-        near_roofline_above_pct: 50.0,
-        launch_overhead_below_us: 20.0,
-    };
-
-    /// Why these thresholds cannot be read by, if they cannot: each a finite number, not
-    /// negative, each "below" line at or under its "above" line, and the near-roofline line
-    /// at or above the not-memory line.
-    pub fn problem(&self) -> Option<String> {
-        let all = [
-            ("not_memory_below_pct", self.not_memory_below_pct),
-            ("memory_above_pct", self.memory_above_pct),
-            ("slow_kernel_below_pct", self.slow_kernel_below_pct),
-            ("near_roofline_above_pct", self.near_roofline_above_pct),
-            ("launch_overhead_below_us", self.launch_overhead_below_us),
-        ];
-        if let Some((name, value)) = all.iter().find(|(_, v)| !v.is_finite() || *v < 0.0) {
-            return Some(format!(
-                "{name} is {value}: every threshold is a number, 0 or more"
-            ));
-        }
-        if self.not_memory_below_pct > self.memory_above_pct {
-            return Some(format!(
-                "not_memory_below_pct ({}) is above memory_above_pct ({}): memory traffic would be both refuted and shown",
-                self.not_memory_below_pct, self.memory_above_pct
-            ));
-        }
-        if self.slow_kernel_below_pct > self.near_roofline_above_pct {
-            return Some(format!(
-                "slow_kernel_below_pct ({}) is above near_roofline_above_pct ({}): a slow kernel would be both shown and refuted",
-                self.slow_kernel_below_pct, self.near_roofline_above_pct
-            ));
-        }
-        // On the memory side the two percentages are one number: it cannot be near the roofline
-        // and far below the memory roofline at once.
-        if self.near_roofline_above_pct < self.not_memory_below_pct {
-            return Some(format!(
-                "near_roofline_above_pct ({}) is below not_memory_below_pct ({}): a memory-side row between them would be both \
-                 near its roofline and far below it",
-                self.near_roofline_above_pct, self.not_memory_below_pct
-            ));
-        }
-        None
-    }
-}
-
-impl Default for Thresholds {
-    fn default() -> Self {
-        Thresholds::DEFAULT
-    }
-}
 
 /// What a row's figures say of one cause of its time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -158,51 +83,6 @@ pub fn launch_overhead(us_per_call: f64, t: &Thresholds) -> Evidence {
         Evidence::Shown
     } else {
         Evidence::Refuted
-    }
-}
-
-/// What holds a row back, as the table prints it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Reading {
-    MemoryBound,
-    ComputeBound,
-    SlowKernel,
-    LaunchOverhead,
-}
-
-impl Reading {
-    pub const ALL: [Reading; 4] = [
-        Reading::MemoryBound,
-        Reading::ComputeBound,
-        Reading::SlowKernel,
-        Reading::LaunchOverhead,
-    ];
-
-    /// As report.json writes it: `memory-bound`, `compute-bound`, `slow-kernel`, `launch-overhead`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Reading::MemoryBound => "memory-bound",
-            Reading::ComputeBound => "compute-bound",
-            Reading::SlowKernel => "slow-kernel",
-            Reading::LaunchOverhead => "launch-overhead",
-        }
-    }
-
-    /// As the table prints it: `memory-bound`, `compute-bound`, `slow kernel`, `launch overhead`.
-    pub fn label(self) -> &'static str {
-        match self {
-            Reading::MemoryBound => "memory-bound",
-            Reading::ComputeBound => "compute-bound",
-            Reading::SlowKernel => "slow kernel",
-            Reading::LaunchOverhead => "launch overhead",
-        }
-    }
-}
-
-impl fmt::Display for Reading {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.label())
     }
 }
 

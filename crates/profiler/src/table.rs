@@ -370,14 +370,6 @@ fn model_line(env: &crate::Environment) -> Option<String> {
     Some(format!("Model: {model}; rows: {how}.\n"))
 }
 
-impl Report {
-    /// The table of a report read back from disk: the same table the profile printed
-    /// (roofline columns when the report has ceilings, its warnings under the footers).
-    pub fn table(&self, row_limit: Option<usize>, with_flops: bool) -> String {
-        render(self, row_limit, with_flops)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

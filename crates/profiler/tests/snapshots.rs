@@ -2,7 +2,7 @@
 
 mod fixture;
 
-use profiler::{compare, Reading, RowRoofline, SortBy, TableOptions, View};
+use profiler::{compare, Reading, ReportTable, RowRoofline, SortBy, TableOptions, View};
 
 /// A row's reading at the profiler's default thresholds, as the report would hold it.
 fn read(roofline: Option<&RowRoofline>, us_per_call: f64) -> Option<Reading> {

@@ -27,7 +27,7 @@ use bench::metrics::Slo;
 use bench::report::{Report, Run};
 use bench::sweep::{self, Sweep};
 use clap::Parser;
-use course_model::traffic::{target_for, RateRule, RATE_RULE, TARGET_PER_LONE_TTFT};
+use grader::exercise_checks::traffic::{target_for, RateRule, RATE_RULE, TARGET_PER_LONE_TTFT};
 use std::path::Path;
 use std::process::ExitCode;
 

@@ -24,9 +24,9 @@ use std::process::ExitCode;
 use course_model::exercise;
 
 // The one grouping of a profile's rows into its budget lines; and your illustrative step, drawn
-// from your learner id by the course's own function (the draw `course check 4` grades you on).
+// from your learner id by the grader's own function (what `course check 4` grades you on).
 use bench::budget::from_report;
-use course_model::illustrative_step::{IllustrativeStep, ACTIVATIONS, LINES};
+use grader::exercise_checks::budget::{IllustrativeStep, LINES};
 
 /// The step-time cut the exercise asks for, in %.
 const TARGET_PCT: f64 = 10.0;
@@ -80,7 +80,7 @@ fn illustrative(learner: &str, step: &IllustrativeStep) {
     println!(
         "Removing {} of \"{}\" saves {saved:.2} ms = {:.2}% of the step; the step becomes {:.2} ms.\n",
         step.removed.words(),
-        LINES[ACTIVATIONS],
+        LINES[grader::exercise_checks::budget::ACTIVATIONS],
         budget::saving_pct(saved, step_ms),
         budget::new_step_ms(step_ms, saved)
     );
@@ -194,7 +194,7 @@ fn run(args: Args, dir: &Path) -> Result<()> {
         );
     }
     budget_lines(&report, &dir.join("results/budget.json"))?;
-    let inputs = course_model::fewer_bytes::prediction_inputs(&path, dir)
+    let inputs = grader::exercise_checks::fewer_bytes::prediction_inputs(&path, dir)
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     print!("\n{inputs}");
     if let Some(op) = &args.op {
@@ -311,7 +311,7 @@ fn answers(
     ];
     // [bytes]: the course's arithmetic on the two rows' roofline columns, and their sum.
     let mut total = 0.0;
-    for ((_, field), predicted) in course_model::fewer_bytes::ROWS
+    for ((_, field), predicted) in fewer_bytes::ROWS
         .iter()
         .zip(fewer_bytes::predictions(&report))
     {

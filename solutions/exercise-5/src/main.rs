@@ -9,8 +9,8 @@
 //! Solution: both stages of src/fused.rs are written, and this run fills in answers.toml from
 //! its own results.
 
-use answers_file::fill_answers as answers;
-use answers_file::prediction::{self, Outcome};
+use grader::fill_answers as answers;
+use grader::prediction::{self, Outcome};
 mod fused;
 
 use anyhow::{bail, Context, Result};

@@ -19,7 +19,6 @@
 //! both P90 TTFTs, and at each rate the verdict its 95% interval gives against the target
 //! (the grader's own rule, [`Verdict::of`]).
 
-use answers_file::fill_answers as answers;
 use anyhow::{bail, Context, Result};
 use bench::environment::{Environment, Target};
 use bench::intervals::Interval;
@@ -28,7 +27,10 @@ use bench::metrics::Slo;
 use bench::report::{Report, Run};
 use bench::sweep::{self, Knee, Sweep};
 use clap::Parser;
-use course_model::traffic::{target_for, RateRule, Verdict, RATE_RULE, TARGET_PER_LONE_TTFT};
+use grader::exercise_checks::traffic::{
+    target_for, RateRule, Verdict, RATE_RULE, TARGET_PER_LONE_TTFT,
+};
+use grader::fill_answers as answers;
 use std::path::Path;
 use std::process::ExitCode;
 

@@ -41,7 +41,7 @@ pub fn check(ctx: &mut Ctx<'_>, key: &FuseKey, mechanism: &MechanismKey) {
     }
     let on_gpu = unfused
         .as_ref()
-        .is_ok_and(|p| p.device == crate::results::profile_report::Device::Cuda);
+        .is_ok_and(|p| p.device == formats::report::DeviceKind::Cuda);
     let row = |profile: &Result<ProfileReport, String>, name: &str| -> Result<RankedOp, String> {
         let p = profile.as_ref().map_err(Clone::clone)?;
         p.find(name).map(|(_, r)| r.clone()).ok_or_else(|| {

@@ -1,4 +1,4 @@
-//! The benchmark's `bench.json` (schema `bench-report/3`, written by crates/bench).
+//! The benchmark's `bench.json` (schema `formats::bench::SCHEMA`, written by crates/bench).
 //!
 //! Kept to the few fields the grader relies on, in one place, so a change in the bench crate's
 //! format is a change here only: the A/B `comparison`, each run's P90 TTFT with its interval,
@@ -8,13 +8,8 @@ use super::{parse_json, tampered};
 use crate::problem::Problem;
 use serde::{Deserialize, Serialize};
 
-pub const SCHEMA: &str = "bench-report/3";
-
-/// Schemas the grader refuses, with what changed since.
-const OLD_SCHEMAS: [(&str, &str); 2] = [
-    ("bench-report/1", "from before the environment record bench.json and report.json share"),
-    ("bench-report/2", "from before intervals over replicate runs and the four verdicts (faster, slower, same, inconclusive)"),
-];
+use formats::bench::FILE;
+pub use formats::bench::SCHEMA;
 
 /// The four verdicts and the one rule that decides them: the `verdict` crate, which the bench
 /// crate writes with.
@@ -204,7 +199,8 @@ impl BenchReport {
             &format!("benchmark report ({SCHEMA})"),
             REGENERATE,
         )?;
-        if let Some((old, why)) = OLD_SCHEMAS.iter().find(|(old, _)| *old == raw.schema) {
+        if let Some(why) = FILE.lacks(&raw.schema) {
+            let old = &raw.schema;
             return Err(tampered(
                 file,
                 format!("this report is {old:?}, {why}; the grader reads {SCHEMA:?}"),

@@ -1,4 +1,4 @@
-//! The profiler's `report.json` (schema `profiler-report/6`, documented in
+//! The profiler's `report.json` (schema `formats::report::SCHEMA`, documented in
 //! crates/profiler/REPORT.md), and its consistency checks.
 //!
 //! Device-aware: a CPU run ranks ops by self CPU time, a CUDA run by self CUDA time; the
@@ -17,119 +17,20 @@
 
 use super::{close, parse_json, tampered};
 use crate::problem::Problem;
+use formats::line::Line;
+pub use formats::report::{Bound, SCHEMA};
+use formats::report::{Ceilings, DeviceKind, RowRoofline, FILE};
 use profiler::reading::{self, Figures, Reading, Thresholds};
-use profiler::Line;
 use serde::{Deserialize, Serialize};
 
-pub const SCHEMA: &str = "profiler-report/6";
-
-/// Earlier schemas, each refused with what it lacks (the next step is the same: profile again).
-const OLD_SCHEMAS: [(&str, &str); 5] = [
-    ("profiler-report/1", "from before the roofline columns"),
-    (
-        "profiler-report/2",
-        "from before the environment record report.json and bench.json share",
-    ),
-    (
-        "profiler-report/3",
-        "from before the table's Reading column",
-    ),
-    (
-        "profiler-report/4",
-        "from before each row said its budget line",
-    ),
-    (
-        "profiler-report/5",
-        "from before each row said the type of the values it streamed",
-    ),
-];
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Device {
-    Cpu,
-    Cuda,
-}
-
-impl Device {
-    /// The column a run on this device is ranked by, as people say it.
-    pub fn column(self) -> &'static str {
-        match self {
-            Device::Cpu => "self CPU time",
-            Device::Cuda => "self CUDA time",
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Device::Cpu => "CPU",
-            Device::Cuda => "CUDA",
-        }
-    }
-}
-
-/// The device's measured ceilings, as the profile recorded them (crates/profiler/REPORT.md).
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
-pub struct Ceilings {
-    #[serde(default)]
-    pub device: String,
-    #[serde(default)]
-    pub threads: usize,
-    /// The run's kernel path (`avx512`, `avx2`, `portable`, `cuda`).
-    #[serde(default)]
-    pub kernels: String,
-    #[serde(default)]
-    pub build: String,
-    /// Measured memory read bandwidth, GB/s.
-    pub mem_read_gbps: f64,
-    /// Measured peak matmul throughput the engine reaches, GFLOP/s.
-    pub peak_gflops: f64,
-    #[serde(default)]
-    pub bandwidth_how: String,
-    #[serde(default)]
-    pub peak_how: String,
-}
-
-/// Which side of the ridge point a row's intensity is on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Bound {
-    Memory,
-    Compute,
-}
-
-impl Bound {
-    pub fn name(self) -> &'static str {
-        match self {
-            Bound::Memory => "memory",
-            Bound::Compute => "compute",
-        }
-    }
-}
-
-/// A row's roofline columns.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
-pub struct Roofline {
-    /// Which total the rates divide by: `cpu` or `cuda-stream`.
-    #[serde(default)]
-    pub time_basis: String,
-    pub gflops_per_s: f64,
-    pub gbytes_per_s: f64,
-    /// FLOP per byte.
-    pub intensity: f64,
-    /// min(peak, bandwidth × intensity), GFLOP/s.
-    pub roofline_gflops_per_s: f64,
-    /// 100 × achieved GFLOP/s / roofline.
-    pub pct_of_roofline: f64,
-    /// 100 × achieved GB/s / measured read bandwidth.
-    pub pct_of_memory_roofline: f64,
-    pub bound: Bound,
-}
-
+// The grader reads report.json through a lenient view of its own (below: only the fields it
+// checks, numbers as f64, most fields optional) built from the file's types in the `formats`
+// crate, which the profiler writes with: a hand-edited file is then named as tampered, field
+// by field, rather than refused as unparsable.
 #[derive(Debug, Clone, Deserialize)]
 struct RawReport {
     schema: String,
-    device: Device,
+    device: DeviceKind,
     #[serde(default)]
     sort_by: Option<String>,
     #[serde(default)]
@@ -184,7 +85,7 @@ struct RawRow {
     #[serde(default)]
     kernel: Option<String>,
     #[serde(default)]
-    roofline: Option<Roofline>,
+    roofline: Option<RowRoofline>,
     #[serde(default)]
     reading: Option<Reading>,
 }
@@ -204,7 +105,7 @@ pub struct RankedOp {
     /// The kernel label(s) the row ran on (`packed-avx512`, `candle`, `custom`, ...).
     pub kernel: Option<String>,
     /// The roofline columns; None when the row declared no work or there are no ceilings.
-    pub roofline: Option<Roofline>,
+    pub roofline: Option<RowRoofline>,
     /// What the table read off the roofline columns (with the report's `reading_thresholds`);
     /// None exactly when there are no roofline columns.
     pub reading: Option<Reading>,
@@ -221,7 +122,7 @@ impl RankedOp {
 #[derive(Debug, Clone)]
 pub struct ProfileReport {
     pub file: String,
-    pub device: Device,
+    pub device: DeviceKind,
     /// False when the profiled program was built without optimisations; None when unsaid.
     pub optimized_build: Option<bool>,
     /// The model's weight type as the run stated it (`f32`, `bf16`, `f16`); None when unsaid.
@@ -287,7 +188,8 @@ impl ProfileReport {
             &format!("profiler report ({SCHEMA})"),
             REGENERATE,
         )?;
-        if let Some((old, lacks)) = OLD_SCHEMAS.iter().find(|(old, _)| raw.schema == *old) {
+        if let Some(lacks) = FILE.lacks(&raw.schema) {
+            let old = &raw.schema;
             return Err(tampered(
                 file,
                 format!("this report is {old:?}, {lacks}; the grader reads {SCHEMA:?}"),
@@ -311,8 +213,8 @@ impl ProfileReport {
         let mut ops = Vec::with_capacity(raw.rows.len());
         for (index, row) in raw.rows.iter().enumerate() {
             let (self_us, pct) = match device {
-                Device::Cpu => (Some(row.self_cpu_us), Some(row.self_cpu_pct)),
-                Device::Cuda => (row.self_cuda_us, row.self_cuda_pct),
+                DeviceKind::Cpu => (Some(row.self_cpu_us), Some(row.self_cpu_pct)),
+                DeviceKind::Cuda => (row.self_cuda_us, row.self_cuda_pct),
             };
             let (Some(self_us), Some(share_pct)) = (self_us, pct) else {
                 return Err(tampered(
@@ -375,8 +277,8 @@ impl ProfileReport {
         // The rows must be sorted by the key the report declares (by default the device's self
         // time); a row above one with a larger value is a ranking that contradicts the rows.
         let default_key = match device {
-            Device::Cpu => "self_cpu_time_total",
-            Device::Cuda => "self_cuda_time_total",
+            DeviceKind::Cpu => "self_cpu_time_total",
+            DeviceKind::Cuda => "self_cuda_time_total",
         };
         let sort_by = raw.sort_by.as_deref().unwrap_or(default_key);
         let values: Vec<Option<f64>> = raw.rows.iter().map(|r| sort_value(r, sort_by)).collect();
@@ -446,7 +348,7 @@ impl ProfileReport {
                 REGENERATE,
             ));
         }
-        if device == Device::Cuda {
+        if device == DeviceKind::Cuda {
             match raw.totals.self_cuda_us {
                 Some(total)
                     if close(total, sum_us, TOTALS_ABS_TOLERANCE_US, TOTALS_REL_TOLERANCE) => {}
@@ -535,7 +437,7 @@ const ROOFLINE_ABS_TOLERANCE: f64 = 0.05;
 /// A row's roofline columns must agree with each other and with the ceilings (the formulas of
 /// crates/profiler/REPORT.md); the profiler computes them, the grader only checks them.
 fn check_roofline(
-    r: &Roofline,
+    r: &RowRoofline,
     ceilings: Option<&Ceilings>,
     index: usize,
     name: &str,
@@ -610,9 +512,9 @@ fn check_roofline(
             file,
             format!(
                 "{row} is marked {}-bound, but its intensity {:.3} FLOP/byte is on the {} side of the ridge ({ridge:.3})",
-                r.bound.name(),
+                r.bound.as_str(),
                 r.intensity,
-                expected.name()
+                expected.as_str()
             ),
             REGENERATE,
         ));
@@ -622,7 +524,7 @@ fn check_roofline(
 
 /// The rates are the row's declared work over its total time on the roofline's time basis
 /// (crates/profiler/src/roofline.rs): a rate edited by hand no longer matches them.
-fn check_rates(r: &Roofline, row: &RawRow, index: usize, file: &str) -> Result<(), Problem> {
+fn check_rates(r: &RowRoofline, row: &RawRow, index: usize, file: &str) -> Result<(), Problem> {
     let total_us = match r.time_basis.as_str() {
         "cuda-stream" => row.cuda_total_us,
         _ => row.cpu_total_us,
@@ -651,22 +553,6 @@ fn check_rates(r: &Roofline, row: &RawRow, index: usize, file: &str) -> Result<(
         }
     }
     Ok(())
-}
-
-impl Roofline {
-    /// The figures the reading rule reads, with the op's self time a call.
-    pub fn figures(&self, us_per_call: Option<f64>) -> Figures {
-        let bound = match self.bound {
-            Bound::Memory => profiler::Bound::Memory,
-            Bound::Compute => profiler::Bound::Compute,
-        };
-        Figures {
-            pct_of_roofline: self.pct_of_roofline,
-            pct_of_memory_roofline: self.pct_of_memory_roofline,
-            bound,
-            us_per_call,
-        }
-    }
 }
 
 /// A row's reading must be the one the profiler's rule gives its figures at the report's
@@ -720,14 +606,14 @@ fn check_reading(
                     pct_of_roofline: nudged(roofline.pct_of_roofline, a),
                     pct_of_memory_roofline: nudged(roofline.pct_of_memory_roofline, b),
                     us_per_call: per_call.map(|us| nudged(us, c)),
-                    ..roofline.figures(per_call)
+                    ..Figures::of(roofline, per_call)
                 };
                 reading::read(&f, t) == written
             })
         })
     });
     if !honest {
-        let expected = reading::read(&roofline.figures(per_call), t);
+        let expected = reading::read(&Figures::of(roofline, per_call), t);
         return Err(tampered(
             file,
             format!(
@@ -796,7 +682,7 @@ mod tests {
             None,
         );
         let r = ProfileReport::parse(&text, "report.json").unwrap();
-        assert_eq!(r.device, Device::Cpu);
+        assert_eq!(r.device, DeviceKind::Cpu);
         assert_eq!(
             r.top(2).iter().map(|o| o.name.as_str()).collect::<Vec<_>>(),
             ["matmul", "gelu"]
