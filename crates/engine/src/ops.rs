@@ -358,6 +358,8 @@ pub fn kv_cache(cache: &mut KvCache, k: &Tensor, v: &Tensor) -> Result<(Tensor, 
     let _s = profiler::op(list::KV_CACHE)
         .with_kernel(label::stock(k.device()))
         .with_dtype(k.dtype().as_str());
+    // Candle allocates a cache's capacity at its first append: the memory timeline's KV cache.
+    let _kv = profiler::alloc::category(profiler::Category::KvCache);
     Ok(cache.append(k, v)?)
 }
 

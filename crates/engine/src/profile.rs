@@ -144,7 +144,90 @@ pub fn profile_forward_with(
     p: &ForwardProfile,
     ceilings: Option<Ceilings>,
 ) -> Result<Profile> {
-    crate::cpu::on_pool(|| record_forward(model, p, ceilings))
+    crate::cpu::on_pool(|| record_forward(model, p, ceilings, false))
+}
+
+/// [`profile_forward_with`] recording memory too (PyTorch's `profile_memory=True`): every row
+/// gets `CPU Mem`, `Self CPU Mem` and its allocations, every step its peak and a memory
+/// timeline. Counts only in a program that declares [`profiler::CountingAlloc`] as its global
+/// allocator (`gpt2` does; without it the profile carries a warning and no memory columns).
+pub fn profile_forward_with_memory(
+    model: &dyn CausalLm,
+    p: &ForwardProfile,
+    ceilings: Option<Ceilings>,
+) -> Result<Profile> {
+    crate::cpu::on_pool(|| record_forward(model, p, ceilings, true))
+}
+
+/// A short generation recorded with memory: a prefill of `p.batch` sequences of `p.seq`
+/// tokens, then `new_tokens` decode steps, one profiler step each (no warm-up: the KV cache
+/// is allocated at its capacity in the first step, which is what the timeline shows). Returns
+/// the profile and the positions each step's caches hold once it ran.
+pub fn profile_generation_memory(
+    model: &dyn CausalLm,
+    p: &ForwardProfile,
+    new_tokens: usize,
+) -> Result<(Profile, Vec<usize>)> {
+    crate::cpu::on_pool(|| {
+        let ids = sample_ids(p.batch, p.seq, model.vocab_size());
+        let steps = new_tokens + 1;
+        let spec = ForwardProfile {
+            warmup: 0,
+            active: steps,
+            ..p.clone()
+        };
+        let mut prof = recorder(model.device(), &spec)?.with_memory();
+        let capacity = p.seq + new_tokens;
+        let mut caches = model.new_caches(p.batch, capacity);
+        let mut positions = Vec::with_capacity(steps);
+        for step in 0..steps {
+            let rows: Vec<Vec<u32>> = if step == 0 {
+                ids.clone()
+            } else {
+                // Any token will do: the memory a step takes does not depend on which.
+                ids.iter().map(|r| vec![r[step % r.len()]]).collect()
+            };
+            prof.step(|| {
+                model
+                    .forward(&mut Segment::rows(
+                        &rows,
+                        &mut caches,
+                        Logits::LastPosition,
+                    )?)
+                    .map(drop)
+            })?;
+            positions.push(p.seq + step);
+        }
+        drop(caches);
+        let mut profile = prof.finish();
+        profile.environment.dtype = model.dtype().as_str().to_string();
+        Ok((profile, positions))
+    })
+}
+
+/// The KV cache's positions in use as bytes, for the timeline's "computed" series: the cache's
+/// measured bytes at its capacity (the KV cache category's rise over the profile) times the
+/// positions each step's caches hold over `capacity`, drawn at the step's start and end.
+pub fn kv_in_use_series(
+    profile: &Profile,
+    positions: &[usize],
+    capacity: usize,
+) -> Vec<(f64, i64)> {
+    let Some(timeline) = profile.memory_timeline() else {
+        return Vec::new();
+    };
+    let kv = |p: &profiler::TimelinePoint| p.by_category[1];
+    let base = timeline.points.first().map_or(0, kv);
+    let at_capacity = timeline.points.iter().map(kv).max().unwrap_or(0) - base;
+    let origin = profile.steps.first().map_or(0, |s| s.start_ns);
+    let ms = |ns: u64| ns.saturating_sub(origin) as f64 / 1e6;
+    let mut series = Vec::new();
+    for (step, used) in profile.steps.iter().zip(positions) {
+        let bytes = base + at_capacity * *used as i64 / capacity.max(1) as i64;
+        series.push((ms(step.start_ns), bytes));
+        series.push((ms(step.end_ns), bytes));
+    }
+    series
 }
 
 /// The op rows (the step row left out) of one recorded step that runs every op a model has:
@@ -211,9 +294,13 @@ fn record_forward(
     model: &dyn CausalLm,
     p: &ForwardProfile,
     ceilings: Option<Ceilings>,
+    memory: bool,
 ) -> Result<Profile> {
     let ids = sample_ids(p.batch, p.seq, model.vocab_size());
     let mut prof = recorder(model.device(), p)?;
+    if memory {
+        prof = prof.with_memory();
+    }
     if let Some(c) = ceilings {
         prof = prof.with_ceilings(c);
     }
@@ -292,12 +379,20 @@ pub fn check_device_timing(profile: &Profile) -> Result<()> {
 pub struct Overhead {
     pub plain_ms: f64,
     pub profiled_ms: f64,
+    /// Profiled with memory recorded too, when asked ([`measure_overhead_with_memory`]).
+    pub with_memory_ms: Option<f64>,
     pub repeats: usize,
 }
 
 impl Overhead {
     pub fn percent(&self) -> f64 {
         (self.profiled_ms / self.plain_ms - 1.0) * 100.0
+    }
+
+    /// The overhead with memory recorded, percent of the unprofiled forward.
+    pub fn with_memory_percent(&self) -> Option<f64> {
+        self.with_memory_ms
+            .map(|ms| (ms / self.plain_ms - 1.0) * 100.0)
     }
 }
 
@@ -308,10 +403,26 @@ pub fn measure_overhead(
     p: &ForwardProfile,
     repeats: usize,
 ) -> Result<Overhead> {
-    crate::cpu::on_pool(|| overhead(model, p, repeats))
+    crate::cpu::on_pool(|| overhead(model, p, repeats, false))
 }
 
-fn overhead(model: &dyn CausalLm, p: &ForwardProfile, repeats: usize) -> Result<Overhead> {
+/// [`measure_overhead`] with a third forward in each round, profiled with memory recorded
+/// (the counting allocator on for that forward only: the other two run with it off). Needs the
+/// program to declare [`profiler::CountingAlloc`].
+pub fn measure_overhead_with_memory(
+    model: &dyn CausalLm,
+    p: &ForwardProfile,
+    repeats: usize,
+) -> Result<Overhead> {
+    crate::cpu::on_pool(|| overhead(model, p, repeats, true))
+}
+
+fn overhead(
+    model: &dyn CausalLm,
+    p: &ForwardProfile,
+    repeats: usize,
+    memory: bool,
+) -> Result<Overhead> {
     use std::time::Instant;
     let ids = sample_ids(p.batch, p.seq, model.vocab_size());
     let forward = || {
@@ -332,8 +443,27 @@ fn overhead(model: &dyn CausalLm, p: &ForwardProfile, repeats: usize) -> Result<
         record_shapes: p.record_shapes,
         ..Options::default()
     };
-    let mut prof = attach_device_timer(Profiler::new(options), model.device(), p.cuda_timing)?;
-    let (mut plain, mut profiled) = (Vec::new(), Vec::new());
+    let mut prof = attach_device_timer(
+        Profiler::new(options.clone()),
+        model.device(),
+        p.cuda_timing,
+    )?;
+    let mut with_memory = if memory {
+        let prof = attach_device_timer(Profiler::new(options), model.device(), p.cuda_timing)?
+            .with_memory();
+        if !prof.records_memory() {
+            return Err(Error::Input(
+                "this program does not declare profiler::CountingAlloc as its global allocator, \
+                 so memory cannot be counted"
+                    .to_string(),
+            ));
+        }
+        Some(prof)
+    } else {
+        None
+    };
+    profiler::alloc::disable();
+    let (mut plain, mut profiled, mut memory_ms) = (Vec::new(), Vec::new(), Vec::new());
     for i in 0..runs {
         let start = Instant::now();
         forward()?;
@@ -343,6 +473,17 @@ fn overhead(model: &dyn CausalLm, p: &ForwardProfile, repeats: usize) -> Result<
         prof.step(forward)?;
         model.device().synchronize()?;
         let profiled_ms = start.elapsed().as_secs_f64() * 1e3;
+        if let Some(prof) = with_memory.as_mut() {
+            profiler::alloc::enable();
+            let start = Instant::now();
+            prof.step(forward)?;
+            model.device().synchronize()?;
+            let ms = start.elapsed().as_secs_f64() * 1e3;
+            profiler::alloc::disable();
+            if i >= p.warmup {
+                memory_ms.push(ms);
+            }
+        }
         if i >= p.warmup {
             plain.push(plain_ms);
             profiled.push(profiled_ms);
@@ -351,6 +492,7 @@ fn overhead(model: &dyn CausalLm, p: &ForwardProfile, repeats: usize) -> Result<
     Ok(Overhead {
         plain_ms: crate::model_cases::median(&mut plain),
         profiled_ms: crate::model_cases::median(&mut profiled),
+        with_memory_ms: with_memory.map(|_| crate::model_cases::median(&mut memory_ms)),
         repeats: plain.len(),
     })
 }
@@ -362,18 +504,27 @@ pub struct Exports {
     pub trace: PathBuf,
     pub folded: PathBuf,
     pub flamegraph: PathBuf,
+    /// `memory-timeline.svg`, when the profile recorded memory.
+    pub memory_timeline: Option<PathBuf>,
 }
 
 impl Exports {
     /// What was written, for the lines after the table; `report_note` says who reads the report.
     pub fn listing(&self, report_note: &str) -> String {
-        format!(
+        let mut text = format!(
             "wrote {} ({report_note}),\n      {} (open in https://ui.perfetto.dev), {} and {}",
             self.report.display(),
             self.trace.display(),
             self.folded.display(),
             self.flamegraph.display()
-        )
+        );
+        if let Some(t) = &self.memory_timeline {
+            text.push_str(&format!(
+                ",\n      {} (live bytes by category)",
+                t.display()
+            ));
+        }
+        text
     }
 }
 
@@ -386,6 +537,9 @@ pub fn write_exports(profile: &Profile, options: TableOptions, dir: &Path) -> Re
         trace: dir.join("trace.json"),
         folded: dir.join("stacks.folded"),
         flamegraph: dir.join("flamegraph.svg"),
+        memory_timeline: profile
+            .has_memory()
+            .then(|| dir.join("memory-timeline.svg")),
     };
     // The profiler's errors already name the file.
     let fail = |e: profiler::ProfilerError| Error::Input(e.to_string());
@@ -396,6 +550,16 @@ pub fn write_exports(profile: &Profile, options: TableOptions, dir: &Path) -> Re
     profile.chrome_trace(&out.trace).map_err(fail)?;
     std::fs::write(&out.folded, profile.folded_stacks()).map_err(|e| Error::io(&out.folded, e))?;
     profile.flamegraph_svg(&out.flamegraph).map_err(fail)?;
+    if let Some(path) = &out.memory_timeline {
+        let title = format!(
+            "Live bytes over {} recorded forward{}",
+            profile.active_steps(),
+            if profile.active_steps() == 1 { "" } else { "s" }
+        );
+        profile
+            .memory_timeline_svg(path, &title, None)
+            .map_err(fail)?;
+    }
     Ok(out)
 }
 

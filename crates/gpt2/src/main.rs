@@ -15,6 +15,11 @@ use gpt2::{Flow, Logits, Request, Sampling};
 use indicatif::{ProgressBar, ProgressStyle};
 use profiler::{CudaTiming, SortBy, TableOptions, View};
 
+/// Counts allocations for `gpt2 profile --profile-memory` (off, one relaxed load an
+/// allocation, unless that flag is given).
+#[global_allocator]
+static ALLOC: profiler::CountingAlloc = profiler::CountingAlloc;
+
 #[derive(Parser)]
 #[command(name = "gpt2", version, about = "GPT-2 in candle: generate, inspect logits, benchmark", long_about = None)]
 struct Cli {
@@ -44,9 +49,20 @@ struct ProfileArgs {
     #[command(flatten)]
     schedule: ScheduleArgs,
     /// Sort key, as in PyTorch: self_cpu_time_total, cpu_time_total, self_cuda_time_total,
-    /// cuda_time_total or count [default: self_cuda_time_total on CUDA, else self_cpu_time_total].
+    /// cuda_time_total or count; with --profile-memory also self_cpu_memory_usage,
+    /// cpu_memory_usage, self_cuda_memory_usage or self_device_memory_usage
+    /// [default: self_cuda_time_total on CUDA, else self_cpu_time_total].
     #[arg(long)]
     sort_by: Option<SortBy>,
+    /// Record memory too (PyTorch's `profile_memory=True`): CPU Mem, Self CPU Mem and the
+    /// allocations per row, the peak in the footer, memory-timeline.svg (the recorded forwards)
+    /// and memory-timeline-generate.svg (a short generation) beside flamegraph.svg. With
+    /// --overhead: a third forward each round, profiled with memory.
+    #[arg(long)]
+    profile_memory: bool,
+    /// With --profile-memory: the tokens the short generation decodes after its prefill.
+    #[arg(long, default_value_t = 16, value_name = "N")]
+    memory_new_tokens: usize,
     /// Rows shown (report.json always holds every row).
     #[arg(long, default_value_t = 10)]
     row_limit: usize,
@@ -347,7 +363,16 @@ fn profile_cmd(args: ProfileArgs) -> Result<()> {
         print!("{}", profiler::compare(&before, &after));
         return Ok(());
     }
-    let mut loaded = args.model.load()?;
+    if args.profile_memory {
+        // From before the load, so that the weights are counted (in their own category).
+        profiler::alloc::enable();
+    }
+    let mut loaded = {
+        let _weights = args
+            .profile_memory
+            .then(|| profiler::alloc::category(profiler::Category::Weights));
+        args.model.load()?
+    };
     loaded.model.set_mlp_activation(match args.mlp {
         Mlp::Fused => gpt2::MlpActivation::Fused,
         Mlp::Stock => gpt2::MlpActivation::Stock,
@@ -356,15 +381,32 @@ fn profile_cmd(args: ProfileArgs) -> Result<()> {
     let on_cuda = model.device().is_cuda();
     let spec = args.schedule.profile(args.with_flops, args.cuda_timing);
     if let Some(repeats) = args.overhead {
-        let o = gpt2::profile::measure_overhead(model, &spec, repeats)?;
+        let o = if args.profile_memory {
+            gpt2::profile::measure_overhead_with_memory(model, &spec, repeats)?
+        } else {
+            gpt2::profile::measure_overhead(model, &spec, repeats)?
+        };
         println!(
             "forward B={} T={}: unprofiled median {:.3} ms, profiled median {:.3} ms over {} alternating repeats: overhead {:+.2}%",
             spec.batch, spec.seq, o.plain_ms, o.profiled_ms, o.repeats, o.percent()
         );
+        if let (Some(ms), Some(pct)) = (o.with_memory_ms, o.with_memory_percent()) {
+            println!(
+                "profiled with memory (counting allocator on): median {ms:.3} ms: overhead {pct:+.2}% \
+                 (the unprofiled forwards run with counting off)"
+            );
+        }
         return Ok(());
     }
+    if args.sort_by.is_some_and(SortBy::is_memory) && !args.profile_memory {
+        bail!("--sort-by {} sorts by a memory column: add --profile-memory", args.sort_by.unwrap_or_default());
+    }
     let ceilings = gpt2::profile::machine_ceilings(model, args.remeasure_ceilings);
-    let profile = gpt2::profile::profile_forward_with(model, &spec, ceilings)?;
+    let profile = if args.profile_memory {
+        gpt2::profile::profile_forward_with_memory(model, &spec, ceilings)?
+    } else {
+        gpt2::profile::profile_forward_with(model, &spec, ceilings)?
+    };
     let default_sort = SortBy::self_time(on_cuda);
     let options = TableOptions {
         sort_by: args.sort_by.unwrap_or(default_sort),
@@ -383,6 +425,25 @@ fn profile_cmd(args: ProfileArgs) -> Result<()> {
         "\n{}",
         out.listing("read by `gpt2 profile --compare` and the grader")
     );
+    if args.profile_memory && profile.has_memory() {
+        let (gen, positions) =
+            gpt2::profile::profile_generation_memory(model, &spec, args.memory_new_tokens)?;
+        let capacity = spec.seq + args.memory_new_tokens;
+        let series = gpt2::profile::kv_in_use_series(&gen, &positions, capacity);
+        let path = args.out.join("memory-timeline-generate.svg");
+        let title = format!(
+            "Live bytes over a generation: B={} prefill of {} tokens, then {} decode steps",
+            spec.batch, spec.seq, args.memory_new_tokens
+        );
+        gen.memory_timeline_svg(&path, &title, Some(("KV positions in use", &series)))?;
+        if let Some((bytes, step, during)) = gen.memory_peak() {
+            println!(
+                "      {} (the generation's peak: {} in step {step}, during {during})",
+                path.display(),
+                profiler::format_bytes(bytes)
+            );
+        }
+    }
     // Written first, so the failed run's report (with its warnings) can be read.
     gpt2::profile::check_device_timing(&profile)?;
     Ok(())

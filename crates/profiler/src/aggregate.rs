@@ -13,12 +13,13 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+use crate::alloc::Totals;
 use crate::line::Line;
 use crate::recording::{Profile, Step};
 use crate::scope::Kind;
 
 /// The name of the row that holds each step's time outside every visible scope.
-pub use formats::report::STEP_ROW;
+pub const STEP_ROW: &str = "ProfilerStep*";
 
 /// Which scopes become rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
@@ -71,16 +72,40 @@ pub enum SortBy {
     SelfCudaTimeTotal,
     CudaTimeTotal,
     Count,
+    /// PyTorch's `self_cpu_memory_usage`: the row's `Self CPU Mem`.
+    SelfCpuMemoryUsage,
+    /// PyTorch's `cpu_memory_usage`: the row's `CPU Mem`.
+    CpuMemoryUsage,
+    /// PyTorch's older spelling of [`SortBy::SelfDeviceMemoryUsage`].
+    SelfCudaMemoryUsage,
+    /// PyTorch's `self_device_memory_usage`. CUDA memory is not measured (candle has no
+    /// allocation hook), so rows sort by `Self CPU Mem` and the table says so.
+    SelfDeviceMemoryUsage,
 }
 
 impl SortBy {
-    pub const ALL: [SortBy; 5] = [
+    pub const ALL: [SortBy; 9] = [
         SortBy::SelfCpuTimeTotal,
         SortBy::CpuTimeTotal,
         SortBy::SelfCudaTimeTotal,
         SortBy::CudaTimeTotal,
         SortBy::Count,
+        SortBy::SelfCpuMemoryUsage,
+        SortBy::CpuMemoryUsage,
+        SortBy::SelfCudaMemoryUsage,
+        SortBy::SelfDeviceMemoryUsage,
     ];
+
+    /// Whether the key is a memory column.
+    pub fn is_memory(self) -> bool {
+        matches!(
+            self,
+            SortBy::SelfCpuMemoryUsage
+                | SortBy::CpuMemoryUsage
+                | SortBy::SelfCudaMemoryUsage
+                | SortBy::SelfDeviceMemoryUsage
+        )
+    }
 
     /// Self time where the work ran: on the device for CUDA, whose kernels run asynchronously
     /// (host time would rank their launches), on the host for a CPU.
@@ -99,6 +124,10 @@ impl SortBy {
             SortBy::SelfCudaTimeTotal => "self_cuda_time_total",
             SortBy::CudaTimeTotal => "cuda_time_total",
             SortBy::Count => "count",
+            SortBy::SelfCpuMemoryUsage => "self_cpu_memory_usage",
+            SortBy::CpuMemoryUsage => "cpu_memory_usage",
+            SortBy::SelfCudaMemoryUsage => "self_cuda_memory_usage",
+            SortBy::SelfDeviceMemoryUsage => "self_device_memory_usage",
         }
     }
 }
@@ -144,6 +173,17 @@ pub struct Row {
     pub kernel: Option<String>,
     /// The types of the row's ranges ([`crate::Scope::with_dtype`]), joined the same way.
     pub dtype: Option<String>,
+    /// Bytes allocated minus bytes freed by the compute threads inside the row's ranges,
+    /// children included (PyTorch's `CPU Mem`), summed over the active steps; `None` when
+    /// memory was not recorded.
+    pub cpu_mem: Option<i64>,
+    /// The same without the direct children's (PyTorch's `Self CPU Mem`): negative when the
+    /// row freed more than it allocated.
+    pub self_cpu_mem: Option<i64>,
+    /// Allocations made inside the row's ranges, children included (the course's column).
+    pub allocs: Option<u64>,
+    /// The same without the direct children's.
+    pub self_allocs: Option<u64>,
 }
 
 /// Rows plus the totals their percentages are taken of.
@@ -184,6 +224,7 @@ impl Profile {
         sort_by: SortBy,
     ) -> KeyAverages {
         let has_device = self.has_device_times();
+        let has_memory = self.has_memory();
         let mut rows: HashMap<Key, Row> = HashMap::new();
         let mut labels: HashMap<Key, Labels> = HashMap::new();
         for step in &self.steps {
@@ -191,7 +232,7 @@ impl Profile {
                 step,
                 view,
                 group_by_input_shape,
-                has_device,
+                (has_device, has_memory),
                 &mut rows,
                 &mut labels,
             );
@@ -221,13 +262,17 @@ impl Profile {
 }
 
 fn sort_rows(rows: &mut [Row], sort_by: SortBy) {
-    let key = |r: &Row| -> u64 {
+    let key = |r: &Row| -> i128 {
         match sort_by {
-            SortBy::SelfCpuTimeTotal => r.self_cpu_ns,
-            SortBy::CpuTimeTotal => r.cpu_total_ns,
-            SortBy::SelfCudaTimeTotal => r.self_device_ns.unwrap_or(r.self_cpu_ns),
-            SortBy::CudaTimeTotal => r.device_total_ns.unwrap_or(r.cpu_total_ns),
-            SortBy::Count => r.calls,
+            SortBy::SelfCpuTimeTotal => r.self_cpu_ns.into(),
+            SortBy::CpuTimeTotal => r.cpu_total_ns.into(),
+            SortBy::SelfCudaTimeTotal => r.self_device_ns.unwrap_or(r.self_cpu_ns).into(),
+            SortBy::CudaTimeTotal => r.device_total_ns.unwrap_or(r.cpu_total_ns).into(),
+            SortBy::Count => r.calls.into(),
+            SortBy::SelfCpuMemoryUsage
+            | SortBy::SelfCudaMemoryUsage
+            | SortBy::SelfDeviceMemoryUsage => r.self_cpu_mem.unwrap_or(0).into(),
+            SortBy::CpuMemoryUsage => r.cpu_mem.unwrap_or(0).into(),
         }
     };
     rows.sort_by(|a, b| {
@@ -238,7 +283,12 @@ fn sort_rows(rows: &mut [Row], sort_by: SortBy) {
     });
 }
 
-fn new_row(name: &str, line: Line, shapes: Option<String>, has_device: bool) -> Row {
+fn new_row(
+    name: &str,
+    line: Line,
+    shapes: Option<String>,
+    (has_device, has_memory): (bool, bool),
+) -> Row {
     Row {
         name: name.to_string(),
         line,
@@ -252,7 +302,21 @@ fn new_row(name: &str, line: Line, shapes: Option<String>, has_device: bool) -> 
         bytes: None,
         kernel: None,
         dtype: None,
+        cpu_mem: has_memory.then_some(0),
+        self_cpu_mem: has_memory.then_some(0),
+        allocs: has_memory.then_some(0),
+        self_allocs: has_memory.then_some(0),
     }
+}
+
+/// Add one range's memory to a row: `all` its own (children included), `children` its direct
+/// visible children's.
+fn add_memory(row: &mut Row, all: Totals, children: (i64, u64)) {
+    let net = all.net();
+    *row.cpu_mem.get_or_insert(0) += net;
+    *row.self_cpu_mem.get_or_insert(0) += net - children.0;
+    *row.allocs.get_or_insert(0) += all.allocs;
+    *row.self_allocs.get_or_insert(0) += all.allocs.saturating_sub(children.1);
 }
 
 fn add_work(row: &mut Row, flops: Option<u64>, bytes: Option<u64>) {
@@ -269,10 +333,11 @@ fn add_step(
     step: &Step,
     view: View,
     grouped: bool,
-    has_device: bool,
+    has: (bool, bool),
     rows: &mut HashMap<Key, Row>,
     labels: &mut HashMap<Key, Labels>,
 ) {
+    let has_device = has.0;
     let n = step.events.len();
     // Whether each event is a row in this view, and its nearest visible ancestor
     // (`None`: the step itself). Parents precede children, so one pass suffices.
@@ -295,21 +360,27 @@ fn add_step(
     let mut child_host = vec![0u64; n];
     let mut child_device = vec![0u64; n];
     let (mut root_child_host, mut root_child_device) = (0u64, 0u64);
+    // Σ direct children's memory: (net bytes, allocations).
+    let mut child_mem = vec![(0i64, 0u64); n];
+    let mut root_child_mem = (0i64, 0u64);
     for (i, e) in step.events.iter().enumerate() {
         if !visible[i] {
             continue;
         }
         let (h, d) = (e.host_ns(), e.device_duration_ns().unwrap_or(0));
-        match view_parent[i] {
-            Some(p) => {
-                child_host[p] += h;
-                child_device[p] += d;
-            }
-            None => {
-                root_child_host += h;
-                root_child_device += d;
-            }
-        }
+        let m = e.memory.map_or((0, 0), |m| (m.net(), m.allocs));
+        let (host, device, mem) = match view_parent[i] {
+            Some(p) => (&mut child_host[p], &mut child_device[p], &mut child_mem[p]),
+            None => (
+                &mut root_child_host,
+                &mut root_child_device,
+                &mut root_child_mem,
+            ),
+        };
+        *host += h;
+        *device += d;
+        mem.0 += m.0;
+        mem.1 += m.1;
     }
 
     let key_of = |name: &str, shapes: &Option<String>| -> Key {
@@ -323,8 +394,11 @@ fn add_step(
     {
         let root = rows
             .entry(root_key.clone())
-            .or_insert_with(|| new_row(STEP_ROW, Line::Other, None, has_device));
+            .or_insert_with(|| new_row(STEP_ROW, Line::Other, None, has));
         root.calls += 1;
+        if let Some(m) = &step.memory {
+            add_memory(root, m.totals, root_child_mem);
+        }
         root.cpu_total_ns += step.wall_ns();
         root.self_cpu_ns += step.wall_ns().saturating_sub(root_child_host);
         if has_device {
@@ -352,7 +426,7 @@ fn add_step(
             });
             let row = rows
                 .entry(key)
-                .or_insert_with(|| new_row(name, line, shapes, has_device));
+                .or_insert_with(|| new_row(name, line, shapes, has));
             add_work(row, e.flops, e.bytes);
         }
         if !visible[i] {
@@ -362,8 +436,11 @@ fn add_step(
         let shapes = key.1.clone();
         let row = rows
             .entry(key)
-            .or_insert_with(|| new_row(e.name, e.line, shapes, has_device));
+            .or_insert_with(|| new_row(e.name, e.line, shapes, has));
         row.calls += 1;
+        if let Some(m) = e.memory {
+            add_memory(row, m, child_mem[i]);
+        }
         row.cpu_total_ns += e.host_ns();
         row.self_cpu_ns += e.host_ns().saturating_sub(child_host[i]);
         if has_device {

@@ -1,11 +1,16 @@
 //! A Chrome trace (the JSON "Trace Event Format") that Perfetto and `chrome://tracing` open:
 //! one complete event ("ph": "X") per step and per scope on the host thread and, when device
-//! times were recorded, the same ranges on a "CUDA stream" track.
+//! times were recorded, the same ranges on a "CUDA stream" track. With memory recorded,
+//! counter events ("ph": "C") at every scope boundary: "live bytes" split by category
+//! (weights, KV cache, activations, temporaries; Perfetto stacks them in one track under the
+//! op rows) and "peak since previous boundary", so a peak that rose and fell inside one op
+//! still shows.
 
 use std::path::Path;
 
 use serde_json::{json, Value};
 
+use crate::alloc::Category;
 use crate::error::ProfilerError;
 use crate::recording::{Event, Profile};
 use crate::scope::Kind;
@@ -42,6 +47,10 @@ fn args(e: &Event) -> Value {
     if let Some(k) = e.kernel {
         args.insert("kernel".into(), json!(k));
     }
+    if let Some(m) = e.memory {
+        args.insert("cpu_mem_bytes".into(), json!(m.net()));
+        args.insert("allocs".into(), json!(m.allocs));
+    }
     Value::Object(args)
 }
 
@@ -70,6 +79,24 @@ impl Profile {
                 events.push(json!({"name": e.name, "cat": category(e.kind), "ph": "X", "pid": PID,
                                    "tid": HOST_TID, "ts": us(e.start_ns - origin), "dur": us(e.host_ns()),
                                    "args": args(e)}));
+            }
+            if let Some(m) = &step.memory {
+                for sample in &m.samples {
+                    let ts = us(sample.t_ns.saturating_sub(origin));
+                    let mut by = serde_json::Map::new();
+                    for (c, bytes) in Category::ALL.iter().zip(sample.by_category) {
+                        by.insert(c.as_str().into(), json!(bytes));
+                    }
+                    events.push(
+                        json!({"name": "live bytes", "cat": "memory", "ph": "C", "pid": PID,
+                                       "ts": ts, "args": by}),
+                    );
+                    events.push(
+                        json!({"name": "peak since previous boundary", "cat": "memory",
+                                       "ph": "C", "pid": PID, "ts": ts,
+                                       "args": {"bytes": sample.peak_since_previous}}),
+                    );
+                }
             }
             // The device clock has its own origin: its track starts where the host step does.
             if let Some(device_ns) = step.device_ns {

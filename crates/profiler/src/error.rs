@@ -27,4 +27,6 @@ pub enum ProfilerError {
     },
     #[error("cannot draw the flame graph {path}: {message}")]
     FlameGraph { path: PathBuf, message: String },
+    #[error("cannot draw the memory timeline {path}: {message}")]
+    Timeline { path: PathBuf, message: String },
 }

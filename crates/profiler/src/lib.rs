@@ -15,6 +15,7 @@
 //! [`Line`] it is on (declared with the op's name, [`OpName`]).
 
 mod aggregate;
+pub mod alloc;
 mod chrome_trace;
 mod clock;
 mod compare;
@@ -25,6 +26,7 @@ mod environment;
 mod error;
 mod flamegraph;
 mod line;
+pub mod memory;
 pub mod reading;
 mod recording;
 mod report;
@@ -33,8 +35,11 @@ mod schedule;
 mod scope;
 mod session;
 mod table;
+mod timeline;
 pub mod tracing_layer;
 
+pub use alloc::{Category, CountingAlloc};
+pub use memory::{format_bytes, MemorySample, StepMemory};
 pub use aggregate::{KeyAverages, Row, SortBy, TableOptions, View, STEP_ROW};
 pub use clock::{Clock, ManualClock, MonotonicClock};
 pub use compare::compare;
@@ -46,10 +51,11 @@ pub use error::ProfilerError;
 pub use line::{Line, OpName};
 pub use reading::Reading;
 pub use recording::{Event, Profile, Step};
-pub use report::{CudaTimeBasis, Report, ReportRow, ReportTable, Totals, SCHEMA};
+pub use report::{CudaTimeBasis, Report, ReportRow, Totals, SCHEMA};
 pub use roofline::{Bound, Ceilings, RowRoofline, TimeBasis};
 pub use schedule::{Phase, Schedule};
 pub use scope::{format_shapes, is_recording, module, op, op_shapes, Kind, Scope};
 pub use session::{Options, Profiler};
 pub use table::format_us;
+pub use timeline::{Timeline, TimelinePeak, TimelinePoint};
 pub use tracing_layer::ProfilerLayer;

@@ -1,9 +1,11 @@
 //! A finished recording: the active steps, each a tree of timed ranges. Everything the
 //! profiler prints or writes (table, report, trace, flame graph) is computed from this.
 
+use crate::alloc::Totals;
 use crate::device_timer::{DeviceKind, Timing};
 use crate::environment::Environment;
 use crate::line::Line;
+use crate::memory::StepMemory;
 use crate::reading::Thresholds;
 use crate::roofline::Ceilings;
 use crate::scope::Kind;
@@ -32,6 +34,9 @@ pub struct Event {
     /// Device start and end, nanoseconds since the step's device start, when device timing
     /// was on and worked.
     pub device_ns: Option<(u64, u64)>,
+    /// What the compute threads allocated and freed between the range's open and close
+    /// (children included), when memory was recorded.
+    pub memory: Option<Totals>,
 }
 
 impl Event {
@@ -56,6 +61,8 @@ pub struct Step {
     pub device_ns: Option<u64>,
     /// In the order the ranges opened; a parent always comes before its children.
     pub events: Vec<Event>,
+    /// Allocations, the peak and the live-bytes samples, when memory was recorded.
+    pub memory: Option<StepMemory>,
 }
 
 impl Step {
@@ -105,6 +112,27 @@ impl Profile {
     /// Sum of the active steps' wall times.
     pub fn wall_ns(&self) -> u64 {
         self.steps.iter().map(Step::wall_ns).sum()
+    }
+
+    /// Whether every step recorded memory.
+    pub fn has_memory(&self) -> bool {
+        !self.steps.is_empty() && self.steps.iter().all(|s| s.memory.is_some())
+    }
+
+    /// The most bytes live at once over the active steps, the step it fell in and the name of
+    /// the range running then (`ProfilerStep*` outside every range).
+    pub fn memory_peak(&self) -> Option<(i64, usize, &'static str)> {
+        self.steps
+            .iter()
+            .filter_map(|s| {
+                let m = s.memory.as_ref()?;
+                let name = m
+                    .peak_during
+                    .and_then(|i| s.events.get(i))
+                    .map_or(crate::aggregate::STEP_ROW, |e| e.name);
+                Some((m.peak_bytes, s.number, name))
+            })
+            .max_by_key(|(bytes, number, _)| (*bytes, std::cmp::Reverse(*number)))
     }
 
     /// Whether every step has device times.

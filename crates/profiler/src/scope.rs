@@ -10,9 +10,11 @@ use std::marker::PhantomData;
 
 use serde::{Deserialize, Serialize};
 
+use crate::alloc::{self, Totals};
 use crate::clock::Clock;
 use crate::device_timer::DeviceTimer;
 use crate::line::{Line, OpName};
+use crate::memory::MemRecorder;
 
 /// What a scope stands for: an op (matmul, softmax…) or a module (block, attn, mlp).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -193,6 +195,10 @@ pub(crate) struct RawEvent {
     pub dtype: Option<&'static str>,
     pub device_start: Option<u32>,
     pub device_end: Option<u32>,
+    /// The compute threads' allocation counters at the open and at the close, when memory
+    /// is recorded.
+    pub mem_begin: Option<Totals>,
+    pub mem_end: Option<Totals>,
 }
 
 /// The per-thread state of one recording step.
@@ -210,6 +216,8 @@ pub(crate) struct Recorder {
     pub step_device_start: Option<u32>,
     /// The first device timing failure of the step; device marks stop after it.
     pub device_error: Option<String>,
+    /// Memory counters and samples, when the step records memory.
+    pub memory: Option<MemRecorder>,
 }
 
 impl Recorder {
@@ -229,6 +237,7 @@ impl Recorder {
             step_start_ns: 0,
             step_device_start: None,
             device_error: None,
+            memory: None,
         }
     }
 
@@ -257,6 +266,7 @@ impl Recorder {
         if let Some(d) = self.device.as_mut() {
             d.push_range(name);
         }
+        let _uncounted = self.memory.is_some().then(alloc::Suspend::new);
         let device_start = self.device_mark();
         let start_ns = self.clock.now_ns();
         let index = self.events.len() as u32;
@@ -264,6 +274,14 @@ impl Recorder {
             Some(s) if self.record_shapes => Some(self.store_shapes(s)),
             _ => None,
         };
+        let during = self.open.last().copied();
+        let mem_begin = self.memory.as_mut().map(|m| {
+            let totals = m.boundary(start_ns, during);
+            if kind == Kind::Op {
+                m.op_marks.push((index, alloc::op_opens()));
+            }
+            totals
+        });
         self.events.push(RawEvent {
             name,
             kind,
@@ -279,6 +297,8 @@ impl Recorder {
             dtype: None,
             device_start,
             device_end: None,
+            mem_begin,
+            mem_end: None,
         });
         self.open.push(index);
         index
@@ -313,15 +333,25 @@ impl Recorder {
         if !self.open.contains(&index) {
             return;
         }
+        let _uncounted = self.memory.is_some().then(alloc::Suspend::new);
         while let Some(top) = self.open.pop() {
             let device_end = self.device_mark();
             let end_ns = self.clock.now_ns();
+            let mem_end = self.memory.as_mut().map(|m| {
+                let totals = m.boundary(end_ns, Some(top));
+                if let Some(&(_, mark)) = m.op_marks.last().filter(|(i, _)| *i == top) {
+                    m.op_marks.pop();
+                    alloc::op_closes(mark);
+                }
+                totals
+            });
             if let Some(d) = self.device.as_mut() {
                 d.pop_range();
             }
             let e = &mut self.events[top as usize];
             e.end_ns = end_ns;
             e.device_end = device_end;
+            e.mem_end = mem_end;
             e.closed = true;
             if top == index {
                 break;

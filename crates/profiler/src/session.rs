@@ -1,9 +1,11 @@
 //! The recording session: a schedule of steps, each recorded on the calling thread.
 
+use crate::alloc;
 use crate::clock::{Clock, MonotonicClock};
 use crate::device_timer::{DeviceKind, DeviceTimer, Timing};
 use crate::environment::{profiler_features, Environment, Target};
 use crate::line::OpName;
+use crate::memory::MemRecorder;
 use crate::reading::Thresholds;
 use crate::recording::{Event, Profile, Step};
 use crate::roofline::Ceilings;
@@ -63,6 +65,10 @@ pub struct Profiler {
     warnings: Vec<String>,
     ceilings: Option<Ceilings>,
     reading_thresholds: Thresholds,
+    /// Record memory (`profile_memory`): asked for, and still possible.
+    memory: bool,
+    /// Whether this profiler holds the process-wide allocation counters.
+    memory_claimed: bool,
 }
 
 impl Profiler {
@@ -77,7 +83,32 @@ impl Profiler {
             warnings: Vec::new(),
             ceilings: None,
             reading_thresholds: Thresholds::DEFAULT,
+            memory: false,
+            memory_claimed: false,
         }
+    }
+
+    /// Record memory as well (PyTorch's `profile_memory=True`): every row gets what its ranges
+    /// allocated and freed, and every step its peak and a timeline of live bytes. Needs the
+    /// program to declare [`crate::CountingAlloc`] as its global allocator; without it the
+    /// profile says so in a warning and has no memory columns. One profiler in the process
+    /// records memory at a time (the counters are process-wide); a second one warns.
+    pub fn with_memory(mut self) -> Self {
+        if !alloc::is_installed() {
+            self.warnings.push(
+                "memory was not measured: this program does not declare \
+                 `#[global_allocator] static ALLOC: profiler::CountingAlloc = profiler::CountingAlloc;`"
+                    .to_string(),
+            );
+            return self;
+        }
+        self.memory = true;
+        self
+    }
+
+    /// Whether this profiler records memory.
+    pub fn records_memory(&self) -> bool {
+        self.memory
     }
 
     /// Use another host clock (tests inject a [`crate::ManualClock`]).
@@ -163,6 +194,13 @@ impl Profiler {
         if !matches!(phase, Phase::Warmup | Phase::Active) {
             return;
         }
+        if self.memory {
+            alloc::enable();
+            // Before the suspension below, which would keep the mark from being set.
+            alloc::mark_compute_thread();
+        }
+        // The recorder's own buffers are not the program's memory.
+        let _uncounted = self.memory.then(alloc::Suspend::new);
         let (Some(clock), device) = (self.clock.take(), self.device.take()) else {
             return;
         };
@@ -173,7 +211,25 @@ impl Profiler {
             }
         }
         recorder.step_device_start = recorder.device_mark();
+        if self.memory && !self.memory_claimed {
+            if alloc::claim() {
+                self.memory_claimed = true;
+            } else {
+                self.memory = false;
+                self.warnings.push(format!(
+                    "step {}: another profiler in this process was recording memory; this profile has no \
+                     memory columns (record memory with one profiler at a time)",
+                    self.next
+                ));
+            }
+        }
+        if self.memory {
+            recorder.events.reserve(8192);
+        }
         recorder.step_start_ns = recorder.clock.now_ns();
+        if self.memory {
+            recorder.memory = Some(MemRecorder::start(recorder.step_start_ns));
+        }
         if let Err(refused) = scope::install(recorder) {
             self.warnings.push(format!(
                 "step {}: another profiler was already recording on this thread; \
@@ -199,9 +255,15 @@ impl Profiler {
         let Some(mut recorder) = scope::uninstall() else {
             return;
         };
+        let _uncounted = recorder.memory.is_some().then(alloc::Suspend::new);
         recorder.close_all();
         let device_end = recorder.device_mark();
         let end_ns = recorder.clock.now_ns();
+        let memory = recorder.memory.take().map(|mut m| {
+            let during = None;
+            m.boundary(end_ns, during);
+            m.finish()
+        });
         let marks = match (recorder.device.as_mut(), &recorder.device_error) {
             (Some(d), None) => match d.finish_step() {
                 Ok(m) => Some(m),
@@ -218,13 +280,9 @@ impl Profiler {
             ));
         }
         if phase == Phase::Active {
-            self.steps.push(build_step(
-                number,
-                &recorder,
-                end_ns,
-                device_end,
-                marks.as_deref(),
-            ));
+            let mut step = build_step(number, &recorder, end_ns, device_end, marks.as_deref());
+            step.memory = memory;
+            self.steps.push(step);
         }
         self.clock = Some(recorder.clock);
         self.device = recorder.device;
@@ -233,6 +291,9 @@ impl Profiler {
     /// Stop recording (ending any step in progress) and return the active steps.
     pub fn finish(mut self) -> Profile {
         self.end_step();
+        if std::mem::take(&mut self.memory_claimed) {
+            alloc::release();
+        }
         let timing = self
             .device
             .as_ref()
@@ -268,6 +329,9 @@ impl Drop for Profiler {
     fn drop(&mut self) {
         if matches!(self.current, Some(Phase::Warmup | Phase::Active)) {
             scope::uninstall();
+        }
+        if self.memory_claimed {
+            alloc::release();
         }
     }
 }
@@ -310,6 +374,10 @@ fn build_step(
                 }
                 _ => None,
             },
+            memory: match (e.mem_begin, e.mem_end) {
+                (Some(b), Some(t)) => Some(t.since(b)),
+                _ => None,
+            },
         })
         .collect();
     Step {
@@ -318,5 +386,6 @@ fn build_step(
         end_ns,
         device_ns: device_ns.filter(|_| r.device_error.is_none()),
         events,
+        memory: None,
     }
 }
