@@ -19,7 +19,7 @@ use crate::recording::{Profile, Step};
 use crate::scope::Kind;
 
 /// The name of the row that holds each step's time outside every visible scope.
-pub const STEP_ROW: &str = "ProfilerStep*";
+pub use formats::report::STEP_ROW;
 
 /// Which scopes become rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]

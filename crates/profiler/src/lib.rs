@@ -51,7 +51,7 @@ pub use error::ProfilerError;
 pub use line::{Line, OpName};
 pub use reading::Reading;
 pub use recording::{Event, Profile, Step};
-pub use report::{CudaTimeBasis, Report, ReportRow, Totals, SCHEMA};
+pub use report::{CudaTimeBasis, Report, ReportRow, ReportTable, Totals, SCHEMA};
 pub use roofline::{Bound, Ceilings, RowRoofline, TimeBasis};
 pub use schedule::{Phase, Schedule};
 pub use scope::{format_shapes, is_recording, module, op, op_shapes, Kind, Scope};
