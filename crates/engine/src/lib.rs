@@ -33,12 +33,14 @@ pub mod checkpoint;
 pub mod cpu;
 pub mod device_flags;
 pub mod error;
+pub mod gguf;
 pub mod linear;
 pub mod memory;
 pub mod model_cases;
 pub mod ops;
 pub mod pass;
 pub mod profile;
+pub mod quant;
 pub mod run_args;
 pub mod work_counts;
 

@@ -246,11 +246,7 @@ fn grading_a_cohort_regenerates_each_learners_step_and_flags_ids_that_do_not_fit
     let cohort = grade_cohort(
         &grader(),
         &cohort_dir,
-        &CohortOptions {
-            out_dir: &out,
-            overrides: &Overrides::default(),
-            threads: 2,
-        },
+        &CohortOptions::new(&out, &Overrides::default(), 2),
     )
     .unwrap();
     let student = |name: &str| cohort.students.iter().find(|s| s.student == name).unwrap();

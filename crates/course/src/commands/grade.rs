@@ -50,11 +50,7 @@ pub fn grade(
         }
         None => None,
     };
-    let options = CohortOptions {
-        out_dir: out,
-        overrides: &overrides,
-        threads,
-    };
+    let options = CohortOptions::new(out, &overrides, threads);
     let cohort =
         grade_cohort_with(
             &grader,

@@ -1,0 +1,279 @@
+//! The quantized dot products: one row of `W` (`Q8_0`, `Q4_0` or `Q1_0` blocks, as stored)
+//! against every row of an activation quantized to 8-bit blocks of 32 ([`super::ActQ8`]).
+//!
+//! For each 32 weights the three types give 32 signed bytes: `Q8_0` its codes; `Q4_0` its
+//! nibbles minus 8 (the low nibbles are weights 0–15, the high ones 16–31); `Q1_0` `+1` for a
+//! set bit and `−1` for a clear one (bit `j % 8` of byte `j / 8`), a `Q1_0` block of 128 being
+//! four such groups under one scale. The integer dot product of those bytes with the
+//! activation's 32 codes, times the weight block's scale and the activation block's, is the
+//! block's share of the output. The SIMD kernels compute the integer products as
+//! `|w| · sign(x, w)` (an unsigned by signed byte product, what `vpmaddubsw` and VNNI's
+//! `vpdpbusd` take), 8 lanes of 32-bit sums, and fold each block's scales into an f32
+//! multiply-add; up to [`MR`] rows of `x` share each decoded weight block.
+
+use super::{ActQ8, GgmlType, Kernel, ACT_BLOCK};
+
+/// Rows of `x` that share one decoding of a weight block.
+pub const MR: usize = 4;
+
+/// Whether this CPU has AVX-512 VNNI at 256 bits (with BW and VL), which the `avx512`
+/// kernels use.
+pub fn has_avx512_vnni() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::is_x86_feature_detected as has;
+        has!("avx512f")
+            && has!("avx512bw")
+            && has!("avx512vl")
+            && has!("avx512vnni")
+            && has!("avx2")
+            && has!("fma")
+            && has!("f16c")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Whether this CPU has what the AVX2 kernels use.
+pub fn has_avx2() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::is_x86_feature_detected as has;
+        has!("avx2") && has!("fma") && has!("f16c")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// `out[r] = w · x_r` for every row `r` of `act`, `w` one row of `W` in `ty`'s blocks.
+/// A SIMD kernel this CPU lacks falls back to the portable loop (the choice is made at load,
+/// [`Kernel::choose`]; this only guards it).
+pub fn row_times_x(kernel: Kernel, ty: GgmlType, w: &[u8], act: &ActQ8, out: &mut [f32]) {
+    debug_assert_eq!(w.len(), ty.row_bytes(act.k));
+    debug_assert_eq!(out.len(), act.m);
+    #[cfg(target_arch = "x86_64")]
+    {
+        if kernel == Kernel::Avx512Vnni && has_avx512_vnni() {
+            // SAFETY: the CPU has the features the kernel is compiled for (checked above); `w`
+            // holds whole blocks of `ty` for `act.k` values, as `x86::rows` reads.
+            unsafe { x86::rows::<true>(ty, w, act, out) };
+            return;
+        }
+        if kernel == Kernel::Avx2 && has_avx2() {
+            // SAFETY: as above, AVX2, FMA and F16C.
+            unsafe { x86::rows::<false>(ty, w, act, out) };
+            return;
+        }
+    }
+    let _ = kernel;
+    portable(ty, w, act, out);
+}
+
+/// The 32 signed weights of activation block `b` of a row, and the weight block's scale.
+fn weights32(ty: GgmlType, w: &[u8], b: usize, q: &mut [i32; ACT_BLOCK]) -> f32 {
+    let f16_at = |at: usize| half::f16::from_le_bytes([w[at], w[at + 1]]).to_f32();
+    match ty {
+        GgmlType::Q8_0 => {
+            let blk = &w[b * 34..(b + 1) * 34];
+            for (qv, &c) in q.iter_mut().zip(&blk[2..]) {
+                *qv = c as i8 as i32;
+            }
+            f16_at(b * 34)
+        }
+        GgmlType::Q4_0 => {
+            let qs = &w[b * 18 + 2..(b + 1) * 18];
+            for j in 0..16 {
+                q[j] = (qs[j] & 0x0F) as i32 - 8;
+                q[j + 16] = (qs[j] >> 4) as i32 - 8;
+            }
+            f16_at(b * 18)
+        }
+        GgmlType::Q1_0 => {
+            let (wb, sub) = (b / 4, b % 4);
+            let bits = &w[wb * 18 + 2 + sub * 4..wb * 18 + 2 + sub * 4 + 4];
+            for (j, qv) in q.iter_mut().enumerate() {
+                *qv = if (bits[j / 8] >> (j % 8)) & 1 == 1 {
+                    1
+                } else {
+                    -1
+                };
+            }
+            f16_at(wb * 18)
+        }
+        _ => unreachable!("our kernels take Q8_0, Q4_0 and Q1_0"),
+    }
+}
+
+/// The scalar kernel: every CPU.
+fn portable(ty: GgmlType, w: &[u8], act: &ActQ8, out: &mut [f32]) {
+    let nb = act.k / ACT_BLOCK;
+    let mut q = [0i32; ACT_BLOCK];
+    out.fill(0.0);
+    for b in 0..nb {
+        let dw = weights32(ty, w, b, &mut q);
+        for (r, o) in out.iter_mut().enumerate() {
+            let xq = &act.q[r * act.k + b * ACT_BLOCK..r * act.k + (b + 1) * ACT_BLOCK];
+            let dot: i32 = q.iter().zip(xq).map(|(&a, &c)| a * c as i32).sum();
+            *o += dot as f32 * (dw * act.d[r * nb + b]);
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use std::arch::x86_64::*;
+
+    use super::{ActQ8, GgmlType, ACT_BLOCK, MR};
+
+    /// One f16 (its bits) as f32.
+    #[inline]
+    #[target_feature(enable = "avx2,f16c")]
+    fn f16_to_f32(bits: u16) -> f32 {
+        _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(bits as i32)))
+    }
+
+    /// The 32 signed weights of activation block `b`, and the weight block's scale.
+    ///
+    /// # Safety
+    /// `w` holds the row's blocks for at least `b + 1` activation blocks.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn weights32(ty: GgmlType, w: *const u8, b: usize) -> (__m256i, f32) {
+        // SAFETY (every block below): each read lies inside block `b`'s bytes (the caller's
+        // promise); the loads are unaligned ones.
+        match ty {
+            GgmlType::Q8_0 => unsafe {
+                let blk = w.add(b * 34);
+                let d = f16_to_f32(u16::from_le_bytes([*blk, *blk.add(1)]));
+                (_mm256_loadu_si256(blk.add(2) as *const __m256i), d)
+            },
+            GgmlType::Q4_0 => unsafe {
+                let blk = w.add(b * 18);
+                let d = f16_to_f32(u16::from_le_bytes([*blk, *blk.add(1)]));
+                let lo = _mm_loadu_si128(blk.add(2) as *const __m128i);
+                let hi = _mm_srli_epi16(lo, 4);
+                let both = _mm256_and_si256(_mm256_set_m128i(hi, lo), _mm256_set1_epi8(0x0F));
+                (_mm256_sub_epi8(both, _mm256_set1_epi8(8)), d)
+            },
+            _ => unsafe {
+                // Q1_0: four groups of 32 under one scale.
+                let blk = w.add((b / 4) * 18);
+                let d = f16_to_f32(u16::from_le_bytes([*blk, *blk.add(1)]));
+                let bits = (blk.add(2 + (b % 4) * 4) as *const u32).read_unaligned();
+                // Byte i of the vector gets byte i / 8 of `bits`, then its own bit i % 8.
+                let spread = _mm256_shuffle_epi8(
+                    _mm256_set1_epi32(bits as i32),
+                    _mm256_setr_epi8(
+                        0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3,
+                        3, 3, 3, 3, 3, 3, 3,
+                    ),
+                );
+                let mask = _mm256_set1_epi64x(0x8040_2010_0804_0201u64 as i64);
+                let set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, mask), mask);
+                // set: -1 (all ones) → +1; clear: 0 → -1.
+                let pm = _mm256_sub_epi8(
+                    _mm256_and_si256(set, _mm256_set1_epi8(2)),
+                    _mm256_set1_epi8(1),
+                );
+                (pm, d)
+            },
+        }
+    }
+
+    /// Eight 32-bit sums of `w · x` (32 signed bytes each).
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    fn dot_avx2(aw: __m256i, w: __m256i, x: __m256i) -> __m256i {
+        let sx = _mm256_sign_epi8(x, w);
+        _mm256_madd_epi16(_mm256_maddubs_epi16(aw, sx), _mm256_set1_epi16(1))
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    fn dot_vnni(aw: __m256i, w: __m256i, x: __m256i) -> __m256i {
+        let sx = _mm256_sign_epi8(x, w);
+        _mm256_dpbusd_epi32(_mm256_setzero_si256(), aw, sx)
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn hsum(v: __m256) -> f32 {
+        let s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+        let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+        let s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+        _mm_cvtss_f32(s)
+    }
+
+    /// `out[r] = w · x_r` for every row of `act`, `MR` rows at a time.
+    ///
+    /// # Safety
+    /// The CPU has AVX2, FMA and F16C, and with `VNNI` AVX-512 F, BW, VL and VNNI; `w` holds the
+    /// row's whole blocks for `act.k` values.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub unsafe fn rows<const VNNI: bool>(ty: GgmlType, w: &[u8], act: &ActQ8, out: &mut [f32]) {
+        let mut r = 0;
+        while r < act.m {
+            let rows = (act.m - r).min(MR);
+            // SAFETY: as this function's (the rows r..r + rows exist).
+            unsafe {
+                match (VNNI, rows) {
+                    (true, 4) => group::<true, 4>(ty, w, act, r, out),
+                    (true, 3) => group::<true, 3>(ty, w, act, r, out),
+                    (true, 2) => group::<true, 2>(ty, w, act, r, out),
+                    (true, _) => group::<true, 1>(ty, w, act, r, out),
+                    (false, 4) => group::<false, 4>(ty, w, act, r, out),
+                    (false, 3) => group::<false, 3>(ty, w, act, r, out),
+                    (false, 2) => group::<false, 2>(ty, w, act, r, out),
+                    (false, _) => group::<false, 1>(ty, w, act, r, out),
+                }
+            }
+            r += rows;
+        }
+    }
+
+    /// Rows `r0 .. r0 + R` of `act`.
+    ///
+    /// # Safety
+    /// As [`rows`]'s, and those rows exist.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn group<const VNNI: bool, const R: usize>(
+        ty: GgmlType,
+        w: &[u8],
+        act: &ActQ8,
+        r0: usize,
+        out: &mut [f32],
+    ) {
+        let nb = act.k / ACT_BLOCK;
+        let mut acc = [_mm256_setzero_ps(); R];
+        for b in 0..nb {
+            // SAFETY: block b < nb lies in `w` (the caller's promise).
+            let (wq, dw) = unsafe { weights32(ty, w.as_ptr(), b) };
+            let aw = _mm256_sign_epi8(wq, wq);
+            for (i, a) in acc.iter_mut().enumerate() {
+                let r = r0 + i;
+                // SAFETY: row r exists; its block b is 32 codes inside `act.q`.
+                let x = unsafe {
+                    _mm256_loadu_si256(
+                        act.q.as_ptr().add(r * act.k + b * ACT_BLOCK) as *const __m256i
+                    )
+                };
+                let p = if VNNI {
+                    // SAFETY: with VNNI the CPU has AVX-512 F, BW, VL and VNNI (the caller's).
+                    unsafe { dot_vnni(aw, wq, x) }
+                } else {
+                    dot_avx2(aw, wq, x)
+                };
+                let s = _mm256_set1_ps(dw * act.d[r * nb + b]);
+                *a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), s, *a);
+            }
+        }
+        for (i, a) in acc.iter().enumerate() {
+            out[r0 + i] = hsum(*a);
+        }
+    }
+}

@@ -1,0 +1,312 @@
+use candle_core::{Device, Tensor};
+use half::f16;
+
+use super::*;
+
+/// A small deterministic generator (xorshift), so the tests need no seed crate.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    /// Roughly normal: the sum of four uniforms, centred.
+    fn normal(&mut self) -> f32 {
+        (0..4)
+            .map(|_| (self.next() >> 40) as f32 / (1u64 << 24) as f32)
+            .sum::<f32>()
+            - 2.0
+    }
+    fn values(&mut self, n: usize, scale: f32) -> Vec<f32> {
+        (0..n).map(|_| self.normal() * scale).collect()
+    }
+}
+
+/// `n` rows of `k` random weights stored as `ty`, with llama.cpp's reference quantizers'
+/// rules (Q8_0 and Q4_0 as gguf-py's, Q1_0 as ggml's `quantize_row_q1_0_ref`), and a few
+/// blocks with a zero scale.
+fn random_blocks(ty: GgmlType, n: usize, k: usize, rng: &mut Rng) -> Vec<u8> {
+    let mut out = Vec::new();
+    for row in 0..n {
+        let w = rng.values(k, 0.5);
+        for (b, blk) in w.chunks(ty.block_size()).enumerate() {
+            let zero = (row * 7 + b) % 11 == 3;
+            let amax = blk.iter().fold(0f32, |a, v| a.max(v.abs()));
+            match ty {
+                GgmlType::Q8_0 => {
+                    let d = if zero { 0.0 } else { amax / 127.0 };
+                    out.extend(f16::from_f32(d).to_le_bytes());
+                    for v in blk {
+                        let q = if d == 0.0 { 0.0 } else { (v / d).round() };
+                        out.push(q as i8 as u8);
+                    }
+                }
+                GgmlType::Q4_0 => {
+                    let d = if zero { 0.0 } else { amax / -8.0 };
+                    out.extend(f16::from_f32(d).to_le_bytes());
+                    let q = |v: f32| {
+                        let id = if d == 0.0 { 0.0 } else { 1.0 / d };
+                        ((v * id + 8.5).trunc() as i32).clamp(0, 15) as u8
+                    };
+                    for j in 0..16 {
+                        out.push(q(blk[j]) | (q(blk[j + 16]) << 4));
+                    }
+                }
+                GgmlType::Q1_0 => {
+                    let d = if zero {
+                        0.0
+                    } else {
+                        blk.iter().map(|v| v.abs()).sum::<f32>() / 128.0
+                    };
+                    out.extend(f16::from_f32(d).to_le_bytes());
+                    let mut bits = [0u8; 16];
+                    for (j, v) in blk.iter().enumerate() {
+                        if *v >= 0.0 {
+                            bits[j / 8] |= 1 << (j % 8);
+                        }
+                    }
+                    out.extend(bits);
+                }
+                _ => unreachable!(),
+            }
+        }
+    }
+    out
+}
+
+/// The reference: dequantize `W`, then an f64 product with `x` as given.
+fn reference(w: &[f32], x: &[f32], m: usize, n: usize, k: usize) -> Vec<f32> {
+    let mut out = vec![0f32; m * n];
+    for r in 0..m {
+        for j in 0..n {
+            out[r * n + j] = (0..k)
+                .map(|i| w[j * k + i] as f64 * x[r * k + i] as f64)
+                .sum::<f64>() as f32;
+        }
+    }
+    out
+}
+
+fn kernels_here() -> Vec<Kernel> {
+    let mut ks = vec![Kernel::Portable];
+    if kernels::has_avx2() {
+        ks.push(Kernel::Avx2);
+    }
+    if kernels::has_avx512_vnni() {
+        ks.push(Kernel::Avx512Vnni);
+    }
+    ks
+}
+
+/// Every kernel this CPU has, on every type, at odd shapes (one row, rows not a multiple of
+/// the 4 that share a decoded block, few output rows, `k` one block), against two references:
+/// the dequantized weights times the activations as the kernel rounded them (only the order of
+/// f32 sums differs: a tight bound), and times the activations as given (the rounding of `x` to
+/// 8 bits, held to its bound, [`activation_rounding_bound`]).
+#[test]
+fn every_kernel_matches_the_dequantized_product() {
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    for ty in [GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q1_0] {
+        let kb = ty.block_size();
+        for &(m, n, k) in &[
+            (1, 1, kb),
+            (1, 37, kb * 3),
+            (3, 5, kb * 2),
+            (4, 8, kb),
+            (7, 33, kb * 5),
+            (13, 3, kb * 4),
+        ] {
+            let bytes = random_blocks(ty, n, k, &mut rng);
+            let w = dequantize(ty, &bytes, n * k).unwrap();
+            let x = rng.values(m * k, 2.0);
+            let act = ActQ8::quantize(&x, m, k);
+            let x_rounded = act.dequantized();
+            let exact = reference(&w, &x_rounded, m, n, k);
+            let unrounded = reference(&w, &x, m, n, k);
+            for kernel in kernels_here() {
+                let q = QMatrix::new(ty, n, k, bytes.clone(), KernelPath::Portable, &Device::Cpu)
+                    .unwrap()
+                    .with_kernel(kernel);
+                let xt = Tensor::from_vec(x.clone(), (m, k), &Device::Cpu).unwrap();
+                let got = q
+                    .matmul(&xt)
+                    .unwrap()
+                    .flatten_all()
+                    .unwrap()
+                    .to_vec1::<f32>()
+                    .unwrap();
+                for r in 0..m {
+                    for j in 0..n {
+                        let (g, e, u) = (got[r * n + j], exact[r * n + j], unrounded[r * n + j]);
+                        let wj = &w[j * k..(j + 1) * k];
+                        let xr = &x[r * k..(r + 1) * k];
+                        let scale: f32 = wj
+                            .iter()
+                            .zip(&x_rounded[r * k..(r + 1) * k])
+                            .map(|(a, b)| (a * b).abs())
+                            .sum();
+                        assert!(
+                            (g - e).abs() <= 1e-5 * scale + 1e-6,
+                            "{ty} {kernel:?} m={m} n={n} k={k} [{r},{j}]: {g} against {e} on the rounded x"
+                        );
+                        let bound = activation_rounding_bound(wj, xr);
+                        assert!(
+                            (g - u).abs() <= bound * 1.0001 + 1e-5 * scale + 1e-6,
+                            "{ty} {kernel:?} [{r},{j}]: {g} against {u}, more than the rounding bound {bound}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A wrong decoding that looks right must fail: the Q4_0 nibble halves swapped, or Q1_0's bit
+/// order reversed within a byte, give products the reference rejects.
+#[test]
+fn the_reference_check_catches_a_wrong_layout() {
+    let mut rng = Rng(7);
+    let (n, k) = (4, 128);
+    let bytes = random_blocks(GgmlType::Q1_0, n, k, &mut rng);
+    let mut reversed = bytes.clone();
+    for blk in reversed.chunks_mut(18) {
+        for b in &mut blk[2..] {
+            *b = b.reverse_bits();
+        }
+    }
+    let w = dequantize(GgmlType::Q1_0, &bytes, n * k).unwrap();
+    let w_rev = dequantize(GgmlType::Q1_0, &reversed, n * k).unwrap();
+    assert_ne!(w, w_rev);
+    let x = rng.values(k, 1.0);
+    let q = QMatrix::new(
+        GgmlType::Q1_0,
+        n,
+        k,
+        bytes,
+        KernelPath::widest(),
+        &Device::Cpu,
+    )
+    .unwrap();
+    let got = q
+        .matmul(&Tensor::from_vec(x.clone(), (1, k), &Device::Cpu).unwrap())
+        .unwrap()
+        .flatten_all()
+        .unwrap()
+        .to_vec1::<f32>()
+        .unwrap();
+    let right = reference(&w, &x, 1, n, k);
+    let wrong = reference(&w_rev, &x, 1, n, k);
+    let err = |a: &[f32], b: &[f32]| {
+        a.iter()
+            .zip(b)
+            .map(|(p, q)| (p - q).abs())
+            .fold(0f32, f32::max)
+    };
+    assert!(
+        err(&got, &right) < 0.05 * err(&got, &wrong),
+        "{got:?} {right:?} {wrong:?}"
+    );
+}
+
+/// The K-quants run candle's matmul, labelled as such, and match their own dequantization.
+#[test]
+fn k_quants_run_candles_matmul_labelled_as_such() {
+    let mut rng = Rng(99);
+    let (m, n, k) = (3, 8, 512);
+    let w = rng.values(n * k, 0.3);
+    let wt = Tensor::from_vec(w, (n, k), &Device::Cpu).unwrap();
+    for (ty, dtype, label) in [
+        (GgmlType::Q4K, GgmlDType::Q4K, label::CANDLE_Q4_K),
+        (GgmlType::Q6K, GgmlDType::Q6K, label::CANDLE_Q6_K),
+    ] {
+        let qt = QTensor::quantize(&wt, dtype).unwrap();
+        let bytes = qt.data().unwrap().to_vec();
+        assert_eq!(bytes.len(), ty.row_bytes(k) * n);
+        let q = QMatrix::new(ty, n, k, bytes.clone(), KernelPath::widest(), &Device::Cpu).unwrap();
+        assert_eq!(q.label(), label);
+        let deq = dequantize(ty, &bytes, n * k).unwrap();
+        let x = rng.values(m * k, 1.0);
+        let got = q
+            .matmul(&Tensor::from_vec(x.clone(), (m, k), &Device::Cpu).unwrap())
+            .unwrap()
+            .flatten_all()
+            .unwrap()
+            .to_vec1::<f32>()
+            .unwrap();
+        let want = reference(&deq, &x, m, n, k);
+        for r in 0..m {
+            for j in 0..n {
+                // candle rounds x to its Q8_K (8 bits, blocks of 256): each value by at most
+                // max|x_block| / 254 or so; the bound is that over the row.
+                let (wj, xr) = (&deq[j * k..(j + 1) * k], &x[r * k..(r + 1) * k]);
+                let bound: f32 = wj
+                    .chunks(256)
+                    .zip(xr.chunks(256))
+                    .map(|(wb, xb)| {
+                        let amax = xb.iter().fold(0f32, |a, v| a.max(v.abs()));
+                        wb.iter().map(|v| v.abs()).sum::<f32>() * amax / 254.0
+                    })
+                    .sum();
+                let (g, e) = (got[r * n + j], want[r * n + j]);
+                assert!(
+                    (g - e).abs() <= bound + 1e-4,
+                    "{ty}: {g} against {e}, bound {bound}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn work_is_counted_at_the_stored_width() {
+    let (n, k) = (3072, 768);
+    for (ty, per_block) in [
+        (GgmlType::Q8_0, 34),
+        (GgmlType::Q4_0, 18),
+        (GgmlType::Q1_0, 18),
+    ] {
+        let q = QMatrix::new(
+            ty,
+            n,
+            k,
+            vec![0; n * k / ty.block_size() * per_block],
+            KernelPath::Portable,
+            &Device::Cpu,
+        )
+        .unwrap();
+        let (flops, bytes) = q.work(1);
+        assert_eq!(flops, 2 * 768 * 3072);
+        assert_eq!(
+            bytes as usize,
+            (768 + 3072) * 4 + n * k / ty.block_size() * per_block
+        );
+    }
+    assert_eq!(GgmlType::Q8_0.bits_per_weight(), 8.5);
+    assert_eq!(GgmlType::Q4_0.bits_per_weight(), 4.5);
+    assert_eq!(GgmlType::Q1_0.bits_per_weight(), 1.125);
+    // Q1_0 has no kernel on CUDA: the refusal names the type (checked without a GPU).
+    let e = Kernel::choose(GgmlType::Q1_0, KernelPath::Portable, &Device::Cpu);
+    assert_eq!(e, Ok(Kernel::Portable));
+    assert!(candle_type(GgmlType::Q1_0).is_none());
+}
+
+#[test]
+fn activations_round_to_the_nearest_code_of_their_block() {
+    let mut x: Vec<f32> = (0..64).map(|i| i as f32 - 20.0).collect();
+    x[40] = -127.0 * 3.0;
+    let a = ActQ8::quantize(&x, 1, 64);
+    assert_eq!(a.d[0], 20.0 / 127.0);
+    assert_eq!(a.q[0], -127);
+    assert_eq!(a.d[1], 3.0);
+    assert_eq!(a.q[40 - 32 + 32], -127);
+    let back = a.dequantized();
+    for (i, (b, v)) in back.iter().zip(&x).enumerate() {
+        assert!((b - v).abs() <= a.d[i / 32] / 2.0 + 1e-5, "{i}: {b} {v}");
+    }
+    // An all-zero block has a zero scale and zero codes.
+    let z = ActQ8::quantize(&[0.0; 32], 1, 32);
+    assert_eq!((z.d[0], z.q.iter().all(|&q| q == 0)), (0.0, true));
+}
