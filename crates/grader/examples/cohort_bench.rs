@@ -57,11 +57,7 @@ fn main() {
     let graded = grade_cohort(
         &grader,
         &cohort,
-        &CohortOptions {
-            out_dir: &out,
-            overrides: &Overrides::default(),
-            threads,
-        },
+        &CohortOptions::new(&out, &Overrides::default(), threads),
     )
     .expect("grading");
     let elapsed = started.elapsed();

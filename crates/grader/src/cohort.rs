@@ -1,19 +1,29 @@
 //! Workshop grading: one folder, `.zip` or `.tar.gz` per student in a cohort folder. Every
 //! student is graded whatever the others submitted; each bad submission becomes that student's
-//! recorded problem. Writes `gradebook.csv` and `gradebook.json` (atomically) and
-//! `feedback/STUDENT.md`.
+//! recorded problem. Writes `gradebook.csv` and `gradebook.json` (atomically),
+//! `feedback/STUDENT.md` and `similarity.md`.
+//!
+//! Each entry is graded on its own rayon task, isolated by `catch_unwind`: a grader bug costs
+//! that entry alone ("grader failed: ..."). As each entry is graded its result is appended to
+//! `OUT/gradebook.progress.jsonl`; the gradebook is written only once every entry is graded,
+//! so an interrupted run leaves the previous gradebook as it was, and `--resume` grades only the
+//! entries the progress file does not hold. `--only STUDENT` regrades one entry into the
+//! existing `gradebook.json` and rewrites the gradebook without touching the other entries.
 
 use crate::archive::{archive_kind, read_archive};
 use crate::grade::Grader;
+use crate::late::{Late, LatePolicy, Submitted, TimeSource};
 use crate::overrides::Overrides;
 use crate::problem::{Location, Problem, ProblemKind};
 use crate::question_types::number::show;
 use crate::render;
 use crate::report::ExerciseReport;
+use crate::similarity::{Published, SimilarityReport};
 use crate::submission::Submission;
 use course_model::atomic::write_atomically;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 /// One entry of the cohort folder.
@@ -26,7 +36,7 @@ pub struct Entry {
     pub path: PathBuf,
 }
 
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct StudentResult {
     pub student: String,
     pub file_name: String,
@@ -36,12 +46,21 @@ pub struct StudentResult {
     pub problems: Vec<Problem>,
     pub reports: Vec<ExerciseReport>,
     /// The exercise tests re-run by `course grade --run-tests` (empty when they were not).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub test_runs: Vec<TestRun>,
+    /// When the submission was made, and where that time was read (late.rs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub submitted: Option<Submitted>,
+    /// What the late policy did (with `--due`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub late: Option<Late>,
+    /// The similarity report's flags for this learner (similarity.rs): never a penalty.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub similarity: String,
 }
 
 /// One exercise's tests, re-run in a sandbox on the learner's own code.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct TestRun {
     pub exercise: u32,
     pub outcome: TestOutcome,
@@ -49,7 +68,7 @@ pub struct TestRun {
     pub detail: String,
 }
 
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(tag = "outcome", rename_all = "kebab-case")]
 pub enum TestOutcome {
     Passed {
@@ -117,7 +136,21 @@ fn show_seconds(seconds: f64) -> String {
 }
 
 impl StudentResult {
-    /// Mean of the exercise percentages: every exercise weighs the same.
+    /// The score the gradebook records: [`Self::total_percent`] after the late policy.
+    pub fn final_percent(&self) -> f64 {
+        self.late
+            .map_or_else(|| self.total_percent(), |l| l.final_score)
+    }
+
+    /// One exercise's score in percent (0 when it was not graded).
+    pub fn exercise_percent(&self, exercise: u32) -> f64 {
+        self.reports
+            .iter()
+            .find(|r| r.exercise == exercise)
+            .map_or(0.0, |r| r.percent())
+    }
+
+    /// Mean of the exercise percentages, before any late penalty: every exercise weighs the same.
     pub fn total_percent(&self) -> f64 {
         if self.reports.is_empty() {
             return 0.0;
@@ -152,6 +185,21 @@ impl StudentResult {
             }
         }
         flags.extend(self.test_runs.iter().filter_map(TestRun::flag));
+        if let Some(late) = &self.late {
+            if late.no_time {
+                flags.insert("no-submission-time".to_string());
+            } else if late.past_cutoff {
+                flags.insert("past-cutoff".to_string());
+            } else if late.days_late > 0 {
+                flags.insert(format!("late:{}d", late.days_late));
+            }
+            if self
+                .submitted
+                .is_some_and(|s| s.source == TimeSource::Files)
+            {
+                flags.insert("time-from-files".to_string());
+            }
+        }
         flags.into_iter().collect()
     }
 }
@@ -161,11 +209,17 @@ pub struct Cohort {
     pub students: Vec<StudentResult>,
     /// Entries skipped and overrides that matched nothing: said once, for the instructor.
     pub warnings: Vec<String>,
+    /// The similarity report was made: the gradebook has its column.
+    pub compared: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct CohortError(pub String);
+
+/// `COHORT/STUDENT.submitted_at`: when the submission was made, one RFC 3339 time, written by
+/// whoever collected the files.
+pub const SIDECAR: &str = ".submitted_at";
 
 /// List the cohort folder's submissions. Hidden entries and `skip` (the output folder, when it
 /// lies inside) are left out; other files are reported in `warnings`.
@@ -199,6 +253,9 @@ pub fn discover(
         };
         let student = if file_type.is_dir() {
             file_name.clone()
+        } else if file_type.is_file() && file_name.ends_with(SIDECAR) {
+            // A submission's time, written beside it by whoever collected it (late.rs).
+            continue;
         } else if file_type.is_file() && archive_kind(&file_name).is_some() {
             strip_archive_extension(&file_name)
         } else if file_type.is_symlink() {
@@ -294,6 +351,11 @@ pub fn grade_entry(grader: &Grader, entry: &Entry) -> StudentResult {
             .extend(submission.learner_problem(&entry.file_name));
     }
     let reports = grader.grade_all(&submission);
+    // The newest time the files carry: the last resort for the deadline (the learner sets it).
+    let submitted = submission.modified.values().max().map(|at| Submitted {
+        at: chrono::DateTime::<chrono::Utc>::from(*at),
+        source: TimeSource::Files,
+    });
     StudentResult {
         student: entry.student.clone(),
         file_name: entry.file_name.clone(),
@@ -301,6 +363,9 @@ pub fn grade_entry(grader: &Grader, entry: &Entry) -> StudentResult {
         problems: submission.problems,
         reports,
         test_runs: Vec::new(),
+        submitted,
+        late: None,
+        similarity: String::new(),
     }
 }
 
@@ -374,6 +439,9 @@ pub fn grader_failed(entry: &Entry, message: &str) -> StudentResult {
         )],
         reports: Vec::new(),
         test_runs: Vec::new(),
+        submitted: None,
+        late: None,
+        similarity: String::new(),
     }
 }
 
@@ -381,7 +449,36 @@ pub struct CohortOptions<'a> {
     pub out_dir: &'a Path,
     pub overrides: &'a Overrides,
     pub threads: usize,
+    /// `--due` and the late policy; None: no deadline.
+    pub late: Option<LatePolicy>,
+    /// The platform's submission times (`--times FILE`), by student.
+    pub lms_times: BTreeMap<String, chrono::DateTime<chrono::Utc>>,
+    /// `--resume`: keep the entries the progress file holds, grade the rest.
+    pub resume: bool,
+    /// `--only STUDENT`: regrade this entry into the existing gradebook.
+    pub only: Option<String>,
+    /// Text learners can read, left out of the similarity report; None: no report.
+    pub published: Option<&'a Published>,
 }
+
+impl<'a> CohortOptions<'a> {
+    /// Grade everything, no deadline, no similarity report.
+    pub fn new(out_dir: &'a Path, overrides: &'a Overrides, threads: usize) -> Self {
+        CohortOptions {
+            out_dir,
+            overrides,
+            threads,
+            late: None,
+            lms_times: BTreeMap::new(),
+            resume: false,
+            only: None,
+            published: None,
+        }
+    }
+}
+
+/// Where each graded entry is recorded as soon as it is graded: one JSON line per entry.
+pub const PROGRESS_FILE: &str = "gradebook.progress.jsonl";
 
 /// Grade a cohort folder and write the gradebook and the feedback files.
 pub fn grade_cohort(
@@ -421,23 +518,100 @@ pub fn grade_cohort_using(
     let mut cohort = Cohort::default();
     let mut entries = discover(cohort_dir, Some(options.out_dir), &mut cohort.warnings)?;
     let duplicates = disambiguate(&mut entries);
-    cohort.students = grade_entries_with(&entries, options.threads, grade);
-    for (student, entry) in cohort.students.iter_mut().zip(&entries) {
-        student.test_runs = run_tests(entry, student);
-    }
-    // Distinct names can still share a file name (case, or replaced characters): number them.
-    let mut taken = BTreeSet::new();
-    for student in &mut cohort.students {
-        let stem = safe_file_stem(&student.student);
-        let mut candidate = format!("{stem}.md");
-        let mut n = 2;
-        while !taken.insert(candidate.to_lowercase()) {
-            candidate = format!("{stem}-{n}.md");
-            n += 1;
+    let out_dir = options.out_dir;
+    std::fs::create_dir_all(out_dir).map_err(|e| {
+        CohortError(format!(
+            "{}: cannot create the output folder: {e}",
+            out_dir.display()
+        ))
+    })?;
+    // Results kept as they are (--only: every other entry of the gradebook).
+    let mut kept: Vec<StudentResult> = Vec::new();
+    // Results to finish (overrides, times, late policy): graded now or resumed.
+    let mut finished: Vec<StudentResult> = Vec::new();
+    let todo: Vec<Entry>;
+    let progress_path = out_dir.join(PROGRESS_FILE);
+    let mut progress = None;
+    if let Some(only) = &options.only {
+        let Some(entry) = entries.iter().find(|e| &e.student == only) else {
+            let names: Vec<&str> = entries.iter().map(|e| e.student.as_str()).collect();
+            return Err(CohortError(format!(
+                "{}: no submission named {only}; the cohort's students are {}",
+                cohort_dir.display(),
+                if names.is_empty() {
+                    "none".to_string()
+                } else {
+                    names.join(", ")
+                }
+            )));
+        };
+        kept = read_gradebook(out_dir)?;
+        kept.retain(|s| &s.student != only);
+        todo = vec![entry.clone()];
+    } else {
+        let done = if options.resume {
+            read_progress(&progress_path)
+        } else {
+            BTreeMap::new()
+        };
+        let mut rest = Vec::new();
+        for entry in &entries {
+            match done.get(&entry.student) {
+                Some(r) if r.file_name == entry.file_name => finished.push(r.clone()),
+                _ => rest.push(entry.clone()),
+            }
         }
-        student.feedback_file = candidate;
+        todo = rest;
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(options.resume)
+            .write(true)
+            .truncate(!options.resume)
+            .open(&progress_path)
+            .map_err(|e| {
+                CohortError(format!(
+                    "{}: cannot record the progress: {e}",
+                    progress_path.display()
+                ))
+            })?;
+        progress = Some(std::sync::Mutex::new(file));
     }
-    for student in &mut cohort.students {
+    let resumed = finished.len();
+    // Each result is recorded as soon as it is graded: a crash keeps every finished entry.
+    let graded = grade_entries_with(&todo, options.threads, &|entry| {
+        let result = grade(entry);
+        if let (Some(progress), Ok(line)) = (&progress, serde_json::to_string(&result)) {
+            if let Ok(mut file) = progress.lock() {
+                let _ = writeln!(file, "{line}");
+                let _ = file.flush();
+            }
+        }
+        result
+    });
+    finished.extend(graded);
+    if resumed > 0 {
+        cohort.warnings.push(format!(
+            "resumed: {resumed} entries graded by the interrupted run were kept, {} graded now",
+            todo.len()
+        ));
+    }
+    let by_student: BTreeMap<&str, &Entry> =
+        entries.iter().map(|e| (e.student.as_str(), e)).collect();
+    for student in &mut finished {
+        if let Some(entry) = by_student.get(student.student.as_str()) {
+            student.test_runs = run_tests(entry, student);
+            if let Some(at) = options.lms_times.get(&student.student) {
+                student.submitted = Some(Submitted {
+                    at: *at,
+                    source: TimeSource::Lms,
+                });
+            } else if let Some(at) = read_sidecar(cohort_dir, entry, &mut cohort.warnings) {
+                student.submitted = Some(Submitted {
+                    at,
+                    source: TimeSource::Sidecar,
+                });
+            }
+        }
         if let Some(problem) = duplicates.get(&student.student) {
             student.problems.insert(0, problem.clone());
         }
@@ -450,21 +624,160 @@ pub fn grade_cohort_using(
                 o.student, o.exercise, o.question
             ));
         }
+        student.late = options
+            .late
+            .map(|policy| policy.apply(student.total_percent(), student.submitted.as_ref()));
     }
-    let known: BTreeSet<&str> = cohort.students.iter().map(|s| s.student.as_str()).collect();
-    for o in &options.overrides.entries {
-        if !known.contains(o.student.as_str()) {
-            cohort.warnings.push(format!(
-                "override for {} matches no student in the cohort",
-                o.student
-            ));
+    // Feedback pages: distinct names can still share a file name (case, or replaced
+    // characters): number them. Kept entries keep theirs.
+    let mut taken: BTreeSet<String> = kept
+        .iter()
+        .map(|s| s.feedback_file.to_lowercase())
+        .collect();
+    for student in &mut finished {
+        let stem = safe_file_stem(&student.student);
+        let mut candidate = format!("{stem}.md");
+        let mut n = 2;
+        while !taken.insert(candidate.to_lowercase()) {
+            candidate = format!("{stem}-{n}.md");
+            n += 1;
+        }
+        student.feedback_file = candidate;
+    }
+    let order: BTreeMap<&str, usize> = entries
+        .iter()
+        .enumerate()
+        .map(|(i, e)| (e.student.as_str(), i))
+        .collect();
+    cohort.students = kept.into_iter().chain(finished).collect();
+    cohort
+        .students
+        .sort_by_key(|s| order.get(s.student.as_str()).copied().unwrap_or(usize::MAX));
+    if options.only.is_none() {
+        let known: BTreeSet<&str> = cohort.students.iter().map(|s| s.student.as_str()).collect();
+        for o in &options.overrides.entries {
+            if !known.contains(o.student.as_str()) {
+                cohort.warnings.push(format!(
+                    "override for {} matches no student in the cohort",
+                    o.student
+                ));
+            }
         }
     }
-    write_outputs(grader, &cohort, options.out_dir)?;
+    let similarity = options
+        .published
+        .map(|published| similarity_report(grader, &entries, &cohort.students, published));
+    if let Some(report) = &similarity {
+        cohort.compared = true;
+        for student in &mut cohort.students {
+            student.similarity = report.column(&student.student);
+        }
+    }
+    write_outputs(grader, &cohort, out_dir, options.only.as_deref())?;
+    if let Some(report) = &similarity {
+        let path = out_dir.join(SIMILARITY_FILE);
+        write_atomically(&path, report.markdown(cohort.students.len()).as_bytes()).map_err(
+            |e| {
+                CohortError(format!(
+                    "{}: cannot write the similarity report: {e}",
+                    path.display()
+                ))
+            },
+        )?;
+    }
+    if progress.is_some() {
+        drop(progress);
+        let _ = std::fs::remove_file(&progress_path);
+    }
     Ok(cohort)
 }
 
-fn write_outputs(grader: &Grader, cohort: &Cohort, out_dir: &Path) -> Result<(), CohortError> {
+/// The similarity report's file, beside the gradebook.
+pub const SIMILARITY_FILE: &str = "similarity.md";
+
+/// Read every entry again (in parallel, never running its code) and compare them.
+fn similarity_report(
+    grader: &Grader,
+    entries: &[Entry],
+    students: &[StudentResult],
+    published: &Published,
+) -> SimilarityReport {
+    use rayon::prelude::*;
+    let prints: Vec<_> = entries
+        .par_iter()
+        .filter_map(|entry| {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let submission = load_entry(grader, entry);
+                crate::similarity::fingerprint(
+                    &entry.student,
+                    &submission,
+                    &grader.manifest,
+                    published,
+                )
+            }))
+            .ok()
+        })
+        .collect();
+    crate::similarity::compare(&prints, students)
+}
+
+/// `COHORT/STUDENT.submitted_at`, when there is one and it holds a time.
+fn read_sidecar(
+    cohort_dir: &Path,
+    entry: &Entry,
+    warnings: &mut Vec<String>,
+) -> Option<chrono::DateTime<chrono::Utc>> {
+    let path = cohort_dir.join(format!("{}{SIDECAR}", entry.student));
+    let text = std::fs::read_to_string(&path).ok()?;
+    match crate::late::parse_time(&text) {
+        Ok(at) => Some(at),
+        Err(e) => {
+            warnings.push(format!(
+                "{}:1: {e}; the files' own times are used instead",
+                path.display()
+            ));
+            None
+        }
+    }
+}
+
+/// The entries an interrupted run finished, by student (a line cut short by the crash, or
+/// any line that does not read back, is graded again).
+fn read_progress(path: &Path) -> BTreeMap<String, StudentResult> {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return BTreeMap::new();
+    };
+    text.lines()
+        .filter_map(|line| serde_json::from_str::<StudentResult>(line).ok())
+        .map(|r| (r.student.clone(), r))
+        .collect()
+}
+
+/// The gradebook a previous run wrote (`OUT/gradebook.json`).
+pub fn read_gradebook(out_dir: &Path) -> Result<Vec<StudentResult>, CohortError> {
+    let path = out_dir.join("gradebook.json");
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        CohortError(format!(
+            "{}: cannot read the gradebook to regrade into ({e}); grade the whole cohort first",
+            path.display()
+        ))
+    })?;
+    serde_json::from_str(&text).map_err(|e| {
+        CohortError(format!(
+            "{}:{}:{}: not a gradebook this grader wrote ({e}); grade the whole cohort again",
+            path.display(),
+            e.line(),
+            e.column()
+        ))
+    })
+}
+
+fn write_outputs(
+    grader: &Grader,
+    cohort: &Cohort,
+    out_dir: &Path,
+    only: Option<&str>,
+) -> Result<(), CohortError> {
     let csv = gradebook_csv(grader, cohort)?;
     let path = out_dir.join("gradebook.csv");
     write_atomically(&path, csv.as_bytes()).map_err(|e| {
@@ -484,7 +797,12 @@ fn write_outputs(grader: &Grader, cohort: &Cohort, out_dir: &Path) -> Result<(),
         ))
     })?;
     let feedback_dir = out_dir.join("feedback");
-    for student in &cohort.students {
+    // --only rewrites one page: the others are the previous run's.
+    for student in cohort
+        .students
+        .iter()
+        .filter(|s| only.is_none_or(|only| s.student == only))
+    {
         let path = feedback_dir.join(&student.feedback_file);
         course_model::atomic::write_replacing_quickly(&path, feedback_markdown(student).as_bytes())
             .map_err(|e| {
@@ -497,12 +815,19 @@ fn write_outputs(grader: &Grader, cohort: &Cohort, out_dir: &Path) -> Result<(),
     Ok(())
 }
 
-/// `student,exercise-1..N,total,passed,flags[,tests]`: exercise scores and the total in percent;
+/// `student,exercise-1..N,[raw,]total,passed,flags[,submitted_at,time_source,days_late][,similarity][,tests]`:
+/// exercise scores and the total in percent. With a deadline, `raw` is the total before the
+/// late policy and `total` the final score, and the submission's time and where it was read
+/// follow; `similarity` (the similarity report's flags, never a penalty) when it was made;
 /// `tests` (after `--run-tests`) is what each exercise's re-run tests did.
 pub fn gradebook_csv(grader: &Grader, cohort: &Cohort) -> Result<String, CohortError> {
     let mut writer = csv::Writer::from_writer(Vec::new());
     let mut header = vec!["student".to_string()];
     header.extend(grader.manifest.exercises.iter().map(|e| e.folder_name()));
+    let with_late = cohort.students.iter().any(|s| s.late.is_some());
+    if with_late {
+        header.push("raw".to_string());
+    }
     header.extend([
         "total".to_string(),
         "passed".to_string(),
@@ -510,6 +835,12 @@ pub fn gradebook_csv(grader: &Grader, cohort: &Cohort) -> Result<String, CohortE
     ]);
     // The column is there only when tests were re-run, so gradebooks without stay as they were.
     let with_tests = cohort.students.iter().any(|s| !s.test_runs.is_empty());
+    if with_late {
+        header.extend(["submitted_at", "time_source", "days_late"].map(String::from));
+    }
+    if cohort.compared {
+        header.push("similarity".to_string());
+    }
     if with_tests {
         header.push("tests".to_string());
     }
@@ -527,9 +858,23 @@ pub fn gradebook_csv(grader: &Grader, cohort: &Cohort) -> Result<String, CohortE
                 .map_or(0.0, |r| r.percent());
             row.push(show(score));
         }
-        row.push(show(s.total_percent()));
+        if with_late {
+            row.push(show(s.total_percent()));
+        }
+        row.push(show(s.final_percent()));
         row.push(s.passed().to_string());
         row.push(s.flags().join(" "));
+        if with_late {
+            row.push(
+                s.submitted
+                    .map_or(String::new(), |t| crate::late::show_time(&t.at)),
+            );
+            row.push(s.submitted.map_or("none", |t| t.source.label()).to_string());
+            row.push(s.late.map_or(String::new(), |l| l.days_late.to_string()));
+        }
+        if cohort.compared {
+            row.push(s.similarity.clone());
+        }
         if with_tests {
             row.push(
                 s.test_runs
@@ -554,11 +899,42 @@ pub fn feedback_markdown(student: &StudentResult) -> String {
     let _ = writeln!(
         out,
         "Total: {}% ({} of {} exercises passed). Submitted as `{}`.\n",
-        show(student.total_percent()),
+        show(student.final_percent()),
         student.passed(),
         student.reports.len(),
         student.file_name
     );
+    if let Some(late) = &student.late {
+        let when = match &student.submitted {
+            Some(t) => format!(
+                "Submitted at {} (from {}).",
+                crate::late::show_time(&t.at),
+                match t.source {
+                    TimeSource::Lms => "the learning platform",
+                    TimeSource::Sidecar => "the time recorded when the files were collected",
+                    TimeSource::Files => "your files' own times",
+                }
+            ),
+            None => "No submission time was found: graded as on time.".to_string(),
+        };
+        let penalty = if late.past_cutoff {
+            format!(
+                " Past the late cutoff: {}% before, 0% recorded.",
+                show(late.raw)
+            )
+        } else if late.days_late > 0 {
+            format!(
+                " {} day{} late: {}% before the late penalty, {}% after.",
+                late.days_late,
+                if late.days_late == 1 { "" } else { "s" },
+                show(late.raw),
+                show(late.final_score)
+            )
+        } else {
+            " On time.".to_string()
+        };
+        let _ = writeln!(out, "{when}{penalty}\n");
+    }
     if !student.problems.is_empty() {
         let _ = writeln!(out, "## Problems with the submission\n");
         for p in &student.problems {
@@ -617,7 +993,7 @@ pub fn summary_table(grader: &Grader, cohort: &Cohort) -> String {
         let _ = writeln!(
             out,
             " {:>6}  {}",
-            format!("{:.0}", s.total_percent()),
+            format!("{:.0}", s.final_percent()),
             s.flags().join(" ")
         );
     }
@@ -637,7 +1013,7 @@ pub fn summary_table(grader: &Grader, cohort: &Cohort) -> String {
             let _ = write!(out, " {:>6}", format!("{mean:.0}"));
         }
         let mean_total =
-            students.iter().map(|s| s.total_percent()).sum::<f64>() / students.len() as f64;
+            students.iter().map(|s| s.final_percent()).sum::<f64>() / students.len() as f64;
         let _ = writeln!(out, " {:>6}", format!("{mean_total:.0}"));
     }
     out

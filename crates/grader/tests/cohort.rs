@@ -221,11 +221,7 @@ fn a_bad_cohort_is_graded_student_by_student() {
     let cohort = grade_cohort(
         &grader,
         &cohort_dir,
-        &CohortOptions {
-            out_dir: &out,
-            overrides: &Overrides::default(),
-            threads: 2,
-        },
+        &CohortOptions::new(&out, &Overrides::default(), 2),
     )
     .unwrap();
 
@@ -324,11 +320,7 @@ fn overrides_win_and_survive_a_regrade() {
         grade_cohort(
             &grader,
             &cohort_dir,
-            &CohortOptions {
-                out_dir: &out,
-                overrides,
-                threads: 2,
-            },
+            &CohortOptions::new(&out, overrides, 2),
         )
         .unwrap()
     };
@@ -403,11 +395,7 @@ fn names_that_share_a_file_name_get_distinct_feedback_pages() {
     let cohort = grade_cohort(
         &grader(),
         &cohort_dir,
-        &CohortOptions {
-            out_dir: &out,
-            overrides: &Overrides::default(),
-            threads: 1,
-        },
+        &CohortOptions::new(&out, &Overrides::default(), 1),
     )
     .unwrap();
     let pages: Vec<&str> = cohort

@@ -29,11 +29,7 @@ fn a_panicking_entry_is_recorded_and_the_other_49_keep_their_grades() {
     let graded = grade_cohort_using(
         &grader,
         &cohort,
-        &CohortOptions {
-            out_dir: &out,
-            overrides: &Overrides::default(),
-            threads: 4,
-        },
+        &CohortOptions::new(&out, &Overrides::default(), 4),
         &grade,
         &mut |_, _| Vec::new(),
     )
