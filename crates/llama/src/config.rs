@@ -189,14 +189,14 @@ impl Config {
         }
         let heads = raw.num_attention_heads;
         let kv_heads = raw.num_key_value_heads.unwrap_or(heads);
-        if heads == 0 || kv_heads == 0 || heads % kv_heads != 0 {
+        if heads == 0 || kv_heads == 0 || !heads.is_multiple_of(kv_heads) {
             return Err(format!(
                 "num_attention_heads {heads} must be a multiple of num_key_value_heads {kv_heads}"
             ));
         }
         let head_dim = match raw.head_dim {
             Some(d) => d,
-            None if raw.hidden_size % heads == 0 => raw.hidden_size / heads,
+            None if raw.hidden_size.is_multiple_of(heads) => raw.hidden_size / heads,
             None => return Err(format!("hidden_size {} is not a multiple of num_attention_heads {heads}, and no head_dim is given", raw.hidden_size)),
         };
         if head_dim % 2 != 0 {

@@ -276,7 +276,8 @@ pub fn layer_norm(
     path: KernelPath,
 ) -> Result<Tensor> {
     let f = |h: &mut [f32], _: &Layout, weight: &[f32], bias: &[f32]| {
-        if weight.len() != bias.len() || weight.is_empty() || h.len() % weight.len() != 0 {
+        if weight.len() != bias.len() || weight.is_empty() || !h.len().is_multiple_of(weight.len())
+        {
             candle_core::bail!(
                 "layer_norm: rows of {} values, weight {}, bias {}",
                 h.len(),
@@ -318,7 +319,7 @@ pub fn layer_norm(
 /// tensor, `x / √(mean(x²) + eps) · weight`, 16 lanes at a time.
 pub fn rms_norm(x: &Tensor, weight: &Tensor, eps: f32, path: KernelPath) -> Result<Tensor> {
     let f = |h: &mut [f32], _: &Layout, weight: &[f32]| {
-        if weight.is_empty() || h.len() % weight.len() != 0 {
+        if weight.is_empty() || !h.len().is_multiple_of(weight.len()) {
             candle_core::bail!(
                 "rms_norm: rows of {} values, weight {}",
                 h.len(),

@@ -315,7 +315,10 @@ impl PackedWeight {
     /// # Safety
     /// `out` must be valid for m × n writes that no other thread makes.
     unsafe fn product_here(&self, xs: &Rows, m: usize, out: &OutPtr) {
-        self.panels_product(xs, m, 0..self.n.div_ceil(NR), out);
+        // SAFETY: the caller guarantees `out` (this function's contract); `panels_product` asks the same.
+        unsafe {
+            self.panels_product(xs, m, 0..self.n.div_ceil(NR), out);
+        }
     }
 
     /// Columns `32 · panels.start .. 32 · panels.end` of the product, for every row of `x`.
@@ -326,32 +329,35 @@ impl PackedWeight {
         panels: std::ops::Range<usize>,
         out: &OutPtr,
     ) {
-        let slices = (0..self.k).step_by(KC);
-        let k = self.k;
-        let mr = max_rows(self.path);
-        if m * k <= X_IN_L2 {
-            // A small x (decode steps, up to 16 rows and more): stream each panel from memory
-            // once, front to back, every row block reading a slice while it is in L1; the next
-            // slice is the one that follows in memory.
-            for p in panels {
-                for k0 in slices.clone() {
-                    let next = self
-                        .slice(p, k0)
-                        .wrapping_add(KC.min(k - k0) * NR * width(self.w));
-                    for r0 in (0..m).step_by(mr) {
-                        self.tile(xs, m, (p, k0), r0, next, out);
+        // SAFETY: the caller guarantees `out` for these panels' columns and the CPU's path (as `tile` asks).
+        unsafe {
+            let slices = (0..self.k).step_by(KC);
+            let k = self.k;
+            let mr = max_rows(self.path);
+            if m * k <= X_IN_L2 {
+                // A small x (decode steps, up to 16 rows and more): stream each panel from memory
+                // once, front to back, every row block reading a slice while it is in L1; the next
+                // slice is the one that follows in memory.
+                for p in panels {
+                    for k0 in slices.clone() {
+                        let next = self
+                            .slice(p, k0)
+                            .wrapping_add(KC.min(k - k0) * NR * width(self.w));
+                        for r0 in (0..m).step_by(mr) {
+                            self.tile(xs, m, (p, k0), r0, next, out);
+                        }
                     }
                 }
-            }
-        } else {
-            // A large x (a prefill): slice by slice of k, so that x's slice stays in L2 while the
-            // panels pass (a whole x of 128 × 3072 does not fit beside them); the next slice is
-            // the next panel's.
-            for k0 in slices {
-                for p in panels.clone() {
-                    let next = self.slice(p + 1, k0);
-                    for r0 in (0..m).step_by(mr) {
-                        self.tile(xs, m, (p, k0), r0, next, out);
+            } else {
+                // A large x (a prefill): slice by slice of k, so that x's slice stays in L2 while the
+                // panels pass (a whole x of 128 × 3072 does not fit beside them); the next slice is
+                // the next panel's.
+                for k0 in slices {
+                    for p in panels.clone() {
+                        let next = self.slice(p + 1, k0);
+                        for r0 in (0..m).step_by(mr) {
+                            self.tile(xs, m, (p, k0), r0, next, out);
+                        }
                     }
                 }
             }
@@ -378,27 +384,30 @@ impl PackedWeight {
         next: *const u8,
         out: &OutPtr,
     ) {
-        let k = self.k;
-        let rows = max_rows(self.path).min(m - r0);
-        // Row block r0's values from step k0 on (4 bytes a value or a pair, in either form).
-        let x = match xs {
-            Rows::F32(xs) => xs.as_ptr().add(r0 * k + k0 * rows).cast::<u8>(),
-            Rows::Pairs(xs) => xs
-                .as_ptr()
-                .add(r0 * k.div_ceil(2) + k0 / 2 * rows)
-                .cast::<u8>(),
-        };
-        let tile = Tile {
-            x,
-            next,
-            panel: self.slice(p, k0),
-            depth: KC.min(k - k0),
-            out: out.0.add(r0 * self.n + p * NR),
-            ldo: self.n,
-            columns: NR.min(self.n - p * NR),
-            accumulate: k0 > 0,
-        };
-        tile.run(self.path, rows, self.w, matches!(xs, Rows::Pairs(_)));
+        // SAFETY: `xs` holds whole row blocks of m × k values (`pack_rows`), so row block r0's address from k0 on is inside it; `out` is valid for m × n writes (the caller's contract), so the tile's corner is inside it.
+        unsafe {
+            let k = self.k;
+            let rows = max_rows(self.path).min(m - r0);
+            // Row block r0's values from step k0 on (4 bytes a value or a pair, in either form).
+            let x = match xs {
+                Rows::F32(xs) => xs.as_ptr().add(r0 * k + k0 * rows).cast::<u8>(),
+                Rows::Pairs(xs) => xs
+                    .as_ptr()
+                    .add(r0 * k.div_ceil(2) + k0 / 2 * rows)
+                    .cast::<u8>(),
+            };
+            let tile = Tile {
+                x,
+                next,
+                panel: self.slice(p, k0),
+                depth: KC.min(k - k0),
+                out: out.0.add(r0 * self.n + p * NR),
+                ldo: self.n,
+                columns: NR.min(self.n - p * NR),
+                accumulate: k0 > 0,
+            };
+            tile.run(self.path, rows, self.w, matches!(xs, Rows::Pairs(_)));
+        }
     }
 }
 
@@ -522,6 +531,8 @@ fn fill_panel<T>(
 
 /// The output buffer, shared by tasks that write disjoint columns of it.
 struct OutPtr(*mut f32);
+// SAFETY: the pointer is only written through, by tasks that each own disjoint columns of the
+// buffer (`product`), and the buffer outlives them (`written_output`).
 unsafe impl Sync for OutPtr {}
 
 /// One kernel call: `rows × columns` of the output from `depth` steps of `k`. Off x86-64 the
@@ -548,35 +559,38 @@ impl Tile {
     /// The CPU has `path`'s instructions (and `avx512_bf16` with `dot`), `rows` is within its
     /// [`max_rows`], `w` is the panel's type, and `x` is in pairs exactly when `dot`.
     unsafe fn run(&self, path: KernelPath, rows: usize, w: u8, dot: bool) {
-        /// One arm per row count and weight type, each a kernel compiled for exactly those.
-        #[cfg(target_arch = "x86_64")]
-        macro_rules! kernels {
-            ($isa:ident, $($rows:literal)*) => {
-                match (rows, w) {
-                    $(($rows, F32) => $isa::kernel::<$rows, F32>(self),
-                      ($rows, BF16) => $isa::kernel::<$rows, BF16>(self),
-                      ($rows, _) => $isa::kernel::<$rows, F16>(self),)*
-                    _ => unreachable!("no {path} tile of {rows} rows (`max_rows` sets the limits)"),
-                }
-            };
+        // SAFETY: the caller guarantees the CPU's instructions, the row count and the types (this function's contract), which is what each kernel asks.
+        unsafe {
+            /// One arm per row count and weight type, each a kernel compiled for exactly those.
+            #[cfg(target_arch = "x86_64")]
+            macro_rules! kernels {
+                ($isa:ident, $($rows:literal)*) => {
+                    match (rows, w) {
+                        $(($rows, F32) => $isa::kernel::<$rows, F32>(self),
+                          ($rows, BF16) => $isa::kernel::<$rows, BF16>(self),
+                          ($rows, _) => $isa::kernel::<$rows, F16>(self),)*
+                        _ => unreachable!("no {path} tile of {rows} rows (`max_rows` sets the limits)"),
+                    }
+                };
+            }
+            #[cfg(target_arch = "x86_64")]
+            macro_rules! dot_kernels {
+                ($($rows:literal)*) => {
+                    match rows {
+                        $($rows => avx512::dot_kernel::<$rows>(self),)*
+                        _ => unreachable!("no dot-product tile of {rows} rows (`max_rows` sets the limits)"),
+                    }
+                };
+            }
+            #[cfg(target_arch = "x86_64")]
+            match path {
+                KernelPath::Avx512 if dot => dot_kernels!(1 2 3 4 5 6 7 8 9 10 11 12),
+                KernelPath::Avx512 => kernels!(avx512, 1 2 3 4 5 6 7 8 9 10 11 12),
+                _ => kernels!(avx2, 1 2 3),
+            }
+            #[cfg(not(target_arch = "x86_64"))]
+            unreachable!("`check_path` fails off x86-64 ({path}, rows {rows}, type {w}, dot {dot})")
         }
-        #[cfg(target_arch = "x86_64")]
-        macro_rules! dot_kernels {
-            ($($rows:literal)*) => {
-                match rows {
-                    $($rows => avx512::dot_kernel::<$rows>(self),)*
-                    _ => unreachable!("no dot-product tile of {rows} rows (`max_rows` sets the limits)"),
-                }
-            };
-        }
-        #[cfg(target_arch = "x86_64")]
-        match path {
-            KernelPath::Avx512 if dot => dot_kernels!(1 2 3 4 5 6 7 8 9 10 11 12),
-            KernelPath::Avx512 => kernels!(avx512, 1 2 3 4 5 6 7 8 9 10 11 12),
-            _ => kernels!(avx2, 1 2 3),
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        unreachable!("`check_path` fails off x86-64 ({path}, rows {rows}, type {w}, dot {dot})")
     }
 }
 
@@ -606,35 +620,41 @@ mod avx512 {
     #[target_feature(enable = "avx512f")]
     #[inline]
     unsafe fn panel_row<const W: u8>(row: *const u8) -> [__m512; 2] {
-        if W == F32 {
-            let row = row.cast::<f32>();
-            return [_mm512_load_ps(row), _mm512_load_ps(row.add(16))];
+        // SAFETY: the caller runs on an AVX-512 CPU and `row` points at a panel row of 32 values of type `W`, aligned to 64 bytes (the panels are cache lines).
+        unsafe {
+            if W == F32 {
+                let row = row.cast::<f32>();
+                return [_mm512_load_ps(row), _mm512_load_ps(row.add(16))];
+            }
+            let halves = row.cast::<__m256i>();
+            [
+                _mm512_cvtph_ps(_mm256_load_si256(halves)),
+                _mm512_cvtph_ps(_mm256_load_si256(halves.add(1))),
+            ]
         }
-        let halves = row.cast::<__m256i>();
-        [
-            _mm512_cvtph_ps(_mm256_load_si256(halves)),
-            _mm512_cvtph_ps(_mm256_load_si256(halves.add(1))),
-        ]
     }
 
     #[target_feature(enable = "avx512f")]
     pub unsafe fn kernel<const ROWS: usize, const W: u8>(t: &Tile) {
-        if W == BF16 {
-            return widened_pairs::<ROWS>(t);
-        }
-        let mut acc = [[_mm512_setzero_ps(); 2]; ROWS];
-        let row_bytes = NR * width(W);
-        let x = t.x.cast::<f32>();
-        for kk in 0..t.depth {
-            prefetch_next(t.next.wrapping_add(kk * row_bytes), row_bytes);
-            let [b0, b1] = panel_row::<W>(t.panel.add(kk * row_bytes));
-            for (r, acc) in acc.iter_mut().enumerate() {
-                let a = _mm512_set1_ps(*x.add(kk * ROWS + r));
-                acc[0] = _mm512_fmadd_ps(a, b0, acc[0]);
-                acc[1] = _mm512_fmadd_ps(a, b1, acc[1]);
+        // SAFETY: `Tile::run`'s contract: the CPU has these instructions, and the tile's pointers cover `depth` steps of `ROWS` rows of x, of the panel, and of the output's `columns`.
+        unsafe {
+            if W == BF16 {
+                return widened_pairs::<ROWS>(t);
             }
+            let mut acc = [[_mm512_setzero_ps(); 2]; ROWS];
+            let row_bytes = NR * width(W);
+            let x = t.x.cast::<f32>();
+            for kk in 0..t.depth {
+                prefetch_next(t.next.wrapping_add(kk * row_bytes), row_bytes);
+                let [b0, b1] = panel_row::<W>(t.panel.add(kk * row_bytes));
+                for (r, acc) in acc.iter_mut().enumerate() {
+                    let a = _mm512_set1_ps(*x.add(kk * ROWS + r));
+                    acc[0] = _mm512_fmadd_ps(a, b0, acc[0]);
+                    acc[1] = _mm512_fmadd_ps(a, b1, acc[1]);
+                }
+            }
+            store(t, &acc);
         }
-        store(t, &acc);
     }
 
     /// A bf16 panel stored in pairs of `k`, widened: a 32-bit lane holds a column's values at
@@ -642,50 +662,53 @@ mod avx512 {
     /// with the low half cleared, it is that value as an f32). Exact, as for the other types.
     #[target_feature(enable = "avx512f")]
     unsafe fn widened_pairs<const ROWS: usize>(t: &Tile) {
-        let mut acc = [[_mm512_setzero_ps(); 2]; ROWS];
-        let x = t.x.cast::<f32>();
-        let high = _mm512_set1_epi32(0xFFFF_0000_u32 as i32);
-        let pair = |q: usize| -> [__m512i; 2] {
-            let lines = t.panel.add(q * 2 * 64).cast::<__m512i>();
-            [_mm512_load_si512(lines), _mm512_load_si512(lines.add(1))]
-        };
-        // The values at 2q, from a pair's two lines.
-        let even = |[l0, l1]: [__m512i; 2]| {
-            [
-                _mm512_castsi512_ps(_mm512_slli_epi32::<16>(l0)),
-                _mm512_castsi512_ps(_mm512_slli_epi32::<16>(l1)),
-            ]
-        };
-        for q in 0..t.depth / 2 {
-            prefetch_next(t.next.wrapping_add(q * 2 * 64), 128);
-            let [l0, l1] = pair(q);
-            let even = even([l0, l1]);
-            let odd = [
-                _mm512_castsi512_ps(_mm512_and_si512(l0, high)),
-                _mm512_castsi512_ps(_mm512_and_si512(l1, high)),
-            ];
-            for (r, acc) in acc.iter_mut().enumerate() {
-                let (a0, a1) = (
-                    _mm512_set1_ps(*x.add(2 * q * ROWS + r)),
-                    _mm512_set1_ps(*x.add((2 * q + 1) * ROWS + r)),
-                );
-                acc[0] = _mm512_fmadd_ps(a0, even[0], acc[0]);
-                acc[1] = _mm512_fmadd_ps(a0, even[1], acc[1]);
-                acc[0] = _mm512_fmadd_ps(a1, odd[0], acc[0]);
-                acc[1] = _mm512_fmadd_ps(a1, odd[1], acc[1]);
+        // SAFETY: as `kernel`: the tile's pointers cover `depth` steps of x and of the paired panel, and the output's `columns`.
+        unsafe {
+            let mut acc = [[_mm512_setzero_ps(); 2]; ROWS];
+            let x = t.x.cast::<f32>();
+            let high = _mm512_set1_epi32(0xFFFF_0000_u32 as i32);
+            let pair = |q: usize| -> [__m512i; 2] {
+                let lines = t.panel.add(q * 2 * 64).cast::<__m512i>();
+                [_mm512_load_si512(lines), _mm512_load_si512(lines.add(1))]
+            };
+            // The values at 2q, from a pair's two lines.
+            let even = |[l0, l1]: [__m512i; 2]| {
+                [
+                    _mm512_castsi512_ps(_mm512_slli_epi32::<16>(l0)),
+                    _mm512_castsi512_ps(_mm512_slli_epi32::<16>(l1)),
+                ]
+            };
+            for q in 0..t.depth / 2 {
+                prefetch_next(t.next.wrapping_add(q * 2 * 64), 128);
+                let [l0, l1] = pair(q);
+                let even = even([l0, l1]);
+                let odd = [
+                    _mm512_castsi512_ps(_mm512_and_si512(l0, high)),
+                    _mm512_castsi512_ps(_mm512_and_si512(l1, high)),
+                ];
+                for (r, acc) in acc.iter_mut().enumerate() {
+                    let (a0, a1) = (
+                        _mm512_set1_ps(*x.add(2 * q * ROWS + r)),
+                        _mm512_set1_ps(*x.add((2 * q + 1) * ROWS + r)),
+                    );
+                    acc[0] = _mm512_fmadd_ps(a0, even[0], acc[0]);
+                    acc[1] = _mm512_fmadd_ps(a0, even[1], acc[1]);
+                    acc[0] = _mm512_fmadd_ps(a1, odd[0], acc[0]);
+                    acc[1] = _mm512_fmadd_ps(a1, odd[1], acc[1]);
+                }
             }
-        }
-        if t.depth % 2 == 1 {
-            // An odd k's last step: the pair's second value is padding, and x has no value there.
-            let q = t.depth / 2;
-            let even = even(pair(q));
-            for (r, acc) in acc.iter_mut().enumerate() {
-                let a = _mm512_set1_ps(*x.add(2 * q * ROWS + r));
-                acc[0] = _mm512_fmadd_ps(a, even[0], acc[0]);
-                acc[1] = _mm512_fmadd_ps(a, even[1], acc[1]);
+            if t.depth % 2 == 1 {
+                // An odd k's last step: the pair's second value is padding, and x has no value there.
+                let q = t.depth / 2;
+                let even = even(pair(q));
+                for (r, acc) in acc.iter_mut().enumerate() {
+                    let a = _mm512_set1_ps(*x.add(2 * q * ROWS + r));
+                    acc[0] = _mm512_fmadd_ps(a, even[0], acc[0]);
+                    acc[1] = _mm512_fmadd_ps(a, even[1], acc[1]);
+                }
             }
+            store(t, &acc);
         }
-        store(t, &acc);
     }
 
     /// A bf16 panel stored in pairs, against `x` rounded to bf16 pairs: `vdpbf16ps` adds both
@@ -693,43 +716,49 @@ mod avx512 {
     /// on both sides.
     #[target_feature(enable = "avx512f,avx512bf16")]
     pub unsafe fn dot_kernel<const ROWS: usize>(t: &Tile) {
-        let mut acc = [[_mm512_setzero_ps(); 2]; ROWS];
-        let x = t.x.cast::<i32>();
-        for q in 0..t.depth.div_ceil(2) {
-            prefetch_next(t.next.wrapping_add(q * 2 * 64), 128);
-            let lines = t.panel.add(q * 2 * 64).cast::<__m512i>();
-            let b0: __m512bh = std::mem::transmute(_mm512_load_si512(lines));
-            let b1: __m512bh = std::mem::transmute(_mm512_load_si512(lines.add(1)));
-            for (r, acc) in acc.iter_mut().enumerate() {
-                let a: __m512bh = std::mem::transmute(_mm512_set1_epi32(*x.add(q * ROWS + r)));
-                acc[0] = _mm512_dpbf16_ps(acc[0], a, b0);
-                acc[1] = _mm512_dpbf16_ps(acc[1], a, b1);
+        // SAFETY: as `kernel`, with `avx512_bf16` and x in bf16 pairs (`Tile::run`'s contract); a `__m512bh` is 512 bits like the `__m512i` it is transmuted from.
+        unsafe {
+            let mut acc = [[_mm512_setzero_ps(); 2]; ROWS];
+            let x = t.x.cast::<i32>();
+            for q in 0..t.depth.div_ceil(2) {
+                prefetch_next(t.next.wrapping_add(q * 2 * 64), 128);
+                let lines = t.panel.add(q * 2 * 64).cast::<__m512i>();
+                let b0: __m512bh = std::mem::transmute(_mm512_load_si512(lines));
+                let b1: __m512bh = std::mem::transmute(_mm512_load_si512(lines.add(1)));
+                for (r, acc) in acc.iter_mut().enumerate() {
+                    let a: __m512bh = std::mem::transmute(_mm512_set1_epi32(*x.add(q * ROWS + r)));
+                    acc[0] = _mm512_dpbf16_ps(acc[0], a, b0);
+                    acc[1] = _mm512_dpbf16_ps(acc[1], a, b1);
+                }
             }
+            store(t, &acc);
         }
-        store(t, &acc);
     }
 
     /// Writes (or adds, after the first slice of `k`) the tile's accumulators to the output.
     #[target_feature(enable = "avx512f")]
     #[inline]
     unsafe fn store<const ROWS: usize>(t: &Tile, acc: &[[__m512; 2]; ROWS]) {
-        // The last panel of a weight whose n is not a multiple of 32 is partly padding.
-        let lanes = |from: usize| -> __mmask16 {
-            let n = t.columns.saturating_sub(from).min(16);
-            ((1u32 << n) - 1) as __mmask16
-        };
-        let (m0, m1) = (lanes(0), lanes(16));
-        for (r, acc) in acc.iter().enumerate() {
-            // wrapping_add: with 16 or fewer columns the second half lies past the row and
-            // its mask is empty, so nothing there is read or written.
-            let row = t.out.wrapping_add(r * t.ldo);
-            let (mut v0, mut v1) = (acc[0], acc[1]);
-            if t.accumulate {
-                v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, row));
-                v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, row.wrapping_add(16)));
+        // SAFETY: `t.out` is valid for `ROWS` rows of `t.ldo` values; the masks keep every load and store within the tile's `columns`.
+        unsafe {
+            // The last panel of a weight whose n is not a multiple of 32 is partly padding.
+            let lanes = |from: usize| -> __mmask16 {
+                let n = t.columns.saturating_sub(from).min(16);
+                ((1u32 << n) - 1) as __mmask16
+            };
+            let (m0, m1) = (lanes(0), lanes(16));
+            for (r, acc) in acc.iter().enumerate() {
+                // wrapping_add: with 16 or fewer columns the second half lies past the row and
+                // its mask is empty, so nothing there is read or written.
+                let row = t.out.wrapping_add(r * t.ldo);
+                let (mut v0, mut v1) = (acc[0], acc[1]);
+                if t.accumulate {
+                    v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, row));
+                    v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, row.wrapping_add(16)));
+                }
+                _mm512_mask_storeu_ps(row, m0, v0);
+                _mm512_mask_storeu_ps(row.wrapping_add(16), m1, v1);
             }
-            _mm512_mask_storeu_ps(row, m0, v0);
-            _mm512_mask_storeu_ps(row.wrapping_add(16), m1, v1);
         }
     }
 }
@@ -744,14 +773,17 @@ mod avx2 {
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
     unsafe fn panel_vector<const W: u8>(row: *const u8, j: usize) -> __m256 {
-        if W == F32 {
-            return _mm256_load_ps(row.cast::<f32>().add(8 * j));
-        }
-        let h = _mm_load_si128(row.cast::<__m128i>().add(j));
-        if W == BF16 {
-            _mm256_castsi256_ps(_mm256_slli_epi32::<16>(_mm256_cvtepu16_epi32(h)))
-        } else {
-            _mm256_cvtph_ps(h)
+        // SAFETY: the caller runs on a CPU with AVX2, FMA and F16C, and `row` points at a panel row of 32 values of type `W`, aligned to 32 bytes.
+        unsafe {
+            if W == F32 {
+                return _mm256_load_ps(row.cast::<f32>().add(8 * j));
+            }
+            let h = _mm_load_si128(row.cast::<__m128i>().add(j));
+            if W == BF16 {
+                _mm256_castsi256_ps(_mm256_slli_epi32::<16>(_mm256_cvtepu16_epi32(h)))
+            } else {
+                _mm256_cvtph_ps(h)
+            }
         }
     }
 
@@ -763,57 +795,60 @@ mod avx2 {
     /// attn.c_proj: the `matmul_kernels` example, one thread, busy 2-core machine.)
     #[target_feature(enable = "avx2,fma,f16c")]
     pub unsafe fn kernel<const ROWS: usize, const W: u8>(t: &Tile) {
-        let mut acc = [[_mm256_setzero_ps(); 4]; ROWS];
-        let row_bytes = NR * width(W);
-        for kk in 0..t.depth {
-            prefetch_next(t.next.wrapping_add(kk * row_bytes), row_bytes);
-            let x = t.x.cast::<f32>().add(kk * ROWS);
-            let mut a = [_mm256_setzero_ps(); ROWS];
-            for (r, a) in a.iter_mut().enumerate() {
-                *a = _mm256_broadcast_ss(&*x.add(r));
-            }
-            // Column vector outermost, so that one panel register serves every row.
-            #[allow(clippy::needless_range_loop)]
-            for j in 0..4 {
-                let b = panel_vector::<W>(t.panel.add(kk * row_bytes), j);
-                for r in 0..ROWS {
-                    acc[r][j] = _mm256_fmadd_ps(a[r], b, acc[r][j]);
+        // SAFETY: `Tile::run`'s contract: the CPU has these instructions, and the tile's pointers cover `depth` steps of `ROWS` rows of x, of the panel, and of the output's `columns`.
+        unsafe {
+            let mut acc = [[_mm256_setzero_ps(); 4]; ROWS];
+            let row_bytes = NR * width(W);
+            for kk in 0..t.depth {
+                prefetch_next(t.next.wrapping_add(kk * row_bytes), row_bytes);
+                let x = t.x.cast::<f32>().add(kk * ROWS);
+                let mut a = [_mm256_setzero_ps(); ROWS];
+                for (r, a) in a.iter_mut().enumerate() {
+                    *a = _mm256_broadcast_ss(&*x.add(r));
+                }
+                // Column vector outermost, so that one panel register serves every row.
+                #[allow(clippy::needless_range_loop)]
+                for j in 0..4 {
+                    let b = panel_vector::<W>(t.panel.add(kk * row_bytes), j);
+                    for r in 0..ROWS {
+                        acc[r][j] = _mm256_fmadd_ps(a[r], b, acc[r][j]);
+                    }
                 }
             }
-        }
-        if t.columns == NR {
+            if t.columns == NR {
+                for (r, acc) in acc.iter().enumerate() {
+                    let row = t.out.add(r * t.ldo);
+                    for (j, &v) in acc.iter().enumerate() {
+                        let v = if t.accumulate {
+                            _mm256_add_ps(v, _mm256_loadu_ps(row.add(8 * j)))
+                        } else {
+                            v
+                        };
+                        _mm256_storeu_ps(row.add(8 * j), v);
+                    }
+                }
+                return;
+            }
+            // The last panel of a weight whose n is not a multiple of 32 is partly padding: lane
+            // i of vector j is kept where column 8j + i is one of the weight's.
+            let lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+            let mut masks = [lane; 4];
+            for (j, m) in masks.iter_mut().enumerate() {
+                *m = _mm256_cmpgt_epi32(_mm256_set1_epi32(t.columns as i32 - 8 * j as i32), lane);
+            }
             for (r, acc) in acc.iter().enumerate() {
-                let row = t.out.add(r * t.ldo);
-                for (j, &v) in acc.iter().enumerate() {
+                // wrapping_add: a vector past the last column lies past the row, and its mask is
+                // empty, so nothing there is read or written.
+                let row = t.out.wrapping_add(r * t.ldo);
+                for (j, (&v, &m)) in acc.iter().zip(&masks).enumerate() {
+                    let at = row.wrapping_add(8 * j);
                     let v = if t.accumulate {
-                        _mm256_add_ps(v, _mm256_loadu_ps(row.add(8 * j)))
+                        _mm256_add_ps(v, _mm256_maskload_ps(at, m))
                     } else {
                         v
                     };
-                    _mm256_storeu_ps(row.add(8 * j), v);
+                    _mm256_maskstore_ps(at, m, v);
                 }
-            }
-            return;
-        }
-        // The last panel of a weight whose n is not a multiple of 32 is partly padding: lane
-        // i of vector j is kept where column 8j + i is one of the weight's.
-        let lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-        let mut masks = [lane; 4];
-        for (j, m) in masks.iter_mut().enumerate() {
-            *m = _mm256_cmpgt_epi32(_mm256_set1_epi32(t.columns as i32 - 8 * j as i32), lane);
-        }
-        for (r, acc) in acc.iter().enumerate() {
-            // wrapping_add: a vector past the last column lies past the row, and its mask is
-            // empty, so nothing there is read or written.
-            let row = t.out.wrapping_add(r * t.ldo);
-            for (j, (&v, &m)) in acc.iter().zip(&masks).enumerate() {
-                let at = row.wrapping_add(8 * j);
-                let v = if t.accumulate {
-                    _mm256_add_ps(v, _mm256_maskload_ps(at, m))
-                } else {
-                    v
-                };
-                _mm256_maskstore_ps(at, m, v);
             }
         }
     }
