@@ -26,6 +26,7 @@ use crate::cpu::packed_matmul::PackedWeight;
 use crate::cpu::KernelPath;
 use crate::error::Result;
 use crate::ops::{self, label, list};
+use crate::quant::QMatrix;
 use crate::work_counts as work;
 
 /// How a weight of logical shape (in, out) is held in memory.
@@ -62,6 +63,12 @@ enum Weight {
     InOut(Tensor),
     /// Panels of (out, in) for `packed_matmul`, on the kernel path they were packed for.
     Packed(PackedWeight),
+    /// (out, in) kept in a quantized GGUF type, multiplied by `quant`'s kernels (its own row,
+    /// work at the stored width).
+    Quantized(QMatrix),
+    /// Layers whose outputs sit side by side (a fused `qkv` whose parts a GGUF stores in
+    /// different types): each part's product is its own row.
+    Parts(Vec<Linear>),
 }
 
 impl Weight {
@@ -70,6 +77,20 @@ impl Weight {
         Ok(match self {
             Weight::OutIn(w) | Weight::InOut(w) => w.dims2()?,
             Weight::Packed(w) => w.dims(),
+            Weight::Quantized(q) => q.dims(),
+            Weight::Parts(parts) => {
+                let mut out = 0;
+                for p in parts {
+                    out += p.weight.stored_dims()?.0;
+                }
+                (
+                    out,
+                    parts
+                        .first()
+                        .map_or(Ok((0, 0)), |p| p.weight.stored_dims())?
+                        .1,
+                )
+            }
         })
     }
 
@@ -78,6 +99,8 @@ impl Weight {
         match self {
             Weight::OutIn(w) | Weight::InOut(w) => w.dtype(),
             Weight::Packed(w) => w.dtype(),
+            // Never asked: their products count their own work (`Linear::matmul`).
+            Weight::Quantized(_) | Weight::Parts(_) => DType::U8,
         }
     }
 }
@@ -149,6 +172,33 @@ impl Linear {
         })
     }
 
+    /// A weight kept quantized (a GGUF's), (out, in) as stored, its product counted under
+    /// `op` (`list::MATMUL`, or `list::LM_HEAD` for the output head); `bias` (out) in the
+    /// activations' type.
+    pub fn quantized(
+        q: QMatrix,
+        bias: Option<Tensor>,
+        op: profiler::OpName,
+        path: KernelPath,
+    ) -> Self {
+        Self {
+            weight: Weight::Quantized(q),
+            bias,
+            op,
+            path,
+        }
+    }
+
+    /// `parts` (each without a bias) as one layer, their outputs side by side, then `bias`.
+    pub fn side_by_side(parts: Vec<Linear>, bias: Option<Tensor>, path: KernelPath) -> Self {
+        Self {
+            weight: Weight::Parts(parts),
+            bias,
+            op: list::MATMUL,
+            path,
+        }
+    }
+
     pub fn bias(&self) -> &Tensor {
         self.bias
             .as_ref()
@@ -159,6 +209,24 @@ impl Linear {
     pub fn matmul(&self, x: &Tensor) -> Result<Tensor> {
         let (m, k) = x.dims2()?;
         let (rows, cols) = self.weight.stored_dims()?;
+        match &self.weight {
+            Weight::Quantized(q) => {
+                let (flops, bytes) = q.work(m);
+                let _s = profiler::op_shapes(self.op, &[x.dims(), &[rows, cols]])
+                    .with_work(flops, bytes)
+                    .with_kernel(q.label())
+                    .with_dtype(q.ggml_type().name());
+                return q.matmul(x);
+            }
+            Weight::Parts(parts) => {
+                let outs = parts
+                    .iter()
+                    .map(|p| p.matmul(x))
+                    .collect::<Result<Vec<_>>>()?;
+                return Ok(Tensor::cat(&outs, 1)?);
+            }
+            _ => {}
+        }
         // Output features: the columns of an (in, out) weight, the rows of the others.
         let n = if let Weight::InOut(_) = self.weight {
             cols
@@ -186,6 +254,7 @@ impl Linear {
             Weight::Packed(w) => w.matmul(x)?,
             Weight::OutIn(w) => x.matmul(&w.t()?)?,
             Weight::InOut(w) => x.matmul(w)?,
+            Weight::Quantized(_) | Weight::Parts(_) => unreachable!("returned above"),
         })
     }
 

@@ -40,6 +40,23 @@ impl RmsNorm {
     }
 }
 
+/// Where the dense layers come from when a checkpoint keeps them in a form `vb`'s tensors do not
+/// (a GGUF's quantized matrices, [`crate::gguf`]): the layer of the `nn.Linear`s `names` under
+/// `prefix` (`vb`'s), their outputs side by side, with `bias` added; `None` reads them from `vb`.
+pub trait Layers {
+    fn linear(
+        &self,
+        prefix: &str,
+        names: &[(&str, usize)],
+        in_dim: usize,
+        bias: Option<Tensor>,
+        path: KernelPath,
+    ) -> Result<Option<Linear>>;
+
+    /// The output head (`lm_head`, or the token embeddings where tied), `None` from `vb`.
+    fn head(&self, cfg: &Config, path: KernelPath) -> Result<Option<Linear>>;
+}
+
 /// `names` (each an `nn.Linear` under `vb`) as one dense layer, their outputs side by side.
 fn fused(
     vb: &VarBuilder,
@@ -47,11 +64,8 @@ fn fused(
     in_dim: usize,
     bias: bool,
     path: KernelPath,
+    layers: Option<&dyn Layers>,
 ) -> Result<Linear> {
-    let weights = names
-        .iter()
-        .map(|(n, out)| vb.get((*out, in_dim), &format!("{n}.weight")))
-        .collect::<candle_core::Result<Vec<_>>>()?;
     let bias = match bias {
         true => Some(Tensor::cat(
             &names
@@ -62,6 +76,15 @@ fn fused(
         )?),
         false => None,
     };
+    if let Some(layers) = layers {
+        if let Some(l) = layers.linear(&vb.prefix(), names, in_dim, bias.clone(), path)? {
+            return Ok(l);
+        }
+    }
+    let weights = names
+        .iter()
+        .map(|(n, out)| vb.get((*out, in_dim), &format!("{n}.weight")))
+        .collect::<candle_core::Result<Vec<_>>>()?;
     Linear::from_out_in(Tensor::cat(&weights, 0)?, bias, path)
 }
 
@@ -79,7 +102,13 @@ struct Attention {
 }
 
 impl Attention {
-    fn load(vb: VarBuilder, cfg: &Config, layer: usize, path: KernelPath) -> Result<Self> {
+    fn load(
+        vb: VarBuilder,
+        cfg: &Config,
+        layer: usize,
+        path: KernelPath,
+        layers: Option<&dyn Layers>,
+    ) -> Result<Self> {
         let (h, d, kv) = (
             cfg.num_attention_heads,
             cfg.head_dim,
@@ -91,11 +120,15 @@ impl Attention {
             cfg.hidden_size,
             cfg.qkv_bias,
             path,
+            layers,
         )?;
-        let o_proj = Linear::from_out_in(
-            vb.get((cfg.hidden_size, h * d), "o_proj.weight")?,
-            None,
+        let o_proj = fused(
+            &vb,
+            &[("o_proj", cfg.hidden_size)],
+            h * d,
+            false,
             path,
+            layers,
         )?;
         let qk_norm = match cfg.qk_norm {
             true => Some((
@@ -172,7 +205,12 @@ struct Mlp {
 }
 
 impl Mlp {
-    fn load(vb: VarBuilder, cfg: &Config, path: KernelPath) -> Result<Self> {
+    fn load(
+        vb: VarBuilder,
+        cfg: &Config,
+        path: KernelPath,
+        layers: Option<&dyn Layers>,
+    ) -> Result<Self> {
         let inner = cfg.intermediate_size;
         Ok(Self {
             gate_up: fused(
@@ -181,11 +219,15 @@ impl Mlp {
                 cfg.hidden_size,
                 false,
                 path,
+                layers,
             )?,
-            down: Linear::from_out_in(
-                vb.get((cfg.hidden_size, inner), "down_proj.weight")?,
-                None,
+            down: fused(
+                &vb,
+                &[("down_proj", cfg.hidden_size)],
+                inner,
+                false,
                 path,
+                layers,
             )?,
             path,
         })
@@ -207,18 +249,24 @@ struct Block {
 }
 
 impl Block {
-    fn load(vb: VarBuilder, cfg: &Config, layer: usize, path: KernelPath) -> Result<Self> {
+    fn load(
+        vb: VarBuilder,
+        cfg: &Config,
+        layer: usize,
+        path: KernelPath,
+        layers: Option<&dyn Layers>,
+    ) -> Result<Self> {
         let eps = cfg.rms_norm_eps;
         Ok(Self {
             input_layernorm: RmsNorm::load(vb.pp("input_layernorm"), cfg.hidden_size, eps, path)?,
-            attn: Attention::load(vb.pp("self_attn"), cfg, layer, path)?,
+            attn: Attention::load(vb.pp("self_attn"), cfg, layer, path, layers)?,
             post_attention_layernorm: RmsNorm::load(
                 vb.pp("post_attention_layernorm"),
                 cfg.hidden_size,
                 eps,
                 path,
             )?,
-            mlp: Mlp::load(vb.pp("mlp"), cfg, path)?,
+            mlp: Mlp::load(vb.pp("mlp"), cfg, path, layers)?,
             path,
         })
     }
@@ -259,18 +307,34 @@ impl Model {
     /// its weights laid out for the CPU kernel path `path`, which it then runs every op on.
     /// `vb`'s type is the weights' type; [`KernelPath::activations`] gives the activations'.
     pub fn load(vb: VarBuilder, cfg: &Config, path: KernelPath) -> Result<Self> {
+        Self::load_with(vb, cfg, path, None)
+    }
+
+    /// [`Model::load`] with the dense layers and the head from `layers` where it has them (a
+    /// GGUF's quantized matrices), the rest (norms, embeddings, biases) from `vb`.
+    pub fn load_with(
+        vb: VarBuilder,
+        cfg: &Config,
+        path: KernelPath,
+        layers: Option<&dyn Layers>,
+    ) -> Result<Self> {
         let activations = path.activations(vb.device(), vb.dtype());
         let (h, vocab) = (cfg.hidden_size, cfg.vocab_size);
         let embed = vb.get((vocab, h), "model.embed_tokens.weight")?;
         let blocks = (0..cfg.num_hidden_layers)
-            .map(|i| Block::load(vb.pp(format!("model.layers.{i}")), cfg, i, path))
+            .map(|i| Block::load(vb.pp(format!("model.layers.{i}")), cfg, i, path, layers))
             .collect::<Result<Vec<_>>>()?;
         let norm = RmsNorm::load(vb.pp("model.norm"), h, cfg.rms_norm_eps, path)?;
-        let head = match cfg.tie_word_embeddings {
-            true => embed.clone(),
-            false => vb.get((vocab, h), "lm_head.weight")?,
+        let lm_head = match layers.map(|l| l.head(cfg, path)).transpose()?.flatten() {
+            Some(head) => head,
+            None => Linear::head(
+                match cfg.tie_word_embeddings {
+                    true => embed.clone(),
+                    false => vb.get((vocab, h), "lm_head.weight")?,
+                },
+                path,
+            )?,
         };
-        let lm_head = Linear::head(head, path)?;
         let rope = Tables::new(cfg, activations, vb.device())?;
         Ok(Self {
             embed_tokens: embed.to_dtype(activations)?,

@@ -1,0 +1,282 @@
+//! Quantized GGUF files (`scripts/make-gguf-fixtures.py`, llama.cpp's gguf-py writer) on the
+//! engine, on every kernel path this CPU has:
+//! - against the engine's f32 logits on the same file's dequantized weights: the only difference
+//!   is the quantized products' rounding of the activations to 8-bit blocks of 32 ([`TIGHT`]);
+//! - against transformers' logits on the f32 original (the safetensors fixture): the weights'
+//!   own quantization error too, a looser bound per type ([`LOOSE`]);
+//! - the llama architecture's permuted query and key rows undone (the dequantized model matches
+//!   transformers within the weights' rounding only);
+//! - every quantized product in its `matmul` / `lm_head` row, with its kernel label, its type and
+//!   its work at the stored width.
+
+use std::path::PathBuf;
+
+use candle_core::{Device, IndexOp, Tensor};
+use engine::cpu::KernelPath;
+use engine::{CausalLm, Logits};
+use llama::gguf::Weights;
+use llama::Model;
+
+/// Quantized against dequantized weights, the same file: the largest logit difference allowed,
+/// relative to the largest logit magnitude of the reference. What differs is the activations'
+/// rounding to 8 bits before every quantized product (each value by at most half a step of its
+/// block of 32; each product within that bound exactly, `engine::quant`'s kernel tests), carried
+/// through two layers: measured 0.022 (q8_0), 0.026 (q4_0), 0.014, 0.010 and 0.017 (the mixed
+/// files) and 0.010 (Q1_0), the same on every kernel path.
+const TIGHT: f32 = 0.03;
+
+/// Against transformers' f32 logits, the largest difference relative to the largest logit
+/// magnitude, per file: the weights' own rounding on top (measured 0.024 for q8_0, 0.47 for
+/// q4_0, whose 4-bit codes of these tiny random weights move the logits a lot, 0.18, 0.08 and
+/// 0.13 for the mixed files). A decoding or row-order error moves them by more than their size
+/// (`the_llama_architectures_permuted_rows_are_put_back`, and the weights' own check below).
+const LOOSE: [(&str, f32); 5] = [
+    ("tiny-llama-q8_0", 0.04),
+    ("tiny-llama-q4_0", 0.6),
+    ("tiny-llama-mixed", 0.25),
+    ("tiny-qwen2-mixed", 0.12),
+    ("tiny-qwen3-mixed", 0.2),
+];
+
+fn fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+fn paths() -> Vec<KernelPath> {
+    match std::env::var("GPT2_CPU_KERNELS")
+        .ok()
+        .map(|v| KernelPath::parse(&v))
+    {
+        Some(Ok(Some(path))) => vec![path],
+        _ => KernelPath::supported(),
+    }
+}
+
+fn load(file: &str, path: KernelPath, weights: Weights) -> Model {
+    llama::gguf::load(
+        &fixtures().join("gguf").join(format!("{file}.gguf")),
+        &Device::Cpu,
+        path,
+        weights,
+    )
+    .unwrap_or_else(|e| panic!("{file}: {e}"))
+}
+
+/// Every position's logits for `ids`.
+fn logits(model: &Model, ids: &[u32]) -> Tensor {
+    let mut cache = model.new_cache(ids.len() + 1);
+    model
+        .forward_one(ids, &mut cache, Logits::AllPositions)
+        .unwrap()
+        .squeeze(0)
+        .unwrap()
+}
+
+fn reference(variant: &str) -> (Vec<u32>, Vec<Vec<f32>>) {
+    let path = fixtures().join(format!("tiny-{variant}-reference.json"));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    (
+        serde_json::from_value(json["ids"][0].clone()).unwrap(),
+        serde_json::from_value(json["logits"].clone()).unwrap(),
+    )
+}
+
+/// The largest difference between `a` and `b`, over the largest magnitude in `b`.
+fn relative(a: &Tensor, b: &[Vec<f32>]) -> f32 {
+    let (mut diff, mut scale) = (0f32, 0f32);
+    for (i, row) in b.iter().enumerate() {
+        let got: Vec<f32> = a.i(i).unwrap().to_vec1().unwrap();
+        for (g, w) in got.iter().zip(row) {
+            diff = diff.max((g - w).abs());
+            scale = scale.max(w.abs());
+        }
+    }
+    diff / scale
+}
+
+fn rows(t: &Tensor) -> Vec<Vec<f32>> {
+    t.to_vec2().unwrap()
+}
+
+#[test]
+fn quantized_logits_match_the_dequantized_weights_and_the_f32_original() {
+    for (file, loose) in LOOSE {
+        let variant = file.trim_start_matches("tiny-").split('-').next().unwrap();
+        let (ids, want) = reference(variant);
+        for path in paths() {
+            let q = logits(&load(file, path, Weights::Quantized), &ids);
+            let deq = logits(&load(file, path, Weights::Dequantized), &ids);
+            let tight = relative(&q, &rows(&deq));
+            assert!(
+                tight <= TIGHT,
+                "{file} on {path}: quantized against dequantized {tight}"
+            );
+            let against_f32 = relative(&q, &want);
+            assert!(
+                against_f32 <= loose,
+                "{file} on {path}: against transformers' f32 logits {against_f32} (bound {loose})"
+            );
+            eprintln!("{file} {path}: tight {tight:.5}, against f32 {against_f32:.5}");
+        }
+    }
+}
+
+/// The Q1_0 file (every matrix 1-bit, head and embeddings included) against its own dequantized
+/// weights: 1-bit random weights have no f32 original worth comparing with.
+#[test]
+fn q1_0_logits_match_the_dequantized_weights() {
+    let ids = [5u32, 17, 200, 42, 255, 0, 99, 128];
+    for path in paths() {
+        let q = logits(&load("tiny-qwen3-q1_0", path, Weights::Quantized), &ids);
+        let deq = logits(&load("tiny-qwen3-q1_0", path, Weights::Dequantized), &ids);
+        let tight = relative(&q, &rows(&deq));
+        eprintln!("tiny-qwen3-q1_0 {path}: tight {tight:.5}");
+        assert!(tight <= TIGHT, "q1_0 on {path}: {tight}");
+    }
+}
+
+/// Without undoing the converter's permutation the llama file's logits are far from
+/// transformers': the dequantized q8_0 model is within the weights' rounding of them.
+#[test]
+fn the_llama_architectures_permuted_rows_are_put_back() {
+    let (ids, want) = reference("llama");
+    let deq = logits(
+        &load(
+            "tiny-llama-q8_0",
+            KernelPath::Portable,
+            Weights::Dequantized,
+        ),
+        &ids,
+    );
+    let err = relative(&deq, &want);
+    assert!(err < 0.02, "{err}");
+}
+
+#[test]
+fn every_quantized_product_has_its_row_label_type_and_stored_bytes() {
+    for path in paths() {
+        let model = load("tiny-llama-mixed", path, Weights::Quantized);
+        let rows = engine::profile::every_op_rows(&model).unwrap();
+        let matmul: Vec<_> = rows
+            .iter()
+            .filter(|r| r.name == "matmul" || r.name == "lm_head")
+            .collect();
+        assert!(!matmul.is_empty());
+        let kernels: Vec<String> = matmul
+            .iter()
+            .flat_map(|r| {
+                r.kernel
+                    .clone()
+                    .unwrap_or_default()
+                    .split('+')
+                    .map(String::from)
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        let want = match path {
+            KernelPath::Portable => ["quant-portable-q8_0", "quant-portable-q4_0"],
+            KernelPath::Avx2 => ["quant-avx2-q8_0", "quant-avx2-q4_0"],
+            KernelPath::Avx512 if engine::quant::kernels::has_avx512_vnni() => {
+                ["quant-avx512-vnni-q8_0", "quant-avx512-vnni-q4_0"]
+            }
+            KernelPath::Avx512 => ["quant-avx2-q8_0", "quant-avx2-q4_0"],
+        };
+        for k in want {
+            assert!(
+                kernels.iter().any(|x| x == k),
+                "{path}: {k} not in {kernels:?}"
+            );
+        }
+        for r in &matmul {
+            assert!(
+                r.flops.is_some() && r.bytes.is_some(),
+                "{path}: {} has no work",
+                r.name
+            );
+        }
+    }
+    // The q8_0 file's products: the weights' bytes at 34 per 32 values.
+    let model = load("tiny-llama-q8_0", KernelPath::Portable, Weights::Quantized);
+    let rows = engine::profile::every_op_rows(&model).unwrap();
+    let head = rows.iter().find(|r| r.name == "lm_head").unwrap();
+    assert_eq!(head.kernel.as_deref(), Some("quant-portable-q8_0"));
+    // Two calls (prefill and decode): each reads 512 × 64 weights at 34 bytes per 32.
+    let weight_bytes = 512 * 64 / 32 * 34;
+    let bytes = head.bytes.unwrap();
+    let activations = (12 * 64 + 12 * 512 + 2 * 64 + 2 * 512) * 4;
+    assert_eq!(bytes as usize, 2 * weight_bytes + activations, "{head:?}");
+}
+
+#[test]
+fn a_gguf_that_is_not_a_llama_family_model_is_refused_by_name() {
+    let dir = std::env::temp_dir().join(format!("llama-gguf-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join("bert.gguf");
+    let mut bytes = b"GGUF".to_vec();
+    bytes.extend(3u32.to_le_bytes());
+    bytes.extend(0u64.to_le_bytes());
+    bytes.extend(1u64.to_le_bytes());
+    let key = "general.architecture";
+    bytes.extend((key.len() as u64).to_le_bytes());
+    bytes.extend(key.as_bytes());
+    bytes.extend(8u32.to_le_bytes());
+    bytes.extend(4u64.to_le_bytes());
+    bytes.extend(b"bert");
+    std::fs::write(&p, bytes).unwrap();
+    let e = match llama::gguf::load(&p, &Device::Cpu, KernelPath::Portable, Weights::Quantized) {
+        Ok(_) => panic!("a bert GGUF loaded as a Llama-family model"),
+        Err(e) => e.to_string(),
+    };
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        e.contains("bert.gguf") && e.contains("bert") && e.contains("qwen3"),
+        "{e}"
+    );
+}
+
+/// The stored weights against the f32 originals they were quantized from (the safetensors
+/// fixture), value by value: Q8_0 within half a step (its block's largest magnitude / 127 / 2);
+/// Q4_0 within a step (/ 8: its codes reach the block's largest value on one side and 7/8 of it
+/// on the other, so a value there can be clipped by up to a step); plus the f16 rounding of
+/// the scale.
+#[test]
+fn dequantized_weights_are_within_half_a_step_of_the_originals() {
+    let st = candle_core::safetensors::load(
+        fixtures().join("tiny-llama/model.safetensors"),
+        &Device::Cpu,
+    )
+    .unwrap();
+    for (file, steps, allowed) in [
+        ("tiny-llama-q8_0", 127.0f32, 0.5f32),
+        ("tiny-llama-q4_0", 8.0, 1.0),
+    ] {
+        let f = engine::gguf::GgufFile::open(&fixtures().join("gguf").join(format!("{file}.gguf")))
+            .unwrap();
+        for (hf, gguf) in [
+            ("model.embed_tokens.weight", "token_embd.weight"),
+            (
+                "model.layers.1.mlp.down_proj.weight",
+                "blk.1.ffn_down.weight",
+            ),
+            (
+                "model.layers.0.self_attn.v_proj.weight",
+                "blk.0.attn_v.weight",
+            ),
+        ] {
+            let orig: Vec<f32> = st[hf].flatten_all().unwrap().to_vec1().unwrap();
+            let (_, deq) = f.dequantize(gguf).unwrap();
+            assert_eq!(orig.len(), deq.len());
+            for (b, (o, d)) in orig.chunks(32).zip(deq.chunks(32)).enumerate() {
+                let amax = o.iter().fold(0f32, |a, v| a.max(v.abs()));
+                let step = amax / steps;
+                for (x, y) in o.iter().zip(d) {
+                    assert!(
+                        (x - y).abs() <= step * allowed * 1.01 + amax * 1e-3,
+                        "{file} {gguf} block {b}: {y} for {x} (step {step})"
+                    );
+                }
+            }
+        }
+    }
+}
