@@ -9,12 +9,18 @@
 //! - [`quiz`], [`quiz_variant`], [`quiz_terminal`]: the question bank, the questions a learner
 //!   is drawn, and asking them in the terminal (exercises 1 and 6);
 //! - [`exercise`]: what every exercise's program shares (its `--exercise-dir` and its `main`);
+//! - [`illustrative_step`], [`fewer_bytes`], [`traffic`]: what exercises 4 and 7 compute and
+//!   show by the same rules `course check` grades by (the learner's illustrative step, the
+//!   half-bytes prediction's inputs, the P90 target and the rate rule);
+//! - [`text`]: numbers and positions as messages show them;
 //! - [`atomic`]: file writes that a crash cannot leave half done.
 //!
 //! The grader (`crates/grader`) checks submissions against answer keys on top of this.
 
 pub mod atomic;
 pub mod exercise;
+pub mod fewer_bytes;
+pub mod illustrative_step;
 pub mod learner_id;
 pub mod manifest;
 pub mod progress;
@@ -22,4 +28,5 @@ pub mod quiz;
 pub mod quiz_terminal;
 pub mod quiz_variant;
 pub mod text;
+pub mod traffic;
 pub mod variant;

@@ -6,7 +6,7 @@
 mod common;
 
 use common::{repo, write, BIN};
-use grader::exercise_checks::budget::IllustrativeStep;
+use course_model::illustrative_step::IllustrativeStep;
 use grader::fill_answers::{set, Answer};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

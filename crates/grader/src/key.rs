@@ -73,7 +73,7 @@ pub struct BudgetKey {
     pub pass_mark: f64,
     /// Absolute tolerance for the illustrative answers, in their units. Their expected values
     /// are not in the key: each learner's step is drawn from their id
-    /// (`exercise_checks::budget::IllustrativeStep::for_learner`).
+    /// (`course_model::illustrative_step::IllustrativeStep::for_learner`).
     pub tolerance: f64,
     pub share_tolerance_pct: f64,
     /// Tolerance of `own.saving_pct` against `op_share_pct × removed_fraction`.

@@ -250,11 +250,9 @@ fn a_cut_beyond_the_prediction_is_explained_by_the_half_type_kernels_own_peak() 
 fn course_run_4_shows_the_columns_the_prediction_is_worked_from_and_the_commands() {
     let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/reports");
     let exercise = fixtures.join("../exercise-4");
-    let text = grader::exercise_checks::fewer_bytes::prediction_inputs(
-        &fixtures.join("ex4-dot-f32.json"),
-        &exercise,
-    )
-    .unwrap();
+    let text =
+        course_model::fewer_bytes::prediction_inputs(&fixtures.join("ex4-dot-f32.json"), &exercise)
+            .unwrap();
     for part in [
         "ceilings: 34.8 GB/s read, 205.8 GFLOP/s peak; the ridge at 5.92 FLOP/byte",
         "  matmul       50.97%       3.95",
@@ -268,7 +266,7 @@ fn course_run_4_shows_the_columns_the_prediction_is_worked_from_and_the_commands
     }
     // `exercise-4/..` is tidied away; a bf16 profile is named as the wrong start; a missing file is named.
     assert!(!text.contains("/../"), "{text}");
-    let bf16 = grader::exercise_checks::fewer_bytes::prediction_inputs(
+    let bf16 = course_model::fewer_bytes::prediction_inputs(
         &fixtures.join("ex4-dot-bf16.json"),
         &exercise,
     )
@@ -277,11 +275,9 @@ fn course_run_4_shows_the_columns_the_prediction_is_worked_from_and_the_commands
         bf16.contains("Your profile ran with bf16 weights: predict from an f32 profile"),
         "{bf16}"
     );
-    let err = grader::exercise_checks::fewer_bytes::prediction_inputs(
-        &fixtures.join("missing.json"),
-        &exercise,
-    )
-    .unwrap_err();
+    let err =
+        course_model::fewer_bytes::prediction_inputs(&fixtures.join("missing.json"), &exercise)
+            .unwrap_err();
     assert!(err.contains("missing.json"), "{err}");
 }
 

@@ -5,7 +5,7 @@
 
 mod support;
 
-use grader::exercise_checks::traffic::{RateRule, Verdict, RATE_RULE};
+use course_model::traffic::{RateRule, Verdict, RATE_RULE};
 use grader::{render, ExerciseReport};
 use std::collections::BTreeMap;
 use support::*;

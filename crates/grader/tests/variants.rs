@@ -6,9 +6,9 @@
 
 mod support;
 
+use course_model::illustrative_step::IllustrativeStep;
 use course_model::learner_id::LEARNER_FILE;
 use grader::cohort::{grade_cohort, CohortOptions};
-use grader::exercise_checks::budget::IllustrativeStep;
 use grader::overrides::Overrides;
 use grader::report::{ExerciseReport, Outcome};
 use std::collections::BTreeMap;

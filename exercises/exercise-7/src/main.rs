@@ -27,7 +27,7 @@ use bench::metrics::Slo;
 use bench::report::{Report, Run};
 use bench::sweep::{self, Sweep};
 use clap::Parser;
-use grader::exercise_checks::traffic::{target_for, RateRule, RATE_RULE, TARGET_PER_LONE_TTFT};
+use course_model::traffic::{target_for, RateRule, RATE_RULE, TARGET_PER_LONE_TTFT};
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -225,15 +225,18 @@ fn run(args: Args, dir: &Path) -> Result<()> {
     let (runs, knee) = sweep::run(&runtime, &config, &rates, &bounds, &slo)
         .map_err(|e| anyhow::anyhow!("{e:#}\n{START_SERVER}"))?;
     print!("{}", knee.text());
-    let dir = results.join("sweep");
+    let sweep_dir = results.join("sweep");
     let mut report = Report::new(
         Environment::capture(server_target()),
         runs.into_iter().map(|(_, run)| run).collect(),
     );
     report.sweep = Some(knee.clone());
-    report.write(&dir.join("bench.json"))?;
-    knee.write_svg(&dir.join("sweep.svg"))?;
-    println!("wrote {} and sweep.svg", dir.join("bench.json").display());
+    report.write(&sweep_dir.join("bench.json"))?;
+    knee.write_svg(&sweep_dir.join("sweep.svg"))?;
+    println!(
+        "wrote {} and sweep.svg",
+        sweep_dir.join("bench.json").display()
+    );
 
     // 2. The question, at R and 2R.
     let rate = pick_rate(&args, &knee)?;
@@ -287,6 +290,19 @@ fn run(args: Args, dir: &Path) -> Result<()> {
         2.0 * rate,
         show(&p90[1])
     );
+    fill_in_answers(target, &knee, &p90, dir)
+}
+
+/// The answers: the target, the knee, both P90 TTFTs, and at each rate what its 95% interval
+/// says against the target.
+fn fill_in_answers(
+    target: f64,
+    knee: &Sweep,
+    p90: &[Option<(f64, Interval)>],
+    dir: &Path,
+) -> Result<()> {
+    // TODO: you compare each interval with the target and fill in answers.toml.
+    let _ = (target, knee, p90, dir);
     println!(
         "Next: compare each interval with the target, fill in answers.toml, then `course check 7`."
     );

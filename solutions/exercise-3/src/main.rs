@@ -6,15 +6,15 @@
 //! machine's measured ceilings) and saves the profile to results/report.json, the file
 //! `course check 3` grades your answers against.
 //!
-//! Solution: the same program. Before the profile runs it asks for a prediction in a terminal
-//! when none is recorded yet, as the exercise does, and without a terminal (the test command)
-//! records the reference guess; after the run it fills in answers.toml
-//! from its own results/report.json: the top three rows and their shares, and the plan the
-//! course's own rule (`grader::plan_rule`, the one `course check 3` grades by) prefers
+//! Before the profile runs, in a terminal, it asks for your prediction (which op will top the
+//! table, and its share) when answers.toml holds none yet, and records it there with the time.
+//!
+//! Solution: the same program with the reference's TODO bodies. Without a terminal (the test
+//! command) `predict` records the reference guess; after the run `fill_in_answers` fills in
+//! answers.toml from its own results/report.json: the top three rows and their shares, and the
+//! plan the course's own rule (`grader::plan_rule`, the one `course check 3` grades by) prefers
 //! (`plan_rule::best_plan`), expecting 10% when that plan allows it and the honest smaller cut
 //! when no plan does. On another machine or device the plan may differ: that is the point.
-
-use grader::top_ops_reference::{fill_answers, predict};
 
 use anyhow::{Context, Result};
 use clap::Parser;
@@ -37,7 +37,9 @@ use course_model::exercise;
         op's roofline against this machine's ceilings (memory bandwidth and peak matmul throughput, measured \
         once and cached; `gpt2 profile --remeasure-ceilings` measures them again), and writes \
         results/report.json, trace.json (open it in ui.perfetto.dev), stacks.folded and flamegraph.svg.\n\n\
-        Then fill in answers.toml from the table and run `course check 3`."
+        Before all that, in a terminal, it asks for your prediction of the table's top op when answers.toml holds \
+        none yet (without a terminal it says how to make one). Then fill in answers.toml from the table and run \
+        `course check 3`."
 )]
 struct Args {
     #[command(flatten)]
@@ -95,7 +97,20 @@ fn run(args: Args, dir: &Path) -> Result<()> {
     // ANCHOR_END: profile
 
     println!("\n{}", files.listing("graded by `course check 3`"));
-    fill_answers(&files.report, &dir.join("answers.toml"))?;
+    fill_in_answers(&files.report, dir, on_cuda)
+}
+
+/// Your prediction, before the profile runs: asked in a terminal when answers.toml holds none
+/// yet, and recorded there with the time (without a terminal it says how to make one).
+fn predict(dir: &Path) -> Result<()> {
+    // Asked in a terminal as the exercise asks; without one, the reference guess.
+    grader::top_ops_reference::predict(dir)
+}
+
+/// The answers: the top three rows with their shares, and the plan.
+fn fill_in_answers(report: &Path, dir: &Path, on_cuda: bool) -> Result<()> {
+    let _ = on_cuda;
+    grader::top_ops_reference::fill_answers(report, &dir.join("answers.toml"))?;
     println!("Next: `course check 3`.");
     Ok(())
 }

@@ -35,7 +35,7 @@ pub fn step_saving_pct(op_share_pct: f64, removed_fraction: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use grader::exercise_checks::budget::IllustrativeStep;
+    use course_model::illustrative_step::IllustrativeStep;
 
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() < 1e-9

@@ -5,14 +5,12 @@
 //! classmate's step is not yours), and to your own profile from exercise 3
 //! (exercise-3/results/report.json), ranked by the column its device is ranked by.
 //!
-//! Solution: src/budget.rs is written, and this run fills in answers.toml (with the grader's
-//! one writer, `grader::fill_answers`): the figures of the learner's own illustrative step; for
-//! the own profile the plan the course's rule accepts with the largest cut (the
-//! same rule `course check` grades by), expecting 10% of the step where it allows that; and the
-//! ceiling rule on the budget lines; and the memory-traffic fix's predicted cut, by the
-//! grader's own arithmetic on the two rows' roofline columns.
+//! Solution: src/budget.rs is written, and `fill_in_answers` fills in answers.toml: the figures
+//! of the learner's own illustrative step; for the own profile the plan the course's rule
+//! accepts with the largest cut (the same rule `course check` grades by), expecting 10% of the
+//! step where it allows that; the ceiling rule on the budget lines; and the memory-traffic fix's
+//! predicted cut, by the grader's own arithmetic on the two rows' roofline columns.
 
-use grader::fill_answers::{self, Answer};
 mod budget;
 
 use anyhow::{bail, Context, Result};
@@ -24,9 +22,9 @@ use std::process::ExitCode;
 use course_model::exercise;
 
 // The one grouping of a profile's rows into its budget lines; and your illustrative step, drawn
-// from your learner id by the grader's own function (what `course check 4` grades you on).
+// from your learner id by the course's own function (the draw `course check 4` grades you on).
 use bench::budget::from_report;
-use grader::exercise_checks::budget::{IllustrativeStep, LINES};
+use course_model::illustrative_step::{IllustrativeStep, ACTIVATIONS, LINES};
 
 /// The step-time cut the exercise asks for, in %.
 const TARGET_PCT: f64 = 10.0;
@@ -80,7 +78,7 @@ fn illustrative(learner: &str, step: &IllustrativeStep) {
     println!(
         "Removing {} of \"{}\" saves {saved:.2} ms = {:.2}% of the step; the step becomes {:.2} ms.\n",
         step.removed.words(),
-        LINES[grader::exercise_checks::budget::ACTIVATIONS],
+        LINES[ACTIVATIONS],
         budget::saving_pct(saved, step_ms),
         budget::new_step_ms(step_ms, saved)
     );
@@ -164,6 +162,7 @@ fn run(args: Args, dir: &Path) -> Result<()> {
 
     let path = args
         .profile
+        .clone()
         .unwrap_or_else(|| dir.join("../exercise-3/results/report.json"));
     if !path.is_file() {
         bail!("{} does not exist: do exercise 3 first (`course run 3` profiles a forward pass and writes it)", path.display());
@@ -194,7 +193,7 @@ fn run(args: Args, dir: &Path) -> Result<()> {
         );
     }
     budget_lines(&report, &dir.join("results/budget.json"))?;
-    let inputs = grader::exercise_checks::fewer_bytes::prediction_inputs(&path, dir)
+    let inputs = course_model::fewer_bytes::prediction_inputs(&path, dir)
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     print!("\n{inputs}");
     if let Some(op) = &args.op {
@@ -213,113 +212,120 @@ fn run(args: Args, dir: &Path) -> Result<()> {
             budget::step_saving_pct(share, args.fraction)
         );
     }
+    fill_in_answers(&step, &path, &args, dir)
+}
+
+/// The answers to `[illustrative]`, `[own]`, `[lines]` and `[bytes]`.
+fn fill_in_answers(step: &IllustrativeStep, profile: &Path, args: &Args, dir: &Path) -> Result<()> {
+    use answers_file::fill_answers::{self, Answer};
+
+    /// The answers: the illustrative figures of the learner's own step from the functions; for
+    /// the own profile the plan the course's own rule (`grader::plan_rule`, as `course check 3`
+    /// and `4` grade) accepts with the largest possible cut, or the op given with --op; and the
+    /// budget lines just written.
+    fn answers(
+        step: &IllustrativeStep,
+        profile_path: &std::path::Path,
+        op: Option<&str>,
+        fraction: f64,
+    ) -> Result<Vec<(String, Answer)>> {
+        use grader::exercise_checks::fewer_bytes;
+        use grader::plan_rule;
+        use grader::results::profile_report::ProfileReport;
+        let step_ms = step.step_ms();
+        let line_ms = step.activations_ms();
+        let saved = budget::saving_ms(line_ms, step.removed.value());
+        let report = ProfileReport::read(profile_path).map_err(anyhow::Error::msg)?;
+        let (row, fraction) = match op {
+            Some(name) => {
+                let Some((_, row)) = report.find(name) else {
+                    bail!("`{name}` is not a row of {}", profile_path.display())
+                };
+                (row.clone(), fraction)
+            }
+            None => {
+                let key = grader::key::default_mechanism();
+                let Some((plan, cut)) = plan_rule::best_plan(&report, &key, TARGET_PCT) else {
+                    bail!(
+                        "the course's rule accepts no plan on {}",
+                        profile_path.display()
+                    );
+                };
+                println!(
+                    "(solution) {} by {}: {}",
+                    plan.op.name,
+                    plan.mechanism.name(),
+                    plan.arithmetic
+                );
+                let fraction = cut / plan.op.share_pct;
+                (plan.op, fraction)
+            }
+        };
+        let share = row.share_pct;
+        // The lines as written to results/budget.json: the largest is the most any line can save.
+        let budget = from_report(
+            &Report::read_json(profile_path).map_err(|e| anyhow::anyhow!("{e}"))?,
+            "your profile",
+        )?;
+        let Some(largest) = budget
+            .lines
+            .iter()
+            .max_by(|a, b| a.share_pct.total_cmp(&b.share_pct))
+        else {
+            bail!("the profile has no budget lines");
+        };
+        let mut answers: Vec<(String, Answer)> = vec![
+            (
+                "illustrative.activations_share_pct".into(),
+                budget::share_pct(line_ms, step_ms).into(),
+            ),
+            ("illustrative.saving_ms".into(), saved.into()),
+            (
+                "illustrative.saving_pct".into(),
+                budget::saving_pct(saved, step_ms).into(),
+            ),
+            (
+                "illustrative.new_step_ms".into(),
+                budget::new_step_ms(step_ms, saved).into(),
+            ),
+            ("own.op".into(), row.name.as_str().into()),
+            ("own.op_share_pct".into(), share.into()),
+            ("own.removed_fraction".into(), fraction.into()),
+            (
+                "own.saving_pct".into(),
+                budget::step_saving_pct(share, fraction).into(),
+            ),
+            ("lines.largest".into(), largest.line.name().into()),
+            ("lines.largest_ceiling_pct".into(), largest.share_pct.into()),
+            (
+                "lines.one_line_gives_target".into(),
+                (if largest.share_pct >= TARGET_PCT {
+                    "yes"
+                } else {
+                    "no"
+                })
+                .into(),
+            ),
+        ];
+        // [bytes]: the course's arithmetic on the two rows' roofline columns, and their sum.
+        let mut total = 0.0;
+        for ((_, field), predicted) in course_model::fewer_bytes::ROWS
+            .iter()
+            .zip(fewer_bytes::predictions(&report))
+        {
+            let h = predicted.map_err(|e| anyhow::anyhow!("{e}"))?;
+            println!("(solution) {}", h.arithmetic);
+            total += h.cut_pct;
+            answers.push((field.to_string(), h.cut_pct.into()));
+        }
+        answers.push((fewer_bytes::TOTAL.into(), total.into()));
+        Ok(answers)
+    }
+
     fill_answers::fill(
         &dir.join("answers.toml"),
-        &answers(&step, &path, args.op.as_deref(), args.fraction)?,
+        &answers(step, profile, args.op.as_deref(), args.fraction)?,
     )?;
     println!("Next: `course check 4`.");
     Ok(())
-}
-
-/// The answers: the illustrative figures of the learner's own step from the functions; for the
-/// own profile the plan the course's own rule (`grader::plan_rule`, as `course check 3` and `4`
-/// grade) accepts with the largest possible cut, or the op given with --op; and the budget
-/// lines just written.
-fn answers(
-    step: &IllustrativeStep,
-    profile_path: &std::path::Path,
-    op: Option<&str>,
-    fraction: f64,
-) -> Result<Vec<(String, Answer)>> {
-    use grader::exercise_checks::fewer_bytes;
-    use grader::plan_rule;
-    use grader::results::profile_report::ProfileReport;
-    let step_ms = step.step_ms();
-    let line_ms = step.activations_ms();
-    let saved = budget::saving_ms(line_ms, step.removed.value());
-    let report = ProfileReport::read(profile_path).map_err(anyhow::Error::msg)?;
-    let (row, fraction) = match op {
-        Some(name) => {
-            let Some((_, row)) = report.find(name) else {
-                bail!("`{name}` is not a row of {}", profile_path.display())
-            };
-            (row.clone(), fraction)
-        }
-        None => {
-            let key = grader::key::default_mechanism();
-            let Some((plan, cut)) = plan_rule::best_plan(&report, &key, TARGET_PCT) else {
-                bail!(
-                    "the course's rule accepts no plan on {}",
-                    profile_path.display()
-                );
-            };
-            println!(
-                "(solution) {} by {}: {}",
-                plan.op.name,
-                plan.mechanism.name(),
-                plan.arithmetic
-            );
-            let fraction = cut / plan.op.share_pct;
-            (plan.op, fraction)
-        }
-    };
-    let share = row.share_pct;
-    // The lines as written to results/budget.json: the largest is the most any line can save.
-    let budget = from_report(
-        &Report::read_json(profile_path).map_err(|e| anyhow::anyhow!("{e}"))?,
-        "your profile",
-    )?;
-    let Some(largest) = budget
-        .lines
-        .iter()
-        .max_by(|a, b| a.share_pct.total_cmp(&b.share_pct))
-    else {
-        bail!("the profile has no budget lines");
-    };
-    let mut answers: Vec<(String, Answer)> = vec![
-        (
-            "illustrative.activations_share_pct".into(),
-            budget::share_pct(line_ms, step_ms).into(),
-        ),
-        ("illustrative.saving_ms".into(), saved.into()),
-        (
-            "illustrative.saving_pct".into(),
-            budget::saving_pct(saved, step_ms).into(),
-        ),
-        (
-            "illustrative.new_step_ms".into(),
-            budget::new_step_ms(step_ms, saved).into(),
-        ),
-        ("own.op".into(), row.name.as_str().into()),
-        ("own.op_share_pct".into(), share.into()),
-        ("own.removed_fraction".into(), fraction.into()),
-        (
-            "own.saving_pct".into(),
-            budget::step_saving_pct(share, fraction).into(),
-        ),
-        ("lines.largest".into(), largest.line.name().into()),
-        ("lines.largest_ceiling_pct".into(), largest.share_pct.into()),
-        (
-            "lines.one_line_gives_target".into(),
-            (if largest.share_pct >= TARGET_PCT {
-                "yes"
-            } else {
-                "no"
-            })
-            .into(),
-        ),
-    ];
-    // [bytes]: the course's arithmetic on the two rows' roofline columns, and their sum.
-    let mut total = 0.0;
-    for ((_, field), predicted) in fewer_bytes::ROWS
-        .iter()
-        .zip(fewer_bytes::predictions(&report))
-    {
-        let h = predicted.map_err(|e| anyhow::anyhow!("{e}"))?;
-        println!("(solution) {}", h.arithmetic);
-        total += h.cut_pct;
-        answers.push((field.to_string(), h.cut_pct.into()));
-    }
-    answers.push((fewer_bytes::TOTAL.into(), total.into()));
-    Ok(answers)
 }

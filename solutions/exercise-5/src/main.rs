@@ -6,11 +6,10 @@
 //! roofline columns at each stage; then benchmark generation end to end, your final op against
 //! the unfused ops, and let the comparison judge whether the system got faster.
 //!
-//! Solution: both stages of src/fused.rs are written, and this run fills in answers.toml from
-//! its own results.
+//! Solution: both stages of src/fused.rs are written, and `fill_in_answers` fills in
+//! answers.toml from its own results.
 
-use grader::fill_answers as answers;
-use grader::prediction::{self, Outcome};
+use answers_file::prediction::{self, Outcome};
 mod fused;
 
 use anyhow::{bail, Context, Result};
@@ -215,6 +214,99 @@ fn run(args: Args, dir: &Path) -> Result<()> {
         dirs.join("/, ")
     );
 
+    fill_in_answers(dir, &results, &stages, max_abs_error, verdict)
+}
+
+/// The answers: the fused ops' error, the benchmark's verdict, and what each stage did to its
+/// row's roofline and by which mechanism.
+fn fill_in_answers(
+    dir: &Path,
+    results: &Path,
+    stages: &[Stage],
+    max_abs_error: f32,
+    verdict: &str,
+) -> Result<()> {
+    use answers_file::fill_answers as answers;
+
+    /// `[stage1]` and `[stage2]`: the rows' % of roofline as the reports hold them, the unfused
+    /// row's reading, and the mechanism each stage addressed: for the fusion, the passes over
+    /// memory it removes; for the kernel fix, the one the course's own rule
+    /// (`grader::plan_rule`, the one `course check 5` grades by) accepts for the unfused
+    /// activation on this device.
+    fn roofline_answers(
+        results: &Path,
+        stages: &[Stage],
+    ) -> Result<Vec<(String, answers::Answer)>> {
+        use grader::plan_rule::{self, Mechanism, Verdict};
+        use grader::results::profile_report::{ProfileReport, RankedOp};
+        let read = |rel: &str| -> Result<ProfileReport> {
+            let path = results.join(rel).join("report.json");
+            let text = std::fs::read_to_string(&path)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            ProfileReport::parse(&text, &path.display().to_string())
+                .map_err(|p| anyhow::anyhow!("{p}"))
+        };
+        let unfused = read("unfused")?;
+        let row = |report: &ProfileReport, name: &str| -> Result<RankedOp> {
+            report
+                .find(name)
+                .map(|(_, r)| r.clone())
+                .with_context(|| format!("no `{name}` row in {}", report.file))
+        };
+        let gelu = row(&unfused, "gelu")?;
+        let pct = |r: &RankedOp| -> Result<f64> {
+            r.roofline
+                .as_ref()
+                .map(|f| f.pct_of_roofline)
+                .with_context(|| {
+                    format!(
+                        "`{}` has no roofline columns: the profile needs ceilings and declared work",
+                        r.name
+                    )
+                })
+        };
+        let mut out: Vec<(String, answers::Answer)> =
+            vec![("stage1.pct_of_roofline_before".into(), pct(&gelu)?.into())];
+        if let Some(reading) = gelu.reading.as_ref() {
+            out.push(("stage1.reading".into(), reading.as_str().into()));
+        }
+        for (i, stage) in stages.iter().enumerate() {
+            let after = row(&read(stage.dir)?, stage.op.name())?;
+            out.push((
+                format!("stage{}.pct_of_roofline_after", i + 1),
+                pct(&after)?.into(),
+            ));
+        }
+        // Fusion removes a pass over memory, and with it one op's launch.
+        out.push((
+            "stage1.mechanism".into(),
+            Mechanism::MemoryTraffic.name().into(),
+        ));
+        if stages.len() > 1 {
+            let key = grader::key::default_mechanism();
+            let mut judged: Vec<_> = [
+                Mechanism::SlowKernel,
+                Mechanism::MemoryTraffic,
+                Mechanism::LaunchOverhead,
+            ]
+            .into_iter()
+            .map(|m| plan_rule::assess(&unfused, &gelu, m, &key))
+            .filter(|a| a.judgement.accepted())
+            .collect();
+            judged.sort_by_key(|a| a.judgement.verdict != Verdict::Right);
+            let mechanism = judged
+                .first()
+                .context("the course's rule accepts no mechanism for `gelu` here")?;
+            println!(
+                "(solution) the kernel fix addressed {}: {}",
+                mechanism.mechanism.name(),
+                mechanism.judgement.reason
+            );
+            out.push(("stage2.mechanism".into(), mechanism.mechanism.name().into()));
+        }
+        Ok(out)
+    }
+
     // The answers, as a learner reads them from the files just written.
     let mut filled: Vec<(String, answers::Answer)> = vec![
         (
@@ -223,90 +315,19 @@ fn run(args: Args, dir: &Path) -> Result<()> {
         ),
         ("benchmark.verdict".into(), verdict.into()),
     ];
-    filled.extend(roofline_answers(&results, &stages)?);
+    filled.extend(roofline_answers(results, stages)?);
     answers::fill(&dir.join("answers.toml"), &filled)?;
     println!("Next: `course check 5`.");
     Ok(())
 }
 
-/// `[stage1]` and `[stage2]`: the rows' % of roofline as the reports hold them, the unfused row's
-/// reading, and the mechanism each stage addressed: for the fusion, the passes over memory it
-/// removes; for the kernel fix, the one the course's own rule (`grader::plan_rule`, the one
-/// `course check 5` grades by) accepts for the unfused activation on this device.
-fn roofline_answers(results: &Path, stages: &[Stage]) -> Result<Vec<(String, answers::Answer)>> {
-    use grader::plan_rule::{self, Mechanism, Verdict};
-    use grader::results::profile_report::{ProfileReport, RankedOp};
-    let read = |rel: &str| -> Result<ProfileReport> {
-        let path = results.join(rel).join("report.json");
-        let text = std::fs::read_to_string(&path)
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        ProfileReport::parse(&text, &path.display().to_string()).map_err(|p| anyhow::anyhow!("{p}"))
-    };
-    let unfused = read("unfused")?;
-    let row = |report: &ProfileReport, name: &str| -> Result<RankedOp> {
-        report
-            .find(name)
-            .map(|(_, r)| r.clone())
-            .with_context(|| format!("no `{name}` row in {}", report.file))
-    };
-    let gelu = row(&unfused, "gelu")?;
-    let pct = |r: &RankedOp| -> Result<f64> {
-        r.roofline
-            .as_ref()
-            .map(|f| f.pct_of_roofline)
-            .with_context(|| {
-                format!(
-                    "`{}` has no roofline columns: the profile needs ceilings and declared work",
-                    r.name
-                )
-            })
-    };
-    let mut out: Vec<(String, answers::Answer)> =
-        vec![("stage1.pct_of_roofline_before".into(), pct(&gelu)?.into())];
-    if let Some(reading) = gelu.reading.as_ref() {
-        out.push(("stage1.reading".into(), reading.as_str().into()));
-    }
-    for (i, stage) in stages.iter().enumerate() {
-        let after = row(&read(stage.dir)?, stage.op.name())?;
-        out.push((
-            format!("stage{}.pct_of_roofline_after", i + 1),
-            pct(&after)?.into(),
-        ));
-    }
-    // Fusion removes a pass over memory, and with it one op's launch.
-    out.push((
-        "stage1.mechanism".into(),
-        Mechanism::MemoryTraffic.name().into(),
-    ));
-    if stages.len() > 1 {
-        let key = grader::key::default_mechanism();
-        let mut judged: Vec<_> = [
-            Mechanism::SlowKernel,
-            Mechanism::MemoryTraffic,
-            Mechanism::LaunchOverhead,
-        ]
-        .into_iter()
-        .map(|m| plan_rule::assess(&unfused, &gelu, m, &key))
-        .filter(|a| a.judgement.accepted())
-        .collect();
-        judged.sort_by_key(|a| a.judgement.verdict != Verdict::Right);
-        let mechanism = judged
-            .first()
-            .context("the course's rule accepts no mechanism for `gelu` here")?;
-        println!(
-            "(solution) the kernel fix addressed {}: {}",
-            mechanism.mechanism.name(),
-            mechanism.judgement.reason
-        );
-        out.push(("stage2.mechanism".into(), mechanism.mechanism.name().into()));
-    }
-    Ok(out)
-}
-
-/// A prediction written down before the first profile, unless one is recorded already: asked in
-/// a terminal, as the exercise asks; without one, the reference guess (on a CPU the unfused
-/// row is a slow kernel, which removing a pass over memory leaves as it is).
+/// Your prediction, written down before the first profile runs (asked once, in a terminal). A
+/// file it cannot record in is said, and the exercise runs anyway.
 fn predict_first(dir: &Path, first_report: &Path) {
+    // The reference's: asked in a terminal as the exercise asks; without one, the reference
+    // guess (on a CPU the unfused row is a slow kernel, which removing a pass over memory leaves
+    // as it is).
+    use answers_file::fill_answers as answers;
     let path = dir.join("answers.toml");
     let form = &prediction::FUSION;
     let made = match form.before_the_profile(&path, first_report) {

@@ -15,9 +15,9 @@
 //!    arrivals, seeded prompts, fixed output length) runs at R and at 2R, one variable changed.
 //!    Each run writes its bench.json into results/rate-1x/ and results/rate-2x/.
 //!
-//! Solution: the same program; after the runs it fills in answers.toml: the target, the knee,
-//! both P90 TTFTs, and at each rate the verdict its 95% interval gives against the target
-//! (the grader's own rule, [`Verdict::of`]).
+//! Solution: the same program; after the runs `fill_in_answers` fills in answers.toml: the
+//! target, the knee, both P90 TTFTs, and at each rate the verdict its 95% interval gives against
+//! the target (the rule `course check 7` grades by, `course_model::traffic::Verdict::of`).
 
 use anyhow::{bail, Context, Result};
 use bench::environment::{Environment, Target};
@@ -25,12 +25,9 @@ use bench::intervals::Interval;
 use bench::load::{self, Bound, LoadConfig, Prompt, Traffic};
 use bench::metrics::Slo;
 use bench::report::{Report, Run};
-use bench::sweep::{self, Knee, Sweep};
+use bench::sweep::{self, Sweep};
 use clap::Parser;
-use grader::exercise_checks::traffic::{
-    target_for, RateRule, Verdict, RATE_RULE, TARGET_PER_LONE_TTFT,
-};
-use grader::fill_answers as answers;
+use course_model::traffic::{target_for, RateRule, RATE_RULE, TARGET_PER_LONE_TTFT};
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -293,6 +290,20 @@ fn run(args: Args, dir: &Path) -> Result<()> {
         2.0 * rate,
         show(&p90[1])
     );
+    fill_in_answers(target, &knee, &p90, dir)
+}
+
+/// The answers: the target, the knee, both P90 TTFTs, and at each rate what its 95% interval
+/// says against the target.
+fn fill_in_answers(
+    target: f64,
+    knee: &Sweep,
+    p90: &[Option<(f64, Interval)>],
+    dir: &Path,
+) -> Result<()> {
+    use answers_file::fill_answers as answers;
+    use bench::sweep::Knee;
+    use course_model::traffic::Verdict;
     let (Some((at_rate, ci_rate)), Some((at_double, ci_double))) = (p90[0].clone(), p90[1].clone())
     else {
         bail!("a run has no TTFT figures (did every request fail?), so there is nothing to answer");

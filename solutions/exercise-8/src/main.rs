@@ -5,11 +5,14 @@
 //! engine, prints the top-ops table with each op's roofline against this machine's ceilings, and
 //! saves the profile to results/report.json, which `course check 8` grades your answers against.
 //!
-//! Solution: the same program. Before the profile runs it asks for a prediction in a terminal
-//! when none is recorded yet, and without a terminal (the test command) records the reference
-//! guess; after the run it fills in answers.toml from its own results/report.json with the
-//! grader's reader and rule (`grader::top_ops_reference`, as solution 3 does): the top three rows
-//! and their shares, and the plan the course's rule prefers on this model, on this machine.
+//! Before the profile runs, in a terminal, it asks for your prediction (which op will top the
+//! table of YOUR model, and its share) when answers.toml holds none yet.
+//!
+//! Solution: the same program with the reference's TODO bodies. Without a terminal (the test
+//! command) `predict` records the reference guess; after the run `fill_in_answers` fills in
+//! answers.toml from its own results/report.json with the grader's reader and rule
+//! (`grader::top_ops_reference`, as solution 3 does): the top three rows and their shares, and
+//! the plan the course's rule prefers on this model, on this machine.
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -20,7 +23,6 @@ use course_model::exercise;
 use engine::profile::{profile_forward, write_exports, ForwardProfile, ScheduleArgs};
 use engine::run_args::RunArgs;
 use engine::CausalLm;
-use grader::top_ops_reference::{fill_answers, predict};
 use llama::source::{self, Source, DEFAULT_MODEL};
 use profiler::{CudaTiming, SortBy, TableOptions};
 
@@ -97,7 +99,20 @@ fn run(args: Args, dir: &Path) -> Result<()> {
     );
 
     println!("\n{}", files.listing("graded by `course check 8`"));
-    fill_answers(&files.report, &dir.join("answers.toml"))?;
+    fill_in_answers(&files.report, dir, on_cuda)
+}
+
+/// Your prediction, before the profile runs: asked in a terminal when answers.toml holds none
+/// yet, and recorded there with the time (without a terminal it says how to make one).
+fn predict(dir: &Path) -> Result<()> {
+    // Asked in a terminal as the exercise asks; without one, the reference guess.
+    grader::top_ops_reference::predict(dir)
+}
+
+/// The answers: the top three rows with their shares, and the plan.
+fn fill_in_answers(report: &Path, dir: &Path, on_cuda: bool) -> Result<()> {
+    let _ = on_cuda;
+    grader::top_ops_reference::fill_answers(report, &dir.join("answers.toml"))?;
     println!("Next: `course check 8`.");
     Ok(())
 }

@@ -24,21 +24,13 @@ use crate::plan_rule::{figure, pct};
 use crate::question_types::number::{show, within};
 use crate::report::QuestionResult;
 use crate::results::profile_report::{Bound, ProfileReport, RankedOp};
-
-/// The rows whose weights the fix stores in half the bytes, with their `[bytes]` fields.
-pub const ROWS: [(&str, &str); 2] = [
-    ("matmul", "bytes.matmul_cut_pct"),
-    ("lm_head", "bytes.lm_head_cut_pct"),
-];
+use course_model::fewer_bytes::{FROM_DTYPE, ROWS};
 
 /// The whole step's predicted cut: the rows' cuts added.
 pub const TOTAL: &str = "bytes.predicted_cut_pct";
 
 /// The results role of the profile run with half-type weights (results/bf16/report.json).
 pub const MEASURED_ROLE: &str = "profile_bf16";
-
-/// The weight type the prediction starts from.
-const FROM_DTYPE: &str = "f32";
 
 /// What half the bytes does to one row, at the same % of its roofline.
 #[derive(Debug, Clone, PartialEq)]
@@ -257,93 +249,6 @@ fn total_question(
         format!("the two rows' cuts add up: {sum}")
     };
     q.wrong(why)
-}
-
-/// What `course run 4` shows for `[bytes]`: the two rows' roofline columns in the learner's
-/// profile at `profile_path` (what the prediction is worked from), and the commands that measure
-/// the fix into `exercise_dir`'s results, with paths as typed from the current folder. An error
-/// names the file that could not be read.
-pub fn prediction_inputs(
-    profile_path: &std::path::Path,
-    exercise_dir: &std::path::Path,
-) -> Result<String, String> {
-    use std::fmt::Write;
-    let report = ProfileReport::read(profile_path)?;
-    let mut out = String::from("The memory-traffic fix: the weights of `matmul` and `lm_head` in bf16, half the bytes (answers [bytes]).\n");
-    if let Some(dtype) = report.dtype.as_deref().filter(|d| *d != FROM_DTYPE) {
-        let _ = writeln!(out, "  Your profile ran with {dtype} weights: predict from an f32 profile (`course run 3` without --dtype).");
-    }
-    let Some(c) = &report.ceilings else {
-        out.push_str("  Your profile has no measured ceilings, so no roofline columns to predict from: profile again (`course run 3`).\n");
-        return Ok(out);
-    };
-    let _ = writeln!(
-        out,
-        "  This machine's ceilings: {:.1} GB/s read, {:.1} GFLOP/s peak; the ridge at {:.2} FLOP/byte.",
-        c.mem_read_gbps,
-        c.peak_gflops,
-        c.peak_gflops / c.mem_read_gbps
-    );
-    let _ = writeln!(
-        out,
-        "  {:<10} {:>8} {:>10} {:>14} {:>14} {:>8}",
-        "row", "share", "FLOP/byte", "roof GFLOP/s", "% of roofline", "bound"
-    );
-    for (name, _) in ROWS {
-        let _ = match report.find(name).map(|(_, op)| op) {
-            Some(op) => match &op.roofline {
-                Some(r) => writeln!(
-                    out,
-                    "  {:<10} {:>7.2}% {:>10.2} {:>14.2} {:>13.2}% {:>8}",
-                    op.name,
-                    op.share_pct,
-                    r.intensity,
-                    r.roofline_gflops_per_s,
-                    r.pct_of_roofline,
-                    r.bound.as_str()
-                ),
-                None => writeln!(
-                    out,
-                    "  {:<10} {:>7.2}%   (no roofline columns)",
-                    op.name, op.share_pct
-                ),
-            },
-            None => writeln!(out, "  {name:<10} (not a row of your profile)"),
-        };
-    }
-    let here = std::env::current_dir().unwrap_or_default();
-    let shown = |p: &std::path::Path| typed_from(&here, p);
-    let results = shown(&exercise_dir.join("results/bf16"));
-    out.push_str("  Then measure it, with the flags you gave exercise 3 (if any):\n");
-    let _ = writeln!(
-        out,
-        "    cargo run -p gpt2 -- profile --mlp stock --dtype bf16 --out {results}"
-    );
-    let _ = writeln!(
-        out,
-        "    cargo run -p gpt2 -- profile --compare {} {results}/report.json",
-        shown(profile_path)
-    );
-    Ok(out)
-}
-
-/// `path` as typed from `here`: `exercise-4/../exercise-3` as `exercise-3`, and relative to
-/// `here` where it lies below it.
-fn typed_from(here: &std::path::Path, path: &std::path::Path) -> String {
-    let mut tidy = std::path::PathBuf::new();
-    for part in path.components() {
-        match part {
-            std::path::Component::ParentDir if tidy.file_name().is_some() => {
-                tidy.pop();
-            }
-            other => tidy.push(other),
-        }
-    }
-    tidy.strip_prefix(here)
-        .map(|p| p.to_path_buf())
-        .unwrap_or(tidy)
-        .display()
-        .to_string()
 }
 
 /// Where the learner ran the half-type profile: the measured cut beside the prediction, and what

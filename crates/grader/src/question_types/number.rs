@@ -6,19 +6,8 @@ pub fn within(given: f64, expected: f64, abs: f64, rel: f64) -> bool {
     diff <= abs || diff <= rel * expected.abs()
 }
 
-/// Format a number for a reason: as few decimals as it needs, up to four.
-pub fn show(x: f64) -> String {
-    if x != 0.0 && (x.abs() < 1e-3 || x.abs() >= 1e7) {
-        return format!("{x:e}");
-    }
-    let s = format!("{x:.4}");
-    let s = s.trim_end_matches('0').trim_end_matches('.');
-    if s == "-0" {
-        "0".to_string()
-    } else {
-        s.to_string()
-    }
-}
+/// Numbers in reasons are shown as every course message shows them.
+pub use course_model::text::show;
 
 #[cfg(test)]
 mod tests {

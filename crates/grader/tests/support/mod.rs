@@ -316,7 +316,7 @@ pub fn learner_toml(id: &str) -> String {
 
 /// `[illustrative]` answers for a learner's own step, to two decimals as a learner copies them.
 pub fn illustrative_answers(id: &str) -> String {
-    let step = grader::exercise_checks::budget::IllustrativeStep::for_learner(id);
+    let step = course_model::illustrative_step::IllustrativeStep::for_learner(id);
     let mut out = "[illustrative]\n".to_string();
     for (field, value) in step.answers() {
         out.push_str(&format!("{field} = {value:.2}\n"));
