@@ -427,7 +427,7 @@ done
 # the build machine's paths). One thread, so the output of each test stays next to it;
 # --nocapture, so a test that found no GPU is seen saying so (gpu_check.py rust-tests).
 if [ "$device" != cuda ]; then
-  skip_step exercise-5-tests exercise "solution-5's CUDA tests need the GPU (its CPU tests run in scripts/test.sh's \`course dev check\`)"
+  skip_step exercise-5-tests exercise "solution-5's CUDA tests need the GPU (its CPU tests run in scripts/test.sh's \`course-dev check\`)"
 elif [ -z "$solution5_tests" ]; then
   order=$((order + 1))
   record_step exercise-5-tests exercise failed 2 0 "no solution-5-tests in $bin_dir: rebuild with scripts/build-cuda.sh and pack again"

@@ -440,7 +440,7 @@ def walk(root: Path, pages: list[str], list_only: bool) -> int:
     env["PATH"] = f"{root / 'target/debug'}:{root / 'target/tools/bin'}:{env.get('PATH', '')}"
     env["HF_HUB_OFFLINE"] = "1"
     # A reader in a terminal is asked for a learner id the first time; the walk has no terminal,
-    # so it gives one the way the programs' own message says (course dev check covers the asking).
+    # so it gives one the way the programs' own message says (course-dev check covers the asking).
     env.setdefault("COURSE_LEARNER_ID", "page-walk")
     env.setdefault("CARGO_TERM_COLOR", "never")
     passed = failed = skipped = 0

@@ -9,7 +9,7 @@
 #   3. the real-client check: the official `openai` Python package against `gpt2 serve`;
 #   3b. the book's prose: no figure typed where a measured file should render it, the word limits
 #      (scripts/check-prose.py, scripts/count-words.py, each with its self-test);
-#   4. the exercises (`course dev check`, driven by exercises/info.toml): each untouched exercise
+#   4. the exercises (`course-dev check`, driven by exercises/info.toml): each untouched exercise
 #      fails `course check`, each solution, run for real, passes it, and the terminal quizzes and
 #      exercise 3's prediction prompt work in a pseudo-terminal;
 #   4b. the page walk: every command README.md and the book's pages tell a reader to type, run in
@@ -55,7 +55,7 @@ step "book tools (mdBook, mdbook-quiz, the book's measured-figures preprocessor)
 scripts/install-book-tools.sh
 
 # The untouched exercises' own tests fail on purpose (they are the learner's to-do list);
-# `course dev check` below proves that they fail and that the solutions pass. Exercise 3's tests
+# `course-dev check` below proves that they fail and that the solutions pass. Exercise 3's tests
 # are of the program around the learner's answers (its prediction prompt), not of a TODO.
 step "Rust tests (every crate and solution)"
 cargo nextest run --workspace --no-fail-fast -E 'not package(/^exercise-/) or package(exercise-3)' 
@@ -72,8 +72,8 @@ python3 scripts/count-words.py
 step "openai client against gpt2 serve"
 python3 scripts/openai-client-check.py --binary "$bin/gpt2"
 
-step "exercises and solutions through course check (course dev check)"
-"$bin/course" dev check
+step "exercises and solutions through course check (course-dev check)"
+"$bin/course-dev" check
 
 step "page walk: the commands of README.md and the book's pages, in order"
 python3 scripts/page-walk.py --self-test

@@ -3,7 +3,7 @@
 //! run is done, so that two configurations can be measured one after the other from one program.
 //!
 //! The server is found by the address it prints (the first `http://…` on its stdout or stderr),
-//! the same way `course dev check` finds its `gpt2 serve --port 0`: with port 0 the
+//! the same way `course-dev check` finds its `gpt2 serve --port 0`: with port 0 the
 //! operating system picks a free port, and two runs never collide.
 
 use std::fs::File;

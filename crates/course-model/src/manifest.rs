@@ -72,17 +72,17 @@ pub struct ExerciseInfo {
     pub hints: Vec<String>,
     /// The starting `answers.toml`: its comments document the answer schema.
     pub answers_template: String,
-    /// What `course dev check` proves of this exercise (the course's lint of itself; learners
+    /// What `course-dev check` proves of this exercise (the course's lint of itself; learners
     /// never need it): the `[exercises.dev_check]` table.
     #[serde(default)]
     pub dev_check: DevCheck,
 }
 
-/// The placeholder in [`DevCheck::args`] that `course dev check` replaces with the address of
+/// The placeholder in [`DevCheck::args`] that `course-dev check` replaces with the address of
 /// the server it started for the run ([`DevCheck::server`]).
 pub const BASE_URL_PLACEHOLDER: &str = "{base_url}";
 
-/// How `course dev check` proves an exercise sound: its untouched copy fails `course check N`
+/// How `course-dev check` proves an exercise sound: its untouched copy fails `course check N`
 /// with a message that says what to do, its solution, run for real, passes. Each field is what
 /// the check cannot read off the rest of the entry (the texts a failure must show, the small
 /// sizes a solution runs at in a test). Every list is empty, and `args` absent, by default.
@@ -101,7 +101,7 @@ pub struct DevCheck {
     /// the synthetic model); absent: the solution is its answers.toml only and is not run.
     #[serde(default)]
     pub args: Option<Vec<String>>,
-    /// `gpt2 serve` arguments of a server the solution measures: `course dev check` starts it
+    /// `gpt2 serve` arguments of a server the solution measures: `course-dev check` starts it
     /// on a free port (`--port 0`) and writes its address where `args` say `{base_url}`.
     #[serde(default)]
     pub server: Option<Vec<String>>,
@@ -314,7 +314,7 @@ mod tests {
             // The template is what learners start from: it must be valid TOML.
             toml::from_str::<toml::Table>(&exercise.answers_template)
                 .unwrap_or_else(|e| panic!("exercise {} template: {e}", exercise.number));
-            // `course dev check` proves each untouched exercise fails saying what to do, and runs
+            // `course-dev check` proves each untouched exercise fails saying what to do, and runs
             // every solution that writes results.
             let dev = &exercise.dev_check;
             assert!(
