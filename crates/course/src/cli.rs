@@ -141,6 +141,8 @@ pub enum Command {
         /// target/grade-tests (kept between runs, so dependencies compile once).
         #[arg(long, value_name = "DIR", requires = "run_tests")]
         test_dir: Option<PathBuf>,
+        #[command(flatten)]
+        gradebook: crate::commands::grade::GradebookArgs,
     },
     /// Show your learner id, or set it (`course id alice`). It is stored in exercises/learner.toml, which you
     /// submit with your exercises: your own variant of some exercises is drawn from it, and `course grade`

@@ -18,6 +18,11 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
 
+/// A point in time, in UTC (re-exported for the `course` command's arguments).
+pub type Time = DateTime<Utc>;
+/// A length of time (`--late-cutoff`).
+pub type Span = TimeDelta;
+
 /// Where a submission's time was read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

@@ -216,7 +216,11 @@ pub fn fingerprint(
         toml_strings(&value, "", &mut texts);
         for (key, answer) in texts {
             let n = normalise(&answer);
-            if n.split(' ').count() < MIN_WORDS || published.matches(&n) {
+            // A time the exercise wrote (`prediction.made_at`) is the machine's, not an answer.
+            if n.split(' ').count() < MIN_WORDS
+                || crate::prediction::parse_time(&answer).is_some()
+                || published.matches(&n)
+            {
                 continue;
             }
             print.answers.push((format!("{rel}: {key}"), answer, n));

@@ -3,12 +3,68 @@
 
 use super::Course;
 use crate::sandbox::{Limits, Sandbox};
-use anyhow::Result;
+use anyhow::{Context, Result};
 use grader::cohort::{grade_cohort_with, summary_table, CohortOptions};
+use grader::export::{export, Platform, Roster};
+use grader::late::LatePolicy;
 use grader::overrides::Overrides;
+use grader::similarity::Published;
 use grader::Grader;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+
+/// The deadline, the exports, `--only`, `--resume` and the similarity report.
+#[derive(Debug, Clone, clap::Args)]
+pub struct GradebookArgs {
+    /// The deadline, RFC 3339 (`2027-01-15T23:59:00Z`, or with an offset). Each submission's time is read
+    /// from --times, else from COHORT_DIR/STUDENT.submitted_at (one RFC 3339 time, written by whoever
+    /// collected the files), else from the newest time its files carry (set by the learner: flagged
+    /// time-from-files). The gradebook gains raw, submitted_at, time_source and days_late; total is the final
+    /// score.
+    #[arg(long, value_name = "TIME", value_parser = grader::late::parse_time)]
+    pub due: Option<grader::late::Time>,
+    /// Percent of the maximum points taken per started day late (`10%/day`); the score stops at 0.
+    #[arg(long, value_name = "PERCENT", value_parser = grader::late::parse_penalty, requires = "due", default_value = "0%/day")]
+    pub late_penalty: f64,
+    /// Later than this after --due, the score is 0 (`3d`, `72h`, `90m`).
+    #[arg(long, value_name = "DURATION", value_parser = grader::late::parse_cutoff, requires = "due")]
+    pub late_cutoff: Option<grader::late::Span>,
+    /// The learning platform's (or Gradescope's) submission times: a CSV with a header naming `student`
+    /// and `submitted_at` (RFC 3339). They come first.
+    #[arg(long, value_name = "FILE", requires = "due")]
+    pub times: Option<PathBuf>,
+    /// Also write OUT/gradebook-canvas.csv (Canvas's gradebook import: Student, ID, SIS User ID, SIS Login
+    /// ID, Section, then the assignment) or OUT/gradebook-moodle.csv (Moodle's grade import: Email address,
+    /// then one column per exercise and the total). Needs --roster.
+    #[arg(long, value_enum, value_name = "PLATFORM", requires = "roster")]
+    pub export: Option<ExportTo>,
+    /// Maps course ids to the platform's: a CSV with the header
+    /// student,name,lms_id,sis_user_id,sis_login_id,section,email (only student is required; Canvas reads
+    /// lms_id, its user id, Moodle reads email).
+    #[arg(long, value_name = "FILE")]
+    pub roster: Option<PathBuf>,
+    /// The assignment's column in the export; for Canvas, its name and id as Canvas writes them
+    /// (`Workshop (4821)`).
+    #[arg(long, value_name = "NAME", default_value = "Workshop")]
+    pub assignment: String,
+    /// Regrade this one entry into the existing OUT/gradebook.json and rewrite the gradebook (atomically);
+    /// the other entries and their feedback pages stay as they are. Overrides apply as in a full run.
+    #[arg(long, value_name = "STUDENT", conflicts_with = "resume")]
+    pub only: Option<String>,
+    /// Finish an interrupted run: the entries recorded in OUT/gradebook.progress.jsonl (written as each
+    /// entry is graded) are kept, the others graded.
+    #[arg(long)]
+    pub resume: bool,
+    /// Skip the similarity report (OUT/similarity.md and the gradebook's similarity column).
+    #[arg(long)]
+    pub no_similarity: bool,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum ExportTo {
+    Canvas,
+    Moodle,
+}
 
 /// `--run-tests` and its limits.
 pub struct RunTests {
@@ -25,8 +81,26 @@ pub fn grade(
     out: &Path,
     threads: Option<usize>,
     run_tests: Option<RunTests>,
+    book: &GradebookArgs,
 ) -> Result<ExitCode> {
     let grader = Grader::load(&course.root, key)?;
+    // Read before any grading: a roster that cannot be read fails now, not after the cohort.
+    let roster = book
+        .roster
+        .as_deref()
+        .map(Roster::load)
+        .transpose()
+        .map_err(anyhow::Error::msg)?;
+    let lms_times = match &book.times {
+        Some(path) => grader::late::load_times(path).map_err(anyhow::Error::msg)?,
+        None => Default::default(),
+    };
+    let published = (!book.no_similarity).then(|| {
+        let key_dir = key
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| course.root.join("crates/grader/key"));
+        Published::load(&course.root, &key_dir)
+    });
     let default_overrides = out.join("overrides.toml");
     let overrides_path = overrides.unwrap_or(&default_overrides);
     if overrides.is_some() && !overrides_path.is_file() {
@@ -50,7 +124,16 @@ pub fn grade(
         }
         None => None,
     };
-    let options = CohortOptions::new(out, &overrides, threads);
+    let mut options = CohortOptions::new(out, &overrides, threads);
+    options.late = book.due.map(|due| LatePolicy {
+        due,
+        percent_per_day: book.late_penalty,
+        cutoff: book.late_cutoff,
+    });
+    options.lms_times = lms_times;
+    options.resume = book.resume;
+    options.only = book.only.clone();
+    options.published = published.as_ref();
     let cohort =
         grade_cohort_with(
             &grader,
@@ -70,13 +153,72 @@ pub fn grade(
         .iter()
         .filter(|s| !s.flags().is_empty())
         .count();
+    let pages = if book.only.is_some() {
+        1
+    } else {
+        cohort.students.len()
+    };
     println!(
-        "\nGraded {} students ({with_problems} with flags). Wrote {} and {} feedback pages in {}.",
+        "\nGraded {} students ({with_problems} with flags). Wrote {} and {pages} feedback page{} in {}.",
         cohort.students.len(),
         out.join("gradebook.csv").display(),
-        cohort.students.len(),
+        if pages == 1 { "" } else { "s" },
         out.join("feedback").display()
     );
+    if let Some(only) = &book.only {
+        println!("Regraded {only} only; the other entries are the previous run's.");
+    }
+    if let Some(policy) = &options.late {
+        let late = cohort
+            .students
+            .iter()
+            .filter(|s| s.late.is_some_and(|l| l.days_late > 0))
+            .count();
+        let from_files = cohort
+            .students
+            .iter()
+            .filter(|s| s.flags().iter().any(|f| f == "time-from-files"))
+            .count();
+        println!(
+            "Due {}: {late} late; {from_files} submission times read from the learners' own files (flagged time-from-files).",
+            grader::late::show_time(&policy.due)
+        );
+    }
+    if published.is_some() {
+        let flagged = cohort
+            .students
+            .iter()
+            .filter(|s| !s.similarity.is_empty())
+            .count();
+        println!(
+            "Similarity report: {} ({flagged} learners flagged for the instructor to read; no grade is changed).",
+            out.join(grader::cohort::SIMILARITY_FILE).display()
+        );
+    }
+    if let (Some(platform), Some(roster)) = (book.export, &roster) {
+        let platform = match platform {
+            ExportTo::Canvas => Platform::Canvas,
+            ExportTo::Moodle => Platform::Moodle,
+        };
+        let (text, left_out) = export(
+            platform,
+            &grader.manifest,
+            &cohort,
+            roster,
+            &book.assignment,
+        )
+        .map_err(anyhow::Error::msg)?;
+        let path = out.join(platform.file_name());
+        course_model::atomic::write_atomically(&path, text.as_bytes())
+            .with_context(|| format!("{}: cannot write the export", path.display()))?;
+        println!("Wrote {} for the platform's import.", path.display());
+        for why in &left_out {
+            eprintln!(
+                "warning: {why}: left out of {}; add them to the roster",
+                path.display()
+            );
+        }
+    }
     if let Some(sandbox) = &sandbox {
         let runs: usize = cohort.students.iter().map(|s| s.test_runs.len()).sum();
         let passed = cohort

@@ -2,7 +2,7 @@
 
 mod check;
 pub mod dev;
-mod grade;
+pub mod grade;
 mod hint;
 mod id;
 mod list;
@@ -62,6 +62,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             test_memory,
             test_build_timeout,
             test_dir,
+            gradebook,
         } => {
             let tests = run_tests.then(|| grade::RunTests {
                 limits: crate::sandbox::Limits {
@@ -79,6 +80,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
                 &out,
                 threads,
                 tests,
+                &gradebook,
             )
         }
     }
