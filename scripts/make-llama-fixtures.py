@@ -3,7 +3,9 @@
 
 One `save_pretrained` directory per variant under crates/llama/tests/fixtures/ (config.json and
 model.safetensors, no tokenizer) and one reference file beside it, tiny-<variant>-reference.json:
-token ids and transformers' logits for every position, which crates/llama/tests/parity.rs matches.
+token ids and transformers' logits for every position, which crates/llama/tests/parity.rs matches,
+and `greedy`: the tokens transformers' `generate` picks greedily after those ids (GREEDY_TOKENS of
+them, the end token not stopping it), which crates/llama/tests/generate.rs matches token for token.
 
 The variants are the decoders the course's Llama engine implements, each with the option that
 sets it apart switched on:
@@ -30,6 +32,7 @@ from transformers import AutoModelForCausalLM
 
 ROOT = pathlib.Path(__file__).resolve().parents[1] / "crates/llama/tests/fixtures"
 IDS = [[5, 17, 300, 42, 511, 0, 99, 250, 7, 128, 64, 3]]
+GREEDY_TOKENS = 24
 COMMON = dict(vocab_size=512, hidden_size=64, intermediate_size=160, num_hidden_layers=2,
               num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
               rms_norm_eps=1e-5, bos_token_id=1, eos_token_id=2)
@@ -70,7 +73,12 @@ def main() -> None:
         model = AutoModelForCausalLM.from_pretrained(out, dtype=torch.float32).eval()
         with torch.no_grad():
             logits = model(torch.tensor(IDS)).logits[0].tolist()
-        reference = {"ids": IDS, "logits": logits, "architecture": type(model).__name__,
+            # No end token: the sequence runs its whole length, as with the server's ignore_eos.
+            model.generation_config.eos_token_id = None
+            generated = model.generate(torch.tensor(IDS), attention_mask=torch.ones(1, len(IDS[0]), dtype=torch.long),
+                                 max_new_tokens=GREEDY_TOKENS, do_sample=False, pad_token_id=0)
+            greedy = generated[0, len(IDS[0]):].tolist()
+        reference = {"ids": IDS, "logits": logits, "greedy": greedy, "architecture": type(model).__name__,
                      "made_with": {"torch": torch.__version__, "transformers": transformers.__version__}}
         (ROOT / f"tiny-{name}-reference.json").write_text(json.dumps(reference))
         print(f"wrote {out} and tiny-{name}-reference.json ({type(model).__name__})")

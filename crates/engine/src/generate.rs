@@ -1,9 +1,10 @@
 //! Batched text generation with a KV cache per sequence.
 //!
 //! A [`Batch`] holds the sequences being generated: each has its own cache
-//! ([`crate::cache::SeqCache`]), so they need no common length and no padding. Requests
+//! ([`crate::cache::SeqCache`]), so they need no common length and no padding. It runs any
+//! [`CausalLm`] (GPT-2, the Llama family) within that model's [`Limits`]. Requests
 //! [`Batch::admit`] it and wait as prompts; every [`Batch::step`] is one forward pass
-//! ([`Model::forward`]) over one new token of every decoding sequence and the next
+//! ([`CausalLm::forward`]) over one new token of every decoding sequence and the next
 //! prompt tokens of the waiting ones, as many as the caller's budget allows (a long prompt is
 //! split over several passes: chunked prefill). The pass that reaches a prompt's end samples
 //! its first token; from the next pass it decodes with the others. A finished sequence
@@ -14,7 +15,7 @@
 //! a near-tie between two logits could in principle break the other way; no case has been seen.)
 //!
 //! [`generate`] is the simplest use: every prompt in the first pass, then steps until every
-//! sequence is done. The server's scheduler (`serve::engine`) admits new requests between
+//! sequence is done. The server's scheduler (`serving::scheduler`) admits new requests between
 //! passes and bounds each pass's prompt tokens.
 //!
 //! Sampling (greedy, or seeded temperature / top-k / top-p) is [`crate::sampler::Sampler`],
@@ -25,8 +26,19 @@ use candle_core::IndexOp;
 
 use crate::cache::SeqCache;
 use crate::error::{Error, Result};
-use crate::model::{Logits, Model, Segment};
+use crate::pass::{Logits, Segment};
 use crate::sampler::Sampler;
+use crate::CausalLm;
+
+/// What a generation needs to know of its model besides the forward pass: how many positions
+/// its cache may hold, and which tokens end a sequence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limits {
+    /// The longest sequence, prompt and generated tokens together.
+    pub context: usize,
+    /// The end-of-sequence ids (several for Llama 3's chat models; may be empty).
+    pub eos: Vec<u32>,
+}
 
 /// How the next token is chosen. `temperature` 0 is greedy (argmax).
 #[derive(Debug, Clone, PartialEq)]
@@ -110,15 +122,20 @@ pub struct Completion {
 
 /// Generates a continuation for every request, decoding them together as one batch.
 pub fn generate(
-    model: &Model,
+    model: &dyn CausalLm,
+    limits: &Limits,
     requests: &[Request],
     on_token: &mut dyn FnMut(TokenEvent) -> Flow,
 ) -> Result<Vec<Completion>> {
     let mut out: Vec<Option<Completion>> = vec![None; requests.len()];
     let mut batch = Batch::new();
-    let mut done = batch.admit(model, requests.iter().cloned().enumerate().collect())?;
+    let mut done = batch.admit(
+        model,
+        limits,
+        requests.iter().cloned().enumerate().collect(),
+    )?;
     while !batch.is_empty() {
-        done.extend(batch.step(model, None, on_token)?);
+        done.extend(batch.step(model, limits, None, on_token)?);
     }
     for (id, completion) in done {
         out[id] = Some(completion);
@@ -139,7 +156,8 @@ pub fn generate(
 /// times (`bench::inprocess::run` takes it as its closure). `on_token(row)` is called for every
 /// token of every row as it is produced.
 pub fn generate_fixed(
-    model: &Model,
+    model: &dyn CausalLm,
+    limits: &Limits,
     prompts: &[Vec<u32>],
     max_tokens: usize,
     on_token: &mut dyn FnMut(usize),
@@ -153,7 +171,7 @@ pub fn generate_fixed(
             stop_at_eos: false,
         })
         .collect();
-    generate(model, &requests, &mut |event| {
+    generate(model, limits, &requests, &mut |event| {
         on_token(event.row);
         Flow::Continue
     })?;
@@ -176,7 +194,7 @@ impl Sequence {
     fn sample(
         &mut self,
         logits: &candle_core::Tensor,
-        eos: u32,
+        eos: &[u32],
         on_token: &mut dyn FnMut(TokenEvent) -> Flow,
     ) -> Result<Option<FinishReason>> {
         let token = self.sampler.next(logits)?;
@@ -188,7 +206,7 @@ impl Sequence {
         });
         Ok(if flow == Flow::Stop {
             Some(FinishReason::Stopped)
-        } else if self.request.stop_at_eos && token == eos {
+        } else if self.request.stop_at_eos && eos.contains(&token) {
             Some(FinishReason::Eos)
         } else if self.tokens.len() >= self.request.max_tokens {
             Some(FinishReason::Length)
@@ -285,10 +303,10 @@ impl Batch {
     /// Nothing is admitted when a request is invalid (the error names it).
     pub fn admit(
         &mut self,
-        model: &Model,
+        model: &dyn CausalLm,
+        limits: &Limits,
         requests: Vec<(usize, Request)>,
     ) -> Result<Vec<(usize, Completion)>> {
-        let cfg = model.config();
         let mut sequences = Vec::with_capacity(requests.len());
         for (id, request) in requests {
             if request.prompt.is_empty() {
@@ -297,12 +315,12 @@ impl Batch {
                 )));
             }
             let end = request.prompt.len() + request.max_tokens;
-            if end > cfg.n_positions {
+            if end > limits.context {
                 return Err(Error::Input(format!(
                     "request {id}: prompt of {} tokens + max_tokens {} = {end} is longer than the model's context of {}",
                     request.prompt.len(),
                     request.max_tokens,
-                    cfg.n_positions
+                    limits.context
                 )));
             }
             let sampler = request.sampling.sampler()?;
@@ -357,7 +375,8 @@ impl Batch {
     /// of the sequences in it in an unknown state: the caller drops the batch.
     pub fn step(
         &mut self,
-        model: &Model,
+        model: &dyn CausalLm,
+        limits: &Limits,
         prefill_budget: Option<usize>,
         on_token: &mut dyn FnMut(TokenEvent) -> Flow,
     ) -> Result<Vec<(usize, Completion)>> {
@@ -392,10 +411,10 @@ impl Batch {
                 logits,
             });
         }
-        let logits = engine::cpu::on_pool(|| model.forward(&mut segments))?;
+        let logits = crate::cpu::on_pool(|| model.forward(&mut segments))?;
         drop(segments);
 
-        let eos = model.config().eos_token_id;
+        let eos = limits.eos.as_slice();
         let mut done = Vec::new();
         let mut row = 0;
         let mut kept = Vec::with_capacity(self.decoding.len() + plan.joining.len());

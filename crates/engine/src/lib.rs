@@ -8,6 +8,10 @@
 //! - [`linear`]: dense layers, each weight laid out once for its device and kernel path.
 //! - [`cache`] and [`pass`]: each sequence's KV cache, and one forward pass over sequences of
 //!   any lengths (continuous batching's pass).
+//! - [`loader`]: the one checkpoint loader (Hub, folder, synthetic; GGUF's place), with
+//!   [`checkpoint`] (a folder's safetensors files) and [`tokenizer`] (its `tokenizer.json`).
+//! - [`generate`] and [`sampler`]: batched generation of any model, continuous batching's
+//!   passes and the sampling of each next token.
 //! - [`CausalLm`]: what the tools need of a model; [`profile`] records a forward pass of any
 //!   model with this machine's [`ceilings`], [`model_cases`] times the benchmark's cases.
 
@@ -33,8 +37,10 @@ pub mod checkpoint;
 pub mod cpu;
 pub mod device_flags;
 pub mod error;
+pub mod generate;
 pub mod gguf;
 pub mod linear;
+pub mod loader;
 pub mod memory;
 pub mod model_cases;
 pub mod ops;
@@ -42,6 +48,8 @@ pub mod pass;
 pub mod profile;
 pub mod quant;
 pub mod run_args;
+pub mod sampler;
+pub mod tokenizer;
 pub mod work_counts;
 
 pub use cache::SeqCache;

@@ -1,5 +1,6 @@
-//! GPT-2's byte-level BPE tokenizer (a Hugging Face `tokenizer.json`), and the synthetic one
-//! that goes with the synthetic checkpoint.
+//! A checkpoint's tokenizer (a Hugging Face `tokenizer.json`, whatever its model: GPT-2's
+//! byte-level BPE, SentencePiece-style BPE of the Llama family, ...), and the synthetic one that
+//! goes with a synthetic checkpoint: byte-level BPE with exactly the model's vocabulary size.
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -23,14 +24,21 @@ type Inner = TokenizerImpl<
     DecoderWrapper,
 >;
 
-/// The end-of-text token of GPT-2's vocabulary.
-pub const END_OF_TEXT: &str = "<|endoftext|>";
-
 pub struct Tokenizer {
     inner: Inner,
 }
 
 impl Tokenizer {
+    /// The `tokenizer.json` in checkpoint folder `dir`, when it has one (`save_pretrained`
+    /// folders of a bare model do not).
+    pub fn from_dir(dir: &Path) -> Result<Option<Self>> {
+        let path = dir.join("tokenizer.json");
+        match path.is_file() {
+            true => Self::from_file(&path).map(Some),
+            false => Ok(None),
+        }
+    }
+
     pub fn from_file(path: &Path) -> Result<Self> {
         let inner = tokenizers::Tokenizer::from_file(path).map_err(|e| Error::Tokenizer {
             path: path.to_owned(),
@@ -55,9 +63,14 @@ impl Tokenizer {
             .map_err(|e| Error::Input(format!("cannot decode token ids: {e}")))
     }
 
-    /// The id of `<|endoftext|>`, if the vocabulary has it.
-    pub fn eos_id(&self) -> Option<u32> {
-        self.inner.token_to_id(END_OF_TEXT)
+    /// The id of `token` (e.g. `<|endoftext|>`), if the vocabulary has it.
+    pub fn token_id(&self, token: &str) -> Option<u32> {
+        self.inner.token_to_id(token)
+    }
+
+    /// The number of ids, added tokens included.
+    pub fn vocab_size(&self) -> usize {
+        self.inner.get_vocab_size(true)
     }
 
     /// A decoder for a stream of ids: `push` returns text once the bytes seen so far form
@@ -89,10 +102,10 @@ impl TextStream<'_> {
 }
 
 /// Writes a byte-level BPE `tokenizer.json` with exactly `vocab_size` ids: the 256 byte
-/// symbols, seeded merges of them up to `vocab_size - 1`, and `<|endoftext|>` last, as in
-/// GPT-2. Real BPE machinery, made-up merges: it round-trips any text, but its pieces are
-/// not English sub-words.
-pub fn write_synthetic(path: &Path, vocab_size: usize, seed: u64) -> Result<()> {
+/// symbols, seeded merges of them up to `vocab_size - 1`, and the special token `end` (e.g.
+/// GPT-2's `<|endoftext|>`) last, id `vocab_size - 1`. Real BPE machinery, made-up merges: it
+/// round-trips any text, but its pieces are not English sub-words.
+pub fn write_synthetic(path: &Path, vocab_size: usize, seed: u64, end: &str) -> Result<()> {
     let fail = |message: String| Error::Tokenizer {
         path: path.to_owned(),
         message,
@@ -146,8 +159,8 @@ pub fn write_synthetic(path: &Path, vocab_size: usize, seed: u64) -> Result<()> 
     tk.with_pre_tokenizer(Some(ByteLevel::new(false, true, true)));
     tk.with_decoder(Some(ByteLevelDecoder::default()));
     tk.with_post_processor(Some(ByteLevel::new(false, true, true)));
-    tk.add_special_tokens([AddedToken::from(END_OF_TEXT, true)])
-        .map_err(|e| fail(format!("cannot add {END_OF_TEXT}: {e}")))?;
+    tk.add_special_tokens([AddedToken::from(end, true)])
+        .map_err(|e| fail(format!("cannot add {end}: {e}")))?;
     tk.save(path, false)
         .map_err(|e| fail(format!("cannot write: {e}")))
 }
@@ -160,9 +173,10 @@ mod tests {
     fn synthetic_tokenizer_round_trips_text_and_ends_with_eos() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("tokenizer.json");
-        write_synthetic(&path, 2000, 7).unwrap();
+        write_synthetic(&path, 2000, 7, "<|endoftext|>").unwrap();
         let tk = Tokenizer::from_file(&path).unwrap();
-        assert_eq!(tk.eos_id(), Some(1999));
+        assert_eq!(tk.token_id("<|endoftext|>"), Some(1999));
+        assert_eq!(tk.vocab_size(), 2000);
         let text = "Profiling says why; benchmarking says how. Ünïcödé ✓";
         let ids = tk.encode(text).unwrap();
         assert!(ids.iter().all(|&id| id < 2000));

@@ -27,7 +27,6 @@ pub mod config;
 pub mod engine_bench;
 pub mod generate;
 pub mod model;
-pub mod sampler;
 #[cfg(feature = "serve")]
 pub mod serve;
 pub mod tokenizer;

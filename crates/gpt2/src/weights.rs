@@ -2,16 +2,16 @@
 //! checkpoint with GPT-2 small's exact shapes and seeded random weights.
 //!
 //! All three end as a directory holding `config.json` + `model.safetensors` (+ an optional
-//! `tokenizer.json`), read by one loader. When the hub cannot be reached and nothing is
-//! cached, the program says so in one line and falls back to the synthetic checkpoint:
-//! every timing stays real, generated text does not.
+//! `tokenizer.json`). Finding and fetching them is the engine's one loader
+//! ([`engine::loader`]), which the Llama family uses too: when the hub cannot be reached and
+//! nothing is cached, it says so in one line and the synthetic checkpoint stands in: every
+//! timing stays real, generated text does not.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
-use hf_hub::{Repo, RepoType};
 use rand::{Rng, SeedableRng};
 
 use crate::config::Config;
@@ -88,8 +88,9 @@ impl Checkpoint {
     }
 }
 
-/// Finds or fetches the checkpoint of `source`. `notice` receives the one-line message
-/// printed when the hub is out of reach and the synthetic checkpoint stands in.
+/// Finds or fetches the checkpoint of `source` with the engine's loader
+/// ([`engine::loader::resolve_hub`]). `notice` receives the one-line message printed when the
+/// hub is out of reach and the synthetic checkpoint stands in.
 pub fn resolve(source: &WeightSource, notice: &mut dyn FnMut(&str)) -> Result<Checkpoint> {
     match source {
         WeightSource::Dir(dir) => Ok(Checkpoint {
@@ -101,56 +102,27 @@ pub fn resolve(source: &WeightSource, notice: &mut dyn FnMut(&str)) -> Result<Ch
         } else {
             Config::tiny()
         }),
-        WeightSource::Hub { repo, revision } => match from_hub(repo, revision) {
-            Ok(dir) => Ok(Checkpoint {
-                dir,
-                synthetic: false,
-            }),
-            Err(why) => {
-                notice(&format!(
-                    "note: cannot get {repo} from the Hugging Face hub ({why}) and it is not cached; \
-                     using the synthetic GPT-2 small instead: timings are real, generated text is not"
-                ));
-                synthetic(Config::gpt2_small())
-            }
-        },
+        WeightSource::Hub { repo, revision } => {
+            let stand_in = || {
+                synthetic(Config::gpt2_small()).map(|c| engine::loader::Checkpoint {
+                    dir: c.dir,
+                    name: "synthetic".into(),
+                    synthetic: true,
+                })
+            };
+            let family = engine::loader::Family {
+                default_repo: HUB_REPO,
+                stand_in: "the synthetic GPT-2 small (its shapes, seeded random weights)",
+                synthetic: &stand_in,
+                check_config: &|_| Ok(()),
+            };
+            let ckpt = engine::loader::resolve_hub(repo, Some(revision), &family, notice)?;
+            Ok(Checkpoint {
+                dir: ckpt.dir,
+                synthetic: ckpt.synthetic,
+            })
+        }
     }
-}
-
-/// The hub files, from the standard cache (`HF_HOME`) when present, else downloaded with a
-/// progress bar. `HF_HUB_OFFLINE=1` never touches the network. Returns the snapshot folder.
-fn from_hub(repo: &str, revision: &str) -> std::result::Result<PathBuf, String> {
-    let files = ["config.json", "model.safetensors", "tokenizer.json"];
-    let hub_repo = Repo::with_revision(repo.to_string(), RepoType::Model, revision.to_string());
-    let cache = hf_hub::Cache::from_env();
-    let cached: Option<Vec<PathBuf>> = files
-        .iter()
-        .map(|f| cache.repo(hub_repo.clone()).get(f))
-        .collect();
-    if let Some(paths) = cached {
-        return snapshot_dir(&paths[0]);
-    }
-    let offline = std::env::var("HF_HUB_OFFLINE")
-        .is_ok_and(|v| matches!(v.as_str(), "1" | "true" | "TRUE" | "yes"));
-    if offline {
-        return Err("HF_HUB_OFFLINE is set".into());
-    }
-    let api = hf_hub::api::sync::ApiBuilder::from_env()
-        .with_progress(true)
-        .build()
-        .map_err(|e| e.to_string())?;
-    let api_repo = api.repo(hub_repo);
-    let mut paths = Vec::new();
-    for f in files {
-        paths.push(api_repo.get(f).map_err(|e| e.to_string())?);
-    }
-    snapshot_dir(&paths[0])
-}
-
-fn snapshot_dir(file: &Path) -> std::result::Result<PathBuf, String> {
-    file.parent()
-        .map(Path::to_path_buf)
-        .ok_or_else(|| format!("{} has no parent folder", file.display()))
 }
 
 pub use engine::cache_dir;
@@ -161,10 +133,7 @@ fn synthetic(cfg: Config) -> Result<Checkpoint> {
         "synthetic-v{SYNTHETIC_VERSION}-l{}-e{}-v{}",
         cfg.n_layer, cfg.n_embd, cfg.vocab_size
     );
-    let dir = cache_dir().join(name);
-    if !dir.join("model.safetensors").is_file() {
-        write_synthetic(&dir, &cfg)?;
-    }
+    let dir = engine::loader::synthetic_dir(&name, |tmp| fill_synthetic(tmp, &cfg))?;
     Ok(Checkpoint {
         dir,
         synthetic: true,
@@ -174,19 +143,22 @@ fn synthetic(cfg: Config) -> Result<Checkpoint> {
 /// Writes a complete checkpoint directory (config.json, model.safetensors, tokenizer.json)
 /// for `cfg` with seeded random weights, in one step ([`engine::write_dir_atomically`]).
 pub fn write_synthetic(dir: &Path, cfg: &Config) -> Result<()> {
-    engine::write_dir_atomically(dir, |tmp| {
-        let config_path = tmp.join("config.json");
-        let json = serde_json::to_string_pretty(cfg).map_err(|e| Error::Input(e.to_string()))?;
-        std::fs::write(&config_path, json).map_err(|e| Error::io(&config_path, e))?;
-        let weights_path = tmp.join("model.safetensors");
-        candle_core::safetensors::save(&random_weights(cfg)?, &weights_path).map_err(|e| {
-            Error::Weights {
-                path: weights_path.clone(),
-                message: e.to_string(),
-            }
-        })?;
-        tokenizer::write_synthetic(&tmp.join("tokenizer.json"), cfg.vocab_size, SYNTHETIC_SEED)
-    })
+    engine::write_dir_atomically(dir, |tmp| fill_synthetic(tmp, cfg))
+}
+
+/// The synthetic checkpoint's files, written into the empty folder `tmp`.
+fn fill_synthetic(tmp: &Path, cfg: &Config) -> Result<()> {
+    let config_path = tmp.join("config.json");
+    let json = serde_json::to_string_pretty(cfg).map_err(|e| Error::Input(e.to_string()))?;
+    std::fs::write(&config_path, json).map_err(|e| Error::io(&config_path, e))?;
+    let weights_path = tmp.join("model.safetensors");
+    candle_core::safetensors::save(&random_weights(cfg)?, &weights_path).map_err(|e| {
+        Error::Weights {
+            path: weights_path.clone(),
+            message: e.to_string(),
+        }
+    })?;
+    tokenizer::write_synthetic(&tmp.join("tokenizer.json"), cfg.vocab_size, SYNTHETIC_SEED)
 }
 
 /// GPT-2's initialisation, seeded: weights uniform with standard deviation 0.02 (the
@@ -287,10 +259,5 @@ pub fn load(
 /// The tokenizer of a checkpoint, when it has one (`save_pretrained` directories of a bare
 /// model do not).
 pub fn load_tokenizer(ckpt: &Checkpoint) -> Result<Option<Tokenizer>> {
-    let path = ckpt.tokenizer_path();
-    if path.is_file() {
-        Tokenizer::from_file(&path).map(Some)
-    } else {
-        Ok(None)
-    }
+    Tokenizer::from_dir(&ckpt.dir)
 }

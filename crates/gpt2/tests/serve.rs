@@ -1,53 +1,139 @@
-//! `gpt2 serve` on loopback with a tiny synthetic model: streamed and whole completions and
-//! chat completions, every 400 case, the queue-full 503, continuous batching (requests that
-//! join a running batch get exactly their solo tokens), cancellation, 64 clients with some
-//! disconnecting, graceful shutdown mid-stream, and the bench load client end to end.
+//! The server (the `serving` crate, behind `gpt2 serve` and `serve`) on loopback, run on three
+//! tiny models: GPT-2's synthetic checkpoint and two Llama-family fixtures (tiny-llama: a
+//! separate head and grouped-query attention; tiny-qwen3: RMSNorm on queries and keys and a chat
+//! template of its own). On each: streamed and whole completions and chat completions, every
+//! 400 case, the queue-full 503, continuous batching (requests that join a running batch get
+//! exactly their solo tokens), cancellation, 64 clients with some disconnecting, graceful
+//! shutdown mid-stream, and the bench load client end to end.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::mpsc as std_mpsc;
-use std::sync::Arc;
 use std::time::Duration;
 
+use engine::generate::{FinishReason, Flow, Request, Sampling};
 use futures_util::StreamExt;
-use gpt2::serve::engine::{Engine, Job, JobEvent};
-use gpt2::serve::{EngineOptions, Loader, Server, StepHook, StepTrace};
-use gpt2::{Config, DeviceChoice, FinishReason, Model, Request, Sampling};
+use gpt2::{Config, DeviceChoice};
 use serde_json::{json, Value};
+use serving::scheduler::{Engine, Job, JobEvent};
+use serving::{EngineOptions, Loader, ServedModel, Server, StepHook, StepTrace};
 use tokio::sync::{mpsc, oneshot};
 
 const MODEL: &str = "tiny";
 
-/// The tiny synthetic checkpoint (64-token context, 512-token vocabulary) in a temp dir.
-fn tiny_checkpoint() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    gpt2::weights::write_synthetic(&dir.path().join("ckpt"), &Config::tiny()).unwrap();
-    dir
+/// A tiny model to serve: 64-token context, 512-token vocabulary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fixture {
+    /// GPT-2's tiny synthetic checkpoint, with its synthetic tokenizer; no chat template.
+    Gpt2,
+    /// crates/llama/tests/fixtures/tiny-llama (transformers' weights) with a synthetic tokenizer
+    /// of its vocabulary; no chat template.
+    Llama,
+    /// crates/llama/tests/fixtures/tiny-qwen3, a synthetic tokenizer, and [`QWEN3_TEMPLATE`].
+    Qwen3,
 }
 
-fn load(dir: &Path) -> (Model, gpt2::Tokenizer) {
-    let args = gpt2::cli::ModelArgs {
-        model: dir.join("ckpt").to_string_lossy().into_owned(),
-        run: gpt2::cli::RunArgs {
+/// A chat template written for these tests, in the manner of real ones: a namespace carries the
+/// system message past the loop, string methods trim and capitalise, a role it does not know
+/// is refused with `raise_exception`, and the cue for the reply depends on
+/// `add_generation_prompt`.
+const QWEN3_TEMPLATE: &str = "{%- set ns = namespace(sys='') -%}\
+{%- for m in messages -%}\
+{%- if m.role == 'system' -%}{%- set ns.sys = m.content.strip() -%}\
+{%- elif m.role in ['user', 'assistant'] -%}{{ '#' ~ m.role[0].upper() ~ ' ' ~ m.content.strip() ~ '\\n' }}\
+{%- else -%}{{ raise_exception('this model takes system, user and assistant messages only') }}\
+{%- endif -%}{%- endfor -%}\
+{%- if add_generation_prompt -%}{{ ns.sys ~ '#A' }}{%- endif -%}";
+
+impl Fixture {
+    /// The checkpoint in a temp dir's `ckpt` folder.
+    fn checkpoint(self) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let ckpt = dir.path().join("ckpt");
+        let llama = |name: &str| {
+            let from = Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../llama/tests/fixtures")
+                .join(name);
+            std::fs::create_dir_all(&ckpt).unwrap();
+            for file in ["config.json", "generation_config.json", "model.safetensors"] {
+                std::fs::copy(from.join(file), ckpt.join(file)).unwrap();
+            }
+            engine::tokenizer::write_synthetic(&ckpt.join("tokenizer.json"), 512, 3, "<|end|>")
+                .unwrap();
+        };
+        match self {
+            Fixture::Gpt2 => gpt2::weights::write_synthetic(&ckpt, &Config::tiny()).unwrap(),
+            Fixture::Llama => llama("tiny-llama"),
+            Fixture::Qwen3 => {
+                llama("tiny-qwen3");
+                let config = json!({"chat_template": QWEN3_TEMPLATE, "eos_token": "<|end|>"});
+                std::fs::write(ckpt.join("tokenizer_config.json"), config.to_string()).unwrap();
+            }
+        }
+        dir
+    }
+
+    /// The model of the checkpoint in `dir` (from [`Fixture::checkpoint`]), as the commands
+    /// load it.
+    fn load(self, dir: &Path) -> ServedModel {
+        let ckpt = dir.join("ckpt");
+        let run = gpt2::cli::RunArgs {
             device: DeviceChoice::Cpu,
             ..Default::default()
-        },
-    };
-    let loaded = args.load().unwrap();
-    (
-        loaded.model,
-        loaded
-            .tokenizer
-            .expect("synthetic checkpoints ship a tokenizer"),
-    )
+        };
+        match self {
+            Fixture::Gpt2 => {
+                let args = gpt2::cli::ModelArgs {
+                    model: ckpt.to_string_lossy().into_owned(),
+                    run,
+                };
+                gpt2::serve::served_model(&args, "test").unwrap()
+            }
+            Fixture::Llama | Fixture::Qwen3 => {
+                let model = llama::weights::load(
+                    &ckpt,
+                    &candle_core::Device::Cpu,
+                    candle_core::DType::F32,
+                    run.kernel_path().unwrap(),
+                )
+                .unwrap();
+                ServedModel {
+                    limits: llama::generate::limits(model.config(), &ckpt).unwrap(),
+                    model: Box::new(model),
+                    tokenizer: engine::tokenizer::Tokenizer::from_dir(&ckpt)
+                        .unwrap()
+                        .unwrap(),
+                    chat_template: engine::loader::chat_template(&ckpt).unwrap(),
+                    synthetic: false,
+                }
+            }
+        }
+    }
+
+    /// Loads the checkpoint in `dir` on the model thread, as the commands do.
+    fn loader(self, dir: &Path) -> Loader {
+        let dir: PathBuf = dir.to_path_buf();
+        Box::new(move || Ok(self.load(&dir)))
+    }
+
+    /// The prompt the chat endpoint makes of a system message "Be brief." and a user's "Hi".
+    fn chat_prompt(self) -> &'static str {
+        match self {
+            Fixture::Gpt2 | Fixture::Llama => "System: Be brief.\nUser: Hi\nAssistant:",
+            Fixture::Qwen3 => "#U Hi\nBe brief.#A",
+        }
+    }
 }
 
-/// Loads the checkpoint in `dir` on the model thread, as `gpt2 serve` does.
-fn loader(dir: &Path) -> Loader {
-    let dir = dir.to_path_buf();
-    Box::new(move || {
-        let (model, tokenizer) = load(&dir);
-        Ok((Arc::new(model), tokenizer))
-    })
+/// `request` generated alone, as a reference for what the batch gives it.
+fn alone(model: &ServedModel, request: &Request) -> Vec<u32> {
+    let done = engine::generate::generate(
+        model.model.as_ref(),
+        &model.limits,
+        std::slice::from_ref(request),
+        &mut |_| Flow::Continue,
+    )
+    .unwrap();
+    done[0].tokens.clone()
 }
 
 struct TestServer {
@@ -67,9 +153,18 @@ impl TestServer {
 }
 
 /// Start a server; `on_step` sees every decode step.
-async fn start_with(options: EngineOptions, on_step: Option<StepHook>) -> TestServer {
-    let dir = tiny_checkpoint();
-    let server = Server::start(loader(dir.path()), MODEL.into(), options, on_step).unwrap();
+async fn start_with(
+    fixture: Fixture,
+    options: EngineOptions,
+    on_step: Option<StepHook>,
+) -> TestServer {
+    let dir = fixture.checkpoint();
+    let server = Server::start(fixture.loader(dir.path()), MODEL.into(), options, on_step).unwrap();
+    let chat = server.chat().describe();
+    match fixture {
+        Fixture::Qwen3 => assert!(chat.contains("tokenizer_config.json"), "{chat}"),
+        _ => assert!(chat.contains("no chat template"), "{chat}"),
+    }
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let (tx, rx) = oneshot::channel::<()>();
@@ -84,8 +179,8 @@ async fn start_with(options: EngineOptions, on_step: Option<StepHook>) -> TestSe
     }
 }
 
-async fn start() -> TestServer {
-    start_with(EngineOptions::new(4, 16), None).await
+async fn start(fixture: Fixture) -> TestServer {
+    start_with(fixture, EngineOptions::new(4, 16), None).await
 }
 
 /// A step hook that reports each step and then waits for the test's go-ahead; once the test
@@ -168,9 +263,8 @@ fn check_timings(timings: &Value) {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn models_and_health() {
-    let server = start().await;
+async fn models_and_health(fixture: Fixture) {
+    let server = start(fixture).await;
     let models: Value = reqwest::get(format!("{}/v1/models", server.url))
         .await
         .unwrap()
@@ -199,9 +293,8 @@ async fn models_and_health() {
     server.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn whole_and_streamed_completions_agree() {
-    let server = start().await;
+async fn whole_and_streamed_completions_agree(fixture: Fixture) {
+    let server = start(fixture).await;
     let request = json!({"model": MODEL, "prompt": "Benchmark, then profile.", "max_tokens": 12,
         "temperature": 0, "ignore_eos": true});
     let response = post(&server.url, request.to_string()).await;
@@ -287,9 +380,8 @@ async fn whole_and_streamed_completions_agree() {
     server.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_invalid_request_is_a_400_naming_its_parameter() {
-    let server = start().await;
+async fn every_invalid_request_is_a_400_naming_its_parameter(fixture: Fixture) {
+    let server = start(fixture).await;
     let long_prompt: Vec<u32> = (0..70).collect();
     let cases: Vec<(String, Option<&str>)> = vec![
         ("{\"model\": ".into(), None),
@@ -386,9 +478,8 @@ async fn every_invalid_request_is_a_400_naming_its_parameter() {
     server.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn no_body_can_panic_the_server() {
-    let server = start().await;
+async fn no_body_can_panic_the_server(fixture: Fixture) {
+    let server = start(fixture).await;
     let deep = "[".repeat(10_000) + &"]".repeat(10_000);
     let bodies: Vec<Vec<u8>> = vec![
         vec![0xff, 0xfe, 0x00, 0x80],
@@ -441,11 +532,15 @@ async fn post_owned(url: String, body: String) -> u16 {
     post(&url, body).await.status().as_u16()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn full_queue_answers_503_with_retry_after_then_recovers() {
+async fn full_queue_answers_503_with_retry_after_then_recovers(fixture: Fixture) {
     let (trace_tx, traces) = std_mpsc::channel();
     let (go, go_rx) = std_mpsc::channel();
-    let server = start_with(EngineOptions::new(1, 2), Some(gate(trace_tx, go_rx))).await;
+    let server = start_with(
+        fixture,
+        EngineOptions::new(1, 2),
+        Some(gate(trace_tx, go_rx)),
+    )
+    .await;
     let url = server.url.clone();
     let first = tokio::spawn(post_owned(url.clone(), small_request()));
     // The model thread has taken the first request and is held before its first pass.
@@ -472,11 +567,15 @@ async fn full_queue_answers_503_with_retry_after_then_recovers() {
     server.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn waiting_requests_join_up_to_the_batch_size() {
+async fn waiting_requests_join_up_to_the_batch_size(fixture: Fixture) {
     let (trace_tx, traces) = std_mpsc::channel();
     let (go, go_rx) = std_mpsc::channel();
-    let server = start_with(EngineOptions::new(4, 16), Some(gate(trace_tx, go_rx))).await;
+    let server = start_with(
+        fixture,
+        EngineOptions::new(4, 16),
+        Some(gate(trace_tx, go_rx)),
+    )
+    .await;
     let url = server.url.clone();
     let first = tokio::spawn(post_owned(url.clone(), small_request()));
     let (trace, traces) = next_trace(traces).await;
@@ -557,16 +656,13 @@ fn wait_done(rx: &mut mpsc::UnboundedReceiver<JobEvent>) -> (Vec<u32>, FinishRea
     }
 }
 
-#[test]
-fn requests_joining_a_running_batch_get_exactly_their_solo_tokens() {
-    let dir = tiny_checkpoint();
-    let (model, tokenizer) = load(dir.path());
-    let model = Arc::new(model);
-    let served = model.clone();
+fn requests_joining_a_running_batch_get_exactly_their_solo_tokens(fixture: Fixture) {
+    let dir = fixture.checkpoint();
+    let solo = fixture.load(dir.path());
     let (trace_tx, traces) = std_mpsc::channel();
     let (go, go_rx) = std_mpsc::channel();
     let engine = Engine::start(
-        Box::new(move || Ok((served, tokenizer))),
+        fixture.loader(dir.path()),
         EngineOptions::new(4, 16),
         Some(gate(trace_tx, go_rx)),
     )
@@ -629,13 +725,9 @@ fn requests_joining_a_running_batch_get_exactly_their_solo_tokens() {
 
     for (req, rx) in [(&a, &mut ra), (&b, &mut rb), (&c, &mut rc), (&d, &mut rd)] {
         let (tokens, finish) = wait_done(rx);
-        let alone = gpt2::generate(&model, std::slice::from_ref(req), &mut |_| {
-            gpt2::Flow::Continue
-        })
-        .unwrap();
         assert_eq!(
             tokens,
-            alone[0].tokens,
+            alone(&solo, req),
             "prompt of {} tokens",
             req.prompt.len()
         );
@@ -654,12 +746,11 @@ fn requests_joining_a_running_batch_get_exactly_their_solo_tokens() {
     engine.join();
 }
 
-#[test]
-fn prompts_longer_than_a_chunk_are_prefilled_beside_the_decoding_ones_and_get_their_solo_tokens() {
-    let dir = tiny_checkpoint();
-    let (model, tokenizer) = load(dir.path());
-    let model = Arc::new(model);
-    let served = model.clone();
+fn prompts_longer_than_a_chunk_are_prefilled_beside_the_decoding_ones_and_get_their_solo_tokens(
+    fixture: Fixture,
+) {
+    let dir = fixture.checkpoint();
+    let solo = fixture.load(dir.path());
     let (trace_tx, traces) = std_mpsc::channel();
     let (go, go_rx) = std_mpsc::channel();
     let options = EngineOptions {
@@ -667,7 +758,7 @@ fn prompts_longer_than_a_chunk_are_prefilled_beside_the_decoding_ones_and_get_th
         ..EngineOptions::new(4, 16)
     };
     let engine = Engine::start(
-        Box::new(move || Ok((served, tokenizer))),
+        fixture.loader(dir.path()),
         options,
         Some(gate(trace_tx, go_rx)),
     )
@@ -717,13 +808,9 @@ fn prompts_longer_than_a_chunk_are_prefilled_beside_the_decoding_ones_and_get_th
 
     for (req, rx) in [(&a, &mut ra), (&d, &mut rd), (&e, &mut re), (&f, &mut rf)] {
         let (tokens, finish) = wait_done(rx);
-        let alone = gpt2::generate(&model, std::slice::from_ref(req), &mut |_| {
-            gpt2::Flow::Continue
-        })
-        .unwrap();
         assert_eq!(
             tokens,
-            alone[0].tokens,
+            alone(&solo, req),
             "prompt of {} tokens",
             req.prompt.len()
         );
@@ -732,13 +819,12 @@ fn prompts_longer_than_a_chunk_are_prefilled_beside_the_decoding_ones_and_get_th
     engine.join();
 }
 
-#[test]
-fn a_cancelled_request_frees_its_slot_at_the_next_step() {
-    let dir = tiny_checkpoint();
+fn a_cancelled_request_frees_its_slot_at_the_next_step(fixture: Fixture) {
+    let dir = fixture.checkpoint();
     let (trace_tx, traces) = std_mpsc::channel();
     let (go, go_rx) = std_mpsc::channel();
     let engine = Engine::start(
-        loader(dir.path()),
+        fixture.loader(dir.path()),
         EngineOptions::new(1, 16),
         Some(gate(trace_tx, go_rx)),
     )
@@ -775,13 +861,17 @@ fn a_cancelled_request_frees_its_slot_at_the_next_step() {
     );
     engine.join();
 }
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn shutdown_finishes_the_stream_in_flight_then_stops() {
+async fn shutdown_finishes_the_stream_in_flight_then_stops(fixture: Fixture) {
     // The model thread is held before its first decode pass (the first token, from the
     // prompt's pass, is already out) until the test has asked for shutdown.
     let (trace_tx, traces) = std_mpsc::channel();
     let (go, go_rx) = std_mpsc::channel();
-    let server = start_with(EngineOptions::new(4, 16), Some(gate(trace_tx, go_rx))).await;
+    let server = start_with(
+        fixture,
+        EngineOptions::new(4, 16),
+        Some(gate(trace_tx, go_rx)),
+    )
+    .await;
     let url = server.url.clone();
     let body = json!({"model": MODEL, "prompt": "hi", "max_tokens": 30, "ignore_eos": true,
         "stream": true, "stream_options": {"include_usage": true}});
@@ -862,13 +952,12 @@ async fn streamed_client(url: String, i: usize, leave_early: bool) -> Option<u64
     usage["usage"]["completion_tokens"].as_u64()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sixty_four_clients_some_leaving_leave_the_server_healthy() {
+async fn sixty_four_clients_some_leaving_leave_the_server_healthy(fixture: Fixture) {
     let (trace_tx, traces) = std_mpsc::channel::<StepTrace>();
     let record: StepHook = Box::new(move |t| {
         let _ = trace_tx.send(t.clone());
     });
-    let server = start_with(EngineOptions::new(8, 128), Some(record)).await;
+    let server = start_with(fixture, EngineOptions::new(8, 128), Some(record)).await;
     let clients: Vec<_> = (0..64)
         .map(|i| tokio::spawn(streamed_client(server.url.clone(), i, i % 4 == 0)))
         .collect();
@@ -912,9 +1001,8 @@ async fn sixty_four_clients_some_leaving_leave_the_server_healthy() {
     server.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn chat_completions_whole_and_streamed_agree_with_the_same_usage() {
-    let server = start().await;
+async fn chat_completions_whole_and_streamed_agree_with_the_same_usage(fixture: Fixture) {
+    let server = start(fixture).await;
     let messages =
         json!([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}]);
     let request = json!({"model": MODEL, "messages": messages, "max_completion_tokens": 10, "temperature": 0, "ignore_eos": true});
@@ -935,9 +1023,9 @@ async fn chat_completions_whole_and_streamed_agree_with_the_same_usage() {
     assert_eq!(usage["completion_tokens"], 10);
     check_timings(&body["server_timings"]);
 
-    // The prompt is the documented transcript, and it is what the completions endpoint gets
-    // for the same text.
-    let rendered = "System: Be brief.\nUser: Hi\nAssistant:";
+    // The prompt is the documented transcript (or the checkpoint's template's rendering), and
+    // it is what the completions endpoint gets for the same text.
+    let rendered = fixture.chat_prompt();
     let plain = post(&server.url, json!({"model": MODEL, "prompt": rendered, "max_tokens": 10, "temperature": 0, "ignore_eos": true}).to_string()).await;
     let plain: Value = plain.json().await.unwrap();
     assert_eq!(plain["usage"], *usage, "same prompt tokens, same usage");
@@ -1003,9 +1091,8 @@ async fn chat_completions_whole_and_streamed_agree_with_the_same_usage() {
     server.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_bench_load_client_measures_the_server_end_to_end() {
-    let server = start().await;
+async fn the_bench_load_client_measures_the_server_end_to_end(fixture: Fixture) {
+    let server = start(fixture).await;
     let config = bench::load::LoadConfig {
         base_url: server.url.clone(),
         model: MODEL.into(),
@@ -1030,7 +1117,7 @@ async fn the_bench_load_client_measures_the_server_end_to_end() {
         assert!(r.ttft_ms > 0.0 && r.e2el_ms >= r.ttft_ms);
     }
     for r in &outcome.records {
-        let t = r.server_timings.expect("gpt2 serve reports its timings");
+        let t = r.server_timings.expect("the server reports its timings");
         assert!(
             t.queue_ms >= 0.0 && t.prefill_ms > 0.0 && t.decode_ms > 0.0,
             "{t:?}"
@@ -1049,7 +1136,7 @@ async fn the_bench_load_client_measures_the_server_end_to_end() {
     let breakdown = metrics
         .ttft_breakdown
         .as_ref()
-        .expect("a breakdown against gpt2 serve");
+        .expect("a breakdown against this server");
     assert_eq!(breakdown.requests, 12);
     assert!(breakdown.rest_ms.as_ref().unwrap().min >= 0.0);
     assert!(bench::report::table(&run).contains("TTFT = queue + prefill + rest"));
@@ -1073,3 +1160,73 @@ async fn the_bench_load_client_measures_the_server_end_to_end() {
     }
     server.stop().await;
 }
+
+/// A template that refuses a conversation (`raise_exception`) makes it a 400 naming `messages`,
+/// with the template's own words; the transcript takes any role.
+async fn a_conversation_the_template_refuses_is_a_400_with_its_words(fixture: Fixture) {
+    let server = start(fixture).await;
+    let body = json!({"model": MODEL, "max_tokens": 2, "ignore_eos": true,
+        "messages": [{"role": "tool", "content": "42"}, {"role": "user", "content": "and?"}]});
+    let response = post_to(&server.url, "/v1/chat/completions", body.to_string()).await;
+    let status = response.status();
+    let reply: Value = response.json().await.unwrap();
+    match fixture {
+        Fixture::Qwen3 => {
+            assert_eq!(status, 400, "{reply}");
+            assert_eq!(reply["error"]["param"], "messages");
+            assert_eq!(
+                reply["error"]["message"],
+                "this model takes system, user and assistant messages only"
+            );
+        }
+        _ => assert_eq!(status, 200, "{reply}"),
+    }
+    server.stop().await;
+}
+
+/// Every test above, once per model.
+macro_rules! on_every_model {
+    (async: [$($async_test:ident),* $(,)?], sync: [$($sync_test:ident),* $(,)?]) => {
+        on_every_model!(@model gpt2_tiny, Fixture::Gpt2, [$($async_test),*], [$($sync_test),*]);
+        on_every_model!(@model tiny_llama, Fixture::Llama, [$($async_test),*], [$($sync_test),*]);
+        on_every_model!(@model tiny_qwen3, Fixture::Qwen3, [$($async_test),*], [$($sync_test),*]);
+    };
+    (@model $module:ident, $fixture:expr, [$($async_test:ident),*], [$($sync_test:ident),*]) => {
+        mod $module {
+            use super::Fixture;
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $async_test() {
+                    super::$async_test($fixture).await
+                }
+            )*
+            $(
+                #[test]
+                fn $sync_test() {
+                    super::$sync_test($fixture)
+                }
+            )*
+        }
+    };
+}
+
+on_every_model!(
+    async: [
+        models_and_health,
+        whole_and_streamed_completions_agree,
+        every_invalid_request_is_a_400_naming_its_parameter,
+        no_body_can_panic_the_server,
+        full_queue_answers_503_with_retry_after_then_recovers,
+        waiting_requests_join_up_to_the_batch_size,
+        shutdown_finishes_the_stream_in_flight_then_stops,
+        sixty_four_clients_some_leaving_leave_the_server_healthy,
+        chat_completions_whole_and_streamed_agree_with_the_same_usage,
+        the_bench_load_client_measures_the_server_end_to_end,
+        a_conversation_the_template_refuses_is_a_400_with_its_words,
+    ],
+    sync: [
+        requests_joining_a_running_batch_get_exactly_their_solo_tokens,
+        prompts_longer_than_a_chunk_are_prefilled_beside_the_decoding_ones_and_get_their_solo_tokens,
+        a_cancelled_request_frees_its_slot_at_the_next_step,
+    ]
+);

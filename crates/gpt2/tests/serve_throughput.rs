@@ -10,11 +10,10 @@
 //! and then all of the other, keeps a drift in the machine's load from posing as a
 //! difference between them. Prints each round and the A/B verdict on output tokens/s.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use gpt2::serve::{EngineOptions, Server};
 use gpt2::{DeviceChoice, Flow, Request, Sampling};
+use serving::{EngineOptions, Server};
 
 const BATCH: usize = 16;
 const OUTPUT: usize = 32;
@@ -33,13 +32,13 @@ fn server_throughput_against_in_process_batch_16() {
     };
     let loaded = args.load().unwrap();
     let tokenizer = loaded.tokenizer.unwrap();
-    let model = Arc::new(loaded.model);
+    let model = loaded.model;
     let prompt_ids = tokenizer.encode(PROMPT).unwrap();
     let cfg = model.config().clone();
 
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    let served_model = model.clone();
-    let served_tokenizer = tokenizer;
+    // The server loads its own copy, on its model thread.
+    let served_args = args.clone();
     // A full batch never waits; the long wait only guarantees that each round's 16 requests,
     // sent together, join in one prefill even on a busy machine.
     let options = EngineOptions {
@@ -47,7 +46,7 @@ fn server_throughput_against_in_process_batch_16() {
         ..EngineOptions::new(BATCH, 256)
     };
     let server = Server::start(
-        Box::new(move || Ok((served_model, served_tokenizer))),
+        Box::new(move || gpt2::serve::served_model(&served_args, "test")),
         "synthetic".into(),
         options,
         None,

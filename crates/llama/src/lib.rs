@@ -13,6 +13,7 @@
 //! ```
 
 pub mod config;
+pub mod generate;
 pub mod gguf;
 pub mod model;
 pub mod rope;

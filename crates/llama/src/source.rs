@@ -1,6 +1,6 @@
 //! Where a `--model` value points: a checkpoint directory, a Hugging Face Hub repository
-//! (fetched into the standard HF cache, or read from it offline), or a synthetic checkpoint
-//! with a real model's shapes. Before any weight is read or downloaded, a Llama-family
+//! (fetched into the standard HF cache, or read from it offline, by the engine's one loader,
+//! [`engine::loader`]), or a synthetic checkpoint with a real model's shapes. Before any weight is read or downloaded, a Llama-family
 //! checkpoint's size is held against the memory this machine has free. A checkpoint of another
 //! model type is found and fetched the same way; what runs it checks its size.
 
@@ -8,7 +8,6 @@ use std::path::{Path, PathBuf};
 
 use candle_core::DType;
 use engine::{Error, Result};
-use hf_hub::{Repo, RepoType};
 
 use crate::config::Config;
 use crate::synthetic::{Shape, SHAPES, SMOLLM2_135M};
@@ -23,15 +22,8 @@ pub enum Source {
     Synthetic(Shape),
 }
 
-/// A checkpoint directory ready for [`crate::weights::load`].
-#[derive(Debug, Clone)]
-pub struct Checkpoint {
-    pub dir: PathBuf,
-    /// What the learner asked for (a repository id, a folder, `synthetic-…`).
-    pub name: String,
-    /// Seeded random weights: real timings, meaningless outputs.
-    pub synthetic: bool,
-}
+/// A checkpoint directory ready for [`crate::weights::load`] (the engine loader's).
+pub use engine::loader::Checkpoint;
 
 impl Source {
     /// Reads `--model`: an existing directory, `synthetic-NAME`, or a Hub repository id
@@ -57,20 +49,16 @@ impl Source {
                     ))
                 });
         }
-        if arg.ends_with(".gguf") {
-            return Err(Error::Input(format!(
-                "--model {arg}: a GGUF file; this engine reads safetensors checkpoints (a Hub repository id or a folder with \
-                 config.json and model.safetensors); GGUF files run in the second tier (the traced-models crate, exercise 8)"
-            )));
-        }
-        let parts: Vec<&str> = arg.split('/').collect();
-        if parts.len() == 2
-            && parts
-                .iter()
-                .all(|p| !p.is_empty() && !p.contains(char::is_whitespace))
-            && !arg.starts_with('.')
-        {
-            return Ok(Source::Hub(arg.to_string()));
+        match engine::loader::Source::parse_path_or_repo(arg) {
+            Some(engine::loader::Source::Hub { repo, .. }) => return Ok(Source::Hub(repo)),
+            Some(engine::loader::Source::Gguf(path)) => {
+                return Err(Error::Input(format!(
+                    "--model {}: a GGUF file; this engine reads safetensors checkpoints (a Hub repository id or a folder with \
+                     config.json and model.safetensors); GGUF files run in the second tier (the traced-models crate, exercise 8)",
+                    path.display()
+                )))
+            }
+            _ => {}
         }
         Err(Error::Input(format!(
             "--model {arg}: not a directory, a Hub repository id (owner/name, e.g. {DEFAULT_MODEL}) or synthetic-{}",
@@ -79,33 +67,36 @@ impl Source {
     }
 }
 
-/// Finds or fetches `source`'s checkpoint. `dtype` is the type the weights will be held in, for
-/// the memory check. `notice` gets the one line said when the default model cannot be reached and
-/// the synthetic one with its shapes stands in.
+/// Finds or fetches `source`'s checkpoint with the engine's loader
+/// ([`engine::loader::resolve_hub`]). `dtype` is the type the weights will be held in, for the
+/// memory check (made from config.json, before any weight is read or downloaded). `notice` gets
+/// the one line said when the default model cannot be reached and the synthetic one with its
+/// shapes stands in.
 pub fn resolve(source: &Source, dtype: DType, notice: &mut dyn FnMut(&str)) -> Result<Checkpoint> {
     match source {
         Source::Dir(dir) => {
             check_memory(dir, dtype)?;
-            Ok(Checkpoint { dir: dir.clone(), name: dir.display().to_string(), synthetic: false })
+            Ok(Checkpoint {
+                dir: dir.clone(),
+                name: dir.display().to_string(),
+                synthetic: false,
+            })
         }
         Source::Synthetic(shape) => synthetic(shape, dtype),
-        Source::Hub(repo) => match from_hub(repo, dtype) {
-            Ok(dir) => Ok(Checkpoint { dir, name: repo.clone(), synthetic: false }),
-            Err(HubError::Refused(e)) => Err(e),
-            Err(HubError::Unreachable(why)) if repo == DEFAULT_MODEL => {
-                notice(&format!(
-                    "note: cannot get {repo} from the Hugging Face Hub ({why}) and it is not cached; using synthetic-{} \
-                     (its shapes, seeded random weights) instead: timings are real, outputs are not",
+        Source::Hub(repo) => {
+            let stand_in = || synthetic(&SMOLLM2_135M, dtype);
+            let check = |config: &Path| check_config_memory(config, dtype, repo);
+            let family = engine::loader::Family {
+                default_repo: DEFAULT_MODEL,
+                stand_in: &format!(
+                    "synthetic-{} (its shapes, seeded random weights)",
                     SMOLLM2_135M.name
-                ));
-                synthetic(&SMOLLM2_135M, dtype)
-            }
-            Err(HubError::Unreachable(why)) => Err(Error::Input(format!(
-                "cannot get {repo} from the Hugging Face Hub ({why}) and it is not cached; on a machine that can reach the Hub, \
-                 run this once (it fills the cache), or download the repository's config.json and *.safetensors into a folder \
-                 and pass --model FOLDER"
-            ))),
-        },
+                ),
+                synthetic: &stand_in,
+                check_config: &check,
+            };
+            engine::loader::resolve_hub(repo, None, &family, notice)
+        }
     }
 }
 
@@ -117,58 +108,6 @@ fn synthetic(shape: &Shape, dtype: DType) -> Result<Checkpoint> {
         name: format!("synthetic-{}", shape.name),
         synthetic: true,
     })
-}
-
-enum HubError {
-    /// The Hub or the cache answered, and the checkpoint cannot be used.
-    Refused(Error),
-    /// Neither the Hub nor the cache has it.
-    Unreachable(String),
-}
-
-/// The repository's config.json, then (if the model fits) its weights: `model.safetensors`, or
-/// the index and every shard it names. From the HF cache when there, else downloaded with a
-/// progress bar; `HF_HUB_OFFLINE=1` never touches the network. Returns the snapshot folder.
-fn from_hub(repo: &str, dtype: DType) -> std::result::Result<PathBuf, HubError> {
-    let hub_repo = Repo::new(repo.to_string(), RepoType::Model);
-    let cache = hf_hub::Cache::from_env().repo(hub_repo.clone());
-    let offline = std::env::var("HF_HUB_OFFLINE")
-        .is_ok_and(|v| matches!(v.as_str(), "1" | "true" | "TRUE" | "yes"));
-    let api = match offline {
-        true => None,
-        false => Some(
-            hf_hub::api::sync::ApiBuilder::from_env()
-                .with_progress(true)
-                .build()
-                .map_err(|e| HubError::Unreachable(e.to_string()))?
-                .repo(hub_repo),
-        ),
-    };
-    let get = |file: &str| -> std::result::Result<PathBuf, String> {
-        if let Some(path) = cache.get(file) {
-            return Ok(path);
-        }
-        match &api {
-            None => Err("HF_HUB_OFFLINE is set".into()),
-            Some(api) => api.get(file).map_err(|e| e.to_string()),
-        }
-    };
-    let config_path = get("config.json").map_err(HubError::Unreachable)?;
-    check_config_memory(&config_path, dtype, repo).map_err(HubError::Refused)?;
-    if get("model.safetensors").is_err() {
-        let index = get("model.safetensors.index.json").map_err(|why| {
-            HubError::Unreachable(format!(
-                "no model.safetensors nor an index of shards: {why}"
-            ))
-        })?;
-        for shard in engine::checkpoint::shard_names(&index).map_err(HubError::Refused)? {
-            get(&shard).map_err(|why| HubError::Unreachable(format!("{shard}: {why}")))?;
-        }
-    }
-    Ok(config_path
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_default())
 }
 
 /// A directory's checkpoint against this machine's free memory, from its config.json.

@@ -1,7 +1,9 @@
 //! Seeded random checkpoints with a real model's shapes: every timing is real, the outputs are
-//! not. Written as a Hub-style directory (`config.json` in transformers' field names and
-//! `model.safetensors` with the Hub's tensor names), so the same loader reads them, and
-//! llama.cpp's converter turns them into a GGUF of the same weights.
+//! not. Written as a Hub-style directory (`config.json` in transformers' field names,
+//! `model.safetensors` with the Hub's tensor names, and a `tokenizer.json` of the model's
+//! vocabulary size whose last id is the end token), so the same loader reads them, a server can
+//! turn text into their ids, and llama.cpp's converter turns them into a GGUF of the same
+//! weights.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -12,8 +14,12 @@ use rand::{Rng, SeedableRng};
 
 /// The same weights on every machine.
 const SEED: u64 = 2023;
-/// Bump when the contents change, so stale caches are not reused.
-const VERSION: u32 = 1;
+/// Bump when the contents change, so stale caches are not reused (2: the tokenizer, and the
+/// end token moved to the vocabulary's last id).
+const VERSION: u32 = 2;
+
+/// The synthetic tokenizer's one special token, the last id: beginning and end of text.
+pub const END_TOKEN: &str = "<|endoftext|>";
 
 /// A synthetic checkpoint's shape.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -76,8 +82,8 @@ impl Shape {
             "rope_theta": self.rope_theta,
             "hidden_act": "silu",
             "tie_word_embeddings": true,
-            "bos_token_id": 0,
-            "eos_token_id": 0,
+            "bos_token_id": self.vocab_size - 1,
+            "eos_token_id": self.vocab_size - 1,
             "torch_dtype": "float32",
         })
     }
@@ -123,26 +129,42 @@ impl Shape {
 
     /// Writes the checkpoint into `dir` in one step (a crash leaves nothing half-written).
     pub fn write(&self, dir: &Path) -> Result<()> {
-        engine::write_dir_atomically(dir, |tmp| {
-            let config = tmp.join("config.json");
-            let json = serde_json::to_string_pretty(&self.config_json())
-                .map_err(|e| Error::Input(e.to_string()))?;
-            std::fs::write(&config, json).map_err(|e| Error::io(&config, e))?;
-            let weights = tmp.join("model.safetensors");
-            candle_core::safetensors::save(&self.weights()?, &weights).map_err(|e| Error::Weights {
-                path: weights.clone(),
-                message: e.to_string(),
-            })
-        })
+        engine::write_dir_atomically(dir, |tmp| self.write_into(tmp))
+    }
+
+    /// The checkpoint's files, written into the empty folder `tmp`.
+    fn write_into(&self, tmp: &Path) -> Result<()> {
+        let config = tmp.join("config.json");
+        let json = serde_json::to_string_pretty(&self.config_json())
+            .map_err(|e| Error::Input(e.to_string()))?;
+        std::fs::write(&config, json).map_err(|e| Error::io(&config, e))?;
+        let weights = tmp.join("model.safetensors");
+        candle_core::safetensors::save(&self.weights()?, &weights).map_err(|e| Error::Weights {
+            path: weights.clone(),
+            message: e.to_string(),
+        })?;
+        self.write_tokenizer(tmp)
+    }
+
+    /// A byte-level BPE `tokenizer.json` with exactly this shape's vocabulary, [`END_TOKEN`]
+    /// last, and a `tokenizer_config.json` naming it (no chat template: a server says so and
+    /// uses its built-in transcript).
+    pub fn write_tokenizer(&self, dir: &Path) -> Result<()> {
+        engine::tokenizer::write_synthetic(
+            &dir.join("tokenizer.json"),
+            self.vocab_size,
+            SEED,
+            END_TOKEN,
+        )?;
+        let config = dir.join("tokenizer_config.json");
+        let json = serde_json::json!({ "bos_token": END_TOKEN, "eos_token": END_TOKEN });
+        std::fs::write(&config, json.to_string()).map_err(|e| Error::io(&config, e))
     }
 
     /// The checkpoint in the course's cache, written on first use.
     pub fn cached(&self) -> Result<PathBuf> {
-        let dir = engine::cache_dir().join(format!("synthetic-v{VERSION}-{}", self.name));
-        if !dir.join("model.safetensors").is_file() {
-            self.write(&dir)?;
-        }
-        Ok(dir)
+        let name = format!("synthetic-v{VERSION}-{}", self.name);
+        engine::loader::synthetic_dir(&name, |tmp| self.write_into(tmp))
     }
 }
 

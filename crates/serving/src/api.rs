@@ -114,11 +114,13 @@ impl IntoResponse for ApiError {
     }
 }
 
-/// The prompt as sent: text to tokenize, or token ids.
+/// The prompt as sent: text to tokenize, token ids, or chat messages (rendered into text by
+/// the server's [`crate::chat::ChatFormat`]).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Prompt {
     Text(String),
     Tokens(Vec<u32>),
+    Chat(Vec<Message>),
 }
 
 /// Which OpenAI endpoint a body was sent to: the fields differ a little.
@@ -126,12 +128,12 @@ pub enum Prompt {
 pub enum Endpoint {
     /// `POST /v1/completions`: a `prompt`.
     Completions,
-    /// `POST /v1/chat/completions`: `messages`, rendered with [`render_chat`].
+    /// `POST /v1/chat/completions`: `messages`, rendered by the server's chat format.
     Chat,
 }
 
 /// A checked `POST /v1/completions` or `/v1/chat/completions` body (the fields this server
-/// acts on). A chat body's messages arrive here already rendered as a text prompt.
+/// acts on). A chat body's messages are [`Prompt::Chat`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct CompletionParams {
     pub model: String,
@@ -288,7 +290,7 @@ fn parse_request(
                 ))
             }
         },
-        Endpoint::Chat => Prompt::Text(render_chat(&parse_messages(field(&body, "messages"))?)),
+        Endpoint::Chat => Prompt::Chat(parse_messages(field(&body, "messages"))?),
     };
 
     // Chat's newer name wins over the older one it replaces.
@@ -368,7 +370,7 @@ fn parse_request(
         if field(&body, param).is_some_and(|v| !empty(v)) {
             return Err(ApiError::invalid(
                 param,
-                format!("`{param}` is not supported by gpt2 serve; leave it out"),
+                format!("`{param}` is not supported by this server; leave it out"),
             ));
         }
     }
@@ -379,7 +381,7 @@ fn parse_request(
     if bool_field(&body, refused_flag)? {
         return Err(ApiError::invalid(
             refused_flag,
-            format!("`{refused_flag}` is not supported by gpt2 serve; leave it out"),
+            format!("`{refused_flag}` is not supported by this server; leave it out"),
         ));
     }
 
@@ -478,34 +480,12 @@ fn parse_messages(messages: Option<&Value>) -> Result<Vec<Message>, ApiError> {
         .collect()
 }
 
-/// The chat template. GPT-2 was not trained on chats and has no template of its own, so
-/// messages are rendered as a plain transcript, one line per message with its role
-/// capitalised, and a last line that cues the reply:
-///
-/// ```text
-/// System: You are terse.
-/// User: Hello
-/// Assistant:
-/// ```
-pub fn render_chat(messages: &[Message]) -> String {
-    let mut text = String::new();
-    for m in messages {
-        let mut role = m.role.clone();
-        if let Some(first) = role.get_mut(0..1) {
-            first.make_ascii_uppercase();
-        }
-        text.push_str(&format!("{role}: {}\n", m.content));
-    }
-    text.push_str("Assistant:");
-    text
-}
-
 fn parse_array_prompt(items: &[Value]) -> Result<Prompt, ApiError> {
     match items {
         [] => Err(ApiError::invalid("prompt", "`prompt` is empty")),
         [Value::String(s)] if !s.is_empty() => Ok(Prompt::Text(s.clone())),
         [Value::String(_), ..] => {
-            Err(ApiError::invalid("prompt", "send one prompt per request (an array of several strings is a batch, which gpt2 serve does not take)"))
+            Err(ApiError::invalid("prompt", "send one prompt per request (an array of several strings is a batch, which this server does not take)"))
         }
         ids => ids
             .iter()
@@ -638,9 +618,13 @@ mod tests {
             "m",
         )
         .unwrap();
+        let said = |role: &str, content: &str| Message {
+            role: role.into(),
+            content: content.into(),
+        };
         assert_eq!(
             p.prompt,
-            Prompt::Text("System: Be brief.\nUser: Hi there\nAssistant:".into())
+            Prompt::Chat(vec![said("system", "Be brief."), said("user", "Hi there")])
         );
         assert_eq!(p.max_tokens, 5, "max_completion_tokens wins");
         assert_eq!(parse_chat(br#"{"model": "m", "messages": [{"role": "user", "content": "x"}], "max_tokens": 3}"#, "m").unwrap().max_tokens, 3);

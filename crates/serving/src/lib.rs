@@ -1,7 +1,16 @@
-//! `gpt2 serve`: an OpenAI-compatible completions server with continuous batching.
+//! The course's OpenAI-compatible server with continuous batching, for any model the engine
+//! runs: whatever implements [`engine::CausalLm`], with its tokenizer
+//! ([`engine::tokenizer::Tokenizer`]), its limits and its chat template ([`ServedModel`]).
+//!
+//! Where it sits: this crate depends on `engine` only, never on a model family, so the
+//! families can use it and it can serve them all without a cycle. `gpt2 serve` (the `gpt2`
+//! crate's `serve` feature) loads GPT-2 and calls [`run`]; the `serve` command (the `serve`
+//! package, which depends on `gpt2`, `llama` and this crate) reads `--model`, picks the family
+//! from the checkpoint's `config.json`, and calls the same [`run`].
 //!
 //! ```text
 //! gpt2 serve --model synthetic --max-batch-size 8          # http://127.0.0.1:8000
+//! cargo run -p serve -- --model HuggingFaceTB/SmolLM2-135M
 //! curl -N http://127.0.0.1:8000/v1/completions -H 'content-type: application/json' \
 //!      -d '{"model": "synthetic", "prompt": "Hello", "max_tokens": 16, "stream": true}'
 //! ```
@@ -10,9 +19,9 @@
 //!   in a last chunk with `stream_options.include_usage`. vLLM's `ignore_eos` and `top_k` are
 //!   accepted too, so benchmarks can fix the output length.
 //! - `POST /v1/chat/completions`: the same, streamed or whole, with the same `usage`; the
-//!   messages are rendered as a plain transcript ([`api::render_chat`]: GPT-2 has no chat
-//!   template), so clients that default to chat (GuideLLM, AIPerf, `openai`'s
-//!   `chat.completions`) work unconfigured.
+//!   messages become a prompt through the checkpoint's chat template, or, for a checkpoint
+//!   without one (GPT-2), a plain transcript ([`chat`]), so clients that default to chat
+//!   (GuideLLM, AIPerf, `openai`'s `chat.completions`) work unconfigured.
 //! - `GET /v1/models`, `GET /health`.
 //! - One thread owns the model ([`engine`]) and batches continuously: waiting requests join
 //!   the running batch at the next forward pass, up to `--max-batch-size` sequences at once,
@@ -27,25 +36,24 @@
 //! - SIGINT / SIGTERM: stop accepting connections, finish every request already accepted, exit.
 
 pub mod api;
-pub mod engine;
+pub mod chat;
 pub mod routes;
+pub mod scheduler;
 
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use axum::serve::ListenerExt;
 
-use crate::cli::ModelArgs;
-pub use engine::{EngineOptions, Loader, StepHook, StepTrace, Timings};
+pub use scheduler::{EngineOptions, Loader, ServedModel, StepHook, StepTrace, Timings};
 
+/// The server's flags, whichever command serves (`gpt2 serve`, `serve`): everything but the
+/// model's.
 #[derive(clap::Args, Debug, Clone)]
-pub struct ServeArgs {
-    #[command(flatten)]
-    pub model: ModelArgs,
-
+pub struct ServerArgs {
     /// Address to listen on. The default answers this machine only; 0.0.0.0 opens the server
     /// to the network (it has no authentication).
     #[arg(long, default_value = "127.0.0.1")]
@@ -74,7 +82,7 @@ pub struct ServeArgs {
     /// passes. Smaller bounds the decoding requests' inter-token latency tighter; larger gives a
     /// long prompt its first token sooner. With nothing decoding, every waiting prompt goes in
     /// one pass.
-    #[arg(long, default_value_t = engine::DEFAULT_PREFILL_CHUNK as u32, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = scheduler::DEFAULT_PREFILL_CHUNK as u32, value_parser = clap::value_parser!(u32).range(1..))]
     pub prefill_chunk: u32,
 
     /// Name clients must send as `model` [default: the --model value].
@@ -97,9 +105,15 @@ impl Server {
         options: EngineOptions,
         on_step: Option<StepHook>,
     ) -> Result<Server> {
-        let engine = engine::Engine::start(load, options, on_step)?;
-        let state = Arc::new(routes::AppState::new(engine, served_model));
+        let mut engine = scheduler::Engine::start(load, options, on_step)?;
+        let chat = chat::ChatFormat::new(engine.chat_template.take())?;
+        let state = Arc::new(routes::AppState::new(engine, served_model, chat));
         Ok(Server { state })
+    }
+
+    /// How this server turns chat messages into a prompt.
+    pub fn chat(&self) -> &chat::ChatFormat {
+        &self.state.chat
     }
 
     /// Serve on `listener` until `shutdown` resolves, then finish every accepted request
@@ -136,34 +150,20 @@ impl Server {
     }
 }
 
-/// `gpt2 serve`: load the model, listen, serve until SIGINT or SIGTERM.
-pub fn run(args: ServeArgs) -> Result<()> {
-    let served = args
-        .served_model_name
-        .clone()
-        .unwrap_or_else(|| args.model.model.clone());
+/// Load the model with `load` (on the model thread), listen as `args` says, and serve until
+/// SIGINT or SIGTERM. `program` names the command in what it prints (`gpt2 serve`, `serve`);
+/// `served` is the model name clients send.
+pub fn run(args: ServerArgs, program: &str, served: String, load: Loader) -> Result<()> {
+    let served = args.served_model_name.clone().unwrap_or(served);
     let options = EngineOptions {
         max_batch_size: usize::from(args.max_batch_size),
         queue_size: args.queue_size as usize,
         batch_wait: Duration::from_millis(args.batch_wait_ms),
         prefill_chunk: args.prefill_chunk as usize,
     };
-    let synthetic = Arc::new(std::sync::OnceLock::new());
-    let model_args = args.model.clone();
-    let noted = synthetic.clone();
-    let load: Loader = Box::new(move || {
-        let loaded = model_args.load()?;
-        let _ = noted.set(loaded.checkpoint.synthetic);
-        let Some(tokenizer) = loaded.tokenizer else {
-            bail!(
-                "{}: missing; `gpt2 serve` needs the checkpoint's tokenizer.json to turn prompts into \
-                 tokens and tokens into text (save it with `tokenizer.save_pretrained(dir)`)",
-                loaded.checkpoint.tokenizer_path().display()
-            );
-        };
-        Ok((Arc::new(loaded.model), tokenizer))
-    });
     let server = Server::start(load, served.clone(), options.clone(), None)?;
+    let synthetic = server.state.engine.synthetic;
+    say(format_args!("{program}: {}", server.chat().describe()));
 
     // The model thread does the heavy work; two I/O threads are plenty for HTTP.
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -178,16 +178,25 @@ pub fn run(args: ServeArgs) -> Result<()> {
         })?;
         let local: SocketAddr = listener.local_addr()?;
         say(format_args!(
-            "gpt2 serve: listening on http://{local}  (model \"{served}\", --max-batch-size {}, --queue-size {}){}",
+            "{program}: listening on http://{local}  (model \"{served}\", --max-batch-size {}, --queue-size {}){}",
             options.max_batch_size,
             options.queue_size,
-            if synthetic.get() == Some(&true) { "  [synthetic weights: real timings, meaningless text]" } else { "" }
+            if synthetic { "  [synthetic weights: real timings, meaningless text]" } else { "" }
         ));
         say(format_args!("  try: curl http://{local}/v1/models   stop: Ctrl-C"));
-        server.serve(listener, shutdown_signal()).await?;
-        say(format_args!("gpt2 serve: every accepted request finished; bye"));
+        server.serve(listener, shutdown_signal(program.to_string())).await?;
+        say(format_args!("{program}: every accepted request finished; bye"));
         Ok(())
     })
+}
+
+/// The error a loader gives for a checkpoint without `tokenizer.json`.
+pub fn no_tokenizer(dir: &std::path::Path, program: &str) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{}: missing; `{program}` needs the checkpoint's tokenizer.json to turn prompts into tokens and tokens into \
+         text (save it with `tokenizer.save_pretrained(dir)`, or download it from the model's Hub repository)",
+        dir.join("tokenizer.json").display()
+    )
 }
 
 /// One line for the person at the terminal. Unlike `eprintln!`, a closed stderr (`gpt2 serve |
@@ -199,7 +208,7 @@ fn say(line: std::fmt::Arguments) {
 }
 
 /// Resolves on the first SIGINT (Ctrl-C) or SIGTERM.
-async fn shutdown_signal() {
+async fn shutdown_signal(program: String) {
     let ctrl_c = async {
         if let Err(e) = tokio::signal::ctrl_c().await {
             tracing::error!("cannot listen for Ctrl-C: {e}");
@@ -225,13 +234,13 @@ async fn shutdown_signal() {
         _ = terminate => {},
     }
     say(format_args!(
-        "gpt2 serve: shutting down: no new connections; finishing the requests already accepted \
+        "{program}: shutting down: no new connections; finishing the requests already accepted \
          (Ctrl-C again to exit at once)"
     ));
-    tokio::spawn(async {
+    tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
             say(format_args!(
-                "gpt2 serve: second Ctrl-C: exiting without finishing the requests in flight"
+                "{program}: second Ctrl-C: exiting without finishing the requests in flight"
             ));
             std::process::exit(130);
         }

@@ -15,22 +15,25 @@ use futures_util::{stream, StreamExt};
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
-use super::api::{self, ApiError, CompletionParams, Endpoint, Prompt};
-use super::engine::{Engine, Job, JobEvent, Rejected, Timings};
-use crate::generate::{FinishReason, Request, Sampling};
-use crate::tokenizer::Tokenizer;
+use crate::api::{self, ApiError, CompletionParams, Endpoint, Prompt};
+use crate::chat::ChatFormat;
+use crate::scheduler::{Engine, Job, JobEvent, Rejected, Timings};
+use engine::generate::{FinishReason, Request, Sampling};
+use engine::tokenizer::Tokenizer;
 
 /// What every handler shares.
 pub struct AppState {
     pub engine: Engine,
     /// The one model name accepted in requests and listed by `/v1/models`.
     pub served_model: String,
+    /// How chat messages become a prompt.
+    pub chat: ChatFormat,
     pub created: u64,
     next_id: AtomicU64,
 }
 
 impl AppState {
-    pub fn new(engine: Engine, served_model: String) -> AppState {
+    pub fn new(engine: Engine, served_model: String, chat: ChatFormat) -> AppState {
         let created = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs())
@@ -38,6 +41,7 @@ impl AppState {
         AppState {
             engine,
             served_model,
+            chat,
             created,
             next_id: AtomicU64::new(0),
         }
@@ -80,7 +84,7 @@ async fn models(State(state): State<Arc<AppState>>) -> Json<Value> {
             "object": "model",
             "created": state.created,
             "owned_by": "gpt2-course",
-            "max_model_len": state.engine.config.n_positions,
+            "max_model_len": state.engine.limits.context,
         }],
     }))
 }
@@ -156,20 +160,28 @@ fn start_completion(
         Endpoint::Completions => "prompt",
         Endpoint::Chat => "messages",
     };
-    let prompt = match &params.prompt {
-        Prompt::Tokens(ids) => ids.clone(),
-        Prompt::Text(text) => state
+    let encode = |text: &str| {
+        state
             .tokenizer()
             .encode(text)
-            .map_err(|e| ApiError::invalid(param, format!("cannot tokenize the prompt: {e}")))?,
+            .map_err(|e| ApiError::invalid(param, format!("cannot tokenize the prompt: {e}")))
     };
-    let cfg = &state.engine.config;
+    let prompt = match &params.prompt {
+        Prompt::Tokens(ids) => ids.clone(),
+        Prompt::Text(text) => encode(text)?,
+        Prompt::Chat(messages) => encode(
+            &state
+                .chat
+                .render(messages)
+                .map_err(|why| ApiError::invalid("messages", why))?,
+        )?,
+    };
     api::check_lengths(
         &prompt,
         params.max_tokens,
         params.max_tokens_param,
-        cfg.vocab_size,
-        cfg.n_positions,
+        state.engine.vocab_size,
+        state.engine.limits.context,
     )?;
     let seed = params
         .seed

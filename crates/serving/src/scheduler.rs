@@ -9,7 +9,7 @@
 //!    pass's budget, it takes waiting requests in arrival order. So every request it admits
 //!    starts in the next pass, and its queue time ends there.
 //! 2. **Leave.** Requests whose client has gone away are stopped now, before the pass.
-//! 3. **One pass** ([`crate::generate::Batch::step`]): the next token of every decoding
+//! 3. **One pass** ([`engine::generate::Batch::step`]): the next token of every decoding
 //!    sequence and, in the same forward pass, up to `--prefill-chunk` prompt tokens of the
 //!    waiting ones, oldest first; a longer prompt is split over several passes (chunked
 //!    prefill), decoding going on at each. With nothing decoding, nobody waits on prompts,
@@ -41,13 +41,34 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use tokio::sync::mpsc;
 
-use crate::config::Config;
-use crate::generate::{Batch, Completion, FinishReason, Flow, Plan, Request, TokenEvent};
-use crate::model::Model;
-use crate::tokenizer::{TextStream, Tokenizer};
+use engine::generate::{Batch, Completion, FinishReason, Flow, Limits, Plan, Request, TokenEvent};
+use engine::loader::ChatTemplate;
+use engine::tokenizer::{TextStream, Tokenizer};
+use engine::CausalLm;
+
+/// A model ready to serve, whatever its family: what the scheduler needs of it.
+pub struct ServedModel {
+    pub model: Box<dyn CausalLm>,
+    pub tokenizer: Tokenizer,
+    /// Its context and end-of-sequence ids.
+    pub limits: Limits,
+    /// Its chat template, when its checkpoint has one.
+    pub chat_template: Option<ChatTemplate>,
+    /// Seeded random weights (the startup line says so).
+    pub synthetic: bool,
+}
 
 /// Builds the model and its tokenizer, on the model thread (see [`Engine::start`]).
-pub type Loader = Box<dyn FnOnce() -> anyhow::Result<(Arc<Model>, Tokenizer)> + Send>;
+pub type Loader = Box<dyn FnOnce() -> anyhow::Result<ServedModel> + Send>;
+
+/// What the HTTP side knows of the model, sent back once it is loaded.
+pub struct ModelInfo {
+    pub tokenizer: Arc<Tokenizer>,
+    pub limits: Limits,
+    pub vocab_size: usize,
+    pub chat_template: Option<ChatTemplate>,
+    pub synthetic: bool,
+}
 
 /// Called on the model thread before every forward pass, with what the pass will run.
 /// Tests use it to watch the batch and to hold the model thread at a known pass.
@@ -176,7 +197,11 @@ pub struct Engine {
     next_id: AtomicU64,
     pub options: EngineOptions,
     pub tokenizer: Arc<Tokenizer>,
-    pub config: Config,
+    pub limits: Limits,
+    pub vocab_size: usize,
+    /// The checkpoint's chat template, handed to the HTTP side once (see [`Engine::start`]).
+    pub chat_template: Option<ChatTemplate>,
+    pub synthetic: bool,
 }
 
 impl Engine {
@@ -193,25 +218,37 @@ impl Engine {
         on_step: Option<StepHook>,
     ) -> anyhow::Result<Engine> {
         let (queue, rx) = mpsc::channel(options.queue_size.max(1));
-        let (ready_tx, ready_rx) =
-            std::sync::mpsc::channel::<anyhow::Result<(Arc<Tokenizer>, Config)>>();
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<anyhow::Result<ModelInfo>>();
         let knobs = options.clone();
         let thread = std::thread::Builder::new()
-            .name("gpt2-model".into())
+            .name("model".into())
             .spawn(move || {
-                let (model, tokenizer) = match load() {
+                let served = match load() {
                     Ok(loaded) => loaded,
                     Err(e) => {
                         let _ = ready_tx.send(Err(e));
                         return;
                     }
                 };
+                let ServedModel {
+                    model,
+                    tokenizer,
+                    limits,
+                    chat_template,
+                    synthetic,
+                } = served;
                 let tokenizer = Arc::new(tokenizer);
-                let _ = ready_tx.send(Ok((tokenizer.clone(), model.config().clone())));
-                Scheduler::new(&model, &tokenizer, knobs, on_step).run(rx);
+                let _ = ready_tx.send(Ok(ModelInfo {
+                    tokenizer: tokenizer.clone(),
+                    limits: limits.clone(),
+                    vocab_size: model.vocab_size(),
+                    chat_template,
+                    synthetic,
+                }));
+                Scheduler::new(model.as_ref(), &limits, &tokenizer, knobs, on_step).run(rx);
             })
             .context("cannot start the model thread")?;
-        let (tokenizer, config) = match ready_rx.recv() {
+        let info = match ready_rx.recv() {
             Ok(ready) => ready?,
             Err(_) => {
                 let _ = thread.join();
@@ -223,8 +260,11 @@ impl Engine {
             thread: Some(thread),
             next_id: AtomicU64::new(0),
             options,
-            tokenizer,
-            config,
+            tokenizer: info.tokenizer,
+            limits: info.limits,
+            vocab_size: info.vocab_size,
+            chat_template: info.chat_template,
+            synthetic: info.synthetic,
         })
     }
 
@@ -268,7 +308,8 @@ struct Live<'t> {
 }
 
 struct Scheduler<'m> {
-    model: &'m Model,
+    model: &'m dyn CausalLm,
+    limits: &'m Limits,
     tokenizer: &'m Tokenizer,
     options: EngineOptions,
     on_step: Option<StepHook>,
@@ -281,13 +322,15 @@ struct Scheduler<'m> {
 
 impl<'m> Scheduler<'m> {
     fn new(
-        model: &'m Model,
+        model: &'m dyn CausalLm,
+        limits: &'m Limits,
         tokenizer: &'m Tokenizer,
         options: EngineOptions,
         on_step: Option<StepHook>,
     ) -> Self {
         Scheduler {
             model,
+            limits,
             tokenizer,
             options,
             on_step,
@@ -376,7 +419,10 @@ impl<'m> Scheduler<'m> {
                 },
             );
             // One at a time, so that a request the batch refuses fails alone.
-            match self.batch.admit(self.model, vec![(id as usize, request)]) {
+            match self
+                .batch
+                .admit(self.model, self.limits, vec![(id as usize, request)])
+            {
                 Ok(done) => self.finish(done),
                 Err(e) => self.fail(&[id], &e.into()),
             }
@@ -409,7 +455,9 @@ impl<'m> Scheduler<'m> {
         let live = &mut self.live;
         let result = self
             .batch
-            .step(self.model, budget, &mut |event| on_token(live, event));
+            .step(self.model, self.limits, budget, &mut |event| {
+                on_token(live, event)
+            });
         match result {
             Ok(done) => self.finish(done),
             Err(e) => {

@@ -1,0 +1,152 @@
+//! `serve`: any model the course's engine runs behind its OpenAI-compatible server.
+//!
+//! ```text
+//! cargo run -p serve -- --model HuggingFaceTB/SmolLM2-135M      # a Hub repository
+//! cargo run -p serve -- --model path/to/checkpoint              # a folder
+//! cargo run -p serve -- --model gpt2                            # GPT-2 small (as `gpt2 serve`)
+//! cargo run -p serve -- --model synthetic-smollm2-135m          # SmolLM2's shapes, random weights
+//! ```
+//!
+//! The family comes from the checkpoint's `config.json` (`model_type`): GPT-2, or one of the
+//! Llama family the engine implements (Llama 2/3, SmolLM2, TinyLlama, Mistral, Qwen2, Qwen3).
+//! The tokenizer is the checkpoint's `tokenizer.json`; chats use its chat template
+//! (`tokenizer_config.json`), else a plain transcript, as the first line printed says.
+//!
+//! Why a package of its own: the server ([`serving`]) depends on the engine only and serves
+//! any [`engine::CausalLm`]; `gpt2` depends on it for `gpt2 serve`; this package depends on
+//! `gpt2`, `llama` and `serving` to pick the family, so no package points back up.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::Parser;
+use engine::loader::Source;
+use engine::run_args::RunArgs;
+
+const PROGRAM: &str = "serve";
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "serve",
+    version,
+    about = "Serve any model the course's engine runs (GPT-2, the Llama family) with an OpenAI-compatible API \
+             (/v1/completions, /v1/chat/completions, /v1/models, /health) and continuous batching"
+)]
+struct Args {
+    /// The checkpoint: a Hub repository id (owner/name, fetched into the Hugging Face cache, or
+    /// read from it offline), a folder with config.json, safetensors weights and tokenizer.json,
+    /// `gpt2` (GPT-2 small, as `gpt2 serve`), `synthetic` / `synthetic-tiny` (GPT-2's shapes) or
+    /// `synthetic-NAME` (a Llama-family shape: synthetic-smollm2-135m, synthetic-llama-tiny).
+    #[arg(long, value_name = "ID|DIR|gpt2|synthetic-NAME")]
+    model: String,
+
+    #[command(flatten)]
+    run: RunArgs,
+
+    #[command(flatten)]
+    server: serving::ServerArgs,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    match serve(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn serve(args: Args) -> Result<()> {
+    // Fetched (or found) before the model thread starts, so what the Hub says comes first.
+    let model = Family::of(&args.model, &args.run)?;
+    let run = args.run.clone();
+    let load: serving::Loader = Box::new(move || model.load(&run));
+    serving::run(args.server, PROGRAM, args.model.clone(), load)
+}
+
+/// Which family runs `--model`, with its checkpoint where it is already found.
+enum Family {
+    /// GPT-2, through `gpt2`'s own `--model` (its names, the pinned Hub revision, a folder).
+    Gpt2(String),
+    /// The Llama family, from a checkpoint folder.
+    Llama(llama::source::Checkpoint),
+}
+
+impl Family {
+    fn of(model: &str, run: &RunArgs) -> Result<Family> {
+        if matches!(
+            model,
+            "gpt2" | gpt2::weights::HUB_REPO | "synthetic" | "synthetic-tiny"
+        ) {
+            return Ok(Family::Gpt2(model.to_string()));
+        }
+        if let Some(Source::Gguf(path)) = Source::parse_path_or_repo(model) {
+            return Err(engine::loader::gguf_not_yet(&path).into());
+        }
+        let checkpoint = llama::source::resolve(
+            &llama::source::Source::parse(model)?,
+            run.dtype,
+            &mut |notice| eprintln!("{notice}"),
+        )?;
+        let config = checkpoint.dir.join("config.json");
+        if llama::config::family_of_file(&config)?.is_some() {
+            return Ok(Family::Llama(checkpoint));
+        }
+        if model_type(&config)?.as_deref() == Some("gpt2") {
+            return Ok(Family::Gpt2(checkpoint.dir.display().to_string()));
+        }
+        anyhow::bail!(
+            "{}: this model's type is neither GPT-2 nor one of the Llama family the engine runs (Llama, SmolLM2, Mistral, \
+             Qwen2, Qwen3); exercise 8 profiles other models through candle-transformers",
+            config.display()
+        )
+    }
+
+    fn load(self, run: &RunArgs) -> Result<serving::ServedModel> {
+        match self {
+            Family::Gpt2(model) => {
+                let args = gpt2::cli::ModelArgs {
+                    model,
+                    run: run.clone(),
+                };
+                gpt2::serve::served_model(&args, PROGRAM)
+            }
+            Family::Llama(checkpoint) => load_llama(&checkpoint, run),
+        }
+    }
+}
+
+/// A Llama-family checkpoint with its tokenizer, limits and chat template.
+fn load_llama(
+    checkpoint: &llama::source::Checkpoint,
+    run: &RunArgs,
+) -> Result<serving::ServedModel> {
+    let dir: &Path = &checkpoint.dir;
+    let tokenizer = engine::tokenizer::Tokenizer::from_dir(dir)?
+        .ok_or_else(|| serving::no_tokenizer(dir, PROGRAM))?;
+    let device = run.open_device()?;
+    let model = llama::weights::load(dir, &device, run.dtype, run.kernel_path()?)
+        .with_context(|| format!("cannot load {}", checkpoint.name))?;
+    Ok(serving::ServedModel {
+        limits: llama::generate::limits(model.config(), dir)?,
+        model: Box::new(model),
+        tokenizer,
+        chat_template: engine::loader::chat_template(dir)?,
+        synthetic: checkpoint.synthetic,
+    })
+}
+
+/// `model_type` of a config.json.
+fn model_type(config: &PathBuf) -> Result<Option<String>> {
+    let text = std::fs::read_to_string(config)
+        .with_context(|| format!("cannot read {}", config.display()))?;
+    let json: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("{}: not JSON", config.display()))?;
+    Ok(json
+        .get("model_type")
+        .and_then(|t| t.as_str())
+        .map(str::to_string))
+}
