@@ -13,6 +13,7 @@ use crate::load::{self, Bound, LoadConfig, Prompt, Traffic};
 use crate::metrics::Slo;
 use crate::plot;
 use crate::report::{self, Report, Run};
+use crate::scrape::{metrics_url, Scraper};
 use crate::sweep;
 
 /// Measure an OpenAI-compatible server under load, or compare two saved results.
@@ -114,6 +115,15 @@ pub struct BenchArgs {
     /// Per-request timeout in seconds.
     #[arg(long, default_value_t = 300.0)]
     pub timeout: f64,
+    /// Read the server's `GET /metrics` (Prometheus text) every --scrape-interval seconds during
+    /// the run and record its gauges in bench.json (requests running and waiting, KV cache in use,
+    /// tokens processed, resident memory; our names or vLLM's, see crates/bench/README.md). A
+    /// server without /metrics is recorded as such and the run goes on.
+    #[arg(long, conflicts_with_all = ["sweep", "compare"], help_heading = "Server metrics")]
+    pub scrape_metrics: bool,
+    /// Seconds between two scrapes of /metrics.
+    #[arg(long, default_value_t = 1.0, help_heading = "Server metrics")]
+    pub scrape_interval: f64,
     /// Bearer token, for servers that want one.
     #[arg(long, env = "OPENAI_API_KEY", hide_env_values = true)]
     pub api_key: Option<String>,
@@ -350,13 +360,29 @@ fn run_load(args: &BenchArgs) -> Result<ExitCode> {
             Traffic::ClosedLoop { concurrency } => format!("{concurrency} requests in flight"),
         }
     );
-    let outcome = runtime.block_on(load::run_replicates(&config, usize::from(args.replicates)))?;
-    let run = Run::from_load(
+    let scrape = scrape_settings(args)?;
+    let (outcome, server_metrics) = runtime.block_on(async {
+        let scraper = scrape
+            .clone()
+            .map(|(url, interval)| Scraper::start(url, interval));
+        let outcome = load::run_replicates(&config, usize::from(args.replicates)).await;
+        let metrics = match scraper {
+            Some(s) => Some(s.finish().await),
+            None => None,
+        };
+        (outcome, metrics)
+    });
+    let outcome = outcome?;
+    if let Some(m) = &server_metrics {
+        eprintln!("{}", scrape_summary(m));
+    }
+    let mut run = Run::from_load(
         args.label.clone().unwrap_or_else(|| config.default_label()),
         &config,
         &slo,
         outcome,
     )?;
+    run.server_metrics = server_metrics;
     print!("{}", report::table(&run));
     let failures: Vec<&str> = run
         .requests
@@ -385,4 +411,56 @@ fn run_load(args: &BenchArgs) -> Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// `--scrape-metrics`: the URL and the interval, or None without the flag.
+fn scrape_settings(args: &BenchArgs) -> Result<Option<(String, std::time::Duration)>> {
+    if !args.scrape_metrics {
+        return Ok(None);
+    }
+    if !(args.scrape_interval.is_finite() && args.scrape_interval >= 0.05) {
+        bail!(
+            "--scrape-interval must be at least 0.05 seconds; got {}",
+            args.scrape_interval
+        );
+    }
+    let url = metrics_url(&args.base_url).map_err(anyhow::Error::msg)?;
+    Ok(Some((
+        url,
+        std::time::Duration::from_secs_f64(args.scrape_interval),
+    )))
+}
+
+/// One line on what the scrape recorded, for the terminal.
+fn scrape_summary(m: &formats::bench::ServerMetrics) -> String {
+    use formats::bench::ScrapeStatus;
+    match m.status {
+        ScrapeStatus::Scraped => {
+            let peak = |f: fn(&formats::bench::MetricsSample) -> Option<f64>| {
+                m.samples
+                    .iter()
+                    .filter_map(f)
+                    .fold(None, |a: Option<f64>, x| Some(a.map_or(x, |a| a.max(x))))
+            };
+            let show = |v: Option<f64>| v.map_or("n/a".to_string(), |v| format!("{v}"));
+            format!(
+                "scraped {} ({} samples): peak running {}, peak waiting {}, peak KV-cache use {}",
+                m.url,
+                m.samples.len(),
+                show(peak(|s| s.requests_running)),
+                show(peak(|s| s.requests_waiting)),
+                peak(|s| s.kv_cache_usage)
+                    .map_or("n/a".to_string(), |u| format!("{:.1}%", 100.0 * u)),
+            )
+        }
+        ScrapeStatus::NotFound => format!(
+            "{} answered 404: the server has no /metrics (recorded in bench.json; the run is unaffected)",
+            m.url
+        ),
+        ScrapeStatus::Failed => format!(
+            "could not scrape {}: {} (recorded in bench.json; the run is unaffected)",
+            m.url,
+            m.error.as_deref().unwrap_or("no answer")
+        ),
+    }
 }

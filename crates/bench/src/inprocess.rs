@@ -98,6 +98,7 @@ where
         metrics: m,
         requests: records,
         repeat_tokens_per_s,
+        server_metrics: None,
     })
 }
 

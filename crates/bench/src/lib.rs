@@ -29,6 +29,7 @@ pub mod percentile;
 pub mod plot;
 pub mod report;
 pub mod run;
+pub mod scrape;
 pub mod server;
 pub mod stats;
 pub mod sweep;

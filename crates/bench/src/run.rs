@@ -2,6 +2,7 @@
 //! and the raw per-request samples a later `--compare` resamples.
 
 use anyhow::Result;
+use formats::bench::ServerMetrics;
 use serde::{Deserialize, Serialize};
 
 use crate::load::{LoadConfig, LoadOutcome, Traffic};
@@ -20,6 +21,9 @@ pub struct Run {
     /// In-process runs: output tokens/s of each timed repeat.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub repeat_tokens_per_s: Vec<f64>,
+    /// `--scrape-metrics`: the server's gauges over the run (crate::scrape).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_metrics: Option<ServerMetrics>,
 }
 
 impl Run {
@@ -45,6 +49,7 @@ impl Run {
             metrics,
             requests: outcome.records,
             repeat_tokens_per_s: vec![],
+            server_metrics: None,
         })
     }
 }

@@ -422,6 +422,7 @@ mod tests {
             metrics,
             requests,
             repeat_tokens_per_s: vec![],
+            server_metrics: None,
         }
     }
 

@@ -40,6 +40,7 @@ fn run(label: &str, ttft: f64, sigma: f64, n: usize, replicates: usize, seed: u6
         metrics: m,
         requests,
         repeat_tokens_per_s: vec![],
+        server_metrics: None,
     }
 }
 

@@ -353,7 +353,7 @@ fn cli_writes_bench_json_and_svg_then_compares() {
 
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out_a.join("bench.json")).unwrap()).unwrap();
-    assert_eq!(json["schema"], "bench-report/3");
+    assert_eq!(json["schema"], bench::report::SCHEMA);
     for key in [
         "cpu_model",
         "threads",
@@ -437,7 +437,11 @@ fn cli_refuses_a_missing_traffic_shape_and_bad_files() {
     );
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("bad.json");
-    std::fs::write(&bad, "{\"schema\": \"bench-report/3\",\n \"runs\": 3}").unwrap();
+    let text = format!(
+        "{{\"schema\": \"{}\",\n \"runs\": 3}}",
+        bench::report::SCHEMA
+    );
+    std::fs::write(&bad, text).unwrap();
     let err = cli::run(args(&[
         "--compare",
         bad.to_str().unwrap(),

@@ -28,6 +28,7 @@ fn run(label: &str, base: f64, spread: f64, shift: f64, n: usize) -> Run {
         metrics,
         requests,
         repeat_tokens_per_s: Vec::new(),
+        server_metrics: None,
     }
 }
 

@@ -58,7 +58,7 @@ fn json_like() -> impl Strategy<Value = String> {
         ":",
         "\"schema\"",
         "\"profiler-report/6\"",
-        "\"bench-report/3\"",
+        "\"bench-report/4\"",
         "\"rows\"",
         "\"device\"",
         "\"cuda\"",

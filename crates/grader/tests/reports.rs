@@ -133,7 +133,7 @@ fn malformed_files_name_file_line_and_column() {
             ),
             (
                 "exercise-2/results/bench.json",
-                "{\"schema\": \"bench-report/3\",\n \"runs\": [\n",
+                "{\"schema\": \"bench-report/4\",\n \"runs\": [\n",
             ),
             (
                 "exercise-3/results/report.json",

@@ -13,7 +13,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use axum::routing::{get, post};
 use axum::serve::ListenerExt;
 use axum::{Json, Router};
 use futures_util::{stream, StreamExt};
@@ -29,6 +29,9 @@ pub struct Behaviour {
     pub ignore_stream: bool,
     /// The only model name accepted.
     pub model: &'static str,
+    /// Serve `GET /metrics` with our server's names (otherwise it answers 404, as a server
+    /// without metrics does).
+    pub metrics: bool,
 }
 
 #[derive(Default)]
@@ -36,6 +39,7 @@ pub struct Counters {
     pub in_flight: AtomicUsize,
     pub max_in_flight: AtomicUsize,
     pub requests: AtomicUsize,
+    pub generated_tokens: AtomicUsize,
 }
 
 struct App {
@@ -63,6 +67,7 @@ async fn completions(State(app): State<Arc<App>>, Json(body): Json<Value>) -> Re
     c.max_in_flight.fetch_max(now, Ordering::SeqCst);
     let guard = InFlight(app.counters.clone());
     let n = body["max_tokens"].as_u64().unwrap_or(16) as usize;
+    c.generated_tokens.fetch_add(n, Ordering::SeqCst);
     let prompt_tokens = body["prompt"]
         .as_str()
         .map(|p| p.split_whitespace().count())
@@ -110,6 +115,28 @@ async fn completions(State(app): State<Arc<App>>, Json(body): Json<Value>) -> Re
     Sse::new(events).into_response()
 }
 
+/// `/metrics` in the OpenMetrics text `prometheus-client` writes, with our server's names: each
+/// request in flight holds 1000 bytes of an 8000-byte KV cache.
+async fn metrics(State(app): State<Arc<App>>) -> String {
+    let c = &app.counters;
+    let running = c.in_flight.load(Ordering::SeqCst);
+    let generated = c.generated_tokens.load(Ordering::SeqCst);
+    format!(
+        "# HELP course_requests_running Requests in the running batch.\n\
+         # TYPE course_requests_running gauge\ncourse_requests_running {running}\n\
+         # HELP course_requests_waiting Requests queued.\n\
+         # TYPE course_requests_waiting gauge\ncourse_requests_waiting 0\n\
+         # HELP course_kv_cache_used_bytes KV-cache bytes in use.\n\
+         # TYPE course_kv_cache_used_bytes gauge\ncourse_kv_cache_used_bytes {}\n\
+         # HELP course_kv_cache_capacity_bytes KV-cache budget.\n\
+         # TYPE course_kv_cache_capacity_bytes gauge\ncourse_kv_cache_capacity_bytes 8000\n\
+         # HELP course_generation_tokens Tokens generated.\n\
+         # TYPE course_generation_tokens counter\ncourse_generation_tokens_total {generated}\n\
+         # EOF\n",
+        running * 1000
+    )
+}
+
 /// Start the server on a free loopback port; returns its base URL and counters.
 pub async fn start(behaviour: Behaviour) -> (String, Arc<Counters>) {
     let counters = Arc::new(Counters::default());
@@ -117,9 +144,11 @@ pub async fn start(behaviour: Behaviour) -> (String, Arc<Counters>) {
         behaviour,
         counters: counters.clone(),
     });
-    let router = Router::new()
-        .route("/v1/completions", post(completions))
-        .with_state(app);
+    let mut router = Router::new().route("/v1/completions", post(completions));
+    if app.behaviour.metrics {
+        router = router.route("/metrics", get(metrics));
+    }
+    let router = router.with_state(app);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind loopback");

@@ -349,7 +349,7 @@ mod tests {
 
     fn bench(verdict: &str, low: f64, high: &str, better: &str) -> String {
         format!(
-            r#"{{"schema":"bench-report/3","environment":{{}},"runs":[{{"label":"batch-8","config":{{}},"metrics":{{"ttft_ms":{{"p50":10.0,"p90":12.5,"ci95_p90":{{"low":11.0,"high":null}}}}}}}}],
+            r#"{{"schema":"{SCHEMA}","environment":{{}},"runs":[{{"label":"batch-8","config":{{}},"metrics":{{"ttft_ms":{{"p50":10.0,"p90":12.5,"ci95_p90":{{"low":11.0,"high":null}}}}}}}}],
                "comparison":{{"metric":"output_tokens_per_s","ratio":{mid},"ci_low":{low},"ci_high":{high},"min_effect":0.05,"better":"{better}","verdict":"{verdict}","a":1,"b":2}}}}"#,
             mid = low * 1.1
         )
@@ -398,7 +398,7 @@ mod tests {
 
     #[test]
     fn an_older_schema_is_refused_with_what_changed() {
-        let old = bench("faster", 1.2, "1.4", "higher").replace("bench-report/3", "bench-report/2");
+        let old = bench("faster", 1.2, "1.4", "higher").replace(SCHEMA, "bench-report/2");
         let p = BenchReport::parse(&old, "bench.json").unwrap_err();
         assert!(format!("{p:?}").contains("four verdicts"), "{p:?}");
     }

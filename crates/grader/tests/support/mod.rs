@@ -175,7 +175,7 @@ pub fn fixture_top3(report: &str) -> Vec<(String, f64)> {
 
 pub fn bench_json(verdict: &str, ratio: f64, ci: (f64, f64), p90_ttft_ms: f64) -> String {
     serde_json::to_string_pretty(&serde_json::json!({
-        "schema": "bench-report/3",
+        "schema": "bench-report/4",
         "environment": {"os": "linux"},
         "runs": [{"label": "a", "config": {}, "metrics": {"completed": 64, "ttft_ms": {"p50": p90_ttft_ms * 0.7, "p90": p90_ttft_ms, "p99": p90_ttft_ms * 1.2}}}],
         "comparison": {"metric": "e2el_ms", "ratio": ratio, "ci_low": ci.0, "ci_high": ci.1, "min_effect": 0.05,
@@ -208,7 +208,7 @@ pub fn ex2_bench_json(comparisons: &[Ex2Comparison<'_>]) -> String {
         })
         .collect();
     serde_json::to_string_pretty(&serde_json::json!({
-        "schema": "bench-report/3",
+        "schema": "bench-report/4",
         "environment": {"os": "linux"},
         "runs": [run("batch-8 below", 300.0), run("batch-8 above", 900.0), run("batch-16 below", 280.0), run("batch-16 above", 700.0)],
         "comparisons": comparisons,
@@ -435,7 +435,7 @@ fn ex7_run_json_with(
     ci: (f64, f64),
 ) -> String {
     serde_json::to_string_pretty(&serde_json::json!({
-        "schema": "bench-report/3",
+        "schema": "bench-report/4",
         "environment": {"os": "linux"},
         "runs": [{"label": "rate", "config": config, "metrics": {"completed": 60,
                   "ttft_ms": {"median": median_ttft_ms, "p90": p90_ttft_ms, "p99": p90_ttft_ms * 1.2,
@@ -464,7 +464,7 @@ pub fn ex7_sweep_json(
         points.push(serde_json::json!({"rate": rate, "values_ms": [bound_ms * 2.0], "margin": 2.0, "holds": false}));
     }
     serde_json::to_string_pretty(&serde_json::json!({
-        "schema": "bench-report/3",
+        "schema": "bench-report/4",
         "environment": {"os": "linux"},
         "runs": [],
         "sweep": {"bounds": [{"metric": "ttft_ms", "percentile": 90.0, "bound_ms": bound_ms}],
