@@ -59,13 +59,13 @@ pub fn row_times_x(kernel: Kernel, ty: GgmlType, w: &[u8], act: &ActQ8, out: &mu
     {
         if kernel == Kernel::Avx512Vnni && has_avx512_vnni() {
             // SAFETY: the CPU has the features the kernel is compiled for (checked above); `w`
-            // holds whole blocks of `ty` for `act.k` values, as `x86::rows` reads.
-            unsafe { x86::rows::<true>(ty, w, act, out) };
+            // holds whole blocks of `ty` for `act.k` values, as `x86::rows_vnni` reads.
+            unsafe { x86::rows_vnni(ty, w, act, out) };
             return;
         }
         if kernel == Kernel::Avx2 && has_avx2() {
             // SAFETY: as above, AVX2, FMA and F16C.
-            unsafe { x86::rows::<false>(ty, w, act, out) };
+            unsafe { x86::rows_avx2(ty, w, act, out) };
             return;
         }
     }
@@ -129,6 +129,11 @@ mod x86 {
 
     use super::{ActQ8, GgmlType, ACT_BLOCK, MR};
 
+    /// The weight types as the kernels' const parameter (each copy decodes one type).
+    const Q8_0: u8 = 0;
+    const Q4_0: u8 = 1;
+    const Q1_0: u8 = 2;
+
     /// One f16 (its bits) as f32.
     #[inline]
     #[target_feature(enable = "avx2,f16c")]
@@ -142,16 +147,16 @@ mod x86 {
     /// `w` holds the row's blocks for at least `b + 1` activation blocks.
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn weights32(ty: GgmlType, w: *const u8, b: usize) -> (__m256i, f32) {
+    unsafe fn weights32<const T: u8>(w: *const u8, b: usize) -> (__m256i, f32) {
         // SAFETY (every block below): each read lies inside block `b`'s bytes (the caller's
         // promise); the loads are unaligned ones.
-        match ty {
-            GgmlType::Q8_0 => unsafe {
+        match T {
+            Q8_0 => unsafe {
                 let blk = w.add(b * 34);
                 let d = f16_to_f32(u16::from_le_bytes([*blk, *blk.add(1)]));
                 (_mm256_loadu_si256(blk.add(2) as *const __m256i), d)
             },
-            GgmlType::Q4_0 => unsafe {
+            Q4_0 => unsafe {
                 let blk = w.add(b * 18);
                 let d = f16_to_f32(u16::from_le_bytes([*blk, *blk.add(1)]));
                 let lo = _mm_loadu_si128(blk.add(2) as *const __m128i);
@@ -208,72 +213,86 @@ mod x86 {
         _mm_cvtss_f32(s)
     }
 
-    /// `out[r] = w · x_r` for every row of `act`, `MR` rows at a time.
-    ///
-    /// # Safety
-    /// The CPU has AVX2, FMA and F16C, and with `VNNI` AVX-512 F, BW, VL and VNNI; `w` holds the
-    /// row's whole blocks for `act.k` values.
-    #[target_feature(enable = "avx2,fma,f16c")]
-    pub unsafe fn rows<const VNNI: bool>(ty: GgmlType, w: &[u8], act: &ActQ8, out: &mut [f32]) {
-        let mut r = 0;
-        while r < act.m {
-            let rows = (act.m - r).min(MR);
-            // SAFETY: as this function's (the rows r..r + rows exist).
-            unsafe {
-                match (VNNI, rows) {
-                    (true, 4) => group::<true, 4>(ty, w, act, r, out),
-                    (true, 3) => group::<true, 3>(ty, w, act, r, out),
-                    (true, 2) => group::<true, 2>(ty, w, act, r, out),
-                    (true, _) => group::<true, 1>(ty, w, act, r, out),
-                    (false, 4) => group::<false, 4>(ty, w, act, r, out),
-                    (false, 3) => group::<false, 3>(ty, w, act, r, out),
-                    (false, 2) => group::<false, 2>(ty, w, act, r, out),
-                    (false, _) => group::<false, 1>(ty, w, act, r, out),
+    /// The kernel for one instruction set: `$rows` (every row of `act`, `MR` at a time) and
+    /// `$group` (rows `r0 .. r0 + R`), compiled with `$features`, the integer dot product `$dot`.
+    /// Written once as a macro so each instruction set's copy is compiled with its own features
+    /// and every helper inlines into it (a helper with features its caller lacks is a call).
+    macro_rules! kernel {
+        ($rows:ident, $group:ident, $features:literal, $dot:ident) => {
+            /// `out[r] = w · x_r` for every row of `act`.
+            ///
+            /// # Safety
+            /// The CPU has the features this copy is compiled for; `w` holds the row's whole
+            /// blocks for `act.k` values.
+            #[target_feature(enable = $features)]
+            pub unsafe fn $rows(ty: GgmlType, w: &[u8], act: &ActQ8, out: &mut [f32]) {
+                let mut r = 0;
+                while r < act.m {
+                    let rows = (act.m - r).min(MR);
+                    // SAFETY: as this function's (the rows r..r + rows exist).
+                    unsafe {
+                        match (ty, rows) {
+                            (GgmlType::Q8_0, 4) => $group::<4, Q8_0>(w, act, r, out),
+                            (GgmlType::Q8_0, 3) => $group::<3, Q8_0>(w, act, r, out),
+                            (GgmlType::Q8_0, 2) => $group::<2, Q8_0>(w, act, r, out),
+                            (GgmlType::Q8_0, _) => $group::<1, Q8_0>(w, act, r, out),
+                            (GgmlType::Q4_0, 4) => $group::<4, Q4_0>(w, act, r, out),
+                            (GgmlType::Q4_0, 3) => $group::<3, Q4_0>(w, act, r, out),
+                            (GgmlType::Q4_0, 2) => $group::<2, Q4_0>(w, act, r, out),
+                            (GgmlType::Q4_0, _) => $group::<1, Q4_0>(w, act, r, out),
+                            (_, 4) => $group::<4, Q1_0>(w, act, r, out),
+                            (_, 3) => $group::<3, Q1_0>(w, act, r, out),
+                            (_, 2) => $group::<2, Q1_0>(w, act, r, out),
+                            (_, _) => $group::<1, Q1_0>(w, act, r, out),
+                        }
+                    }
+                    r += rows;
                 }
             }
-            r += rows;
-        }
+
+            /// Rows `r0 .. r0 + R` of `act`.
+            ///
+            /// # Safety
+            /// As the rows function's, and those rows exist.
+            #[inline]
+            #[target_feature(enable = $features)]
+            unsafe fn $group<const R: usize, const T: u8>(
+                w: &[u8],
+                act: &ActQ8,
+                r0: usize,
+                out: &mut [f32],
+            ) {
+                let nb = act.k / ACT_BLOCK;
+                // Two accumulators a row (even and odd blocks): two chains of multiply-adds.
+                let mut acc = [[_mm256_setzero_ps(); 2]; R];
+                let (xq, xd) = (act.q.as_ptr(), &act.d[r0 * nb..(r0 + R) * nb]);
+                for b in 0..nb {
+                    // SAFETY: block b < nb lies in `w` (the caller's promise).
+                    let (wq, dw) = unsafe { weights32::<T>(w.as_ptr(), b) };
+                    let aw = _mm256_sign_epi8(wq, wq);
+                    for (i, a) in acc.iter_mut().enumerate() {
+                        let r = r0 + i;
+                        // SAFETY: row r exists; its block b is 32 codes inside `act.q`.
+                        let x = unsafe {
+                            _mm256_loadu_si256(xq.add(r * act.k + b * ACT_BLOCK) as *const __m256i)
+                        };
+                        let p = $dot(aw, wq, x);
+                        let s = _mm256_set1_ps(dw * xd[i * nb + b]);
+                        a[b & 1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), s, a[b & 1]);
+                    }
+                }
+                for (i, a) in acc.iter().enumerate() {
+                    out[r0 + i] = hsum(_mm256_add_ps(a[0], a[1]));
+                }
+            }
+        };
     }
 
-    /// Rows `r0 .. r0 + R` of `act`.
-    ///
-    /// # Safety
-    /// As [`rows`]'s, and those rows exist.
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn group<const VNNI: bool, const R: usize>(
-        ty: GgmlType,
-        w: &[u8],
-        act: &ActQ8,
-        r0: usize,
-        out: &mut [f32],
-    ) {
-        let nb = act.k / ACT_BLOCK;
-        let mut acc = [_mm256_setzero_ps(); R];
-        for b in 0..nb {
-            // SAFETY: block b < nb lies in `w` (the caller's promise).
-            let (wq, dw) = unsafe { weights32(ty, w.as_ptr(), b) };
-            let aw = _mm256_sign_epi8(wq, wq);
-            for (i, a) in acc.iter_mut().enumerate() {
-                let r = r0 + i;
-                // SAFETY: row r exists; its block b is 32 codes inside `act.q`.
-                let x = unsafe {
-                    _mm256_loadu_si256(
-                        act.q.as_ptr().add(r * act.k + b * ACT_BLOCK) as *const __m256i
-                    )
-                };
-                let p = if VNNI {
-                    // SAFETY: with VNNI the CPU has AVX-512 F, BW, VL and VNNI (the caller's).
-                    unsafe { dot_vnni(aw, wq, x) }
-                } else {
-                    dot_avx2(aw, wq, x)
-                };
-                let s = _mm256_set1_ps(dw * act.d[r * nb + b]);
-                *a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), s, *a);
-            }
-        }
-        for (i, a) in acc.iter().enumerate() {
-            out[r0 + i] = hsum(*a);
-        }
-    }
+    kernel!(rows_avx2, group_avx2, "avx2,fma,f16c", dot_avx2);
+    kernel!(
+        rows_vnni,
+        group_vnni,
+        "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni",
+        dot_vnni
+    );
 }
