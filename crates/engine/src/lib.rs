@@ -18,9 +18,10 @@
 use std::path::{Path, PathBuf};
 
 /// Where the course keeps what it makes once (synthetic checkpoints, measured ceilings):
-/// `GPT2_COURSE_CACHE`, else `$XDG_CACHE_HOME/gpt2-course`, else `~/.cache/gpt2-course`.
+/// `COURSE_CACHE` ([`settings::CACHE`]), else `$XDG_CACHE_HOME/gpt2-course`, else
+/// `~/.cache/gpt2-course`.
 pub fn cache_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("GPT2_COURSE_CACHE") {
+    if let Some(dir) = settings::CACHE.var_os() {
         return PathBuf::from(dir);
     }
     let base = std::env::var_os("XDG_CACHE_HOME")
@@ -49,6 +50,7 @@ pub mod profile;
 pub mod quant;
 pub mod run_args;
 pub mod sampler;
+pub mod settings;
 pub mod tokenizer;
 pub mod work_counts;
 
@@ -57,24 +59,13 @@ pub use causal_lm::CausalLm;
 pub use error::{Error, Result};
 pub use pass::{Logits, Segment};
 
-/// Writes a directory in one step: `fill` writes its files into a sibling temporary folder,
+/// Writes a directory in one step ([`output::write_dir`], the workspace's one atomic write of a
+/// folder, with the engine's errors): `fill` writes its files into a sibling temporary folder,
 /// which is then renamed to `dir`, so a crash or a concurrent writer never leaves a half-written
 /// checkpoint behind. Where another process got there first, its directory is kept.
 pub fn write_dir_atomically(dir: &Path, fill: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
-    let parent = dir.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
-    let tmp = tempfile::Builder::new()
-        .prefix(".partial-")
-        .tempdir_in(parent)
-        .map_err(|e| Error::io(parent, e))?;
-    fill(tmp.path())?;
-    let tmp = tmp.keep();
-    match std::fs::rename(&tmp, dir) {
-        Ok(()) => Ok(()),
-        Err(_) if dir.is_dir() => {
-            let _ = std::fs::remove_dir_all(&tmp);
-            Ok(())
-        }
-        Err(e) => Err(Error::io(dir, e)),
-    }
+    output::write_dir(dir, fill).map_err(|e| match e {
+        output::DirError::Fill(e) => e,
+        output::DirError::Io { path, source } => Error::Io { path, source },
+    })
 }

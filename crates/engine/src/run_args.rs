@@ -24,7 +24,7 @@ pub struct RunArgs {
 
     /// CPU kernels the model is built for: `avx512` (packed AVX-512 matmul), `avx2` (packed
     /// AVX2 matmul), `portable` (candle's own ops only, as on a CPU without AVX2), or `auto`
-    /// (the widest this CPU supports) [default: $GPT2_CPU_KERNELS, else auto].
+    /// (the widest this CPU supports) [default: $COURSE_CPU_KERNELS, else auto].
     #[arg(long, value_name = "auto|avx512|avx2|portable", value_parser = parse_kernels)]
     pub kernels: Option<Kernels>,
 }
@@ -53,7 +53,7 @@ impl RunArgs {
         self.device.open()
     }
 
-    /// The kernel path the model is built for: `--kernels`, else `GPT2_CPU_KERNELS`, else the
+    /// The kernel path the model is built for: `--kernels`, else `COURSE_CPU_KERNELS`, else the
     /// widest this CPU runs (`--kernels auto` is the widest whatever the variable says).
     pub fn kernel_path(&self) -> Result<KernelPath> {
         match self.kernels {

@@ -157,6 +157,8 @@ struct BenchArgs {
 }
 
 fn main() -> ExitCode {
+    // `gpt2 bench | head`: the reader leaving ends the program quietly, status 0.
+    output::pipe::end_quietly_when_closed();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Generate(args) => generate(args),
@@ -167,6 +169,7 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        Err(e) if output::pipe::is_broken_pipe(e.as_ref()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::FAILURE
@@ -399,7 +402,10 @@ fn profile_cmd(args: ProfileArgs) -> Result<()> {
         return Ok(());
     }
     if args.sort_by.is_some_and(SortBy::is_memory) && !args.profile_memory {
-        bail!("--sort-by {} sorts by a memory column: add --profile-memory", args.sort_by.unwrap_or_default());
+        bail!(
+            "--sort-by {} sorts by a memory column: add --profile-memory",
+            args.sort_by.unwrap_or_default()
+        );
     }
     let ceilings = gpt2::profile::machine_ceilings(model, args.remeasure_ceilings);
     let profile = if args.profile_memory {

@@ -158,15 +158,45 @@ fn a_batch_needs_a_cache_per_row() {
     assert_eq!(logits.dims(), &[2, 512]);
 }
 
-/// `gpt2 logits` on the tiny fixture with `GPT2_CPU_KERNELS` and extra flags.
+/// `gpt2 logits` on the tiny fixture with `COURSE_CPU_KERNELS` and extra flags.
 fn logits_with_kernels(env: &str, extra: &[&str]) -> std::process::Output {
+    logits_with_variable("COURSE_CPU_KERNELS", env, extra)
+}
+
+fn logits_with_variable(name: &str, env: &str, extra: &[&str]) -> std::process::Output {
     std::process::Command::new(env!("CARGO_BIN_EXE_gpt2"))
         .args(["logits", "--ids", "1,2", "--device", "cpu", "--model"])
         .arg(fixture_dir())
         .args(extra)
-        .env("GPT2_CPU_KERNELS", env)
+        .env_remove("COURSE_CPU_KERNELS")
+        .env_remove("GPT2_CPU_KERNELS")
+        .env(name, env)
         .output()
         .unwrap()
+}
+
+#[test]
+fn the_old_name_gpt2_cpu_kernels_is_still_read_with_a_note_naming_its_successor() {
+    let run = logits_with_variable("GPT2_CPU_KERNELS", "sse9", &[]);
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert!(!run.status.success(), "the old name was not read: {err}");
+    assert!(err.contains("sse9"), "{err}");
+    assert_eq!(
+        err.matches("GPT2_CPU_KERNELS is now COURSE_CPU_KERNELS")
+            .count(),
+        1,
+        "one note: {err}"
+    );
+    let run = logits_with_variable("GPT2_CPU_KERNELS", "portable", &[]);
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        run.status.success() && err.contains("is now COURSE_CPU_KERNELS"),
+        "{err}"
+    );
+    // The course-wide name says nothing more.
+    let run = logits_with_kernels("portable", &[]);
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success() && !err.contains("note:"), "{err}");
 }
 
 #[test]
@@ -175,7 +205,7 @@ fn a_kernel_path_that_is_not_one_is_named_with_the_choices() {
     let err = String::from_utf8_lossy(&run.stderr);
     assert!(!run.status.success());
     assert!(
-        err.contains("GPT2_CPU_KERNELS")
+        err.contains("COURSE_CPU_KERNELS")
             && err.contains("sse9")
             && err.contains("avx2")
             && err.contains("portable"),
@@ -192,11 +222,11 @@ fn a_kernel_path_that_is_not_one_is_named_with_the_choices() {
 
 #[test]
 fn a_kernel_path_the_cpu_lacks_is_refused_with_what_it_has() {
-    let Some(missing) = gpt2::cpu::KernelPath::ALL
+    let Some(missing) = engine::cpu::KernelPath::ALL
         .into_iter()
         .find(|p| !p.is_supported())
     else {
-        // Every path runs here; the message itself is checked in `gpt2::cpu`'s tests.
+        // Every path runs here; the message itself is checked in `engine::cpu`'s tests.
         let run = logits_with_kernels("avx512", &[]);
         assert!(
             run.status.success(),
@@ -209,7 +239,7 @@ fn a_kernel_path_the_cpu_lacks_is_refused_with_what_it_has() {
     let err = String::from_utf8_lossy(&run.stderr);
     assert!(!run.status.success());
     assert!(
-        err.contains(&format!("GPT2_CPU_KERNELS={}", missing.name()))
+        err.contains(&format!("COURSE_CPU_KERNELS={}", missing.name()))
             && err.contains("it supports"),
         "{err}"
     );

@@ -64,7 +64,7 @@ fn generate_runs_offline_on_the_synthetic_model() {
             "--temperature",
             "0.8",
         ],
-        &[("GPT2_COURSE_CACHE", cache.path())],
+        &[("COURSE_CACHE", cache.path())],
     );
     assert!(out.status.success(), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
@@ -103,7 +103,7 @@ fn the_hub_checkpoint_falls_back_to_synthetic_when_offline() {
             "--max-tokens",
             "2",
         ])
-        .env("GPT2_COURSE_CACHE", cache.path())
+        .env("COURSE_CACHE", cache.path())
         .env("HF_HOME", hf.path())
         .env("HF_HUB_OFFLINE", "1")
         .output()
@@ -262,7 +262,7 @@ fn serve(args: &[&str], cache: &std::path::Path) -> (std::process::Child, String
     let mut child = Command::new(env!("CARGO_BIN_EXE_gpt2"))
         .args(["serve", "--port", "0"])
         .args(args)
-        .env("GPT2_COURSE_CACHE", cache)
+        .env("COURSE_CACHE", cache)
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("gpt2 serve starts");
@@ -296,7 +296,7 @@ fn post_json(addr: &str, path: &str, json: &str) -> String {
 #[test]
 fn half_type_weights_run_in_all_four_commands_on_every_cpu_path() {
     let cache = tempfile::tempdir().unwrap();
-    let env = [("GPT2_COURSE_CACHE", cache.path())];
+    let env = [("COURSE_CACHE", cache.path())];
     common::on_each_path(|path| {
         for dtype in ["bf16", "f16"] {
             let model = [
@@ -431,4 +431,31 @@ fn half_type_weights_run_in_all_four_commands_on_every_cpu_path() {
             );
         }
     });
+}
+
+/// `gpt2 bench | head`: the reader leaves before the table is printed. gpt2 ends quietly, with
+/// status 0 (the course's rule), instead of panicking on the broken pipe (status 101).
+#[cfg(unix)]
+#[test]
+fn bench_into_a_closed_pipe_ends_quietly() {
+    let cache = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gpt2"))
+        .args(["bench", "--model", "synthetic", "--device", "cpu"])
+        .args(["--warmup", "0", "--repeats", "1"])
+        .env("COURSE_CACHE", cache.path())
+        .env("COURSE_CEILINGS_BUFFER_MIB", "16")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The read end closes before gpt2 prints anything, as `head -0` or a `head` that has its
+    // lines already.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = text(&out.stderr);
+    assert!(
+        !err.contains("panicked") && !err.to_lowercase().contains("broken pipe"),
+        "{err}"
+    );
+    assert_eq!(out.status.code(), Some(0), "{err}");
 }

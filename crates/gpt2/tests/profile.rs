@@ -137,7 +137,7 @@ fn gpt2_profile_writes_the_three_exports() {
             "--out",
         ])
         .arg(out.path())
-        .env("GPT2_COURSE_CACHE", cache.path())
+        .env("COURSE_CACHE", cache.path())
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&run.stdout);
@@ -176,7 +176,7 @@ fn gpt2_profile_compares_two_reports() {
                 "--out",
             ])
             .arg(dir.path())
-            .env("GPT2_COURSE_CACHE", cache.path())
+            .env("COURSE_CACHE", cache.path())
             .output()
             .unwrap();
         assert!(
@@ -238,7 +238,7 @@ fn gpt2_profile(
         ])
         .arg(out)
         .args(extra)
-        .env("GPT2_COURSE_CACHE", cache)
+        .env("COURSE_CACHE", cache)
         .output()
         .unwrap()
 }
@@ -424,7 +424,7 @@ fn gpt2_profile_keys_the_ceilings_by_kernel_path() {
         .find(|r| r.name == "matmul")
         .and_then(|r| r.kernel.clone());
     assert_eq!(matmul.as_deref(), Some("candle-gemm"));
-    // A run that is portable already (aarch64, GPT2_CPU_KERNELS=portable) reads what was planted.
+    // A run that is portable already (aarch64, COURSE_CPU_KERNELS=portable) reads what was planted.
     if key.kernels != "portable" {
         assert!(
             stderr.contains("measuring this machine's ceilings once")

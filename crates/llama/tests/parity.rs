@@ -1,7 +1,7 @@
 //! Each Llama-family variant against Hugging Face transformers' logits on its tiny seeded
 //! checkpoint (`scripts/make-llama-fixtures.py`), and against itself: cached decoding and
 //! sequences of different lengths in one pass give one plain forward pass's numbers. Every test
-//! runs on each kernel path this CPU supports (or the one `GPT2_CPU_KERNELS` names).
+//! runs on each kernel path this CPU supports (or the one `COURSE_CPU_KERNELS` names).
 
 use std::path::PathBuf;
 
@@ -21,8 +21,8 @@ fn fixtures() -> PathBuf {
 }
 
 fn on_each_path(mut check: impl FnMut(KernelPath)) {
-    let paths = match std::env::var("GPT2_CPU_KERNELS")
-        .ok()
+    let paths = match engine::settings::CPU_KERNELS
+        .var()
         .map(|v| KernelPath::parse(&v))
     {
         Some(Ok(Some(path))) => vec![path],

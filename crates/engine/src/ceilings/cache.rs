@@ -23,7 +23,7 @@ struct CacheFile {
     ceilings: Ceilings,
 }
 
-/// `ceilings/` under the course's cache folder (`$GPT2_COURSE_CACHE`, else
+/// `ceilings/` under the course's cache folder (`$COURSE_CACHE`, else
 /// `$XDG_CACHE_HOME/gpt2-course`, else `~/.cache/gpt2-course`).
 pub fn cache_folder() -> PathBuf {
     crate::cache_dir().join("ceilings")
@@ -96,24 +96,17 @@ fn read_cache(path: &Path, key: &Key) -> std::result::Result<Option<Ceilings>, S
     Ok(Some(c))
 }
 
-/// Written to a temporary file beside `path` and renamed over it, so a reader never sees
-/// half a file and two concurrent writers leave one whole one.
+/// Written in one step ([`output::write_file`]), so a reader never sees half a file and two
+/// concurrent writers leave one whole one; not flushed to the disk first: a lost cache is
+/// measured again.
 fn write_cache(path: &Path, key: &Key, ceilings: &Ceilings) -> Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     let file = CacheFile {
         version: CACHE_VERSION,
         key: key.clone(),
         ceilings: ceilings.clone(),
     };
     let json = serde_json::to_string_pretty(&file).map_err(|e| Error::Input(e.to_string()))?;
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".ceilings-")
-        .tempfile_in(dir)
-        .map_err(|e| Error::io(dir, e))?;
-    std::io::Write::write_all(&mut tmp, json.as_bytes()).map_err(|e| Error::io(tmp.path(), e))?;
-    tmp.persist(path).map_err(|e| Error::io(path, e.error))?;
-    Ok(())
+    output::write_file(path, json.as_bytes(), output::Flush::Later).map_err(|e| Error::io(path, e))
 }
 
 #[cfg(test)]

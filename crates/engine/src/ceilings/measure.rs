@@ -9,6 +9,7 @@ use super::{Ceilings, Key};
 use crate::cpu::KernelPath;
 use crate::error::Result;
 use crate::linear::{Layout, Linear};
+use crate::settings::{self, Setting};
 
 /// Measures `device`'s ceilings now (a few seconds).
 pub fn measure(device: &Device, dtype: DType, kernels: KernelPath, key: &Key) -> Result<Ceilings> {
@@ -43,16 +44,13 @@ pub fn measure(device: &Device, dtype: DType, kernels: KernelPath, key: &Key) ->
 /// Overrides the bandwidth buffer's size, in MiB (at least 16). For machines where a GiB read
 /// five times is too slow to wait for and says nothing anyway: an emulator (the aarch64 tests
 /// run under qemu), or a test.
-pub const BUFFER_ENV: &str = "GPT2_CEILINGS_BUFFER_MIB";
+pub const BUFFER_ENV: Setting = settings::CEILINGS_BUFFER_MIB;
 
 /// Bytes summed by [`memory_read_bandwidth`]: 1 GiB, or twice the largest cache the CPU
 /// reports if that is more (virtual machines may report a host's last-level cache of
 /// hundreds of MiB), up to 4 GiB: a buffer the caches could hold would time the caches.
 fn bandwidth_buffer_bytes() -> usize {
-    buffer_bytes(
-        std::env::var(BUFFER_ENV).ok().as_deref(),
-        largest_cache_bytes(),
-    )
+    buffer_bytes(BUFFER_ENV.var().as_deref(), largest_cache_bytes())
 }
 
 /// [`bandwidth_buffer_bytes`] for a given override (MiB, from [`BUFFER_ENV`]) and largest cache.
@@ -179,12 +177,12 @@ const PEAK_RUNS: usize = 5;
 /// Overrides the peak product's row count (tokens; at least 16, at most 512). For an emulator,
 /// where six 1.2 GFLOP products take most of a minute and the figure says nothing about a real
 /// machine: the aarch64 tests run under qemu with 32.
-pub const PEAK_ROWS_ENV: &str = "GPT2_CEILINGS_PEAK_ROWS";
+pub const PEAK_ROWS_ENV: Setting = settings::CEILINGS_PEAK_ROWS;
 
 /// The product [`linear_peak`] times here: [`PEAK_SHAPE`], with [`PEAK_ROWS_ENV`]'s row count
 /// where it is set.
 fn peak_shape_here() -> (usize, usize, usize) {
-    peak_shape(std::env::var(PEAK_ROWS_ENV).ok().as_deref())
+    peak_shape(PEAK_ROWS_ENV.var().as_deref())
 }
 
 /// [`PEAK_SHAPE`] with a given override's row count (from [`PEAK_ROWS_ENV`]), where it is a number.

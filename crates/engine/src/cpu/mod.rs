@@ -8,7 +8,7 @@
 //!   read where the cache keeps them (a decode step's attention).
 //!
 //! A model is built for one [`KernelPath`] and holds it ([`crate::Model::kernel_path`]): the
-//! widest the CPU supports, or the one `--kernels` (or `GPT2_CPU_KERNELS`) names, so that a
+//! widest the CPU supports, or the one `--kernels` (or `COURSE_CPU_KERNELS`) names, so that a
 //! machine with AVX-512 can run, test and time what a laptop without it runs. Its weights are
 //! laid out for that path when it loads, and every op it runs is given the path: there is no
 //! process-wide choice to change under a loaded model.
@@ -24,8 +24,8 @@ use candle_core::{CpuStorage, Device, Layout, Storage};
 use crate::error::{Error, Result};
 
 /// The environment variable that forces a kernel path: `auto` (the default), `avx512`,
-/// `avx2` or `portable`.
-pub const ENV: &str = "GPT2_CPU_KERNELS";
+/// `avx2` or `portable` (its alias GPT2_CPU_KERNELS is still read: [`crate::settings`]).
+pub const ENV: &str = crate::settings::CPU_KERNELS.name;
 
 /// Which CPU kernels a run uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -43,7 +43,7 @@ impl KernelPath {
     /// Widest first.
     pub const ALL: [KernelPath; 3] = [KernelPath::Avx512, KernelPath::Avx2, KernelPath::Portable];
 
-    /// The name `GPT2_CPU_KERNELS`, `--kernels` and the reports use.
+    /// The name `COURSE_CPU_KERNELS`, `--kernels` and the reports use.
     pub fn name(self) -> &'static str {
         match self {
             KernelPath::Avx512 => "avx512",
@@ -101,7 +101,7 @@ impl KernelPath {
     }
 
     /// The path a model is built for: `asked` (a `--kernels` value) when given, else
-    /// `GPT2_CPU_KERNELS`'s, else the widest this CPU supports. A path this CPU cannot run, or a
+    /// `COURSE_CPU_KERNELS`'s, else the widest this CPU supports. A path this CPU cannot run, or a
     /// variable that names none, is an error that says what to use instead.
     pub fn resolve(asked: Option<KernelPath>) -> Result<KernelPath> {
         match asked {
@@ -153,11 +153,11 @@ impl std::fmt::Display for KernelPath {
     }
 }
 
-/// `GPT2_CPU_KERNELS`, read once.
+/// `COURSE_CPU_KERNELS` (or its alias), read once.
 fn from_env() -> &'static std::result::Result<KernelPath, String> {
     static FROM_ENV: OnceLock<std::result::Result<KernelPath, String>> = OnceLock::new();
     FROM_ENV.get_or_init(|| {
-        let Ok(value) = std::env::var(ENV) else {
+        let Some(value) = crate::settings::CPU_KERNELS.var() else {
             return Ok(KernelPath::widest());
         };
         match KernelPath::parse(&value) {
@@ -255,9 +255,9 @@ mod tests {
 
     #[test]
     fn an_unsupported_path_is_refused_with_what_the_cpu_has() {
-        let msg = unsupported(KernelPath::Avx512, "GPT2_CPU_KERNELS=avx512");
+        let msg = unsupported(KernelPath::Avx512, "COURSE_CPU_KERNELS=avx512");
         assert!(
-            msg.starts_with("GPT2_CPU_KERNELS=avx512 needs AVX-512")
+            msg.starts_with("COURSE_CPU_KERNELS=avx512 needs AVX-512")
                 && msg.contains("it supports")
                 && msg.contains("portable"),
             "{msg}"

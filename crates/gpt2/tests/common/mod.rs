@@ -4,7 +4,8 @@
 use std::path::PathBuf;
 
 use candle_core::{DType, Device};
-use gpt2::cpu::{KernelPath, ENV};
+use engine::cpu::KernelPath;
+use engine::settings::CPU_KERNELS;
 use gpt2::weights::{self, Checkpoint};
 use gpt2::Model;
 
@@ -20,9 +21,9 @@ pub fn fixture() -> Checkpoint {
 }
 
 /// Runs `check` once per kernel path (which it builds its models for): every path this CPU
-/// supports, or only the one `GPT2_CPU_KERNELS` names.
+/// supports, or only the one `COURSE_CPU_KERNELS` names.
 pub fn on_each_path(mut check: impl FnMut(KernelPath)) {
-    let paths = match std::env::var(ENV).ok().map(|v| KernelPath::parse(&v)) {
+    let paths = match CPU_KERNELS.var().map(|v| KernelPath::parse(&v)) {
         Some(Ok(Some(path))) => vec![path],
         _ => KernelPath::supported(),
     };
@@ -31,9 +32,9 @@ pub fn on_each_path(mut check: impl FnMut(KernelPath)) {
     }
 }
 
-/// The path a model is built for when nothing names one: `GPT2_CPU_KERNELS`'s, else the widest.
+/// The path a model is built for when nothing names one: `COURSE_CPU_KERNELS`'s, else the widest.
 pub fn default_path() -> KernelPath {
-    KernelPath::resolve(None).expect("GPT2_CPU_KERNELS names a path this CPU runs")
+    KernelPath::resolve(None).expect("COURSE_CPU_KERNELS names a path this CPU runs")
 }
 
 /// The committed fixture, built for `path`.
