@@ -348,6 +348,20 @@ impl GgufFile {
         })
     }
 
+    /// The bytes every tensor's data takes, scales included, from the tensor table alone (no
+    /// data read): what holding the model's weights as stored needs, for a memory check before
+    /// loading. A tensor of a type this engine does not read is an error naming it.
+    pub fn tensor_bytes(&self) -> Result<u64> {
+        let mut total = 0u64;
+        for t in &self.tensors {
+            let ty = t.ggml_type().map_err(|e| self.error(e))?;
+            total += ty
+                .bytes_for(&t.dims)
+                .map_err(|e| self.error(format!("tensor {}: {e}", t.name)))?;
+        }
+        Ok(total)
+    }
+
     /// The tensor `name`: its entry, its type, and its bytes as stored.
     pub fn tensor(&self, name: &str) -> Result<(&TensorInfo, GgmlType, &[u8])> {
         let info = self

@@ -246,10 +246,28 @@ fn reads_the_files_llama_cpps_writer_wrote() {
     assert_eq!(shape, vec![64, 160]);
     assert!(v.iter().all(|x| x.is_finite()) && v.iter().any(|&x| x != 0.0));
 
+    // The data section holds exactly the tensors (each padded to the alignment at most).
+    let data = f.tensor_bytes().unwrap();
+    let len = std::fs::metadata(f.path()).unwrap().len();
+    assert!(
+        data <= len && len - data < 4096 + 32 * f.tensors().len() as u64,
+        "{data} of {len}"
+    );
+
     let q1 = GgufFile::open(&fixture("tiny-qwen3-q1_0.gguf")).unwrap();
     let (info, ty, bytes) = q1.tensor("token_embd.weight").unwrap();
     assert_eq!((ty, info.shape()), (Q1_0, vec![256, 128]));
     assert_eq!(bytes.len(), 256 * 18);
+    // Every matrix 1.125 bits a weight, the norms f32 (the Bonsai recipe at toy size).
+    let (mut q1_bytes, mut norm_bytes) = (0u64, 0u64);
+    for t in q1.tensors() {
+        let b = t.ggml_type().unwrap().bytes_for(&t.dims).unwrap();
+        match t.dims.len() {
+            2 => q1_bytes += b,
+            _ => norm_bytes += b,
+        }
+    }
+    assert_eq!(q1.tensor_bytes().unwrap(), q1_bytes + norm_bytes);
 }
 
 /// Q1_0 against the reference blocks the fixture script writes from ggml's definition.
