@@ -46,8 +46,8 @@ export QEMU_LD_PREFIX="$sysroot"
 # Emulated memory reads say nothing about a real machine's bandwidth: a small buffer keeps the
 # ceilings measurement of the profile tests from taking minutes under qemu, and so does a
 # 32-token peak product (the 512-token one took about 50 s of each measurement there).
-export GPT2_CEILINGS_BUFFER_MIB=32
-export GPT2_CEILINGS_PEAK_ROWS=32
+export COURSE_CEILINGS_BUFFER_MIB=32
+export COURSE_CEILINGS_PEAK_ROWS=32
 # The A/A simulation (crates/bench/tests/aa_simulation.rs) runs a quarter of its measurements
 # under emulation, with the same bounds: about 8 s natively, minutes under qemu at full count.
 export AA_SIMULATION_SCALE=4

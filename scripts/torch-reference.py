@@ -11,7 +11,7 @@ speed does not depend on the values. Cases, each warmed up, then timed over repe
   decode_bB_ctx32   one decode step with a 32-position KV cache, B = 1, 8, 16
 Compare with `gpt2 bench --json FILE` by case name.
 
---isa caps the CPU instructions PyTorch uses, as GPT2_CPU_KERNELS (or `gpt2 bench --kernels`)
+--isa caps the CPU instructions PyTorch uses, as COURSE_CPU_KERNELS (or `gpt2 bench --kernels`)
 caps the engine's, so that a comparison on one machine stands for a CPU without AVX-512:
 ATen's kernels (ATEN_CPU_CAPABILITY), MKL's (MKL_ENABLE_INSTRUCTIONS) and oneDNN's
 (ONEDNN_MAX_CPU_ISA) are limited together. `avx2` pairs with `gpt2 bench --kernels avx2`;

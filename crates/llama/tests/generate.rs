@@ -2,7 +2,7 @@
 //! on its tiny seeded checkpoint: the tokens `scripts/make-llama-fixtures.py` recorded
 //! (`greedy`, after the reference ids, the end token not stopping it), token for token, alone
 //! and beside another sequence in the same batch, on each kernel path this CPU supports (or the
-//! one `GPT2_CPU_KERNELS` names).
+//! one `COURSE_CPU_KERNELS` names).
 
 use std::path::PathBuf;
 
@@ -17,8 +17,8 @@ fn fixtures() -> PathBuf {
 }
 
 fn paths() -> Vec<KernelPath> {
-    match std::env::var("GPT2_CPU_KERNELS")
-        .ok()
+    match engine::settings::CPU_KERNELS
+        .var()
         .map(|v| KernelPath::parse(&v))
     {
         Some(Ok(Some(path))) => vec![path],

@@ -43,8 +43,8 @@ fn fixtures() -> PathBuf {
 }
 
 fn paths() -> Vec<KernelPath> {
-    match std::env::var("GPT2_CPU_KERNELS")
-        .ok()
+    match engine::settings::CPU_KERNELS
+        .var()
         .map(|v| KernelPath::parse(&v))
     {
         Some(Ok(Some(path))) => vec![path],
