@@ -21,7 +21,7 @@ use crate::line::Line;
 use crate::version::{FileSchema, SchemaError};
 
 /// The schema identifier written in every report.
-pub const SCHEMA: &str = "profiler-report/6";
+pub const SCHEMA: &str = "profiler-report/7";
 
 /// Earlier identifiers, oldest first, each refused with what it lacks.
 pub const OLD_SCHEMAS: &[(&str, &str)] = &[
@@ -41,6 +41,10 @@ pub const OLD_SCHEMAS: &[(&str, &str)] = &[
     (
         "profiler-report/5",
         "from before each row said the type of the values it streamed",
+    ),
+    (
+        "profiler-report/6",
+        "from before the memory columns (CPU Mem, Self CPU Mem, allocations, the peak)",
     ),
 ];
 
@@ -336,7 +340,35 @@ pub struct Report<SortKey = String, ViewKind = String> {
     pub reading_thresholds: Thresholds,
     /// The profile's warnings (device timing failures, refused nested profilers).
     pub warnings: Vec<String>,
+    /// What the profile measured of memory (`profile_memory`); null when it was not recorded.
+    #[serde(default)]
+    pub memory: Option<ReportMemory>,
     pub rows: Vec<ReportRow>,
+}
+
+/// The file-wide memory figures, summed over the active steps where they are totals.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ReportMemory {
+    /// The most bytes live at once during any active step: every block the counting allocator
+    /// counted (weights and caches allocated before the step included).
+    pub peak_bytes: i64,
+    /// The step the peak fell in (its number, as in `ProfilerStep#N`).
+    pub peak_step: usize,
+    /// The range that was innermost when the peak was reached (`ProfilerStep*`: outside
+    /// every range).
+    pub peak_during: String,
+    /// Bytes allocated minus bytes freed by the compute threads over the active steps: the
+    /// rows' `self_cpu_mem_bytes` add up to it.
+    pub cpu_mem_bytes: i64,
+    /// Allocations the compute threads made over the active steps.
+    pub allocs: u64,
+    /// Bytes other threads (an HTTP runtime, a logger) allocated meanwhile: in no row.
+    pub other_threads_alloc_bytes: u64,
+    /// Allocations other threads made meanwhile.
+    pub other_threads_allocs: u64,
+    /// On a CUDA device: why the CUDA memory columns are empty (candle exposes no allocation
+    /// hook); null on a CPU.
+    pub cuda_not_measured: Option<String>,
 }
 
 /// Microseconds summed over the active steps.
@@ -391,6 +423,21 @@ pub struct ReportRow {
     /// What holds the row back, read off its roofline with `reading_thresholds`; null without
     /// a roofline.
     pub reading: Option<Reading>,
+    /// Bytes allocated minus bytes freed inside the row's ranges by the compute threads,
+    /// children included (PyTorch's `CPU Mem`), summed over the active steps; null when memory
+    /// was not recorded.
+    #[serde(default)]
+    pub cpu_mem_bytes: Option<i64>,
+    /// The same without the direct children's (PyTorch's `Self CPU Mem`); negative when the
+    /// row freed more than it allocated.
+    #[serde(default)]
+    pub self_cpu_mem_bytes: Option<i64>,
+    /// Allocations made inside the row's ranges, children included (the course's own column).
+    #[serde(default)]
+    pub allocs: Option<u64>,
+    /// The same without the direct children's.
+    #[serde(default)]
+    pub self_allocs: Option<u64>,
 }
 
 /// Reading or writing a report.json, each error naming the file and the next step.

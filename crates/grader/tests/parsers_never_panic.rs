@@ -57,7 +57,7 @@ fn json_like() -> impl Strategy<Value = String> {
         ",",
         ":",
         "\"schema\"",
-        "\"profiler-report/6\"",
+        "\"profiler-report/7\"",
         "\"bench-report/4\"",
         "\"rows\"",
         "\"device\"",

@@ -137,7 +137,7 @@ fn malformed_files_name_file_line_and_column() {
             ),
             (
                 "exercise-3/results/report.json",
-                "{\"schema\": \"profiler-report/6\", \"device\": \"tpu\"}",
+                "{\"schema\": \"profiler-report/7\", \"device\": \"tpu\"}",
             ),
         ],
     );
@@ -182,11 +182,11 @@ fn tampered_results_are_not_trusted() {
     // Old reports: from before the roofline columns, from before the shared environment, from
     // before the Reading column, from before each row's budget line, and from before each
     // row's type.
-    let old = cpu_profile().replace("profiler-report/6", "profiler-report/1");
-    let old_environment = cpu_profile().replace("profiler-report/6", "profiler-report/2");
-    let old_reading = cpu_profile().replace("profiler-report/6", "profiler-report/3");
-    let old_line = cpu_profile().replace("profiler-report/6", "profiler-report/4");
-    let old_dtype = cpu_profile().replace("profiler-report/6", "profiler-report/5");
+    let old = cpu_profile().replace("profiler-report/7", "profiler-report/1");
+    let old_environment = cpu_profile().replace("profiler-report/7", "profiler-report/2");
+    let old_reading = cpu_profile().replace("profiler-report/7", "profiler-report/3");
+    let old_line = cpu_profile().replace("profiler-report/7", "profiler-report/4");
+    let old_dtype = cpu_profile().replace("profiler-report/7", "profiler-report/5");
     // A verdict its own interval contradicts.
     let verdict = ex2_bench_json(&[(
         "above",

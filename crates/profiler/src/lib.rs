@@ -38,9 +38,8 @@ mod table;
 mod timeline;
 pub mod tracing_layer;
 
-pub use alloc::{Category, CountingAlloc};
-pub use memory::{format_bytes, MemorySample, StepMemory};
 pub use aggregate::{KeyAverages, Row, SortBy, TableOptions, View, STEP_ROW};
+pub use alloc::{Category, CountingAlloc};
 pub use clock::{Clock, ManualClock, MonotonicClock};
 pub use compare::compare;
 pub use device_timer::{
@@ -49,6 +48,7 @@ pub use device_timer::{
 pub use environment::{cpu_model, unoptimised_build, Environment, Target};
 pub use error::ProfilerError;
 pub use line::{Line, OpName};
+pub use memory::{format_bytes, MemorySample, StepMemory};
 pub use reading::Reading;
 pub use recording::{Event, Profile, Step};
 pub use report::{CudaTimeBasis, Report, ReportRow, ReportTable, Totals, SCHEMA};

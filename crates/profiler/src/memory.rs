@@ -89,9 +89,16 @@ impl MemRecorder {
         }
     }
 
-    /// A boundary at `now_ns`; `during` was the innermost open event until now. Returns the
-    /// compute threads' counters.
-    pub fn boundary(&mut self, now_ns: u64, during: Option<u32>) -> Totals {
+    /// A boundary at `now_ns`; `during` was the innermost open event until now, and
+    /// `closing` the mark of the op that closes here, if one does: then two samples at the
+    /// same time, its temporaries (the output it built included) just before it closes, and
+    /// after, its outputs as activations. Returns the compute threads' counters.
+    pub fn boundary(
+        &mut self,
+        now_ns: u64,
+        during: Option<u32>,
+        closing: Option<OpMark>,
+    ) -> Totals {
         let totals = alloc::compute_totals();
         let peak = alloc::take_peak();
         let live = alloc::live();
@@ -100,13 +107,25 @@ impl MemRecorder {
             self.peak_during = during;
             self.peak_ns = now_ns;
         }
+        let during = during.map(|d| d as usize);
         self.samples.push(MemorySample {
             t_ns: now_ns,
             by_category: live.by_category,
             live: live.total,
             peak_since_previous: peak,
-            during: during.map(|d| d as usize),
+            during,
         });
+        if let Some(mark) = closing {
+            alloc::op_closes(mark);
+            let live = alloc::live();
+            self.samples.push(MemorySample {
+                t_ns: now_ns,
+                by_category: live.by_category,
+                live: live.total,
+                peak_since_previous: live.total,
+                during,
+            });
+        }
         totals
     }
 

@@ -98,6 +98,10 @@ fn from_key_averages(profile: &Profile, k: &KeyAverages) -> Report {
                 dtype: r.dtype.clone(),
                 roofline,
                 reading,
+                cpu_mem_bytes: r.cpu_mem,
+                self_cpu_mem_bytes: r.self_cpu_mem,
+                allocs: r.allocs,
+                self_allocs: r.self_allocs,
             }
         })
         .collect();
@@ -118,8 +122,39 @@ fn from_key_averages(profile: &Profile, k: &KeyAverages) -> Report {
         ceilings: profile.ceilings.clone(),
         reading_thresholds: profile.reading_thresholds,
         warnings: profile.warnings.clone(),
+        memory: memory(profile),
         rows,
     }
+}
+
+/// The file-wide memory figures, when the profile recorded memory.
+fn memory(profile: &Profile) -> Option<formats::report::ReportMemory> {
+    if !profile.has_memory() {
+        return None;
+    }
+    let (peak_bytes, peak_step, peak_during) = profile.memory_peak()?;
+    let steps = profile.steps.iter().filter_map(|s| s.memory.as_ref());
+    let (mut cpu_mem_bytes, mut allocs, mut other_bytes, mut other_allocs) =
+        (0i64, 0u64, 0u64, 0u64);
+    for m in steps {
+        cpu_mem_bytes += m.totals.net();
+        allocs += m.totals.allocs;
+        other_bytes += m.other_threads.alloc_bytes;
+        other_allocs += m.other_threads.allocs;
+    }
+    Some(formats::report::ReportMemory {
+        peak_bytes,
+        peak_step,
+        peak_during: peak_during.to_string(),
+        cpu_mem_bytes,
+        allocs,
+        other_threads_alloc_bytes: other_bytes,
+        other_threads_allocs: other_allocs,
+        cuda_not_measured: (profile.device == crate::DeviceKind::Cuda).then(|| {
+            "candle exposes no allocation hook for CUDA memory: only the host's allocations are measured"
+                .to_string()
+        }),
+    })
 }
 
 impl Profile {

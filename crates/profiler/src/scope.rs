@@ -276,7 +276,7 @@ impl Recorder {
         };
         let during = self.open.last().copied();
         let mem_begin = self.memory.as_mut().map(|m| {
-            let totals = m.boundary(start_ns, during);
+            let totals = m.boundary(start_ns, during, None);
             if kind == Kind::Op {
                 m.op_marks.push((index, alloc::op_opens()));
             }
@@ -338,12 +338,14 @@ impl Recorder {
             let device_end = self.device_mark();
             let end_ns = self.clock.now_ns();
             let mem_end = self.memory.as_mut().map(|m| {
-                let totals = m.boundary(end_ns, Some(top));
-                if let Some(&(_, mark)) = m.op_marks.last().filter(|(i, _)| *i == top) {
-                    m.op_marks.pop();
-                    alloc::op_closes(mark);
-                }
-                totals
+                let closing = match m.op_marks.last() {
+                    Some(&(i, mark)) if i == top => {
+                        m.op_marks.pop();
+                        Some(mark)
+                    }
+                    _ => None,
+                };
+                m.boundary(end_ns, Some(top), closing)
             });
             if let Some(d) = self.device.as_mut() {
                 d.pop_range();

@@ -261,7 +261,7 @@ impl Profiler {
         let end_ns = recorder.clock.now_ns();
         let memory = recorder.memory.take().map(|mut m| {
             let during = None;
-            m.boundary(end_ns, during);
+            m.boundary(end_ns, during, None);
             m.finish()
         });
         let marks = match (recorder.device.as_mut(), &recorder.device_error) {

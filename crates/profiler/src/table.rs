@@ -9,6 +9,7 @@
 
 use crate::aggregate::{SortBy, TableOptions};
 use crate::environment::unoptimised_build;
+use crate::memory::format_bytes;
 use crate::reading::Thresholds;
 use crate::report::{Report, ReportRow};
 use crate::roofline::{giga_per_second, Ceilings};
@@ -172,6 +173,16 @@ pub fn render(report: &Report, row_limit: Option<usize>, with_flops: bool) -> St
     if device {
         header.extend(["Self CUDA", "Self CUDA %", "CUDA total", "CUDA time avg"]);
     }
+    // PyTorch's memory columns, then the course's own count of allocations.
+    let memory = report.memory.as_ref();
+    let cuda_memory = memory.is_some() && report.device == crate::DeviceKind::Cuda;
+    if memory.is_some() {
+        header.extend(["CPU Mem", "Self CPU Mem"]);
+        if cuda_memory {
+            header.extend(["CUDA Mem", "Self CUDA Mem"]);
+        }
+        header.push("Self Allocs");
+    }
     header.push("# of Calls");
     if with_flops {
         header.extend(["GFLOP/s", "GB/s"]);
@@ -206,6 +217,14 @@ pub fn render(report: &Report, row_limit: Option<usize>, with_flops: bool) -> St
                     format_us(cuda_total),
                     format_us(cuda_total / calls),
                 ]);
+            }
+            if memory.is_some() {
+                c.push(r.cpu_mem_bytes.map(format_bytes).unwrap_or_default());
+                c.push(r.self_cpu_mem_bytes.map(format_bytes).unwrap_or_default());
+                if cuda_memory {
+                    c.extend(["not measured".to_string(), "not measured".to_string()]);
+                }
+                c.push(r.self_allocs.map(|n| n.to_string()).unwrap_or_default());
             }
             c.push(r.calls.to_string());
             if with_flops {
@@ -252,6 +271,9 @@ pub fn render(report: &Report, row_limit: Option<usize>, with_flops: bool) -> St
             format_us(cuda)
         ));
     }
+    if let Some(m) = memory {
+        out.push_str(&memory_footer(m, report.active_steps));
+    }
     let steps = report.active_steps;
     out.push_str(&format!(
         "Totals over {steps} active step{} (one step: total / {steps}); view: {}; sorted by {}{}.\n",
@@ -273,6 +295,15 @@ pub fn render(report: &Report, row_limit: Option<usize>, with_flops: bool) -> St
     {
         out.push_str("No CUDA times were recorded: rows are sorted by the CPU times instead.\n");
     }
+    match (report.sort_by, memory) {
+        (SortBy::SelfCudaMemoryUsage | SortBy::SelfDeviceMemoryUsage, Some(_)) => out.push_str(
+            "CUDA memory is not measured (candle exposes no allocation hook): rows are sorted by Self CPU Mem instead.\n",
+        ),
+        (key, None) if key.is_memory() => out.push_str(
+            "No memory was recorded (profile with memory on: `--profile-memory`): rows are sorted by name.\n",
+        ),
+        _ => {}
+    }
     if let Some(c) = &report.ceilings {
         out.push('\n');
         out.push_str(&roofline_block(&rows, device, name_width));
@@ -292,6 +323,33 @@ pub fn render(report: &Report, row_limit: Option<usize>, with_flops: bool) -> St
     }
     for w in &report.warnings {
         out.push_str(&format!("Warning: {w}\n"));
+    }
+    out
+}
+
+/// The memory footer: the totals, the peak, what the allocation column is, and on CUDA what
+/// is not measured.
+fn memory_footer(m: &formats::report::ReportMemory, steps: usize) -> String {
+    let during = if m.peak_during == crate::STEP_ROW {
+        "outside every op".to_string()
+    } else {
+        format!("during {}", m.peak_during)
+    };
+    let mut out = format!(
+        "Self CPU Mem total: {} in {} allocations (compute threads; other threads allocated {} in {} allocations, in no row).\n\
+         Peak live memory: {} ({during}, step {}; every counted block, weights included).\n\
+         CPU Mem: bytes allocated minus bytes freed inside the op, children included (Self: without them), \
+         summed over the {steps} active step{}; Self Allocs: allocations made inside the op, the course's own column.\n",
+        format_bytes(m.cpu_mem_bytes),
+        m.allocs,
+        format_bytes(m.other_threads_alloc_bytes as i64),
+        m.other_threads_allocs,
+        format_bytes(m.peak_bytes),
+        m.peak_step,
+        if steps == 1 { "" } else { "s" },
+    );
+    if let Some(why) = &m.cuda_not_measured {
+        out.push_str(&format!("CUDA Mem: not measured on CUDA ({why}).\n"));
     }
     out
 }

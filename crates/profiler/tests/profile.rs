@@ -505,7 +505,7 @@ fn report_json_round_trips_and_follows_the_schema() {
 
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    assert_eq!(v["schema"], "profiler-report/6");
+    assert_eq!(v["schema"], "profiler-report/7");
     assert_eq!(v["device"], "cpu");
     assert_eq!(v["sort_by"], "self_cpu_time_total");
     assert_eq!(v["view"], "op");
@@ -643,7 +643,7 @@ fn reading_a_wrong_file_says_what_and_where() {
     assert!(
         err.contains("old.json")
             && err.contains("profiler-report/5")
-            && err.contains("profiler-report/6"),
+            && err.contains("profiler-report/7"),
         "{err}"
     );
     assert!(err.contains("Re-run the profile"), "{err}");

@@ -873,7 +873,7 @@ mod tests {
     #[test]
     fn the_previous_schema_is_refused_with_the_way_out() {
         let text = include_str!("../../tests/fixtures/reports/cpu-b1-t8-stock-mlp.json")
-            .replace("profiler-report/6", "profiler-report/5");
+            .replace("profiler-report/7", "profiler-report/5");
         let p = ProfileReport::parse(&text, "report.json").unwrap_err();
         assert!(p.message.contains("\"profiler-report/5\", from before each row said the type of the values it streamed"), "{}", p.message);
         assert!(p.next_step.contains("`course run`"), "{}", p.next_step);

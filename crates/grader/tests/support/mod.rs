@@ -32,7 +32,7 @@ pub fn grader() -> Grader {
     Grader::new(manifest, bank, key).expect("grader")
 }
 
-/// A consistent profiler-report/6 without ceilings (so no roofline columns): shares of the
+/// A consistent profiler-report/7 without ceilings (so no roofline columns): shares of the
 /// device's column, totals equal to the rows. Rows are (name, self CPU µs, self CUDA µs) in the
 /// order given; each is on the line its name gives an op nobody declared (`Line::of_undeclared`).
 pub fn profile_json(device: &str, rows: &[(&str, f64, Option<f64>)]) -> String {
@@ -56,7 +56,7 @@ pub fn profile_json(device: &str, rows: &[(&str, f64, Option<f64>)]) -> String {
         "self_cpu_time_total"
     };
     serde_json::to_string_pretty(&serde_json::json!({
-        "schema": "profiler-report/6", "device": device, "sort_by": sort_by, "view": "op", "ceilings": null, "warnings": [],
+        "schema": "profiler-report/7", "device": device, "sort_by": sort_by, "view": "op", "ceilings": null, "warnings": [],
         "reading_thresholds": profiler::reading::Thresholds::DEFAULT,
         "grouped_by_input_shape": false, "active_steps": 5,
         "environment": {"cpu_model": "test cpu", "threads": 2, "os": "linux", "arch": "x86_64", "device": device,
