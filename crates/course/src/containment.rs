@@ -10,10 +10,18 @@
 //! tree; it bounds address space, not resident memory, so the limit must leave room for
 //! reservations (glibc's arenas are capped with MALLOC_ARENA_MAX=2 to keep them small).
 //!
-//! **Not isolated**, and said so in the output: the file system (the tests run as the user
-//! running `course grade` and can read and write what that user can), the shared build folder
-//! (a submission's tests could tamper with what later builds link), processes that leave the
-//! process group (setsid) outlive the time limit, and off Linux the network.
+//! **Unprivileged tests.** Started as root, `course grade --run-tests` runs each test binary
+//! (never cargo, whose build runs the course's own code) as an unprivileged user ([`RunAs`],
+//! `--test-user`): between fork and exec the child sets its limits, enters its network
+//! namespace while it is still root, and only then drops its groups, group and user, so it
+//! keeps none of root's rights. The sandbox gives it a copy of the binary and of the package in
+//! a folder of its own (mode 0700, owned by that user) and nothing else of the course.
+//!
+//! **Not isolated**, and said so in the output: without root, the file system (the tests run
+//! as the user running `course grade` and can read and write what that user can) and the
+//! shared build folder (a submission's tests could tamper with what later builds link); as
+//! root, what any user may write (/tmp, /var/tmp, /dev/shm); processes that leave the process
+//! group (setsid) outlive the time limit; and off Linux the network.
 
 use anyhow::{Context, Result};
 use std::path::Path;
@@ -34,6 +42,13 @@ pub enum Network {
 /// A test binary may write no file larger than this (its log included): RLIMIT_FSIZE.
 const TEST_FILE_BYTES: u64 = 256 << 20;
 
+/// The unprivileged user a test binary runs as (never root).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunAs {
+    pub uid: u32,
+    pub gid: u32,
+}
+
 /// How a contained child ended.
 pub struct Finished {
     pub success: bool,
@@ -52,6 +67,7 @@ pub fn contained(
     network: &Network,
     memory: Option<u64>,
     timeout: Duration,
+    run_as: Option<RunAs>,
 ) -> Result<Finished> {
     use std::os::unix::process::{CommandExt, ExitStatusExt};
     let stdout =
@@ -66,7 +82,7 @@ pub fn contained(
         .stdout(stdout)
         .stderr(stderr)
         .process_group(0);
-    isolate(command, network, memory);
+    isolate(command, network, memory, run_as);
     let mut child = command
         .spawn()
         .with_context(|| format!("cannot start {:?}", command.get_program()))?;
@@ -108,6 +124,7 @@ pub fn contained(
     _: &Network,
     _: Option<u64>,
     _: Duration,
+    _: Option<RunAs>,
 ) -> Result<Finished> {
     anyhow::bail!("--run-tests needs Linux or another Unix system")
 }
@@ -115,7 +132,7 @@ pub fn contained(
 /// Set the child's limits and namespaces between fork and exec. Everything the hook needs is
 /// prepared here: between fork and exec only system calls are safe (no allocation).
 #[cfg(unix)]
-fn isolate(command: &mut Command, network: &Network, memory: Option<u64>) {
+fn isolate(command: &mut Command, network: &Network, memory: Option<u64>, run_as: Option<RunAs>) {
     use std::os::unix::process::CommandExt;
     let mode = match network {
         Network::Namespace => NetMode::Net,
@@ -130,13 +147,34 @@ fn isolate(command: &mut Command, network: &Network, memory: Option<u64>) {
                 set_limit(Resource::Fsize, TEST_FILE_BYTES)?;
                 set_limit(Resource::Core, 0)?;
             }
-            enter_network_namespace(mode, &maps)
+            enter_network_namespace(mode, &maps)?;
+            match run_as {
+                Some(user) => drop_privileges(user),
+                None => Ok(()),
+            }
         });
     }
 }
 
 #[cfg(unix)]
 use rustix::process::Resource;
+
+/// Become `user` for good: no supplementary groups, then the group, then the user (real,
+/// effective and saved: as root, setuid sets all three), so nothing of root is kept. The
+/// child has one thread, so the thread's credentials are the process's.
+#[cfg(unix)]
+fn drop_privileges(user: RunAs) -> std::io::Result<()> {
+    use rustix::process::{Gid, Uid};
+    let (uid, gid) = (Uid::from_raw(user.uid), Gid::from_raw(user.gid));
+    rustix::thread::set_thread_groups(&[])?;
+    rustix::thread::set_thread_gid(gid)?;
+    rustix::thread::set_thread_uid(uid)?;
+    // Refuse to run the test if root could be taken back.
+    if rustix::process::geteuid().is_root() || rustix::process::getuid().is_root() {
+        return Err(std::io::Error::other("the test would still run as root"));
+    }
+    Ok(())
+}
 
 /// Soft and hard limit both, so the tests cannot raise it again.
 #[cfg(unix)]

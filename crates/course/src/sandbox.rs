@@ -13,9 +13,16 @@
 //!
 //! **Isolation** is [`crate::containment`]'s: each build and test binary runs contained (its own
 //! process group, a time limit, a memory limit, no network), and what is not isolated is said.
+//!
+//! **As root**, each test binary runs as an unprivileged user (`--test-user`, default `nobody`):
+//! the learner's package (with their `src/`) and the test binaries are copied into a folder of
+//! their own, mode 0700 and owned by that user, under a root-owned folder (mode 0711) in the
+//! system's temporary folder, and the tests run there; the folder is removed when the exercise's
+//! tests end, before the next learner's run. The test user can reach nothing else of the
+//! course, the cohort or the gradebook (the instructor's folders are root's).
 
 use crate::cargo::Build;
-use crate::containment::{contained, probe_network, Network};
+use crate::containment::{contained, probe_network, Network, RunAs};
 use anyhow::{bail, Context, Result};
 use course_model::manifest::ExerciseInfo;
 use grader::cohort::{Entry, StudentResult, TestOutcome, TestRun};
@@ -47,14 +54,71 @@ pub struct Sandbox {
     target: PathBuf,
     limits: Limits,
     network: Network,
+    /// As root: the user the test binaries run as, and the folder their own folders go in.
+    unprivileged: Option<Unprivileged>,
     /// Held while this run uses the folder: two runs would overwrite each other's workspace.
     _lock: std::fs::File,
+}
+
+/// The test user and the root-owned folder (mode 0711) that holds one 0700 folder per run.
+struct Unprivileged {
+    name: String,
+    user: RunAs,
+    base: PathBuf,
+    runs: std::cell::Cell<usize>,
+}
+
+impl Drop for Unprivileged {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.base);
+    }
+}
+
+/// `NAME` from /etc/passwd, or `UID:GID`. Root (uid 0) is refused.
+pub fn resolve_user(spec: &str) -> Result<RunAs> {
+    let user = if let Some((uid, gid)) = spec.split_once(':') {
+        match (uid.parse(), gid.parse()) {
+            (Ok(uid), Ok(gid)) => RunAs { uid, gid },
+            _ => bail!("--test-user {spec}: write a user name or UID:GID (both numbers)"),
+        }
+    } else {
+        let passwd = std::fs::read_to_string("/etc/passwd")
+            .context("/etc/passwd: cannot read the users to find --test-user")?;
+        let found = passwd.lines().find_map(|line| {
+            let fields: Vec<&str> = line.split(':').collect();
+            (fields.len() > 3 && fields[0] == spec)
+                .then(|| {
+                    Some(RunAs {
+                        uid: fields[2].parse().ok()?,
+                        gid: fields[3].parse().ok()?,
+                    })
+                })
+                .flatten()
+        });
+        match found {
+            Some(user) => user,
+            None => bail!(
+                "--test-user {spec}: no such user in /etc/passwd. Create one for the tests \
+                 (useradd --system --no-create-home --shell /usr/sbin/nologin {spec}) or name another \
+                 (a user name or UID:GID)"
+            ),
+        }
+    };
+    if user.uid == 0 || user.gid == 0 {
+        bail!("--test-user {spec}: that is root's user or group; the tests must run unprivileged");
+    }
+    Ok(user)
 }
 
 impl Sandbox {
     /// Prepare `dir` (the scratch workspace and the shared build folder go inside) and find
     /// out how the network can be cut off here.
-    pub fn new(course_root: &Path, dir: &Path, limits: Limits) -> Result<Sandbox> {
+    pub fn new(
+        course_root: &Path,
+        dir: &Path,
+        limits: Limits,
+        test_user: Option<&str>,
+    ) -> Result<Sandbox> {
         if cfg!(not(unix)) {
             bail!("--run-tests needs Linux or another Unix system: there is no way here to limit the tests' time and memory");
         }
@@ -77,12 +141,39 @@ impl Sandbox {
         refuse_inside(&course_root, &dir)?;
         let lock = lock(&dir)?;
         let network = probe_network();
+        let unprivileged = if rustix::process::geteuid().is_root() {
+            let name = test_user.unwrap_or("nobody").to_string();
+            let user = resolve_user(&name)?;
+            // The shared build folder holds every learner's compiled code: root's alone.
+            set_mode(&dir, 0o700)?;
+            let base =
+                std::env::temp_dir().join(format!("course-grade-tests-{}", std::process::id()));
+            if base.exists() {
+                std::fs::remove_dir_all(&base)
+                    .with_context(|| format!("{}: cannot clear", base.display()))?;
+            }
+            std::fs::create_dir(&base)
+                .with_context(|| format!("{}: cannot create", base.display()))?;
+            set_mode(&base, 0o711)?;
+            Some(Unprivileged {
+                name,
+                user,
+                base,
+                runs: std::cell::Cell::new(0),
+            })
+        } else {
+            if let Some(user) = test_user {
+                bail!("--test-user {user}: only root can run the tests as another user; start course grade as root, or leave --test-user out");
+            }
+            None
+        };
         Ok(Sandbox {
             course_root,
             workspace: dir.join("workspace"),
             target: dir.join("target"),
             limits,
             network,
+            unprivileged,
             _lock: lock,
         })
     }
@@ -94,13 +185,28 @@ impl Sandbox {
             Network::UserNamespace => "own user and network namespace (unshare CLONE_NEWUSER|CLONE_NEWNET): no interface up, not even loopback".to_string(),
             Network::NotIsolated(why) => format!("NOT ISOLATED: {why}; a test can reach the network"),
         };
+        let files = match &self.unprivileged {
+            Some(u) => format!(
+                "files:   each test binary runs as user {} (uid {}), in a copy of the learner's package in a 0700 \
+                 folder of its own under {}, removed after each exercise; the course, the cohort and the gradebook \
+                 are out of its reach\n  \
+                 NOT isolated: the file system's world-writable folders (/tmp, /var/tmp, /dev/shm), and processes \
+                 that leave the process group (setsid)",
+                u.name,
+                u.user.uid,
+                u.base.display()
+            ),
+            None => "NOT isolated: the file system (tests run as this user and can read and write what it can) and the \
+                     shared build folder; start course grade as root to run the tests as an unprivileged user, or use a \
+                     container"
+                .to_string(),
+        };
         format!(
             "tests run in {} (build folder {}), cargo --offline\n  \
              network: {network}\n  \
              memory:  RLIMIT_AS {} per test binary (address space, not resident memory)\n  \
              time:    {} s per test binary, {} s per build; then the whole process group is killed\n  \
-             NOT isolated: the file system (tests run as this user and can read and write what it can) and the \
-             shared build folder; run untrusted cohorts as an unprivileged user or in a container",
+             {files}",
             self.workspace.display(),
             self.target.display(),
             grader::submission::human_bytes(self.limits.memory_bytes),
@@ -109,10 +215,36 @@ impl Sandbox {
         )
     }
 
+    /// As root: refuse to run the tests while the test user could open `folder` (the cohort, whose
+    /// other submissions a hostile test would read).
+    pub fn require_private(&self, folder: &Path, what: &str) -> Result<()> {
+        let Some(u) = &self.unprivileged else {
+            return Ok(());
+        };
+        let folder = folder
+            .canonicalize()
+            .with_context(|| format!("{}: cannot open", folder.display()))?;
+        if reachable_by(&folder, u.user) {
+            bail!(
+                "{}: the {what} can be read by user {} (uid {}), which runs the learners' tests; make it private \
+                 first (chmod 700 {}) and grade again",
+                folder.display(),
+                u.name,
+                u.user.uid,
+                folder.display()
+            );
+        }
+        Ok(())
+    }
+
     /// One sentence on the network, for the end of the output.
     pub fn isolation_line(&self) -> String {
         match &self.network {
             Network::NotIsolated(why) => format!("The network was NOT isolated: {why}."),
+            _ if self.unprivileged.is_some() => {
+                "Network: none (own namespace). Files: each test ran as an unprivileged user in its own folder."
+                    .to_string()
+            }
             _ => "Network: none (own namespace). Files: not isolated.".to_string(),
         }
     }
@@ -203,6 +335,7 @@ impl Sandbox {
             &self.network,
             None,
             self.limits.build_timeout,
+            None,
         )?;
         if finished.timed_out {
             notes.insert(
@@ -239,7 +372,18 @@ impl Sandbox {
         let (mut passed, mut failed) = (0, 0);
         let mut worst: Option<TestOutcome> = None;
         let mut failures = Vec::new();
-        let run_dir = self.workspace.join(&exercise.dir);
+        let mut run_dir = self.workspace.join(&exercise.dir);
+        let mut binaries = binaries;
+        // As root: the learner's package and the binaries, copied into a folder of the test user's own.
+        let own = match &self.unprivileged {
+            Some(u) => {
+                let own = OwnFolder::new(u, &run_dir, &binaries)?;
+                run_dir = own.package.clone();
+                binaries = own.binaries.clone();
+                Some(own)
+            }
+            None => None,
+        };
         for (i, binary) in binaries.iter().enumerate() {
             let log = logs.join(format!("test-{i}.log"));
             let mut test = Command::new(binary);
@@ -248,6 +392,10 @@ impl Sandbox {
                 .env("MALLOC_ARENA_MAX", "2")
                 .env("RUST_BACKTRACE", "0")
                 .env_remove("CARGO_TARGET_DIR");
+            if let Some(own) = &own {
+                test.env("HOME", &own.root)
+                    .env("TMPDIR", own.root.join("tmp"));
+            }
             let finished = contained(
                 &mut test,
                 &log,
@@ -255,6 +403,7 @@ impl Sandbox {
                 &self.network,
                 Some(self.limits.memory_bytes),
                 self.limits.test_timeout,
+                self.unprivileged.as_ref().map(|u| u.user),
             )?;
             let output = tail(&log, OUTPUT_TAIL);
             let counts = libtest_counts(&output);
@@ -307,6 +456,7 @@ impl Sandbox {
                 }
             }
         }
+        drop(own);
         let outcome = match worst {
             None => TestOutcome::Passed { tests: passed },
             Some(TestOutcome::Failed { .. }) => TestOutcome::Failed { failed, passed },
@@ -386,6 +536,130 @@ impl Sandbox {
         }
         Ok(())
     }
+}
+
+/// One run's folder for the test user: `BASE/run-N` (0700, theirs) with the package and the
+/// test binaries; removed when dropped.
+struct OwnFolder {
+    root: PathBuf,
+    package: PathBuf,
+    binaries: Vec<PathBuf>,
+}
+
+impl OwnFolder {
+    fn new(u: &Unprivileged, package: &Path, binaries: &[PathBuf]) -> Result<OwnFolder> {
+        let n = u.runs.get() + 1;
+        u.runs.set(n);
+        let root = u.base.join(format!("run-{n}"));
+        std::fs::create_dir(&root).with_context(|| format!("{}: cannot create", root.display()))?;
+        set_mode(&root, 0o700)?;
+        let own = OwnFolder {
+            package: root.join("package"),
+            binaries: binaries
+                .iter()
+                .enumerate()
+                .map(|(i, b)| {
+                    root.join("bin").join(format!(
+                        "{i}-{}",
+                        b.file_name().map_or("test".into(), |n| n.to_string_lossy())
+                    ))
+                })
+                .collect(),
+            root,
+        };
+        copy_package(package, &own.package)?;
+        std::fs::create_dir_all(own.root.join("bin"))?;
+        std::fs::create_dir_all(own.root.join("tmp"))?;
+        for (from, to) in binaries.iter().zip(&own.binaries) {
+            std::fs::copy(from, to)
+                .with_context(|| format!("{}: cannot copy the test binary", from.display()))?;
+        }
+        chown_all(&own.root, u.user)?;
+        Ok(own)
+    }
+}
+
+impl Drop for OwnFolder {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+/// The package folder as the scratch workspace has it (the learner's `src/` included), without
+/// links or build output.
+fn copy_package(from: &Path, to: &Path) -> Result<()> {
+    std::fs::create_dir_all(to).with_context(|| format!("{}: cannot create", to.display()))?;
+    for item in
+        std::fs::read_dir(from).with_context(|| format!("{}: cannot read", from.display()))?
+    {
+        let item = item?;
+        let kind = item.file_type()?;
+        let name = item.file_name();
+        if name == "target" {
+            continue;
+        }
+        if kind.is_dir() {
+            copy_package(&item.path(), &to.join(&name))?;
+        } else if kind.is_file() {
+            std::fs::copy(item.path(), to.join(&name))
+                .with_context(|| format!("{}: cannot copy", item.path().display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// Whether `user` can list `folder`: search permission on every folder above it, and read and
+/// search on it (owner, group or others' bits, as the kernel checks them; ACLs aside).
+fn reachable_by(folder: &Path, user: RunAs) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let allows = |path: &Path, bits: u32| {
+            let Ok(m) = std::fs::metadata(path) else {
+                return false;
+            };
+            let shift = if m.uid() == user.uid {
+                6
+            } else if m.gid() == user.gid {
+                3
+            } else {
+                0
+            };
+            (m.mode() >> shift) & bits == bits
+        };
+        let searchable = folder.ancestors().skip(1).all(|a| allows(a, 0o1));
+        searchable && allows(folder, 0o5)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (folder, user);
+        false
+    }
+}
+
+fn chown_all(path: &Path, user: RunAs) -> Result<()> {
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::lchown(path, Some(user.uid), Some(user.gid))
+            .with_context(|| format!("{}: cannot give it to the test user", path.display()))?;
+        if std::fs::symlink_metadata(path)?.is_dir() {
+            for item in std::fs::read_dir(path)? {
+                chown_all(&item?.path(), user)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn set_mode(path: &Path, mode: u32) -> Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+            .with_context(|| format!("{}: cannot set its mode", path.display()))?;
+    }
+    let _ = (path, mode);
+    Ok(())
 }
 
 /// Learners' code never runs among the instructor's files: a test folder inside the course is

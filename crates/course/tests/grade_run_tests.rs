@@ -121,6 +121,12 @@ fn run_tests_flags_the_looping_the_hoarding_and_the_networking_learner_and_grade
         .status();
     let archived = tar.is_ok_and(|s| s.success());
 
+    // Started as root, the tests run as an unprivileged user, who must not be able to open the
+    // cohort (the other learners' submissions): course grade refuses a folder others can read.
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&cohort, std::fs::Permissions::from_mode(0o700)).unwrap();
+    }
     let out = dir.path().join("grades");
     let build_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("grade-run-tests");
     let o = Command::new(BIN)

@@ -815,7 +815,7 @@ fn write_outputs(
     Ok(())
 }
 
-/// `student,exercise-1..N,[raw,]total,passed,flags[,submitted_at,time_source,days_late][,similarity][,tests]`:
+/// `student,exercise-1..N,[raw,]total,passed[,submitted_at,time_source,days_late][,similarity],flags[,tests]`:
 /// exercise scores and the total in percent. With a deadline, `raw` is the total before the
 /// late policy and `total` the final score, and the submission's time and where it was read
 /// follow; `similarity` (the similarity report's flags, never a penalty) when it was made;
@@ -828,11 +828,7 @@ pub fn gradebook_csv(grader: &Grader, cohort: &Cohort) -> Result<String, CohortE
     if with_late {
         header.push("raw".to_string());
     }
-    header.extend([
-        "total".to_string(),
-        "passed".to_string(),
-        "flags".to_string(),
-    ]);
+    header.extend(["total".to_string(), "passed".to_string()]);
     // The column is there only when tests were re-run, so gradebooks without stay as they were.
     let with_tests = cohort.students.iter().any(|s| !s.test_runs.is_empty());
     if with_late {
@@ -841,6 +837,7 @@ pub fn gradebook_csv(grader: &Grader, cohort: &Cohort) -> Result<String, CohortE
     if cohort.compared {
         header.push("similarity".to_string());
     }
+    header.push("flags".to_string());
     if with_tests {
         header.push("tests".to_string());
     }
@@ -863,7 +860,6 @@ pub fn gradebook_csv(grader: &Grader, cohort: &Cohort) -> Result<String, CohortE
         }
         row.push(show(s.final_percent()));
         row.push(s.passed().to_string());
-        row.push(s.flags().join(" "));
         if with_late {
             row.push(
                 s.submitted
@@ -875,6 +871,7 @@ pub fn gradebook_csv(grader: &Grader, cohort: &Cohort) -> Result<String, CohortE
         if cohort.compared {
             row.push(s.similarity.clone());
         }
+        row.push(s.flags().join(" "));
         if with_tests {
             row.push(
                 s.test_runs

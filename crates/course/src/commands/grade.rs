@@ -58,6 +58,11 @@ pub struct GradebookArgs {
     /// Skip the similarity report (OUT/similarity.md and the gradebook's similarity column).
     #[arg(long)]
     pub no_similarity: bool,
+    /// With --run-tests started as root: the unprivileged user the test binaries run as (a name, or
+    /// UID:GID), each in a copy of the learner's package in a 0700 folder of its own; default nobody. A user
+    /// of its own is better: useradd --system --no-create-home --shell /usr/sbin/nologin course-tests.
+    #[arg(long, value_name = "USER", requires = "run_tests")]
+    pub test_user: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -115,7 +120,9 @@ pub fn grade(
                 .dir
                 .clone()
                 .unwrap_or_else(|| course.root.join("target/grade-tests"));
-            let sandbox = Sandbox::new(&course.root, &dir, tests.limits)?;
+            let sandbox =
+                Sandbox::new(&course.root, &dir, tests.limits, book.test_user.as_deref())?;
+            sandbox.require_private(cohort_dir, "cohort folder")?;
             eprintln!(
                 "==> --run-tests: this runs the learners' code.\n  {}",
                 sandbox.describe()
