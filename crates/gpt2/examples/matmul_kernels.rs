@@ -8,7 +8,7 @@
 use std::time::Instant;
 
 use candle_core::{Device, Tensor};
-use gpt2::cpu::{packed_matmul, KernelPath};
+use engine::cpu::{packed_matmul, KernelPath};
 
 fn main() -> candle_core::Result<()> {
     let dev = Device::Cpu;

@@ -2,10 +2,10 @@
 
 pub use engine::run_args::{Kernels, RunArgs};
 
-use crate::error::Result;
 use crate::model::Model;
 use crate::tokenizer::Tokenizer;
 use crate::weights::{self, Checkpoint, WeightSource};
+use engine::error::Result;
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct ModelArgs {

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
+use engine::error::{Error, Result};
 
 pub use engine::ops::Activation;
 

@@ -6,9 +6,9 @@
 use candle_core::{Device, Tensor};
 use serde::{Deserialize, Serialize};
 
-use crate::cpu::KernelPath;
-use crate::error::Result;
-use crate::linear::{Layout, Linear};
+use engine::cpu::KernelPath;
+use engine::error::Result;
+use engine::linear::{Layout, Linear};
 pub use engine::model_cases::{median, run_model_cases, time_case, CaseResult};
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -30,7 +30,7 @@ pub struct Report {
 }
 
 /// The memory read bandwidth, measured where the profile's ceilings are (one measurement).
-pub use crate::ceilings::memory_read_bandwidth;
+pub use engine::ceilings::memory_read_bandwidth;
 
 /// One row of `gpt2 bench --layouts`: a GPT-2 weight shape at one batch size, timed with
 /// each memory layout.

@@ -6,8 +6,8 @@ pub use engine::generate::{
 };
 
 use crate::config::Config;
-use crate::error::Result;
 use crate::model::Model;
+use engine::error::Result;
 
 /// GPT-2's context and end-of-text token, from its config.
 pub fn limits(cfg: &Config) -> Limits {

@@ -10,17 +10,15 @@
 //! ```no_run
 //! use gpt2::CausalLm;
 //! let ckpt = gpt2::weights::resolve(&gpt2::WeightSource::parse("synthetic")?, &mut |m| eprintln!("{m}"))?;
-//! let kernels = gpt2::cpu::KernelPath::resolve(None)?; // GPT2_CPU_KERNELS, else the widest
+//! let kernels = engine::cpu::KernelPath::resolve(None)?; // COURSE_CPU_KERNELS, else the widest
 //! let model = gpt2::weights::load(&ckpt, &candle_core::Device::Cpu, candle_core::DType::F32, kernels)?;
 //! let mut cache = model.new_cache(8);
 //! let logits = model.forward_one(&[464, 2068, 7586], &mut cache, gpt2::Logits::AllPositions)?;
 //! # Ok::<(), gpt2::Error>(())
 //! ```
 
-// The engine's layers below the model, under the names this crate has always used.
-pub use engine::{
-    cache, ceilings, cpu, device_flags, error, linear, ops, pass, profile, work_counts,
-};
+// The engine's layers (ops, cpu, profile, ceilings...) keep their own names: `engine::ops`, not
+// a second `gpt2::ops`. The types every caller of the model needs are at this crate's root.
 
 pub mod cli;
 pub mod config;
@@ -32,11 +30,11 @@ pub mod serve;
 pub mod tokenizer;
 pub mod weights;
 
-pub use cache::SeqCache;
 pub use config::Config;
-pub use device_flags::DeviceChoice;
+pub use engine::cache::SeqCache;
+pub use engine::device_flags::DeviceChoice;
+pub use engine::error::{Error, Result};
 pub use engine::CausalLm;
-pub use error::{Error, Result};
 pub use generate::{generate, Completion, FinishReason, Flow, Request, Sampling, TokenEvent};
 pub use model::{Logits, MlpActivation, Model, Segment};
 pub use tokenizer::Tokenizer;

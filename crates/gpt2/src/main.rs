@@ -7,9 +7,9 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use clap::builder::TypedValueParser as _;
 use clap::{Parser, Subcommand};
+use engine::profile::ScheduleArgs;
 use gpt2::cli::ModelArgs;
 use gpt2::engine_bench;
-use gpt2::profile::ScheduleArgs;
 use gpt2::CausalLm;
 use gpt2::{Flow, Logits, Request, Sampling};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -385,9 +385,9 @@ fn profile_cmd(args: ProfileArgs) -> Result<()> {
     let spec = args.schedule.profile(args.with_flops, args.cuda_timing);
     if let Some(repeats) = args.overhead {
         let o = if args.profile_memory {
-            gpt2::profile::measure_overhead_with_memory(model, &spec, repeats)?
+            engine::profile::measure_overhead_with_memory(model, &spec, repeats)?
         } else {
-            gpt2::profile::measure_overhead(model, &spec, repeats)?
+            engine::profile::measure_overhead(model, &spec, repeats)?
         };
         println!(
             "forward B={} T={}: unprofiled median {:.3} ms, profiled median {:.3} ms over {} alternating repeats: overhead {:+.2}%",
@@ -407,11 +407,11 @@ fn profile_cmd(args: ProfileArgs) -> Result<()> {
             args.sort_by.unwrap_or_default()
         );
     }
-    let ceilings = gpt2::profile::machine_ceilings(model, args.remeasure_ceilings);
+    let ceilings = engine::profile::machine_ceilings(model, args.remeasure_ceilings);
     let profile = if args.profile_memory {
-        gpt2::profile::profile_forward_with_memory(model, &spec, ceilings)?
+        engine::profile::profile_forward_with_memory(model, &spec, ceilings)?
     } else {
-        gpt2::profile::profile_forward_with(model, &spec, ceilings)?
+        engine::profile::profile_forward_with(model, &spec, ceilings)?
     };
     let default_sort = SortBy::self_time(on_cuda);
     let options = TableOptions {
@@ -426,16 +426,16 @@ fn profile_cmd(args: ProfileArgs) -> Result<()> {
     }
     println!("{spec}");
     print!("{}", profile.table(options));
-    let out = gpt2::profile::write_exports(&profile, options, &args.out)?;
+    let out = engine::profile::write_exports(&profile, options, &args.out)?;
     println!(
         "\n{}",
         out.listing("read by `gpt2 profile --compare` and the grader")
     );
     if args.profile_memory && profile.has_memory() {
         let (gen, positions) =
-            gpt2::profile::profile_generation_memory(model, &spec, args.memory_new_tokens)?;
+            engine::profile::profile_generation_memory(model, &spec, args.memory_new_tokens)?;
         let capacity = spec.seq + args.memory_new_tokens;
-        let series = gpt2::profile::kv_in_use_series(&gen, &positions, capacity);
+        let series = engine::profile::kv_in_use_series(&gen, &positions, capacity);
         let path = args.out.join("memory-timeline-generate.svg");
         let title = format!(
             "Live bytes over a generation: B={} prefill of {} tokens, then {} decode steps",
@@ -451,7 +451,7 @@ fn profile_cmd(args: ProfileArgs) -> Result<()> {
         }
     }
     // Written first, so the failed run's report (with its warnings) can be read.
-    gpt2::profile::check_device_timing(&profile)?;
+    engine::profile::check_device_timing(&profile)?;
     Ok(())
 }
 

@@ -2,7 +2,7 @@
 //! `GPT2LMHeadModel`: token + position embeddings, pre-LayerNorm blocks of causal
 //! self-attention and a GELU MLP, a final LayerNorm, and an output head tied to `wte`.
 //!
-//! Every step of the forward pass is one op of `crate::ops` (its own profiler row, with its
+//! Every step of the forward pass is one op of `engine::ops` (its own profiler row, with its
 //! work count and the kernel that ran) or a module (`profiler::module` for `block`, `attn` and
 //! `mlp`), so a profile accounts for all of it. Scopes cost a few nanoseconds when no profiler
 //! is recording.
@@ -10,15 +10,15 @@
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
 
-use crate::cache::SeqCache;
 use crate::config::{Activation, Config};
-use crate::cpu::KernelPath;
-use crate::error::{Error, Result};
-use crate::linear::{Linear, Projected};
-use crate::ops;
-pub use crate::ops::{BiasActivation, MlpActivation};
-use crate::pass::{Group, Pass};
-pub use crate::pass::{Logits, Segment};
+use engine::cache::SeqCache;
+use engine::cpu::KernelPath;
+use engine::error::{Error, Result};
+use engine::linear::{Linear, Projected};
+use engine::ops;
+pub use engine::ops::{BiasActivation, MlpActivation};
+use engine::pass::{Group, Pass};
+pub use engine::pass::{Logits, Segment};
 
 struct LayerNorm {
     weight: Tensor,

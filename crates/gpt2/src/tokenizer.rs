@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use crate::error::Result;
+use engine::error::Result;
 
 pub use engine::tokenizer::{TextStream, Tokenizer};
 

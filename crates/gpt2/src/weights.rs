@@ -15,10 +15,10 @@ use candle_nn::VarBuilder;
 use rand::{Rng, SeedableRng};
 
 use crate::config::Config;
-use crate::cpu::KernelPath;
-use crate::error::{Error, Result};
 use crate::model::Model;
 use crate::tokenizer::{self, Tokenizer};
+use engine::cpu::KernelPath;
+use engine::error::{Error, Result};
 
 /// The hub repository of GPT-2 small, and the commit this project was checked against.
 pub const HUB_REPO: &str = "openai-community/gpt2";
@@ -208,7 +208,7 @@ pub fn synthetic_model(
     dtype: DType,
     kernels: KernelPath,
 ) -> Result<Model> {
-    crate::device_flags::check_dtype(dtype)?;
+    engine::device_flags::check_dtype(dtype)?;
     let vb = VarBuilder::from_tensors(random_weights(cfg)?, dtype, device);
     Model::load(vb, cfg, kernels)
 }
@@ -221,7 +221,7 @@ pub fn load(
     dtype: DType,
     kernels: KernelPath,
 ) -> Result<Model> {
-    crate::device_flags::check_dtype(dtype)?;
+    engine::device_flags::check_dtype(dtype)?;
     let config_path = ckpt.config_path();
     if !config_path.is_file() {
         return Err(Error::Weights {

@@ -1,5 +1,5 @@
 //! The rows a profile of GPT-2 emits, read against what they declare: the budget line each op
-//! names with itself in `gpt2::ops::list` (which the book's budget chapter, `course bench
+//! names with itself in `engine::ops::list` (which the book's budget chapter, `course bench
 //! budget` and the grader read from report.json) and the kernel labels of the contract. An op
 //! left off the list, or put on "everything else" by mistake, is caught here.
 
@@ -7,8 +7,8 @@ mod common;
 
 use candle_core::{DType, Device};
 use common::on_each_path;
-use gpt2::cpu::KernelPath;
-use gpt2::ops::list;
+use engine::cpu::KernelPath;
+use engine::ops::list;
 use gpt2::{Config, MlpActivation, Model};
 use profiler::{Line, STEP_ROW};
 
@@ -126,12 +126,12 @@ fn every_op_row_lands_on_a_named_budget_line() {
                 assert_eq!(
                     declared.map(|o| o.line()),
                     Some(row.line),
-                    "{path}, {name} MLP: op row {op} is not on the line gpt2::ops::list declares"
+                    "{path}, {name} MLP: op row {op} is not on the line engine::ops::list declares"
                 );
                 if OTHER_BY_DESIGN.contains(&op) {
                     assert_eq!(row.line, Line::Other, "{op} moved off \"everything else\": update OTHER_BY_DESIGN and the chapter");
                 } else {
-                    assert_ne!(row.line, Line::Other, "{path}, {name} MLP: op row {op} falls into \"everything else\"; give it its line in gpt2::ops::list");
+                    assert_ne!(row.line, Line::Other, "{path}, {name} MLP: op row {op} falls into \"everything else\"; give it its line in engine::ops::list");
                 }
             }
         }
@@ -147,7 +147,7 @@ fn the_op_list_names_each_op_once() {
     assert_eq!(
         names.len(),
         before,
-        "an op name is declared twice in gpt2::ops::list"
+        "an op name is declared twice in engine::ops::list"
     );
     // The learner's own fused op of exercise 5 lands on the activations line, whatever its name.
     assert_eq!(list::custom("my_kernel").line(), Line::Activations);
@@ -357,7 +357,7 @@ fn the_committed_report_fixtures_put_each_op_on_its_declared_line() {
                 None if name == STEP_ROW => Line::Other,
                 None if name.starts_with("fused_bias_gelu") => list::custom("fused").line(),
                 None => panic!(
-                    "{}: `{name}` is no op of gpt2::ops::list: regenerate the fixture",
+                    "{}: `{name}` is no op of engine::ops::list: regenerate the fixture",
                     path.display()
                 ),
             };

@@ -379,7 +379,7 @@ fn half_type_weights_run_in_all_four_commands_on_every_cpu_path() {
                     bench["memory_read_gb_per_s"].as_f64().unwrap(),
                     bench["decode_floor_ms"].as_f64().unwrap(),
                 );
-                let activations = if path == gpt2::cpu::KernelPath::Portable {
+                let activations = if path == engine::cpu::KernelPath::Portable {
                     2
                 } else {
                     4
@@ -403,7 +403,7 @@ fn half_type_weights_run_in_all_four_commands_on_every_cpu_path() {
                 .find(|r| r.name == "matmul")
                 .and_then(|r| r.kernel.clone())
                 .unwrap_or_default();
-            let want = if path == gpt2::cpu::KernelPath::Portable {
+            let want = if path == engine::cpu::KernelPath::Portable {
                 "candle-gemm".to_string()
             } else {
                 format!("packed-{path}-{dtype}")

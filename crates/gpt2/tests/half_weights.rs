@@ -32,7 +32,7 @@ mod common;
 
 use candle_core::{DType, Device, IndexOp};
 use common::{fixture, max_abs_diff, on_each_path, reference, rounded_reference, tiny_model};
-use gpt2::cpu::{packed_matmul, KernelPath};
+use engine::cpu::{packed_matmul, KernelPath};
 use gpt2::CausalLm;
 use gpt2::{generate, Flow, Logits, Model, Request, Sampling};
 

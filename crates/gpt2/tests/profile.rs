@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use candle_core::{DType, Device};
 use common::default_path;
-use gpt2::profile::{check_device_timing, profile_forward_with, sample_ids, ForwardProfile};
+use engine::profile::{check_device_timing, profile_forward_with, sample_ids, ForwardProfile};
 use gpt2::CausalLm;
 use gpt2::{Config, Logits, MlpActivation};
 use profiler::{
@@ -244,7 +244,7 @@ fn gpt2_profile(
 }
 
 /// Ceilings no machine measures, so a test can tell them from a fresh measurement.
-fn planted_ceilings(key: &gpt2::ceilings::Key) -> Ceilings {
+fn planted_ceilings(key: &engine::ceilings::Key) -> Ceilings {
     Ceilings {
         device: key.device.clone(),
         threads: key.threads,
@@ -258,16 +258,16 @@ fn planted_ceilings(key: &gpt2::ceilings::Key) -> Ceilings {
 }
 
 /// Writes `c` into `cache` as this process's (and so the child's) cached ceilings.
-fn plant(cache: &std::path::Path, key: &gpt2::ceilings::Key, c: &Ceilings) -> std::path::PathBuf {
+fn plant(cache: &std::path::Path, key: &engine::ceilings::Key, c: &Ceilings) -> std::path::PathBuf {
     let path = cache.join("ceilings").join(key.file_name());
-    gpt2::ceilings::cached_or_measured(&path, key, true, &mut |_| {}, || Ok(c.clone())).unwrap();
+    engine::ceilings::cached_or_measured(&path, key, true, &mut |_| {}, || Ok(c.clone())).unwrap();
     path
 }
 
 #[test]
 fn gpt2_profile_shows_the_roofline_columns_and_writes_the_ceilings_and_kernels() {
     let (cache, out) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let key = gpt2::ceilings::Key::current(&Device::Cpu, DType::F32, default_path()).unwrap();
+    let key = engine::ceilings::Key::current(&Device::Cpu, DType::F32, default_path()).unwrap();
     let planted = planted_ceilings(&key);
     plant(cache.path(), &key, &planted);
     // No --mlp: the default is the stock MLP, so the table has exercise 3's rows (`gelu` among
@@ -346,7 +346,7 @@ fn gpt2_profile_measures_the_ceilings_once_then_reads_them_and_remeasures_a_corr
         1,
         "{stderr}"
     );
-    let key = gpt2::ceilings::Key::current(&Device::Cpu, DType::F32, default_path()).unwrap();
+    let key = engine::ceilings::Key::current(&Device::Cpu, DType::F32, default_path()).unwrap();
     let path = cache.path().join("ceilings").join(key.file_name());
     assert!(
         stderr.contains(&path.display().to_string()),
@@ -393,7 +393,7 @@ fn gpt2_profile_measures_the_ceilings_once_then_reads_them_and_remeasures_a_corr
         "{stderr}"
     );
     assert!(
-        gpt2::ceilings::cached_or_measured(&path, &key, false, &mut |_| {}, || panic!(
+        engine::ceilings::cached_or_measured(&path, &key, false, &mut |_| {}, || panic!(
             "the file was rewritten whole"
         ))
         .is_ok()
@@ -409,7 +409,7 @@ fn gpt2_profile_measures_the_ceilings_once_then_reads_them_and_remeasures_a_corr
 #[test]
 fn gpt2_profile_keys_the_ceilings_by_kernel_path() {
     let (cache, out) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let key = gpt2::ceilings::Key::current(&Device::Cpu, DType::F32, default_path()).unwrap();
+    let key = engine::ceilings::Key::current(&Device::Cpu, DType::F32, default_path()).unwrap();
     // Planted for this run's path; a portable run must not take them.
     plant(cache.path(), &key, &planted_ceilings(&key));
     let run = gpt2_profile(cache.path(), out.path(), &["--kernels", "portable"]);
@@ -525,7 +525,7 @@ fn lm_head_profile_at_eight_positions_and_at_one() {
     let cfg = Config::gpt2_small();
     let wte =
         candle_core::Tensor::randn(0f32, 0.02, (cfg.vocab_size, cfg.n_embd), &Device::Cpu).unwrap();
-    let head = gpt2::linear::Linear::head(wte, default_path()).unwrap();
+    let head = engine::linear::Linear::head(wte, default_path()).unwrap();
     let x8 = candle_core::Tensor::randn(0f32, 1.0, (8, cfg.n_embd), &Device::Cpu).unwrap();
     let x1 = x8.narrow(0, 7, 1).unwrap().contiguous().unwrap();
     let evictor: Vec<f32> = (0..(1usize << 28)).map(|i| (i % 3) as f32).collect();
@@ -600,7 +600,7 @@ fn gpt2_profile_overhead_times_every_repeat_with_one_profiler() {
         warmup: 2,
         ..ForwardProfile::default()
     };
-    let o = gpt2::profile::measure_overhead(&model, &p, 4).unwrap();
+    let o = engine::profile::measure_overhead(&model, &p, 4).unwrap();
     assert_eq!(o.repeats, 4);
     assert!(
         o.plain_ms > 0.0 && o.profiled_ms > 0.0 && o.percent().is_finite(),
