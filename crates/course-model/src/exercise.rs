@@ -5,22 +5,22 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// An exercise's `main`: parses its arguments `A` with `--exercise-dir` added, runs `run` with
-/// them and the exercise's folder, and on an error prints the one message every exercise prints
-/// (`error: ` with each cause after a colon) and exits with status 1. The folder is the one
-/// given, else `manifest_dir`: the exercise's own, `env!("CARGO_MANIFEST_DIR")`, which only the
-/// exercise's crate can expand.
+/// them and the exercise's folder, and exits by the course's rule (`crate::exit`): 0 when it
+/// ran; 1 for a panic in the learner's own code (`manifest_dir/src`: a `todo!()` left) or a
+/// [`crate::exit::NotDone`] error; 2 for any other error (printed as every exercise prints it,
+/// `error: ` with each cause after a colon) or panic, and for a bad argument. The folder is the
+/// one given, else `manifest_dir`: the exercise's own, `env!("CARGO_MANIFEST_DIR")`, which only
+/// the exercise's crate can expand.
 pub fn main<A: clap::Parser>(
     manifest_dir: &str,
     run: impl FnOnce(A, &Path) -> anyhow::Result<()>,
 ) -> ExitCode {
+    // clap exits 0 after --help and 2 on a bad argument: the rule's codes.
     let (args, dir) = parse::<A>(std::env::args_os(), manifest_dir).unwrap_or_else(|e| e.exit());
-    match run(args, &dir) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("{}", message(&e));
-            ExitCode::FAILURE
-        }
-    }
+    let src = Path::new(manifest_dir).join("src");
+    crate::exit::guard(Some(&src), || {
+        run(args, &dir).map(|()| crate::exit::Exit::Passed)
+    })
 }
 
 /// `A` and the exercise's folder from the command line `argv`.
@@ -48,13 +48,10 @@ fn parse<A: clap::Parser>(
 /// run reads and writes (the course is two folders above it).
 const EXERCISE_DIR: &str = "exercise-dir";
 
-fn message(e: &anyhow::Error) -> String {
-    format!("error: {e:#}")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::exit::error_line as message;
 
     /// An exercise's own arguments, as each program declares them.
     #[derive(clap::Parser, Debug)]

@@ -67,6 +67,9 @@ pub enum Command {
     },
     /// Check exercise N: build, run its tests (if it has any), grade answers.toml and results/*.json.
     /// Exits 0 only when the exercise passes. A CUDA run's results are graded by self CUDA time.
+    /// `--format json` prints the points and maximum points of every check in a stable shape
+    /// (crates/course/instructor-kit/course-check.schema.json) for autograders.
+    #[command(after_help = course_model::exit::EXIT_STATUS_HELP)]
     Check {
         /// Exercise number.
         n: u32,
@@ -107,6 +110,7 @@ pub enum Command {
     },
     /// Grade a workshop: one folder, .zip or .tar.gz per student in COHORT_DIR. Writes OUT/gradebook.csv and
     /// OUT/feedback/STUDENT.md and prints a summary. Runs no submitted code unless --run-tests is given.
+    #[command(after_help = GRADE_EXIT_HELP)]
     Grade {
         /// Folder holding one submission per student.
         cohort_dir: PathBuf,
@@ -144,6 +148,32 @@ pub enum Command {
         #[command(flatten)]
         gradebook: crate::commands::grade::GradebookArgs,
     },
+    /// The Gradescope autograder (crates/course/instructor-kit/gradescope): grade ROOT/submission and write
+    /// ROOT/results/results.json in Gradescope's format, one test per graded question, each with the feedback
+    /// `course check` prints; the graded bank's model answers are tests shown after the due date. Runs no
+    /// submitted code; applies no late policy (Gradescope applies its own).
+    #[command(after_help = GRADESCOPE_EXIT_HELP)]
+    Gradescope {
+        /// Gradescope's folder (submission/, submission_metadata.json, results/); default: $AUTOGRADER_ROOT,
+        /// else /autograder.
+        #[arg(long, value_name = "DIR")]
+        autograder_root: Option<PathBuf>,
+        /// CSV with a header `course_id,email,gradescope_id`: maps Gradescope's users[].email or users[].id
+        /// (submission_metadata.json) to the learner's course id. Without it, the id in the submission's
+        /// learner.toml is used and nothing is checked against it.
+        #[arg(long, value_name = "FILE")]
+        roster: Option<PathBuf>,
+        /// Grade these exercises only (one Gradescope assignment per exercise, say): `--exercises 1,6`.
+        #[arg(long, value_name = "N,N,...", value_delimiter = ',', num_args = 1)]
+        exercises: Vec<u32>,
+        /// Answer key folder; default: crates/grader/key.
+        #[arg(long, value_name = "DIR")]
+        key: Option<PathBuf>,
+    },
+    /// Print the GitHub Classroom workflow (crates/course/instructor-kit/github-classroom/classroom.yml):
+    /// one `autograding-command-grader` step per exercise running `course check N`, with the exercise's
+    /// points from exercises/info.toml, and the grading reporter.
+    GithubClassroom,
     /// Show your learner id, or set it (`course id alice`). It is stored in exercises/learner.toml, which you
     /// submit with your exercises: your own variant of some exercises is drawn from it, and `course grade`
     /// checks it against your submission's name. `course run` and `course check` ask for it the first time
@@ -192,6 +222,19 @@ pub enum DevCommand {
         keep: bool,
     },
 }
+
+/// `course grade`'s exit status, by the course's rule (course_model::exit).
+const GRADE_EXIT_HELP: &str = "Exit status: 0 the gradebook is written and every submission \
+    was graded; 1 the gradebook is written, but some submission could not be graded (an \
+    unreadable archive, no exercises found, the grader failed on it: see its flags); 2 nothing \
+    was written, the course itself could not run (a missing or corrupt key, cohort folder or \
+    overrides file, a bug).";
+
+/// `course gradescope`'s exit status.
+const GRADESCOPE_EXIT_HELP: &str = "Exit status: 0 results.json is written (whatever the score: \
+    Gradescope records it); 2 it is not, the course itself could not run (no submission folder, \
+    a corrupt roster or metadata file, a bug): Gradescope then shows the autograder as failed, \
+    and its output says why.";
 
 /// `90`, `90s`, `1.5m`, `2m`: a positive duration.
 fn parse_seconds(text: &str) -> Result<std::time::Duration, String> {

@@ -21,12 +21,9 @@ fn main() -> ExitCode {
     if let Some(code) = commands::dev::shim::intercept() {
         return code;
     }
+    // clap exits 0 after --help and 2 on a bad argument, as the rule below says.
     let cli = cli::Cli::parse();
-    match commands::dispatch(cli) {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            ExitCode::FAILURE
-        }
-    }
+    // The exit-code rule (course_model::exit): a command's own 0 (passed, done) or 1 (not
+    // passed); an error, or a panic (a bug: `course` runs no learner code in-process), is 2.
+    course_model::exit::guard(None, || commands::dispatch(cli))
 }

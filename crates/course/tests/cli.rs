@@ -114,7 +114,8 @@ fn help_works_for_every_command() {
 fn outside_a_course_it_says_where_to_run() {
     let dir = tempfile::tempdir().unwrap();
     let o = course(dir.path(), &["list"]);
-    assert_eq!(o.status.code(), Some(1));
+    // The course could not run: 2 (course_model::exit).
+    assert_eq!(o.status.code(), Some(2));
     assert!(text(&o).contains("no exercises/info.toml"), "{}", text(&o));
 }
 
@@ -197,7 +198,7 @@ fn check_list_hint_solution_and_progress() {
 
     // No such exercise.
     let o = course(&root, &["check", "9"]);
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(2));
     assert!(text(&o).contains("there is no exercise 9"), "{}", text(&o));
 }
 
@@ -230,7 +231,7 @@ fn an_exercise_without_tests_is_graded_without_a_build() {
     );
     // Exercise 2 has tests: it is built and tested, so here cargo is needed and its absence said.
     let o = without_cargo("2");
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(
         text(&o).contains("[1/3] build: cargo build -p exercise-2")
             && text(&o).contains("cannot start `cargo build`"),
@@ -254,7 +255,7 @@ fn run_passes_arguments_and_reset_restores_the_template() {
     write(&root.join("exercises/exercise-1/answers.toml"), PERFECT_EX1);
     // Without a terminal and without --yes, reset refuses rather than guess.
     let o = course(&root, &["reset", "1"]);
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     let o = course(&root, &["reset", "1", "--yes"]);
     assert!(o.status.success(), "{}", text(&o));
     assert_eq!(
@@ -309,7 +310,7 @@ fn grade_writes_the_gradebook_and_refuses_a_bad_key() {
             dir.path().to_str().unwrap(),
         ],
     );
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(2));
     assert!(text(&o).contains("key.toml"), "{}", text(&o));
 }
 
@@ -497,7 +498,7 @@ fn bench_runs_outside_a_course_and_compares_two_files() {
         dir.path(),
         &["bench", "--compare", "missing-a.json", "missing-b.json"],
     );
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("missing-a.json"), "{}", text(&o));
     assert!(
         !text(&o).contains("exercises/info.toml"),
@@ -510,8 +511,9 @@ fn bench_runs_outside_a_course_and_compares_two_files() {
 fn dev_check_refuses_what_it_cannot_lint_and_says_what_to_do() {
     let dir = tempfile::tempdir().unwrap();
     let root = course_copy(dir.path());
+    // A check it cannot run is the course not running: 2 (course_model::exit).
     let o = course(&root, &["dev", "check", "--only", "9"]);
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("there is no exercise 9"), "{}", text(&o));
     let o = course(&root, &["dev", "check", "--only", "three"]);
     assert_eq!(
@@ -522,7 +524,7 @@ fn dev_check_refuses_what_it_cannot_lint_and_says_what_to_do() {
     );
     // This copy is not where the binary was built: its exercises' programs are not beside it.
     let o = course(&root, &["dev", "check", "--only", "1"]);
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(
         text(&o).contains("Build the workspace (`cargo build --workspace --all-targets`)"),
         "{}",
@@ -531,7 +533,7 @@ fn dev_check_refuses_what_it_cannot_lint_and_says_what_to_do() {
     // A learner's copy has no solutions to prove.
     std::fs::remove_dir_all(root.join("solutions")).unwrap();
     let o = course(&root, &["dev", "check"]);
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(
         text(&o).contains("has no solutions")
             && text(&o).contains("run it in a checkout of the course"),

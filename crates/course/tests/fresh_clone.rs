@@ -77,7 +77,7 @@ fn a_fresh_clone_has_no_learner_id_and_course_asks_for_one() {
 
     // Without a terminal: no id is invented, and the message says how to give one.
     let o = course(&clone, &["check", "1"], Stdio::null());
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(
         text(&o).contains("no learner id yet")
             && text(&o).contains("course id NAME")

@@ -250,7 +250,7 @@ fn test_limits_need_run_tests_and_nonsense_limits_are_refused() {
         "--test-dir",
         root.join("exercises/scratch").to_str().unwrap(),
     ]);
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(2));
     assert!(
         text(&o).contains("never run in the instructor's tree"),
         "{}",

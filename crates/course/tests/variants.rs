@@ -126,16 +126,16 @@ fn the_learner_id_is_asked_once_stored_and_shown() {
     let root = course_copy(dir.path());
     // Nobody to ask and no COURSE_LEARNER_ID: the command stops before building and says how.
     let o = course(&root, &["check", "4"], None);
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(
         text(&o).contains("no learner id yet") && text(&o).contains("course id NAME"),
         "{}",
         text(&o)
     );
     assert!(!text(&o).contains("[1/3] build"), "{}", text(&o));
-    assert_eq!(course(&root, &["id"], None).status.code(), Some(1));
+    assert_eq!(course(&root, &["id"], None).status.code(), Some(2));
     let o = course(&root, &["id", "a b"], None);
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(2));
     assert!(text(&o).contains("letters, digits"), "{}", text(&o));
 
     let o = course(&root, &["id", "Alice"], None);

@@ -1,20 +1,39 @@
 //! `course check N`: a pipeline a learner can predict. Build and the exercise's own tests (if it
-//! has any) → grade answers.toml and results/*.json → report. Exit 0 only when it passes.
+//! has any) → grade answers.toml and results/*.json → report. Exits by the course's rule
+//! (`course_model::exit`): 0 passed; 1 not passed (a build or a test that fails included);
+//! 2 could not run (an error: no cargo, a corrupt course file).
 //!
 //! An exercise without tests (`test = false` in exercises/info.toml) is graded without a build:
 //! what is graded is its answers and the results `course run N` wrote, and building would only
 //! make the learner wait (or, in another profile, compile everything again).
 
+use super::check_json::{CheckOutput, Status};
 use super::Course;
 use crate::cargo::Build;
 use crate::cli::Format;
 use anyhow::Result;
+use course_model::exit::Exit;
 use grader::submission::{Limits, Submission};
 use grader::{ExerciseReport, Grader};
 use std::process::ExitCode;
 
+/// How the pipeline ended.
+pub enum Checked {
+    BuildFailed,
+    TestsFailed,
+    Graded(ExerciseReport),
+}
+
 /// Run the pipeline; `Ok(None)` when the build or the tests failed (already reported).
 pub fn pipeline(course: &Course, n: u32, build: &Build) -> Result<Option<ExerciseReport>> {
+    Ok(match run_pipeline(course, n, build)? {
+        Checked::Graded(report) => Some(report),
+        Checked::BuildFailed | Checked::TestsFailed => None,
+    })
+}
+
+/// Run the pipeline, saying which step stopped it.
+pub fn run_pipeline(course: &Course, n: u32, build: &Build) -> Result<Checked> {
     let exercise = course.exercise(n)?;
     // The id first: the variant graded below is drawn from it, and asking comes before a build.
     crate::learner::ensure(&course.exercises_dir())?;
@@ -39,7 +58,7 @@ pub fn pipeline(course: &Course, n: u32, build: &Build) -> Result<Option<Exercis
         if !crate::cargo::run(&course.root, "build", &exercise.package, &build, &[])?.success() {
             eprintln!("==> exercise-{n} does not build: fix the first compiler error above, then check again.");
             record_attempt(course, n, None)?;
-            return Ok(None);
+            return Ok(Checked::BuildFailed);
         }
         eprintln!("==> [2/3] test: {}", build.shown("test", &exercise.package));
         if !crate::cargo::run(&course.root, "test", &exercise.package, &build, &[])?.success() {
@@ -47,7 +66,7 @@ pub fn pipeline(course: &Course, n: u32, build: &Build) -> Result<Option<Exercis
                 "==> exercise-{n}'s tests fail: the first failing test above says what to fix."
             );
             record_attempt(course, n, None)?;
-            return Ok(None);
+            return Ok(Checked::TestsFailed);
         }
     } else {
         eprintln!("==> [1/3] build: none needed, exercise-{n} has no tests (its results come from `course run {n}`)");
@@ -64,7 +83,7 @@ pub fn pipeline(course: &Course, n: u32, build: &Build) -> Result<Option<Exercis
     let progress = course.progress()?;
     report.solution_viewed_early = progress.exercise(n).solution_viewed_before_pass;
     record_attempt(course, n, Some(&report))?;
-    Ok(Some(report))
+    Ok(Checked::Graded(report))
 }
 
 fn record_attempt(course: &Course, n: u32, report: Option<&ExerciseReport>) -> Result<()> {
@@ -87,13 +106,29 @@ pub fn print(report: &ExerciseReport, format: Format) {
             grader::render::terminal(report, crate::term::colour())
         ),
         Format::Markdown => print!("{}", grader::render::markdown(report)),
-        Format::Json => println!("{}", report.to_json()),
+        Format::Json => println!("{}", CheckOutput::graded(report).to_json()),
     }
 }
 
 pub fn check(course: &Course, n: u32, build: &Build, format: Format) -> Result<ExitCode> {
-    let Some(report) = pipeline(course, n, build)? else {
-        return Ok(ExitCode::FAILURE);
+    let report = match run_pipeline(course, n, build)? {
+        Checked::Graded(report) => report,
+        stopped => {
+            if let Format::Json = format {
+                let status = match stopped {
+                    Checked::BuildFailed => Status::BuildFailed,
+                    _ => Status::TestsFailed,
+                };
+                let exercise = course.exercise(n)?;
+                // The key's pass mark, as a report of nothing submitted carries it.
+                let pass_mark = Grader::load(&course.root, None)?
+                    .grade_exercise(&Submission::default(), n)
+                    .pass_mark;
+                let out = CheckOutput::stopped(n, &exercise.title, pass_mark, status);
+                println!("{}", out.to_json());
+            }
+            return Ok(Exit::NotPassed.into());
+        }
     };
     print(&report, format);
     if report.passed {
@@ -105,11 +140,10 @@ pub fn check(course: &Course, n: u32, build: &Build, format: Format) -> Result<E
         } else {
             eprintln!("==> Exercise {n} passes. That was the last exercise: well done.");
         }
-        Ok(ExitCode::SUCCESS)
     } else {
         eprintln!(
             "==> Not passed yet. Fix what is marked wrong above; `course hint {n}` reveals a hint."
         );
-        Ok(ExitCode::FAILURE)
     }
+    Ok(Exit::passed_if(report.passed).into())
 }

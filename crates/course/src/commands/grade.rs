@@ -239,5 +239,35 @@ pub fn grade(
     if !overrides.entries.is_empty() {
         println!("Applied overrides from {}.", overrides_path.display());
     }
-    Ok(ExitCode::SUCCESS)
+    // The exit-code rule (course_model::exit; `course grade --help`): 1 when a submission has
+    // no grade of its own, so that a script notices before publishing the gradebook.
+    let ungraded: Vec<&str> = cohort
+        .students
+        .iter()
+        .filter(|s| not_graded(s))
+        .map(|s| s.student.as_str())
+        .collect();
+    if ungraded.is_empty() {
+        Ok(course_model::exit::Exit::Passed.into())
+    } else {
+        eprintln!(
+            "==> Not graded: {} (an unreadable archive, no exercises found, or the grader failed): \
+             their feedback pages say why; grade them by hand or ask for a new submission.",
+            ungraded.join(", ")
+        );
+        Ok(course_model::exit::Exit::NotPassed.into())
+    }
+}
+
+/// A submission recorded without grades of its own: the grader failed on it (no reports), its
+/// archive could not be read, or no exercise folder was found in it.
+fn not_graded(student: &grader::cohort::StudentResult) -> bool {
+    use grader::ProblemKind;
+    student.reports.is_empty()
+        || student.problems.iter().any(|p| match p.kind {
+            ProblemKind::Archive => true,
+            // "two copies of the exercises" is graded (one of them); none found is not.
+            ProblemKind::Layout => p.message.starts_with("no exercise-N folders"),
+            _ => false,
+        })
 }

@@ -1,8 +1,11 @@
 //! One module per command.
 
 mod check;
+mod check_json;
 pub mod dev;
+mod github_classroom;
 pub mod grade;
+mod gradescope;
 mod hint;
 mod id;
 mod list;
@@ -48,6 +51,31 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Reset { n, yes } => reset::reset(&open()?, n, yes),
         Command::Solution { n, force } => solution::solution(&open()?, n, force),
         Command::Id { name } => id::id(&open()?, name.as_deref()),
+        Command::Gradescope {
+            autograder_root,
+            roster,
+            exercises,
+            key,
+        } => {
+            let autograder_root = autograder_root
+                .or_else(|| std::env::var_os("AUTOGRADER_ROOT").map(PathBuf::from))
+                .unwrap_or_else(|| PathBuf::from("/autograder"));
+            gradescope::gradescope(
+                &open()?,
+                &gradescope::Options {
+                    autograder_root: &autograder_root,
+                    roster: roster.as_deref(),
+                    exercises: &exercises,
+                    key: key.as_deref(),
+                },
+            )
+        }
+        Command::GithubClassroom => {
+            let course = open()?;
+            let grader = grader::Grader::load(&course.root, None)?;
+            print!("{}", github_classroom::workflow(&course.manifest, &grader)?);
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Dev {
             command: DevCommand::Check { only, keep },
         } => dev::check(&open()?, &only, keep),
