@@ -24,6 +24,10 @@ use std::process::ExitCode;
 
 use course_model::exercise;
 
+/// Counts allocations, so that a profile can record memory (the profiler's memory columns).
+#[global_allocator]
+static ALLOC: profiler::CountingAlloc = profiler::CountingAlloc;
+
 #[derive(Parser)]
 #[command(
     about = "Exercise 3: profile a GPT-2 forward pass, print the top ops and write results/report.json",

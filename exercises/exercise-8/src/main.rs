@@ -24,6 +24,10 @@ use engine::CausalLm;
 use llama::source::{self, Source, DEFAULT_MODEL};
 use profiler::{CudaTiming, SortBy, TableOptions};
 
+/// Counts allocations, so that a profile can record memory (the profiler's memory columns).
+#[global_allocator]
+static ALLOC: profiler::CountingAlloc = profiler::CountingAlloc;
+
 #[derive(Parser)]
 #[command(
     about = "Exercise 8: profile a model of your own choosing, print its top ops and write results/report.json",
