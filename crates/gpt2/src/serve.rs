@@ -25,8 +25,14 @@ pub fn served_model(model_args: &ModelArgs, program: &str) -> Result<serving::Se
     let Some(tokenizer) = loaded.tokenizer else {
         return Err(serving::no_tokenizer(&loaded.checkpoint.dir, program));
     };
+    let cfg = loaded.model.config();
+    let kv_dtype = serving::kv_dtype(&loaded.model);
+    // Keys and values, every layer, n_embd wide each.
+    let kv_bytes_per_token = (2 * cfg.n_layer * cfg.n_embd * kv_dtype.size_in_bytes()) as u64;
     Ok(serving::ServedModel {
-        limits: crate::generate::limits(loaded.model.config()),
+        limits: crate::generate::limits(cfg),
+        kv_dtype,
+        kv_bytes_per_token,
         model: Box::new(loaded.model),
         tokenizer,
         chat_template: engine::loader::chat_template(&loaded.checkpoint.dir)?,

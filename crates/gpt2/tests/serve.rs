@@ -96,8 +96,12 @@ impl Fixture {
                     run.kernel_path().unwrap(),
                 )
                 .unwrap();
+                let cfg = model.config();
+                let kv_dtype = serving::kv_dtype(&model);
                 ServedModel {
-                    limits: llama::generate::limits(model.config(), &ckpt).unwrap(),
+                    kv_dtype,
+                    kv_bytes_per_token: llama::generate::kv_bytes_per_token(cfg, kv_dtype),
+                    limits: llama::generate::limits(cfg, &ckpt).unwrap(),
                     model: Box::new(model),
                     tokenizer: engine::tokenizer::Tokenizer::from_dir(&ckpt)
                         .unwrap()
@@ -1184,6 +1188,144 @@ async fn a_conversation_the_template_refuses_is_a_400_with_its_words(fixture: Fi
     server.stop().await;
 }
 
+/// One `/metrics` scrape, read by the bench client's own reader (`course bench
+/// --scrape-metrics`), which must find our names.
+async fn scrape(url: &str) -> formats::bench::MetricsSample {
+    let response = reqwest::get(format!("{url}/metrics")).await.unwrap();
+    assert_eq!(response.status(), 200);
+    let text = response.text().await.unwrap();
+    let (sample, naming) = bench::scrape::read_sample(&text).unwrap();
+    assert_eq!(naming, formats::bench::Naming::Course, "{text}");
+    sample
+}
+
+/// The gauges rise while a request runs and waits, and return to zero after; the counters add
+/// up the prompt and generated tokens; the KV bytes are the request's whole cache.
+async fn metrics_follow_the_requests_and_return_to_zero(fixture: Fixture) {
+    let (trace_tx, traces) = std_mpsc::channel();
+    let (go, go_rx) = std_mpsc::channel();
+    let server = start_with(
+        fixture,
+        EngineOptions::new(1, 16),
+        Some(gate(trace_tx, go_rx)),
+    )
+    .await;
+    let url = server.url.clone();
+    let idle = scrape(&url).await;
+    assert_eq!(
+        (
+            idle.requests_running,
+            idle.requests_waiting,
+            idle.kv_cache_used_bytes
+        ),
+        (Some(0.0), Some(0.0), Some(0.0))
+    );
+    let capacity = idle.kv_cache_capacity_bytes.unwrap();
+    assert!(capacity > 0.0);
+    assert!(
+        idle.resident_memory_bytes.is_some_and(|b| b > 1e6),
+        "{idle:?}"
+    );
+
+    let body = |n: usize| {
+        json!({"model": MODEL, "prompt": [1, 2, 3, 4, 5], "max_tokens": n, "ignore_eos": true})
+            .to_string()
+    };
+    let first = tokio::spawn(post_owned(url.clone(), body(6)));
+    let (_, _traces) = next_trace(traces).await;
+    let second = tokio::spawn(post_owned(url.clone(), body(3)));
+    wait_queued(&url, 1).await;
+    let busy = scrape(&url).await;
+    assert_eq!(
+        (busy.requests_running, busy.requests_waiting),
+        (Some(1.0), Some(1.0))
+    );
+    // --max-batch-size 1 and the default budget: one request of the whole context fits.
+    let used = busy.kv_cache_used_bytes.unwrap();
+    assert!(used > 0.0 && used < capacity, "{busy:?}");
+    assert_eq!(busy.kv_cache_usage, Some(used / capacity));
+    // 5 prompt + 6 new tokens, the last never cached: 10 positions.
+    assert_eq!(used * 64.0, capacity * 10.0, "{busy:?}");
+    drop(go);
+    assert_eq!(first.await.unwrap(), 200);
+    assert_eq!(second.await.unwrap(), 200);
+    let after = scrape(&url).await;
+    assert_eq!(
+        (
+            after.requests_running,
+            after.requests_waiting,
+            after.kv_cache_used_bytes,
+            after.kv_cache_usage
+        ),
+        (Some(0.0), Some(0.0), Some(0.0), Some(0.0))
+    );
+    assert_eq!(after.prompt_tokens_total, Some(10.0));
+    assert_eq!(after.generation_tokens_total, Some(9.0));
+    server.stop().await;
+}
+
+/// With a KV budget that holds one of these requests at a time, a second waits in the queue
+/// although the batch has room, then runs; one that could never fit is a 503 at once.
+async fn requests_beyond_the_kv_budget_wait_then_complete_and_one_too_big_is_a_503(
+    fixture: Fixture,
+) {
+    let dir = fixture.checkpoint();
+    let per_token = fixture.load(dir.path()).kv_bytes_per_token;
+    // Room for 12 positions: a request of 4 prompt + 8 new tokens (11 cached) fits, two do not.
+    let options = EngineOptions {
+        kv_cache_bytes: Some(12 * per_token),
+        ..EngineOptions::new(4, 16)
+    };
+    let (trace_tx, traces) = std_mpsc::channel::<StepTrace>();
+    let record: StepHook = Box::new(move |t| {
+        let _ = trace_tx.send(t.clone());
+    });
+    drop(dir);
+    let server = start_with(fixture, options, Some(record)).await;
+    let url = server.url.clone();
+    let body = |prompt: Vec<u32>, n: usize| {
+        json!({"model": MODEL, "prompt": prompt, "max_tokens": n, "ignore_eos": true}).to_string()
+    };
+    let both: Vec<_> = (0..2)
+        .map(|i| tokio::spawn(post_owned(url.clone(), body(vec![1 + i, 2, 3, 4], 8))))
+        .collect();
+    for r in both {
+        assert_eq!(
+            r.await.unwrap(),
+            200,
+            "the waiting request runs once the first is done"
+        );
+    }
+    let traces: Vec<StepTrace> = traces.try_iter().collect();
+    assert!(
+        traces.iter().all(|t| t.rows.len() + t.prefill.len() <= 1),
+        "never two at once under this budget: {traces:?}"
+    );
+    assert_eq!(
+        traces.iter().filter(|t| !t.joining.is_empty()).count(),
+        2,
+        "{traces:?}"
+    );
+
+    let too_big = post(&url, body(vec![1, 2, 3, 4, 5, 6, 7, 8], 8)).await;
+    assert_eq!(too_big.status(), 503);
+    assert!(
+        too_big.headers().get("retry-after").is_none(),
+        "retrying cannot help"
+    );
+    let error: Value = too_big.json().await.unwrap();
+    assert_eq!(error["error"]["code"], "kv_cache_too_small");
+    let message = error["error"]["message"].as_str().unwrap();
+    assert!(message.contains("--kv-cache-bytes"), "{message}");
+    let sample = scrape(&url).await;
+    assert_eq!(
+        sample.kv_cache_capacity_bytes,
+        Some((12 * per_token) as f64)
+    );
+    assert_eq!(sample.kv_cache_used_bytes, Some(0.0));
+    server.stop().await;
+}
+
 /// Every test above, once per model.
 macro_rules! on_every_model {
     (async: [$($async_test:ident),* $(,)?], sync: [$($sync_test:ident),* $(,)?]) => {
@@ -1223,6 +1365,8 @@ on_every_model!(
         chat_completions_whole_and_streamed_agree_with_the_same_usage,
         the_bench_load_client_measures_the_server_end_to_end,
         a_conversation_the_template_refuses_is_a_400_with_its_words,
+        metrics_follow_the_requests_and_return_to_zero,
+        requests_beyond_the_kv_budget_wait_then_complete_and_one_too_big_is_a_503,
     ],
     sync: [
         requests_joining_a_running_batch_get_exactly_their_solo_tokens,

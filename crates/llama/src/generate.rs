@@ -17,3 +17,11 @@ pub fn limits(cfg: &Config, dir: &Path) -> Result<Limits> {
         eos: engine::loader::eos_ids(dir)?,
     })
 }
+
+/// The bytes one position takes in a sequence's KV cache held in `dtype`: keys and values, in
+/// every layer, the key/value heads' width each (grouped-query attention caches fewer heads
+/// than it queries).
+pub fn kv_bytes_per_token(cfg: &Config, dtype: candle_core::DType) -> u64 {
+    (2 * cfg.num_hidden_layers * cfg.num_key_value_heads * cfg.head_dim * dtype.size_in_bytes())
+        as u64
+}

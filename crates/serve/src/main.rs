@@ -130,8 +130,13 @@ fn load_llama(
     let device = run.open_device()?;
     let model = llama::weights::load(dir, &device, run.dtype, run.kernel_path()?)
         .with_context(|| format!("cannot load {}", checkpoint.name))?;
+    let cfg = model.config();
+    let kv_dtype = serving::kv_dtype(&model);
+    let kv_bytes_per_token = llama::generate::kv_bytes_per_token(cfg, kv_dtype);
     Ok(serving::ServedModel {
-        limits: llama::generate::limits(model.config(), dir)?,
+        limits: llama::generate::limits(cfg, dir)?,
+        kv_dtype,
+        kv_bytes_per_token,
         model: Box::new(model),
         tokenizer,
         chat_template: engine::loader::chat_template(dir)?,

@@ -22,7 +22,13 @@
 //!   messages become a prompt through the checkpoint's chat template, or, for a checkpoint
 //!   without one (GPT-2), a plain transcript ([`chat`]), so clients that default to chat
 //!   (GuideLLM, AIPerf, `openai`'s `chat.completions`) work unconfigured.
-//! - `GET /v1/models`, `GET /health`.
+//! - `GET /v1/models`, `GET /health`, and `GET /metrics` in the Prometheus text format
+//!   ([`metrics`]: requests running and waiting, KV-cache bytes in use and the budget, tokens
+//!   processed, resident memory), the names `course bench --scrape-metrics` reads.
+//! - A KV-cache budget (`--kv-cache-bytes`): each admitted request reserves its whole cache
+//!   ([`KvBudget::need`]); one that would pass the budget waits in the queue until others end,
+//!   one that could never fit is a 503 (`kv_cache_too_small`). The startup line gives the cache's
+//!   type, its bytes per token and the budget.
 //! - One thread owns the model ([`engine`]) and batches continuously: waiting requests join
 //!   the running batch at the next forward pass, up to `--max-batch-size` sequences at once,
 //!   and finished ones leave at once; prompts share each pass with the decoding sequences, at
@@ -37,6 +43,7 @@
 
 pub mod api;
 pub mod chat;
+pub mod metrics;
 pub mod routes;
 pub mod scheduler;
 
@@ -48,7 +55,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use axum::serve::ListenerExt;
 
-pub use scheduler::{EngineOptions, Loader, ServedModel, StepHook, StepTrace, Timings};
+pub use scheduler::{EngineOptions, KvBudget, Loader, ServedModel, StepHook, StepTrace, Timings};
 
 /// The server's flags, whichever command serves (`gpt2 serve`, `serve`): everything but the
 /// model's.
@@ -84,6 +91,13 @@ pub struct ServerArgs {
     /// one pass.
     #[arg(long, default_value_t = scheduler::DEFAULT_PREFILL_CHUNK as u32, value_parser = clap::value_parser!(u32).range(1..))]
     pub prefill_chunk: u32,
+
+    /// KV-cache bytes all running requests may hold together (each holds its whole cache, its
+    /// prompt and max_tokens positions, from admission to its end): a request that would pass it
+    /// waits in the queue, one that could never fit is refused with 503 [default: room for
+    /// --max-batch-size requests of the model's whole context].
+    #[arg(long, value_name = "BYTES")]
+    pub kv_cache_bytes: Option<u64>,
 
     /// Name clients must send as `model` [default: the --model value].
     #[arg(long)]
@@ -160,10 +174,24 @@ pub fn run(args: ServerArgs, program: &str, served: String, load: Loader) -> Res
         queue_size: args.queue_size as usize,
         batch_wait: Duration::from_millis(args.batch_wait_ms),
         prefill_chunk: args.prefill_chunk as usize,
+        kv_cache_bytes: args.kv_cache_bytes,
     };
     let server = Server::start(load, served.clone(), options.clone(), None)?;
     let synthetic = server.state.engine.synthetic;
     say(format_args!("{program}: {}", server.chat().describe()));
+    let kv = server.state.engine.kv;
+    say(format_args!(
+        "{program}: KV cache {}, {} bytes per token, budget {} bytes ({:.1} MiB, {}; GET /metrics)",
+        kv.dtype.as_str(),
+        kv.bytes_per_token,
+        kv.capacity,
+        kv.capacity as f64 / (1 << 20) as f64,
+        if args.kv_cache_bytes.is_some() {
+            "--kv-cache-bytes"
+        } else {
+            "room for --max-batch-size requests of the whole context"
+        }
+    ));
 
     // The model thread does the heavy work; two I/O threads are plenty for HTTP.
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -188,6 +216,13 @@ pub fn run(args: ServerArgs, program: &str, served: String, load: Loader) -> Res
         say(format_args!("{program}: every accepted request finished; bye"));
         Ok(())
     })
+}
+
+/// The type a model's KV cache holds: its activations' type (f32 on the CPU's packed paths).
+pub fn kv_dtype(model: &dyn engine::CausalLm) -> candle_core::DType {
+    model
+        .kernel_path()
+        .activations(model.device(), model.dtype())
 }
 
 /// The error a loader gives for a checkpoint without `tokenizer.json`.

@@ -58,9 +58,10 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/v1/chat/completions", post(chat_completions))
         .route("/v1/models", get(models))
         .route("/health", get(health))
+        .route("/metrics", get(metrics))
         .fallback(|| async {
             ApiError::not_found(
-                "no such route: this server has POST /v1/completions, POST /v1/chat/completions, GET /v1/models and GET /health",
+                "no such route: this server has POST /v1/completions, POST /v1/chat/completions, GET /v1/models, GET /health and GET /metrics",
             )
         })
         .with_state(state)
@@ -74,6 +75,18 @@ async fn health(State(state): State<Arc<AppState>>) -> Json<Value> {
         "queue_size": state.engine.options.queue_size,
         "max_batch_size": state.engine.options.max_batch_size,
     }))
+}
+
+/// The Prometheus text format ([`crate::metrics`]).
+async fn metrics(State(state): State<Arc<AppState>>) -> Response {
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        state.engine.metrics_text(),
+    )
+        .into_response()
 }
 
 async fn models(State(state): State<Arc<AppState>>) -> Json<Value> {
@@ -183,6 +196,23 @@ fn start_completion(
         state.engine.vocab_size,
         state.engine.limits.context,
     )?;
+    let kv = state.engine.kv;
+    let need = kv.need(prompt.len(), params.max_tokens);
+    if need > kv.capacity {
+        return Err(ApiError {
+            code: Some("kv_cache_too_small"),
+            retry_after: None,
+            ..ApiError::unavailable(format!(
+                "this request's KV cache ({} positions x {} bytes = {need} bytes) is larger than the server's whole \
+                 KV-cache budget ({} bytes, --kv-cache-bytes): it could never run; send a shorter prompt or a smaller \
+                 `{}`, or start the server with a larger --kv-cache-bytes",
+                prompt.len() + params.max_tokens - 1,
+                kv.bytes_per_token,
+                kv.capacity,
+                params.max_tokens_param
+            ))
+        });
+    }
     let seed = params
         .seed
         .unwrap_or_else(|| state.next_id.load(Ordering::Relaxed));

@@ -41,6 +41,8 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use tokio::sync::mpsc;
 
+use crate::metrics::Metrics;
+
 use engine::generate::{Batch, Completion, FinishReason, Flow, Limits, Plan, Request, TokenEvent};
 use engine::loader::ChatTemplate;
 use engine::tokenizer::{TextStream, Tokenizer};
@@ -56,6 +58,27 @@ pub struct ServedModel {
     pub chat_template: Option<ChatTemplate>,
     /// Seeded random weights (the startup line says so).
     pub synthetic: bool,
+    /// The type its KV cache holds, and the bytes one position takes in it (keys and values,
+    /// every layer).
+    pub kv_dtype: candle_core::DType,
+    pub kv_bytes_per_token: u64,
+}
+
+/// The KV cache's budget: what admission control holds requests to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KvBudget {
+    pub dtype: candle_core::DType,
+    pub bytes_per_token: u64,
+    /// Bytes all admitted requests may reserve together.
+    pub capacity: u64,
+}
+
+impl KvBudget {
+    /// The bytes a request reserves from admission to its end: its whole cache, prompt and
+    /// generated tokens but the last (never fed back), as [`Batch::admit`] allocates it.
+    pub fn need(&self, prompt: usize, max_tokens: usize) -> u64 {
+        (prompt + max_tokens).saturating_sub(1).max(1) as u64 * self.bytes_per_token
+    }
 }
 
 /// Builds the model and its tokenizer, on the model thread (see [`Engine::start`]).
@@ -63,11 +86,14 @@ pub type Loader = Box<dyn FnOnce() -> anyhow::Result<ServedModel> + Send>;
 
 /// What the HTTP side knows of the model, sent back once it is loaded.
 pub struct ModelInfo {
+    pub kv: KvBudget,
     pub tokenizer: Arc<Tokenizer>,
     pub limits: Limits,
     pub vocab_size: usize,
     pub chat_template: Option<ChatTemplate>,
     pub synthetic: bool,
+    pub metrics: Arc<Metrics>,
+    pub held: Arc<AtomicU64>,
 }
 
 /// Called on the model thread before every forward pass, with what the pass will run.
@@ -171,6 +197,9 @@ pub struct EngineOptions {
     /// Prompt tokens per pass while others decode, at most: longer prompts are prefilled in
     /// chunks over several passes.
     pub prefill_chunk: usize,
+    /// KV-cache bytes all admitted requests may reserve together; a request that would pass it
+    /// waits. `None`: room for `max_batch_size` requests of the model's whole context.
+    pub kv_cache_bytes: Option<u64>,
 }
 
 impl EngineOptions {
@@ -181,6 +210,7 @@ impl EngineOptions {
             queue_size,
             batch_wait: Duration::ZERO,
             prefill_chunk: DEFAULT_PREFILL_CHUNK,
+            kv_cache_bytes: None,
         }
     }
 }
@@ -202,6 +232,10 @@ pub struct Engine {
     /// The checkpoint's chat template, handed to the HTTP side once (see [`Engine::start`]).
     pub chat_template: Option<ChatTemplate>,
     pub synthetic: bool,
+    pub kv: KvBudget,
+    pub metrics: Arc<Metrics>,
+    /// A request taken from the queue and held for KV-cache room (1) or not (0).
+    held: Arc<AtomicU64>,
 }
 
 impl Engine {
@@ -220,6 +254,7 @@ impl Engine {
         let (queue, rx) = mpsc::channel(options.queue_size.max(1));
         let (ready_tx, ready_rx) = std::sync::mpsc::channel::<anyhow::Result<ModelInfo>>();
         let knobs = options.clone();
+        let held_by_model = Arc::new(AtomicU64::new(0));
         let thread = std::thread::Builder::new()
             .name("model".into())
             .spawn(move || {
@@ -236,16 +271,32 @@ impl Engine {
                     limits,
                     chat_template,
                     synthetic,
+                    kv_dtype,
+                    kv_bytes_per_token,
                 } = served;
+                let kv = KvBudget {
+                    dtype: kv_dtype,
+                    bytes_per_token: kv_bytes_per_token,
+                    capacity: knobs.kv_cache_bytes.unwrap_or(
+                        (knobs.max_batch_size.max(1) * limits.context) as u64 * kv_bytes_per_token,
+                    ),
+                };
                 let tokenizer = Arc::new(tokenizer);
+                let metrics = Arc::new(Metrics::new(kv.capacity));
                 let _ = ready_tx.send(Ok(ModelInfo {
+                    kv,
                     tokenizer: tokenizer.clone(),
                     limits: limits.clone(),
                     vocab_size: model.vocab_size(),
                     chat_template,
                     synthetic,
+                    metrics: metrics.clone(),
+                    held: held_by_model.clone(),
                 }));
-                Scheduler::new(model.as_ref(), &limits, &tokenizer, knobs, on_step).run(rx);
+                let mut scheduler =
+                    Scheduler::new(model.as_ref(), &limits, &tokenizer, knobs, on_step);
+                scheduler.kv = Some((kv, metrics, held_by_model));
+                scheduler.run(rx);
             })
             .context("cannot start the model thread")?;
         let info = match ready_rx.recv() {
@@ -265,6 +316,9 @@ impl Engine {
             vocab_size: info.vocab_size,
             chat_template: info.chat_template,
             synthetic: info.synthetic,
+            kv: info.kv,
+            metrics: info.metrics,
+            held: info.held,
         })
     }
 
@@ -283,6 +337,16 @@ impl Engine {
     /// Requests waiting to join the batch (not counting those decoding).
     pub fn queued(&self) -> usize {
         self.queue.max_capacity() - self.queue.capacity()
+    }
+
+    /// The `/metrics` text, with the waiting requests counted now (queued, and one held for
+    /// KV-cache room).
+    pub fn metrics_text(&self) -> String {
+        let waiting = self.queued() as u64 + self.held.load(Ordering::Relaxed);
+        self.metrics
+            .requests_waiting
+            .set(i64::try_from(waiting).unwrap_or(i64::MAX));
+        self.metrics.render()
     }
 
     /// Close the queue and wait until the model thread has finished every accepted request.
@@ -305,6 +369,8 @@ struct Live<'t> {
     sent: String,
     scheduled: Instant,
     first_token: Option<Instant>,
+    /// KV-cache bytes reserved for it ([`KvBudget::need`]).
+    kv_bytes: u64,
 }
 
 struct Scheduler<'m> {
@@ -315,9 +381,12 @@ struct Scheduler<'m> {
     on_step: Option<StepHook>,
     batch: Batch,
     live: HashMap<u64, Live<'m>>,
-    /// A request taken from the queue while the thread slept, not admitted yet.
+    /// A request taken from the queue while the thread slept, or held for KV-cache room, not
+    /// admitted yet.
     held: Option<Job>,
     step: u64,
+    /// The KV budget, the series it reports to, and the engine's flag for a held request.
+    kv: Option<(KvBudget, Arc<Metrics>, Arc<AtomicU64>)>,
 }
 
 impl<'m> Scheduler<'m> {
@@ -338,6 +407,7 @@ impl<'m> Scheduler<'m> {
             live: HashMap::new(),
             held: None,
             step: 0,
+            kv: None,
         }
     }
 
@@ -379,6 +449,7 @@ impl<'m> Scheduler<'m> {
         let budget = self.budget().unwrap_or(usize::MAX);
         let mut pending = self.batch.unprefilled();
         let mut group: Vec<Job> = Vec::new();
+        let mut group_kv = 0;
         while self.batch.len() + group.len() < self.options.max_batch_size.max(1)
             && pending < budget
         {
@@ -399,14 +470,23 @@ impl<'m> Scheduler<'m> {
             if job.events.is_closed() {
                 continue;
             }
+            // Not enough KV cache left: it waits (first in line) until requests finish.
+            let need = self.kv_need(&job.request);
+            if self.kv_reserved() + group_kv + need > self.kv_capacity() {
+                self.held = Some(job);
+                break;
+            }
+            group_kv += need;
             pending = pending.saturating_add(job.request.prompt.len());
             group.push(job);
         }
         if group.is_empty() {
+            self.report();
             return;
         }
         let scheduled = Instant::now();
         for job in group {
+            let kv_bytes = self.kv_need(&job.request);
             let (id, request) = (job.id, job.request.clone());
             self.live.insert(
                 id,
@@ -416,6 +496,7 @@ impl<'m> Scheduler<'m> {
                     sent: String::new(),
                     scheduled,
                     first_token: None,
+                    kv_bytes,
                 },
             );
             // One at a time, so that a request the batch refuses fails alone.
@@ -426,6 +507,33 @@ impl<'m> Scheduler<'m> {
                 Ok(done) => self.finish(done),
                 Err(e) => self.fail(&[id], &e.into()),
             }
+        }
+        self.report();
+    }
+
+    fn kv_need(&self, request: &Request) -> u64 {
+        self.kv.as_ref().map_or(0, |(kv, ..)| {
+            kv.need(request.prompt.len(), request.max_tokens)
+        })
+    }
+
+    fn kv_capacity(&self) -> u64 {
+        self.kv.as_ref().map_or(u64::MAX, |(kv, ..)| kv.capacity)
+    }
+
+    /// KV-cache bytes the admitted requests hold.
+    fn kv_reserved(&self) -> u64 {
+        self.live.values().map(|l| l.kv_bytes).sum()
+    }
+
+    /// The gauges, as the batch now stands.
+    fn report(&self) {
+        if let Some((_, metrics, held)) = &self.kv {
+            metrics
+                .requests_running
+                .set(i64::try_from(self.batch.len()).unwrap_or(i64::MAX));
+            metrics.set_kv_used(self.kv_reserved());
+            held.store(u64::from(self.held.is_some()), Ordering::Relaxed);
         }
     }
 
@@ -443,21 +551,30 @@ impl<'m> Scheduler<'m> {
                 self.finish(vec![(id as usize, completion)]);
             }
         }
+        self.report();
     }
 
     /// One forward pass: every decoding sequence's next token and the next prompt chunk(s).
     fn pass(&mut self) {
         let budget = self.budget();
+        let plan = self.batch.plan(budget);
         if let Some(hook) = self.on_step.as_mut() {
-            hook(&StepTrace::new(self.step, &self.batch.plan(budget)));
+            hook(&StepTrace::new(self.step, &plan));
         }
+        let metrics = self.kv.as_ref().map(|(_, m, _)| m.clone());
         self.step += 1;
         let live = &mut self.live;
         let result = self
             .batch
             .step(self.model, self.limits, budget, &mut |event| {
+                if let Some(m) = &metrics {
+                    m.generation_tokens.inc();
+                }
                 on_token(live, event)
             });
+        if let (Some(m), Ok(_)) = (&metrics, &result) {
+            m.prompt_tokens.inc_by(plan.prefill_tokens() as u64);
+        }
         match result {
             Ok(done) => self.finish(done),
             Err(e) => {
@@ -468,6 +585,7 @@ impl<'m> Scheduler<'m> {
                 self.fail(&ids, &e.into());
             }
         }
+        self.report();
     }
 
     /// Sends the last text and the `Done` event of finished requests.
