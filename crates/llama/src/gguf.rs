@@ -259,7 +259,10 @@ enum Part {
 /// Each head's rows from interleaved pairs (GGUF row `2i + j` of a head) back to rotate-half
 /// order (row `j·d/2 + i`): whole rows of `bytes` moved.
 fn unpermute_rows(bytes: &[u8], rows: usize, heads: usize) -> std::result::Result<Vec<u8>, String> {
-    if heads == 0 || rows % heads != 0 || (rows / heads) % 2 != 0 || bytes.len() % rows.max(1) != 0
+    if heads == 0
+        || !rows.is_multiple_of(heads)
+        || !(rows / heads).is_multiple_of(2)
+        || !bytes.len().is_multiple_of(rows.max(1))
     {
         return Err(format!(
             "{rows} rows cannot be {heads} heads of an even number of rows"

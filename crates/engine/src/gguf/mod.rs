@@ -248,7 +248,7 @@ impl GgufFile {
 
     /// That `t`'s data lies in the file, at an aligned offset, where its type is one we read.
     fn check_tensor(&self, t: &TensorInfo) -> std::result::Result<(), String> {
-        if t.offset % self.alignment != 0 {
+        if !t.offset.is_multiple_of(self.alignment) {
             return Err(format!(
                 "tensor {} starts at offset {}, not a multiple of the alignment {}",
                 t.name, t.offset, self.alignment

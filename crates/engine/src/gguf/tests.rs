@@ -43,7 +43,7 @@ impl Writer {
         self.u32(ty).u64(offset)
     }
     fn pad_to(&mut self, align: usize) -> &mut Self {
-        while self.bytes.len() % align != 0 {
+        while !self.bytes.len().is_multiple_of(align) {
             self.bytes.push(0);
         }
         self

@@ -112,7 +112,7 @@ impl GgmlType {
     pub fn bytes_for(self, dims: &[u64]) -> std::result::Result<u64, String> {
         let row = dims.first().copied().unwrap_or(1);
         let block = self.block_size() as u64;
-        if row % block != 0 {
+        if !row.is_multiple_of(block) {
             return Err(format!(
                 "rows of {row} values are not whole {} blocks of {block}",
                 self.name()

@@ -49,28 +49,36 @@ pub fn has_avx2() -> bool {
     }
 }
 
-/// `out[r] = w · x_r` for every row `r` of `act`, `w` one row of `W` in `ty`'s blocks.
-/// A SIMD kernel this CPU lacks falls back to the portable loop (the choice is made at load,
-/// [`Kernel::choose`]; this only guards it).
-pub fn row_times_x(kernel: Kernel, ty: GgmlType, w: &[u8], act: &ActQ8, out: &mut [f32]) {
-    debug_assert_eq!(w.len(), ty.row_bytes(act.k));
-    debug_assert_eq!(out.len(), act.m);
+/// For each row `j` of `w` (whole rows of `W` in `ty`'s blocks, one after the other):
+/// `out[j·m + r] = w_j · x_r` for every row `r` of `act` (`m` rows). The CPU's features are
+/// checked once a call; a SIMD kernel it lacks falls back to the portable loop (the choice is
+/// made at load, [`Kernel::choose`]; this only guards it).
+pub fn rows_times_x(kernel: Kernel, ty: GgmlType, w: &[u8], act: &ActQ8, out: &mut [f32]) {
+    let row = ty.row_bytes(act.k);
+    assert_eq!(w.len() / row.max(1) * act.m, out.len());
+    let rows = w.chunks_exact(row).zip(out.chunks_exact_mut(act.m));
     #[cfg(target_arch = "x86_64")]
     {
         if kernel == Kernel::Avx512Vnni && has_avx512_vnni() {
-            // SAFETY: the CPU has the features the kernel is compiled for (checked above); `w`
-            // holds whole blocks of `ty` for `act.k` values, as `x86::rows_vnni` reads.
-            unsafe { x86::rows_vnni(ty, w, act, out) };
+            for (wj, o) in rows {
+                // SAFETY: the CPU has the features the kernel is compiled for (checked above);
+                // `wj` holds whole blocks of `ty` for `act.k` values, as `x86::rows_vnni` reads.
+                unsafe { x86::rows_vnni(ty, wj, act, o) };
+            }
             return;
         }
         if kernel == Kernel::Avx2 && has_avx2() {
-            // SAFETY: as above, AVX2, FMA and F16C.
-            unsafe { x86::rows_avx2(ty, w, act, out) };
+            for (wj, o) in rows {
+                // SAFETY: as above, AVX2, FMA and F16C.
+                unsafe { x86::rows_avx2(ty, wj, act, o) };
+            }
             return;
         }
     }
     let _ = kernel;
-    portable(ty, w, act, out);
+    for (wj, o) in rows {
+        portable(ty, wj, act, o);
+    }
 }
 
 /// The 32 signed weights of activation block `b` of a row, and the weight block's scale.
@@ -263,23 +271,39 @@ mod x86 {
                 out: &mut [f32],
             ) {
                 let nb = act.k / ACT_BLOCK;
-                // Two accumulators a row (even and odd blocks): two chains of multiply-adds.
+                // Two accumulators a row (even and odd blocks): two chains of multiply-adds,
+                // each indexed by a constant so both stay in registers.
                 let mut acc = [[_mm256_setzero_ps(); 2]; R];
                 let (xq, xd) = (act.q.as_ptr(), &act.d[r0 * nb..(r0 + R) * nb]);
-                for b in 0..nb {
-                    // SAFETY: block b < nb lies in `w` (the caller's promise).
-                    let (wq, dw) = unsafe { weights32::<T>(w.as_ptr(), b) };
-                    let aw = _mm256_sign_epi8(wq, wq);
-                    for (i, a) in acc.iter_mut().enumerate() {
-                        let r = r0 + i;
-                        // SAFETY: row r exists; its block b is 32 codes inside `act.q`.
-                        let x = unsafe {
-                            _mm256_loadu_si256(xq.add(r * act.k + b * ACT_BLOCK) as *const __m256i)
-                        };
-                        let p = $dot(aw, wq, x);
-                        let s = _mm256_set1_ps(dw * xd[i * nb + b]);
-                        a[b & 1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), s, a[b & 1]);
-                    }
+                // Block `b`'s share of every row, into accumulator `$which`.
+                macro_rules! block {
+                    ($b:expr, $which:literal) => {{
+                        let b = $b;
+                        // SAFETY: block b < nb lies in `w` (the caller's promise).
+                        let (wq, dw) = unsafe { weights32::<T>(w.as_ptr(), b) };
+                        let aw = _mm256_sign_epi8(wq, wq);
+                        for (i, a) in acc.iter_mut().enumerate() {
+                            let r = r0 + i;
+                            // SAFETY: row r exists; its block b is 32 codes inside `act.q`.
+                            let x = unsafe {
+                                _mm256_loadu_si256(
+                                    xq.add(r * act.k + b * ACT_BLOCK) as *const __m256i
+                                )
+                            };
+                            let p = $dot(aw, wq, x);
+                            let s = _mm256_set1_ps(dw * xd[i * nb + b]);
+                            a[$which] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), s, a[$which]);
+                        }
+                    }};
+                }
+                let mut b = 0;
+                while b + 1 < nb {
+                    block!(b, 0);
+                    block!(b + 1, 1);
+                    b += 2;
+                }
+                if b < nb {
+                    block!(b, 0);
                 }
                 for (i, a) in acc.iter().enumerate() {
                     out[r0 + i] = hsum(_mm256_add_ps(a[0], a[1]));

@@ -170,7 +170,7 @@ impl ActQ8 {
     /// `quantize_row_q8_0_ref` does.
     pub fn quantize(x: &[f32], m: usize, k: usize) -> Self {
         assert_eq!(x.len(), m * k);
-        assert_eq!(k % ACT_BLOCK, 0);
+        assert!(k.is_multiple_of(ACT_BLOCK));
         let mut q = vec![0i8; m * k];
         let mut d = vec![0f32; m * k / ACT_BLOCK];
         let work = |(xs, (qs, ds)): (&[f32], (&mut [i8], &mut [f32]))| {
@@ -422,11 +422,8 @@ impl QMatrix {
             .enumerate()
             .for_each(|(t, out)| {
                 let j0 = t * rows_per_task;
-                for (jj, o) in out.chunks_exact_mut(m).enumerate() {
-                    let j = j0 + jj;
-                    let w = &blocks[j * row_bytes..(j + 1) * row_bytes];
-                    kernels::row_times_x(kernel, ty, w, &act, o);
-                }
+                let w = &blocks[j0 * row_bytes..(j0 + out.len() / m) * row_bytes];
+                kernels::rows_times_x(kernel, ty, w, &act, out);
             });
         if m == 1 {
             return out_t;
