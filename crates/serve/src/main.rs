@@ -31,7 +31,7 @@ const PROGRAM: &str = "serve";
     name = "serve",
     version,
     about = "Serve any model the course's engine runs (GPT-2, the Llama family) with an OpenAI-compatible API \
-             (/v1/completions, /v1/chat/completions, /v1/models, /health) and continuous batching"
+             (/v1/completions, /v1/chat/completions, /v1/models, /health, /metrics), continuous batching and a KV-cache budget"
 )]
 struct Args {
     /// The checkpoint: a Hub repository id (owner/name, fetched into the Hugging Face cache, or
