@@ -184,6 +184,36 @@ fn check_json_has_points_per_check_in_the_documented_shape() {
 }
 
 #[test]
+fn check_json_says_when_the_tests_stopped_the_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = course_copy(dir.path());
+    write(
+        &root.join("exercises/exercise-2/src/lib.rs"),
+        "pub fn p90() -> f64 { 0.0 }\n#[test]\nfn p90_is_right() { assert_eq!(p90(), 9.0); }\n",
+    );
+    let o = Command::new(BIN)
+        .args(["check", "2", "--format", "json"])
+        .current_dir(&root)
+        .env("NO_COLOR", "1")
+        .env(
+            "CARGO_TARGET_DIR",
+            Path::new(env!("CARGO_TARGET_TMPDIR")).join("autograders-target"),
+        )
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let json: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(kit().join("course-check.schema.json")).unwrap(),
+    )
+    .unwrap();
+    validate(&schema, &json);
+    assert_eq!(json["status"], "tests_failed", "{json:#}");
+    assert_eq!(json["passed"], false);
+    assert_eq!(json["checks"].as_array().map(Vec::len), Some(0));
+}
+
+#[test]
 fn course_grade_exits_0_all_graded_1_one_not_graded_2_could_not_run() {
     let dir = tempfile::tempdir().unwrap();
     let root = course_copy(dir.path());

@@ -26,14 +26,30 @@ pub enum Checked {
 
 /// Run the pipeline; `Ok(None)` when the build or the tests failed (already reported).
 pub fn pipeline(course: &Course, n: u32, build: &Build) -> Result<Option<ExerciseReport>> {
-    Ok(match run_pipeline(course, n, build)? {
+    Ok(match run_pipeline(course, n, build, false)? {
         Checked::Graded(report) => Some(report),
         Checked::BuildFailed | Checked::TestsFailed => None,
     })
 }
 
-/// Run the pipeline, saying which step stopped it.
-pub fn run_pipeline(course: &Course, n: u32, build: &Build) -> Result<Checked> {
+/// Run the pipeline, saying which step stopped it. `json`: cargo's own output (the test
+/// harness prints on standard output) goes to standard error, so that standard output holds
+/// the JSON report alone.
+pub fn run_pipeline(course: &Course, n: u32, build: &Build, json: bool) -> Result<Checked> {
+    let cargo = |subcommand: &str, package: &str, build: &Build| -> Result<bool> {
+        if !json {
+            return Ok(crate::cargo::run(&course.root, subcommand, package, build, &[])?.success());
+        }
+        use std::os::fd::AsFd;
+        let mut command = crate::cargo::command(&course.root, subcommand, package, build, &[])?;
+        command.stdout(std::io::stderr().as_fd().try_clone_to_owned()?);
+        let status = command.status().map_err(|e| {
+            anyhow::anyhow!(
+                "cannot start `cargo {subcommand}`: is cargo installed and on PATH? ({e})"
+            )
+        })?;
+        Ok(status.success())
+    };
     let exercise = course.exercise(n)?;
     // The id first: the variant graded below is drawn from it, and asking comes before a build.
     crate::learner::ensure(&course.exercises_dir())?;
@@ -55,13 +71,13 @@ pub fn run_pipeline(course: &Course, n: u32, build: &Build) -> Result<Checked> {
             "==> [1/3] build: {}",
             build.shown("build", &exercise.package)
         );
-        if !crate::cargo::run(&course.root, "build", &exercise.package, &build, &[])?.success() {
+        if !cargo("build", &exercise.package, &build)? {
             eprintln!("==> exercise-{n} does not build: fix the first compiler error above, then check again.");
             record_attempt(course, n, None)?;
             return Ok(Checked::BuildFailed);
         }
         eprintln!("==> [2/3] test: {}", build.shown("test", &exercise.package));
-        if !crate::cargo::run(&course.root, "test", &exercise.package, &build, &[])?.success() {
+        if !cargo("test", &exercise.package, &build)? {
             eprintln!(
                 "==> exercise-{n}'s tests fail: the first failing test above says what to fix."
             );
@@ -111,7 +127,8 @@ pub fn print(report: &ExerciseReport, format: Format) {
 }
 
 pub fn check(course: &Course, n: u32, build: &Build, format: Format) -> Result<ExitCode> {
-    let report = match run_pipeline(course, n, build)? {
+    let json = matches!(format, Format::Json);
+    let report = match run_pipeline(course, n, build, json)? {
         Checked::Graded(report) => report,
         stopped => {
             if let Format::Json = format {
