@@ -52,6 +52,41 @@ fn similar(a: &str, b: &str) -> f64 {
     strsim::normalized_levenshtein(a, b)
 }
 
+/// How often each kind of character occurs (letters, digits, space, the rest folded into a few
+/// bins): the Levenshtein distance of two texts is at least half the L1 distance of their
+/// histograms, a bound that rules out most pairs before the quadratic comparison.
+fn histogram(text: &str) -> [u16; 48] {
+    let mut h = [0u16; 48];
+    for c in text.chars() {
+        let bin = match c {
+            'a'..='z' => c as usize - 'a' as usize,
+            '0'..='9' => 26 + c as usize - '0' as usize,
+            ' ' => 36,
+            _ => 37 + (c as usize % 11),
+        };
+        h[bin] = h[bin].saturating_add(1);
+    }
+    h
+}
+
+/// [`similar`], after the cheap bounds (length, then histograms) say it can reach the threshold.
+fn similar_bounded(a: (&str, usize, &[u16; 48]), b: (&str, usize, &[u16; 48])) -> f64 {
+    let longest = a.1.max(b.1);
+    let allowed = (1.0 - NEAR_IDENTICAL) * longest as f64;
+    if (a.1.abs_diff(b.1) as f64) > allowed {
+        return 0.0;
+    }
+    let l1: u32 =
+        a.2.iter()
+            .zip(b.2)
+            .map(|(x, y)| u32::from(x.abs_diff(*y)))
+            .sum();
+    if f64::from(l1) / 2.0 > allowed {
+        return 0.0;
+    }
+    similar(a.0, b.0)
+}
+
 /// Text published where learners can read it, normalised, indexed by length.
 #[derive(Debug, Default, Clone)]
 pub struct Published {
@@ -351,16 +386,18 @@ pub fn compare(prints: &[Fingerprint], results: &[StudentResult]) -> SimilarityR
                 });
             }
         }
-        let distinct: Vec<(&str, &(Vec<&str>, &str))> =
-            answers.iter().map(|(n, v)| (*n, v)).collect();
+        let distinct: Vec<(&str, &(Vec<&str>, &str), usize, [u16; 48])> = answers
+            .iter()
+            .map(|(n, v)| (*n, v, n.chars().count(), histogram(n)))
+            .collect();
         let near: Vec<Evidence> = (0..distinct.len())
             .into_par_iter()
             .flat_map_iter(|i| {
                 let distinct = &distinct;
                 (i + 1..distinct.len()).filter_map(move |j| {
-                    let (a, (sa, ta)) = distinct[i];
-                    let (b, (sb, tb)) = distinct[j];
-                    let score = similar(a, b);
+                    let (a, (sa, ta), la, ha) = &distinct[i];
+                    let (b, (sb, tb), lb, hb) = &distinct[j];
+                    let score = similar_bounded((a, *la, ha), (b, *lb, hb));
                     (score >= NEAR_IDENTICAL).then(|| Evidence::NearAnswer {
                         question: question.to_string(),
                         students: [sa[0].to_string(), sb[0].to_string()],
