@@ -112,13 +112,6 @@ fn declares_feature(manifest: &str, feature: &str) -> bool {
         .is_some_and(|f| f.contains_key(feature))
 }
 
-/// The `name` of a Cargo.toml's `[package]` table.
-pub fn package_name(manifest: &str) -> Option<String> {
-    let table = manifest_table(manifest);
-    let name = table.get("package")?.get("name")?.as_str()?;
-    Some(name.to_string()).filter(|n| !n.is_empty())
-}
-
 fn cargo() -> Command {
     // Under `cargo run`/`cargo test` CARGO names the cargo in use; otherwise take it from PATH.
     Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))

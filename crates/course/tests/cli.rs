@@ -96,8 +96,6 @@ fn help_works_for_every_command() {
         vec!["grade", "--help"],
         vec!["id", "--help"],
         vec!["bench", "--help"],
-        vec!["dev", "--help"],
-        vec!["dev", "check", "--help"],
     ] {
         let o = Command::new(BIN).args(&args).output().unwrap();
         assert!(o.status.success(), "{args:?}: {}", text(&o));
@@ -503,72 +501,6 @@ fn bench_runs_outside_a_course_and_compares_two_files() {
     assert!(
         !text(&o).contains("exercises/info.toml"),
         "bench must not look for a course: {}",
-        text(&o)
-    );
-}
-
-#[test]
-fn dev_check_refuses_what_it_cannot_lint_and_says_what_to_do() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = course_copy(dir.path());
-    // A check it cannot run is the course not running: 2 (course_model::exit).
-    let o = course(&root, &["dev", "check", "--only", "9"]);
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(text(&o).contains("there is no exercise 9"), "{}", text(&o));
-    let o = course(&root, &["dev", "check", "--only", "three"]);
-    assert_eq!(
-        o.status.code(),
-        Some(2),
-        "not a number: a usage error; {}",
-        text(&o)
-    );
-    // This copy is not where the binary was built: its exercises' programs are not beside it.
-    let o = course(&root, &["dev", "check", "--only", "1"]);
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(
-        text(&o).contains("Build the workspace (`cargo build --workspace --all-targets`)"),
-        "{}",
-        text(&o)
-    );
-    // A learner's copy has no solutions to prove.
-    std::fs::remove_dir_all(root.join("solutions")).unwrap();
-    let o = course(&root, &["dev", "check"]);
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(
-        text(&o).contains("has no solutions")
-            && text(&o).contains("run it in a checkout of the course"),
-        "{}",
-        text(&o)
-    );
-}
-
-/// `course dev check` links `cargo` to the course binary: started so, with the dev check's
-/// setting, it is the stand-in for cargo; without the setting it is `course` as ever.
-#[cfg(unix)]
-#[test]
-fn the_course_binary_named_cargo_is_the_dev_check_s_stand_in_only_when_told() {
-    let dir = tempfile::tempdir().unwrap();
-    let cargo = dir.path().join("cargo");
-    std::os::unix::fs::symlink(BIN, &cargo).unwrap();
-    let o = Command::new(&cargo)
-        .args(["bench", "-p", "exercise-2"])
-        .env("COURSE_DEV_CARGO_CHECKOUT", dir.path())
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(
-        text(&o).contains("stand-in for cargo takes `build|test|run -p PACKAGE [-- ARGS]`"),
-        "{}",
-        text(&o)
-    );
-    let o = Command::new(&cargo)
-        .arg("--version")
-        .env_remove("COURSE_DEV_CARGO_CHECKOUT")
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success() && text(&o).starts_with("course "),
-        "{}",
         text(&o)
     );
 }

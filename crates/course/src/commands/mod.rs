@@ -2,7 +2,6 @@
 
 mod check;
 mod check_json;
-pub mod dev;
 mod github_classroom;
 pub mod grade;
 mod gradescope;
@@ -15,7 +14,7 @@ mod solution;
 mod watch;
 
 use crate::cargo::Build;
-use crate::cli::{Cli, Command, DevCommand};
+use crate::cli::{Cli, Command};
 use anyhow::{Context, Result};
 use course_model::manifest::{ExerciseInfo, Manifest, MANIFEST_PATH};
 use course_model::progress::{Progress, PROGRESS_FILE};
@@ -76,9 +75,6 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             print!("{}", github_classroom::workflow(&course.manifest, &grader)?);
             Ok(ExitCode::SUCCESS)
         }
-        Command::Dev {
-            command: DevCommand::Check { only, keep },
-        } => dev::check(&open()?, &only, keep),
         Command::Grade {
             cohort_dir,
             key,
