@@ -339,6 +339,10 @@ pub struct SimilarityReport {
     pub predictions: Vec<LatePrediction>,
 }
 
+/// One distinct normalised answer: its text, (its learners, as first written), its length in
+/// characters and its histogram.
+type Distinct<'a> = (&'a str, &'a (Vec<&'a str>, &'a str), usize, [u16; 48]);
+
 /// Compare every pair of learners (in parallel) and gather the grader's late predictions.
 pub fn compare(prints: &[Fingerprint], results: &[StudentResult]) -> SimilarityReport {
     use rayon::prelude::*;
@@ -386,7 +390,7 @@ pub fn compare(prints: &[Fingerprint], results: &[StudentResult]) -> SimilarityR
                 });
             }
         }
-        let distinct: Vec<(&str, &(Vec<&str>, &str), usize, [u16; 48])> = answers
+        let distinct: Vec<Distinct<'_>> = answers
             .iter()
             .map(|(n, v)| (*n, v, n.chars().count(), histogram(n)))
             .collect();
