@@ -17,8 +17,8 @@ use std::path::PathBuf;
         per student.\n\n\
         Engineers: `course bench --base-url URL --rate R` measures a server under load (P90 TTFT and more, with \
         noise bounds); `course bench --compare A/bench.json B/bench.json` says whether B is faster.\n\n\
-        Course authors: `course dev check` proves that every untouched exercise fails its check and every solution \
-        passes it (scripts/test.sh runs it).\n\n\
+        Course authors: the course's own lint is another binary, `course-dev check` (`cargo run -p course-dev -- \
+        check`), which scripts/test.sh runs.\n\n\
         The course root is the folder holding exercises/info.toml, found by walking up from the current folder \
         (or given with --root)."
 )]
@@ -184,43 +184,6 @@ pub enum Command {
     },
     // No doc comment here: the bench crate's own help (BenchArgs) is the command's help.
     Bench(Box<bench::cli::BenchArgs>),
-    /// For the course's authors: lint the course itself (`course dev check`).
-    Dev {
-        #[command(subcommand)]
-        command: DevCommand,
-    },
-}
-
-#[derive(Debug, Subcommand)]
-pub enum DevCommand {
-    /// Prove the course sound: every untouched exercise fails `course check N` saying what to do, every
-    /// solution, run for real, passes it.
-    #[command(
-        long_about = "Prove the course sound, as scripts/test.sh does after its build. In this checkout of the \
-        course (it needs solutions/ and the workspace's Cargo.toml), driven by exercises/info.toml:\n\n\
-        - the workspace builds (`cargo build --workspace --all-targets`, the dev profile);\n\
-        - every exercise has a TODO, its program answers --help, and its untouched copy FAILS `course check N` \
-        printing what to do next (the entry's dev_check.untouched_says), and, without a terminal, says how to \
-        answer by hand (no_terminal_says);\n\
-        - every solution with dev_check.args runs for real (synthetic GPT-2, small sizes; against a `gpt2 serve` \
-        it starts where dev_check.server says) and writes its results, and `course check N` PASSES on them;\n\
-        - in a pseudo-terminal, `course run N` records the prediction it asks for (dev_check.prediction), and each \
-        quiz exercise's questions, answered as its bank says, are written to answers.toml and pass.\n\n\
-        Each check runs on a temporary course root holding copies of the exercises' (or the solutions') files as \
-        git would commit them; `course check` there builds and tests the real package (exercise-N or solution-N) in this checkout, \
-        through a stand-in for cargo. Prints one `ok` or `FAIL` line per check, the output of each failure, and \
-        `N passed, M failed`; exits 1 when any check fails. Needs git, and cargo-nextest for the exercises with \
-        tests."
-    )]
-    Check {
-        /// Check these exercises only, e.g. `--only 3,4,5`. Their solutions still run in order, so one that
-        /// reads another's results needs it too (4 reads 3's profile: give 3 with 4).
-        #[arg(long, value_name = "N,N,...", value_delimiter = ',', num_args = 1)]
-        only: Vec<u32>,
-        /// Keep the temporary course roots (and the logs in them) and say where they are.
-        #[arg(long)]
-        keep: bool,
-    },
 }
 
 /// `course grade`'s exit status, by the course's rule (course_model::exit).
