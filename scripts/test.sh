@@ -4,6 +4,8 @@
 # them), builds every binary and test once in the dev profile (the learner's `cargo run -p
 # exercise-N` and `course`'s profile, optimised where timed: root Cargo.toml; into target/debug),
 # so nothing is compiled twice, then runs:
+#   0. the lints: cargo clippy --workspace --all-targets -- -D warnings (root Cargo.toml's
+#      [workspace.lints]);
 #   1. the Rust tests of every crate, exercise and solution (cargo nextest);
 #   2. the book: build with quiz validation, link and include checks, a headless-Chromium quiz test;
 #   3. the real-client check: the official `openai` Python package against `gpt2 serve`;
@@ -49,6 +51,12 @@ scripts/check-module-cycles.py
 
 step "building every package, binary and test (dev profile, the learner's)"
 cargo build --workspace --all-targets
+
+# The lints root Cargo.toml's [workspace.lints] chooses, and clippy's defaults, as errors. Clippy
+# checks in check mode: the build scripts and proc-macros are the build's, the dependencies'
+# metadata is its own (no code generated).
+step "lints (cargo clippy --workspace --all-targets -- -D warnings)"
+cargo clippy --workspace --all-targets -- -D warnings
 
 # Before the Rust tests: mdbook-measured's tests build a small book with the real mdBook.
 step "book tools (mdBook, mdbook-quiz, the book's measured-figures preprocessor)"

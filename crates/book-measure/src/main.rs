@@ -71,9 +71,12 @@ struct Args {
 }
 
 fn main() -> ExitCode {
+    // `book-measure --list | head`: the reader leaving ends the program quietly, status 0.
+    output::pipe::end_quietly_when_closed();
     let args = Args::parse();
     match run(args) {
         Ok(code) => code,
+        Err(e) if output::pipe::is_broken_pipe(e.as_ref()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("book-measure: error: {e:#}");
             ExitCode::FAILURE

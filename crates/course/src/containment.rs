@@ -140,6 +140,9 @@ fn isolate(command: &mut Command, network: &Network, memory: Option<u64>, run_as
         Network::NotIsolated(_) => NetMode::None,
     };
     let maps = UserMaps::current();
+    // SAFETY: the hook runs in the child between fork and exec, where only system calls are
+    // safe: it makes rustix's setrlimit, unshare, open and write calls and the credential calls,
+    // on values prepared above (the maps), and allocates nothing.
     unsafe {
         command.pre_exec(move || {
             if let Some(bytes) = memory {
@@ -278,6 +281,8 @@ pub fn probe_network() -> Network {
         {
             use std::os::unix::process::CommandExt;
             let maps = UserMaps::current();
+            // SAFETY: as in `isolate`: between fork and exec the hook only makes system calls,
+            // on the maps prepared here.
             unsafe { command.pre_exec(move || enter_network_namespace(mode, &maps)) };
         }
         match command.status() {

@@ -3,8 +3,10 @@
 //! that needs an id asks for it in a terminal, or says plainly how to give one without a
 //! terminal. Run on a `git clone` of this repository, as a learner gets it.
 
-// Not every helper of the shared module is used here.
-#[allow(dead_code)]
+#[allow(
+    dead_code,
+    reason = "not every helper of the shared module is used here"
+)]
 mod common;
 
 use common::{repo, BIN};
@@ -100,6 +102,7 @@ fn a_fresh_clone_has_no_learner_id_and_course_asks_for_one() {
         )
     };
     assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
+    // SAFETY: openpty succeeded: both descriptors are open and owned by nothing else.
     let (terminal, mut keyboard) = unsafe {
         (
             OwnedFd::from_raw_fd(terminal),

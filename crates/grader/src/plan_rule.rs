@@ -361,7 +361,8 @@ pub fn assess(
 
 /// Is `expected_cut_pct` within what the plan can save? The reason shows the arithmetic.
 pub fn judge_cut(max_cut_pct: f64, arithmetic: &str, expected_cut_pct: f64) -> Judgement {
-    if !(expected_cut_pct > 0.0) {
+    // NaN is not a cut either.
+    if expected_cut_pct.is_nan() || expected_cut_pct <= 0.0 {
         return Judgement::new(
             Verdict::Wrong,
             format!(
@@ -463,10 +464,12 @@ mod tests {
         crate::key::default_mechanism()
     }
 
-    /// A profile with ceilings (25 GB/s, 400 GFLOP/s) and rows (name, self µs, calls,
-    /// Some((GB/s, GFLOP/s, FLOP/byte))), each read by the profiler's rule at the default
-    /// thresholds, as the profiler writes the report.
-    fn profile(rows: &[(&str, f64, f64, Option<(f64, f64, f64)>)]) -> ProfileReport {
+    /// A row of [`profile`]: name, self µs, calls, Some((GB/s, GFLOP/s, FLOP/byte)).
+    type Row<'a> = (&'a str, f64, f64, Option<(f64, f64, f64)>);
+
+    /// A profile with ceilings (25 GB/s, 400 GFLOP/s) and rows, each read by the profiler's
+    /// rule at the default thresholds, as the profiler writes the report.
+    fn profile(rows: &[Row]) -> ProfileReport {
         let (bw, peak) = (25.0, 400.0);
         let sum: f64 = rows.iter().map(|r| r.1).sum();
         let rows: Vec<_> = rows

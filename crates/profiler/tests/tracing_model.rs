@@ -4,7 +4,7 @@
 //! The model, its seeded weights and the recording are those of
 //! `examples/candle_transformers.rs`, included here so the example is what is tested.
 
-#[allow(dead_code)]
+#[allow(dead_code, reason = "the test calls the example's model, not its main")]
 #[path = "../examples/candle_transformers.rs"]
 mod example;
 

@@ -69,6 +69,7 @@ fn pseudo_terminal() -> (OwnedFd, std::fs::File) {
         )
     };
     assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
+    // SAFETY: openpty succeeded: both descriptors are open and owned by nothing else.
     unsafe {
         (
             OwnedFd::from_raw_fd(terminal),

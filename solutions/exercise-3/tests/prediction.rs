@@ -69,6 +69,7 @@ fn in_a_terminal_the_answer_typed_is_recorded() {
         )
     };
     assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
+    // SAFETY: openpty succeeded: both descriptors are open and owned by nothing else.
     let (terminal, mut keyboard) = unsafe {
         (
             OwnedFd::from_raw_fd(terminal),

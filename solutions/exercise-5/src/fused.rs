@@ -17,7 +17,7 @@
 use candle_core::backend::BackendStorage;
 use candle_core::{CpuStorage, CustomOp2, DType, Layout, Shape, Tensor};
 use gpt2::model::BiasActivation;
-#[allow(unused_imports)] // stage 2 uses it
+#[allow(unused_imports, reason = "stage 2 uses it")]
 use rayon::prelude::*;
 
 #[cfg(feature = "cuda")]

@@ -1,7 +1,7 @@
 //! A tiny OpenAI-style completions server for tests: it answers instantly (or with a fixed gap
 //! between chunks), streams one SSE chunk per token, and counts how many requests are in flight.
 
-#![allow(dead_code)]
+#![allow(dead_code, reason = "each test file uses some of the shared helpers")]
 
 use std::convert::Infallible;
 use std::net::SocketAddr;

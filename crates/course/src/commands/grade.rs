@@ -78,8 +78,11 @@ pub struct RunTests {
     pub dir: Option<PathBuf>,
 }
 
-// The command's arguments, as clap gives them; the newer ones come together in GradebookArgs.
-#[allow(clippy::too_many_arguments)]
+// The newer arguments come together in GradebookArgs.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the command's arguments, as clap gives them"
+)]
 pub fn grade(
     course: &Course,
     cohort_dir: &Path,

@@ -88,7 +88,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             test_dir,
             gradebook,
         } => {
-            let tests = run_tests.then(|| grade::RunTests {
+            let tests = run_tests.then_some(grade::RunTests {
                 limits: crate::sandbox::Limits {
                     test_timeout,
                     build_timeout: test_build_timeout,

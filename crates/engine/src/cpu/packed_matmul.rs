@@ -537,7 +537,10 @@ unsafe impl Sync for OutPtr {}
 
 /// One kernel call: `rows × columns` of the output from `depth` steps of `k`. Off x86-64 the
 /// kernels do not exist (`check_path` refuses first), so nothing reads the fields there.
-#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+#[cfg_attr(
+    not(target_arch = "x86_64"),
+    allow(dead_code, reason = "off x86-64 no kernel reads a tile")
+)]
 struct Tile {
     /// Row block of [`pack_rows`], at the first step: `x[r][kk]` is at `kk * rows + r` (f32),
     /// or for the dot product the pair `x[r][2q], x[r][2q + 1]` at `q * rows + r` (u32).
@@ -807,7 +810,10 @@ mod avx2 {
                     *a = _mm256_broadcast_ss(&*x.add(r));
                 }
                 // Column vector outermost, so that one panel register serves every row.
-                #[allow(clippy::needless_range_loop)]
+                #[allow(
+                    clippy::needless_range_loop,
+                    reason = "the column vector is the outer loop: one panel register serves every row"
+                )]
                 for j in 0..4 {
                     let b = panel_vector::<W>(t.panel.add(kk * row_bytes), j);
                     for r in 0..ROWS {

@@ -159,11 +159,13 @@ mod x86 {
         // SAFETY (every block below): each read lies inside block `b`'s bytes (the caller's
         // promise); the loads are unaligned ones.
         match T {
+            // SAFETY: block `b`'s 34 bytes (scale and 32 weights) are inside `w` (the caller's promise).
             Q8_0 => unsafe {
                 let blk = w.add(b * 34);
                 let d = f16_to_f32(u16::from_le_bytes([*blk, *blk.add(1)]));
                 (_mm256_loadu_si256(blk.add(2) as *const __m256i), d)
             },
+            // SAFETY: block `b`'s 18 bytes (scale and 16 packed bytes) are inside `w` (the caller's promise).
             Q4_0 => unsafe {
                 let blk = w.add(b * 18);
                 let d = f16_to_f32(u16::from_le_bytes([*blk, *blk.add(1)]));
@@ -172,6 +174,7 @@ mod x86 {
                 let both = _mm256_and_si256(_mm256_set_m128i(hi, lo), _mm256_set1_epi8(0x0F));
                 (_mm256_sub_epi8(both, _mm256_set1_epi8(8)), d)
             },
+            // SAFETY: the 18-byte block holding group `b` is inside `w` (the caller's promise).
             _ => unsafe {
                 // Q1_0: four groups of 32 under one scale.
                 let blk = w.add((b / 4) * 18);

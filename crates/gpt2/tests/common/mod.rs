@@ -1,5 +1,5 @@
 //! Shared by the gpt2 integration tests: the committed tiny fixture and its reference logits.
-#![allow(dead_code)]
+#![allow(dead_code, reason = "each test file uses some of the shared helpers")]
 
 use std::path::PathBuf;
 

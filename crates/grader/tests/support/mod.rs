@@ -1,7 +1,7 @@
 //! Fixture submissions built in code, so each case states only what differs from a perfect one
 //! and every results file is consistent unless a test breaks it on purpose. Shared by the
 //! integration tests and the cohort benchmark (examples/cohort_bench.rs).
-#![allow(dead_code)]
+#![allow(dead_code, reason = "each test file uses some of the shared helpers")]
 
 use course_model::manifest::{Manifest, MANIFEST_PATH};
 use course_model::quiz::QuestionBank;
