@@ -15,6 +15,8 @@ pub fn main<A: clap::Parser>(
     manifest_dir: &str,
     run: impl FnOnce(A, &Path) -> anyhow::Result<()>,
 ) -> ExitCode {
+    // A table piped into `head` ends quietly, status 0, when the reader leaves.
+    output::pipe::end_quietly_when_closed();
     // clap exits 0 after --help and 2 on a bad argument: the rule's codes.
     let (args, dir) = parse::<A>(std::env::args_os(), manifest_dir).unwrap_or_else(|e| e.exit());
     let src = Path::new(manifest_dir).join("src");

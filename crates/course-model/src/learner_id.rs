@@ -170,7 +170,7 @@ pub fn write_learner_id(exercises_dir: &Path, id: &str) -> Result<String, String
          id = {}\n",
         toml::Value::String(id.clone())
     );
-    crate::atomic::write_atomically(&path, text.as_bytes())
+    output::write_file(&path, text.as_bytes(), output::Flush::ToDisk)
         .map_err(|e| format!("{}: cannot write it ({e})", path.display()))?;
     Ok(id)
 }

@@ -13,12 +13,10 @@
 //!   show by the same rules `course check` grades by (the learner's illustrative step, the
 //!   half-bytes prediction's inputs, the P90 target and the rate rule);
 //! - [`text`]: numbers and positions as messages show them;
-//! - [`atomic`]: file writes that a crash cannot leave half done;
 //! - [`exit`]: the exit-code rule (0 passed, 1 not passed, 2 could not run).
 //!
 //! The grader (`crates/grader`) checks submissions against answer keys on top of this.
 
-pub mod atomic;
 pub mod exercise;
 pub mod exit;
 pub mod fewer_bytes;

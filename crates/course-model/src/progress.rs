@@ -68,7 +68,7 @@ impl Progress {
 
     pub fn save(&self, path: &Path) -> std::io::Result<()> {
         let text = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
-        crate::atomic::write_atomically(path, (text + "\n").as_bytes())
+        output::write_file(path, (text + "\n").as_bytes(), output::Flush::ToDisk)
     }
 
     pub fn exercise(&self, number: u32) -> ExerciseProgress {

@@ -16,6 +16,8 @@ use clap::Parser;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    // `course list | head`: the reader leaving ends the program quietly, status 0.
+    output::pipe::end_quietly_when_closed();
     // clap exits 0 after --help and 2 on a bad argument, as the rule below says.
     let cli = cli::Cli::parse();
     // The exit-code rule (course_model::exit): a command's own 0 (passed, done) or 1 (not

@@ -20,7 +20,6 @@ use crate::render;
 use crate::report::ExerciseReport;
 use crate::similarity::{Published, SimilarityReport};
 use crate::submission::Submission;
-use course_model::atomic::write_atomically;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -676,14 +675,17 @@ pub fn grade_cohort_using(
     write_outputs(grader, &cohort, out_dir, options.only.as_deref())?;
     if let Some(report) = &similarity {
         let path = out_dir.join(SIMILARITY_FILE);
-        write_atomically(&path, report.markdown(cohort.students.len()).as_bytes()).map_err(
-            |e| {
-                CohortError(format!(
-                    "{}: cannot write the similarity report: {e}",
-                    path.display()
-                ))
-            },
-        )?;
+        output::write_file(
+            &path,
+            report.markdown(cohort.students.len()).as_bytes(),
+            output::Flush::ToDisk,
+        )
+        .map_err(|e| {
+            CohortError(format!(
+                "{}: cannot write the similarity report: {e}",
+                path.display()
+            ))
+        })?;
     }
     if progress.is_some() {
         drop(progress);
@@ -780,7 +782,7 @@ fn write_outputs(
 ) -> Result<(), CohortError> {
     let csv = gradebook_csv(grader, cohort)?;
     let path = out_dir.join("gradebook.csv");
-    write_atomically(&path, csv.as_bytes()).map_err(|e| {
+    output::write_file(&path, csv.as_bytes(), output::Flush::ToDisk).map_err(|e| {
         CohortError(format!(
             "{}: cannot write the gradebook: {e}",
             path.display()
@@ -790,7 +792,7 @@ fn write_outputs(
     let json = serde_json::to_string_pretty(&cohort.students)
         .map_err(|e| CohortError(format!("cannot write the gradebook: {e}")))?;
     let path = out_dir.join("gradebook.json");
-    write_atomically(&path, json.as_bytes()).map_err(|e| {
+    output::write_file(&path, json.as_bytes(), output::Flush::ToDisk).map_err(|e| {
         CohortError(format!(
             "{}: cannot write the gradebook: {e}",
             path.display()
@@ -804,13 +806,17 @@ fn write_outputs(
         .filter(|s| only.is_none_or(|only| s.student == only))
     {
         let path = feedback_dir.join(&student.feedback_file);
-        course_model::atomic::write_replacing_quickly(&path, feedback_markdown(student).as_bytes())
-            .map_err(|e| {
-                CohortError(format!(
-                    "{}: cannot write the feedback: {e}",
-                    path.display()
-                ))
-            })?;
+        output::write_file(
+            &path,
+            feedback_markdown(student).as_bytes(),
+            output::Flush::Later,
+        )
+        .map_err(|e| {
+            CohortError(format!(
+                "{}: cannot write the feedback: {e}",
+                path.display()
+            ))
+        })?;
     }
     Ok(())
 }

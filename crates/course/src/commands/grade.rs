@@ -221,7 +221,7 @@ pub fn grade(
         )
         .map_err(anyhow::Error::msg)?;
         let path = out.join(platform.file_name());
-        course_model::atomic::write_atomically(&path, text.as_bytes())
+        output::write_file(&path, text.as_bytes(), output::Flush::ToDisk)
             .with_context(|| format!("{}: cannot write the export", path.display()))?;
         println!("Wrote {} for the platform's import.", path.display());
         for why in &left_out {

@@ -194,7 +194,7 @@ pub fn gradescope(course: &Course, options: &Options<'_>) -> Result<ExitCode> {
         std::fs::create_dir_all(folder)
             .with_context(|| format!("cannot create {}", folder.display()))?;
     }
-    course_model::atomic::write_atomically(&path, text.as_bytes())
+    output::write_file(&path, text.as_bytes(), output::Flush::ToDisk)
         .with_context(|| format!("cannot write {}", path.display()))?;
     let (score, max): (f64, f64) = results
         .tests

@@ -60,9 +60,10 @@ pub fn reset(course: &Course, n: u32, yes: bool) -> Result<ExitCode> {
         }
     } else {
         let path = course.path(&exercise.dir).join("answers.toml");
-        course_model::atomic::write_atomically(
+        output::write_file(
             &path,
             exercise.answers_template.trim_start().as_bytes(),
+            output::Flush::ToDisk,
         )
         .with_context(|| format!("cannot write {}", path.display()))?;
     }
