@@ -49,7 +49,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let io = ((k + n) * 4) as f64;
     let report = |name: &str, weight_bytes: usize, us: f64| {
         let gb = (weight_bytes as f64 + io) / (us * 1e-6) / 1e9;
-        println!("{name:<28} {:>9.1} µs  {:>7.2} GB/s  ({weight_bytes} weight bytes)", us, gb);
+        println!(
+            "{name:<28} {:>9.1} µs  {:>7.2} GB/s  ({weight_bytes} weight bytes)",
+            us, gb
+        );
     };
     println!(
         "x (1 × {k}) · Wᵀ, W {n} × {k}, {} threads, median of {calls} calls",
