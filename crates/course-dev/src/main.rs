@@ -70,19 +70,13 @@ fn main() -> ExitCode {
     }
     // clap exits 0 after --help and 2 on a bad argument: the course's exit-code rule.
     let cli = Cli::parse();
-    let result = match cli.command {
+    // The course's exit-code rule (course_model::exit): the check's own 0 (all passed) or 1 (one
+    // failed); an error, or a panic (a bug in the lint), is 2.
+    course_model::exit::guard(None, || match cli.command {
         Command::Check { only, keep } => find_root(cli.root.as_deref())
             .and_then(Course::open)
             .and_then(|course| check::check(&course, &only, keep)),
-    };
-    // The rule's codes: a check's own 0 (all passed) or 1 (one failed); 2 when it could not run.
-    match result {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            ExitCode::from(2)
-        }
-    }
+    })
 }
 
 /// The checkout: its root and manifest.
