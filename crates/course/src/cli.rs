@@ -146,7 +146,7 @@ pub enum Command {
         #[arg(long, value_name = "DIR", requires = "run_tests")]
         test_dir: Option<PathBuf>,
         #[command(flatten)]
-        gradebook: Box<crate::commands::grade::GradebookArgs>,
+        gradebook: Box<GradebookArgs>,
     },
     /// The Gradescope autograder (crates/course/instructor-kit/gradescope): grade ROOT/submission and write
     /// ROOT/results/results.json in Gradescope's format, one test per graded question, each with the feedback
@@ -262,4 +262,63 @@ mod tests {
             parse_size("512").is_err() && parse_size("lots").is_err() && parse_size("0G").is_err()
         );
     }
+}
+
+/// The deadline, the exports, `--only`, `--resume` and the similarity report.
+#[derive(Debug, Clone, clap::Args)]
+pub struct GradebookArgs {
+    /// The deadline, RFC 3339 (`2027-01-15T23:59:00Z`, or with an offset). Each submission's time is read
+    /// from --times, else from COHORT_DIR/STUDENT.submitted_at (one RFC 3339 time, written by whoever
+    /// collected the files), else from the newest time its files carry (set by the learner: flagged
+    /// time-from-files). The gradebook gains raw, submitted_at, time_source and days_late; total is the final
+    /// score.
+    #[arg(long, value_name = "TIME", value_parser = grader::late::parse_time)]
+    pub due: Option<grader::late::Time>,
+    /// Percent of the maximum points taken per started day late (`10%/day`); the score stops at 0.
+    #[arg(long, value_name = "PERCENT", value_parser = grader::late::parse_penalty, requires = "due", default_value = "0%/day")]
+    pub late_penalty: f64,
+    /// Later than this after --due, the score is 0 (`3d`, `72h`, `90m`).
+    #[arg(long, value_name = "DURATION", value_parser = grader::late::parse_cutoff, requires = "due")]
+    pub late_cutoff: Option<grader::late::Span>,
+    /// The learning platform's (or Gradescope's) submission times: a CSV with a header naming `student`
+    /// and `submitted_at` (RFC 3339). They come first.
+    #[arg(long, value_name = "FILE", requires = "due")]
+    pub times: Option<PathBuf>,
+    /// Also write OUT/gradebook-canvas.csv (Canvas's gradebook import: Student, ID, SIS User ID, SIS Login
+    /// ID, Section, then the assignment) or OUT/gradebook-moodle.csv (Moodle's grade import: Email address,
+    /// then one column per exercise and the total). Needs --roster.
+    #[arg(long, value_enum, value_name = "PLATFORM", requires = "roster")]
+    pub export: Option<ExportTo>,
+    /// Maps course ids to the platform's: a CSV with the header
+    /// student,name,lms_id,sis_user_id,sis_login_id,section,email (only student is required; Canvas reads
+    /// lms_id, its user id, Moodle reads email).
+    #[arg(long, value_name = "FILE")]
+    pub roster: Option<PathBuf>,
+    /// The assignment's column in the export; for Canvas, its name and id as Canvas writes them
+    /// (`Workshop (4821)`).
+    #[arg(long, value_name = "NAME", default_value = "Workshop")]
+    pub assignment: String,
+    /// Regrade this one entry into the existing OUT/gradebook.json and rewrite the gradebook (atomically);
+    /// the other entries and their feedback pages stay as they are. Overrides apply as in a full run.
+    #[arg(long, value_name = "STUDENT", conflicts_with = "resume")]
+    pub only: Option<String>,
+    /// Finish an interrupted run: the entries recorded in OUT/gradebook.progress.jsonl (written as each
+    /// entry is graded) are kept, the others graded.
+    #[arg(long)]
+    pub resume: bool,
+    /// Skip the similarity report (OUT/similarity.md and the gradebook's similarity column).
+    #[arg(long)]
+    pub no_similarity: bool,
+    /// With --run-tests started as root: the unprivileged user the test binaries run as (a name, or
+    /// UID:GID), each in a copy of the learner's package in a 0700 folder of its own; default nobody. A user
+    /// of its own is better: useradd --system --no-create-home --shell /usr/sbin/nologin course-tests.
+    #[arg(long, value_name = "USER", requires = "run_tests")]
+    pub test_user: Option<String>,
+}
+
+/// The learning platform `--export` writes for.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum ExportTo {
+    Canvas,
+    Moodle,
 }

@@ -39,6 +39,8 @@ pub mod cpu;
 pub mod device_flags;
 pub mod error;
 pub mod generate;
+/// ggml's tensor types (block sizes and layouts), shared by the GGUF reader and the quantized kernels.
+pub mod ggml_type;
 pub mod gguf;
 pub mod linear;
 pub mod loader;

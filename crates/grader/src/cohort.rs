@@ -720,7 +720,11 @@ fn similarity_report(
             .ok()
         })
         .collect();
-    crate::similarity::compare(&prints, students)
+    let results: Vec<(&str, &[ExerciseReport])> = students
+        .iter()
+        .map(|s| (s.student.as_str(), s.reports.as_slice()))
+        .collect();
+    crate::similarity::compare(&prints, &results)
 }
 
 /// `COHORT/STUDENT.submitted_at`, when there is one and it holds a time.

@@ -15,8 +15,7 @@
 //!   found a prediction made once its results file existed; it is graded already, and listed
 //!   here so that the instructor reads all the evidence in one place.
 
-use crate::cohort::StudentResult;
-use crate::report::Outcome;
+use crate::report::{ExerciseReport, Outcome};
 use crate::submission::Submission;
 use course_model::manifest::Manifest;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -343,8 +342,9 @@ pub struct SimilarityReport {
 /// characters and its histogram.
 type Distinct<'a> = (&'a str, &'a (Vec<&'a str>, &'a str), usize, [u16; 48]);
 
-/// Compare every pair of learners (in parallel) and gather the grader's late predictions.
-pub fn compare(prints: &[Fingerprint], results: &[StudentResult]) -> SimilarityReport {
+/// Compare every pair of learners (in parallel) and gather the grader's late predictions from
+/// each learner's reports (`results`: the learner's id and reports, as the cohort graded them).
+pub fn compare(prints: &[Fingerprint], results: &[(&str, &[ExerciseReport])]) -> SimilarityReport {
     use rayon::prelude::*;
     let mut evidence = Vec::new();
     // Identical measurements: group by the file and its numbers.
@@ -415,8 +415,8 @@ pub fn compare(prints: &[Fingerprint], results: &[StudentResult]) -> SimilarityR
     }
     let predictions = results
         .iter()
-        .flat_map(|s| {
-            s.reports.iter().flat_map(move |r| {
+        .flat_map(|&(student, reports)| {
+            reports.iter().flat_map(move |r| {
                 r.questions
                     .iter()
                     .filter(|q| {
@@ -425,7 +425,7 @@ pub fn compare(prints: &[Fingerprint], results: &[StudentResult]) -> SimilarityR
                             && q.reason.starts_with("made ")
                     })
                     .map(move |q| LatePrediction {
-                        student: s.student.clone(),
+                        student: student.to_string(),
                         exercise: r.exercise,
                         reason: q.reason.clone(),
                     })

@@ -129,7 +129,7 @@ impl Profile {
                 let name = m
                     .peak_during
                     .and_then(|i| s.events.get(i))
-                    .map_or(crate::aggregate::STEP_ROW, |e| e.name);
+                    .map_or(formats::report::STEP_ROW, |e| e.name);
                 Some((m.peak_bytes, s.number, name))
             })
             .max_by_key(|(bytes, number, _)| (*bytes, std::cmp::Reverse(*number)))

@@ -27,19 +27,6 @@ fn pct(part: u64, whole: u64) -> f64 {
 /// options, written by name.
 pub type Report = formats::report::Report<SortBy, View>;
 
-/// What the profiler does with a report it reads back: print the table the profile printed.
-pub trait ReportTable {
-    /// The table of a report read back from disk: the same table the profile printed
-    /// (roofline columns when the report has ceilings, its warnings under the footers).
-    fn table(&self, row_limit: Option<usize>, with_flops: bool) -> String;
-}
-
-impl ReportTable for Report {
-    fn table(&self, row_limit: Option<usize>, with_flops: bool) -> String {
-        crate::table::render(self, row_limit, with_flops)
-    }
-}
-
 /// Build a report from key averages of `profile`.
 fn from_key_averages(profile: &Profile, k: &KeyAverages) -> Report {
     // Work happens over a row's whole range: rates divide by its total time, on the

@@ -19,6 +19,19 @@ const MAX_NAME_WIDTH: usize = 55;
 const MAX_SHAPES_WIDTH: usize = 80;
 const MIN_COLUMN: usize = 12;
 
+/// What the profiler does with a report it reads back: print the table the profile printed.
+pub trait ReportTable {
+    /// The table of a report read back from disk: the same table the profile printed
+    /// (roofline columns when the report has ceilings, its warnings under the footers).
+    fn table(&self, row_limit: Option<usize>, with_flops: bool) -> String;
+}
+
+impl ReportTable for Report {
+    fn table(&self, row_limit: Option<usize>, with_flops: bool) -> String {
+        render(self, row_limit, with_flops)
+    }
+}
+
 /// Format microseconds the way PyTorch does: three decimals in us, ms or s.
 pub fn format_us(us: f64) -> String {
     if us >= 1e6 {

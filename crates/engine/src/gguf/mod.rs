@@ -14,12 +14,10 @@
 //! section); then padding to `general.alignment` (32 when absent) and the data section.
 //! Strings are a `u64` length then UTF-8 bytes; everything is little-endian.
 
-mod types;
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-pub use types::GgmlType;
+pub use crate::ggml_type::GgmlType;
 
 use crate::error::{Error, Result};
 
@@ -124,7 +122,7 @@ impl TensorInfo {
                 "tensor {} has type {} ({}), which this engine does not read (it reads {})",
                 self.name,
                 self.type_code,
-                types::known_name(self.type_code).unwrap_or("not a ggml type"),
+                crate::ggml_type::known_name(self.type_code).unwrap_or("not a ggml type"),
                 GgmlType::ALL.map(|t| t.name()).join(", ")
             )
         })

@@ -32,7 +32,7 @@ use rayon::prelude::*;
 
 use crate::cpu::KernelPath;
 use crate::error::{Error, Result};
-pub use crate::gguf::GgmlType;
+pub use crate::ggml_type::GgmlType;
 
 /// What a quantized product's `kernel` column says ran.
 pub mod label {
