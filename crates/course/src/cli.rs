@@ -56,6 +56,7 @@ pub enum Command {
     List,
     /// Build and run exercise N as `cargo run -p exercise-N` does (the same build); extra arguments go to it.
     /// On an NVIDIA GPU: `course run 3 --features cuda -- --device cuda`.
+    #[command(after_help = course_model::exit::EXIT_STATUS_HELP)]
     Run {
         /// Exercise number.
         n: u32,

@@ -10,6 +10,7 @@
 use super::Course;
 use crate::cargo::Build;
 use anyhow::{Context, Result};
+use course_model::exit::Exit;
 use course_model::manifest::ExerciseInfo;
 use grader::prediction::{self, Form, Outcome};
 use grader::results::profile_report::ProfileReport;
@@ -51,7 +52,12 @@ pub fn run(course: &Course, n: u32, build: &Build, args: &[String]) -> Result<Ex
             "==> exercise-{n} could not start: a `--features cuda` build needs the NVIDIA driver (libcuda.so.1) even to \
              start, so it runs only on a machine with an NVIDIA GPU. Here, leave out --features cuda (and unset COURSE_FEATURES)."
         );
-        Ok(ExitCode::FAILURE)
+        Ok(Exit::CouldNotRun.into())
+    } else if status.code() == Some(i32::from(Exit::CouldNotRun.code())) {
+        // The exercise's program follows the same rule: 2 is "the course could not run" (a
+        // missing or corrupt file, a bug), not the learner's part unfinished; pass it on.
+        eprintln!("==> exercise-{n} could not run; the output above says why.");
+        Ok(Exit::CouldNotRun.into())
     } else {
         eprintln!("==> exercise-{n} stopped with {status}; the output above says why.");
         Ok(ExitCode::FAILURE)

@@ -20,12 +20,4 @@ mod tests {
         assert!(within(101.0, 100.0, 0.0, 0.02));
         assert!(!within(103.0, 100.0, 0.0, 0.02));
     }
-
-    #[test]
-    fn numbers_show_compactly() {
-        assert_eq!(show(4.0), "4");
-        assert_eq!(show(10.25), "10.25");
-        assert_eq!(show(3.1e-7), "3.1e-7");
-        assert_eq!(show(-0.00001), "-1e-5");
-    }
 }
