@@ -1199,6 +1199,22 @@ async fn scrape(url: &str) -> formats::bench::MetricsSample {
     sample
 }
 
+/// `/metrics` once the engine has released every finished request: a response's last byte
+/// reaches the client just before the engine frees the request's slot and cache, so a scrape
+/// right after it may still count it. Polls for up to two seconds, then returns what it read
+/// (the caller's assertions say what is wrong).
+async fn scrape_when_released(url: &str) -> formats::bench::MetricsSample {
+    let mut sample = scrape(url).await;
+    for _ in 0..400 {
+        if sample.requests_running == Some(0.0) && sample.kv_cache_used_bytes == Some(0.0) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        sample = scrape(url).await;
+    }
+    sample
+}
+
 /// The gauges rise while a request runs and waits, and return to zero after; the counters add
 /// up the prompt and generated tokens; the KV bytes are the request's whole cache.
 async fn metrics_follow_the_requests_and_return_to_zero(fixture: Fixture) {
@@ -1249,7 +1265,7 @@ async fn metrics_follow_the_requests_and_return_to_zero(fixture: Fixture) {
     drop(go);
     assert_eq!(first.await.unwrap(), 200);
     assert_eq!(second.await.unwrap(), 200);
-    let after = scrape(&url).await;
+    let after = scrape_when_released(&url).await;
     assert_eq!(
         (
             after.requests_running,
@@ -1317,7 +1333,7 @@ async fn requests_beyond_the_kv_budget_wait_then_complete_and_one_too_big_is_a_5
     assert_eq!(error["error"]["code"], "kv_cache_too_small");
     let message = error["error"]["message"].as_str().unwrap();
     assert!(message.contains("--kv-cache-bytes"), "{message}");
-    let sample = scrape(&url).await;
+    let sample = scrape_when_released(&url).await;
     assert_eq!(
         sample.kv_cache_capacity_bytes,
         Some((12 * per_token) as f64)
