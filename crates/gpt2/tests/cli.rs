@@ -437,6 +437,10 @@ fn half_type_weights_run_in_all_four_commands_on_every_cpu_path() {
 /// status 0 (the course's rule), instead of panicking on the broken pipe (status 101).
 #[cfg(unix)]
 #[test]
+#[cfg_attr(
+    target_arch = "aarch64",
+    ignore = "gpt2 bench on GPT-2 small's shapes takes minutes under qemu; the x86-64 run covers the pipe"
+)]
 fn bench_into_a_closed_pipe_ends_quietly() {
     let cache = tempfile::tempdir().unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_gpt2"))
