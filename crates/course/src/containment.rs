@@ -17,11 +17,19 @@
 //! keeps none of root's rights. The sandbox gives it a copy of the binary and of the package in
 //! a folder of its own (mode 0700, owned by that user) and nothing else of the course.
 //!
+//! **A read-only file system.** As root on Linux the test binary also gets a mount namespace of
+//! its own (CLONE_NEWNS) in which every mount is read-only (`mount_setattr(2)` with
+//! AT_RECURSIVE, Linux 5.12 or later) except a bind mount of its own folder: what any user may
+//! write (/tmp, /var/tmp, /dev/shm, /run/lock) is closed to it too, and nothing it does to the
+//! mounts reaches the grader's. [`probe_files`] finds out first whether this works here (in a
+//! container without CAP_SYS_ADMIN it does not) and the sandbox says so.
+//!
 //! **Not isolated**, and said so in the output: without root, the file system (the tests run
 //! as the user running `course grade` and can read and write what that user can) and the
 //! shared build folder (a submission's tests could tamper with what later builds link); as
-//! root, what any user may write (/tmp, /var/tmp, /dev/shm); processes that leave the process
-//! group (setsid) outlive the time limit; and off Linux the network.
+//! root where the mount namespace cannot be made, what any user may write (/tmp, /var/tmp,
+//! /dev/shm); processes that leave the process group (setsid) outlive the time limit; and off
+//! Linux the network.
 
 use anyhow::{Context, Result};
 use std::path::Path;
@@ -49,6 +57,25 @@ pub struct RunAs {
     pub gid: u32,
 }
 
+/// Whether, as root, a test binary can be given a file system that is read-only but for its
+/// own folder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Files {
+    /// Its own mount namespace, every mount read-only but its folder.
+    ReadOnly,
+    /// Not here; the reason.
+    NotIsolated(String),
+}
+
+/// Started as root: the user a test binary becomes, and the one folder it may write in when
+/// `files` is [`Files::ReadOnly`] (the test's working folder must be inside it).
+#[derive(Debug, Clone, Copy)]
+pub struct Confine<'a> {
+    pub user: RunAs,
+    pub folder: &'a Path,
+    pub files: &'a Files,
+}
+
 /// How a contained child ended.
 pub struct Finished {
     pub success: bool,
@@ -67,7 +94,7 @@ pub fn contained(
     network: &Network,
     memory: Option<u64>,
     timeout: Duration,
-    run_as: Option<RunAs>,
+    confine: Option<Confine<'_>>,
 ) -> Result<Finished> {
     use std::os::unix::process::{CommandExt, ExitStatusExt};
     let stdout =
@@ -82,7 +109,7 @@ pub fn contained(
         .stdout(stdout)
         .stderr(stderr)
         .process_group(0);
-    isolate(command, network, memory, run_as);
+    isolate(command, network, memory, confine)?;
     let mut child = command
         .spawn()
         .with_context(|| format!("cannot start {:?}", command.get_program()))?;
@@ -124,7 +151,7 @@ pub fn contained(
     _: &Network,
     _: Option<u64>,
     _: Duration,
-    _: Option<RunAs>,
+    _: Option<Confine<'_>>,
 ) -> Result<Finished> {
     anyhow::bail!("--run-tests needs Linux or another Unix system")
 }
@@ -132,7 +159,12 @@ pub fn contained(
 /// Set the child's limits and namespaces between fork and exec. Everything the hook needs is
 /// prepared here: between fork and exec only system calls are safe (no allocation).
 #[cfg(unix)]
-fn isolate(command: &mut Command, network: &Network, memory: Option<u64>, run_as: Option<RunAs>) {
+fn isolate(
+    command: &mut Command,
+    network: &Network,
+    memory: Option<u64>,
+    confine: Option<Confine<'_>>,
+) -> Result<()> {
     use std::os::unix::process::CommandExt;
     let mode = match network {
         Network::Namespace => NetMode::Net,
@@ -140,9 +172,29 @@ fn isolate(command: &mut Command, network: &Network, memory: Option<u64>, run_as
         Network::NotIsolated(_) => NetMode::None,
     };
     let maps = UserMaps::current();
+    let run_as = confine.map(|c| c.user);
+    let read_only = match confine {
+        Some(Confine {
+            folder,
+            files: Files::ReadOnly,
+            ..
+        }) => {
+            let cwd = command.get_current_dir().unwrap_or(folder);
+            if !cwd.starts_with(folder) {
+                anyhow::bail!(
+                    "{}: the test's working folder is outside its own folder {}",
+                    cwd.display(),
+                    folder.display()
+                );
+            }
+            Some(ReadOnlyBut::new(folder, cwd)?)
+        }
+        _ => None,
+    };
     // SAFETY: the hook runs in the child between fork and exec, where only system calls are
-    // safe: it makes rustix's setrlimit, unshare, open and write calls and the credential calls,
-    // on values prepared above (the maps), and allocates nothing.
+    // safe: it makes rustix's setrlimit, unshare, open, write, mount and chdir calls, the
+    // mount_setattr system call and the credential calls, on values prepared above (the maps,
+    // the C strings of the folders), and allocates nothing.
     unsafe {
         command.pre_exec(move || {
             if let Some(bytes) = memory {
@@ -151,11 +203,97 @@ fn isolate(command: &mut Command, network: &Network, memory: Option<u64>, run_as
                 set_limit(Resource::Core, 0)?;
             }
             enter_network_namespace(mode, &maps)?;
+            if let Some(read_only) = &read_only {
+                read_only.enter()?;
+            }
             match run_as {
                 Some(user) => drop_privileges(user),
                 None => Ok(()),
             }
         });
+    }
+    Ok(())
+}
+
+/// A mount namespace in which every mount is read-only but one folder (a bind mount of
+/// itself), prepared before the fork: [`ReadOnlyBut::enter`] runs between fork and exec.
+struct ReadOnlyBut {
+    folder: std::ffi::CString,
+    /// Entered again once the mounts are made: the working folder the child had was the one
+    /// under the bind mount, now read-only.
+    cwd: std::ffi::CString,
+}
+
+impl ReadOnlyBut {
+    fn new(folder: &Path, cwd: &Path) -> Result<ReadOnlyBut> {
+        use std::os::unix::ffi::OsStrExt;
+        let c = |p: &Path| {
+            std::ffi::CString::new(p.as_os_str().as_bytes())
+                .with_context(|| format!("{}: a path with a NUL byte", p.display()))
+        };
+        Ok(ReadOnlyBut {
+            folder: c(folder)?,
+            cwd: c(cwd)?,
+        })
+    }
+
+    #[cfg(target_os = "linux")]
+    fn enter(&self) -> std::io::Result<()> {
+        use rustix::mount::{mount_bind, mount_change, MountPropagationFlags};
+        use rustix::thread::{unshare_unsafe, UnshareFlags};
+        // SAFETY: in the child between fork and exec, with one thread; a mount namespace of
+        // its own changes what paths reach, not the descriptors it holds.
+        unsafe { unshare_unsafe(UnshareFlags::NEWNS) }?;
+        // Nothing done here may propagate back to the grader's mounts.
+        mount_change(
+            c"/",
+            MountPropagationFlags::PRIVATE | MountPropagationFlags::REC,
+        )?;
+        mount_bind(self.folder.as_c_str(), self.folder.as_c_str())?;
+        set_read_only(c"/", true, true)?;
+        set_read_only(self.folder.as_c_str(), false, false)?;
+        rustix::process::chdir(self.cwd.as_c_str())?;
+        Ok(())
+    }
+
+    #[cfg(all(unix, not(target_os = "linux")))]
+    fn enter(&self) -> std::io::Result<()> {
+        Err(std::io::Error::other("only Linux has mount namespaces"))
+    }
+}
+
+/// `mount_setattr(2)`: make the mount at `path` (and with `recursive` every mount under it)
+/// read-only or writable again, keeping its other flags. rustix does not wrap this call.
+#[cfg(target_os = "linux")]
+fn set_read_only(path: &std::ffi::CStr, read_only: bool, recursive: bool) -> std::io::Result<()> {
+    let mut attr = libc::mount_attr {
+        attr_set: 0,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    if read_only {
+        attr.attr_set = libc::MOUNT_ATTR_RDONLY;
+    } else {
+        attr.attr_clr = libc::MOUNT_ATTR_RDONLY;
+    }
+    let flags = if recursive { libc::AT_RECURSIVE } else { 0 };
+    // SAFETY: the path is a NUL-terminated C string and `attr` a live mount_attr whose size is
+    // passed with it, as mount_setattr(2) requires; the kernel reads both and keeps neither.
+    let done = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            flags,
+            &attr as *const libc::mount_attr,
+            std::mem::size_of::<libc::mount_attr>(),
+        )
+    };
+    if done == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
     }
 }
 
@@ -302,4 +440,41 @@ pub fn probe_network() -> Network {
         "no network namespace could be made ({})",
         errors.join("; ")
     ))
+}
+
+/// As root: whether a test binary can be given a read-only file system but for its folder
+/// here (a child, `course --version`, tries it on `folder`).
+#[cfg(unix)]
+pub fn probe_files(folder: &Path) -> Files {
+    if !cfg!(target_os = "linux") {
+        return Files::NotIsolated("only Linux has mount namespaces".to_string());
+    }
+    let Ok(exe) = std::env::current_exe() else {
+        return Files::NotIsolated("cannot find the course binary to try one".to_string());
+    };
+    let read_only = match ReadOnlyBut::new(folder, folder) {
+        Ok(r) => r,
+        Err(e) => return Files::NotIsolated(format!("{e:#}")),
+    };
+    let mut command = Command::new(&exe);
+    command
+        .arg("--version")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: as in `isolate`: between fork and exec the hook only makes system calls, on
+        // the C strings prepared here.
+        unsafe { command.pre_exec(move || read_only.enter()) };
+    }
+    match command.status() {
+        Ok(status) if status.success() => Files::ReadOnly,
+        Ok(status) => Files::NotIsolated(format!(
+            "the child in a read-only mount namespace exited with {status}"
+        )),
+        Err(e) => Files::NotIsolated(format!(
+            "no read-only mount namespace could be made (unshare(CLONE_NEWNS), mount_setattr): {e}"
+        )),
+    }
 }

@@ -19,10 +19,12 @@
 //! their own, mode 0700 and owned by that user, under a root-owned folder (mode 0711) in the
 //! system's temporary folder, and the tests run there; the folder is removed when the exercise's
 //! tests end, before the next learner's run. The test user can reach nothing else of the
-//! course, the cohort or the gradebook (the instructor's folders are root's).
+//! course, the cohort or the gradebook (the instructor's folders are root's), and where the
+//! kernel allows it (probed once) every other folder is read-only to the test, the
+//! world-writable ones included: see [`crate::containment`].
 
 use crate::cargo::Build;
-use crate::containment::{contained, probe_network, Network, RunAs};
+use crate::containment::{contained, probe_files, probe_network, Confine, Files, Network, RunAs};
 use anyhow::{bail, Context, Result};
 use course_model::manifest::ExerciseInfo;
 use grader::cohort::{Entry, StudentResult, TestOutcome, TestRun};
@@ -65,6 +67,8 @@ struct Unprivileged {
     name: String,
     user: RunAs,
     base: PathBuf,
+    /// Whether the rest of the file system is read-only to the tests here.
+    files: Files,
     runs: std::cell::Cell<usize>,
 }
 
@@ -155,10 +159,12 @@ impl Sandbox {
             std::fs::create_dir(&base)
                 .with_context(|| format!("{}: cannot create", base.display()))?;
             set_mode(&base, 0o711)?;
+            let files = probe_files(&base);
             Some(Unprivileged {
                 name,
                 user,
                 base,
+                files,
                 runs: std::cell::Cell::new(0),
             })
         } else {
@@ -190,11 +196,20 @@ impl Sandbox {
                 "files:   each test binary runs as user {} (uid {}), in a copy of the learner's package in a 0700 \
                  folder of its own under {}, removed after each exercise; the course, the cohort and the gradebook \
                  are out of its reach\n  \
-                 NOT isolated: the file system's world-writable folders (/tmp, /var/tmp, /dev/shm), and processes \
-                 that leave the process group (setsid)",
+                 {}",
                 u.name,
                 u.user.uid,
-                u.base.display()
+                u.base.display(),
+                match &u.files {
+                    Files::ReadOnly => "every other folder is read-only to it, /tmp, /var/tmp and /dev/shm included \
+                                        (a mount namespace of its own)\n  \
+                                        NOT isolated: processes that leave the process group (setsid)"
+                        .to_string(),
+                    Files::NotIsolated(why) => format!(
+                        "NOT isolated: the file system's world-writable folders (/tmp, /var/tmp, /dev/shm): {why}; \
+                         and processes that leave the process group (setsid)"
+                    ),
+                }
             ),
             None => "NOT isolated: the file system (tests run as this user and can read and write what it can) and the \
                      shared build folder; start course grade as root to run the tests as an unprivileged user, or use a \
@@ -244,6 +259,10 @@ impl Sandbox {
             _ if self.unprivileged.is_some() => {
                 "Network: none (own namespace). Files: each test ran as an unprivileged user in its own folder."
                     .to_string()
+                    + match self.unprivileged.as_ref().map(|u| &u.files) {
+                        Some(Files::ReadOnly) => " Every other folder was read-only to it.",
+                        _ => " The world-writable folders (/tmp) were NOT closed to it.",
+                    }
             }
             _ => "Network: none (own namespace). Files: not isolated.".to_string(),
         }
@@ -403,7 +422,14 @@ impl Sandbox {
                 &self.network,
                 Some(self.limits.memory_bytes),
                 self.limits.test_timeout,
-                self.unprivileged.as_ref().map(|u| u.user),
+                self.unprivileged
+                    .as_ref()
+                    .zip(own.as_ref())
+                    .map(|(u, own)| Confine {
+                        user: u.user,
+                        folder: &own.root,
+                        files: &u.files,
+                    }),
             )?;
             let output = tail(&log, OUTPUT_TAIL);
             let counts = libtest_counts(&output);

@@ -1,8 +1,9 @@
 //! `course grade --run-tests` started as root runs each learner's test binaries as an
 //! unprivileged user, in a copy of their package in a 0700 folder of its own. A hostile
 //! submission's test tries to write into the course, the cohort, the gradebook's folder, the
-//! shared build folder and root's home, and to read another learner's submission and the other
-//! runs' folders: every attempt is refused, while writing into its own folder works. The test
+//! shared build folder, root's home and the world-writable /tmp, /var/tmp and /dev/shm, and to
+//! read another learner's submission and the other runs' folders: every attempt is refused,
+//! while writing into its own folder works. The test
 //! creates the user it needs (useradd) and removes it after; without root it says why it skips.
 
 mod common;
@@ -136,6 +137,10 @@ fn as_root_a_hostile_test_cannot_write_outside_its_folder_or_read_another_submis
         test_dir.join("workspace/pwned"),
         PathBuf::from("/root/pwned"),
         PathBuf::from("/etc/pwned"),
+        // What any user may write: closed to the test by its read-only mount namespace.
+        PathBuf::from(format!("/tmp/pwned-{name}")),
+        PathBuf::from(format!("/var/tmp/pwned-{name}")),
+        PathBuf::from(format!("/dev/shm/pwned-{name}")),
     ];
     let lists = [cohort.clone(), test_dir.join("target")];
     write(
@@ -176,6 +181,10 @@ fn as_root_a_hostile_test_cannot_write_outside_its_folder_or_read_another_submis
     );
     assert!(
         all.contains(&format!("each test binary runs as user {name}")),
+        "{all}"
+    );
+    assert!(
+        all.contains("every other folder is read-only to it"),
         "{all}"
     );
     let csv = std::fs::read_to_string(out.join("gradebook.csv")).unwrap();
