@@ -20,14 +20,29 @@ The metadata and tensor names are those llama.cpp's `convert_hf_to_gguf.py` writ
 `llama`, `qwen2` and `qwen3` architectures, including its permutation of the query and key rows
 for `llama` (LlamaModel.permute: each head's rows go from rotate-half order to interleaved
 pairs), which the engine undoes at load. llama.cpp itself (the converter, llama-quantize) is not
-run: it is not built on this machine; the files differ from the converter's only in carrying
-no tokenizer.
+run: it is not built on this machine.
 
-    target/pyenv/bin/pip install gguf safetensors numpy
+Tokenizers: the tiny checkpoints have none (their vocabulary is 512), so one is trained here on
+CORPUS below, and written into the files as the converter writes a checkpoint's tokenizer:
+- the llama files carry a SentencePiece BPE model (sentencepiece's trainer, byte fallback, as
+  Llama 2 and TinyLlama have), written as `_create_vocab_sentencepiece` does (tokenizer.ggml.model
+  "llama": tokens, scores, token types); its `tokenizer.json` is what transformers'
+  LlamaTokenizer converts from the same `tokenizer.model`;
+- the qwen2 and qwen3 files carry a byte-level BPE with Qwen2's pre-tokenizer (the `tokenizers`
+  trainer), written as `_set_vocab_gpt2` does (tokenizer.ggml.model "gpt2", pre "qwen2", tokens,
+  token types, merges), and the qwen3 file a ChatML chat template (tokenizer.chat_template);
+- special ids and the template go through gguf-py's own SpecialVocab, as in the converter.
+Each tokenizer.json is committed beside the files (tiny-llama-tokenizer.json,
+tiny-qwen-tokenizer.json): the engine's tokenizer made from a file's metadata must encode and
+decode as it does.
+
+    target/pyenv/bin/pip install gguf safetensors numpy sentencepiece protobuf tokenizers transformers
     target/pyenv/bin/python scripts/make-gguf-fixtures.py
 """
 import json
 import pathlib
+import shutil
+import tempfile
 
 import numpy as np
 from safetensors.numpy import load_file
@@ -93,8 +108,8 @@ def stored(arr: np.ndarray, qtype: T):
     return gguf.quants.quantize(arr.astype(np.float32), qtype), qtype
 
 
-def write(path: pathlib.Path, arch: str, cfg: dict, tensors: dict, types) -> None:
-    """`types(gguf_name, array)` gives each tensor's type."""
+def write(path: pathlib.Path, arch: str, cfg: dict, tensors: dict, types, vocab=None) -> None:
+    """`types(gguf_name, array)` gives each tensor's type; `vocab(writer)` writes the tokenizer."""
     w = gguf.GGUFWriter(str(path), arch)
     w.add_name(path.stem)
     w.add_context_length(cfg["max_position_embeddings"])
@@ -111,6 +126,8 @@ def write(path: pathlib.Path, arch: str, cfg: dict, tensors: dict, types) -> Non
     w.add_value_length(head_dim)
     w.add_rope_dimension_count(head_dim)
     w.add_file_type(1 if all(types(n, a) == T.F16 for n, a in tensors.items() if a.ndim == 2) else 7)
+    if vocab is not None:
+        vocab(w)
     for name, arr in tensors.items():
         data, raw = stored(arr, types(name, arr))
         w.add_tensor(name, data, raw_dtype=raw)
@@ -248,15 +265,146 @@ def q1_0_reference(path: pathlib.Path) -> None:
     print(f"wrote {path.relative_to(ROOT.parents[3])}")
 
 
+# The text the fixtures' tokenizers are trained on (written for them): English sentences, digits
+# and punctuation, enough for a vocabulary of 512.
+CORPUS = """Profiling says why a program is slow; benchmarking says how slow it is.
+A language model reads its prompt once, then writes one token at a time.
+Each new token reads every weight of the model from memory, so decode is memory-bound.
+Prefill multiplies many tokens by the same weights, so it can keep the arithmetic units busy.
+The roofline puts both on one chart: operations per byte on one axis, operations per second on the other.
+Quantized weights are fewer bytes: eight bits, four bits, or a single sign bit and a scale per block.
+Batch sixteen requests together and the weights are read once for all of them.
+What is 2 + 2? It is 4. Numbers like 128, 4096 and 151936 appear in shapes.
+"Quotes", (brackets), [lists], {braces}, colons: semicolons; and dashes - appear too!
+The server streams tokens as they are made; the client measures time to first token.
+"""
+
+# Qwen2's pre-tokenizer (its tokenizer.json's Split regex), which llama.cpp knows as "qwen2".
+QWEN2_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+               r"|\s*[\r\n]+|\s+(?!\S)|\s+")
+
+# A ChatML template (Qwen's turn markers) for the qwen3 file.
+CHATML = ("{%- for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] "
+          "+ '<|im_end|>' + '\\n' }}{%- endfor %}{%- if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}"
+          "{%- endif %}")
+
+
+def spm_tokenizer(d: pathlib.Path, cfg_dir: pathlib.Path) -> None:
+    """A SentencePiece BPE `tokenizer.model` with byte fallback, and transformers' conversion of it
+    (tokenizer.json, tokenizer_config.json), in folder `d` beside the checkpoint's config.json."""
+    import sentencepiece as spm
+    import transformers
+    corpus = d / "corpus.txt"
+    corpus.write_text(CORPUS * 3)
+    spm.SentencePieceTrainer.train(
+        input=str(corpus), model_prefix=str(d / "tokenizer"), vocab_size=512, model_type="bpe",
+        byte_fallback=True, character_coverage=1.0, split_digits=True, add_dummy_prefix=True,
+        normalization_rule_name="identity", remove_extra_whitespaces=False, num_threads=1, minloglevel=2)
+    shutil.copy(cfg_dir / "config.json", d / "config.json")
+    transformers.LlamaTokenizer.from_pretrained(str(d)).save_pretrained(str(d))
+
+
+def spm_vocab(d: pathlib.Path, n_vocab: int):
+    """convert_hf_to_gguf.py's `_set_vocab_sentencepiece` for the tokenizer in `d`."""
+    import sentencepiece as spm
+    sp = spm.SentencePieceProcessor(model_file=str(d / "tokenizer.model"))
+    assert sp.vocab_size() == n_vocab, (sp.vocab_size(), n_vocab)
+    tokens, scores, types = [], [], []
+    for i in range(n_vocab):
+        kind = gguf.TokenType.NORMAL
+        if sp.IsUnknown(i):
+            kind = gguf.TokenType.UNKNOWN
+        elif sp.IsControl(i):
+            kind = gguf.TokenType.CONTROL
+        elif sp.IsUnused(i):
+            kind = gguf.TokenType.UNUSED
+        elif sp.IsByte(i):
+            kind = gguf.TokenType.BYTE
+        tokens.append(sp.IdToPiece(i).encode("utf-8"))
+        scores.append(sp.GetScore(i))
+        types.append(kind)
+
+    def add(w: gguf.GGUFWriter) -> None:
+        w.add_tokenizer_model("llama")
+        w.add_tokenizer_pre("default")
+        w.add_token_list(tokens)
+        w.add_token_scores(scores)
+        w.add_token_types(types)
+        gguf.SpecialVocab(d, n_vocab=n_vocab).add_to_gguf(w, quiet=True)
+    return add
+
+
+def bpe_tokenizer(d: pathlib.Path, cfg_dir: pathlib.Path) -> None:
+    """A byte-level BPE of Qwen2's make (its pre-tokenizer, NFC, ChatML's special tokens first),
+    saved by transformers with a chat template, in folder `d` beside the checkpoint's config.json."""
+    from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+    import transformers
+    tk = Tokenizer(models.BPE())
+    tk.normalizer = normalizers.NFC()
+    tk.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(QWEN2_SPLIT), behavior="isolated", invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False)])
+    tk.decoder = decoders.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False)
+    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+    trainer = trainers.BpeTrainer(vocab_size=512, special_tokens=specials, show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tk.train_from_iterator([CORPUS] * 3, trainer)
+    assert tk.get_vocab_size() == 512, tk.get_vocab_size()
+    fast = transformers.PreTrainedTokenizerFast(tokenizer_object=tk, eos_token="<|im_end|>",
+                                                pad_token="<|endoftext|>")
+    fast.chat_template = CHATML
+    fast.save_pretrained(str(d))
+    shutil.copy(cfg_dir / "config.json", d / "config.json")
+
+
+def bpe_vocab(d: pathlib.Path, n_vocab: int, chat_template: bool):
+    """convert_hf_to_gguf.py's `_set_vocab_gpt2` (get_vocab_base) for the tokenizer in `d`."""
+    import transformers
+    tk = transformers.AutoTokenizer.from_pretrained(str(d))
+    reverse = {i: t for t, i in tk.get_vocab().items()}
+    added = tk.get_added_vocab()
+    tokens, types = [], []
+    for i in range(n_vocab):
+        if i not in reverse:
+            tokens.append(f"[PAD{i}]")
+            types.append(gguf.TokenType.UNUSED)
+        elif reverse[i] in added:
+            special = tk.added_tokens_decoder[i].special
+            tokens.append(reverse[i])
+            types.append(gguf.TokenType.CONTROL if special else gguf.TokenType.USER_DEFINED)
+        else:
+            tokens.append(reverse[i])
+            types.append(gguf.TokenType.NORMAL)
+
+    def add(w: gguf.GGUFWriter) -> None:
+        w.add_tokenizer_model("gpt2")
+        w.add_tokenizer_pre("qwen2")
+        w.add_token_list(tokens)
+        w.add_token_types(types)
+        special = gguf.SpecialVocab(d, load_merges=True)
+        if not chat_template:
+            special.chat_template = None
+        special.add_to_gguf(w, quiet=True)
+    return add
+
+
 def main() -> None:
     OUT.mkdir(exist_ok=True)
-    arch, cfg, t = from_fixture("llama")
-    write(OUT / "tiny-llama-q8_0.gguf", arch, cfg, t, one_type(T.Q8_0))
-    write(OUT / "tiny-llama-q4_0.gguf", arch, cfg, t, one_type(T.Q4_0))
-    write(OUT / "tiny-llama-mixed.gguf", arch, cfg, t, mixed)
-    for variant in ("qwen2", "qwen3"):
-        arch, cfg, t = from_fixture(variant)
-        write(OUT / f"tiny-{variant}-mixed.gguf", arch, cfg, t, mixed)
+    with tempfile.TemporaryDirectory() as spm_dir, tempfile.TemporaryDirectory() as bpe_dir:
+        spm_dir, bpe_dir = pathlib.Path(spm_dir), pathlib.Path(bpe_dir)
+        spm_tokenizer(spm_dir, ROOT / "tiny-llama")
+        shutil.copy(spm_dir / "tokenizer.json", OUT / "tiny-llama-tokenizer.json")
+        bpe_tokenizer(bpe_dir, ROOT / "tiny-qwen3")
+        shutil.copy(bpe_dir / "tokenizer.json", OUT / "tiny-qwen-tokenizer.json")
+        arch, cfg, t = from_fixture("llama")
+        llama_vocab = spm_vocab(spm_dir, cfg["vocab_size"])
+        write(OUT / "tiny-llama-q8_0.gguf", arch, cfg, t, one_type(T.Q8_0), llama_vocab)
+        write(OUT / "tiny-llama-q4_0.gguf", arch, cfg, t, one_type(T.Q4_0), llama_vocab)
+        write(OUT / "tiny-llama-mixed.gguf", arch, cfg, t, mixed, llama_vocab)
+        for variant in ("qwen2", "qwen3"):
+            arch, cfg, t = from_fixture(variant)
+            vocab = bpe_vocab(bpe_dir, cfg["vocab_size"], chat_template=variant == "qwen3")
+            write(OUT / f"tiny-{variant}-mixed.gguf", arch, cfg, t, mixed, vocab)
     q1_0_model(OUT / "tiny-qwen3-q1_0.gguf")
     q1_0_reference(OUT / "q1_0-reference.json")
 

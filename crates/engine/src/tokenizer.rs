@@ -82,6 +82,15 @@ impl Tokenizer {
     }
 }
 
+/// A tokenizer put together from parts (e.g. from a GGUF file's metadata, `crate::gguf::tokenizer`).
+impl From<tokenizers::Tokenizer> for Tokenizer {
+    fn from(tk: tokenizers::Tokenizer) -> Self {
+        Self {
+            inner: tk.into_inner(),
+        }
+    }
+}
+
 pub struct TextStream<'a> {
     inner: tokenizers::tokenizer::DecodeStream<
         'a,

@@ -14,6 +14,8 @@
 //! section); then padding to `general.alignment` (32 when absent) and the data section.
 //! Strings are a `u64` length then UTF-8 bytes; everything is little-endian.
 
+pub mod tokenizer;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 

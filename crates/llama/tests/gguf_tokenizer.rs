@@ -1,0 +1,110 @@
+//! The tokenizer the engine builds from a GGUF file's `tokenizer.ggml.*` metadata against the
+//! `tokenizer.json` of the same checkpoint (both written by `scripts/make-gguf-fixtures.py`:
+//! a SentencePiece BPE in the llama files, converted by transformers for the JSON; a byte-level
+//! BPE with Qwen2's pre-tokenizer in the qwen2 and qwen3 files): the same ids for every text, the
+//! same text back, and the chat template and end ids the metadata carries.
+
+use std::path::PathBuf;
+
+use engine::gguf::tokenizer::{chat_template, eos_ids, tokenizer};
+use engine::gguf::GgufFile;
+use engine::tokenizer::Tokenizer;
+
+fn gguf_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/gguf")
+}
+
+/// Texts that exercise what each tokenizer does differently: leading and repeated spaces,
+/// newlines, digits, contractions, punctuation runs, characters outside the training text
+/// (byte fallback, byte-level symbols), and special tokens written in the text.
+const TEXTS: [&str; 10] = [
+    "Profiling says why; benchmarking says how.",
+    " leading space and  two  spaces",
+    "line one\nline two\n\n  indented\ttab",
+    "Numbers: 128, 4096 and 151936; 3.14159",
+    "It's what they'll say, isn't it? We'd've.",
+    "!!!??? ... ---> {[(<>)]}",
+    "Ünïcödé ✓ 日本語 🦀",
+    "",
+    "<|im_start|>user\nHi<|im_end|>",
+    "<s>a sentence</s> <unk>",
+];
+
+fn pair(gguf: &str, json: &str) -> (Tokenizer, Tokenizer, GgufFile) {
+    let file = GgufFile::open(&gguf_dir().join(gguf)).unwrap();
+    let ours = tokenizer(&file)
+        .unwrap()
+        .expect("the fixture carries a tokenizer");
+    let reference = Tokenizer::from_file(&gguf_dir().join(json)).unwrap();
+    (ours, reference, file)
+}
+
+fn same_as_the_reference(ours: &Tokenizer, reference: &Tokenizer, name: &str) {
+    assert_eq!(ours.vocab_size(), reference.vocab_size(), "{name}");
+    for text in TEXTS {
+        let ids = reference.encode(text).unwrap();
+        assert_eq!(ours.encode(text).unwrap(), ids, "{name}: {text:?}");
+        assert_eq!(
+            ours.decode(&ids).unwrap(),
+            reference.decode(&ids).unwrap(),
+            "{name}: {text:?}"
+        );
+        let mut stream = ours.stream();
+        let streamed: String = ids
+            .iter()
+            .filter_map(|&id| stream.push(id).unwrap())
+            .collect();
+        assert_eq!(
+            streamed,
+            reference.decode(&ids).unwrap(),
+            "{name}: {text:?}"
+        );
+    }
+}
+
+#[test]
+fn sentencepiece_files_encode_and_decode_as_their_tokenizer_json() {
+    for gguf in [
+        "tiny-llama-q8_0.gguf",
+        "tiny-llama-q4_0.gguf",
+        "tiny-llama-mixed.gguf",
+    ] {
+        let (ours, reference, file) = pair(gguf, "tiny-llama-tokenizer.json");
+        same_as_the_reference(&ours, &reference, gguf);
+        // Byte fallback: a character the training text lacks is its UTF-8 bytes.
+        let ids = ours.encode("日").unwrap();
+        assert!(ids.len() >= 3, "{ids:?}");
+        assert_eq!(ours.decode(&ids).unwrap(), "日");
+        assert_eq!(ours.token_id("<s>"), Some(1));
+        assert_eq!(eos_ids(&file), [2]);
+        assert!(chat_template(&file).unwrap().is_none());
+    }
+}
+
+#[test]
+fn byte_level_files_encode_and_decode_as_their_tokenizer_json() {
+    for gguf in ["tiny-qwen2-mixed.gguf", "tiny-qwen3-mixed.gguf"] {
+        let (ours, reference, file) = pair(gguf, "tiny-qwen-tokenizer.json");
+        same_as_the_reference(&ours, &reference, gguf);
+        // The turn markers are one id each, and left out of decoded text.
+        let ids = ours.encode("<|im_start|>user").unwrap();
+        assert_eq!(ids[0], 1, "{ids:?}");
+        assert_eq!(ours.decode(&ids).unwrap(), "user");
+        assert_eq!(eos_ids(&file), [2]);
+    }
+    let file = GgufFile::open(&gguf_dir().join("tiny-qwen3-mixed.gguf")).unwrap();
+    let t = chat_template(&file).unwrap().unwrap();
+    assert!(t.source.contains("<|im_start|>") && t.source.contains("add_generation_prompt"));
+    assert_eq!(t.eos_token.as_deref(), Some("<|im_end|>"));
+    assert_eq!(t.bos_token.as_deref(), Some("<|im_start|>"));
+    assert!(t.path.ends_with("tiny-qwen3-mixed.gguf"));
+    let qwen2 = GgufFile::open(&gguf_dir().join("tiny-qwen2-mixed.gguf")).unwrap();
+    assert!(chat_template(&qwen2).unwrap().is_none());
+}
+
+#[test]
+fn a_file_without_a_tokenizer_gives_none() {
+    let file = GgufFile::open(&gguf_dir().join("tiny-qwen3-q1_0.gguf")).unwrap();
+    assert!(tokenizer(&file).unwrap().is_none());
+    assert!(eos_ids(&file).is_empty());
+}
