@@ -1,12 +1,28 @@
 //! Exercise 4's last step, `[bytes]`: storing the weights of the `matmul` and `lm_head` rows in
 //! half the bytes (bf16). What the exercise's program shows the learner to predict from (the
 //! two rows' roofline columns in their own exercise-3 profile) and the commands that measure the
-//! fix; `course check 4` grades the prediction against the same rows ([`ROWS`]).
+//! fix; `course check 4` grades the prediction against the same rows ([`ROWS`]), by the
+//! arithmetic below ([`half_bytes`]), which the reference solution answers with.
+//!
+//! The prediction is the roofline's own arithmetic, read off the f32 row: at the same % of its
+//! roofline, a row takes `roof / new roof` of its time, where half the bytes doubles its
+//! intensity and so its memory roof (`bandwidth × intensity`), and the compute roof (the peak)
+//! stays where it is:
+//!
+//! ```text
+//! cut = share × (1 − min(peak, bw × I) / min(peak, bw × 2I))
+//! ```
+//!
+//! A memory-bound row that stays below the ridge point (`peak / bw`) halves; one that crosses it
+//! gains only up to the peak; a compute-bound row gains nothing.
 
 use std::fmt::Write;
 use std::path::{Component, Path, PathBuf};
 
 use profiler::{DeviceKind, Report, ReportRow};
+
+use crate::plan_rule::{figure, pct};
+use crate::results::profile_report::{Bound, ProfileReport, RankedOp};
 
 /// The rows whose weights the fix stores in half the bytes, with their `[bytes]` fields.
 pub const ROWS: [(&str, &str); 2] = [
@@ -16,6 +32,100 @@ pub const ROWS: [(&str, &str); 2] = [
 
 /// The weight type the prediction starts from.
 pub const FROM_DTYPE: &str = "f32";
+
+/// The whole step's predicted cut: the rows' cuts added.
+pub const TOTAL: &str = "bytes.predicted_cut_pct";
+
+/// What half the bytes does to one row, at the same % of its roofline.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HalfBytes {
+    pub row: String,
+    /// The row's share of the step, %.
+    pub share_pct: f64,
+    /// The step-time cut it gives, % of the step.
+    pub cut_pct: f64,
+    /// Which roof bounds the row before, and after its bytes are halved.
+    pub bound: Bound,
+    pub bound_after: Bound,
+    /// The arithmetic, in a sentence, with the row's own figures.
+    pub arithmetic: String,
+}
+
+/// The cut of halving `op`'s bytes: `share × (1 − roof / new roof)` (see the module's doc).
+pub fn half_bytes(profile: &ProfileReport, op: &RankedOp) -> Result<HalfBytes, String> {
+    let (Some(r), Some(c)) = (&op.roofline, &profile.ceilings) else {
+        return Err(format!(
+            "`{}` has no roofline columns in {} (no work count or no measured ceilings): nothing says what fewer bytes would do to it",
+            op.name, profile.file
+        ));
+    };
+    let (peak, bw) = (c.peak_gflops, c.mem_read_gbps);
+    let ridge = peak / bw;
+    let roof = f64::min(peak, bw * r.intensity);
+    let doubled = 2.0 * r.intensity;
+    let roof_after = f64::min(peak, bw * doubled);
+    let kept = roof / roof_after;
+    let cut_pct = op.share_pct * (1.0 - kept);
+    let bound_after = if bw * doubled < peak {
+        Bound::Memory
+    } else {
+        Bound::Compute
+    };
+    let head = format!(
+        "`{}` has {} of the step at {} FLOP/byte, with the ridge at {} / {} = {} FLOP/byte",
+        op.name,
+        pct(op.share_pct),
+        figure(r.intensity),
+        figure(peak),
+        figure(bw),
+        figure(ridge)
+    );
+    let arithmetic = match (r.bound, bound_after) {
+        (Bound::Compute, _) => format!(
+            "{head}: it is compute-bound, its roof the {} GFLOP/s peak, which fewer bytes leave where it is: it keeps its time, a 0% cut",
+            figure(peak)
+        ),
+        (Bound::Memory, Bound::Memory) => format!(
+            "{head}: half the bytes doubles its intensity to {}, still below the ridge, so its roof doubles and at the same {} of it \
+             the row takes half its time: {} × 1/2 = {} of the step",
+            figure(doubled),
+            pct(r.pct_of_roofline),
+            pct(op.share_pct),
+            pct(cut_pct)
+        ),
+        (Bound::Memory, Bound::Compute) => format!(
+            "{head}: half the bytes doubles its intensity to {}, past the ridge, so its roof rises only from {} to the {} GFLOP/s peak \
+             and at the same {} of it the row keeps {} / {} of its time: {} × (1 − {}) = {} of the step",
+            figure(doubled),
+            figure(roof),
+            figure(peak),
+            pct(r.pct_of_roofline),
+            figure(roof),
+            figure(peak),
+            pct(op.share_pct),
+            figure(kept),
+            pct(cut_pct)
+        ),
+    };
+    Ok(HalfBytes {
+        row: op.name.clone(),
+        share_pct: op.share_pct,
+        cut_pct,
+        bound: r.bound,
+        bound_after,
+        arithmetic,
+    })
+}
+
+/// The prediction for each row of [`ROWS`] on `profile`, in that order.
+pub fn predictions(profile: &ProfileReport) -> Vec<Result<HalfBytes, String>> {
+    ROWS.iter()
+        .map(|(name, _)| match profile.find(name) {
+            Some((_, op)) => half_bytes(profile, op),
+            None => Err(format!("`{name}` is not a row of {}", profile.file)),
+        })
+        .collect()
+}
 
 /// What `cargo run -p exercise-4` shows for `[bytes]`: the two rows' roofline columns in the
 /// learner's profile at `profile_path` (what the prediction is worked from), and the commands

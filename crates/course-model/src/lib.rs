@@ -12,6 +12,11 @@
 //! - [`illustrative_step`], [`fewer_bytes`], [`traffic`]: what exercises 4 and 7 compute and
 //!   show by the same rules `course check` grades by (the learner's illustrative step, the
 //!   half-bytes prediction's inputs, the P90 target and the rate rule);
+//! - [`results`], [`plan_rule`], [`top_ops_reference`]: reading a learner's `report.json` (its
+//!   consistency checks and its ranking), the course's rule for a plan to cut the step time,
+//!   and the reference answers of exercises 3 and 8 worked out by them: `course check` grades by
+//!   the same reader and rule, and the reference solutions derive their answers with them;
+//! - [`problem`]: what can be wrong with a learner's files, with the file, line and column;
 //! - [`text`]: numbers and positions as messages show them;
 //! - [`exit`]: the exit-code rule (0 passed, 1 not passed, 2 could not run).
 //!
@@ -23,10 +28,14 @@ pub mod fewer_bytes;
 pub mod illustrative_step;
 pub mod learner_id;
 pub mod manifest;
+pub mod plan_rule;
+pub mod problem;
 pub mod progress;
 pub mod quiz;
 pub mod quiz_terminal;
 pub mod quiz_variant;
+pub mod results;
 pub mod text;
+pub mod top_ops_reference;
 pub mod traffic;
 pub mod variant;

@@ -22,9 +22,7 @@ pub mod grade;
 pub mod key;
 pub mod late;
 pub mod overrides;
-pub mod plan_rule;
 pub mod prediction;
-pub mod problem;
 pub mod question_types;
 pub mod render;
 pub mod report;
@@ -32,8 +30,12 @@ pub mod results;
 pub mod similarity;
 pub mod sources;
 pub mod submission;
-pub mod top_ops_reference;
 pub mod tree;
+
+// Below the grader, so that the reference solutions use them without linking it: the problems
+// found in a learner's files and the course's rule for a plan (`course_model::{problem,
+// plan_rule}`), which the checks name as the grader's own modules.
+use course_model::{plan_rule, problem};
 
 pub use course_model::manifest::{ExerciseInfo, Manifest};
 pub use grade::{Grader, SetupError};

@@ -4,10 +4,10 @@
 
 mod support;
 
+use course_model::results::profile_report::ProfileReport;
 use grader::answers::Answers;
 use grader::results::bench_report::BenchReport;
 use grader::results::fused_check::FusedCheck;
-use grader::results::profile_report::ProfileReport;
 use grader::submission::Submission;
 use proptest::prelude::*;
 use std::collections::BTreeMap;
@@ -114,7 +114,7 @@ proptest! {
         let rows: Vec<serde_json::Value> = cpu.iter().zip(pct.iter().cycle()).enumerate().map(|(i, (c, p))| serde_json::json!({
             "name": format!("op{i}"), "self_cpu_us": c, "self_cpu_pct": p
         })).collect();
-        let text = serde_json::json!({"schema": grader::results::profile_report::SCHEMA, "device": "cpu", "totals": {"self_cpu_us": cpu.iter().sum::<f64>()}, "rows": rows}).to_string();
+        let text = serde_json::json!({"schema": course_model::results::profile_report::SCHEMA, "device": "cpu", "totals": {"self_cpu_us": cpu.iter().sum::<f64>()}, "rows": rows}).to_string();
         let _ = ProfileReport::parse(&text, "report.json");
     }
 

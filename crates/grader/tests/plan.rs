@@ -1,4 +1,4 @@
-//! Exercise 3's plan, graded by the course's own arithmetic (grader::plan_rule) against the
+//! Exercise 3's plan, graded by the course's own arithmetic (course_model::plan_rule) against the
 //! committed CPU profile (tests/fixtures/reports, a real run on the 2-core AVX-512 machine:
 //! matmul 60.9%, lm_head 20.0% at 90.1% of its memory roofline, gelu 13.4% at 0.57 GB/s, 2.0% of
 //! the 27.8 GB/s read bandwidth) and the hand-written CUDA one. Each case is a snapshot of the plan's feedback: right, wrong with the arithmetic or the

@@ -2,7 +2,7 @@
 //! run and on a (simulated) CUDA run, in every sort order, passes the grader's consistency
 //! checks, and the grader ranks it by the device's self time.
 
-use grader::results::profile_report::ProfileReport;
+use course_model::results::profile_report::ProfileReport;
 use profiler::{
     DeviceKind, ManualClock, ManualDeviceTimer, Options, Profiler, Schedule, SortBy, TableOptions,
 };

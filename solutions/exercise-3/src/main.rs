@@ -12,9 +12,9 @@
 //! Solution: the same program with the reference's TODO bodies. Without a terminal (the test
 //! command) `predict` records the reference guess; after the run `fill_in_answers` fills in
 //! answers.toml from its own results/report.json: the top three rows and their shares, and the
-//! plan the course's own rule (`grader::plan_rule`, the one `course check 3` grades by) prefers
-//! (`plan_rule::best_plan`), expecting 10% when that plan allows it and the honest smaller cut
-//! when no plan does. On another machine or device the plan may differ: that is the point.
+//! plan the course's own rule (`course_model::plan_rule`, the one `course check 3` grades by)
+//! prefers (`plan_rule::best_plan`), expecting 10% when that plan allows it and the honest
+//! smaller cut when no plan does. On another machine or device the plan may differ: that is the point.
 
 use anyhow::{Context, Result};
 use clap::Parser;
@@ -108,13 +108,13 @@ fn run(args: Args, dir: &Path) -> Result<()> {
 /// yet, and recorded there with the time (without a terminal it says how to make one).
 fn predict(dir: &Path) -> Result<()> {
     // Asked in a terminal as the exercise asks; without one, the reference guess.
-    grader::top_ops_reference::predict(dir)
+    course_model::top_ops_reference::predict(dir)
 }
 
 /// The answers: the top three rows with their shares, and the plan.
 fn fill_in_answers(report: &Path, dir: &Path, on_cuda: bool) -> Result<()> {
     let _ = on_cuda;
-    grader::top_ops_reference::fill_answers(report, &dir.join("answers.toml"))?;
+    course_model::top_ops_reference::fill_answers(report, &dir.join("answers.toml"))?;
     println!("Next: `course check 3`.");
     Ok(())
 }

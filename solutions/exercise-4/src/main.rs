@@ -9,7 +9,8 @@
 //! of the learner's own illustrative step; for the own profile the plan the course's rule
 //! accepts with the largest cut (the same rule `course check` grades by), expecting 10% of the
 //! step where it allows that; the ceiling rule on the budget lines; and the memory-traffic fix's
-//! predicted cut, by the grader's own arithmetic on the two rows' roofline columns.
+//! predicted cut, by the course's own arithmetic on the two rows' roofline columns
+//! (`course_model::fewer_bytes`, the one `course check 4` grades by).
 
 mod budget;
 
@@ -220,18 +221,18 @@ fn fill_in_answers(step: &IllustrativeStep, profile: &Path, args: &Args, dir: &P
     use answers_file::fill_answers::{self, Answer};
 
     /// The answers: the illustrative figures of the learner's own step from the functions; for
-    /// the own profile the plan the course's own rule (`grader::plan_rule`, as `course check 3`
-    /// and `4` grade) accepts with the largest possible cut, or the op given with --op; and the
-    /// budget lines just written.
+    /// the own profile the plan the course's own rule (`course_model::plan_rule`, as `course
+    /// check 3` and `4` grade) accepts with the largest possible cut, or the op given with --op;
+    /// and the budget lines just written.
     fn answers(
         step: &IllustrativeStep,
         profile_path: &std::path::Path,
         op: Option<&str>,
         fraction: f64,
     ) -> Result<Vec<(String, Answer)>> {
-        use grader::exercise_checks::fewer_bytes;
-        use grader::plan_rule;
-        use grader::results::profile_report::ProfileReport;
+        use course_model::fewer_bytes;
+        use course_model::plan_rule;
+        use course_model::results::profile_report::ProfileReport;
         let step_ms = step.step_ms();
         let line_ms = step.activations_ms();
         let saved = budget::saving_ms(line_ms, step.removed.value());
@@ -244,7 +245,8 @@ fn fill_in_answers(step: &IllustrativeStep, profile: &Path, args: &Args, dir: &P
                 (row.clone(), fraction)
             }
             None => {
-                let key = grader::key::default_mechanism();
+                // The thresholds `course check` grades by: the grader pins its default key to them.
+                let key = profiler::reading::Thresholds::DEFAULT;
                 let Some((plan, cut)) = plan_rule::best_plan(&report, &key, TARGET_PCT) else {
                     bail!(
                         "the course's rule accepts no plan on {}",
@@ -309,7 +311,7 @@ fn fill_in_answers(step: &IllustrativeStep, profile: &Path, args: &Args, dir: &P
         ];
         // [bytes]: the course's arithmetic on the two rows' roofline columns, and their sum.
         let mut total = 0.0;
-        for ((_, field), predicted) in course_model::fewer_bytes::ROWS
+        for ((_, field), predicted) in fewer_bytes::ROWS
             .iter()
             .zip(fewer_bytes::predictions(&report))
         {

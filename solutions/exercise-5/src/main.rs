@@ -231,14 +231,14 @@ fn fill_in_answers(
     /// `[stage1]` and `[stage2]`: the rows' % of roofline as the reports hold them, the unfused
     /// row's reading, and the mechanism each stage addressed: for the fusion, the passes over
     /// memory it removes; for the kernel fix, the one the course's own rule
-    /// (`grader::plan_rule`, the one `course check 5` grades by) accepts for the unfused
+    /// (`course_model::plan_rule`, the one `course check 5` grades by) accepts for the unfused
     /// activation on this device.
     fn roofline_answers(
         results: &Path,
         stages: &[Stage],
     ) -> Result<Vec<(String, answers::Answer)>> {
-        use grader::plan_rule::{self, Mechanism, Verdict};
-        use grader::results::profile_report::{ProfileReport, RankedOp};
+        use course_model::plan_rule::{self, Mechanism, Verdict};
+        use course_model::results::profile_report::{ProfileReport, RankedOp};
         let read = |rel: &str| -> Result<ProfileReport> {
             let path = results.join(rel).join("report.json");
             let text = std::fs::read_to_string(&path)
@@ -283,7 +283,8 @@ fn fill_in_answers(
             Mechanism::MemoryTraffic.name().into(),
         ));
         if stages.len() > 1 {
-            let key = grader::key::default_mechanism();
+            // The thresholds `course check` grades by: the grader pins its default key to them.
+            let key = profiler::reading::Thresholds::DEFAULT;
             let mut judged: Vec<_> = [
                 Mechanism::SlowKernel,
                 Mechanism::MemoryTraffic,

@@ -11,7 +11,7 @@
 //! Solution: the same program with the reference's TODO bodies. Without a terminal (the test
 //! command) `predict` records the reference guess; after the run `fill_in_answers` fills in
 //! answers.toml from its own results/report.json with the grader's reader and rule
-//! (`grader::top_ops_reference`, as solution 3 does): the top three rows and their shares, and
+//! (`course_model::top_ops_reference`, as solution 3 does): the top three rows and their shares, and
 //! the plan the course's rule prefers on this model, on this machine.
 
 use std::path::Path;
@@ -110,13 +110,13 @@ fn run(args: Args, dir: &Path) -> Result<()> {
 /// yet, and recorded there with the time (without a terminal it says how to make one).
 fn predict(dir: &Path) -> Result<()> {
     // Asked in a terminal as the exercise asks; without one, the reference guess.
-    grader::top_ops_reference::predict(dir)
+    course_model::top_ops_reference::predict(dir)
 }
 
 /// The answers: the top three rows with their shares, and the plan.
 fn fill_in_answers(report: &Path, dir: &Path, on_cuda: bool) -> Result<()> {
     let _ = on_cuda;
-    grader::top_ops_reference::fill_answers(report, &dir.join("answers.toml"))?;
+    course_model::top_ops_reference::fill_answers(report, &dir.join("answers.toml"))?;
     println!("Next: `course check 8`.");
     Ok(())
 }

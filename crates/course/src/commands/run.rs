@@ -13,7 +13,7 @@ use anyhow::{Context, Result};
 use course_model::exit::Exit;
 use course_model::manifest::ExerciseInfo;
 use grader::prediction::{self, Form, Outcome};
-use grader::results::profile_report::ProfileReport;
+use course_model::results::profile_report::ProfileReport;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;

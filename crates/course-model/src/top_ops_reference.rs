@@ -1,14 +1,16 @@
 //! The reference answers of the top-ops exercises (3 and 8), worked out the way the grader
 //! grades them: the prediction the reference makes before its profile runs, then the top three
-//! rows of its own report and the plan the course's rule (`crate::plan_rule`) prefers.
+//! rows of its own report and the plan the course's rule (`crate::plan_rule`) prefers, with the
+//! thresholds `course check` grades by (the profiler's defaults, which the grader's default key
+//! is pinned to).
 
 use std::path::Path;
 
 use anyhow::Result;
 
-use crate::fill_answers as answers;
 use crate::plan_rule::{self, Assessment, Mechanism};
 use crate::results::profile_report::ProfileReport;
+use answers_file::fill_answers as answers;
 
 /// A prediction written down before the profile runs, unless one is recorded already: asked in
 /// a terminal, as the exercise asks; without one, the reference guess (the matmuls hold most of
@@ -16,7 +18,7 @@ use crate::results::profile_report::ProfileReport;
 pub fn predict(dir: &Path) -> Result<()> {
     let path = dir.join("answers.toml");
     let report = dir.join("results/report.json");
-    use crate::prediction::{Value, TOP_OP};
+    use answers_file::prediction::{Value, TOP_OP};
     TOP_OP.before_the_profile(&path, &report)?;
     if TOP_OP.recorded(&path).is_some() {
         return Ok(());
@@ -39,7 +41,7 @@ pub fn fill_answers(report_path: &Path, answers_path: &Path) -> Result<()> {
         answers.push((format!("top_ops.{i}.name"), op.name.as_str().into()));
         answers.push((format!("top_ops.{i}.share_pct"), op.share_pct.into()));
     }
-    let key = crate::key::default_mechanism();
+    let key = profiler::reading::Thresholds::DEFAULT;
     let Some((plan, cut)) = plan_rule::best_plan(&report, &key, 10.0) else {
         anyhow::bail!(
             "the course's rule accepts no plan on {}: profile with work counts and ceilings",

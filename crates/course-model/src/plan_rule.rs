@@ -2,8 +2,12 @@
 //! much. One implementation: `course check 3`, `4` and `5` grade by it, and the reference
 //! solutions derive their answers from their own profile with it.
 //!
+//! It lives below the grader so that the reference solutions can apply it without linking the
+//! grading code; the grader judges by the thresholds of its key (`[exercise-3.mechanism]`, kept
+//! equal to `Thresholds::DEFAULT` by a grader test), the solutions by the defaults.
+//!
 //! Everything is read off the learner's own `report.json` (the profiler computes the roofline
-//! columns; this module only compares them with the key's thresholds, [`MechanismKey`]). The
+//! columns; this module only compares them with the key's thresholds, [`Thresholds`]). The
 //! comparisons are the profiler's reading rule's own tests (`profiler::reading`: memory
 //! traffic, slow kernel, launch overhead, each shown, open or refuted), which the table's
 //! Reading column is printed by: with the default key a mechanism the table reads for a row is
@@ -27,9 +31,8 @@
 //! cannot show what holds it back: there only wasted-work and launch-overhead are accepted,
 //! flagged for review.
 
-use crate::key::MechanismKey;
 use crate::results::profile_report::{ProfileReport, RankedOp};
-use profiler::reading::{self, Evidence, Reading};
+use profiler::reading::{self, Evidence, Reading, Thresholds};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Mechanism {
@@ -153,7 +156,7 @@ pub fn mechanism_of(reading: Reading) -> Option<Mechanism> {
 
 /// The table's reading of an op as the report holds it, in words; when the key grades with
 /// other thresholds than the report was read with, it says so.
-fn table_reading(profile: &ProfileReport, op: &RankedOp, key: &MechanismKey) -> String {
+fn table_reading(profile: &ProfileReport, op: &RankedOp, key: &Thresholds) -> String {
     match (op.reading, profile.reading_thresholds.as_ref()) {
         (Some(r), Some(t)) if t == key => format!("; the table reads it as {}", r.label()),
         (Some(r), _) => format!("; the table reads it as {} (with the report's thresholds; this key grades with others)", r.label()),
@@ -163,7 +166,7 @@ fn table_reading(profile: &ProfileReport, op: &RankedOp, key: &MechanismKey) -> 
 
 /// What the profile measured for an op, in one sentence: rates, % of its rooflines, the
 /// bandwidth ceiling, the lower roof, the kernel and the table's reading.
-pub fn measured(profile: &ProfileReport, op: &RankedOp, key: &MechanismKey) -> String {
+pub fn measured(profile: &ProfileReport, op: &RankedOp, key: &Thresholds) -> String {
     let kernel = op
         .kernel
         .as_ref()
@@ -207,7 +210,7 @@ pub fn assess(
     profile: &ProfileReport,
     op: &RankedOp,
     mechanism: Mechanism,
-    key: &MechanismKey,
+    key: &Thresholds,
 ) -> Assessment {
     let facts = measured(profile, op, key);
     let roofline = op.roofline.as_ref().filter(|_| profile.ceilings.is_some());
@@ -389,7 +392,7 @@ pub fn judge_cut(max_cut_pct: f64, arithmetic: &str, expected_cut_pct: f64) -> J
 
 /// Every op and mechanism the rule accepts, largest possible cut first (unflagged before
 /// flagged at equal cuts; then by name, so the order is stable).
-pub fn accepted_plans(profile: &ProfileReport, key: &MechanismKey) -> Vec<Assessment> {
+pub fn accepted_plans(profile: &ProfileReport, key: &Thresholds) -> Vec<Assessment> {
     let mut plans: Vec<Assessment> = profile
         .ops
         .iter()
@@ -429,7 +432,7 @@ fn preference(mechanism: Mechanism) -> u8 {
 /// cut it allows.
 pub fn best_plan(
     profile: &ProfileReport,
-    key: &MechanismKey,
+    key: &Thresholds,
     target_pct: f64,
 ) -> Option<(Assessment, f64)> {
     let plans = accepted_plans(profile, key);
@@ -460,8 +463,10 @@ mod tests {
     use super::*;
     use crate::results::profile_report::ProfileReport;
 
-    fn key() -> MechanismKey {
-        crate::key::default_mechanism()
+    /// The default key's thresholds: the grader pins key.toml's `[exercise-3.mechanism]` equal
+    /// to the profiler's defaults.
+    fn key() -> Thresholds {
+        Thresholds::DEFAULT
     }
 
     /// A row of [`profile`]: name, self µs, calls, Some((GB/s, GFLOP/s, FLOP/byte)).
@@ -751,7 +756,7 @@ mod tests {
         let p = gelu_like();
         let gelu = p.find("gelu").unwrap().1;
         assert_eq!(gelu.reading, Some(Reading::SlowKernel));
-        let eager = MechanismKey {
+        let eager = Thresholds {
             launch_overhead_below_us: 100.0,
             ..key()
         };

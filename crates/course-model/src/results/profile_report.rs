@@ -780,7 +780,7 @@ mod tests {
     /// The committed CPU fixture (a real run), edited by `edit`.
     fn fixture_edited(edit: impl FnOnce(&mut serde_json::Value)) -> Result<ProfileReport, Problem> {
         let mut v: serde_json::Value = serde_json::from_str(include_str!(
-            "../../tests/fixtures/reports/cpu-b1-t8-stock-mlp.json"
+            "../../../grader/tests/fixtures/reports/cpu-b1-t8-stock-mlp.json"
         ))
         .unwrap();
         edit(&mut v);
@@ -872,7 +872,7 @@ mod tests {
 
     #[test]
     fn the_previous_schema_is_refused_with_the_way_out() {
-        let text = include_str!("../../tests/fixtures/reports/cpu-b1-t8-stock-mlp.json")
+        let text = include_str!("../../../grader/tests/fixtures/reports/cpu-b1-t8-stock-mlp.json")
             .replace("profiler-report/7", "profiler-report/5");
         let p = ProfileReport::parse(&text, "report.json").unwrap_err();
         assert!(p.message.contains("\"profiler-report/5\", from before each row said the type of the values it streamed"), "{}", p.message);

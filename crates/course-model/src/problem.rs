@@ -1,10 +1,12 @@
-//! Problems: everything that can be wrong with a submission's files, said for people.
+//! Problems: everything that can be wrong with a submission's files, said for people. The
+//! results readers below the grader (`crate::results`) report with them too, so a learner's
+//! program and `course check` say the same thing about the same file.
 //!
 //! A problem never stops grading. It is recorded against the student (and the exercise), shown
 //! in the report with the file, line and column where there is one, and turned into a flag in
 //! the gradebook.
 
-use course_model::text::line_column;
+use crate::text::line_column;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
