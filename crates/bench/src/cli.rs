@@ -444,13 +444,14 @@ fn scrape_summary(m: &formats::bench::ServerMetrics) -> String {
             };
             let show = |v: Option<f64>| v.map_or("n/a".to_string(), |v| format!("{v}"));
             format!(
-                "scraped {} ({} samples): peak running {}, peak waiting {}, peak KV-cache use {}",
+                "scraped {} ({} samples): peak running {}, peak waiting {}, peak KV-cache use {}\n  {}",
                 m.url,
                 m.samples.len(),
                 show(peak(|s| s.requests_running)),
                 show(peak(|s| s.requests_waiting)),
                 peak(|s| s.kv_cache_usage)
                     .map_or("n/a".to_string(), |u| format!("{:.1}%", 100.0 * u)),
+                crate::filled::read(m).sentence(),
             )
         }
         ScrapeStatus::NotFound => format!(

@@ -21,6 +21,7 @@ pub mod budget;
 pub mod cli;
 pub mod compare;
 pub mod environment;
+pub mod filled;
 pub mod inprocess;
 pub mod intervals;
 pub mod load;
