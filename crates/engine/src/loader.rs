@@ -12,8 +12,10 @@
 //!   course's cache ([`synthetic_dir`]). When the family's default model cannot be had (no
 //!   network, nothing cached), the family's synthetic checkpoint stands in and the program says
 //!   so in one line; any other repository that cannot be had is an error that says what to do.
-//! - **GGUF**: a `.gguf` file is recognised ([`Source::Gguf`]); reading one is the engine's
-//!   GGUF module's job (`crate::gguf`, which plugs in at [`gguf_not_yet`]).
+//! - **GGUF**: a `.gguf` file ([`Source::Gguf`]), read by the engine's GGUF module
+//!   (`crate::gguf`: the weights, and the tokenizer from the metadata); from the Hub, a
+//!   repository with `.gguf` files and no safetensors weights gives one of them
+//!   ([`gguf_from_hub`], chosen by [`pick_gguf`]'s rule).
 //!
 //! Every checkpoint folder is read the same way afterwards: [`crate::checkpoint`] lists its
 //! safetensors files, [`crate::tokenizer::Tokenizer::from_dir`] its tokenizer,
@@ -203,24 +205,113 @@ pub fn fetch_hub(
 }
 
 /// The folder `name` in the course's cache ([`crate::cache_dir`]), written by `write` (in one
-/// step, [`crate::write_dir_atomically`]) unless a finished one (holding `model.safetensors`)
+/// step, `output::write_dir`) unless a finished one (holding `model.safetensors`)
 /// is there.
 pub fn synthetic_dir(name: &str, write: impl FnOnce(&Path) -> Result<()>) -> Result<PathBuf> {
     let dir = crate::cache_dir().join(name);
     if !dir.join("model.safetensors").is_file() {
-        crate::write_dir_atomically(&dir, write)?;
+        output::write_dir(&dir, write)?;
     }
     Ok(dir)
 }
 
-/// The answer to `--model FILE.gguf` until the engine reads GGUF itself.
-pub fn gguf_not_yet(path: &Path) -> Error {
-    Error::Input(format!(
-        "--model {}: a GGUF file; the engine does not read GGUF yet (its reader is being written); for now give a Hub \
-         repository id or a folder with config.json, model.safetensors and tokenizer.json (exercise 8 profiles GGUF \
-         files through candle-transformers' quantized models)",
-        path.display()
-    ))
+/// Which of a repository's `.gguf` files to use: `wanted` when given (it must be one of them),
+/// else the only one, else the only one of type Q8_0 (its name says `Q8_0`: llama.cpp's
+/// near-lossless preset, the one the course's quantized rows start from), else none: an error
+/// that lists them and says to pick one with `--file`.
+pub fn pick_gguf(repo: &str, files: &[String], wanted: Option<&str>) -> Result<String> {
+    let ggufs: Vec<&String> = files.iter().filter(|f| f.ends_with(".gguf")).collect();
+    let list = || {
+        ggufs
+            .iter()
+            .map(|f| f.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if let Some(wanted) = wanted {
+        return match ggufs.iter().any(|f| f.as_str() == wanted) {
+            true => Ok(wanted.to_string()),
+            false => Err(Error::Input(format!(
+                "--file {wanted}: {repo} has no such file; its GGUF files are: {}",
+                list()
+            ))),
+        };
+    }
+    if let [only] = ggufs.as_slice() {
+        return Ok(only.to_string());
+    }
+    let q8: Vec<&&String> = ggufs
+        .iter()
+        .filter(|f| f.to_ascii_uppercase().contains("Q8_0"))
+        .collect();
+    if let [only] = q8.as_slice() {
+        return Ok(only.to_string());
+    }
+    Err(Error::Input(format!(
+        "{repo} has {} GGUF files and {}; pick one with --file NAME: {}",
+        ggufs.len(),
+        match q8.len() {
+            0 => "none of them is Q8_0".to_string(),
+            n => format!("{n} of them are Q8_0"),
+        },
+        list()
+    )))
+}
+
+/// The GGUF file of Hub repository `repo`, when it is a GGUF repository: `file` when given
+/// (from the cache, or downloaded), else the one [`pick_gguf`] picks of the repository's files,
+/// if it has `.gguf` files and no safetensors weights. `None` for a safetensors repository, and
+/// when the Hub cannot be asked (offline without `file`): the safetensors path then says what
+/// is missing.
+pub fn gguf_from_hub(
+    repo: &str,
+    revision: Option<&str>,
+    file: Option<&str>,
+) -> Result<Option<PathBuf>> {
+    let hub_repo = match revision {
+        Some(rev) => Repo::with_revision(repo.to_string(), RepoType::Model, rev.to_string()),
+        None => Repo::new(repo.to_string(), RepoType::Model),
+    };
+    let cache = hf_hub::Cache::from_env().repo(hub_repo.clone());
+    if let Some(path) = file.and_then(|f| cache.get(f)) {
+        return Ok(Some(path));
+    }
+    let unreachable = |why: String| {
+        Error::Input(format!(
+            "cannot get {} of {repo} from the Hugging Face Hub ({why}) and it is not cached",
+            file.unwrap_or("the file list")
+        ))
+    };
+    if offline() {
+        return match file {
+            Some(_) => Err(unreachable("HF_HUB_OFFLINE is set".into())),
+            None => Ok(None),
+        };
+    }
+    let api = hf_hub::api::sync::ApiBuilder::from_env()
+        .with_progress(true)
+        .build()
+        .map_err(|e| unreachable(e.to_string()))?
+        .repo(hub_repo);
+    let name = match file {
+        Some(f) => f.to_string(),
+        None => {
+            let Ok(info) = api.info() else {
+                return Ok(None);
+            };
+            let files: Vec<String> = info.siblings.into_iter().map(|s| s.rfilename).collect();
+            let safetensors = files
+                .iter()
+                .any(|f| f == "model.safetensors" || f == "model.safetensors.index.json");
+            if safetensors || !files.iter().any(|f| f.ends_with(".gguf")) {
+                return Ok(None);
+            }
+            pick_gguf(repo, &files, None)?
+        }
+    };
+    api.get(&name)
+        .map(Some)
+        .map_err(|e| unreachable(e.to_string()))
 }
 
 /// A checkpoint's chat template and the special tokens it refers to, from its
@@ -349,6 +440,41 @@ mod tests {
         for not_one in ["no such folder", "a/b/c", "./x", "/x"] {
             assert_eq!(Source::parse_path_or_repo(not_one), None, "{not_one}");
         }
+    }
+
+    #[test]
+    fn a_gguf_is_picked_by_name_else_alone_else_as_the_one_q8_0() {
+        let files =
+            |names: &[&str]| -> Vec<String> { names.iter().map(|s| s.to_string()).collect() };
+        let several = files(&["README.md", "m-Q4_0.gguf", "m-q8_0.gguf", "m-F16.gguf"]);
+        assert_eq!(pick_gguf("o/r", &several, None).unwrap(), "m-q8_0.gguf");
+        assert_eq!(
+            pick_gguf("o/r", &several, Some("m-F16.gguf")).unwrap(),
+            "m-F16.gguf"
+        );
+        let e = pick_gguf("o/r", &several, Some("m-Q2_K.gguf"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("--file m-Q2_K.gguf") && e.contains("m-Q4_0.gguf, m-q8_0.gguf, m-F16.gguf"),
+            "{e}"
+        );
+        assert_eq!(
+            pick_gguf("o/r", &files(&["config.json", "Bonsai-8B.gguf"]), None).unwrap(),
+            "Bonsai-8B.gguf"
+        );
+        let e = pick_gguf("o/r", &files(&["a-Q4_0.gguf", "a-Q1_0.gguf"]), None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("2 GGUF files and none of them is Q8_0")
+                && e.contains("--file NAME: a-Q4_0.gguf, a-Q1_0.gguf"),
+            "{e}"
+        );
+        let e = pick_gguf("o/r", &files(&["a-Q8_0.gguf", "b-Q8_0.gguf"]), None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("2 of them are Q8_0"), "{e}");
     }
 
     #[test]

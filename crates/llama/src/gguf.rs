@@ -27,6 +27,7 @@ use candle_core::{DType, Device, Shape, Tensor};
 use candle_nn::var_builder::SimpleBackend;
 use candle_nn::VarBuilder;
 use engine::cpu::KernelPath;
+use engine::generate::Limits;
 use engine::gguf::{GgmlType, GgufFile};
 use engine::linear::Linear;
 use engine::ops::list;
@@ -43,6 +44,64 @@ pub enum Weights {
     Quantized,
     /// Dequantized to f32 at load (the same values, dense products).
     Dequantized,
+}
+
+/// A GGUF file's model with what generation and serving need besides it, all from the one file.
+pub struct Loaded {
+    /// Its matrices kept in their stored types ([`Weights::Quantized`]).
+    pub model: Model,
+    /// From `tokenizer.ggml.*` (`engine::gguf::tokenizer`); `None` when the file carries none.
+    pub tokenizer: Option<engine::tokenizer::Tokenizer>,
+    /// `tokenizer.chat_template`, when the file has one.
+    pub chat_template: Option<engine::loader::ChatTemplate>,
+    pub limits: Limits,
+}
+
+/// The model in GGUF file `path`, quantized as stored, with its tokenizer, chat template and
+/// limits; refused first, from the header alone, when this machine's free memory cannot hold it.
+/// What `serve --model FILE.gguf` runs, and what a profiler of the engine's own rows (exercise
+/// 8's first tier) can call for a GGUF file.
+pub fn load_for_generation(path: &Path, device: &Device, kernels: KernelPath) -> Result<Loaded> {
+    let file = GgufFile::open(path)?;
+    let cfg = config(&file)?;
+    check_memory(&file, &cfg)?;
+    let tokenizer = engine::gguf::tokenizer::tokenizer(&file)?;
+    let chat_template = engine::gguf::tokenizer::chat_template(&file)?;
+    let limits = limits(&cfg, &file);
+    drop(file);
+    Ok(Loaded {
+        model: load(path, device, kernels, Weights::Quantized)?,
+        tokenizer,
+        chat_template,
+        limits,
+    })
+}
+
+/// The context and the end ids (`tokenizer.ggml.eos_token_id`, and the end-of-turn ids where
+/// the file names them) of a GGUF model of config `cfg`.
+pub fn limits(cfg: &Config, file: &GgufFile) -> Limits {
+    Limits {
+        context: cfg.max_positions,
+        eos: engine::gguf::tokenizer::eos_ids(file),
+    }
+}
+
+/// The file's model against this machine's free memory, from its tensor table: the weights as
+/// stored, the token embeddings dequantized to f32 for the lookup, and the stored bytes once
+/// more while they are laid out for the kernels.
+pub fn check_memory(file: &GgufFile, cfg: &Config) -> Result<()> {
+    let stored = file.tensor_bytes()?;
+    let embeddings = (cfg.vocab_size * cfg.hidden_size * 4) as u64;
+    let name = file.path().display().to_string();
+    engine::memory::check_fits(
+        &name,
+        2 * stored + embeddings,
+        &format!(
+            "holds {} of weights as stored and {} of f32 token embeddings",
+            engine::memory::gib(stored),
+            engine::memory::gib(embeddings)
+        ),
+    )
 }
 
 /// Reads the model in the GGUF file `path` onto `device`, for the CPU kernel path `kernels`.

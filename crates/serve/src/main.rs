@@ -5,12 +5,20 @@
 //! cargo run -p serve -- --model path/to/checkpoint              # a folder
 //! cargo run -p serve -- --model gpt2                            # GPT-2 small (as `gpt2 serve`)
 //! cargo run -p serve -- --model synthetic-smollm2-135m          # SmolLM2's shapes, random weights
+//! cargo run -p serve -- --model path/to/model-Q8_0.gguf         # a GGUF file, weights kept quantized
+//! cargo run -p serve -- --model owner/name-GGUF --file m.gguf   # one GGUF of a Hub repository
 //! ```
 //!
 //! The family comes from the checkpoint's `config.json` (`model_type`): GPT-2, or one of the
 //! Llama family the engine implements (Llama 2/3, SmolLM2, TinyLlama, Mistral, Qwen2, Qwen3).
 //! The tokenizer is the checkpoint's `tokenizer.json`; chats use its chat template
 //! (`tokenizer_config.json`), else a plain transcript, as the first line printed says.
+//!
+//! A GGUF file (`llama`, `qwen2` or `qwen3` architecture) runs on the engine's own Llama model
+//! with its matrices in their stored types (`llama::gguf`), its tokenizer and chat template
+//! from the file's metadata. A Hub repository whose files are GGUF files (no safetensors
+//! weights) gives the one `--file` names, else its only one, else its one Q8_0 file; with
+//! several and no Q8_0, the error lists them.
 //!
 //! Why a package of its own: the server ([`serving`]) depends on the engine only and serves
 //! any [`engine::CausalLm`]; `gpt2` depends on it for `gpt2 serve`; this package depends on
@@ -38,8 +46,13 @@ struct Args {
     /// read from it offline), a folder with config.json, safetensors weights and tokenizer.json,
     /// `gpt2` (GPT-2 small, as `gpt2 serve`), `synthetic` / `synthetic-tiny` (GPT-2's shapes) or
     /// `synthetic-NAME` (a Llama-family shape: synthetic-smollm2-135m, synthetic-llama-tiny).
-    #[arg(long, value_name = "ID|DIR|gpt2|synthetic-NAME")]
+    #[arg(long, value_name = "ID|DIR|FILE.gguf|gpt2|synthetic-NAME")]
     model: String,
+
+    /// Which GGUF file of the Hub repository `--model` names (e.g. `model-Q4_0.gguf`). Without
+    /// it: the repository's only GGUF file, else its one Q8_0 file, else an error listing them.
+    #[arg(long, value_name = "NAME")]
+    file: Option<String>,
 
     #[command(flatten)]
     run: RunArgs,
@@ -61,7 +74,7 @@ fn main() -> ExitCode {
 
 fn serve(args: Args) -> Result<()> {
     // Fetched (or found) before the model thread starts, so what the Hub says comes first.
-    let model = Family::of(&args.model, &args.run)?;
+    let model = Family::of(&args.model, args.file.as_deref(), &args.run)?;
     let run = args.run.clone();
     let load: serving::Loader = Box::new(move || model.load(&run));
     serving::run(args.server, PROGRAM, args.model.clone(), load)
@@ -73,19 +86,41 @@ enum Family {
     Gpt2(String),
     /// The Llama family, from a checkpoint folder.
     Llama(llama::source::Checkpoint),
+    /// The Llama family, from a GGUF file.
+    Gguf(PathBuf),
 }
 
 impl Family {
-    fn of(model: &str, run: &RunArgs) -> Result<Family> {
+    fn of(model: &str, file: Option<&str>, run: &RunArgs) -> Result<Family> {
         if matches!(
             model,
             "gpt2" | gpt2::weights::HUB_REPO | "synthetic" | "synthetic-tiny"
-        ) {
+        ) && file.is_none()
+        {
             return Ok(Family::Gpt2(model.to_string()));
         }
-        if let Some(Source::Gguf(path)) = Source::parse_path_or_repo(model) {
-            return Err(engine::loader::gguf_not_yet(&path).into());
+        match Source::parse_path_or_repo(model) {
+            Some(Source::Gguf(path)) => {
+                anyhow::ensure!(
+                    file.is_none(),
+                    "--file picks a file of a Hub repository; --model {model} is a file already"
+                );
+                anyhow::ensure!(path.is_file(), "--model {model}: no such file");
+                return Ok(Family::Gguf(path));
+            }
+            Some(Source::Hub { repo, revision }) => {
+                if let Some(path) = engine::loader::gguf_from_hub(&repo, revision.as_deref(), file)?
+                {
+                    return Ok(Family::Gguf(path));
+                }
+            }
+            _ => {}
         }
+        anyhow::ensure!(
+            file.is_none(),
+            "--file {}: --model {model} is not a Hub repository of GGUF files",
+            file.unwrap_or_default()
+        );
         let checkpoint = llama::source::resolve(
             &llama::source::Source::parse(model)?,
             run.dtype,
@@ -115,8 +150,36 @@ impl Family {
                 gpt2::serve::served_model(&args, PROGRAM)
             }
             Family::Llama(checkpoint) => load_llama(&checkpoint, run),
+            Family::Gguf(path) => load_gguf(&path, run),
         }
     }
+}
+
+/// A Llama-family GGUF file, its matrices in their stored types, with the tokenizer, limits and
+/// chat template its metadata holds.
+fn load_gguf(path: &Path, run: &RunArgs) -> Result<serving::ServedModel> {
+    let device = run.open_device()?;
+    let loaded = llama::gguf::load_for_generation(path, &device, run.kernel_path()?)
+        .with_context(|| format!("cannot load {}", path.display()))?;
+    let tokenizer = loaded.tokenizer.ok_or_else(|| {
+        anyhow::anyhow!(
+            "{}: the file carries no tokenizer (no tokenizer.ggml.model); the server needs one to read prompts: \
+             convert the checkpoint again with llama.cpp's convert_hf_to_gguf.py, which writes it",
+            path.display()
+        )
+    })?;
+    let cfg = loaded.model.config();
+    let kv_dtype = serving::kv_dtype(&loaded.model);
+    let kv_bytes_per_token = llama::generate::kv_bytes_per_token(cfg, kv_dtype);
+    Ok(serving::ServedModel {
+        limits: loaded.limits,
+        kv_dtype,
+        kv_bytes_per_token,
+        model: Box::new(loaded.model),
+        tokenizer,
+        chat_template: loaded.chat_template,
+        synthetic: false,
+    })
 }
 
 /// A Llama-family checkpoint with its tokenizer, limits and chat template.
