@@ -40,6 +40,7 @@ use std::time::Duration;
     long_about = "Exercise 7: Double the traffic.\n\n\
         Start the server first, in another terminal:\n\n    \
         cargo run -p gpt2 -- serve --max-batch-size 8 --port 8000\n\n\
+        (or your own model: cargo run -p serve -- --model ID --max-batch-size 8 --port 8000, then --model ID here).\n\n\
         Then this (1) times a lone request (the target is 4 × its median TTFT, the exercise page's rule) and \
         sweeps the open-loop rate until P90 TTFT breaks the target, which gives the knee with its interval (results/sweep/bench.json and sweep.svg), (2) picks R by the exercise's rule: R is the highest rate at which the calibration sweep's target held, so that 2R is above it; then \
         sends the same load at R and at 2R, printing each run's results table (P90 TTFT with its 95% interval) \
@@ -50,8 +51,10 @@ struct Args {
     /// The server's address (any OpenAI-compatible /v1/completions server).
     #[arg(long, default_value = "http://127.0.0.1:8000")]
     base_url: String,
-    /// The model name to send [default: the first model the server lists at /v1/models].
-    #[arg(long)]
+    /// The model name to send [default: the first model the server lists at /v1/models]. To ask
+    /// the question of your own model, serve it (`cargo run -p serve -- --model ID
+    /// --max-batch-size 8 --port 8000`) and name it here.
+    #[arg(long, visible_alias = "model")]
     served_model: Option<String>,
     /// The P90 TTFT target, ms [default: the exercise page's rule, 4 × a lone request's median
     /// TTFT]; give it only when your instructor sets one.

@@ -1,7 +1,7 @@
 //! Exercise 2: Batch 8 versus 16. Is batch size 16 faster than batch size 8 for my traffic?
 //!
 //! A benchmarking question against a real server, asked where its answer changes. This program
-//! starts `gpt2 serve` itself (the binary built beside it) at `--max-batch-size 8` and at 16,
+//! starts the course's `serve` itself (the binary built beside it) at `--max-batch-size 8` and at 16,
 //! first to **calibrate**: with twice as many requests in flight as it batches (closed loop), it
 //! finds the rate each sustains on this machine, its saturation. Then it sends open-loop traffic
 //! (Poisson arrivals, seeded prompts, `--max-tokens` tokens each) at two rates, to batch 8 and to
@@ -40,9 +40,10 @@ use std::time::Duration;
 
 #[derive(Parser)]
 #[command(
-    about = "Exercise 2: find where batch 8 and 16 saturate, then compare gpt2 serve at both below and above saturation",
+    about = "Exercise 2: find where batch 8 and 16 saturate, then compare the server at both below and above saturation",
     long_about = "Exercise 2: Batch 8 versus 16.\n\n\
-        Starts `gpt2 serve` (the binary built beside this one; synthetic weights by default, no download) at \
+        Starts `serve` (the binary built beside this one; GPT-2's shapes with synthetic weights by default, no download; \
+        --model runs your own model) at \
         --max-batch-size 8 and 16 and measures the rate each sustains with twice its batch in flight (its saturation). \
         Then it sends the same open-loop traffic (Poisson arrivals, --replicates runs of --requests requests of \
         --max-tokens tokens) at 0.6 times batch 8's saturation and at twice the larger saturation, to both. At each \
@@ -51,11 +52,12 @@ use std::time::Duration;
         Then fill in answers.toml and run `course check 2`."
 )]
 struct Args {
-    /// The checkpoint `gpt2 serve` loads: `synthetic` (random weights, real timings, no
-    /// download), `gpt2`, or a folder.
+    /// The checkpoint `serve` loads: `synthetic` (GPT-2's shapes, random weights, real timings,
+    /// no download), `gpt2`, a Hub id or folder of the Llama family (your own model, as in
+    /// exercise 8), `synthetic-smollm2-135m`, or a GGUF file.
     #[arg(long, default_value = "synthetic")]
     model: String,
-    /// The device `gpt2 serve` runs on: cpu, cuda or auto.
+    /// The device `serve` runs on: cpu, cuda or auto.
     #[arg(long, default_value = "auto")]
     device: String,
     /// The baseline batch size (A).
@@ -94,9 +96,9 @@ struct Args {
     /// Seconds before a request is given up.
     #[arg(long, default_value_t = 180.0)]
     timeout: f64,
-    /// The `gpt2` program to start [default: the one beside this program].
+    /// The `serve` program to start [default: the one beside this program].
     #[arg(long, value_name = "PATH")]
-    gpt2: Option<PathBuf>,
+    server: Option<PathBuf>,
     /// Hide the progress bars.
     #[arg(long)]
     no_progress: bool,
@@ -134,22 +136,22 @@ fn run(args: Args, dir: &Path) -> Result<()> {
         }
     }
     let results = dir.join("results");
-    let gpt2 = gpt2_program(args.gpt2.as_deref())?;
+    let serve = server_program(args.server.as_deref())?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
 
     // Calibrate both (B's server then stays up for its runs), then A's runs.
-    let server = start(&args, &gpt2, args.batch_a, &results)?;
+    let server = start(&args, &serve, args.batch_a, &results)?;
     let saturation_a = saturation(&args, &server, args.batch_a, &runtime)?;
     server.stop();
-    let server = start(&args, &gpt2, args.batch_b, &results)?;
+    let server = start(&args, &serve, args.batch_b, &results)?;
     let saturation_b = saturation(&args, &server, args.batch_b, &runtime)?;
     let (calibration, rates) = choose_rates(&args, saturation_a, saturation_b);
     let runs_b = measure(&args, &server, args.batch_b, &rates, &runtime)?;
     server.stop();
-    let server = start(&args, &gpt2, args.batch_a, &results)?;
+    let server = start(&args, &serve, args.batch_a, &results)?;
     let runs_a = measure(&args, &server, args.batch_a, &rates, &runtime)?;
     server.stop();
 
@@ -255,10 +257,9 @@ fn fill_in_answers(report: &Report, dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Start `gpt2 serve` at `batch`, its output logged beside the results.
-fn start(args: &Args, gpt2: &Path, batch: u16, results: &Path) -> Result<LocalServer> {
+/// Start `serve` at `batch`, its output logged beside the results.
+fn start(args: &Args, program: &Path, batch: u16, results: &Path) -> Result<LocalServer> {
     let serve: Vec<String> = [
-        "serve",
         "--model",
         &args.model,
         "--device",
@@ -273,18 +274,18 @@ fn start(args: &Args, gpt2: &Path, batch: u16, results: &Path) -> Result<LocalSe
     let log = results.join(format!("serve-batch-{batch}.log"));
     println!(
         "\nbatch-{batch}: starting {} {} (its output: {})",
-        gpt2.display(),
+        program.display(),
         serve.join(" "),
         log.display()
     );
-    LocalServer::start(gpt2, &serve, Some(&log), Duration::from_secs(600))
+    LocalServer::start(program, &serve, Some(&log), Duration::from_secs(600))
 }
 
 /// The same load for every run; only the traffic (and the request count) changes.
 fn load_config(args: &Args, server: &LocalServer, traffic: Traffic, requests: usize) -> LoadConfig {
     LoadConfig {
         base_url: server.base_url.clone(),
-        // gpt2 serve answers to the --model value unless told another name.
+        // serve answers to the --model value unless told another name.
         model: args.model.clone(),
         traffic,
         bound: Bound::Requests(requests),
@@ -419,7 +420,7 @@ fn measure(
             .with_context(|| format!("{label}: the load run failed"))?;
         let mut run = Run::from_load(label.clone(), &config, &Slo::default(), outcome)?;
         // The one variable this comparison changes, recorded beside the traffic that stayed fixed.
-        run.config["server"] = serde_json::json!({ "program": "gpt2 serve", "model": args.model, "device": args.device, "max_batch_size": batch });
+        run.config["server"] = serde_json::json!({ "program": "serve", "model": args.model, "device": args.device, "max_batch_size": batch });
         print!("{}", bench::report::table(&run));
         if run.metrics.completed == 0 {
             bail!("every request of {label} failed; the table above shows why");
@@ -429,11 +430,11 @@ fn measure(
     Ok(runs)
 }
 
-/// The `gpt2` program: `--gpt2`, or the one cargo built beside this program.
-fn gpt2_program(given: Option<&Path>) -> Result<PathBuf> {
+/// The `serve` program: `--server`, or the one cargo built beside this program.
+fn server_program(given: Option<&Path>) -> Result<PathBuf> {
     let path = match given {
         Some(path) => path.to_path_buf(),
-        None => bench::server::sibling_program("gpt2")?,
+        None => bench::server::sibling_program("serve")?,
     };
     if !path.is_file() {
         // Cargo puts release builds in target/release and dev builds in target/debug.
@@ -445,7 +446,7 @@ fn gpt2_program(given: Option<&Path>) -> Result<PathBuf> {
             Some("release") => " --release",
             _ => "",
         };
-        bail!("{} does not exist: build the server first with `cargo build{profile} -p gpt2`, or pass --gpt2 PATH", path.display());
+        bail!("{} does not exist: build the server first with `cargo build{profile} -p serve`, or pass --server PATH", path.display());
     }
     Ok(path)
 }

@@ -1,4 +1,4 @@
-//! `exercise-2`: batch 8 against batch 16 on `gpt2 serve`, measured by exercise 2's solution
+//! `exercise-2`: batch 8 against batch 16 on `serve`, measured by exercise 2's solution
 //! (which starts the servers itself): the saturations, the two rates, the six comparisons, the
 //! runs' percentiles, and its latency CDF picture.
 
@@ -27,8 +27,8 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<PathBuf>> {
         ])
         .args(["--calibration-requests", "8", "--replicates", "2"]);
     }
-    cmd.arg("--gpt2")
-        .arg(ctx.program("gpt2"))
+    cmd.arg("--server")
+        .arg(ctx.program("serve"))
         .arg("--no-progress")
         .arg("--exercise-dir")
         .arg(&dir);
@@ -40,7 +40,7 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<PathBuf>> {
         ctx.write(
             &sheet,
             &format!(
-                "gpt2 serve at batch 8 and 16 ({}, CPU), exercise 2's solution{}",
+                "serve at batch 8 and 16 ({}, CPU), exercise 2's solution{}",
                 model_said(ctx),
                 defaults(ctx)
             ),

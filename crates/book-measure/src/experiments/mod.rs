@@ -64,13 +64,13 @@ pub static EXPERIMENTS: &[Experiment] = &[
     },
     Experiment {
         name: "exercise-2",
-        what: "batch 8 against 16 on gpt2 serve: each one's saturation, the two rates, the six comparisons (ratio, 95% interval, verdict); the latency CDF picture",
-        commands: &["solution-2 --model synthetic --device cpu --gpt2 target/debug/gpt2 --no-progress --exercise-dir SCRATCH"],
+        what: "batch 8 against 16 on serve (GPT-2 small, synthetic weights): each one's saturation, the two rates, the six comparisons (ratio, 95% interval, verdict); the latency CDF picture",
+        commands: &["solution-2 --model synthetic --device cpu --server target/debug/serve --no-progress --exercise-dir SCRATCH"],
         writes: &[
             "book/measured/exercise-2.json",
             "book/src/images/latency-batch-8-vs-16.svg",
         ],
-        programs: &["solution-2", "gpt2"],
+        programs: &["solution-2", "serve"],
         run: exercise2::run,
     },
     Experiment {
