@@ -16,8 +16,12 @@ fn gguf_dir() -> PathBuf {
 
 /// Texts that exercise what each tokenizer does differently: leading and repeated spaces,
 /// newlines, digits, contractions, punctuation runs, characters outside the training text
-/// (byte fallback, byte-level symbols), and special tokens written in the text.
-const TEXTS: [&str; 10] = [
+/// (byte fallback, byte-level symbols), and special tokens written in the text. The two with
+/// quotes and a full stop before a line break are split otherwise by GPT-2's pre-tokenizer than
+/// by Qwen2's, into other ids: they tell the two apart.
+const TEXTS: [&str; 12] = [
+    "\"Quotes\", (brackets), [lists]",
+    "the end.\nThe start",
     "Profiling says why; benchmarking says how.",
     " leading space and  two  spaces",
     "line one\nline two\n\n  indented\ttab",
@@ -107,4 +111,31 @@ fn a_file_without_a_tokenizer_gives_none() {
     let file = GgufFile::open(&gguf_dir().join("tiny-qwen3-q1_0.gguf")).unwrap();
     assert!(tokenizer(&file).unwrap().is_none());
     assert!(eos_ids(&file).is_empty());
+}
+
+/// A pre-tokenizer name the engine does not know is refused, naming it and the known ones,
+/// rather than guessed (a wrong split gives other ids without an error).
+#[test]
+fn an_unknown_pre_tokenizer_is_refused_by_name() {
+    let mut bytes = std::fs::read(gguf_dir().join("tiny-qwen2-mixed.gguf")).unwrap();
+    // The value of tokenizer.ggml.pre: its key, the string type (8), the length 5, "qwen2".
+    let mut key = Vec::new();
+    key.extend(b"tokenizer.ggml.pre");
+    key.extend(8u32.to_le_bytes());
+    key.extend(5u64.to_le_bytes());
+    key.extend(b"qwen2");
+    let at = bytes.windows(key.len()).position(|w| w == key).unwrap();
+    let end = at + key.len();
+    bytes[end - 5..end].copy_from_slice(b"qwen9");
+    // The crate has no temp-dir helper; the process id keeps parallel runs apart.
+    let path = std::env::temp_dir().join(format!("renamed-{}.gguf", std::process::id()));
+    std::fs::write(&path, bytes).unwrap();
+    let file = GgufFile::open(&path).unwrap();
+    let e = tokenizer(&file).err().unwrap().to_string();
+    drop(file);
+    std::fs::remove_file(&path).unwrap();
+    assert!(
+        e.contains("renamed-") && e.contains("tokenizer.ggml.pre is qwen9") && e.contains("qwen2"),
+        "{e}"
+    );
 }
