@@ -8,7 +8,9 @@ mod check;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
-use course_model::manifest::{ExerciseInfo, Manifest, MANIFEST_PATH};
+// The course, opened (its root and manifest): one definition, `course`'s too.
+use course_model::course::Course;
+use course_model::manifest::MANIFEST_PATH;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -77,28 +79,6 @@ fn main() -> ExitCode {
             .and_then(Course::open)
             .and_then(|course| check::check(&course, &only, keep)),
     })
-}
-
-/// The checkout: its root and manifest.
-pub struct Course {
-    pub root: PathBuf,
-    pub manifest: Manifest,
-}
-
-impl Course {
-    fn open(root: PathBuf) -> Result<Course> {
-        let manifest = Manifest::load(&root.join(MANIFEST_PATH))?;
-        Ok(Course { root, manifest })
-    }
-
-    pub fn exercise(&self, n: u32) -> Result<&ExerciseInfo> {
-        self.manifest.exercise(n).with_context(|| {
-            format!(
-                "there is no exercise {n}: the course has exercises 1 to {} (see `course list`)",
-                self.manifest.exercises.len()
-            )
-        })
-    }
 }
 
 /// The folder holding exercises/info.toml: `explicit`, or the nearest from the current folder up.

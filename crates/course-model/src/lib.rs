@@ -6,6 +6,8 @@
 //! - [`variant`]: the per-learner random choices drawn from that id;
 //! - [`progress`]: the learner's progress file (hints, passes, solutions seen);
 //! - [`manifest`]: `exercises/info.toml`, the list of exercises and what each one is;
+//! - [`course`]: a checkout of the course, opened (its root and manifest), as `course` and
+//!   `course-dev` both read it;
 //! - [`quiz`], [`quiz_variant`], [`quiz_terminal`]: the question bank, the questions a learner
 //!   is drawn, and asking them in the terminal (exercises 1 and 6);
 //! - [`exercise`]: what every exercise's program shares (its `--exercise-dir` and its `main`);
@@ -22,6 +24,7 @@
 //!
 //! The grader (`crates/grader`) checks submissions against answer keys on top of this.
 
+pub mod course;
 pub mod exercise;
 pub mod exit;
 pub mod fewer_bytes;

@@ -15,9 +15,9 @@ mod watch;
 
 use crate::cargo::Build;
 use crate::cli::{Cli, Command};
-use anyhow::{Context, Result};
-use course_model::manifest::{ExerciseInfo, Manifest, MANIFEST_PATH};
-use course_model::progress::{Progress, PROGRESS_FILE};
+use anyhow::Result;
+// The course, opened (its root and manifest): one definition, course-dev's too.
+pub(crate) use course_model::course::Course;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -107,61 +107,6 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
                 &gradebook,
             )
         }
-    }
-}
-
-/// The course on disk: its root, manifest and the learner's progress file.
-pub struct Course {
-    pub root: PathBuf,
-    pub manifest: Manifest,
-}
-
-impl Course {
-    fn open(root: PathBuf) -> Result<Course> {
-        let manifest = Manifest::load(&root.join(MANIFEST_PATH))?;
-        Ok(Course { root, manifest })
-    }
-
-    pub fn exercise(&self, n: u32) -> Result<&ExerciseInfo> {
-        self.manifest.exercise(n).with_context(|| {
-            format!(
-                "there is no exercise {n}: the course has exercises 1 to {} (see `course list`)",
-                self.manifest.exercises.len()
-            )
-        })
-    }
-
-    pub fn exercises_dir(&self) -> PathBuf {
-        self.root.join("exercises")
-    }
-
-    pub fn progress_path(&self) -> PathBuf {
-        self.exercises_dir().join(PROGRESS_FILE)
-    }
-
-    pub fn progress(&self) -> Result<Progress> {
-        Progress::load(&self.progress_path()).map_err(anyhow::Error::msg)
-    }
-
-    pub fn save_progress(&self, progress: &Progress) -> Result<()> {
-        let path = self.progress_path();
-        progress
-            .save(&path)
-            .with_context(|| format!("cannot save your progress to {}", path.display()))
-    }
-
-    /// The first exercise not passed yet (the last one when all have passed).
-    pub fn current(&self, progress: &Progress) -> u32 {
-        self.manifest
-            .exercises
-            .iter()
-            .find(|e| !progress.exercise(e.number).passed)
-            .or(self.manifest.exercises.last())
-            .map_or(1, |e| e.number)
-    }
-
-    pub fn path(&self, rel: &str) -> PathBuf {
-        self.root.join(rel)
     }
 }
 
