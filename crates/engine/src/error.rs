@@ -40,6 +40,18 @@ impl Error {
     }
 }
 
+/// A folder written in one step (`output::write_dir`, the workspace's one atomic write of a
+/// folder, as checkpoints are written): its filler's own error as it was, or the file the
+/// folder's own step failed on.
+impl From<output::DirError<Error>> for Error {
+    fn from(e: output::DirError<Error>) -> Self {
+        match e {
+            output::DirError::Fill(e) => e,
+            output::DirError::Io { path, source } => Error::Io { path, source },
+        }
+    }
+}
+
 /// Candle's message about a checkpoint's weights (it names the tensor), with what usually
 /// causes it; `family` names the kind of checkpoint expected (`GPT-2`, `Llama-family`).
 pub fn weights_message(e: &candle_core::Error, family: &str) -> String {

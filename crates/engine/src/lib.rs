@@ -15,7 +15,7 @@
 //! - [`CausalLm`]: what the tools need of a model; [`profile`] records a forward pass of any
 //!   model with this machine's [`ceilings`], [`model_cases`] times the benchmark's cases.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Where the course keeps what it makes once (synthetic checkpoints, measured ceilings):
 /// `COURSE_CACHE` ([`settings::CACHE`]), else `$XDG_CACHE_HOME/gpt2-course`, else
@@ -60,14 +60,3 @@ pub use cache::SeqCache;
 pub use causal_lm::CausalLm;
 pub use error::{Error, Result};
 pub use pass::{Logits, Segment};
-
-/// Writes a directory in one step ([`output::write_dir`], the workspace's one atomic write of a
-/// folder, with the engine's errors): `fill` writes its files into a sibling temporary folder,
-/// which is then renamed to `dir`, so a crash or a concurrent writer never leaves a half-written
-/// checkpoint behind. Where another process got there first, its directory is kept.
-pub fn write_dir_atomically(dir: &Path, fill: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
-    output::write_dir(dir, fill).map_err(|e| match e {
-        output::DirError::Fill(e) => e,
-        output::DirError::Io { path, source } => Error::Io { path, source },
-    })
-}

@@ -141,9 +141,9 @@ fn synthetic(cfg: Config) -> Result<Checkpoint> {
 }
 
 /// Writes a complete checkpoint directory (config.json, model.safetensors, tokenizer.json)
-/// for `cfg` with seeded random weights, in one step ([`engine::write_dir_atomically`]).
+/// for `cfg` with seeded random weights, in one step (`output::write_dir`).
 pub fn write_synthetic(dir: &Path, cfg: &Config) -> Result<()> {
-    engine::write_dir_atomically(dir, |tmp| fill_synthetic(tmp, cfg))
+    Ok(output::write_dir(dir, |tmp| fill_synthetic(tmp, cfg))?)
 }
 
 /// The synthetic checkpoint's files, written into the empty folder `tmp`.

@@ -127,9 +127,10 @@ impl Shape {
         Ok(w)
     }
 
-    /// Writes the checkpoint into `dir` in one step (a crash leaves nothing half-written).
+    /// Writes the checkpoint into `dir` in one step (`output::write_dir`: a crash leaves nothing
+    /// half-written, and a folder another process finished first is kept).
     pub fn write(&self, dir: &Path) -> Result<()> {
-        engine::write_dir_atomically(dir, |tmp| self.write_into(tmp))
+        Ok(output::write_dir(dir, |tmp| self.write_into(tmp))?)
     }
 
     /// The checkpoint's files, written into the empty folder `tmp`.
