@@ -50,6 +50,20 @@ pub struct TopOpsKey {
     /// Reads `plan.why`: it only flags an answer for review, it never gives or takes points.
     /// `{top_ops}` in a synonym list stands for the names of the learner's own top three ops.
     pub why: Rubric,
+    /// The memory prediction (`[memory]`), where the exercise asks one (exercise 8).
+    #[serde(default)]
+    pub memory: Option<MemoryKey>,
+}
+
+/// Points and tolerance of a memory prediction (`crate::exercise_checks::memory`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryKey {
+    pub weights: f64,
+    pub kv_cache: f64,
+    pub peak: f64,
+    /// How far the weights and the KV cache may be from the config's arithmetic, in %.
+    pub tolerance_pct: f64,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -15,7 +15,10 @@
 
 use anyhow::{Context, Result};
 use clap::Parser;
-use engine::profile::{profile_forward, write_exports, ForwardProfile, ScheduleArgs};
+use engine::profile::{
+    machine_ceilings, profile_forward, profile_forward_with_memory, write_exports, ForwardProfile,
+    ScheduleArgs,
+};
 use gpt2::cli::ModelArgs;
 use gpt2::MlpActivation;
 use profiler::{CudaTiming, SortBy, TableOptions};
@@ -50,6 +53,12 @@ struct Args {
     /// Rows printed (results/report.json holds every row).
     #[arg(long, default_value_t = 10)]
     row_limit: usize,
+    /// Record memory too (PyTorch's `profile_memory=True`): CPU Mem, Self CPU Mem and the
+    /// allocations of every row, the step's peak under the table and in results/report.json, and
+    /// results/memory-timeline.svg (live bytes by category: weights, KV cache, activations,
+    /// temporaries).
+    #[arg(long)]
+    profile_memory: bool,
 }
 
 fn main() -> ExitCode {
@@ -60,9 +69,18 @@ fn run(args: Args, dir: &Path) -> Result<()> {
     let results = dir.join("results");
     predict(dir)?;
 
+    if args.profile_memory {
+        // Counting starts before the load, so that the weights are counted (in their own category).
+        profiler::alloc::enable();
+    }
     // ANCHOR: load
     // GPT-2 small from the hub (or its cache); offline, the synthetic checkpoint, with a notice.
-    let loaded = args.model.load().context("cannot load GPT-2")?;
+    let loaded = {
+        let _weights = args
+            .profile_memory
+            .then(|| profiler::alloc::category(profiler::Category::Weights));
+        args.model.load().context("cannot load GPT-2")?
+    };
     let mut model = loaded.model;
     // Candle's own ops for the MLP's bias add and GELU, one after the other: the unfused
     // starting point that exercises 4 and 5 work on.
@@ -87,7 +105,11 @@ fn run(args: Args, dir: &Path) -> Result<()> {
         with_flops: false,
         cuda_timing: CudaTiming::Events,
     };
-    let profile = profile_forward(&model, &spec)?;
+    // With --profile-memory every row also gets what it allocated (PyTorch's `profile_memory`).
+    let profile = match args.profile_memory {
+        true => profile_forward_with_memory(&model, &spec, machine_ceilings(&model, false))?,
+        false => profile_forward(&model, &spec)?,
+    };
 
     // On a GPU the kernels run asynchronously: rank by the time they took on the device.
     let on_cuda = model.device().is_cuda();

@@ -12,7 +12,8 @@
 //! command) `predict` records the reference guess; after the run `fill_in_answers` fills in
 //! answers.toml from its own results/report.json with the grader's reader and rule
 //! (`course_model::top_ops_reference`, as solution 3 does): the top three rows and their shares, and
-//! the plan the course's rule prefers on this model, on this machine.
+//! the plan the course's rule prefers on this model, on this machine. Before the profile,
+//! `predict_memory` writes the memory prediction the course's arithmetic gives from the config.
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -20,11 +21,15 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::Parser;
 use course_model::exercise;
-use engine::profile::{profile_forward, write_exports, ForwardProfile, ScheduleArgs};
+use engine::profile::{
+    machine_ceilings, profile_forward, profile_forward_with_memory, profile_generation_memory,
+    write_exports, ForwardProfile, ScheduleArgs,
+};
 use engine::run_args::RunArgs;
 use engine::CausalLm;
 use llama::source::{self, Source, DEFAULT_MODEL};
 use profiler::{CudaTiming, SortBy, TableOptions};
+use serde_json::json;
 
 /// Counts allocations, so that a profile can record memory (the profiler's memory columns).
 #[global_allocator]
@@ -63,6 +68,20 @@ struct Args {
     row_limit: usize,
     #[command(flatten)]
     schedule: ScheduleArgs,
+    /// Record memory too (PyTorch's `profile_memory=True`): CPU Mem, Self CPU Mem and the
+    /// allocations of every row, the step's peak under the table and in results/report.json;
+    /// then a generation of --memory-batch sequences filling --memory-context positions, whose
+    /// measured peak results/memory.json holds beside the config your prediction is graded
+    /// against (the first tier, on a CPU).
+    #[arg(long)]
+    profile_memory: bool,
+    /// Your memory prediction's sequences (answers.toml's [memory] batch).
+    #[arg(long, default_value_t = 4, value_name = "N")]
+    memory_batch: usize,
+    /// Your memory prediction's context: the positions each sequence's KV cache holds, prompt
+    /// and generated tokens together (answers.toml's [memory] context).
+    #[arg(long, default_value_t = 256, value_name = "TOKENS")]
+    memory_context: usize,
 }
 
 fn main() -> ExitCode {
@@ -71,6 +90,10 @@ fn main() -> ExitCode {
 
 fn run(args: Args, dir: &Path) -> Result<()> {
     predict(dir)?;
+    if args.profile_memory {
+        // Counting starts before the load, so that the weights are counted (in their own category).
+        profiler::alloc::enable();
+    }
 
     let spec = args.schedule.profile(false, CudaTiming::Events);
     let started = std::time::Instant::now();
@@ -85,7 +108,7 @@ fn run(args: Args, dir: &Path) -> Result<()> {
                 &mut |notice| eprintln!("{notice}"),
             )?;
             match llama::config::family_of_file(&checkpoint.dir.join("config.json"))? {
-                Some(_) => in_the_engine(&checkpoint, &device, &args, &spec)?,
+                Some(_) => in_the_engine(&checkpoint, &device, &args, &spec, dir)?,
                 None => {
                     through_its_spans(&checkpoint.dir, &checkpoint.name, &device, &args, &spec)?
                 }
@@ -121,13 +144,47 @@ fn fill_in_answers(report: &Path, dir: &Path, on_cuda: bool) -> Result<()> {
     Ok(())
 }
 
+/// Your memory prediction, before the profile runs: the peak of a generation at the given batch
+/// and context, by the course's arithmetic on the config printed above (results/memory.json
+/// holds it too).
+fn predict_memory(given: &MemoryGiven, dir: &Path) -> Result<()> {
+    // The weights once; K and V for every layer, key/value head, position and sequence.
+    let weights = given.parameters * given.weights_dtype.size_in_bytes();
+    let kv_cache = 2
+        * given.layers
+        * given.kv_heads
+        * given.head_dim
+        * given.kv_dtype.size_in_bytes()
+        * given.context
+        * given.batch;
+    // Activations at their largest, the prefill of every sequence, one layer at a time: the
+    // residual stream, q, k, v and the attention's output (5 × hidden), the MLP's gate, up and
+    // product (3 × intermediate), and each position's attention scores (heads × context).
+    let per_token =
+        5 * given.hidden_size + 3 * given.intermediate_size + given.heads * given.context;
+    let activations = given.batch * given.context * per_token * given.kv_dtype.size_in_bytes();
+    let answers = [
+        ("memory.weights_bytes", weights),
+        ("memory.kv_cache_bytes", kv_cache),
+        ("memory.peak_bytes", weights + kv_cache + activations),
+    ];
+    answers_file::fill_answers::fill(
+        &dir.join("answers.toml"),
+        &answers.map(|(path, bytes)| (path.to_string(), (bytes as f64).into())),
+    )
+}
+
 /// The first tier: a Llama-family checkpoint on the course's engine, every op in its own row.
 fn in_the_engine(
     checkpoint: &source::Checkpoint,
     device: &candle_core::Device,
     args: &Args,
     spec: &ForwardProfile,
+    dir: &Path,
 ) -> Result<profiler::Profile> {
+    let _weights = args
+        .profile_memory
+        .then(|| profiler::alloc::category(profiler::Category::Weights));
     // ANCHOR: load
     // Your model, on the course's engine. Its config.json was read first: a model too large for
     // this machine's free memory was refused before any weight was read or downloaded.
@@ -138,6 +195,7 @@ fn in_the_engine(
         args.run.kernel_path()?,
     )
     .with_context(|| format!("cannot load {}", checkpoint.name))?;
+    drop(_weights);
     let cfg = model.config();
     println!(
         "{}: {} ({:.1} M parameters, {} layers, {} query heads over {} key/value heads), {} weights, kernels {}",
@@ -155,10 +213,196 @@ fn in_the_engine(
     }
     // ANCHOR_END: load
 
-    let mut profile = profile_forward(&model, spec)?;
+    // Your memory prediction comes before the profile: the given batch and context, and the
+    // config values the course's arithmetic reads, recorded for `course check 8`.
+    let mut memory = MemoryGiven::of(&model, checkpoint, args, device)?;
+    memory.write(dir)?;
+    predict_memory(&memory, dir)?;
+
+    let mut profile = match args.profile_memory {
+        true => profile_forward_with_memory(&model, spec, machine_ceilings(&model, false))?,
+        false => profile_forward(&model, spec)?,
+    };
     profile.environment.model = Some(checkpoint.name.clone());
     profile.environment.tier = Some("engine".into());
+    if args.profile_memory {
+        memory.measure(&model, spec, dir)?;
+    }
     Ok(profile)
+}
+
+/// Decode steps of the measured generation: the rest of the context is its prompt, prefilled
+/// at once (the largest activations a generation holds).
+const MEMORY_NEW_TOKENS: usize = 16;
+
+/// Your memory prediction's givens, written to results/memory.json: the batch and context, the
+/// config values the course's arithmetic reads, and, after a `--profile-memory` run, the peak a
+/// generation at that batch and context measured. `course check 8` recomputes your `[memory]`
+/// answers from this config, never from the measurement.
+struct MemoryGiven {
+    model: String,
+    batch: usize,
+    context: usize,
+    parameters: usize,
+    layers: usize,
+    kv_heads: usize,
+    head_dim: usize,
+    heads: usize,
+    hidden_size: usize,
+    intermediate_size: usize,
+    vocab_size: usize,
+    weights_dtype: candle_core::DType,
+    /// The KV cache's: the activations' type, f32 on the CPU's packed kernels whatever the
+    /// weights' type.
+    kv_dtype: candle_core::DType,
+    measured: Option<serde_json::Value>,
+}
+
+impl MemoryGiven {
+    fn of(
+        model: &llama::Model,
+        checkpoint: &source::Checkpoint,
+        args: &Args,
+        device: &candle_core::Device,
+    ) -> Result<Self> {
+        let cfg = model.config();
+        let (batch, context) = (args.memory_batch, args.memory_context);
+        if batch == 0 || context < 2 || context > cfg.max_positions {
+            anyhow::bail!(
+                "--memory-batch {batch} --memory-context {context}: the prediction needs at least one sequence \
+                 and a context of 2 to {} positions ({}'s longest sequence)",
+                cfg.max_positions,
+                checkpoint.name
+            );
+        }
+        let given = Self {
+            model: checkpoint.name.clone(),
+            batch,
+            context,
+            parameters: cfg.parameters(),
+            layers: cfg.num_hidden_layers,
+            kv_heads: cfg.num_key_value_heads,
+            head_dim: cfg.head_dim,
+            heads: cfg.num_attention_heads,
+            hidden_size: cfg.hidden_size,
+            intermediate_size: cfg.intermediate_size,
+            vocab_size: cfg.vocab_size,
+            weights_dtype: args.run.dtype,
+            kv_dtype: args.run.kernel_path()?.activations(device, args.run.dtype),
+            measured: None,
+        };
+        println!(
+            "Your memory prediction ([memory] in answers.toml): {batch} sequences whose KV caches hold {context} \
+             positions each. The config: {} parameters, weights in {} ({} bytes each); {} layers, {} key/value \
+             heads of {} dimensions; the KV cache in {} ({} bytes each).",
+            given.parameters,
+            given.weights_dtype.as_str(),
+            given.weights_dtype.size_in_bytes(),
+            given.layers,
+            given.kv_heads,
+            given.head_dim,
+            given.kv_dtype.as_str(),
+            given.kv_dtype.size_in_bytes()
+        );
+        Ok(given)
+    }
+
+    /// results/memory.json, and the batch and context in answers.toml's `[memory]`.
+    fn write(&self, dir: &Path) -> Result<()> {
+        let results = dir.join("results");
+        std::fs::create_dir_all(&results)
+            .with_context(|| format!("cannot create {}", results.display()))?;
+        let record = json!({
+            "schema": "memory-prediction/1",
+            "model": self.model,
+            "batch": self.batch,
+            "context": self.context,
+            "config": {
+                "parameters": self.parameters,
+                "layers": self.layers,
+                "kv_heads": self.kv_heads,
+                "head_dim": self.head_dim,
+                "heads": self.heads,
+                "hidden_size": self.hidden_size,
+                "intermediate_size": self.intermediate_size,
+                "vocab_size": self.vocab_size,
+                "weights_dtype": self.weights_dtype.as_str(),
+                "weight_bytes": self.weights_dtype.size_in_bytes(),
+                "kv_dtype": self.kv_dtype.as_str(),
+                "kv_bytes": self.kv_dtype.size_in_bytes(),
+            },
+            "measured": self.measured,
+        });
+        let path = results.join("memory.json");
+        let text = serde_json::to_string_pretty(&record)?;
+        std::fs::write(&path, text + "\n")
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        answers_file::fill_answers::set_in_table(
+            &dir.join("answers.toml"),
+            "memory",
+            &[
+                ("batch".to_string(), (self.batch as f64).into()),
+                ("context".to_string(), (self.context as f64).into()),
+            ],
+        )
+    }
+
+    /// A generation at the given batch and context, recorded with memory: its peak, and the
+    /// categories at the highest sample, into results/memory.json beside the config.
+    fn measure(&mut self, model: &llama::Model, spec: &ForwardProfile, dir: &Path) -> Result<()> {
+        if model.device().is_cuda() {
+            println!(
+                "(--profile-memory on CUDA: the counting allocator sees host memory only, so the generation's \
+                 device peak is not measured; results/memory.json says so)"
+            );
+            self.measured =
+                Some(json!({ "not_measured": "the device is CUDA: host allocations only" }));
+            return self.write(dir);
+        }
+        let new_tokens = MEMORY_NEW_TOKENS.min(self.context - 1);
+        let prefill = ForwardProfile {
+            batch: self.batch,
+            seq: self.context - new_tokens,
+            ..spec.clone()
+        };
+        let (generation, _) = profile_generation_memory(model, &prefill, new_tokens)?;
+        let Some(timeline) = generation.memory_timeline() else {
+            self.measured = Some(json!({ "not_measured": "no allocation was counted" }));
+            return self.write(dir);
+        };
+        let highest = timeline
+            .points
+            .iter()
+            .max_by_key(|p| p.live)
+            .map_or([0; 4], |p| p.by_category);
+        let svg = dir.join("results/memory-timeline-generate.svg");
+        let title = format!(
+            "Live bytes over a generation: {} sequences, a prefill of {} tokens, then {new_tokens} decode steps",
+            self.batch, prefill.seq
+        );
+        generation.memory_timeline_svg(&svg, &title, None)?;
+        println!(
+            "the generation's measured peak: {} in step {}, during {} ({})",
+            profiler::format_bytes(timeline.peak.bytes),
+            timeline.peak.step,
+            timeline.peak.during,
+            svg.display()
+        );
+        self.measured = Some(json!({
+            "peak_bytes": timeline.peak.bytes,
+            "peak_step": timeline.peak.step,
+            "peak_during": timeline.peak.during,
+            "prefill_tokens": prefill.seq,
+            "new_tokens": new_tokens,
+            "at_highest_sample": {
+                "weights_bytes": highest[0],
+                "kv_cache_bytes": highest[1],
+                "activations_bytes": highest[2],
+                "temporaries_bytes": highest[3],
+            },
+        }));
+        self.write(dir)
+    }
 }
 
 /// The second tier: a GGUF file, or a checkpoint of another model type, run by
@@ -170,6 +414,12 @@ fn through_its_spans(
     args: &Args,
     spec: &ForwardProfile,
 ) -> Result<profiler::Profile> {
+    if args.profile_memory {
+        println!(
+            "(--profile-memory: the second tier's models are not the course's ops, so memory and the memory \
+             prediction are for the first tier only)"
+        );
+    }
     let (profile, line) = traced_models::profile_model(path, name, device, args.run.dtype, spec)
         .context("exercise 8 runs the Llama family on the course's engine, and phi3, gemma and GGUF files through their spans (--help)")?;
     println!("{line}");

@@ -7,6 +7,7 @@ pub mod bench_verdict;
 pub mod budget;
 pub mod fewer_bytes;
 pub mod fuse;
+pub mod memory;
 pub mod plan;
 pub mod prediction;
 pub mod quiz;

@@ -53,6 +53,9 @@ pub fn check(ctx: &mut Ctx<'_>, key: &TopOpsKey, mechanism: &MechanismKey) {
     }
     plan_questions(ctx, key, mechanism, &profile);
     prediction_question(ctx, key, &profile);
+    if let Some(memory) = &key.memory {
+        super::memory::check(ctx, memory);
+    }
 }
 
 /// `[plan]`: the op to attack, the mechanism, the cut expected, and why.

@@ -99,14 +99,26 @@ pub fn llama_profile() -> String {
 /// bandwidth, with their weights halved.
 pub const PERFECT_PLAN_EX8: &str = "[plan]\nattack = \"matmul\"\nexpected_cut_pct = 10\nmechanism = \"memory-traffic\"\nwhy = \"matmul is 70% of the step and reads its weights at 64% of the measured bandwidth: bf16 weights halve the bytes.\"\n";
 
-/// Exercise 8's answers on [`llama_profile`], as a learner copies the table (two decimals).
+/// Exercise 8's results/memory.json: a real `--profile-memory` run of solution 8 on
+/// synthetic-smollm2-135m (f32 weights and KV cache, 4 sequences × 256 positions).
+pub fn llama_memory() -> String {
+    fixture_report("ex8-memory-smollm2.json")
+}
+
+/// Exercise 8's `[memory]` on [`llama_memory`]: the course's arithmetic on its config (134,515,008
+/// parameters × 4 bytes; 2 × 30 layers × 3 KV heads × 64 × 4 bytes × 256 × 4), and a peak
+/// with about 40 MB of activations.
+pub const PERFECT_MEMORY_EX8: &str = "[memory]\nbatch = 4\ncontext = 256\nweights_bytes = 538060032\nkv_cache_bytes = 47185920\npeak_bytes = 625000000\n";
+
+/// Exercise 8's answers on [`llama_profile`], as a learner copies the table (two decimals), and
+/// its memory prediction.
 pub fn perfect_ex8() -> String {
     let top: Vec<(String, f64)> = fixture_top3(&llama_profile())
         .into_iter()
         .map(|(n, s)| (n, (s * 100.0).round() / 100.0))
         .collect();
     let top: Vec<(&str, f64)> = top.iter().map(|(n, s)| (n.as_str(), *s)).collect();
-    perfect_ex3(&top, PERFECT_PLAN_EX8)
+    perfect_ex3(&top, PERFECT_PLAN_EX8) + PERFECT_MEMORY_EX8
 }
 
 /// Exercise 5's two profiles from one real run of its solution on the same machine: the stock
@@ -492,6 +504,7 @@ pub fn perfect_files_for(id: &str) -> BTreeMap<String, String> {
     put("exercise-3/results/report.json", cpu_profile());
     put("exercise-8/answers.toml", perfect_ex8());
     put("exercise-8/results/report.json", llama_profile());
+    put("exercise-8/results/memory.json", llama_memory());
     put("exercise-4/answers.toml", perfect_ex4_for(id));
     put(
         "exercise-4/results/budget.json",
