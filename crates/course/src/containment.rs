@@ -396,6 +396,17 @@ fn write_proc(path: &std::ffi::CStr, bytes: &[u8]) -> std::io::Result<()> {
     Ok(())
 }
 
+/// A probe's child: `course --version`, quiet, which succeeds once its hook has run.
+fn probe_child(exe: &Path) -> Command {
+    let mut command = Command::new(exe);
+    command
+        .arg("--version")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    command
+}
+
 /// Which network isolation works here: try a child in each mode (`course --version`).
 pub fn probe_network() -> Network {
     if !cfg!(target_os = "linux") {
@@ -409,12 +420,7 @@ pub fn probe_network() -> Network {
         (NetMode::Net, Network::Namespace),
         (NetMode::UserNet, Network::UserNamespace),
     ] {
-        let mut command = Command::new(&exe);
-        command
-            .arg("--version")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
+        let mut command = probe_child(&exe);
         #[cfg(unix)]
         {
             use std::os::unix::process::CommandExt;
@@ -456,12 +462,7 @@ pub fn probe_files(folder: &Path) -> Files {
         Ok(r) => r,
         Err(e) => return Files::NotIsolated(format!("{e:#}")),
     };
-    let mut command = Command::new(&exe);
-    command
-        .arg("--version")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
+    let mut command = probe_child(&exe);
     {
         use std::os::unix::process::CommandExt;
         // SAFETY: as in `isolate`: between fork and exec the hook only makes system calls, on
