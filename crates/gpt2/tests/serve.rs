@@ -1,7 +1,8 @@
-//! The server (the `serving` crate, behind `gpt2 serve` and `serve`) on loopback, run on three
-//! tiny models: GPT-2's synthetic checkpoint and two Llama-family fixtures (tiny-llama: a
+//! The server (the `serving` crate, behind `gpt2 serve` and `serve`) on loopback, run on four
+//! tiny models: GPT-2's synthetic checkpoint, two Llama-family fixtures (tiny-llama: a
 //! separate head and grouped-query attention; tiny-qwen3: RMSNorm on queries and keys and a chat
-//! template of its own). On each: streamed and whole completions and chat completions, every
+//! template of its own) and a GGUF file (tiny-qwen3-mixed.gguf: quantized matrices of several
+//! types, the tokenizer and ChatML template of its metadata). On each: streamed and whole completions and chat completions, every
 //! 400 case, the queue-full 503, continuous batching (requests that join a running batch get
 //! exactly their solo tokens), cancellation, 64 clients with some disconnecting, graceful
 //! shutdown mid-stream, and the bench load client end to end.
@@ -30,6 +31,9 @@ enum Fixture {
     Llama,
     /// crates/llama/tests/fixtures/tiny-qwen3, a synthetic tokenizer, and [`QWEN3_TEMPLATE`].
     Qwen3,
+    /// crates/llama/tests/fixtures/gguf/tiny-qwen3-mixed.gguf (scripts/make-gguf-fixtures.py):
+    /// the same weights quantized, loaded as `serve --model FILE.gguf` loads it.
+    Qwen3Gguf,
 }
 
 /// A chat template written for these tests, in the manner of real ones: a namespace carries the
@@ -63,6 +67,12 @@ impl Fixture {
         match self {
             Fixture::Gpt2 => gpt2::weights::write_synthetic(&ckpt, &Config::tiny()).unwrap(),
             Fixture::Llama => llama("tiny-llama"),
+            Fixture::Qwen3Gguf => {
+                std::fs::create_dir_all(&ckpt).unwrap();
+                let from = Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("../llama/tests/fixtures/gguf/tiny-qwen3-mixed.gguf");
+                std::fs::copy(from, ckpt.join("model.gguf")).unwrap();
+            }
             Fixture::Qwen3 => {
                 llama("tiny-qwen3");
                 let config = json!({"chat_template": QWEN3_TEMPLATE, "eos_token": "<|end|>"});
@@ -87,6 +97,27 @@ impl Fixture {
                     run,
                 };
                 gpt2::serve::served_model(&args, "test").unwrap()
+            }
+            Fixture::Qwen3Gguf => {
+                let loaded = llama::gguf::load_for_generation(
+                    &ckpt.join("model.gguf"),
+                    &candle_core::Device::Cpu,
+                    run.kernel_path().unwrap(),
+                )
+                .unwrap();
+                let kv_dtype = serving::kv_dtype(&loaded.model);
+                ServedModel {
+                    kv_dtype,
+                    kv_bytes_per_token: llama::generate::kv_bytes_per_token(
+                        loaded.model.config(),
+                        kv_dtype,
+                    ),
+                    limits: loaded.limits,
+                    model: Box::new(loaded.model),
+                    tokenizer: loaded.tokenizer.unwrap(),
+                    chat_template: loaded.chat_template,
+                    synthetic: false,
+                }
             }
             Fixture::Llama | Fixture::Qwen3 => {
                 let model = llama::weights::load(
@@ -124,6 +155,9 @@ impl Fixture {
         match self {
             Fixture::Gpt2 | Fixture::Llama => "System: Be brief.\nUser: Hi\nAssistant:",
             Fixture::Qwen3 => "#U Hi\nBe brief.#A",
+            Fixture::Qwen3Gguf => {
+                "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
+            }
         }
     }
 }
@@ -167,6 +201,7 @@ async fn start_with(
     let chat = server.chat().describe();
     match fixture {
         Fixture::Qwen3 => assert!(chat.contains("tokenizer_config.json"), "{chat}"),
+        Fixture::Qwen3Gguf => assert!(chat.contains("model.gguf"), "{chat}"),
         _ => assert!(chat.contains("no chat template"), "{chat}"),
     }
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -1348,6 +1383,7 @@ macro_rules! on_every_model {
         on_every_model!(@model gpt2_tiny, Fixture::Gpt2, [$($async_test),*], [$($sync_test),*]);
         on_every_model!(@model tiny_llama, Fixture::Llama, [$($async_test),*], [$($sync_test),*]);
         on_every_model!(@model tiny_qwen3, Fixture::Qwen3, [$($async_test),*], [$($sync_test),*]);
+        on_every_model!(@model tiny_qwen3_gguf, Fixture::Qwen3Gguf, [$($async_test),*], [$($sync_test),*]);
     };
     (@model $module:ident, $fixture:expr, [$($async_test:ident),*], [$($sync_test:ident),*]) => {
         mod $module {
