@@ -67,6 +67,39 @@ impl Source {
     }
 }
 
+/// The GGUF file `--model` names, if it names one: a `.gguf` path (which must exist), or a Hub
+/// repository whose files are GGUF files and no safetensors weights, fetched into the Hugging
+/// Face cache: the one `file` names, else its only one, else its one Q8_0 file, else an error
+/// listing them ([`engine::loader::gguf_from_hub`]). `None` for anything else (a folder, a
+/// safetensors repository, `synthetic-…`), which [`Source::parse`] reads; `file` is then an
+/// error. Where the answer is a file, [`crate::gguf::load_for_generation`] loads it (its memory
+/// check first, from the header).
+pub fn gguf_of(model: &str, file: Option<&str>) -> Result<Option<PathBuf>> {
+    let found = match engine::loader::Source::parse_path_or_repo(model) {
+        Some(engine::loader::Source::Gguf(path)) => {
+            if let Some(file) = file {
+                return Err(Error::Input(format!(
+                    "--file {file}: --file picks a file of a Hub repository, and --model {model} is a file already"
+                )));
+            }
+            if !path.is_file() {
+                return Err(Error::Input(format!("--model {model}: no such file")));
+            }
+            Some(path)
+        }
+        Some(engine::loader::Source::Hub { repo, revision }) => {
+            engine::loader::gguf_from_hub(&repo, revision.as_deref(), file)?
+        }
+        _ => None,
+    };
+    match (&found, file) {
+        (None, Some(file)) => Err(Error::Input(format!(
+            "--file {file}: --model {model} is not a Hub repository of GGUF files"
+        ))),
+        _ => Ok(found),
+    }
+}
+
 /// Finds or fetches `source`'s checkpoint with the engine's loader
 /// ([`engine::loader::resolve_hub`]). `dtype` is the type the weights will be held in, for the
 /// memory check (made from config.json, before any weight is read or downloaded). `notice` gets
@@ -178,6 +211,28 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("not a directory, a Hub repository id"));
+    }
+
+    #[test]
+    fn a_gguf_path_is_a_gguf_and_file_only_picks_from_a_repository() {
+        let gguf =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/gguf/tiny-llama-q8_0.gguf");
+        let arg = gguf.to_str().unwrap();
+        assert_eq!(gguf_of(arg, None).unwrap(), Some(gguf.clone()));
+        let e = gguf_of(arg, Some("x.gguf")).unwrap_err().to_string();
+        assert!(
+            e.contains("--file x.gguf") && e.contains("is a file already"),
+            "{e}"
+        );
+        let e = gguf_of("missing-Q8_0.gguf", None).unwrap_err().to_string();
+        assert!(e.contains("--model missing-Q8_0.gguf: no such file"), "{e}");
+        let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiny-llama");
+        assert_eq!(gguf_of(folder.to_str().unwrap(), None).unwrap(), None);
+        assert_eq!(gguf_of("synthetic-llama-tiny", None).unwrap(), None);
+        let e = gguf_of("synthetic-llama-tiny", Some("x.gguf"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("is not a Hub repository of GGUF files"), "{e}");
     }
 
     #[test]

@@ -29,7 +29,6 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Parser;
-use engine::loader::Source;
 use engine::run_args::RunArgs;
 
 const PROGRAM: &str = "serve";
@@ -99,28 +98,9 @@ impl Family {
         {
             return Ok(Family::Gpt2(model.to_string()));
         }
-        match Source::parse_path_or_repo(model) {
-            Some(Source::Gguf(path)) => {
-                anyhow::ensure!(
-                    file.is_none(),
-                    "--file picks a file of a Hub repository; --model {model} is a file already"
-                );
-                anyhow::ensure!(path.is_file(), "--model {model}: no such file");
-                return Ok(Family::Gguf(path));
-            }
-            Some(Source::Hub { repo, revision }) => {
-                if let Some(path) = engine::loader::gguf_from_hub(&repo, revision.as_deref(), file)?
-                {
-                    return Ok(Family::Gguf(path));
-                }
-            }
-            _ => {}
+        if let Some(path) = llama::source::gguf_of(model, file)? {
+            return Ok(Family::Gguf(path));
         }
-        anyhow::ensure!(
-            file.is_none(),
-            "--file {}: --model {model} is not a Hub repository of GGUF files",
-            file.unwrap_or_default()
-        );
         let checkpoint = llama::source::resolve(
             &llama::source::Source::parse(model)?,
             run.dtype,
