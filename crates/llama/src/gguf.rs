@@ -77,6 +77,13 @@ pub fn load_for_generation(path: &Path, device: &Device, kernels: KernelPath) ->
     })
 }
 
+/// Whether the engine's Llama model runs the GGUF file `path`: its architecture is llama, qwen2
+/// or qwen3 and [`config`] reads its metadata. Exercise 8 runs such a file on the first tier
+/// (every op in its row) and another (gemma3, phi3, ...) through candle-transformers.
+pub fn runs_on_engine(path: &Path) -> Result<bool> {
+    Ok(config(&GgufFile::open(path)?).is_ok())
+}
+
 /// The context and the end ids (`tokenizer.ggml.eos_token_id`, and the end-of-turn ids where
 /// the file names them) of a GGUF model of config `cfg`.
 pub fn limits(cfg: &Config, file: &GgufFile) -> Limits {

@@ -224,6 +224,11 @@ fn a_gguf_that_is_not_a_llama_family_model_is_refused_by_name() {
     bytes.extend(4u64.to_le_bytes());
     bytes.extend(b"bert");
     std::fs::write(&p, bytes).unwrap();
+    assert!(!llama::gguf::runs_on_engine(&p).unwrap());
+    for file in ["tiny-llama-q8_0", "tiny-qwen2-mixed", "tiny-qwen3-q1_0"] {
+        let path = fixtures().join("gguf").join(format!("{file}.gguf"));
+        assert!(llama::gguf::runs_on_engine(&path).unwrap(), "{file}");
+    }
     let e = match llama::gguf::load(&p, &Device::Cpu, KernelPath::Portable, Weights::Quantized) {
         Ok(_) => panic!("a bert GGUF loaded as a Llama-family model"),
         Err(e) => e.to_string(),
