@@ -274,3 +274,42 @@ fn a_tampered_record_is_refused() {
         Outcome::Wrong
     );
 }
+
+#[test]
+fn a_second_tier_run_is_not_asked_the_memory_prediction() {
+    // A GGUF file, Phi-3 or Gemma runs through its own spans: the run reads no config, writes no
+    // memory record, and the questions are left out rather than failed.
+    let mut files = perfect_files();
+    files.remove("exercise-8/results/memory.json");
+    let spans = llama_profile().replacen(
+        "\"environment\": {",
+        "\"environment\": {\"tier\": \"spans\", ",
+        1,
+    );
+    files.insert("exercise-8/results/report.json".into(), spans);
+    let r = grader().grade_exercise(&submission(files), 8);
+    assert!(
+        r.questions.iter().all(|q| !q.id.starts_with("memory.")),
+        "{:#?}",
+        r.questions
+    );
+    assert!(
+        r.notes.iter().any(|n| n.contains("first-tier model only")),
+        "{:?}",
+        r.notes
+    );
+    assert!(r.passed, "{:#?}", r.questions);
+}
+
+#[test]
+fn a_record_with_absurd_sizes_is_graded_without_overflowing() {
+    // A hand-edited record: sizes whose products overflow any integer are computed in f64.
+    let record = llama_memory()
+        .replace("\"layers\": 30", "\"layers\": 18446744073709551615")
+        .replace("\"context\": 256", "\"context\": 18446744073709551615");
+    let r = grade_with(PERFECT_MEMORY_EX8, &record);
+    assert_eq!(
+        question(&r, "memory.kv_cache_bytes").outcome,
+        Outcome::Wrong
+    );
+}

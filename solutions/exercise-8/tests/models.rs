@@ -325,13 +325,97 @@ fn a_hub_checkpoint_is_downloaded_once_then_read_offline_and_a_truncated_one_is_
 fn grade(dir: &Path) -> grader::report::ExerciseReport {
     let grader =
         grader::Grader::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."), None).unwrap();
-    let files = ["answers.toml", "results/report.json"].map(|f| {
-        (
-            format!("exercise-8/{f}"),
-            std::fs::read_to_string(dir.join(f)).unwrap(),
-        )
-    });
+    // results/memory.json is there after a first-tier run only.
+    let files = ["answers.toml", "results/report.json", "results/memory.json"]
+        .into_iter()
+        .filter_map(|f| {
+            let text = std::fs::read_to_string(dir.join(f)).ok()?;
+            Some((format!("exercise-8/{f}"), text))
+        });
     grader.grade_exercise(&grader::Submission::from_texts("exercises", files), 8)
+}
+
+#[test]
+fn profile_memory_measures_a_generation_beside_the_memory_prediction() {
+    let dir = folder();
+    let o = Command::new(BIN)
+        .args(["--model", fixture("smollm2").to_str().unwrap()])
+        .args([
+            "--device", "cpu", "--warmup", "0", "--active", "1", "--seq", "4",
+        ])
+        .args(["--profile-memory", "--memory-batch", "3", "--exercise-dir"])
+        .arg(dir.path())
+        .env("HF_HUB_OFFLINE", "1")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    // The table has the memory columns; the fixture's 64 positions bound the default context.
+    assert!(
+        out.contains("Self CPU Mem") && out.contains("Peak live memory"),
+        "{out}"
+    );
+    assert!(out.contains("so the prediction is at 64"), "{out}");
+    let record: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("results/memory.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        (record["batch"].as_u64(), record["context"].as_u64()),
+        (Some(3), Some(64))
+    );
+    let c = &record["config"];
+    let n = |v: &serde_json::Value| v.as_i64().unwrap();
+    let kv =
+        2 * n(&c["layers"]) * n(&c["kv_heads"]) * n(&c["head_dim"]) * n(&c["kv_bytes"]) * 64 * 3;
+    let measured = &record["measured"];
+    let held = &measured["at_highest_sample"];
+    // The measured cache is the arithmetic's, with each tensor's bookkeeping on top; the peak
+    // holds at least the weights and the cache.
+    let kv_measured = n(&held["kv_cache_bytes"]);
+    assert!(
+        kv_measured >= kv && kv_measured < kv + kv / 4,
+        "{kv_measured} against {kv}"
+    );
+    assert!(
+        n(&measured["peak_bytes"]) >= n(&held["weights_bytes"]) + kv_measured,
+        "{record:#}"
+    );
+    assert!(dir
+        .path()
+        .join("results/memory-timeline-generate.svg")
+        .is_file());
+    let report: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("results/report.json")).unwrap(),
+    )
+    .unwrap();
+    assert!(
+        report["memory"]["peak_bytes"].as_i64().unwrap() > 0,
+        "report.json's memory"
+    );
+    // The solution predicted from the config: every [memory] question is right.
+    let r = grade(dir.path());
+    for id in [
+        "memory.weights_bytes",
+        "memory.kv_cache_bytes",
+        "memory.peak_bytes",
+    ] {
+        let q = r.questions.iter().find(|q| q.id == id).unwrap();
+        assert_eq!(
+            q.outcome,
+            grader::report::Outcome::Right,
+            "{id}: {}",
+            q.reason
+        );
+    }
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n.starts_with("Measured by --profile-memory")),
+        "{:?}",
+        r.notes
+    );
 }
 
 #[test]

@@ -151,14 +151,23 @@ impl MemoryRecord {
 
     /// parameters × bytes per weight.
     pub fn weights(&self) -> f64 {
-        (self.config.parameters * self.config.weight_bytes) as f64
+        // In f64 throughout: a hand-edited record's sizes must not overflow.
+        self.config.parameters as f64 * self.config.weight_bytes as f64
     }
 
     /// 2 × layers × KV heads × head dim × bytes × context × batch.
     pub fn kv_cache(&self) -> f64 {
         let c = &self.config;
-        2.0 * (c.layers * c.kv_heads * c.head_dim * c.kv_bytes) as f64
-            * (self.context * self.batch) as f64
+        [
+            c.layers,
+            c.kv_heads,
+            c.head_dim,
+            c.kv_bytes,
+            self.context,
+            self.batch,
+        ]
+        .iter()
+        .fold(2.0, |product, n| product * *n as f64)
     }
 
     /// The most a generation's activations could hold: every sequence's whole context
@@ -169,9 +178,12 @@ impl MemoryRecord {
     /// logits. An estimate above it counts something twice.
     pub fn activations_ceiling(&self) -> f64 {
         let c = &self.config;
-        let per_token = 8 * c.hidden_size + 3 * c.intermediate_size + 2 * c.heads * self.context;
-        let tokens = (self.batch * self.context) as f64;
-        tokens * (per_token * c.kv_bytes) as f64 + (self.batch * c.vocab_size * 4) as f64
+        let f = |n: u64| n as f64;
+        let per_token = 8.0 * f(c.hidden_size)
+            + 3.0 * f(c.intermediate_size)
+            + 2.0 * f(c.heads) * f(self.context);
+        f(self.batch) * f(self.context) * per_token * f(c.kv_bytes)
+            + f(self.batch) * f(c.vocab_size) * 4.0
     }
 }
 
@@ -189,6 +201,15 @@ fn dtype_bytes(dtype: &str) -> Option<u64> {
 const DTYPES: [(&str, u64); 3] = [("f32", 4), ("bf16 or f16", 2), ("an 8-bit type", 1)];
 
 pub fn check(ctx: &mut Ctx<'_>, key: &MemoryKey) {
+    if !ctx.has_result(ROLE) && second_tier(ctx) {
+        ctx.report.notes.push(
+            "The memory prediction ([memory]) is asked of a first-tier model only: results/report.json was \
+             profiled through a model's own spans (a GGUF file, Phi-3, Gemma), whose config the run does not \
+             read, so it is not graded. Run a Llama-family checkpoint to answer it."
+                .to_string(),
+        );
+        return;
+    }
     let record = read(ctx);
     if let Ok(r) = &record {
         batch_and_context(ctx, r);
@@ -343,6 +364,15 @@ pub fn check(ctx: &mut Ctx<'_>, key: &MemoryKey) {
         let note = measured_note(r);
         ctx.report.notes.push(note);
     }
+}
+
+/// Whether the learner's profile says it ran in the second tier (`environment.tier`).
+fn second_tier(ctx: &mut Ctx<'_>) -> bool {
+    let Ok((text, _)) = ctx.results_text("profile") else {
+        return false;
+    };
+    serde_json::from_str::<serde_json::Value>(&text)
+        .is_ok_and(|report| report["environment"]["tier"] == "spans")
 }
 
 fn read(ctx: &mut Ctx<'_>) -> Result<MemoryRecord, String> {
