@@ -30,7 +30,7 @@ pub fn gib(bytes: u64) -> String {
 }
 
 /// Free memory as Linux reports it (`MemAvailable`); `None` elsewhere.
-fn available() -> Option<u64> {
+pub fn available() -> Option<u64> {
     let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
     let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;

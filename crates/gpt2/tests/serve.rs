@@ -1324,7 +1324,7 @@ async fn requests_beyond_the_kv_budget_wait_then_complete_and_one_too_big_is_a_5
     let per_token = fixture.load(dir.path()).kv_bytes_per_token;
     // Room for 12 positions: a request of 4 prompt + 8 new tokens (11 cached) fits, two do not.
     let options = EngineOptions {
-        kv_cache_bytes: Some(12 * per_token),
+        kv_cache: serving::KvCacheSize::Bytes(12 * per_token),
         ..EngineOptions::new(4, 16)
     };
     let (trace_tx, traces) = std_mpsc::channel::<StepTrace>();

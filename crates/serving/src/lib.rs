@@ -55,7 +55,9 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use axum::serve::ListenerExt;
 
-pub use scheduler::{EngineOptions, KvBudget, Loader, ServedModel, StepHook, StepTrace, Timings};
+pub use scheduler::{
+    EngineOptions, KvBudget, KvCacheSize, Loader, ServedModel, StepHook, StepTrace, Timings,
+};
 
 /// The server's flags, whichever command serves (`gpt2 serve`, `serve`): everything but the
 /// model's.
@@ -96,8 +98,18 @@ pub struct ServerArgs {
     /// prompt and max_tokens positions, from admission to its end): a request that would pass it
     /// waits in the queue, one that could never fit is refused with 503 [default: room for
     /// --max-batch-size requests of the model's whole context].
-    #[arg(long, value_name = "BYTES")]
+    #[arg(
+        long,
+        value_name = "BYTES",
+        conflicts_with = "kv_cache_memory_fraction"
+    )]
     pub kv_cache_bytes: Option<u64>,
+
+    /// The KV-cache budget as a fraction (above 0, at most 1) of the memory free once the
+    /// weights are loaded (MemAvailable; CPU only), as vLLM's --gpu-memory-utilization sizes its
+    /// cache from what the weights leave.
+    #[arg(long, value_name = "FRACTION", value_parser = parse_fraction)]
+    pub kv_cache_memory_fraction: Option<f64>,
 
     /// Name clients must send as `model` [default: the --model value].
     #[arg(long)]
@@ -174,7 +186,11 @@ pub fn run(args: ServerArgs, program: &str, served: String, load: Loader) -> Res
         queue_size: args.queue_size as usize,
         batch_wait: Duration::from_millis(args.batch_wait_ms),
         prefill_chunk: args.prefill_chunk as usize,
-        kv_cache_bytes: args.kv_cache_bytes,
+        kv_cache: match (args.kv_cache_bytes, args.kv_cache_memory_fraction) {
+            (Some(bytes), _) => KvCacheSize::Bytes(bytes),
+            (None, Some(fraction)) => KvCacheSize::FractionOfFree(fraction),
+            (None, None) => KvCacheSize::WholeContext,
+        },
     };
     let server = Server::start(load, served.clone(), options.clone(), None)?;
     let synthetic = server.state.engine.synthetic;
@@ -186,10 +202,13 @@ pub fn run(args: ServerArgs, program: &str, served: String, load: Loader) -> Res
         kv.bytes_per_token,
         kv.capacity,
         kv.capacity as f64 / (1 << 20) as f64,
-        if args.kv_cache_bytes.is_some() {
-            "--kv-cache-bytes"
-        } else {
-            "room for --max-batch-size requests of the whole context"
+        match options.kv_cache {
+            KvCacheSize::Bytes(_) => "--kv-cache-bytes".to_string(),
+            KvCacheSize::FractionOfFree(f) => format!(
+                "--kv-cache-memory-fraction {f}: that share of the memory free after the weights"
+            ),
+            KvCacheSize::WholeContext =>
+                "room for --max-batch-size requests of the whole context".to_string(),
         }
     ));
 
@@ -237,6 +256,17 @@ pub fn no_tokenizer(dir: &std::path::Path, program: &str) -> anyhow::Error {
 /// One line for the person at the terminal. Unlike `eprintln!`, a closed stderr (`gpt2 serve |
 /// head -1`, or a parent that stopped reading once it had the address) is no reason to panic
 /// and drop every request in flight: the line is simply not shown.
+/// `--kv-cache-memory-fraction`: a number above 0 and at most 1.
+fn parse_fraction(text: &str) -> std::result::Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(f) if f > 0.0 && f <= 1.0 => Ok(f),
+        Ok(f) => Err(format!(
+            "{f} is not a fraction above 0 and at most 1 (0.5 is half)"
+        )),
+        Err(_) => Err(format!("`{text}` is not a number (0.5 is half)")),
+    }
+}
+
 fn say(line: std::fmt::Arguments) {
     use std::io::Write;
     let _ = writeln!(std::io::stderr(), "{line}");
@@ -280,4 +310,19 @@ async fn shutdown_signal(program: String) {
             std::process::exit(130);
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_fraction;
+
+    #[test]
+    fn a_memory_fraction_is_above_zero_and_at_most_one() {
+        assert_eq!(parse_fraction("0.5"), Ok(0.5));
+        assert_eq!(parse_fraction("1"), Ok(1.0));
+        for bad in ["0", "-0.2", "1.5", "90%", "half", "NaN"] {
+            let e = parse_fraction(bad).unwrap_err();
+            assert!(e.contains("0.5 is half"), "{bad}: {e}");
+        }
+    }
 }

@@ -198,8 +198,54 @@ pub struct EngineOptions {
     /// chunks over several passes.
     pub prefill_chunk: usize,
     /// KV-cache bytes all admitted requests may reserve together; a request that would pass it
-    /// waits. `None`: room for `max_batch_size` requests of the model's whole context.
-    pub kv_cache_bytes: Option<u64>,
+    /// waits.
+    pub kv_cache: KvCacheSize,
+}
+
+/// How the KV-cache budget is set.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum KvCacheSize {
+    /// Room for `max_batch_size` requests of the model's whole context.
+    WholeContext,
+    /// This many bytes (`--kv-cache-bytes`).
+    Bytes(u64),
+    /// This fraction of the memory free once the weights are loaded
+    /// (`--kv-cache-memory-fraction`, the CPU's MemAvailable): vLLM's `gpu_memory_utilization`
+    /// sizes its cache from the memory left after the weights in the same way.
+    FractionOfFree(f64),
+}
+
+impl KvCacheSize {
+    /// The budget in bytes for a model of `context` positions at `bytes_per_token`, on `device`.
+    fn bytes(
+        self,
+        max_batch_size: usize,
+        context: usize,
+        bytes_per_token: u64,
+        device: &candle_core::Device,
+    ) -> anyhow::Result<u64> {
+        match self {
+            KvCacheSize::WholeContext => {
+                Ok((max_batch_size.max(1) * context) as u64 * bytes_per_token)
+            }
+            KvCacheSize::Bytes(bytes) => Ok(bytes),
+            KvCacheSize::FractionOfFree(fraction) => {
+                if !device.is_cpu() {
+                    anyhow::bail!(
+                        "--kv-cache-memory-fraction reads the CPU's free memory, and this model runs on {device:?}: \
+                         give the budget in bytes with --kv-cache-bytes"
+                    );
+                }
+                let free = engine::memory::available().ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "--kv-cache-memory-fraction: this system does not report its free memory (no MemAvailable in \
+                         /proc/meminfo); give the budget in bytes with --kv-cache-bytes"
+                    )
+                })?;
+                Ok((free as f64 * fraction) as u64)
+            }
+        }
+    }
 }
 
 impl EngineOptions {
@@ -210,7 +256,7 @@ impl EngineOptions {
             queue_size,
             batch_wait: Duration::ZERO,
             prefill_chunk: DEFAULT_PREFILL_CHUNK,
-            kv_cache_bytes: None,
+            kv_cache: KvCacheSize::WholeContext,
         }
     }
 }
@@ -274,12 +320,22 @@ impl Engine {
                     kv_dtype,
                     kv_bytes_per_token,
                 } = served;
+                let capacity = match knobs.kv_cache.bytes(
+                    knobs.max_batch_size,
+                    limits.context,
+                    kv_bytes_per_token,
+                    model.device(),
+                ) {
+                    Ok(bytes) => bytes,
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e));
+                        return;
+                    }
+                };
                 let kv = KvBudget {
                     dtype: kv_dtype,
                     bytes_per_token: kv_bytes_per_token,
-                    capacity: knobs.kv_cache_bytes.unwrap_or(
-                        (knobs.max_batch_size.max(1) * limits.context) as u64 * kv_bytes_per_token,
-                    ),
+                    capacity,
                 };
                 let tokenizer = Arc::new(tokenizer);
                 let metrics = Arc::new(Metrics::new(kv.capacity));
@@ -659,5 +715,41 @@ fn on_token(live: &mut HashMap<u64, Live<'_>>, event: TokenEvent) -> Flow {
         Flow::Stop
     } else {
         Flow::Continue
+    }
+}
+
+#[cfg(test)]
+mod kv_cache_size_tests {
+    use super::KvCacheSize;
+    use candle_core::Device;
+
+    #[test]
+    fn each_rule_gives_its_budget() {
+        let cpu = Device::Cpu;
+        assert_eq!(
+            KvCacheSize::WholeContext
+                .bytes(8, 1024, 73_728, &cpu)
+                .unwrap(),
+            8 * 1024 * 73_728
+        );
+        assert_eq!(
+            KvCacheSize::Bytes(29_000_000)
+                .bytes(8, 1024, 73_728, &cpu)
+                .unwrap(),
+            29_000_000
+        );
+        // A share of what is free now: never more than all of it, and half of it is about half.
+        if let Some(free) = engine::memory::available() {
+            let all = KvCacheSize::FractionOfFree(1.0)
+                .bytes(8, 1024, 73_728, &cpu)
+                .unwrap();
+            let half = KvCacheSize::FractionOfFree(0.5)
+                .bytes(8, 1024, 73_728, &cpu)
+                .unwrap();
+            assert!(all > 0 && half > 0);
+            assert!(half < all, "half {half} all {all} (free {free})");
+            let ratio = half as f64 / all as f64;
+            assert!((0.4..0.6).contains(&ratio), "{ratio}");
+        }
     }
 }
