@@ -24,104 +24,10 @@ use crate::plan_rule::{figure, pct};
 use crate::question_types::number::{show, within};
 use crate::report::QuestionResult;
 use crate::results::profile_report::{Bound, ProfileReport, RankedOp};
-use course_model::fewer_bytes::{FROM_DTYPE, ROWS};
-
-/// The whole step's predicted cut: the rows' cuts added.
-pub const TOTAL: &str = "bytes.predicted_cut_pct";
+use course_model::fewer_bytes::{predictions, HalfBytes, FROM_DTYPE, ROWS, TOTAL};
 
 /// The results role of the profile run with half-type weights (results/bf16/report.json).
 pub const MEASURED_ROLE: &str = "profile_bf16";
-
-/// What half the bytes does to one row, at the same % of its roofline.
-#[derive(Debug, Clone, PartialEq)]
-pub struct HalfBytes {
-    pub row: String,
-    /// The row's share of the step, %.
-    pub share_pct: f64,
-    /// The step-time cut it gives, % of the step.
-    pub cut_pct: f64,
-    /// Which roof bounds the row before, and after its bytes are halved.
-    pub bound: Bound,
-    pub bound_after: Bound,
-    /// The arithmetic, in a sentence, with the row's own figures.
-    pub arithmetic: String,
-}
-
-/// The cut of halving `op`'s bytes: `share × (1 − roof / new roof)` (see the module's doc).
-pub fn half_bytes(profile: &ProfileReport, op: &RankedOp) -> Result<HalfBytes, String> {
-    let (Some(r), Some(c)) = (&op.roofline, &profile.ceilings) else {
-        return Err(format!(
-            "`{}` has no roofline columns in {} (no work count or no measured ceilings): nothing says what fewer bytes would do to it",
-            op.name, profile.file
-        ));
-    };
-    let (peak, bw) = (c.peak_gflops, c.mem_read_gbps);
-    let ridge = peak / bw;
-    let roof = f64::min(peak, bw * r.intensity);
-    let doubled = 2.0 * r.intensity;
-    let roof_after = f64::min(peak, bw * doubled);
-    let kept = roof / roof_after;
-    let cut_pct = op.share_pct * (1.0 - kept);
-    let bound_after = if bw * doubled < peak {
-        Bound::Memory
-    } else {
-        Bound::Compute
-    };
-    let head = format!(
-        "`{}` has {} of the step at {} FLOP/byte, with the ridge at {} / {} = {} FLOP/byte",
-        op.name,
-        pct(op.share_pct),
-        figure(r.intensity),
-        figure(peak),
-        figure(bw),
-        figure(ridge)
-    );
-    let arithmetic = match (r.bound, bound_after) {
-        (Bound::Compute, _) => format!(
-            "{head}: it is compute-bound, its roof the {} GFLOP/s peak, which fewer bytes leave where it is: it keeps its time, a 0% cut",
-            figure(peak)
-        ),
-        (Bound::Memory, Bound::Memory) => format!(
-            "{head}: half the bytes doubles its intensity to {}, still below the ridge, so its roof doubles and at the same {} of it \
-             the row takes half its time: {} × 1/2 = {} of the step",
-            figure(doubled),
-            pct(r.pct_of_roofline),
-            pct(op.share_pct),
-            pct(cut_pct)
-        ),
-        (Bound::Memory, Bound::Compute) => format!(
-            "{head}: half the bytes doubles its intensity to {}, past the ridge, so its roof rises only from {} to the {} GFLOP/s peak \
-             and at the same {} of it the row keeps {} / {} of its time: {} × (1 − {}) = {} of the step",
-            figure(doubled),
-            figure(roof),
-            figure(peak),
-            pct(r.pct_of_roofline),
-            figure(roof),
-            figure(peak),
-            pct(op.share_pct),
-            figure(kept),
-            pct(cut_pct)
-        ),
-    };
-    Ok(HalfBytes {
-        row: op.name.clone(),
-        share_pct: op.share_pct,
-        cut_pct,
-        bound: r.bound,
-        bound_after,
-        arithmetic,
-    })
-}
-
-/// The prediction for each row of [`ROWS`] on `profile`, in that order.
-pub fn predictions(profile: &ProfileReport) -> Vec<Result<HalfBytes, String>> {
-    ROWS.iter()
-        .map(|(name, _)| match profile.find(name) {
-            Some((_, op)) => half_bytes(profile, op),
-            None => Err(format!("`{name}` is not a row of {}", profile.file)),
-        })
-        .collect()
-}
 
 /// Why the profile cannot be predicted from, if it cannot: it must have run with f32 weights.
 fn not_f32(profile: &ProfileReport) -> Option<String> {
@@ -408,6 +314,7 @@ fn row_gap(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use course_model::fewer_bytes::half_bytes;
     use profiler::reading;
 
     /// A report with ceilings (bw 25 GB/s, peak 400 GFLOP/s: the ridge at 16 FLOP/byte) and rows
