@@ -272,6 +272,35 @@ fn check_beside_the_build(checkout: &Path, bin: &Path) -> Result<()> {
     Ok(())
 }
 
+/// A step's verdict: passed when it succeeded and nothing was wrong, else the failure's reason.
+fn verdict(
+    problems: &[String],
+    ran: &step::Transcript,
+    limit: Duration,
+    lines: usize,
+) -> Result<(), String> {
+    if ran.succeeded() && problems.is_empty() {
+        Ok(())
+    } else {
+        Err(failure(problems, ran, limit, lines))
+    }
+}
+
+/// `course check N` in `root` on the packages `packages` names: it must pass and say so.
+fn check_passes(
+    lint: &Lint,
+    root: &Path,
+    packages: Packages,
+    n: u32,
+    log: &str,
+) -> Result<(), String> {
+    let ran = lint
+        .course_check(root, packages, n, log)
+        .map_err(|e| format!("{e:#}"))?;
+    let problems = tally::missing(&ran.text, &[format!("Exercise {n} passes")]);
+    verdict(&problems, &ran, STEP_LIMIT, CHECK_LINES)
+}
+
 /// A failed step's reason: what was wrong, then how it ended and the end of its output.
 fn failure(problems: &[String], ran: &step::Transcript, limit: Duration, lines: usize) -> String {
     let mut text = String::new();

@@ -6,8 +6,8 @@
 use super::root::Source;
 use super::server::{self, Server};
 use super::shim::{self, Packages};
-use super::tally::{missing, SHOWN_LINES};
-use super::{failure, step, Lint, CHECK_LINES, STEP_LIMIT};
+use super::tally::SHOWN_LINES;
+use super::{check_passes, failure, step, Lint, STEP_LIMIT};
 use course_model::manifest::ExerciseInfo;
 use std::path::Path;
 use std::process::Command;
@@ -104,13 +104,5 @@ fn run_solution(
 }
 
 fn passes(lint: &Lint, root: &Path, n: u32) -> Result<(), String> {
-    let ran = lint
-        .course_check(root, Packages::Solutions, n, &format!("solved-{n}"))
-        .map_err(|e| format!("{e:#}"))?;
-    let problems = missing(&ran.text, &[format!("Exercise {n} passes")]);
-    if ran.succeeded() && problems.is_empty() {
-        Ok(())
-    } else {
-        Err(failure(&problems, &ran, STEP_LIMIT, CHECK_LINES))
-    }
+    check_passes(lint, root, Packages::Solutions, n, &format!("solved-{n}"))
 }

@@ -11,12 +11,12 @@ use super::quiz_screen::Answerer;
 use super::root::Source;
 use super::shim::Packages;
 use super::tally::{missing, SHOWN_LINES};
-use super::{failure, pty, step, Lint, CHECK_LINES, QUICK_LIMIT, STEP_LIMIT};
+use super::{check_passes, failure, pty, step, verdict, Lint, QUICK_LIMIT};
 use answers_file::prediction::{self, Form, Value};
 use course_model::learner_id::{learner_id, LEARNER_FILE, LEARNER_ID_ENV};
 use course_model::manifest::{CheckKind, ExerciseInfo};
 use course_model::quiz::{bank_dir, QuestionBank};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
@@ -106,11 +106,18 @@ fn records_the_prediction(lint: &Lint, exercise: &ExerciseInfo) -> Result<(), St
         }
     }
     problems.extend(made_first(&answers_path));
-    if transcript.succeeded() && problems.is_empty() {
-        Ok(())
-    } else {
-        Err(failure(&problems, &transcript, TERMINAL_LIMIT, SHOWN_LINES))
-    }
+    verdict(&problems, &transcript, TERMINAL_LIMIT, SHOWN_LINES)
+}
+
+/// A course root of `exercise` as a learner's first run finds it: no learner.toml yet, as in a
+/// fresh clone.
+fn first_run_root(lint: &Lint, name: &str, exercise: &ExerciseInfo) -> Result<PathBuf, String> {
+    let root = lint
+        .root(name, Source::Exercises, &[exercise], QUIZ_LEARNER)
+        .map_err(|e| format!("{e:#}"))?;
+    std::fs::remove_file(root.join("exercises").join(LEARNER_FILE))
+        .map_err(|e| format!("cannot remove the root's {LEARNER_FILE}: {e}"))?;
+    Ok(root)
 }
 
 /// Whether a recorded answer is the line typed for it.
@@ -173,18 +180,8 @@ fn quiz_answers_pass(lint: &Lint, exercise: &ExerciseInfo) -> Result<(), String>
     let file = bank
         .file(name)
         .ok_or_else(|| format!("the quiz file {name} was not loaded"))?;
-    let root = lint
-        .root(
-            &format!("quiz-{n}"),
-            Source::Exercises,
-            &[exercise],
-            QUIZ_LEARNER,
-        )
-        .map_err(|e| format!("{e:#}"))?;
-    // A learner's first run: no learner.toml yet, as in a fresh clone.
+    let root = first_run_root(lint, &format!("quiz-{n}"), exercise)?;
     let exercises_dir = root.join("exercises");
-    std::fs::remove_file(exercises_dir.join(LEARNER_FILE))
-        .map_err(|e| format!("cannot remove the root's {LEARNER_FILE}: {e}"))?;
     let mut command = Command::new(lint.program(&exercise.package));
     command
         .arg("--exercise-dir")
@@ -264,32 +261,21 @@ fn quiz_answers_pass(lint: &Lint, exercise: &ExerciseInfo) -> Result<(), String>
     if !transcript.succeeded() || !problems.is_empty() {
         return Err(failure(&problems, &transcript, TERMINAL_LIMIT, SHOWN_LINES));
     }
-    let ran = lint
-        .course_check(&root, Packages::Exercises, n, &format!("quiz-check-{n}"))
-        .map_err(|e| format!("{e:#}"))?;
-    let problems = missing(&ran.text, &[format!("Exercise {n} passes")]);
-    if ran.succeeded() && problems.is_empty() {
-        Ok(())
-    } else {
-        Err(failure(&problems, &ran, STEP_LIMIT, CHECK_LINES))
-    }
+    check_passes(
+        lint,
+        &root,
+        Packages::Exercises,
+        n,
+        &format!("quiz-check-{n}"),
+    )
 }
 
 /// Without a terminal and without a learner id, the quiz program draws nothing: it stops, names
 /// the file the id lives in and the command that writes it, and leaves answers.toml as it was.
 fn no_id_without_a_terminal(lint: &Lint, exercise: &ExerciseInfo) -> Result<(), String> {
     let n = exercise.number;
-    let root = lint
-        .root(
-            &format!("no-id-{n}"),
-            Source::Exercises,
-            &[exercise],
-            QUIZ_LEARNER,
-        )
-        .map_err(|e| format!("{e:#}"))?;
+    let root = first_run_root(lint, &format!("no-id-{n}"), exercise)?;
     let exercises_dir = root.join("exercises");
-    std::fs::remove_file(exercises_dir.join(LEARNER_FILE))
-        .map_err(|e| format!("cannot remove the root's {LEARNER_FILE}: {e}"))?;
     let answers_path = root.join(&exercise.dir).join("answers.toml");
     let before = std::fs::read(&answers_path).unwrap_or_default();
     let mut command = Command::new(lint.program(&exercise.package));

@@ -5,7 +5,7 @@
 use super::root::Source;
 use super::shim::Packages;
 use super::tally::missing;
-use super::{failure, step, Lint, CHECK_LINES, QUICK_LIMIT, STEP_LIMIT};
+use super::{failure, step, verdict, Lint, CHECK_LINES, QUICK_LIMIT, STEP_LIMIT};
 use course_model::manifest::{ExerciseInfo, MANIFEST_PATH};
 use std::path::Path;
 use std::process::Command;
@@ -104,16 +104,7 @@ fn answers_help(lint: &Lint, exercise: &ExerciseInfo) -> Result<(), String> {
             format!("Exercise {}", exercise.number),
         ],
     );
-    if ran.succeeded() && problems.is_empty() {
-        Ok(())
-    } else {
-        Err(failure(
-            &problems,
-            &ran,
-            QUICK_LIMIT,
-            super::tally::SHOWN_LINES,
-        ))
-    }
+    verdict(&problems, &ran, QUICK_LIMIT, super::tally::SHOWN_LINES)
 }
 
 fn fails_saying_what_to_do(
@@ -160,14 +151,5 @@ fn explains_without_a_terminal(
     )
     .map_err(|e| format!("{e:#}"))?;
     let problems = missing(&ran.text, &exercise.dev_check.no_terminal_says);
-    if ran.succeeded() && problems.is_empty() {
-        Ok(())
-    } else {
-        Err(failure(
-            &problems,
-            &ran,
-            QUICK_LIMIT,
-            super::tally::SHOWN_LINES,
-        ))
-    }
+    verdict(&problems, &ran, QUICK_LIMIT, super::tally::SHOWN_LINES)
 }
