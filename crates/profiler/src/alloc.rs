@@ -282,6 +282,41 @@ unsafe fn read_tag(ptr: *mut u8) -> u64 {
     unsafe { (ptr as *const u64).sub(1).read() }
 }
 
+/// A block for `layout` from `system` (the system allocator's `alloc` or `alloc_zeroed`), with
+/// room for the header, counted and tagged; null when the layout has no header layout or the
+/// system has no room.
+///
+/// # Safety
+/// `system` allocates from [`System`] as [`GlobalAlloc::alloc`] does.
+#[inline]
+unsafe fn alloc_counted(layout: Layout, system: unsafe fn(&System, Layout) -> *mut u8) -> *mut u8 {
+    let Some((full, h)) = with_header(layout) else {
+        return std::ptr::null_mut();
+    };
+    // SAFETY: `full` has a non-zero size (at least the header).
+    let base = unsafe { system(&System, full) };
+    if base.is_null() {
+        return base;
+    }
+    // SAFETY: a non-null block of layout `full`, whose header is `h` bytes.
+    unsafe { hand_out(base, h, layout.size()) }
+}
+
+/// Count a new block of `size` asked bytes and tag it; the pointer handed out, `h` bytes into
+/// the system's block `base`.
+///
+/// # Safety
+/// `base` is a non-null block of a [`with_header`] layout whose header is `h` bytes.
+#[inline]
+unsafe fn hand_out(base: *mut u8, h: usize, size: usize) -> *mut u8 {
+    // SAFETY: `h` < the block's size, and the block is tagged as `write_tag` requires.
+    unsafe {
+        let ptr = base.add(h);
+        write_tag(ptr, on_alloc(size));
+        ptr
+    }
+}
+
 // SAFETY: every block is the system allocator's, `h` bytes bigger and aligned to `h` (a multiple
 // of the asked alignment), handed out `h` bytes in: aligned as asked, with the asked size. Each
 // call gives back to the system exactly the layout it got from it (the header size follows from
@@ -290,38 +325,14 @@ unsafe fn read_tag(ptr: *mut u8) -> u64 {
 unsafe impl GlobalAlloc for CountingAlloc {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let Some((full, h)) = with_header(layout) else {
-            return std::ptr::null_mut();
-        };
-        // SAFETY: `full` has a non-zero size (at least the header).
-        let base = unsafe { System.alloc(full) };
-        if base.is_null() {
-            return base;
-        }
-        // SAFETY: `h` < `full.size()`, and the block is tagged as `write_tag` requires.
-        unsafe {
-            let ptr = base.add(h);
-            write_tag(ptr, on_alloc(layout.size()));
-            ptr
-        }
+        // SAFETY: `System.alloc` is a system allocation, as `alloc_counted` asks.
+        unsafe { alloc_counted(layout, System::alloc) }
     }
 
     #[inline]
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        let Some((full, h)) = with_header(layout) else {
-            return std::ptr::null_mut();
-        };
         // SAFETY: as in `alloc`.
-        let base = unsafe { System.alloc_zeroed(full) };
-        if base.is_null() {
-            return base;
-        }
-        // SAFETY: as in `alloc`.
-        unsafe {
-            let ptr = base.add(h);
-            write_tag(ptr, on_alloc(layout.size()));
-            ptr
-        }
+        unsafe { alloc_counted(layout, System::alloc_zeroed) }
     }
 
     #[inline]
@@ -355,9 +366,7 @@ unsafe impl GlobalAlloc for CountingAlloc {
             }
             // A move: the old block's bytes leave, the new block's arrive (one allocation).
             on_free(layout.size(), tag);
-            let ptr = base.add(h);
-            write_tag(ptr, on_alloc(new_size));
-            ptr
+            hand_out(base, h, new_size)
         }
     }
 }
