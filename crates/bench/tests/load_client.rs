@@ -6,11 +6,10 @@ use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use bench::cli::{self, BenchArgs};
+use bench::cli;
 use bench::load::{self, Bound, LoadConfig, Prompt, Traffic};
 use bench::report::{Report, Run};
-use clap::Parser;
-use support::Behaviour;
+use support::{args, small_run, Behaviour};
 
 fn config(base_url: &str, traffic: Traffic, bound: Bound) -> LoadConfig {
     LoadConfig {
@@ -303,18 +302,6 @@ async fn failures_during_the_run_are_recorded_not_fatal() {
     }
 }
 
-#[derive(Parser)]
-struct Cli {
-    #[command(flatten)]
-    args: BenchArgs,
-}
-
-fn args(list: &[&str]) -> BenchArgs {
-    Cli::try_parse_from(std::iter::once("bench").chain(list.iter().copied()))
-        .unwrap()
-        .args
-}
-
 /// The CLI path: a load run writes bench.json and latency.svg, and --compare reads two of them.
 #[test]
 fn cli_writes_bench_json_and_svg_then_compares() {
@@ -328,25 +315,11 @@ fn cli_writes_bench_json_and_svg_then_compares() {
     let out_a = dir.path().join("a");
     let out_b = dir.path().join("b");
     for (url, out, label) in [(&fast, &out_a, "fast"), (&slow, &out_b, "slow")] {
-        let code = cli::run(args(&[
-            "--base-url",
+        let code = cli::run(small_run(
             url,
-            "--model",
-            "test-model",
-            "--concurrency",
-            "4",
-            "--requests",
-            "24",
-            "--max-tokens",
-            "4",
-            "--no-progress",
-            "--slo-ttft-ms",
-            "1000",
-            "--label",
-            label,
-            "--out",
-            out.to_str().unwrap(),
-        ]))
+            out,
+            &["--slo-ttft-ms", "1000", "--label", label],
+        ))
         .unwrap();
         assert_eq!(code, ExitCode::SUCCESS);
     }

@@ -6,38 +6,11 @@ mod support;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use bench::cli::{self, BenchArgs};
-use clap::Parser;
+use bench::cli;
 use support::Behaviour;
 
-#[derive(Parser)]
-struct Cli {
-    #[command(flatten)]
-    args: BenchArgs,
-}
-
 fn run(url: &str, out: &std::path::Path) -> (ExitCode, serde_json::Value) {
-    let args = Cli::try_parse_from([
-        "bench",
-        "--base-url",
-        url,
-        "--model",
-        "test-model",
-        "--concurrency",
-        "4",
-        "--requests",
-        "24",
-        "--max-tokens",
-        "4",
-        "--no-progress",
-        "--scrape-metrics",
-        "--scrape-interval",
-        "0.05",
-        "--out",
-        out.to_str().unwrap(),
-    ])
-    .unwrap()
-    .args;
+    let args = support::small_run(url, out, &["--scrape-metrics", "--scrape-interval", "0.05"]);
     let code = cli::run(args).unwrap();
     let text = std::fs::read_to_string(out.join("bench.json")).unwrap();
     (code, serde_json::from_str(&text).unwrap())
@@ -124,8 +97,7 @@ fn without_the_flag_nothing_is_scraped() {
         ..Default::default()
     }));
     let dir = tempfile::tempdir().unwrap();
-    let args = Cli::try_parse_from([
-        "bench",
+    let args = support::args(&[
         "--base-url",
         &url,
         "--model",
@@ -139,9 +111,7 @@ fn without_the_flag_nothing_is_scraped() {
         "--no-progress",
         "--out",
         dir.path().to_str().unwrap(),
-    ])
-    .unwrap()
-    .args;
+    ]);
     assert_eq!(cli::run(args).unwrap(), ExitCode::SUCCESS);
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("bench.json")).unwrap())

@@ -5,6 +5,7 @@
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
+use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,8 +17,46 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::serve::ListenerExt;
 use axum::{Json, Router};
+use bench::cli::BenchArgs;
+use clap::Parser;
 use futures_util::{stream, StreamExt};
 use serde_json::{json, Value};
+
+#[derive(Parser)]
+struct Cli {
+    #[command(flatten)]
+    args: BenchArgs,
+}
+
+/// `list` parsed as the `bench` command line parses it.
+pub fn args(list: &[&str]) -> BenchArgs {
+    Cli::try_parse_from(std::iter::once("bench").chain(list.iter().copied()))
+        .unwrap()
+        .args
+}
+
+/// The small closed-loop run the tests share (4 at a time, 24 requests of 4 tokens of
+/// `test-model`, no progress bar) against `url`, written to `out`, with `extra` flags.
+pub fn small_run(url: &str, out: &Path, extra: &[&str]) -> BenchArgs {
+    let out = out.to_str().unwrap();
+    let mut list = vec![
+        "--base-url",
+        url,
+        "--model",
+        "test-model",
+        "--concurrency",
+        "4",
+        "--requests",
+        "24",
+        "--max-tokens",
+        "4",
+        "--no-progress",
+        "--out",
+        out,
+    ];
+    list.extend_from_slice(extra);
+    args(&list)
+}
 
 #[derive(Clone, Default)]
 pub struct Behaviour {
