@@ -4,27 +4,13 @@
 //! and beside another sequence in the same batch, on each kernel path this CPU supports (or the
 //! one `COURSE_CPU_KERNELS` names).
 
-use std::path::PathBuf;
+mod common;
 
 use candle_core::{DType, Device};
-use engine::cpu::KernelPath;
+use common::{fixtures, paths};
 use engine::generate::{generate, Flow, Request, Sampling};
 
 const VARIANTS: [&str; 6] = ["llama", "llama3", "smollm2", "mistral", "qwen2", "qwen3"];
-
-fn fixtures() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
-}
-
-fn paths() -> Vec<KernelPath> {
-    match engine::settings::CPU_KERNELS
-        .var()
-        .map(|v| KernelPath::parse(&v))
-    {
-        Some(Ok(Some(path))) => vec![path],
-        _ => KernelPath::supported(),
-    }
-}
 
 fn greedy(prompt: &[u32], max_tokens: usize) -> Request {
     Request {

@@ -9,9 +9,10 @@
 //! - every quantized product in its `matmul` / `lm_head` row, with its kernel label, its type and
 //!   its work at the stored width.
 
-use std::path::PathBuf;
+mod common;
 
 use candle_core::{Device, IndexOp, Tensor};
+use common::{fixtures, paths};
 use engine::cpu::KernelPath;
 use engine::{CausalLm, Logits};
 use llama::gguf::Weights;
@@ -37,20 +38,6 @@ const LOOSE: [(&str, f32); 5] = [
     ("tiny-qwen2-mixed", 0.12),
     ("tiny-qwen3-mixed", 0.2),
 ];
-
-fn fixtures() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
-}
-
-fn paths() -> Vec<KernelPath> {
-    match engine::settings::CPU_KERNELS
-        .var()
-        .map(|v| KernelPath::parse(&v))
-    {
-        Some(Ok(Some(path))) => vec![path],
-        _ => KernelPath::supported(),
-    }
-}
 
 fn load(file: &str, path: KernelPath, weights: Weights) -> Model {
     llama::gguf::load(
