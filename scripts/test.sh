@@ -17,7 +17,7 @@
 #   4b. the page walk: every command README.md and the book's pages tell a reader to type, run in
 #      the pages' order (scripts/page-walk.py, with its self-test);
 #   5. the CUDA code compiles (no GPU needed: nvcc and the CUDA headers come from PyPI);
-#   6. the gpt2, engine, llama, profiler, bench, course-model and grader tests on aarch64 (Apple Silicon's kind of CPU),
+#   6. the gpt2, engine, llama and profiler tests on aarch64 (Apple Silicon's kind of CPU),
 #      cross-compiled and run under qemu-user.
 # Before the build it checks that each package's own build (`cargo run -p exercise-3`...) would
 # compile its dependencies as the workspace's build does, here, on a Mac and on Windows
@@ -90,7 +90,7 @@ python3 scripts/page-walk.py
 step "CUDA code compiles (cargo check --features cuda with PyPI's nvcc)"
 scripts/check-cuda.sh
 
-step "aarch64: gpt2, engine, llama, profiler, bench, course-model and grader tests cross-compiled and run under qemu-user"
+step "aarch64: gpt2, engine, llama and profiler tests cross-compiled and run under qemu-user"
 scripts/test-aarch64.sh
 
 step "all test suites passed"

@@ -18,8 +18,8 @@
 //! - the same figures for a per-request percentile bootstrap (one run a side, 2000 resamples),
 //!   printed beside them for comparison; it fails near the knee.
 //!
-//! Seeds are fixed (not chosen to pass). `AA_SIMULATION_SCALE` divides the counts (the aarch64
-//! run under qemu uses 4).
+//! Seeds are fixed (not chosen to pass). `AA_SIMULATION_SCALE` divides the counts, for a slow
+//! machine or an emulator (the bounds stay the same).
 
 use bench::stats::{self, Better, Stat, Verdict};
 use rand::rngs::StdRng;
