@@ -18,7 +18,6 @@ use grader::cohort::{grade_cohort, CohortOptions};
 use grader::late::{parse_cutoff, parse_penalty, parse_time, LatePolicy};
 use grader::overrides::Overrides;
 use grader::similarity::Published;
-use std::io::Write;
 use std::time::Instant;
 
 fn main() {
@@ -71,8 +70,18 @@ fn main() {
             .unwrap();
         }
         match i % 10 {
-            8 => write_zip(&cohort.join(format!("{name}.zip")), &files),
-            9 => write_tar_gz(&cohort.join(format!("{name}.tar.gz")), &files),
+            8 => support::zip_files(
+                &cohort.join(format!("{name}.zip")),
+                &files,
+                "exercises/",
+                |_| {},
+            ),
+            9 => support::tar_gz_files(
+                &cohort.join(format!("{name}.tar.gz")),
+                &files,
+                "exercises/",
+                |_| {},
+            ),
             _ => support::write_tree(&cohort.join(&name), &files),
         }
     }
@@ -220,36 +229,4 @@ fn sentence(learner: usize) -> String {
         })
         .collect::<Vec<_>>()
         .join(" ")
-}
-
-fn write_zip(path: &std::path::Path, files: &std::collections::BTreeMap<String, String>) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    let mut zip = zip::ZipWriter::new(std::fs::File::create(path).unwrap());
-    for (rel, text) in files {
-        zip.start_file(
-            format!("exercises/{rel}"),
-            zip::write::SimpleFileOptions::default(),
-        )
-        .unwrap();
-        zip.write_all(text.as_bytes()).unwrap();
-    }
-    zip.finish().unwrap();
-}
-
-fn write_tar_gz(path: &std::path::Path, files: &std::collections::BTreeMap<String, String>) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    let gz = flate2::write::GzEncoder::new(
-        std::fs::File::create(path).unwrap(),
-        flate2::Compression::default(),
-    );
-    let mut tar = tar::Builder::new(gz);
-    for (rel, text) in files {
-        let mut header = tar::Header::new_gnu();
-        header.set_size(text.len() as u64);
-        header.set_mode(0o644);
-        header.set_cksum();
-        tar.append_data(&mut header, format!("exercises/{rel}"), text.as_bytes())
-            .unwrap();
-    }
-    tar.into_inner().unwrap().finish().unwrap();
 }

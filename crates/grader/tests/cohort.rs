@@ -4,7 +4,6 @@
 
 mod support;
 
-use flate2::write::GzEncoder;
 use grader::cohort::{grade_cohort, CohortOptions};
 use grader::overrides::Overrides;
 use grader::Limits;
@@ -13,45 +12,6 @@ use std::io::Write;
 use std::path::Path;
 use support::*;
 use zip::write::SimpleFileOptions;
-
-fn zip_files(
-    path: &Path,
-    files: &BTreeMap<String, String>,
-    prefix: &str,
-    extra: impl FnOnce(&mut zip::ZipWriter<std::fs::File>),
-) {
-    let mut zip = zip::ZipWriter::new(std::fs::File::create(path).unwrap());
-    for (rel, text) in files {
-        zip.start_file(format!("{prefix}{rel}"), SimpleFileOptions::default())
-            .unwrap();
-        zip.write_all(text.as_bytes()).unwrap();
-    }
-    extra(&mut zip);
-    zip.finish().unwrap();
-}
-
-fn tar_gz_files(
-    path: &Path,
-    files: &BTreeMap<String, String>,
-    prefix: &str,
-    extra: impl FnOnce(&mut tar::Builder<GzEncoder<std::fs::File>>),
-) {
-    let gz = GzEncoder::new(
-        std::fs::File::create(path).unwrap(),
-        flate2::Compression::default(),
-    );
-    let mut tar = tar::Builder::new(gz);
-    for (rel, text) in files {
-        let mut header = tar::Header::new_gnu();
-        header.set_size(text.len() as u64);
-        header.set_mode(0o644);
-        header.set_cksum();
-        tar.append_data(&mut header, format!("{prefix}{rel}"), text.as_bytes())
-            .unwrap();
-    }
-    extra(&mut tar);
-    tar.into_inner().unwrap().finish().unwrap();
-}
 
 fn templates() -> BTreeMap<String, String> {
     grader()

@@ -11,7 +11,6 @@ use grader::export::{export, Platform, Roster};
 use grader::late::{parse_cutoff, parse_penalty, parse_time, LatePolicy};
 use grader::overrides::Overrides;
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 use support::*;
@@ -41,19 +40,6 @@ fn touch_all(dir: &Path, at: SystemTime) {
     }
 }
 
-fn write_zip(path: &Path, files: &BTreeMap<String, String>) {
-    let mut zip = zip::ZipWriter::new(std::fs::File::create(path).unwrap());
-    for (rel, text) in files {
-        zip.start_file(
-            format!("exercises/{rel}"),
-            zip::write::SimpleFileOptions::default(),
-        )
-        .unwrap();
-        zip.write_all(text.as_bytes()).unwrap();
-    }
-    zip.finish().unwrap();
-}
-
 fn unix(text: &str) -> SystemTime {
     SystemTime::UNIX_EPOCH
         + Duration::from_secs(parse_time(text).unwrap().timestamp().try_into().unwrap())
@@ -75,7 +61,12 @@ fn build(dir: &Path) -> std::path::PathBuf {
         "2027-01-17T09:00:00+00:00\n",
     )
     .unwrap();
-    write_zip(&cohort.join("dave.zip"), &perfect_files_for("dave"));
+    zip_files(
+        &cohort.join("dave.zip"),
+        &perfect_files_for("dave"),
+        "exercises/",
+        |_| {},
+    );
     cohort
 }
 

@@ -5,9 +5,11 @@
 
 use course_model::manifest::{Manifest, MANIFEST_PATH};
 use course_model::quiz::QuestionBank;
+use flate2::write::GzEncoder;
 use grader::key::Key;
 use grader::Grader;
 use std::collections::BTreeMap;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 pub fn repo_root() -> PathBuf {
@@ -599,4 +601,50 @@ pub fn write_tree(dir: &Path, files: &BTreeMap<String, String>) {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, text).unwrap();
     }
+}
+
+/// A zip at `path` (its folder made) of `files` under `prefix`, then whatever `extra` adds.
+pub fn zip_files(
+    path: &Path,
+    files: &BTreeMap<String, String>,
+    prefix: &str,
+    extra: impl FnOnce(&mut zip::ZipWriter<std::fs::File>),
+) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let mut zip = zip::ZipWriter::new(std::fs::File::create(path).unwrap());
+    for (rel, text) in files {
+        zip.start_file(
+            format!("{prefix}{rel}"),
+            zip::write::SimpleFileOptions::default(),
+        )
+        .unwrap();
+        zip.write_all(text.as_bytes()).unwrap();
+    }
+    extra(&mut zip);
+    zip.finish().unwrap();
+}
+
+/// A tar.gz at `path` (its folder made) of `files` under `prefix`, then whatever `extra` adds.
+pub fn tar_gz_files(
+    path: &Path,
+    files: &BTreeMap<String, String>,
+    prefix: &str,
+    extra: impl FnOnce(&mut tar::Builder<GzEncoder<std::fs::File>>),
+) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let gz = GzEncoder::new(
+        std::fs::File::create(path).unwrap(),
+        flate2::Compression::default(),
+    );
+    let mut tar = tar::Builder::new(gz);
+    for (rel, text) in files {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(text.len() as u64);
+        header.set_mode(0o644);
+        header.set_cksum();
+        tar.append_data(&mut header, format!("{prefix}{rel}"), text.as_bytes())
+            .unwrap();
+    }
+    extra(&mut tar);
+    tar.into_inner().unwrap().finish().unwrap();
 }
