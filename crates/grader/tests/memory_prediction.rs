@@ -277,8 +277,9 @@ fn a_tampered_record_is_refused() {
 
 #[test]
 fn a_second_tier_run_is_not_asked_the_memory_prediction() {
-    // A GGUF file, Phi-3 or Gemma runs through its own spans: the run reads no config, writes no
-    // memory record, and the questions are left out rather than failed.
+    // Phi-3, Gemma or a GGUF file the engine does not read runs through its own spans: the run
+    // reads no config, writes no memory record, and the questions are left out rather than
+    // failed.
     let mut files = perfect_files();
     files.remove("exercise-8/results/memory.json");
     let spans = llama_profile().replacen(
@@ -299,6 +300,51 @@ fn a_second_tier_run_is_not_asked_the_memory_prediction() {
         r.notes
     );
     assert!(r.passed, "{:#?}", r.questions);
+}
+
+#[test]
+fn a_gguf_run_on_the_engine_is_not_asked_the_memory_prediction() {
+    // A GGUF file on the first tier keeps its matrices quantized: parameters × bytes per weight
+    // does not count its blocks, so the run writes no memory record and names the file it ran.
+    let profile = |model: &str| {
+        llama_profile().replacen(
+            "\"environment\": {",
+            &format!("\"environment\": {{\"tier\": \"engine\", \"model\": \"{model}\", "),
+            1,
+        )
+    };
+    for model in [
+        "models/SmolLM2-135M-Q8_0.gguf",
+        "prism-ml/Bonsai-8B-gguf/Bonsai-8B-Q1_0.GGUF",
+    ] {
+        let mut files = perfect_files();
+        files.remove("exercise-8/results/memory.json");
+        files.insert("exercise-8/results/report.json".into(), profile(model));
+        let r = grader().grade_exercise(&submission(files), 8);
+        assert!(
+            r.questions.iter().all(|q| !q.id.starts_with("memory.")),
+            "{model}: {:#?}",
+            r.questions
+        );
+        assert!(
+            r.notes
+                .iter()
+                .any(|n| n.contains("asked of a safetensors checkpoint only")),
+            "{model}: {:?}",
+            r.notes
+        );
+        assert!(r.passed, "{model}: {:#?}", r.questions);
+    }
+    // A safetensors checkpoint whose name mentions GGUF, without its record, is still asked.
+    for model in ["HuggingFaceTB/SmolLM2-135M", "models/gguf-ready"] {
+        let mut files = perfect_files();
+        files.remove("exercise-8/results/memory.json");
+        files.insert("exercise-8/results/report.json".into(), profile(model));
+        let r = grader().grade_exercise(&submission(files), 8);
+        for id in FIELDS {
+            assert_eq!(question(&r, id).outcome, Outcome::Wrong, "{model}: {id}");
+        }
+    }
 }
 
 #[test]

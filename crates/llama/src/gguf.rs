@@ -58,30 +58,65 @@ pub struct Loaded {
 }
 
 /// The model in GGUF file `path`, quantized as stored, with its tokenizer, chat template and
-/// limits; refused first, from the header alone, when this machine's free memory cannot hold it.
+/// limits; refused, from the header alone, when this machine's free memory cannot hold it
+/// ([`load_quantized`]).
 /// What `serve --model FILE.gguf` runs, and what a profiler of the engine's own rows (exercise
 /// 8's first tier) can call for a GGUF file.
 pub fn load_for_generation(path: &Path, device: &Device, kernels: KernelPath) -> Result<Loaded> {
     let file = GgufFile::open(path)?;
     let cfg = config(&file)?;
-    check_memory(&file, &cfg)?;
     let tokenizer = engine::gguf::tokenizer::tokenizer(&file)?;
     let chat_template = engine::gguf::tokenizer::chat_template(&file)?;
     let limits = limits(&cfg, &file);
     drop(file);
     Ok(Loaded {
-        model: load(path, device, kernels, Weights::Quantized)?,
+        model: load_quantized(path, device, kernels)?,
         tokenizer,
         chat_template,
         limits,
     })
 }
 
+/// The model in GGUF file `path` with its matrices kept in their stored types
+/// ([`Weights::Quantized`]), refused first, from the header alone, when this machine's free
+/// memory cannot hold it ([`check_memory`]). Exercise 8's first tier loads a GGUF file with it.
+pub fn load_quantized(path: &Path, device: &Device, kernels: KernelPath) -> Result<Model> {
+    let file = GgufFile::open(path)?;
+    check_memory(&file, &config(&file)?)?;
+    drop(file);
+    load(path, device, kernels, Weights::Quantized)
+}
+
+/// The types the GGUF file `path` stores its matrices in (its tensors of two dimensions; norms
+/// and biases are f32 in every file), by ggml's lower-case names, the type holding the most
+/// weights first, joined by `+`: `q8_0`, or `q8_0+q4_0+f16+bf16` for a mixed file. What a
+/// report names as the weights' dtype, as a quantized row names its own.
+pub fn stored_types(path: &Path) -> Result<String> {
+    let file = GgufFile::open(path)?;
+    let mut held: Vec<(GgmlType, u64)> = Vec::new();
+    for t in file.tensors().iter().filter(|t| t.dims.len() >= 2) {
+        let ty = t.ggml_type().map_err(|e| file.error(e))?;
+        match held.iter_mut().find(|(h, _)| *h == ty) {
+            Some((_, n)) => *n += t.elements(),
+            None => held.push((ty, t.elements())),
+        }
+    }
+    if held.is_empty() {
+        return Err(file.error("has no matrix (no tensor of two dimensions)"));
+    }
+    // Stable: types holding as many weights keep the file's order.
+    held.sort_by_key(|&(_, n)| std::cmp::Reverse(n));
+    let names: Vec<&str> = held.iter().map(|(t, _)| t.name()).collect();
+    Ok(names.join("+"))
+}
+
 /// Whether the engine's Llama model runs the GGUF file `path`: its architecture is llama, qwen2
-/// or qwen3 and [`config`] reads its metadata. Exercise 8 runs such a file on the first tier
-/// (every op in its row) and another (gemma3, phi3, ...) through candle-transformers.
+/// or qwen3, [`config`] reads its metadata, and every tensor is of a type the engine reads
+/// ([`GgmlType`]). Exercise 8 runs such a file on the first tier (every op in its row) and
+/// another (gemma3, phi3, a Q5_K or Q4_1 llama, ...) through candle-transformers.
 pub fn runs_on_engine(path: &Path) -> Result<bool> {
-    Ok(config(&GgufFile::open(path)?).is_ok())
+    let file = GgufFile::open(path)?;
+    Ok(config(&file).is_ok() && file.tensors().iter().all(|t| t.ggml_type().is_ok()))
 }
 
 /// The context and the end ids (`tokenizer.ggml.eos_token_id`, and the end-of-turn ids where
@@ -501,6 +536,34 @@ mod tests {
             assert_eq!(gguf_name(hf).as_deref(), Some(g), "{hf}");
         }
         assert_eq!(gguf_name("model.layers.0.mlp.experts.weight"), None);
+    }
+
+    #[test]
+    fn stored_types_name_the_matrices_types_most_weights_first() {
+        let fixture = |name: &str| {
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures/gguf")
+                .join(name)
+        };
+        assert_eq!(
+            stored_types(&fixture("tiny-llama-q8_0.gguf")).unwrap(),
+            "q8_0"
+        );
+        assert_eq!(
+            stored_types(&fixture("tiny-llama-q4_0.gguf")).unwrap(),
+            "q4_0"
+        );
+        assert_eq!(
+            stored_types(&fixture("tiny-qwen3-q1_0.gguf")).unwrap(),
+            "q1_0"
+        );
+        // The mixed file: Q8_0 holds three matrices of every block and the embeddings, the
+        // most weights; the f32 norms are no matrix.
+        let mixed = stored_types(&fixture("tiny-qwen3-mixed.gguf")).unwrap();
+        let mut types: Vec<&str> = mixed.split('+').collect();
+        assert_eq!(types[0], "q8_0", "{mixed}");
+        types.sort_unstable();
+        assert_eq!(types, ["bf16", "f16", "q4_0", "q8_0"], "{mixed}");
     }
 
     /// The converter's permutation (LlamaModel.permute), written here from its definition,

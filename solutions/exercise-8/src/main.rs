@@ -1,7 +1,7 @@
 //! Exercise 8: Your own model — exercise 3's questions, asked of a model you pick.
 //!
-//! Loads a Llama-family checkpoint (a Hugging Face Hub repository, a folder, or a synthetic one
-//! with a real model's shapes), runs forward passes under the profiler on the course's own
+//! Loads a Llama-family model (a Hugging Face Hub repository, a folder, a synthetic checkpoint
+//! with a real model's shapes, or a GGUF file with its weights as stored), runs forward passes under the profiler on the course's own
 //! engine, prints the top-ops table with each op's roofline against this machine's ceilings, and
 //! saves the profile to results/report.json, which `course check 8` grades your answers against.
 //!
@@ -15,7 +15,7 @@
 //! the plan the course's rule prefers on this model, on this machine. Before the profile,
 //! `predict_memory` writes the memory prediction the course's arithmetic gives from the config.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
@@ -41,26 +41,36 @@ static ALLOC: profiler::CountingAlloc = profiler::CountingAlloc;
     long_about = "Exercise 8: Your own model.\n\n\
         Supported: the Llama family, on the course's own engine, every op in its own row with its work count and \
         roofline (the first tier): config.json's model_type llama (Llama 2, 3, 3.1, 3.2, SmolLM, SmolLM2, \
-        TinyLlama), mistral, qwen2 (Qwen2, Qwen2.5) and qwen3, from safetensors checkpoints, in f32, bf16 or f16. \
-        The second tier: a GGUF file (--model FILE.gguf) whose general.architecture is llama or qwen2 (run by \
-        candle-transformers' quantized_llama or quantized_qwen2), or a checkpoint whose model_type is phi3 or gemma \
-        (its phi3 and gemma models), profiled through the tracing spans those models open: the rows are those \
+        TinyLlama), mistral, qwen2 (Qwen2, Qwen2.5) and qwen3, from safetensors checkpoints in f32, bf16 or f16, \
+        and GGUF files whose general.architecture is llama, qwen2 or qwen3, their matrices kept in the types the \
+        file stores (q8_0, q4_0, q1_0, q4_k, q6_k, f16, bf16; --dtype does not apply), each quantized matmul in \
+        its own row with its kernel and its work counted at the stored width. \
+        The second tier: a checkpoint whose model_type is phi3 or gemma (candle-transformers' phi3 and gemma \
+        models), or a GGUF file the engine does not read (run by candle-transformers' quantized_llama or \
+        quantized_qwen2 where it can), profiled through the tracing spans those models open: the rows are those \
         spans, without work counts (so no roofline), and the time no span covers is one row, outside_any_span. \
         Other model types are refused with what was found.\n\n\
         --model takes a Hub repository id (downloaded once into the Hugging Face cache; offline, the cache), a \
-        folder holding config.json and model.safetensors (or an index and its shards), or a synthetic checkpoint \
-        with a real model's shapes (synthetic-smollm2-135m, synthetic-llama-tiny). A model needs about twice its \
-        weights in free memory while it loads (parameters × 4 bytes in f32, × 2 in bf16); a larger one is refused \
-        before anything is read.\n\n\
+        folder holding config.json and model.safetensors (or an index and its shards), a synthetic checkpoint \
+        with a real model's shapes (synthetic-smollm2-135m, synthetic-llama-tiny), a GGUF file, or a Hub \
+        repository of GGUF files (--file NAME picks one; else its only one, else its one Q8_0 file). A model \
+        needs about twice its weights in free memory while it loads (parameters × 4 bytes in f32, × 2 in bf16; a \
+        GGUF file's bytes as stored); a larger one is refused before anything is read.\n\n\
         Before the profile, in a terminal, it asks for your prediction of the table's top op when answers.toml \
-        holds none yet. Then fill in answers.toml from the table and run `course check 8`."
+        holds none yet, and, for a safetensors checkpoint on the first tier, your memory prediction ([memory]: \
+        parameters × bytes per weight does not count a GGUF file's quantized blocks, so a GGUF is not asked it). \
+        Then fill in answers.toml from the table and run `course check 8`."
 )]
 struct Args {
-    /// The model: a Hub repository id, a checkpoint folder, synthetic-smollm2-135m /
-    /// synthetic-llama-tiny (offline, the default falls back to synthetic-smollm2-135m), or a
-    /// GGUF file (the second tier).
+    /// The model: a Hub repository id (of a safetensors checkpoint or of GGUF files), a
+    /// checkpoint folder, synthetic-smollm2-135m / synthetic-llama-tiny (offline, the default
+    /// falls back to synthetic-smollm2-135m), or a GGUF file (llama, qwen2 and qwen3 on the first
+    /// tier, their weights as stored; another architecture on the second).
     #[arg(long, default_value = DEFAULT_MODEL, value_name = "ID|DIR|synthetic-NAME|FILE.gguf")]
     model: String,
+    /// Which GGUF file of a Hub repository of several (e.g. model-Q4_0.gguf).
+    #[arg(long, value_name = "NAME")]
+    file: Option<String>,
     #[command(flatten)]
     run: RunArgs,
     /// Rows printed (results/report.json holds every row).
@@ -72,7 +82,7 @@ struct Args {
     /// allocations of every row, the step's peak under the table and in results/report.json;
     /// then a generation of --memory-batch sequences filling --memory-context positions, whose
     /// measured peak results/memory.json holds beside the config your prediction is graded
-    /// against (the first tier, on a CPU).
+    /// against (the first tier from safetensors, on a CPU).
     #[arg(long)]
     profile_memory: bool,
     /// Your memory prediction's sequences (answers.toml's [memory] batch).
@@ -90,8 +100,8 @@ fn main() -> ExitCode {
 
 fn run(args: Args, dir: &Path) -> Result<()> {
     predict(dir)?;
-    // A memory record from an earlier run describes that run's model: the first tier writes
-    // this run's, the second none.
+    // A memory record from an earlier run describes that run's model: a safetensors checkpoint
+    // on the first tier writes this run's, a GGUF file and the second tier none.
     let stale = dir.join("results/memory.json");
     if stale.exists() {
         std::fs::remove_file(&stale)
@@ -105,17 +115,32 @@ fn run(args: Args, dir: &Path) -> Result<()> {
     let spec = args.schedule.profile(false, CudaTiming::Events);
     let started = std::time::Instant::now();
     let device = args.run.open_device()?;
-    let profile = match args.model.ends_with(".gguf") {
-        true => through_its_spans(Path::new(&args.model), &args.model, &device, &args, &spec)?,
-        false => {
-            // Found or fetched first; its config.json says which tier runs it.
+    // A GGUF file (or a Hub repository of them) goes to the engine when its architecture is one
+    // the engine's Llama model reads; a checkpoint is found or fetched first, and its
+    // config.json says which tier runs it.
+    let profile = match source::gguf_of(&args.model, args.file.as_deref())? {
+        Some(path) if llama::gguf::runs_on_engine(&path)? => {
+            let model = load(
+                FirstTier::Gguf(gguf_name(&args.model, &path), path),
+                &device,
+                &args,
+            )?;
+            in_the_engine(&model, &device, &args, &spec, dir)?
+        }
+        Some(path) => {
+            through_its_spans(&path, &gguf_name(&args.model, &path), &device, &args, &spec)?
+        }
+        None => {
             let checkpoint = source::resolve(
                 &Source::parse(&args.model)?,
                 args.run.dtype,
                 &mut |notice| eprintln!("{notice}"),
             )?;
             match llama::config::family_of_file(&checkpoint.dir.join("config.json"))? {
-                Some(_) => in_the_engine(&checkpoint, &device, &args, &spec, dir)?,
+                Some(_) => {
+                    let model = load(FirstTier::Checkpoint(checkpoint), &device, &args)?;
+                    in_the_engine(&model, &device, &args, &spec, dir)?
+                }
                 None => {
                     through_its_spans(&checkpoint.dir, &checkpoint.name, &device, &args, &spec)?
                 }
@@ -181,59 +206,129 @@ fn predict_memory(given: &MemoryGiven, dir: &Path) -> Result<()> {
     )
 }
 
-/// The first tier: a Llama-family checkpoint on the course's engine, every op in its own row.
-fn in_the_engine(
-    checkpoint: &source::Checkpoint,
-    device: &candle_core::Device,
-    args: &Args,
-    spec: &ForwardProfile,
-    dir: &Path,
-) -> Result<profiler::Profile> {
+/// Where the first tier's model comes from: a safetensors checkpoint, or a GGUF file the
+/// engine's Llama model reads (its name in the report, its path).
+enum FirstTier {
+    Checkpoint(source::Checkpoint),
+    Gguf(String, PathBuf),
+}
+
+/// A model loaded on the first tier, with what the run says of it.
+struct Loaded {
+    model: llama::Model,
+    /// What the learner asked for: a repository id, a folder, a file.
+    name: String,
+    /// The weights' types: `--dtype`'s for a checkpoint; for a GGUF file the types it stores
+    /// its matrices in (`q8_0`, or `q8_0+q4_0+f16+bf16` for a mixed file).
+    dtype: String,
+    /// From a GGUF file, weights as stored: parameters × bytes per weight does not count
+    /// quantized blocks (their scales are bytes too), so the memory prediction is not asked.
+    gguf: bool,
+}
+
+/// What a GGUF file is called in the report: the path given, or the Hub repository and the
+/// file picked from it (`owner/name/model-Q8_0.gguf`).
+fn gguf_name(model: &str, path: &Path) -> String {
+    match path.file_name() {
+        Some(file) if !model.ends_with(".gguf") => format!("{model}/{}", file.to_string_lossy()),
+        _ => model.to_string(),
+    }
+}
+
+// ANCHOR: load
+/// Your model, on the course's engine. One too large for this machine's free memory is refused
+/// before its weights are read: a checkpoint from its config.json (before they are downloaded),
+/// a GGUF file from its header.
+fn load(from: FirstTier, device: &candle_core::Device, args: &Args) -> Result<Loaded> {
     let _weights = args
         .profile_memory
         .then(|| profiler::alloc::category(profiler::Category::Weights));
-    // ANCHOR: load
-    // Your model, on the course's engine. Its config.json was read first: a model too large for
-    // this machine's free memory was refused before any weight was read or downloaded.
-    let model = llama::weights::load(
-        &checkpoint.dir,
-        device,
-        args.run.dtype,
-        args.run.kernel_path()?,
-    )
-    .with_context(|| format!("cannot load {}", checkpoint.name))?;
+    let kernels = args.run.kernel_path()?;
+    let (model, name, dtype, synthetic, gguf) = match from {
+        FirstTier::Checkpoint(checkpoint) => (
+            llama::weights::load(&checkpoint.dir, device, args.run.dtype, kernels)
+                .with_context(|| format!("cannot load {}", checkpoint.name))?,
+            checkpoint.name,
+            args.run.dtype.as_str().to_string(),
+            checkpoint.synthetic,
+            false,
+        ),
+        // Each matrix stays in the type the file stores it in: a quantized one is multiplied
+        // by the engine's kernel for that type, in its own row.
+        FirstTier::Gguf(name, path) => (
+            llama::gguf::load_quantized(&path, device, kernels)
+                .with_context(|| format!("cannot load {name}"))?,
+            name,
+            llama::gguf::stored_types(&path)?,
+            false,
+            true,
+        ),
+    };
     drop(_weights);
     let cfg = model.config();
     println!(
-        "{}: {} ({:.1} M parameters, {} layers, {} query heads over {} key/value heads), {} weights, kernels {}",
-        checkpoint.name,
+        "{name}: {} ({:.1} M parameters, {} layers, {} query heads over {} key/value heads), {dtype} weights{}, kernels {}",
         cfg.family.model_type(),
         cfg.parameters() as f64 / 1e6,
         cfg.num_hidden_layers,
         cfg.num_attention_heads,
         cfg.num_key_value_heads,
-        args.run.dtype.as_str(),
+        if gguf { " as stored" } else { "" },
         model.kernels()
     );
-    if checkpoint.synthetic {
+    if synthetic {
         println!("(synthetic weights: every timing is real, the model's outputs are not)");
     }
-    // ANCHOR_END: load
+    Ok(Loaded {
+        model,
+        name,
+        dtype,
+        gguf,
+    })
+}
+// ANCHOR_END: load
 
+/// The first tier: a Llama-family model on the course's engine, every op in its own row.
+fn in_the_engine(
+    loaded: &Loaded,
+    device: &candle_core::Device,
+    args: &Args,
+    spec: &ForwardProfile,
+    dir: &Path,
+) -> Result<profiler::Profile> {
+    let model = &loaded.model;
     // Your memory prediction comes before the profile: the given batch and context, and the
     // config values the course's arithmetic reads, recorded for `course check 8`.
-    let mut memory = MemoryGiven::of(&model, checkpoint, args, device)?;
-    memory.write(dir)?;
-    predict_memory(&memory, dir)?;
+    let mut memory = match loaded.gguf {
+        false => {
+            let memory = MemoryGiven::of(model, &loaded.name, args, device)?;
+            memory.write(dir)?;
+            predict_memory(&memory, dir)?;
+            Some(memory)
+        }
+        true => {
+            println!(
+                "(no memory prediction for a GGUF file: parameters × bytes per weight does not count its quantized \
+                 blocks, so `course check 8` leaves [memory] out; a safetensors checkpoint is asked it{})",
+                match args.profile_memory {
+                    true => ", and --profile-memory measures the generation beside it",
+                    false => "",
+                }
+            );
+            None
+        }
+    };
 
     let mut profile = match args.profile_memory {
-        true => profile_forward_with_memory(&model, spec, machine_ceilings(&model, false))?,
-        false => profile_forward(&model, spec)?,
+        true => profile_forward_with_memory(model, spec, machine_ceilings(model, false))?,
+        false => profile_forward(model, spec)?,
     };
-    profile.environment.model = Some(checkpoint.name.clone());
+    profile.environment.model = Some(loaded.name.clone());
     profile.environment.tier = Some("engine".into());
-    if args.profile_memory {
-        memory.measure(&model, spec, dir)?;
+    // The weights' types as held (the profile names the activations' for a GGUF model).
+    profile.environment.dtype = loaded.dtype.clone();
+    if let (true, Some(memory)) = (args.profile_memory, memory.as_mut()) {
+        memory.measure(model, spec, dir)?;
     }
     Ok(profile)
 }
@@ -268,7 +363,7 @@ struct MemoryGiven {
 impl MemoryGiven {
     fn of(
         model: &llama::Model,
-        checkpoint: &source::Checkpoint,
+        name: &str,
         args: &Args,
         device: &candle_core::Device,
     ) -> Result<Self> {
@@ -287,11 +382,11 @@ impl MemoryGiven {
         if context < args.memory_context {
             println!(
                 "(--memory-context {}: {} holds at most {context} positions, so the prediction is at {context})",
-                args.memory_context, checkpoint.name
+                args.memory_context, name
             );
         }
         let given = Self {
-            model: checkpoint.name.clone(),
+            model: name.to_string(),
             batch,
             context,
             parameters: cfg.parameters(),
@@ -420,8 +515,8 @@ impl MemoryGiven {
     }
 }
 
-/// The second tier: a GGUF file, or a checkpoint of another model type, run by
-/// candle-transformers and profiled through the tracing spans it opens.
+/// The second tier: a checkpoint of another model type, or a GGUF file the engine does not
+/// read, run by candle-transformers and profiled through the tracing spans it opens.
 fn through_its_spans(
     path: &Path,
     name: &str,
@@ -436,7 +531,7 @@ fn through_its_spans(
         );
     }
     let (profile, line) = traced_models::profile_model(path, name, device, args.run.dtype, spec)
-        .context("exercise 8 runs the Llama family on the course's engine, and phi3, gemma and GGUF files through their spans (--help)")?;
+        .context("exercise 8 runs the Llama family (safetensors or GGUF) on the course's engine, and phi3 and gemma checkpoints through their spans (--help)")?;
     println!("{line}");
     Ok(profile)
 }

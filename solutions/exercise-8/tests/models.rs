@@ -1,11 +1,13 @@
 //! Exercise 8's program on every first-tier variant, and on what it must refuse: each tiny
-//! seeded checkpoint of crates/llama/tests/fixtures profiles into a table and a report; a model
-//! too large for the machine is refused from its config.json alone; a model type it does not
-//! run and a GGUF file are refused with what was found; a checkpoint on a stand-in for the
+//! seeded checkpoint of crates/llama/tests/fixtures profiles into a table and a report, and so
+//! does a GGUF file written by llama.cpp's converter, its quantized matmuls in their own rows;
+//! a model too large for the machine is refused from its config.json alone; a model type it
+//! does not run and a GGUF of another architecture are refused with what was found; a checkpoint on a stand-in for the
 //! Hugging Face Hub (hf-hub honours HF_ENDPOINT) is downloaded into the HF cache, then read from
 //! there offline, and a truncated download is an error that names the file and the next step.
-//! The reference solution passes `course check 8`'s grading on a first-tier model and on a
-//! second-tier one (a GGUF file written by candle).
+//! The reference solution passes `course check 8`'s grading on first-tier models (a
+//! safetensors checkpoint, a GGUF file of llama.cpp's converter) and on second-tier ones (a
+//! Phi-3 checkpoint, a GGUF file written by candle in a type the engine does not read).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -149,7 +151,7 @@ fn another_architecture_and_a_gguf_file_are_refused_with_what_was_found() {
     .unwrap();
     let o = run(ckpt.path().to_str().unwrap(), folder().path(), &[], true);
     let out = text(&o);
-    assert!(!o.status.success() && out.contains("exercise 8 runs the Llama family on the course's engine, and phi3, gemma and GGUF files"), "{out}");
+    assert!(!o.status.success() && out.contains("exercise 8 runs the Llama family (safetensors or GGUF) on the course's engine, and phi3 and gemma checkpoints"), "{out}");
     assert!(
         out.contains(
             "model_type \"mamba\" is not one this program runs through candle-transformers"
@@ -419,20 +421,102 @@ fn profile_memory_measures_a_generation_beside_the_memory_prediction() {
 }
 
 #[test]
+fn a_gguf_file_runs_on_the_engine_with_its_quantized_matmuls_in_their_rows() {
+    let gguf = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../crates/llama/tests/fixtures/gguf/tiny-llama-q8_0.gguf");
+    let dir = folder();
+    let o = run(gguf.to_str().unwrap(), dir.path(), &[], true);
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(
+        out.contains(": llama (") && out.contains("q8_0 weights as stored"),
+        "the startup line names the stored type, not --dtype's: {out}"
+    );
+    assert!(
+        out.contains("no memory prediction for a GGUF file"),
+        "{out}"
+    );
+    let report: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("results/report.json")).unwrap(),
+    )
+    .unwrap();
+    let env = &report["environment"];
+    assert_eq!(
+        (&env["tier"], &env["dtype"], &env["model"]),
+        (
+            &serde_json::json!("engine"),
+            &serde_json::json!("q8_0"),
+            &serde_json::json!(gguf.to_str().unwrap())
+        ),
+        "{env}"
+    );
+    // Every matrix of the file is q8_0: the layers' matmuls and the head are quantized rows,
+    // each with the kernel for its type and its work counted, so a roofline.
+    let rows = report["rows"].as_array().unwrap();
+    for name in ["matmul", "lm_head"] {
+        let row = rows
+            .iter()
+            .find(|r| r["name"] == name)
+            .unwrap_or_else(|| panic!("no {name} row: {report}"));
+        assert_eq!(row["dtype"], "q8_0", "{row}");
+        assert!(
+            row["kernel"]
+                .as_str()
+                .is_some_and(|k| k.starts_with("quant-") && k.ends_with("-q8_0")),
+            "{row}"
+        );
+        assert!(
+            row["bytes"].as_u64().is_some_and(|b| b > 0) && !row["roofline"].is_null(),
+            "{row}"
+        );
+    }
+    assert!(
+        rows.iter()
+            .any(|r| r["name"] == "rope" && r["line"] == "attention"),
+        "the engine's own ops: {report}"
+    );
+    assert!(
+        !dir.path().join("results/memory.json").exists(),
+        "no memory record for a GGUF file"
+    );
+    // The grade leaves [memory] out with a note, and the solution's answers pass.
+    let r = grade(dir.path());
+    assert!(
+        r.questions.iter().all(|q| !q.id.starts_with("memory.")),
+        "{:#?}",
+        r.questions
+    );
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n.contains("asked of a safetensors checkpoint only")),
+        "{:?}",
+        r.notes
+    );
+    assert!(r.passed, "{:#?}", r.questions);
+}
+
+#[test]
 fn the_solution_passes_on_a_first_tier_and_a_second_tier_model() {
+    // A GGUF file of llama.cpp's converter runs on the engine; candle's tiny llama in q4_1, a
+    // type the engine does not read (nor does its config say the MLP's width), runs through
+    // candle-transformers' quantized_llama.
+    let mixed = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../crates/llama/tests/fixtures/gguf/tiny-qwen3-mixed.gguf");
     let gguf_dir = tempfile::tempdir().unwrap();
-    let gguf = gguf_dir.path().join("tiny-llama-q8_0.gguf");
+    let q4_1 = gguf_dir.path().join("tiny-llama-q4_1.gguf");
     traced_models::gguf::write_tiny(
-        &gguf,
+        &q4_1,
         &traced_models::gguf::TINY_LLAMA,
-        candle_core::quantized::GgmlDType::Q8_0,
+        candle_core::quantized::GgmlDType::Q4_1,
     )
     .unwrap();
     let phi3 = gguf_dir.path().join("tiny-phi3");
     traced_models::tiny::write(&phi3, "phi3").unwrap();
     for (model, tier) in [
         (fixture("qwen3"), "engine"),
-        (gguf, "spans"),
+        (mixed, "engine"),
+        (q4_1, "spans"),
         (phi3, "spans"),
     ] {
         let dir = folder();

@@ -14,6 +14,10 @@
 //! The peak a `--profile-memory` run measured is shown beside the answers in a note, with what
 //! explains a gap; it never gives or takes points.
 //!
+//! Not asked (left out with a note, when the run wrote no record): a second-tier profile
+//! (`environment.tier` is `spans`: no config was read) and a GGUF file's (`environment.model`
+//! names a `.gguf` file: parameters × bytes per weight does not count quantized blocks).
+//!
 //! `results/memory.json` (schema `memory-prediction/1`, written by the exercise):
 //! `{"schema", "model", "batch", "context", "config": {"parameters", "layers", "kv_heads",
 //! "head_dim", "heads", "hidden_size", "intermediate_size", "vocab_size", "weights_dtype",
@@ -201,14 +205,11 @@ fn dtype_bytes(dtype: &str) -> Option<u64> {
 const DTYPES: [(&str, u64); 3] = [("f32", 4), ("bf16 or f16", 2), ("an 8-bit type", 1)];
 
 pub fn check(ctx: &mut Ctx<'_>, key: &MemoryKey) {
-    if !ctx.has_result(ROLE) && second_tier(ctx) {
-        ctx.report.notes.push(
-            "The memory prediction ([memory]) is asked of a first-tier model only: results/report.json was \
-             profiled through a model's own spans (a GGUF file, Phi-3, Gemma), whose config the run does not \
-             read, so it is not graded. Run a Llama-family checkpoint to answer it."
-                .to_string(),
-        );
-        return;
+    if !ctx.has_result(ROLE) {
+        if let Some(note) = not_asked(ctx) {
+            ctx.report.notes.push(note.to_string());
+            return;
+        }
     }
     let record = read(ctx);
     if let Ok(r) = &record {
@@ -366,13 +367,30 @@ pub fn check(ctx: &mut Ctx<'_>, key: &MemoryKey) {
     }
 }
 
-/// Whether the learner's profile says it ran in the second tier (`environment.tier`).
-fn second_tier(ctx: &mut Ctx<'_>) -> bool {
-    let Ok((text, _)) = ctx.results_text("profile") else {
-        return false;
-    };
-    serde_json::from_str::<serde_json::Value>(&text)
-        .is_ok_and(|report| report["environment"]["tier"] == "spans")
+/// Why the run asked no memory prediction, when its profile says so: it ran in the second
+/// tier (`environment.tier` is `spans`), or its weights came from a GGUF file
+/// (`environment.model` names a `.gguf` file), whose quantized blocks parameters × bytes per
+/// weight does not count. Either run writes no `results/memory.json`.
+fn not_asked(ctx: &mut Ctx<'_>) -> Option<&'static str> {
+    let (text, _) = ctx.results_text("profile").ok()?;
+    let report = serde_json::from_str::<serde_json::Value>(&text).ok()?;
+    let environment = &report["environment"];
+    if environment["tier"] == "spans" {
+        return Some(
+            "The memory prediction ([memory]) is asked of a first-tier model only: results/report.json was \
+             profiled through a model's own spans (Phi-3, Gemma, or a GGUF file the engine does not read), \
+             whose config the run does not read, so it is not graded. Run a Llama-family checkpoint to answer it.",
+        );
+    }
+    let gguf = environment["model"]
+        .as_str()
+        .is_some_and(|m| m.to_ascii_lowercase().ends_with(".gguf"));
+    gguf.then_some(
+        "The memory prediction ([memory]) is asked of a safetensors checkpoint only: results/report.json \
+         profiled a GGUF file, whose quantized weights parameters × bytes per weight does not count (each \
+         block holds its scale too), so it is not graded. Run a safetensors checkpoint of the Llama family to \
+         answer it.",
+    )
 }
 
 fn read(ctx: &mut Ctx<'_>) -> Result<MemoryRecord, String> {
