@@ -53,8 +53,7 @@ impl Metrics {
             capacity,
             registry: Registry::default(),
         };
-        m.kv_capacity_bytes
-            .set(i64::try_from(capacity).unwrap_or(i64::MAX));
+        m.kv_capacity_bytes.set(gauge_value(capacity));
         let r = &mut registry;
         r.register(
             "course_requests_running",
@@ -102,8 +101,7 @@ impl Metrics {
 
     /// Records `used` bytes reserved out of the capacity.
     pub fn set_kv_used(&self, used: u64) {
-        self.kv_used_bytes
-            .set(i64::try_from(used).unwrap_or(i64::MAX));
+        self.kv_used_bytes.set(gauge_value(used));
         self.kv_usage.set(match self.capacity {
             0 => 0.0,
             c => used as f64 / c as f64,
@@ -113,14 +111,18 @@ impl Metrics {
     /// The text a scrape gets.
     pub fn render(&self) -> String {
         if let Some(bytes) = resident_memory() {
-            self.resident_memory_bytes
-                .set(i64::try_from(bytes).unwrap_or(i64::MAX));
+            self.resident_memory_bytes.set(gauge_value(bytes));
         }
         let mut text = String::new();
         // Writing into a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut text, &self.registry);
         text
     }
+}
+
+/// A count of bytes as a gauge holds it (an i64), the largest gauge value past that.
+fn gauge_value(bytes: u64) -> i64 {
+    i64::try_from(bytes).unwrap_or(i64::MAX)
 }
 
 /// This process's resident memory: `VmRSS` of `/proc/self/status`, in kB (Linux only).
