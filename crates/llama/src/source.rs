@@ -53,8 +53,8 @@ impl Source {
             Some(engine::loader::Source::Hub { repo, .. }) => return Ok(Source::Hub(repo)),
             Some(engine::loader::Source::Gguf(path)) => {
                 return Err(Error::Input(format!(
-                    "--model {}: a GGUF file; this engine reads safetensors checkpoints (a Hub repository id or a folder with \
-                     config.json and model.safetensors); GGUF files run in the second tier (the traced-models crate, exercise 8)",
+                    "--model {}: a GGUF file; this command reads safetensors checkpoints (a Hub repository id or a folder \
+                     with config.json and model.safetensors); `serve --model FILE.gguf` and exercise 8 run GGUF files",
                     path.display()
                 )))
             }
