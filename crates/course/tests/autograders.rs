@@ -6,25 +6,21 @@
 
 mod common;
 
-use common::{repo, write, BIN};
+use common::{
+    exercise_1_cohort, manifest_key_and_fixture_quizzes, package, repo, text, workspace, write,
+    BIN, PERFECT_EX1,
+};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-/// Validates `instance` against the JSON Schema `schema` (boon: drafts 4 to 2020-12, no network).
-fn validate(schema: &serde_json::Value, instance: &serde_json::Value) {
+/// Validates `instance` against the instructor kit's JSON Schema file `schema_file` (boon: drafts
+/// 4 to 2020-12, no network).
+fn validate(schema_file: &str, instance: &serde_json::Value) {
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(kit().join(schema_file)).unwrap()).unwrap();
     let mut schemas = boon::Schemas::new();
     let mut compiler = boon::Compiler::new();
-    compiler
-        .add_resource("urn:course:schema", schema.clone())
-        .unwrap();
+    compiler.add_resource("urn:course:schema", schema).unwrap();
     let index = compiler.compile("urn:course:schema", &mut schemas).unwrap();
     if let Err(e) = schemas.validate(instance, index) {
         panic!("{e:#}\n{instance:#}");
@@ -39,43 +35,18 @@ fn kit() -> PathBuf {
 /// `ntq-1`..`ntq-6`), exercise 1 (no tests) and exercise 2 (with tests: cargo is needed).
 fn course_copy(dir: &Path) -> PathBuf {
     let root = dir.join("course");
-    let copy = |from: &Path, to: &str| {
-        write(&root.join(to), &std::fs::read_to_string(from).unwrap());
-    };
-    copy(&repo().join("exercises/info.toml"), "exercises/info.toml");
-    copy(
-        &repo().join("crates/grader/key/key.toml"),
-        "crates/grader/key/key.toml",
-    );
-    for name in ["routing.toml", "check-yourself.toml"] {
-        copy(
-            &Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("tests/fixtures/quizzes")
-                .join(name),
-            &format!("{}/{name}", course_model::quiz::BANK_DIR),
-        );
-    }
-    write(
-        &root.join("Cargo.toml"),
-        "[workspace]\nresolver = \"2\"\nmembers = [\"exercises/exercise-2\"]\n",
-    );
-    write(
-        &root.join("exercises/exercise-2/Cargo.toml"),
-        "[package]\nname = \"exercise-2\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
-    );
+    manifest_key_and_fixture_quizzes(&root);
+    workspace(&root, &["exercises/exercise-2"]);
+    package(&root, "exercises/exercise-2", "exercise-2");
     write(
         &root.join("exercises/exercise-2/src/lib.rs"),
         "pub fn p90() -> f64 { 0.0 }\n",
     );
-    write(
-        &root.join("exercises/exercise-1/Cargo.toml"),
-        "[package]\nname = \"exercise-1\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
-    );
+    package(&root, "exercises/exercise-1", "exercise-1");
     write(&root.join("exercises/learner.toml"), "id = \"tester\"\n");
     root
 }
 
-const PERFECT_EX1: &str = "[quiz]\nntq-1 = \"Benchmark\"\nntq-2 = \"Profile\"\nntq-3 = \"Benchmark\"\nntq-4 = \"Profile\"\nntq-5 = \"Benchmark\"\nntq-6 = \"Profile\"\n";
 const HALF_EX1: &str =
     "[quiz]\nntq-1 = \"Benchmark\"\nntq-2 = \"Benchmark\"\nntq-3 = \"Profile\"\n";
 
@@ -155,11 +126,7 @@ fn check_json_has_points_per_check_in_the_documented_shape() {
     let o = course(&root, &["check", "1", "--format", "json"]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let json: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let schema: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(kit().join("course-check.schema.json")).unwrap(),
-    )
-    .unwrap();
-    validate(&schema, &json);
+    validate("course-check.schema.json", &json);
     assert_eq!(
         (json["format"].as_str(), json["version"].as_u64()),
         (Some("course-check"), Some(1))
@@ -203,11 +170,7 @@ fn check_json_says_when_the_tests_stopped_the_check() {
         .unwrap();
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let json: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let schema: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(kit().join("course-check.schema.json")).unwrap(),
-    )
-    .unwrap();
-    validate(&schema, &json);
+    validate("course-check.schema.json", &json);
     assert_eq!(json["status"], "tests_failed", "{json:#}");
     assert_eq!(json["passed"], false);
     assert_eq!(json["checks"].as_array().map(Vec::len), Some(0));
@@ -217,15 +180,7 @@ fn check_json_says_when_the_tests_stopped_the_check() {
 fn course_grade_exits_0_all_graded_1_one_not_graded_2_could_not_run() {
     let dir = tempfile::tempdir().unwrap();
     let root = course_copy(dir.path());
-    let cohort = dir.path().join("cohort");
-    write(
-        &cohort.join("ann/exercises/exercise-1/answers.toml"),
-        PERFECT_EX1,
-    );
-    write(
-        &cohort.join("ben/exercises/exercise-1/answers.toml"),
-        HALF_EX1,
-    );
+    let cohort = exercise_1_cohort(dir.path(), &[("ann", PERFECT_EX1), ("ben", HALF_EX1)]);
     let out = dir.path().join("grades");
     let grade = |extra: &[&str]| {
         let mut args = vec![
@@ -363,11 +318,7 @@ fn run_autograder(root: &Path, roster: &Path, exercises: &str) -> (Output, serde
 }
 
 fn assert_valid_gradescope(results: &serde_json::Value) {
-    let schema: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(kit().join("gradescope/results.schema.json")).unwrap(),
-    )
-    .unwrap();
-    validate(&schema, results);
+    validate("gradescope/results.schema.json", results);
 }
 
 fn roster(dir: &Path) -> PathBuf {

@@ -3,7 +3,10 @@
 
 mod common;
 
-use common::{repo, write, BIN};
+use common::{
+    exercise_1_cohort, manifest_key_and_fixture_quizzes, package, template, text, workspace, write,
+    BIN, PERFECT_EX1,
+};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -11,37 +14,15 @@ use std::process::{Command, Output};
 /// tiny exercise packages (exercise-1 without tests, exercise-2 with one).
 fn course_copy(dir: &Path) -> PathBuf {
     let root = dir.join("course");
-    write(
-        &root.join("exercises/info.toml"),
-        &std::fs::read_to_string(repo().join("exercises/info.toml")).unwrap(),
-    );
-    write(
-        &root.join("crates/grader/key/key.toml"),
-        &std::fs::read_to_string(repo().join("crates/grader/key/key.toml")).unwrap(),
-    );
-    for name in ["routing.toml", "check-yourself.toml"] {
-        let text = std::fs::read_to_string(
-            Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("tests/fixtures/quizzes")
-                .join(name),
-        )
-        .unwrap();
-        write(&root.join(course_model::quiz::BANK_DIR).join(name), &text);
-    }
-    write(&root.join("Cargo.toml"), "[workspace]\nresolver = \"2\"\nmembers = [\"exercises/exercise-1\", \"exercises/exercise-2\"]\n");
-    write(
-        &root.join("exercises/exercise-1/Cargo.toml"),
-        "[package]\nname = \"exercise-1\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
-    );
+    manifest_key_and_fixture_quizzes(&root);
+    workspace(&root, &["exercises/exercise-1", "exercises/exercise-2"]);
+    package(&root, "exercises/exercise-1", "exercise-1");
     write(&root.join("exercises/exercise-1/src/main.rs"), "fn main() { println!(\"exercise one ran with {:?}\", std::env::args().skip(1).collect::<Vec<_>>()); }\n");
     write(
         &root.join("exercises/exercise-1/answers.toml"),
         &template(1),
     );
-    write(
-        &root.join("exercises/exercise-2/Cargo.toml"),
-        "[package]\nname = \"exercise-2\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
-    );
+    package(&root, "exercises/exercise-2", "exercise-2");
     write(&root.join("exercises/exercise-2/src/lib.rs"), "pub fn p90() -> f64 { 0.0 }\n#[test]\nfn p90_is_right() { assert_eq!(p90(), 9.0, \"TODO: implement p90\"); }\n");
     write(
         &root.join("exercises/exercise-2/answers.toml"),
@@ -56,11 +37,6 @@ fn course_copy(dir: &Path) -> PathBuf {
     root
 }
 
-fn template(n: u32) -> String {
-    let manifest = grader::Manifest::load(&repo().join("exercises/info.toml")).unwrap();
-    manifest.exercise(n).unwrap().answers_template.clone()
-}
-
 fn course(root: &Path, args: &[&str]) -> Output {
     let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("course-cli-target");
     Command::new(BIN)
@@ -71,16 +47,6 @@ fn course(root: &Path, args: &[&str]) -> Output {
         .output()
         .unwrap()
 }
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-const PERFECT_EX1: &str = "[quiz]\nntq-1 = \"Benchmark\"\nntq-2 = \"Profile\"\nntq-3 = \"Benchmark\"\nntq-4 = \"Profile\"\nntq-5 = \"Benchmark\"\nntq-6 = \"Profile\"\n";
 
 #[test]
 fn help_works_for_every_command() {
@@ -266,15 +232,7 @@ fn run_passes_arguments_and_reset_restores_the_template() {
 fn grade_writes_the_gradebook_and_refuses_a_bad_key() {
     let dir = tempfile::tempdir().unwrap();
     let root = course_copy(dir.path());
-    let cohort = dir.path().join("cohort");
-    write(
-        &cohort.join("ann/exercises/exercise-1/answers.toml"),
-        PERFECT_EX1,
-    );
-    write(
-        &cohort.join("ben/exercises/exercise-1/answers.toml"),
-        "[quiz\n",
-    );
+    let cohort = exercise_1_cohort(dir.path(), &[("ann", PERFECT_EX1), ("ben", "[quiz\n")]);
     let out = dir.path().join("grades");
     let o = course(
         &root,

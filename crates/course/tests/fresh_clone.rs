@@ -3,13 +3,9 @@
 //! that needs an id asks for it in a terminal, or says plainly how to give one without a
 //! terminal. Run on a `git clone` of this repository, as a learner gets it.
 
-#[allow(
-    dead_code,
-    reason = "not every helper of the shared module is used here"
-)]
 mod common;
 
-use common::{repo, BIN};
+use common::{repo, text, BIN};
 use std::io::Write;
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
@@ -47,14 +43,6 @@ fn course(root: &Path, args: &[&str], stdin: Stdio) -> Output {
         .stdin(stdin)
         .output()
         .unwrap()
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 #[test]

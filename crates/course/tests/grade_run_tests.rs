@@ -6,20 +6,11 @@
 
 mod common;
 
-use common::{repo, write, BIN};
+use common::p90::{self, RIGHT};
+use common::{package, text, workspace, write, BIN};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
-/// The instructor's exercise-2: a p90 for learners to write and an integration test (the
-/// course's own, which a submission cannot replace) that calls it.
-const COURSE_LIB: &str =
-    "pub fn p90(sample: &[f64]) -> f64 { let _ = sample; todo!(\"sort, then interpolate\") }\n";
-const COURSE_TEST: &str = "#[test]\nfn p90_of_one_to_ten() {\n    let sample: Vec<f64> = (1..=10).map(f64::from).collect();\n    \
-                           assert!((exercise_2::p90(&sample) - 9.1).abs() < 1e-9, \"p90 of 1..=10 is 9.1\");\n}\n";
-
-const RIGHT: &str = "pub fn p90(sample: &[f64]) -> f64 {\n    let mut s = sample.to_vec();\n    s.sort_by(f64::total_cmp);\n    \
-                     let rank = 0.9 * (s.len() - 1) as f64;\n    let (lo, hi) = (rank.floor() as usize, rank.ceil() as usize);\n    \
-                     s[lo] + (s[hi] - s[lo]) * (rank - lo as f64)\n}\n";
 /// Looks right, is the nearest-rank P90 (9.0): a wrong answer.
 const WRONG: &str = "pub fn p90(sample: &[f64]) -> f64 {\n    let mut s = sample.to_vec();\n    s.sort_by(f64::total_cmp);\n    \
                      s[(0.9 * (s.len() - 1) as f64) as usize]\n}\n";
@@ -31,46 +22,13 @@ const NETWORK: &str = "pub fn p90(sample: &[f64]) -> f64 {\n    use std::io::Wri
                        let mut s = std::net::TcpStream::connect((\"203.0.113.7\", 80)).unwrap();\n    \
                        s.write_all(b\"GET /answers HTTP/1.0\\r\\n\\r\\n\").unwrap();\n    sample[0]\n}\n";
 
+/// Exercise 2 to test, with the reference solution the scratch copy must not give away.
 fn course_copy(dir: &Path) -> PathBuf {
     let root = dir.join("course");
-    write(
-        &root.join("exercises/info.toml"),
-        &std::fs::read_to_string(repo().join("exercises/info.toml")).unwrap(),
-    );
-    // The grader's question bank, key and quizzes, as the course has them.
-    for folder in [
-        "crates/grader/key",
-        "crates/grader/bank",
-        "book/src/quizzes",
-    ] {
-        for entry in std::fs::read_dir(repo().join(folder))
-            .into_iter()
-            .flatten()
-            .flatten()
-        {
-            if entry.path().extension().is_some_and(|e| e == "toml") {
-                write(
-                    &root.join(folder).join(entry.file_name()),
-                    &std::fs::read_to_string(entry.path()).unwrap(),
-                );
-            }
-        }
-    }
-    write(
-        &root.join("Cargo.toml"),
-        "[workspace]\nresolver = \"2\"\nmembers = [\"exercises/exercise-2\", \"solutions/*\"]\n",
-    );
-    write(
-        &root.join("solutions/exercise-2/Cargo.toml"),
-        "[package]\nname = \"solution-2\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
-    );
+    p90::course(&root);
+    workspace(&root, &["exercises/exercise-2", "solutions/*"]);
+    package(&root, "solutions/exercise-2", "solution-2");
     write(&root.join("solutions/exercise-2/src/lib.rs"), RIGHT);
-    write(
-        &root.join("exercises/exercise-2/Cargo.toml"),
-        "[package]\nname = \"exercise-2\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
-    );
-    write(&root.join("exercises/exercise-2/src/lib.rs"), COURSE_LIB);
-    write(&root.join("exercises/exercise-2/tests/p90.rs"), COURSE_TEST);
     root
 }
 
@@ -78,14 +36,6 @@ fn submit(cohort: &Path, student: &str, lib: &str) -> PathBuf {
     let folder = cohort.join(student).join("exercises/exercise-2");
     write(&folder.join("src/lib.rs"), lib);
     folder
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 #[test]
@@ -216,7 +166,7 @@ fn run_tests_flags_the_looping_the_hoarding_and_the_networking_learner_and_grade
     // Nothing ran in the instructor's tree: the course's own files are as they were.
     assert_eq!(
         std::fs::read_to_string(root.join("exercises/exercise-2/src/lib.rs")).unwrap(),
-        COURSE_LIB
+        p90::COURSE_LIB
     );
     assert!(
         !root.join("target").exists(),

@@ -8,18 +8,11 @@
 
 mod common;
 
-use common::{repo, write, BIN};
+use common::p90::{self, RIGHT};
+use common::{workspace, write, BIN};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-const COURSE_LIB: &str =
-    "pub fn p90(sample: &[f64]) -> f64 { let _ = sample; todo!(\"sort, then interpolate\") }\n";
-const COURSE_TEST: &str = "#[test]\nfn p90_of_one_to_ten() {\n    let sample: Vec<f64> = (1..=10).map(f64::from).collect();\n    \
-                           assert!((exercise_2::p90(&sample) - 9.1).abs() < 1e-9, \"p90 of 1..=10 is 9.1\");\n}\n";
-const RIGHT: &str = "pub fn p90(sample: &[f64]) -> f64 {\n    let mut s = sample.to_vec();\n    s.sort_by(f64::total_cmp);\n    \
-                     let rank = 0.9 * (s.len() - 1) as f64;\n    let (lo, hi) = (rank.floor() as usize, rank.ceil() as usize);\n    \
-                     s[lo] + (s[hi] - s[lo]) * (rank - lo as f64)\n}\n";
 
 /// A user of its own for the tests, removed when dropped.
 struct TestUser(String);
@@ -36,34 +29,8 @@ fn chmod(path: &Path, mode: u32) {
 
 /// A course with one exercise to test (exercise 2's p90), the real manifest, key and bank.
 fn course_copy(root: &Path) {
-    write(
-        &root.join("exercises/info.toml"),
-        &std::fs::read_to_string(repo().join("exercises/info.toml")).unwrap(),
-    );
-    for folder in [
-        "crates/grader/key",
-        "crates/grader/bank",
-        "book/src/quizzes",
-    ] {
-        for entry in std::fs::read_dir(repo().join(folder)).unwrap().flatten() {
-            if entry.path().extension().is_some_and(|e| e == "toml") {
-                write(
-                    &root.join(folder).join(entry.file_name()),
-                    &std::fs::read_to_string(entry.path()).unwrap(),
-                );
-            }
-        }
-    }
-    write(
-        &root.join("Cargo.toml"),
-        "[workspace]\nresolver = \"2\"\nmembers = [\"exercises/exercise-2\"]\n",
-    );
-    write(
-        &root.join("exercises/exercise-2/Cargo.toml"),
-        "[package]\nname = \"exercise-2\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
-    );
-    write(&root.join("exercises/exercise-2/src/lib.rs"), COURSE_LIB);
-    write(&root.join("exercises/exercise-2/tests/p90.rs"), COURSE_TEST);
+    p90::course(root);
+    workspace(root, &["exercises/exercise-2"]);
 }
 
 /// Mallory's p90: tries every way out, then fails with what happened (the feedback shows it).

@@ -4,35 +4,18 @@
 
 mod common;
 
-use common::{repo, write, BIN};
+use common::{copy_from_repo, package, repo, template, text, workspace, write, BIN};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-
-fn template(n: u32) -> String {
-    let manifest = grader::Manifest::load(&repo().join("exercises/info.toml")).unwrap();
-    manifest.exercise(n).unwrap().answers_template.clone()
-}
 
 /// The real manifest and key, and an exercise 3 that "profiles" by copying the grader's CPU
 /// report fixture into its results.
 fn course_copy(dir: &Path) -> PathBuf {
     let root = dir.join("course");
-    write(
-        &root.join("exercises/info.toml"),
-        &std::fs::read_to_string(repo().join("exercises/info.toml")).unwrap(),
-    );
-    write(
-        &root.join("crates/grader/key/key.toml"),
-        &std::fs::read_to_string(repo().join("crates/grader/key/key.toml")).unwrap(),
-    );
-    write(
-        &root.join("Cargo.toml"),
-        "[workspace]\nresolver = \"2\"\nmembers = [\"exercises/exercise-3\"]\n",
-    );
-    write(
-        &root.join("exercises/exercise-3/Cargo.toml"),
-        "[package]\nname = \"exercise-3\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
-    );
+    copy_from_repo(&root, "exercises/info.toml");
+    copy_from_repo(&root, "crates/grader/key/key.toml");
+    workspace(&root, &["exercises/exercise-3"]);
+    package(&root, "exercises/exercise-3", "exercise-3");
     let fixture = repo().join("crates/grader/tests/fixtures/reports/cpu-b1-t8-stock-mlp.json");
     write(
         &root.join("exercises/exercise-3/fixture.json"),
@@ -62,14 +45,6 @@ fn course(root: &Path, args: &[&str]) -> Output {
         .stdin(Stdio::null())
         .output()
         .unwrap()
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 #[test]

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{repo, write, BIN};
+use common::{copy_from_repo, package, repo, template, text, workspace, write, BIN};
 use course_model::illustrative_step::IllustrativeStep;
 use grader::fill_answers::{set, Answer};
 use std::path::{Path, PathBuf};
@@ -22,19 +22,11 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-fn template(n: u32) -> String {
-    let manifest = grader::Manifest::load(&repo().join("exercises/info.toml")).unwrap();
-    manifest.exercise(n).unwrap().answers_template.clone()
-}
-
 /// A course copy with the real manifest, key and quiz files, and a stand-in exercise-4 package
 /// (what is graded here is answers.toml, not the code). No learner id yet.
 fn course_copy(dir: &Path) -> PathBuf {
     let root = dir.join("course");
-    write(
-        &root.join("exercises/info.toml"),
-        &std::fs::read_to_string(repo().join("exercises/info.toml")).unwrap(),
-    );
+    copy_from_repo(&root, "exercises/info.toml");
     copy_dir(
         &repo().join("crates/grader/key"),
         &root.join("crates/grader/key"),
@@ -44,14 +36,8 @@ fn course_copy(dir: &Path) -> PathBuf {
             copy_dir(&repo().join(quizzes), &root.join(quizzes));
         }
     }
-    write(
-        &root.join("Cargo.toml"),
-        "[workspace]\nresolver = \"2\"\nmembers = [\"exercises/exercise-4\"]\n",
-    );
-    write(
-        &root.join("exercises/exercise-4/Cargo.toml"),
-        "[package]\nname = \"exercise-4\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
-    );
+    workspace(&root, &["exercises/exercise-4"]);
+    package(&root, "exercises/exercise-4", "exercise-4");
     write(
         &root.join("exercises/exercise-4/src/lib.rs"),
         "//! Stands in for exercise 4's code.\n",
@@ -85,14 +71,6 @@ fn json_report(o: &Output) -> serde_json::Value {
     let stdout = String::from_utf8_lossy(&o.stdout);
     let start = stdout.rfind("\n{\n").map_or(0, |i| i + 1);
     serde_json::from_str(&stdout[start..]).unwrap_or_else(|e| panic!("{e}: {}", text(o)))
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 /// Exercise 4's `[illustrative]` answers as `id`'s step gives them (two decimals).
