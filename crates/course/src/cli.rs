@@ -173,7 +173,7 @@ pub enum Command {
     },
     /// Print the GitHub Classroom workflow (crates/course/instructor-kit/github-classroom/classroom.yml):
     /// one `autograding-command-grader` step per exercise running `course check N`, with the exercise's
-    /// points from exercises/info.toml, and the grading reporter.
+    /// maximum points (the answer key and graded bank, as the gradebook counts them), and the grading reporter.
     GithubClassroom,
     /// Show your learner id, or set it (`course id alice`). It is stored in exercises/learner.toml, which you
     /// submit with your exercises: your own variant of some exercises is drawn from it, and `course grade`

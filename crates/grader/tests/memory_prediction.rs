@@ -2,8 +2,8 @@
 //! at the given batch and context, graded by the course's arithmetic on the config the run
 //! recorded (`grader::exercise_checks::memory`), with the measured peak beside it in a note.
 //!
-//! The fixture (`ex8-memory-smollm2.json`) is a real `--profile-memory` run of solution 8 on
-//! synthetic-smollm2-135m: 134,515,008 parameters in f32, 30 layers, 3 KV heads of 64
+//! The fixture (`tests/fixtures/memory/ex8-smollm2.json`) is a real `--profile-memory` run of
+//! solution 8 on synthetic-smollm2-135m: 134,515,008 parameters in f32, 30 layers, 3 KV heads of 64
 //! dimensions, an f32 KV cache, 4 sequences × 256 positions. Its weights are 538,060,032 bytes,
 //! its KV cache 2 × 30 × 3 × 64 × 4 × 256 × 4 = 47,185,920 bytes.
 

@@ -101,10 +101,12 @@ pub fn llama_profile() -> String {
 /// bandwidth, with their weights halved.
 pub const PERFECT_PLAN_EX8: &str = "[plan]\nattack = \"matmul\"\nexpected_cut_pct = 10\nmechanism = \"memory-traffic\"\nwhy = \"matmul is 70% of the step and reads its weights at 64% of the measured bandwidth: bf16 weights halve the bytes.\"\n";
 
-/// Exercise 8's results/memory.json: a real `--profile-memory` run of solution 8 on
-/// synthetic-smollm2-135m (f32 weights and KV cache, 4 sequences × 256 positions).
+/// Exercise 8's results/memory.json (tests/fixtures/memory, beside the reports: it is not one):
+/// a real `--profile-memory` run of solution 8 on synthetic-smollm2-135m (f32 weights and KV
+/// cache, 4 sequences × 256 positions).
 pub fn llama_memory() -> String {
-    fixture_report("ex8-memory-smollm2.json")
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/memory/ex8-smollm2.json");
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 /// Exercise 8's `[memory]` on [`llama_memory`]: the course's arithmetic on its config (134,515,008
