@@ -402,25 +402,15 @@ pub fn grade_entries_with(
 ) -> Vec<StudentResult> {
     use rayon::prelude::*;
     let isolated = |entry: &Entry| {
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| grade(entry)))
-            .unwrap_or_else(|payload| grader_failed(entry, &panic_message(payload.as_ref())))
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| grade(entry))).unwrap_or_else(
+            |payload| grader_failed(entry, &course_model::exit::panic_message(payload.as_ref())),
+        )
     };
     let threads = threads.clamp(1, entries.len().max(1));
     match rayon::ThreadPoolBuilder::new().num_threads(threads).build() {
         Ok(pool) => pool.install(|| entries.par_iter().map(isolated).collect()),
         // No thread could be started: grade here, one after another.
         Err(_) => entries.iter().map(isolated).collect(),
-    }
-}
-
-/// The text a panic was raised with (`panic!("...")`, `expect("...")`, an index out of bounds).
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "a panic without a message".to_string()
     }
 }
 

@@ -58,6 +58,34 @@ pub fn tampered(file: &str, message: String, regenerate: &str) -> Problem {
     )
 }
 
+/// A results file whose `"schema"` is not `format`'s current one, as a problem: an earlier
+/// version with what it lacks and `rerun` (what writes a current file), anything else as
+/// tampered with `regenerate`.
+pub fn check_schema(
+    schema: &str,
+    format: &formats::version::FileSchema,
+    file: &str,
+    rerun: &str,
+    regenerate: &str,
+) -> Result<(), Problem> {
+    let current = format.current;
+    if let Some(lacks) = format.lacks(schema) {
+        return Err(tampered(
+            file,
+            format!("this report is {schema:?}, {lacks}; the grader reads {current:?}"),
+            rerun,
+        ));
+    }
+    if schema != current {
+        return Err(tampered(
+            file,
+            format!("the schema is {schema:?}, but the grader reads {current:?}"),
+            regenerate,
+        ));
+    }
+    Ok(())
+}
+
 /// `a ≈ b` within an absolute or a relative tolerance.
 pub(crate) fn close(a: f64, b: f64, abs: f64, rel: f64) -> bool {
     (a - b).abs() <= abs.max(rel * a.abs().max(b.abs()))

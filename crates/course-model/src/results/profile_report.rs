@@ -15,7 +15,7 @@
 //! thresholds, as it checks the roofline columns. Version 5 adds per row the budget `line`
 //! its op declared, which exercise 4's lines are checked against.
 
-use super::{close, parse_json, tampered};
+use super::{check_schema, close, parse_json, tampered};
 use crate::problem::Problem;
 use formats::line::Line;
 pub use formats::report::{Bound, SCHEMA};
@@ -188,24 +188,13 @@ impl ProfileReport {
             &format!("profiler report ({SCHEMA})"),
             REGENERATE,
         )?;
-        if let Some(lacks) = FILE.lacks(&raw.schema) {
-            let old = &raw.schema;
-            return Err(tampered(
-                file,
-                format!("this report is {old:?}, {lacks}; the grader reads {SCHEMA:?}"),
-                "profile again with this version of the course (`course run`), which writes the current report",
-            ));
-        }
-        if raw.schema != SCHEMA {
-            return Err(tampered(
-                file,
-                format!(
-                    "the schema is {:?}, but the grader reads {SCHEMA:?}",
-                    raw.schema
-                ),
-                REGENERATE,
-            ));
-        }
+        check_schema(
+            &raw.schema,
+            &FILE,
+            file,
+            "profile again with this version of the course (`course run`), which writes the current report",
+            REGENERATE,
+        )?;
         if raw.rows.is_empty() {
             return Err(tampered(file, "the report has no rows".into(), REGENERATE));
         }

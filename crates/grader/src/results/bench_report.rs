@@ -4,7 +4,7 @@
 //! format is a change here only: the A/B `comparison`, each run's P90 TTFT with its interval,
 //! and a sweep's target and knee.
 
-use super::{parse_json, tampered};
+use super::{check_schema, parse_json, tampered};
 use crate::problem::Problem;
 use serde::{Deserialize, Serialize};
 
@@ -199,24 +199,13 @@ impl BenchReport {
             &format!("benchmark report ({SCHEMA})"),
             REGENERATE,
         )?;
-        if let Some(why) = FILE.lacks(&raw.schema) {
-            let old = &raw.schema;
-            return Err(tampered(
-                file,
-                format!("this report is {old:?}, {why}; the grader reads {SCHEMA:?}"),
-                "run the benchmark again with this version of the course (`course run`), which writes the current report",
-            ));
-        }
-        if raw.schema != SCHEMA {
-            return Err(tampered(
-                file,
-                format!(
-                    "the schema is {:?}, but the grader reads {SCHEMA:?}",
-                    raw.schema
-                ),
-                REGENERATE,
-            ));
-        }
+        check_schema(
+            &raw.schema,
+            &FILE,
+            file,
+            "run the benchmark again with this version of the course (`course run`), which writes the current report",
+            REGENERATE,
+        )?;
         let comparison = match raw.comparison {
             None => None,
             Some(c) => Some(check_comparison(c, file)?),
