@@ -19,6 +19,8 @@
 #
 #   scripts/test-book.sh           # everything above
 #   scripts/test-book.sh --quick   # steps 1-4 without running book-measure --quick, and no browser
+#   scripts/test-book.sh --no-experiments   # all but book-measure --quick (the test command's
+#                                           # page walk runs it: README's book-measure step)
 #
 # Installs what it needs when missing: the book tools (scripts/install-book-tools.sh, into
 # target/tools), Debian's chromium (apt-get), and the test's npm packages (book/tests); --quick
@@ -26,12 +28,14 @@
 set -uo pipefail
 
 quick=0
+experiments=1
 for arg in "$@"; do
   case "$arg" in
     --quick) quick=1 ;;
+    --no-experiments) experiments=0 ;;
     -h | --help)
       cat <<'EOF'
-Usage: scripts/test-book.sh [--quick]
+Usage: scripts/test-book.sh [--quick | --no-experiments]
 
 Builds the course book and tests it: the build log, every include, every internal link and
 anchor, the practice quizzes, that no graded question is printed in a page, that every reason
@@ -45,6 +49,10 @@ Options:
               behind the book's figures and pictures) and the browser test (it installs chromium
               and npm packages). For checking a prose or quiz edit in seconds; run the full mode
               before a release.
+  --no-experiments
+              everything but book-measure --quick: for the test command, whose page walk
+              runs the same experiments (README.md's `cargo run -p book-measure -- --quick`),
+              so they are not run twice.
   -h, --help  this help
 EOF
       exit 0
@@ -259,13 +267,17 @@ fi
 # and course bench, the A/A simulation) still runs, writes its measured file and draws its
 # pictures: book-measure's --quick mode (the tiny models), into a temporary folder, never over
 # the committed files.
-measure_dir="$(mktemp -d)"
-if run_quiet cargo run --quiet -p book-measure -- --quick --no-progress --out "$measure_dir"; then
-  pass "book-measure --quick: every experiment behind the book's figures runs and writes its file and pictures"
+if ((experiments)); then
+  measure_dir="$(mktemp -d)"
+  if run_quiet cargo run --quiet -p book-measure -- --quick --no-progress --out "$measure_dir"; then
+    pass "book-measure --quick: every experiment behind the book's figures runs and writes its file and pictures"
+  else
+    fail "book-measure --quick: every experiment behind the book's figures runs and writes its file and pictures (its output is above)"
+  fi
+  rm -rf "$measure_dir"
 else
-  fail "book-measure --quick: every experiment behind the book's figures runs and writes its file and pictures (its output is above)"
+  echo "skip book-measure --quick (--no-experiments: the page walk runs it)"
 fi
-rm -rf "$measure_dir"
 
 # --- the book in a real browser --------------------------------------------------------------
 port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')"

@@ -68,8 +68,9 @@ scripts/install-book-tools.sh
 step "Rust tests (every crate and solution)"
 cargo nextest run --workspace --no-fail-fast -E 'not package(/^exercise-/) or package(exercise-3)' 
 
+# --no-experiments: book-measure --quick runs once, in the page walk (README.md's book-measure step).
 step "book: build, links, includes, quiz bank, browser"
-scripts/test-book.sh
+scripts/test-book.sh --no-experiments
 
 step "book prose: figures come from measured files; word limits"
 python3 scripts/check-prose.py --self-test
