@@ -15,6 +15,7 @@
 //! Strings are a `u64` length then UTF-8 bytes; everything is little-endian.
 
 pub mod tokenizer;
+pub mod write;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
