@@ -21,7 +21,7 @@ use std::sync::atomic::AtomicU64;
 
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::registry::Registry;
+use prometheus_client::registry::{Metric, Registry};
 
 /// Every series the server exports; clones share their values.
 pub struct Metrics {
@@ -41,62 +41,54 @@ impl Metrics {
     /// The series of a server whose KV-cache budget is `capacity` bytes.
     pub fn new(capacity: u64) -> Metrics {
         let mut registry = Registry::default();
+        let r = &mut registry;
         let m = Metrics {
-            requests_running: Gauge::default(),
-            requests_waiting: Gauge::default(),
-            kv_used_bytes: Gauge::default(),
-            kv_capacity_bytes: Gauge::default(),
-            kv_usage: Gauge::default(),
-            prompt_tokens: Counter::default(),
-            generation_tokens: Counter::default(),
-            resident_memory_bytes: Gauge::default(),
+            requests_running: series(
+                r,
+                "course_requests_running",
+                "Requests in the running batch",
+            ),
+            requests_waiting: series(
+                r,
+                "course_requests_waiting",
+                "Requests queued or held for KV-cache room",
+            ),
+            kv_used_bytes: series(
+                r,
+                "course_kv_cache_used_bytes",
+                "KV-cache bytes reserved by admitted requests",
+            ),
+            kv_capacity_bytes: series(
+                r,
+                "course_kv_cache_capacity_bytes",
+                "The KV-cache budget in bytes (--kv-cache-bytes)",
+            ),
+            kv_usage: series(
+                r,
+                "course_kv_cache_usage_ratio",
+                "Fraction of the KV-cache budget reserved, 0 to 1",
+            ),
+            // prometheus-client adds `_total` to a counter's name.
+            prompt_tokens: series(
+                r,
+                "course_prompt_tokens",
+                "Prompt tokens prefilled since the server started",
+            ),
+            generation_tokens: series(
+                r,
+                "course_generation_tokens",
+                "Tokens generated since the server started",
+            ),
+            resident_memory_bytes: series(
+                r,
+                "process_resident_memory_bytes",
+                "Resident memory of the server process in bytes",
+            ),
             capacity,
-            registry: Registry::default(),
+            registry,
         };
         m.kv_capacity_bytes.set(gauge_value(capacity));
-        let r = &mut registry;
-        r.register(
-            "course_requests_running",
-            "Requests in the running batch",
-            m.requests_running.clone(),
-        );
-        r.register(
-            "course_requests_waiting",
-            "Requests queued or held for KV-cache room",
-            m.requests_waiting.clone(),
-        );
-        r.register(
-            "course_kv_cache_used_bytes",
-            "KV-cache bytes reserved by admitted requests",
-            m.kv_used_bytes.clone(),
-        );
-        r.register(
-            "course_kv_cache_capacity_bytes",
-            "The KV-cache budget in bytes (--kv-cache-bytes)",
-            m.kv_capacity_bytes.clone(),
-        );
-        r.register(
-            "course_kv_cache_usage_ratio",
-            "Fraction of the KV-cache budget reserved, 0 to 1",
-            m.kv_usage.clone(),
-        );
-        // prometheus-client adds `_total` to a counter's name.
-        r.register(
-            "course_prompt_tokens",
-            "Prompt tokens prefilled since the server started",
-            m.prompt_tokens.clone(),
-        );
-        r.register(
-            "course_generation_tokens",
-            "Tokens generated since the server started",
-            m.generation_tokens.clone(),
-        );
-        r.register(
-            "process_resident_memory_bytes",
-            "Resident memory of the server process in bytes",
-            m.resident_memory_bytes.clone(),
-        );
-        Metrics { registry, ..m }
+        m
     }
 
     /// Records `used` bytes reserved out of the capacity.
@@ -118,6 +110,14 @@ impl Metrics {
         let _ = prometheus_client::encoding::text::encode(&mut text, &self.registry);
         text
     }
+}
+
+/// A new series registered as `name` with `help`; the registry keeps a clone, which shares the
+/// value, so the server sets the one returned and a scrape reads it.
+fn series<M: Metric + Clone + Default>(registry: &mut Registry, name: &str, help: &str) -> M {
+    let metric = M::default();
+    registry.register(name, help, metric.clone());
+    metric
 }
 
 /// A count of bytes as a gauge holds it (an i64), the largest gauge value past that.
