@@ -86,6 +86,42 @@ pub fn check_schema(
     Ok(())
 }
 
+/// A results file as its reader knows it: the schema it reads, what a parse error calls the
+/// file, and the ways out of a bad one. Every reader parses then checks the schema the same way,
+/// in [`ResultsFile::parse`].
+pub struct ResultsFile {
+    pub format: formats::version::FileSchema,
+    /// The file's name in a parse error, e.g. "profiler report" (its current schema follows).
+    pub what: &'static str,
+    /// How to write a current file, for one of an earlier version.
+    pub rerun: &'static str,
+    /// What to do about a file that does not parse or names another schema.
+    pub regenerate: &'static str,
+}
+
+impl ResultsFile {
+    /// Parse `text` (of the file named `file`) into `T`, then check its `"schema"`, which
+    /// `schema` reads: a syntax or type error names the line and column ([`parse_json`]), a
+    /// schema not the current one is a problem as [`check_schema`] says.
+    pub fn parse<T: DeserializeOwned>(
+        &self,
+        text: &str,
+        file: &str,
+        schema: impl Fn(&T) -> &str,
+    ) -> Result<T, Problem> {
+        let what = format!("{} ({})", self.what, self.format.current);
+        let raw: T = parse_json(text, file, &what, self.regenerate)?;
+        check_schema(
+            schema(&raw),
+            &self.format,
+            file,
+            self.rerun,
+            self.regenerate,
+        )?;
+        Ok(raw)
+    }
+}
+
 /// `a ≈ b` within an absolute or a relative tolerance.
 pub(crate) fn close(a: f64, b: f64, abs: f64, rel: f64) -> bool {
     (a - b).abs() <= abs.max(rel * a.abs().max(b.abs()))

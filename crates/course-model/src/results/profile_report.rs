@@ -15,7 +15,7 @@
 //! thresholds, as it checks the roofline columns. Version 5 adds per row the budget `line`
 //! its op declared, which exercise 4's lines are checked against.
 
-use super::{check_schema, close, parse_json, tampered};
+use super::{close, tampered, ResultsFile};
 use crate::problem::Problem;
 use formats::line::Line;
 pub use formats::report::{Bound, SCHEMA};
@@ -164,6 +164,14 @@ fn sort_value(row: &RawRow, sort_by: &str) -> Option<f64> {
 const REGENERATE: &str =
     "regenerate it by running the exercise again (`course run`); never edit results by hand";
 
+/// report.json as the grader reads it: an earlier version is profiled again.
+const READ: ResultsFile = ResultsFile {
+    format: FILE,
+    what: "profiler report",
+    rerun: "profile again with this version of the course (`course run`), which writes the current report",
+    regenerate: REGENERATE,
+};
+
 // Tolerances for the consistency checks. Shares are printed rounded and times are summed in
 // floating point, so exact equality would reject honest files.
 const SHARE_SUM_TOLERANCE_PCT: f64 = 1.0;
@@ -182,19 +190,7 @@ impl ProfileReport {
 
     /// Parse and check a report; any inconsistency is a `Tampered` problem.
     pub fn parse(text: &str, file: &str) -> Result<ProfileReport, Problem> {
-        let raw: RawReport = parse_json(
-            text,
-            file,
-            &format!("profiler report ({SCHEMA})"),
-            REGENERATE,
-        )?;
-        check_schema(
-            &raw.schema,
-            &FILE,
-            file,
-            "profile again with this version of the course (`course run`), which writes the current report",
-            REGENERATE,
-        )?;
+        let raw = READ.parse(text, file, |r: &RawReport| &r.schema)?;
         if raw.rows.is_empty() {
             return Err(tampered(file, "the report has no rows".into(), REGENERATE));
         }

@@ -4,7 +4,7 @@
 //! format is a change here only: the A/B `comparison`, each run's P90 TTFT with its interval,
 //! and a sweep's target and knee.
 
-use super::{check_schema, parse_json, tampered};
+use super::{tampered, ResultsFile};
 use crate::problem::Problem;
 use serde::{Deserialize, Serialize};
 
@@ -191,21 +191,17 @@ pub struct BenchReport {
 
 const REGENERATE: &str = "regenerate it by running the benchmark again; never edit results by hand";
 
+/// bench.json as the grader reads it: an earlier version is benchmarked again.
+const READ: ResultsFile = ResultsFile {
+    format: FILE,
+    what: "benchmark report",
+    rerun: "run the benchmark again with this version of the course (`course run`), which writes the current report",
+    regenerate: REGENERATE,
+};
+
 impl BenchReport {
     pub fn parse(text: &str, file: &str) -> Result<BenchReport, Problem> {
-        let raw: RawReport = parse_json(
-            text,
-            file,
-            &format!("benchmark report ({SCHEMA})"),
-            REGENERATE,
-        )?;
-        check_schema(
-            &raw.schema,
-            &FILE,
-            file,
-            "run the benchmark again with this version of the course (`course run`), which writes the current report",
-            REGENERATE,
-        )?;
+        let raw = READ.parse(text, file, |r: &RawReport| &r.schema)?;
         let comparison = match raw.comparison {
             None => None,
             Some(c) => Some(check_comparison(c, file)?),

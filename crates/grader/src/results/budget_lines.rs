@@ -13,8 +13,9 @@
 //! that the lines cover the report's rows once.
 
 use super::profile_report::ProfileReport;
-use super::{parse_json, tampered};
+use super::{tampered, ResultsFile};
 use crate::problem::Problem;
+use formats::version::FileSchema;
 use serde::Deserialize;
 use std::collections::BTreeSet;
 
@@ -38,77 +39,61 @@ const REGENERATE: &str =
     "regenerate it with `course run 4` (after `course run 3`); never edit results by hand";
 const LINE_TOLERANCE_PCT: f64 = 0.5;
 
+/// budget.json as the grader reads it; it has had one version, so any other schema is tampered.
+const READ: ResultsFile = ResultsFile {
+    format: FileSchema {
+        file: "budget.json",
+        current: SCHEMA,
+        old: &[],
+        rerun: REGENERATE,
+    },
+    what: "budget lines file",
+    rerun: REGENERATE,
+    regenerate: REGENERATE,
+};
+
 impl BudgetLines {
     /// Parse and check against the profile the lines were made from.
     pub fn parse(text: &str, file: &str, profile: &ProfileReport) -> Result<BudgetLines, Problem> {
-        let lines: BudgetLines =
-            parse_json(text, file, "budget lines file (budget-lines/1)", REGENERATE)?;
-        if lines.schema != SCHEMA {
-            return Err(tampered(
-                file,
-                format!(
-                    "the schema is {:?}, but the grader reads {SCHEMA:?}",
-                    lines.schema
-                ),
-                REGENERATE,
-            ));
-        }
+        let lines = READ.parse(text, file, |l: &BudgetLines| &l.schema)?;
+        // Whatever is wrong below, the file contradicts itself or the profile: regenerate it.
+        let tampered = |message: String| tampered(file, message, REGENERATE);
         if lines.lines.is_empty() {
-            return Err(tampered(file, "it has no lines".into(), REGENERATE));
+            return Err(tampered("it has no lines".into()));
         }
         let mut seen = BTreeSet::new();
         for line in &lines.lines {
             let mut sum = 0.0;
             for op in &line.ops {
                 let Some(row) = profile.row(op) else {
-                    return Err(tampered(
-                        file,
-                        format!("line `{}` lists `{op}`, which is not a row of {}: it was made from another profile", line.line, profile.file),
-                        REGENERATE,
-                    ));
+                    return Err(tampered(format!("line `{}` lists `{op}`, which is not a row of {}: it was made from another profile", line.line, profile.file)));
                 };
                 if row.line.name() != line.line {
-                    return Err(tampered(
-                        file,
-                        format!(
-                            "line `{}` lists `{op}`, which {} puts on `{}`",
-                            line.line,
-                            profile.file,
-                            row.line.name()
-                        ),
-                        REGENERATE,
-                    ));
+                    return Err(tampered(format!(
+                        "line `{}` lists `{op}`, which {} puts on `{}`",
+                        line.line,
+                        profile.file,
+                        row.line.name()
+                    )));
                 }
                 if !seen.insert(row.name.clone()) {
-                    return Err(tampered(
-                        file,
-                        format!("`{}` is on two lines", row.name),
-                        REGENERATE,
-                    ));
+                    return Err(tampered(format!("`{}` is on two lines", row.name)));
                 }
                 sum += row.share_pct;
             }
             if !line.share_pct.is_finite() || (line.share_pct - sum).abs() > LINE_TOLERANCE_PCT {
-                return Err(tampered(
-                    file,
-                    format!(
-                        "line `{}` claims {:.2}% of the step, but its ops have {sum:.2}% in {}: it was made from another profile",
-                        line.line, line.share_pct, profile.file
-                    ),
-                    REGENERATE,
-                ));
+                return Err(tampered(format!(
+                    "line `{}` claims {:.2}% of the step, but its ops have {sum:.2}% in {}: it was made from another profile",
+                    line.line, line.share_pct, profile.file
+                )));
             }
         }
         let total: f64 = lines.lines.iter().map(|l| l.share_pct).sum();
         if (total - 100.0).abs() > 1.0 {
-            return Err(tampered(
-                file,
-                format!(
-                    "the lines add up to {total:.2}%, not 100%: a row of {} is on no line",
-                    profile.file
-                ),
-                REGENERATE,
-            ));
+            return Err(tampered(format!(
+                "the lines add up to {total:.2}%, not 100%: a row of {} is on no line",
+                profile.file
+            )));
         }
         Ok(lines)
     }
@@ -121,5 +106,37 @@ impl BudgetLines {
                 Some(b) if b.share_pct >= l.share_pct => Some(b),
                 _ => Some(l),
             })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::problem::ProblemKind;
+
+    fn profile() -> ProfileReport {
+        let text = include_str!("../../tests/fixtures/reports/cpu-b1-t8-stock-mlp.json");
+        ProfileReport::parse(text, "report.json").unwrap()
+    }
+
+    #[test]
+    fn another_schema_is_tampered_and_a_missing_field_names_the_file_kind() {
+        let other = r#"{"schema": "budget-lines/2", "lines": []}"#;
+        let p = BudgetLines::parse(other, "budget.json", &profile()).unwrap_err();
+        assert_eq!(p.kind, ProblemKind::Tampered);
+        assert_eq!(
+            p.message,
+            r#"the schema is "budget-lines/2", but the grader reads "budget-lines/1""#
+        );
+        assert_eq!(p.next_step, REGENERATE);
+
+        let no_lines = r#"{"schema": "budget-lines/1"}"#;
+        let p = BudgetLines::parse(no_lines, "budget.json", &profile()).unwrap_err();
+        assert_eq!(p.kind, ProblemKind::WrongType);
+        assert!(
+            p.message
+                .starts_with("this is not a valid budget lines file (budget-lines/1): "),
+            "{p}"
+        );
     }
 }

@@ -12,4 +12,4 @@ pub mod fused_check;
 // The grader's checks name the report's reader by its place among the results files; it is
 // defined once, in course-model, below the grader.
 pub(crate) use course_model::results::profile_report;
-use course_model::results::{check_schema, parse_json, tampered};
+use course_model::results::{parse_json, tampered, ResultsFile};
