@@ -35,7 +35,7 @@ use engine::quant::QMatrix;
 use engine::{Error, Result};
 
 use crate::config::{Config, Family, RopeScaling};
-use crate::model::{Layers, Model};
+use crate::model::{Fused, Layers, Model};
 
 /// How a GGUF's quantized matrices are held.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -385,14 +385,13 @@ fn unpermute_rows(bytes: &[u8], rows: usize, heads: usize) -> std::result::Resul
 }
 
 impl Layers for Source {
-    fn linear(
-        &self,
-        prefix: &str,
-        names: &[(&str, usize)],
-        in_dim: usize,
-        bias: Option<Tensor>,
-        path: KernelPath,
-    ) -> Result<Option<Linear>> {
+    fn linear(&self, fused: Fused, path: KernelPath) -> Result<Option<Linear>> {
+        let Fused {
+            prefix,
+            names,
+            in_dim,
+            bias,
+        } = fused;
         let mut parts = Vec::new();
         for (name, out) in names {
             let hf = format!("{prefix}.{name}.weight");

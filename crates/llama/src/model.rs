@@ -40,52 +40,71 @@ impl RmsNorm {
     }
 }
 
+/// One dense layer made of the `nn.Linear`s `names` (each with its number of outputs) under
+/// `prefix`, all reading `in_dim` inputs: their outputs side by side, with `bias` added.
+pub struct Fused<'a> {
+    pub prefix: &'a str,
+    pub names: &'a [(&'a str, usize)],
+    pub in_dim: usize,
+    pub bias: Option<Tensor>,
+}
+
 /// Where the dense layers come from when a checkpoint keeps them in a form `vb`'s tensors do not
-/// (a GGUF's quantized matrices, [`crate::gguf`]): the layer of the `nn.Linear`s `names` under
-/// `prefix` (`vb`'s), their outputs side by side, with `bias` added; `None` reads them from `vb`.
+/// (a GGUF's quantized matrices, [`crate::gguf`]): the layer `fused` for the kernel path `path`;
+/// `None` reads it from `vb`.
 pub trait Layers {
-    fn linear(
-        &self,
-        prefix: &str,
-        names: &[(&str, usize)],
-        in_dim: usize,
-        bias: Option<Tensor>,
-        path: KernelPath,
-    ) -> Result<Option<Linear>>;
+    fn linear(&self, fused: Fused, path: KernelPath) -> Result<Option<Linear>>;
 
     /// The output head (`lm_head`, or the token embeddings where tied), `None` from `vb`.
     fn head(&self, cfg: &Config, path: KernelPath) -> Result<Option<Linear>>;
 }
 
-/// `names` (each an `nn.Linear` under `vb`) as one dense layer, their outputs side by side.
-fn fused(
-    vb: &VarBuilder,
-    names: &[(&str, usize)],
-    in_dim: usize,
-    bias: bool,
+/// What every module's `load` reads besides its own tensors: the model's config, the kernel path
+/// its weights are laid out for, and where its dense layers come from.
+struct Loader<'a> {
+    cfg: &'a Config,
     path: KernelPath,
-    layers: Option<&dyn Layers>,
-) -> Result<Linear> {
-    let bias = match bias {
-        true => Some(Tensor::cat(
-            &names
-                .iter()
-                .map(|(n, out)| vb.get(*out, &format!("{n}.bias")))
-                .collect::<candle_core::Result<Vec<_>>>()?,
-            0,
-        )?),
-        false => None,
-    };
-    if let Some(layers) = layers {
-        if let Some(l) = layers.linear(&vb.prefix(), names, in_dim, bias.clone(), path)? {
-            return Ok(l);
+    layers: Option<&'a dyn Layers>,
+}
+
+impl Loader<'_> {
+    /// `names` (each an `nn.Linear` under `vb`, with its outputs) as one dense layer of `in_dim`
+    /// inputs, their outputs side by side.
+    fn fused(
+        &self,
+        vb: &VarBuilder,
+        names: &[(&str, usize)],
+        in_dim: usize,
+        bias: bool,
+    ) -> Result<Linear> {
+        let bias = match bias {
+            true => Some(Tensor::cat(
+                &names
+                    .iter()
+                    .map(|(n, out)| vb.get(*out, &format!("{n}.bias")))
+                    .collect::<candle_core::Result<Vec<_>>>()?,
+                0,
+            )?),
+            false => None,
+        };
+        if let Some(layers) = self.layers {
+            let prefix = vb.prefix();
+            let fused = Fused {
+                prefix: &prefix,
+                names,
+                in_dim,
+                bias: bias.clone(),
+            };
+            if let Some(l) = layers.linear(fused, self.path)? {
+                return Ok(l);
+            }
         }
+        let weights = names
+            .iter()
+            .map(|(n, out)| vb.get((*out, in_dim), &format!("{n}.weight")))
+            .collect::<candle_core::Result<Vec<_>>>()?;
+        Linear::from_out_in(Tensor::cat(&weights, 0)?, bias, self.path)
     }
-    let weights = names
-        .iter()
-        .map(|(n, out)| vb.get((*out, in_dim), &format!("{n}.weight")))
-        .collect::<candle_core::Result<Vec<_>>>()?;
-    Linear::from_out_in(Tensor::cat(&weights, 0)?, bias, path)
 }
 
 struct Attention {
@@ -102,34 +121,20 @@ struct Attention {
 }
 
 impl Attention {
-    fn load(
-        vb: VarBuilder,
-        cfg: &Config,
-        layer: usize,
-        path: KernelPath,
-        layers: Option<&dyn Layers>,
-    ) -> Result<Self> {
+    fn load(vb: VarBuilder, loader: &Loader, layer: usize) -> Result<Self> {
+        let (cfg, path) = (loader.cfg, loader.path);
         let (h, d, kv) = (
             cfg.num_attention_heads,
             cfg.head_dim,
             cfg.num_key_value_heads,
         );
-        let qkv = fused(
+        let qkv = loader.fused(
             &vb,
             &[("q_proj", h * d), ("k_proj", kv * d), ("v_proj", kv * d)],
             cfg.hidden_size,
             cfg.qkv_bias,
-            path,
-            layers,
         )?;
-        let o_proj = fused(
-            &vb,
-            &[("o_proj", cfg.hidden_size)],
-            h * d,
-            false,
-            path,
-            layers,
-        )?;
+        let o_proj = loader.fused(&vb, &[("o_proj", cfg.hidden_size)], h * d, false)?;
         let qk_norm = match cfg.qk_norm {
             true => Some((
                 RmsNorm::load(vb.pp("q_norm"), d, cfg.rms_norm_eps, path)?,
@@ -205,31 +210,13 @@ struct Mlp {
 }
 
 impl Mlp {
-    fn load(
-        vb: VarBuilder,
-        cfg: &Config,
-        path: KernelPath,
-        layers: Option<&dyn Layers>,
-    ) -> Result<Self> {
-        let inner = cfg.intermediate_size;
+    fn load(vb: VarBuilder, loader: &Loader) -> Result<Self> {
+        let (inner, hidden) = (loader.cfg.intermediate_size, loader.cfg.hidden_size);
+        let gate_up = [("gate_proj", inner), ("up_proj", inner)];
         Ok(Self {
-            gate_up: fused(
-                &vb,
-                &[("gate_proj", inner), ("up_proj", inner)],
-                cfg.hidden_size,
-                false,
-                path,
-                layers,
-            )?,
-            down: fused(
-                &vb,
-                &[("down_proj", cfg.hidden_size)],
-                inner,
-                false,
-                path,
-                layers,
-            )?,
-            path,
+            gate_up: loader.fused(&vb, &gate_up, hidden, false)?,
+            down: loader.fused(&vb, &[("down_proj", hidden)], inner, false)?,
+            path: loader.path,
         })
     }
 
@@ -249,24 +236,14 @@ struct Block {
 }
 
 impl Block {
-    fn load(
-        vb: VarBuilder,
-        cfg: &Config,
-        layer: usize,
-        path: KernelPath,
-        layers: Option<&dyn Layers>,
-    ) -> Result<Self> {
-        let eps = cfg.rms_norm_eps;
+    fn load(vb: VarBuilder, loader: &Loader, layer: usize) -> Result<Self> {
+        let (cfg, path) = (loader.cfg, loader.path);
+        let norm = |name: &str| RmsNorm::load(vb.pp(name), cfg.hidden_size, cfg.rms_norm_eps, path);
         Ok(Self {
-            input_layernorm: RmsNorm::load(vb.pp("input_layernorm"), cfg.hidden_size, eps, path)?,
-            attn: Attention::load(vb.pp("self_attn"), cfg, layer, path, layers)?,
-            post_attention_layernorm: RmsNorm::load(
-                vb.pp("post_attention_layernorm"),
-                cfg.hidden_size,
-                eps,
-                path,
-            )?,
-            mlp: Mlp::load(vb.pp("mlp"), cfg, path, layers)?,
+            input_layernorm: norm("input_layernorm")?,
+            attn: Attention::load(vb.pp("self_attn"), loader, layer)?,
+            post_attention_layernorm: norm("post_attention_layernorm")?,
+            mlp: Mlp::load(vb.pp("mlp"), loader)?,
             path,
         })
     }
@@ -321,8 +298,9 @@ impl Model {
         let activations = path.activations(vb.device(), vb.dtype());
         let (h, vocab) = (cfg.hidden_size, cfg.vocab_size);
         let embed = vb.get((vocab, h), "model.embed_tokens.weight")?;
+        let loader = Loader { cfg, path, layers };
         let blocks = (0..cfg.num_hidden_layers)
-            .map(|i| Block::load(vb.pp(format!("model.layers.{i}")), cfg, i, path, layers))
+            .map(|i| Block::load(vb.pp(format!("model.layers.{i}")), &loader, i))
             .collect::<Result<Vec<_>>>()?;
         let norm = RmsNorm::load(vb.pp("model.norm"), h, cfg.rms_norm_eps, path)?;
         let lm_head = match layers.map(|l| l.head(cfg, path)).transpose()?.flatten() {
