@@ -88,6 +88,19 @@ pub struct Request {
     pub stop_at_eos: bool,
 }
 
+impl Request {
+    /// A greedy request for exactly `max_tokens` tokens, end-of-text ignored: the same tokens and
+    /// the same work on every call, as a benchmark times it and a test compares it.
+    pub fn greedy(prompt: &[u32], max_tokens: usize) -> Request {
+        Request {
+            prompt: prompt.to_vec(),
+            max_tokens,
+            sampling: Sampling::greedy(),
+            stop_at_eos: false,
+        }
+    }
+}
+
 /// A token as it is produced: `index` counts this row's generated tokens from 0.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TokenEvent {
@@ -164,12 +177,7 @@ pub fn generate_fixed(
 ) -> Result<()> {
     let requests: Vec<Request> = prompts
         .iter()
-        .map(|prompt| Request {
-            prompt: prompt.clone(),
-            max_tokens,
-            sampling: Sampling::greedy(),
-            stop_at_eos: false,
-        })
+        .map(|prompt| Request::greedy(prompt, max_tokens))
         .collect();
     generate(model, limits, &requests, &mut |event| {
         on_token(event.row);

@@ -7,23 +7,14 @@ use common::{default_path, fixture_dir, reference, tiny_model};
 use gpt2::generate::generate_fixed;
 use gpt2::{generate, FinishReason, Flow, Request, Sampling};
 
-fn greedy(prompt: &[u32], max_tokens: usize) -> Request {
-    Request {
-        prompt: prompt.to_vec(),
-        max_tokens,
-        sampling: Sampling::greedy(),
-        stop_at_eos: false,
-    }
-}
-
 #[test]
 fn a_batch_generates_what_each_prompt_generates_alone() {
     let model = tiny_model(default_path());
     let ids = reference().ids;
     let requests = [
-        greedy(&ids, 6),
-        greedy(&ids[2..5], 9),
-        greedy(&ids[7..8], 4),
+        Request::greedy(&ids, 6),
+        Request::greedy(&ids[2..5], 9),
+        Request::greedy(&ids[7..8], 4),
     ];
     let batched = generate(&model, &requests, &mut |_| Flow::Continue).unwrap();
     for (r, req) in requests.iter().enumerate() {
@@ -39,14 +30,18 @@ fn the_callback_sees_every_token_in_order_and_can_stop_a_row() {
     let model = tiny_model(default_path());
     let ids = reference().ids;
     let mut seen: Vec<(usize, usize, u32)> = Vec::new();
-    let out = generate(&model, &[greedy(&ids, 5), greedy(&ids, 5)], &mut |e| {
-        seen.push((e.row, e.index, e.token));
-        if e.row == 1 && e.index == 1 {
-            Flow::Stop
-        } else {
-            Flow::Continue
-        }
-    })
+    let out = generate(
+        &model,
+        &[Request::greedy(&ids, 5), Request::greedy(&ids, 5)],
+        &mut |e| {
+            seen.push((e.row, e.index, e.token));
+            if e.row == 1 && e.index == 1 {
+                Flow::Stop
+            } else {
+                Flow::Continue
+            }
+        },
+    )
     .unwrap();
     assert_eq!(out[0].tokens.len(), 5);
     assert_eq!(out[1].tokens.len(), 2);
@@ -98,9 +93,11 @@ fn seeded_sampling_is_reproducible() {
 #[test]
 fn generation_stops_at_the_end_of_text_token() {
     let ids = reference().ids;
-    let first = generate(&tiny_model(default_path()), &[greedy(&ids, 3)], &mut |_| {
-        Flow::Continue
-    })
+    let first = generate(
+        &tiny_model(default_path()),
+        &[Request::greedy(&ids, 3)],
+        &mut |_| Flow::Continue,
+    )
     .unwrap()[0]
         .tokens[0];
     // The same weights, with the first greedy token declared end-of-text.
@@ -126,7 +123,7 @@ fn generation_stops_at_the_end_of_text_token() {
         default_path(),
     )
     .unwrap();
-    let mut req = greedy(&ids, 3);
+    let mut req = Request::greedy(&ids, 3);
     req.stop_at_eos = true;
     let out = generate(&model, &[req], &mut |_| Flow::Continue).unwrap();
     assert_eq!(out[0].tokens, vec![first]);
@@ -136,14 +133,16 @@ fn generation_stops_at_the_end_of_text_token() {
 #[test]
 fn requests_that_cannot_fit_are_refused() {
     let model = tiny_model(default_path());
-    let err = generate(&model, &[greedy(&[1; 60], 10)], &mut |_| Flow::Continue)
-        .unwrap_err()
-        .to_string();
+    let err = generate(&model, &[Request::greedy(&[1; 60], 10)], &mut |_| {
+        Flow::Continue
+    })
+    .unwrap_err()
+    .to_string();
     assert!(
         err.contains("longer than the model's context of 64"),
         "{err}"
     );
-    let err = generate(&model, &[greedy(&[], 10)], &mut |_| Flow::Continue)
+    let err = generate(&model, &[Request::greedy(&[], 10)], &mut |_| Flow::Continue)
         .unwrap_err()
         .to_string();
     assert!(err.contains("empty prompt"), "{err}");

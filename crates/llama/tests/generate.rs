@@ -8,18 +8,9 @@ mod common;
 
 use candle_core::{DType, Device};
 use common::{fixtures, paths};
-use engine::generate::{generate, Flow, Request, Sampling};
+use engine::generate::{generate, Flow, Request};
 
 const VARIANTS: [&str; 6] = ["llama", "llama3", "smollm2", "mistral", "qwen2", "qwen3"];
-
-fn greedy(prompt: &[u32], max_tokens: usize) -> Request {
-    Request {
-        prompt: prompt.to_vec(),
-        max_tokens,
-        sampling: Sampling::greedy(),
-        stop_at_eos: false,
-    }
-}
 
 #[test]
 fn greedy_generation_matches_transformers_token_for_token() {
@@ -44,13 +35,16 @@ fn greedy_generation_matches_transformers_token_for_token() {
             let alone = generate(
                 &model,
                 &limits,
-                &[greedy(&ids, expected.len())],
+                &[Request::greedy(&ids, expected.len())],
                 &mut |_| Flow::Continue,
             )
             .unwrap();
             assert_eq!(alone[0].tokens, expected, "{variant} on {kernels:?}, alone");
             // Beside a shorter sequence that finishes first: the same tokens.
-            let batch = [greedy(&ids, expected.len()), greedy(&ids[..5], 7)];
+            let batch = [
+                Request::greedy(&ids, expected.len()),
+                Request::greedy(&ids[..5], 7),
+            ];
             let together = generate(&model, &limits, &batch, &mut |_| Flow::Continue).unwrap();
             assert_eq!(
                 together[0].tokens, expected,
