@@ -17,31 +17,26 @@ pub struct Setting {
 
 /// The CPU kernel path every model is built for unless `--kernels` names one: `auto` (the
 /// default), `avx512`, `avx2` or `portable` ([`crate::cpu::KernelPath`]).
-pub const CPU_KERNELS: Setting = Setting {
-    name: "COURSE_CPU_KERNELS",
-    old_name: "GPT2_CPU_KERNELS",
-};
+pub const CPU_KERNELS: Setting = Setting::renamed("COURSE_CPU_KERNELS", "GPT2_CPU_KERNELS");
 
 /// The folder where the course keeps what it makes once (synthetic checkpoints, measured
 /// ceilings) ([`crate::cache_dir`]).
-pub const CACHE: Setting = Setting {
-    name: "COURSE_CACHE",
-    old_name: "GPT2_COURSE_CACHE",
-};
+pub const CACHE: Setting = Setting::renamed("COURSE_CACHE", "GPT2_COURSE_CACHE");
 
 /// The peak-throughput product's row count for the ceilings (an emulator's shortcut).
-pub const CEILINGS_PEAK_ROWS: Setting = Setting {
-    name: "COURSE_CEILINGS_PEAK_ROWS",
-    old_name: "GPT2_CEILINGS_PEAK_ROWS",
-};
+pub const CEILINGS_PEAK_ROWS: Setting =
+    Setting::renamed("COURSE_CEILINGS_PEAK_ROWS", "GPT2_CEILINGS_PEAK_ROWS");
 
 /// The bandwidth buffer's size in MiB for the ceilings (an emulator's shortcut).
-pub const CEILINGS_BUFFER_MIB: Setting = Setting {
-    name: "COURSE_CEILINGS_BUFFER_MIB",
-    old_name: "GPT2_CEILINGS_BUFFER_MIB",
-};
+pub const CEILINGS_BUFFER_MIB: Setting =
+    Setting::renamed("COURSE_CEILINGS_BUFFER_MIB", "GPT2_CEILINGS_BUFFER_MIB");
 
 impl Setting {
+    /// The setting read as `name`, and as `old_name` where only that is set.
+    pub const fn renamed(name: &'static str, old_name: &'static str) -> Setting {
+        Setting { name, old_name }
+    }
+
     /// The value: the course-wide name's, else the old name's (noted once per process). An
     /// empty value counts as unset.
     pub fn var_os(self) -> Option<OsString> {
@@ -97,10 +92,8 @@ mod tests {
     use super::*;
 
     /// A setting of this test's own, so no other test's environment is touched.
-    const PROBE: Setting = Setting {
-        name: "COURSE_SETTINGS_TEST_PROBE",
-        old_name: "GPT2_SETTINGS_TEST_PROBE",
-    };
+    const PROBE: Setting =
+        Setting::renamed("COURSE_SETTINGS_TEST_PROBE", "GPT2_SETTINGS_TEST_PROBE");
 
     #[test]
     fn the_course_name_wins_and_the_old_one_is_still_read() {
