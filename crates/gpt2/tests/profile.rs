@@ -78,13 +78,7 @@ fn the_table_reads_by_op_and_by_module() {
         gpt2::weights::synthetic_model(&Config::tiny(), &Device::Cpu, DType::F32, default_path())
             .unwrap();
     model.set_mlp_activation(MlpActivation::Stock);
-    let p = ForwardProfile {
-        batch: 2,
-        seq: 5,
-        warmup: 1,
-        active: 2,
-        ..ForwardProfile::default()
-    };
+    let p = common::small_profile();
     let profile = profile_forward_with(&model, &p, None).unwrap();
     let ops = names(View::Op, &profile);
     for op in [

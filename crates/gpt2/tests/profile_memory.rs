@@ -4,9 +4,7 @@
 
 mod common;
 
-use engine::profile::{
-    kv_in_use_series, profile_forward_with_memory, profile_generation_memory, ForwardProfile,
-};
+use engine::profile::{kv_in_use_series, profile_forward_with_memory, profile_generation_memory};
 use profiler::{SortBy, View};
 
 #[global_allocator]
@@ -15,13 +13,7 @@ static ALLOC: profiler::CountingAlloc = profiler::CountingAlloc;
 #[test]
 fn a_generation_holds_its_kv_cache_at_capacity_and_every_row_has_memory() {
     let model = common::tiny_model(common::default_path());
-    let p = ForwardProfile {
-        batch: 2,
-        seq: 5,
-        warmup: 1,
-        active: 2,
-        ..ForwardProfile::default()
-    };
+    let p = common::small_profile();
     let forward = profile_forward_with_memory(&model, &p, None).expect("profiled");
     assert!(forward.warnings.is_empty(), "{:?}", forward.warnings);
     let rows = forward

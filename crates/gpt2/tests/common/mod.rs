@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use candle_core::{DType, Device};
 use engine::cpu::KernelPath;
+use engine::profile::ForwardProfile;
 use engine::settings::CPU_KERNELS;
 use gpt2::weights::{self, Checkpoint};
 use gpt2::Model;
@@ -35,6 +36,18 @@ pub fn on_each_path(mut check: impl FnMut(KernelPath)) {
 /// The path a model is built for when nothing names one: `COURSE_CPU_KERNELS`'s, else the widest.
 pub fn default_path() -> KernelPath {
     KernelPath::resolve(None).expect("COURSE_CPU_KERNELS names a path this CPU runs")
+}
+
+/// A small forward profile of the tiny model: a batch of two five-token rows, one warm-up
+/// forward, two recorded (enough for every op to have a row, and for a row's total to be a sum).
+pub fn small_profile() -> ForwardProfile {
+    ForwardProfile {
+        batch: 2,
+        seq: 5,
+        warmup: 1,
+        active: 2,
+        ..ForwardProfile::default()
+    }
 }
 
 /// The committed fixture, built for `path`.
