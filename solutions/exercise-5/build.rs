@@ -1,6 +1,7 @@
 //! With `--features cuda`, compiles src/fused_bias_gelu.cu to PTX (nvcc, through cudaforge, the
 //! crate candle's own kernels are built with) and writes `$OUT_DIR/ptx.rs`, which defines
-//! `FUSED_BIAS_GELU: &str` for src/fused/cuda.rs to load. Without the feature it does nothing,
+//! `FUSED_BIAS_GELU: &str` for src/fused.rs to hand to the launch (`driver_exercise_5::kernel!`,
+//! crates/driver-exercise-5/src/cuda.rs). Without the feature it does nothing,
 //! so a CPU build never needs nvcc.
 //!
 //! The target architecture: `CUDA_ARCH` (nvcc's form: sm_90a, the default, for H100/H200;

@@ -1,6 +1,6 @@
-//! The CUDA plumbing of the fused op (built with `--features cuda` only): load the PTX that
-//! build.rs compiled from src/fused_bias_gelu.cu and launch its kernel with one thread per
-//! element. The fusion itself is the kernel's body; nothing here needs changing.
+//! The CUDA plumbing of the learner's fused op (built with `--features cuda` only): launch the
+//! kernel of their src/fused_bias_gelu.cu, which their build.rs compiled to PTX, with one thread
+//! per element. The fusion itself is the kernel's body; nothing here is the learner's to change.
 
 use candle_core::backend::BackendStorage;
 use candle_core::cuda_backend::cudarc::driver::{
@@ -9,14 +9,29 @@ use candle_core::cuda_backend::cudarc::driver::{
 use candle_core::cuda_backend::{kernel_name, Map2, WrapErr};
 use candle_core::{CudaDevice, CudaStorage, DType, Layout, Shape, WithDType};
 
-/// `FUSED_BIAS_GELU`: the PTX text of src/fused_bias_gelu.cu, written by build.rs.
-mod ptx {
-    include!(concat!(env!("OUT_DIR"), "/ptx.rs"));
+/// A package's compiled kernel: what [`kernel!`](crate::kernel) gives.
+pub struct Kernel {
+    /// The PTX text of src/fused_bias_gelu.cu.
+    pub ptx: &'static str,
+    /// The name the device caches the loaded module under: one per package, so the exercise's
+    /// and the solution's kernels never stand in for each other.
+    pub module: &'static str,
 }
 
-/// The name the device caches the loaded module under (one per crate, so the exercise's and
-/// the solution's kernels never stand in for each other).
-const MODULE: &str = concat!(env!("CARGO_PKG_NAME"), "::fused_bias_gelu");
+/// The [`Kernel`] of the package this is written in: `$OUT_DIR/ptx.rs`, written by its build.rs,
+/// defines `FUSED_BIAS_GELU`, the PTX text of its src/fused_bias_gelu.cu.
+#[macro_export]
+macro_rules! kernel {
+    () => {{
+        mod ptx {
+            include!(concat!(env!("OUT_DIR"), "/ptx.rs"));
+        }
+        $crate::cuda::Kernel {
+            ptx: ptx::FUSED_BIAS_GELU,
+            module: concat!(env!("CARGO_PKG_NAME"), "::fused_bias_gelu"),
+        }
+    }};
+}
 
 /// Threads per block: with one thread per element, any multiple of the warp size works.
 const BLOCK: u32 = 256;
@@ -24,6 +39,7 @@ const BLOCK: u32 = 256;
 /// `gelu_tanh(x + bias)` on the GPU; the same checks as the CPU path, then one launch.
 pub fn forward(
     op: &'static str,
+    kernel: &'static Kernel,
     s1: &CudaStorage,
     l1: &Layout,
     s2: &CudaStorage,
@@ -38,9 +54,9 @@ pub fn forward(
             candle_core::bail!("{op}: the CUDA kernel takes f32, f16 or bf16, not {other:?}")
         }
     }
-    let width = super::row_width(op, l1, l2)?;
+    let width = crate::op::row_width(op, l1, l2)?;
     let device = s1.device();
-    let slice = Launch { op, width }.map(&s1.slice, l1, &s2.slice, l2, device)?;
+    let slice = Launch { op, width, kernel }.map(&s1.slice, l1, &s2.slice, l2, device)?;
     Ok((
         CudaStorage {
             slice,
@@ -54,6 +70,7 @@ pub fn forward(
 struct Launch {
     op: &'static str,
     width: usize,
+    kernel: &'static Kernel,
 }
 
 impl Map2 for Launch {
@@ -86,8 +103,8 @@ impl Map2 for Launch {
         }
         let func = device.get_or_load_custom_func(
             &kernel_name::<T>("fused_bias_gelu"),
-            MODULE,
-            ptx::FUSED_BIAS_GELU,
+            self.kernel.module,
+            self.kernel.ptx,
         )?;
         let config = LaunchConfig {
             grid_dim: (n32.div_ceil(BLOCK), 1, 1),
