@@ -62,6 +62,14 @@ pub fn fill_answers(report_path: &Path, answers_path: &Path) -> Result<()> {
     answers::fill(answers_path, &answers)
 }
 
+/// The solutions' `fill_in_answers` of exercise `exercise` (3 or 8): [`fill_answers`] into the
+/// exercise folder `dir`'s answers.toml from its `report`, then the next step.
+pub fn fill_in_answers(report: &Path, dir: &Path, exercise: u8) -> Result<()> {
+    fill_answers(report, &dir.join("answers.toml"))?;
+    println!("Next: `course check {exercise}`.");
+    Ok(())
+}
+
 /// One sentence from the measured figures: the share, the rate, and what the fix changes.
 fn why(plan: &Assessment, cut: f64) -> String {
     let op = &plan.op.name;

@@ -10,6 +10,8 @@
 //!   the same rule with [`bench::SCHEMA`] and [`bench::OLD_SCHEMAS`].
 //! - [`line`]: the budget lines every row of a report is on, and the illustrative step.
 //! - [`environment`]: where a measurement was taken, the record both files carry.
+//! - [`memory`]: exercise 8's `results/memory.json` (written by `driver-exercise-8`, read by
+//!   the grader), with [`memory::SCHEMA`] and [`memory::OLD_SCHEMAS`] as for the others.
 //! - [`version`]: the one schema check and its migration error, naming the file and the
 //!   command that writes a current one.
 //! - [`schemas`]: the JSON Schemas the types generate (committed under `schema/`, read by
@@ -21,6 +23,7 @@
 pub mod bench;
 pub mod environment;
 pub mod line;
+pub mod memory;
 pub mod report;
 pub mod schemas;
 pub mod version;

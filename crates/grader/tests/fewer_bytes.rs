@@ -28,13 +28,9 @@ fn grade(report: &str, bytes: &str, measured: Option<&str>) -> ExerciseReport {
     let mut files = perfect_files();
     files.insert("exercise-3/results/report.json".into(), report.to_string());
     files.insert("exercise-4/results/budget.json".into(), budget_json(report));
-    let answers = perfect_ex4();
-    let without_bytes = &answers[..answers
-        .find("[bytes]")
-        .expect("the perfect answers have [bytes]")];
     files.insert(
         "exercise-4/answers.toml".into(),
-        format!("{without_bytes}{bytes}"),
+        with_last_section(&perfect_ex4(), "bytes", bytes),
     );
     if let Some(m) = measured {
         files.insert("exercise-4/results/bf16/report.json".into(), m.to_string());
@@ -44,32 +40,21 @@ fn grade(report: &str, bytes: &str, measured: Option<&str>) -> ExerciseReport {
 
 /// The `[bytes]` questions and the notes, so each snapshot shows the case it is named for.
 fn feedback(report: &ExerciseReport) -> String {
-    let mut only = report.clone();
-    only.questions.retain(|q| q.id.starts_with("bytes."));
-    only.notes
-        .retain(|n| n.contains("bf16") || n.contains("half-type"));
+    let only = only(report, "bytes.", |n| {
+        n.contains("bf16") || n.contains("half-type")
+    });
     render::terminal(&only, false)
-}
-
-fn question<'a>(report: &'a ExerciseReport, id: &str) -> &'a grader::QuestionResult {
-    report
-        .questions
-        .iter()
-        .find(|q| q.id == id)
-        .unwrap_or_else(|| panic!("no {id}"))
-}
-
-fn outcomes(report: &ExerciseReport) -> Vec<Outcome> {
-    FIELDS
-        .iter()
-        .map(|id| question(report, id).outcome)
-        .collect()
 }
 
 #[test]
 fn the_right_prediction() {
     let r = grade(&cpu_profile(), &bytes_answers(&cpu_profile()), None);
-    assert_eq!(outcomes(&r), [Outcome::Right; 3], "{}", feedback(&r));
+    assert_eq!(
+        outcomes(&r, &FIELDS),
+        [Outcome::Right; 3],
+        "{}",
+        feedback(&r)
+    );
     let matmul = question(&r, "bytes.matmul_cut_pct");
     assert!(
         matmul.reason.contains("still below the ridge")
@@ -94,7 +79,12 @@ fn a_right_prediction_in_other_words() {
     // The same figures as text, rounded to one decimal, and the sum of the rounded rows.
     let bytes = "[bytes]\nmatmul_cut_pct = \"30.4\"\nlm_head_cut_pct = \"10\"\npredicted_cut_pct = \"40.4\"\n";
     let r = grade(&cpu_profile(), bytes, None);
-    assert_eq!(outcomes(&r), [Outcome::Right; 3], "{}", feedback(&r));
+    assert_eq!(
+        outcomes(&r, &FIELDS),
+        [Outcome::Right; 3],
+        "{}",
+        feedback(&r)
+    );
 }
 
 #[test]
@@ -110,7 +100,7 @@ fn halving_the_whole_step_ignores_the_roofline() {
         None,
     );
     assert_eq!(
-        outcomes(&r),
+        outcomes(&r, &FIELDS),
         [Outcome::Right, Outcome::Right, Outcome::Wrong]
     );
     let total = question(&r, "bytes.predicted_cut_pct");
@@ -135,7 +125,7 @@ fn a_cut_for_rows_that_are_not_memory_bound() {
         &bytes_section(matmul / 2.0, lm_head / 2.0, (matmul + lm_head) / 2.0),
         None,
     );
-    assert_eq!(outcomes(&r), [Outcome::Wrong; 3]);
+    assert_eq!(outcomes(&r, &FIELDS), [Outcome::Wrong; 3]);
     for id in ["bytes.matmul_cut_pct", "bytes.lm_head_cut_pct"] {
         let q = question(&r, id);
         assert!(
@@ -148,7 +138,12 @@ fn a_cut_for_rows_that_are_not_memory_bound() {
     }
     // And zero is right there.
     let r = grade(&cuda, &bytes_section(0.0, 0.0, 0.0), None);
-    assert_eq!(outcomes(&r), [Outcome::Right; 3], "{}", feedback(&r));
+    assert_eq!(
+        outcomes(&r, &FIELDS),
+        [Outcome::Right; 3],
+        "{}",
+        feedback(&r)
+    );
     let r = grade(
         &cuda,
         &bytes_section(matmul / 2.0, lm_head / 2.0, (matmul + lm_head) / 2.0),
@@ -162,7 +157,7 @@ fn an_impossible_cut_breaks_the_ceiling_rule() {
     // More than the whole row, and more than the two rows hold together.
     let r = grade(&cpu_profile(), &bytes_section(70.0, 10.0, 95.0), None);
     assert_eq!(
-        outcomes(&r),
+        outcomes(&r, &FIELDS),
         [Outcome::Wrong, Outcome::Right, Outcome::Wrong]
     );
     assert!(question(&r, "bytes.matmul_cut_pct")
@@ -178,7 +173,7 @@ fn a_half_type_profile_is_no_starting_point() {
     // The learner ran exercise 3 with --dtype bf16: the prediction starts from f32.
     let bf16 = fixture_report("ex4-cpu-bf16.json");
     let r = grade(&bf16, &bytes_answers(&bf16), None);
-    assert_eq!(outcomes(&r), [Outcome::Wrong; 3]);
+    assert_eq!(outcomes(&r, &FIELDS), [Outcome::Wrong; 3]);
     assert!(question(&r, "bytes.matmul_cut_pct")
         .reason
         .contains("ran with bf16 weights: the prediction starts from the f32 profile"));
@@ -191,7 +186,12 @@ fn the_measured_cut_is_shown_beside_the_prediction_and_not_graded() {
         fixture_report("ex4-cpu-bf16.json"),
     );
     let r = grade(&f32_run, &bytes_answers(&f32_run), Some(&bf16_run));
-    assert_eq!(outcomes(&r), [Outcome::Right; 3], "{}", feedback(&r));
+    assert_eq!(
+        outcomes(&r, &FIELDS),
+        [Outcome::Right; 3],
+        "{}",
+        feedback(&r)
+    );
     let note = r
         .notes
         .iter()
@@ -217,7 +217,7 @@ fn the_measured_cut_is_shown_beside_the_prediction_and_not_graded() {
         "{:?}",
         r.notes
     );
-    assert_eq!(outcomes(&r), [Outcome::Right; 3]);
+    assert_eq!(outcomes(&r, &FIELDS), [Outcome::Right; 3]);
 }
 
 #[test]
@@ -229,7 +229,12 @@ fn a_cut_beyond_the_prediction_is_explained_by_the_half_type_kernels_own_peak() 
         fixture_report("ex4-dot-bf16.json"),
     );
     let r = grade(&f32_run, &bytes_answers(&f32_run), Some(&bf16_run));
-    assert_eq!(outcomes(&r), [Outcome::Right; 3], "{}", feedback(&r));
+    assert_eq!(
+        outcomes(&r, &FIELDS),
+        [Outcome::Right; 3],
+        "{}",
+        feedback(&r)
+    );
     let note = r
         .notes
         .iter()
@@ -295,7 +300,7 @@ fn half_the_time_past_the_ridge_is_wrong_with_the_arithmetic() {
         &bytes_section(matmul / 2.0, lm_head / 2.0, (matmul + lm_head) / 2.0),
         None,
     );
-    assert_eq!(outcomes(&r), [Outcome::Wrong; 3]);
+    assert_eq!(outcomes(&r, &FIELDS), [Outcome::Wrong; 3]);
     let q = question(&r, "bytes.matmul_cut_pct");
     assert!(
         q.reason
@@ -306,6 +311,11 @@ fn half_the_time_past_the_ridge_is_wrong_with_the_arithmetic() {
     );
     // The right figures there.
     let r = grade(&f32_run, &bytes_answers(&f32_run), None);
-    assert_eq!(outcomes(&r), [Outcome::Right; 3], "{}", feedback(&r));
+    assert_eq!(
+        outcomes(&r, &FIELDS),
+        [Outcome::Right; 3],
+        "{}",
+        feedback(&r)
+    );
     insta::assert_snapshot!(feedback(&r));
 }

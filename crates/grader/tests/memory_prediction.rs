@@ -9,6 +9,9 @@
 
 mod support;
 
+use std::path::Path;
+
+use formats::memory::MemoryRecord;
 use grader::{render, ExerciseReport, Outcome};
 use support::*;
 
@@ -22,16 +25,20 @@ const FIELDS: [&str; 3] = [
 /// results/memory.json.
 fn grade_with(memory: &str, record: &str) -> ExerciseReport {
     let mut files = perfect_files();
-    let answers = perfect_ex8();
-    let without = &answers[..answers
-        .find("[memory]")
-        .expect("the perfect answers have [memory]")];
     files.insert(
         "exercise-8/answers.toml".into(),
-        format!("{without}{memory}"),
+        with_last_section(&perfect_ex8(), "memory", memory),
     );
     files.insert("exercise-8/results/memory.json".into(), record.to_string());
     grader().grade_exercise(&submission(files), 8)
+}
+
+/// The fixture's record with `edit` made, written as the program writes it.
+fn record_with(edit: impl FnOnce(&mut MemoryRecord)) -> String {
+    let mut record = MemoryRecord::from_json(&llama_memory(), Path::new("ex8-smollm2.json"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    edit(&mut record);
+    record.to_json()
 }
 
 fn grade(memory: &str) -> ExerciseReport {
@@ -47,33 +54,43 @@ fn memory(weights: &str, kv_cache: &str, peak: &str) -> String {
 /// The `[memory]` questions and the measured note, so each snapshot shows the case it is named
 /// for.
 fn feedback(report: &ExerciseReport) -> String {
-    let mut only = report.clone();
-    only.questions.retain(|q| q.id.starts_with("memory."));
-    only.notes
-        .retain(|n| n.starts_with("Measured") || n.contains("[memory]"));
+    let mut only = only(report, "memory.", |n| {
+        n.starts_with("Measured") || n.contains("[memory]")
+    });
     only.problems.clear();
     render::terminal(&only, false)
 }
 
-fn question<'a>(report: &'a ExerciseReport, id: &str) -> &'a grader::QuestionResult {
-    report
-        .questions
-        .iter()
-        .find(|q| q.id == id)
-        .unwrap_or_else(|| panic!("no {id}"))
+#[test]
+fn the_fixture_is_what_the_program_writes() {
+    // Exercise 8 writes results/memory.json with `formats::memory::MemoryRecord`: the fixture
+    // reads back through that type and writes out unchanged.
+    assert_eq!(record_with(|_| ()), llama_memory());
 }
 
-fn outcomes(report: &ExerciseReport) -> Vec<Outcome> {
-    FIELDS
-        .iter()
-        .map(|id| question(report, id).outcome)
-        .collect()
+#[test]
+fn a_record_of_another_schema_says_so_before_its_fields() {
+    let foreign = llama_memory().replace(formats::memory::SCHEMA, "memory-prediction/0");
+    let r = grade_with(PERFECT_MEMORY_EX8, &foreign);
+    assert!(
+        r.problems
+            .iter()
+            .any(|p| p.message.contains("\"memory-prediction/0\"")),
+        "{:?}",
+        r.problems
+    );
+    assert_eq!(outcomes(&r, &FIELDS), [Outcome::Wrong; 3]);
 }
 
 #[test]
 fn the_right_prediction() {
     let r = grade(PERFECT_MEMORY_EX8);
-    assert_eq!(outcomes(&r), [Outcome::Right; 3], "{}", feedback(&r));
+    assert_eq!(
+        outcomes(&r, &FIELDS),
+        [Outcome::Right; 3],
+        "{}",
+        feedback(&r)
+    );
     assert!(r.passed, "{:#?}", r.questions);
     let note = r
         .notes
@@ -89,9 +106,19 @@ fn a_right_prediction_in_other_words() {
     // Units instead of bytes, rounded as a person would: 513.1 MiB is 538.03 MB, 45 MiB the
     // cache exactly, 0.58 GiB 622.8 MB.
     let r = grade(&memory("5.4e8", "\"47.2 MB\"", "\"630_000_000\""));
-    assert_eq!(outcomes(&r), [Outcome::Right; 3], "{}", feedback(&r));
+    assert_eq!(
+        outcomes(&r, &FIELDS),
+        [Outcome::Right; 3],
+        "{}",
+        feedback(&r)
+    );
     let r = grade(&memory("\"513.1 MiB\"", "\"45 MiB\"", "\"0.58 GiB\""));
-    assert_eq!(outcomes(&r), [Outcome::Right; 3], "{}", feedback(&r));
+    assert_eq!(
+        outcomes(&r, &FIELDS),
+        [Outcome::Right; 3],
+        "{}",
+        feedback(&r)
+    );
     insta::assert_snapshot!(feedback(&r));
 }
 
@@ -100,7 +127,7 @@ fn a_kv_cache_without_its_factor_2() {
     // Only the keys: half the cache, and so a peak 23.6 MB short.
     let r = grade(&memory("538060032", "23592960", "601000000"));
     assert_eq!(
-        outcomes(&r),
+        outcomes(&r, &FIELDS),
         [Outcome::Right, Outcome::Wrong, Outcome::Right],
         "{}",
         feedback(&r)
@@ -118,7 +145,7 @@ fn a_kv_cache_without_its_factor_2() {
 fn weights_in_bf16_bytes_for_an_f32_run() {
     let r = grade(&memory("269030016", "47185920", "356000000"));
     assert_eq!(
-        outcomes(&r),
+        outcomes(&r, &FIELDS),
         [Outcome::Wrong, Outcome::Right, Outcome::Wrong],
         "{}",
         feedback(&r)
@@ -137,12 +164,13 @@ fn a_bf16_run_predicted_in_f32_bytes() {
     // The same model loaded in bf16 on the CPU's packed kernels: weights 2 bytes each, the KV
     // cache still f32. The learner counted both in f32: the weights are twice too large, the
     // cache is right.
-    let record = llama_memory()
-        .replace("\"weight_bytes\": 4", "\"weight_bytes\": 2")
-        .replace("\"weights_dtype\": \"f32\"", "\"weights_dtype\": \"bf16\"");
+    let record = record_with(|r| {
+        r.config.weight_bytes = 2;
+        r.config.weights_dtype = "bf16".into();
+    });
     let r = grade_with(&memory("538060032", "47185920", "625000000"), &record);
     assert_eq!(
-        outcomes(&r),
+        outcomes(&r, &FIELDS),
         [Outcome::Wrong, Outcome::Right, Outcome::Right],
         "{}",
         feedback(&r)
@@ -213,15 +241,14 @@ fn text_that_is_not_bytes_is_a_problem_with_its_line() {
 
 #[test]
 fn without_a_measurement_the_note_says_how_to_take_one() {
-    let record = llama_memory();
-    let at = record.find("\"measured\"").expect("a measured field");
-    let end = record[at..]
-        .find("\n  \"model\"")
-        .expect("model after measured")
-        + at;
-    let record = format!("{}\"measured\": null,{}", &record[..at], &record[end..]);
+    let record = record_with(|r| r.measured = None);
     let r = grade_with(PERFECT_MEMORY_EX8, &record);
-    assert_eq!(outcomes(&r), [Outcome::Right; 3], "{}", feedback(&r));
+    assert_eq!(
+        outcomes(&r, &FIELDS),
+        [Outcome::Right; 3],
+        "{}",
+        feedback(&r)
+    );
     assert!(
         r.notes.iter().any(|n| n.contains("--profile-memory")),
         "{:?}",
@@ -233,7 +260,12 @@ fn without_a_measurement_the_note_says_how_to_take_one() {
 fn a_batch_edited_after_the_run_is_noted_and_graded_at_the_runs() {
     let edited = PERFECT_MEMORY_EX8.replace("batch = 4", "batch = 8");
     let r = grade(&edited);
-    assert_eq!(outcomes(&r), [Outcome::Right; 3], "{}", feedback(&r));
+    assert_eq!(
+        outcomes(&r, &FIELDS),
+        [Outcome::Right; 3],
+        "{}",
+        feedback(&r)
+    );
     assert!(
         r.notes.iter().any(|n| n.contains("batch 8 (the run's: 4)")),
         "{:?}",
@@ -260,7 +292,7 @@ fn a_missing_record_fails_the_memory_questions_and_says_how_to_make_one() {
 
 #[test]
 fn a_tampered_record_is_refused() {
-    let record = llama_memory().replace("\"kv_bytes\": 4", "\"kv_bytes\": 3");
+    let record = record_with(|r| r.config.kv_bytes = 3);
     let r = grade_with(PERFECT_MEMORY_EX8, &record);
     assert!(
         r.problems
@@ -350,9 +382,10 @@ fn a_gguf_run_on_the_engine_is_not_asked_the_memory_prediction() {
 #[test]
 fn a_record_with_absurd_sizes_is_graded_without_overflowing() {
     // A hand-edited record: sizes whose products overflow any integer are computed in f64.
-    let record = llama_memory()
-        .replace("\"layers\": 30", "\"layers\": 18446744073709551615")
-        .replace("\"context\": 256", "\"context\": 18446744073709551615");
+    let record = record_with(|r| {
+        r.config.layers = u64::MAX;
+        r.context = u64::MAX;
+    });
     let r = grade_with(PERFECT_MEMORY_EX8, &record);
     assert_eq!(
         question(&r, "memory.kv_cache_bytes").outcome,

@@ -25,18 +25,7 @@ fn grade_plan(report: &str, plan: &str) -> ExerciseReport {
 /// The plan's questions only, so each snapshot shows the case it is named for (the score line
 /// is the whole exercise's).
 fn plan_feedback(report: &ExerciseReport) -> String {
-    let mut only = report.clone();
-    only.questions.retain(|q| q.id.starts_with("plan."));
-    only.notes.clear();
-    render::terminal(&only, false)
-}
-
-fn question<'a>(report: &'a ExerciseReport, id: &str) -> &'a grader::QuestionResult {
-    report
-        .questions
-        .iter()
-        .find(|q| q.id == id)
-        .unwrap_or_else(|| panic!("no {id}"))
+    render::terminal(&only(report, "plan.", |_| false), false)
 }
 
 fn plan(attack: &str, cut: f64, mechanism: &str, why: &str) -> String {

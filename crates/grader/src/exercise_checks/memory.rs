@@ -7,7 +7,7 @@
 //! - peak = weights + KV cache + activations: at least the first two (both are live at the
 //!   peak), at most the weights twice over (what the arithmetic leaves out of them, such as a
 //!   tied head's packed copy, stays below a second copy), the cache, and every tensor a layer's
-//!   prefill of the whole context could hold at once ([`MemoryRecord::activations_ceiling`]).
+//!   prefill of the whole context could hold at once (`activations_ceiling` below).
 //!
 //! A wrong figure is diagnosed when it is the right one times a known slip (the factor 2 of K
 //! and V, another dtype's bytes, the query heads for the KV heads, one sequence or one layer).
@@ -18,149 +18,78 @@
 //! (`environment.tier` is `spans`: no config was read) and a GGUF file's (`environment.model`
 //! names a `.gguf` file: parameters × bytes per weight does not count quantized blocks).
 //!
-//! `results/memory.json` (schema `memory-prediction/1`, written by the exercise):
-//! `{"schema", "model", "batch", "context", "config": {"parameters", "layers", "kv_heads",
-//! "head_dim", "heads", "hidden_size", "intermediate_size", "vocab_size", "weights_dtype",
-//! "weight_bytes", "kv_dtype", "kv_bytes"}, "measured": null | {"peak_bytes", "peak_step",
-//! "peak_during", "prefill_tokens", "new_tokens", "at_highest_sample": {"weights_bytes",
-//! "kv_cache_bytes", "activations_bytes", "temporaries_bytes"}} | {"not_measured": why}}`.
+//! `results/memory.json` is `formats::memory::MemoryRecord` (schema `memory-prediction/1`),
+//! written by exercise 8's program with the same type; the arithmetic on it is here.
 
-use serde::Deserialize;
+use formats::memory::{Measured, MemoryRecord, FILE, SCHEMA};
 
 use super::{Ctx, Got, NOT_ANSWERED};
 use crate::answers::{Answers, Field, NodeValue};
 use crate::key::MemoryKey;
-use crate::problem::{Location, Problem, ProblemKind};
+use crate::problem::{Problem, ProblemKind};
 use crate::question_types::number::{show, within};
 use crate::report::QuestionResult;
+use course_model::results::{check_schema, parse_json, tampered};
 
-pub const SCHEMA: &str = "memory-prediction/1";
 const ROLE: &str = "memory";
 const REGENERATE: &str =
     "regenerate it with `course run 8` (a first-tier model); never edit results by hand";
 
-/// `results/memory.json`.
-#[derive(Debug, Clone, Deserialize)]
-pub struct MemoryRecord {
-    pub schema: String,
-    pub model: String,
-    pub batch: u64,
-    pub context: u64,
-    pub config: ModelConfig,
-    #[serde(default)]
-    pub measured: Option<Measured>,
-}
-
-/// The config values the arithmetic reads, as the run loaded the model.
-#[derive(Debug, Clone, Deserialize)]
-pub struct ModelConfig {
-    pub parameters: u64,
-    pub layers: u64,
-    pub kv_heads: u64,
-    pub head_dim: u64,
-    pub heads: u64,
-    pub hidden_size: u64,
-    pub intermediate_size: u64,
-    pub vocab_size: u64,
-    pub weights_dtype: String,
-    pub weight_bytes: u64,
-    pub kv_dtype: String,
-    pub kv_bytes: u64,
-}
-
-/// What a `--profile-memory` run measured of the generation, or why it could not.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(untagged)]
-pub enum Measured {
-    Peak(MeasuredPeak),
-    NotMeasured { not_measured: String },
-}
-
-#[derive(Debug, Clone, Deserialize)]
-pub struct MeasuredPeak {
-    pub peak_bytes: i64,
-    pub peak_step: u64,
-    pub peak_during: String,
-    pub prefill_tokens: u64,
-    pub new_tokens: u64,
-    pub at_highest_sample: Categories,
-}
-
-/// Live bytes by category at the highest sample of the timeline.
-#[derive(Debug, Clone, Deserialize)]
-pub struct Categories {
-    pub weights_bytes: i64,
-    pub kv_cache_bytes: i64,
-    pub activations_bytes: i64,
-    pub temporaries_bytes: i64,
-}
-
-impl MemoryRecord {
-    pub fn parse(text: &str, file: &str) -> Result<MemoryRecord, Problem> {
-        let record: MemoryRecord = serde_json::from_str(text).map_err(|e| {
-            let message = e.to_string();
-            let message = message.split(" at line ").next().unwrap_or(&message);
-            Problem::new(
-                ProblemKind::Malformed,
-                Some(match e.line() {
-                    0 => Location::file(file),
-                    line => Location::at(file, line, e.column().max(1)),
-                }),
-                format!("this is not a valid memory record ({SCHEMA}): {message}"),
-                REGENERATE,
-            )
-        })?;
-        let tampered = |message: String| {
-            Problem::new(
-                ProblemKind::Tampered,
-                Some(Location::file(file)),
-                message,
-                REGENERATE,
-            )
-        };
-        if record.schema != SCHEMA {
+/// The record, its schema checked before its fields (an old one gets what it lacks), then
+/// refused as tampered when its sizes or element types contradict each other.
+fn parse(text: &str, file: &str) -> Result<MemoryRecord, Problem> {
+    let what = format!("memory record ({SCHEMA})");
+    let head: serde_json::Value = parse_json(text, file, &what, REGENERATE)?;
+    if let Some(schema) = head.get("schema").and_then(|s| s.as_str()) {
+        check_schema(schema, &FILE, file, FILE.rerun, REGENERATE)?;
+    }
+    let record: MemoryRecord = parse_json(text, file, &what, REGENERATE)?;
+    let tampered = |message: String| tampered(file, message, REGENERATE);
+    let c = &record.config;
+    let sizes = [
+        c.parameters,
+        c.layers,
+        c.kv_heads,
+        c.head_dim,
+        c.heads,
+        record.batch,
+        record.context,
+    ];
+    if sizes.contains(&0) || c.kv_heads > c.heads {
+        return Err(tampered(
+            "a size is zero, or there are more key/value heads than query heads, which no model loads with"
+                .to_string(),
+        ));
+    }
+    for (dtype, bytes) in [
+        (&c.weights_dtype, c.weight_bytes),
+        (&c.kv_dtype, c.kv_bytes),
+    ] {
+        if dtype_bytes(dtype) != Some(bytes) {
             return Err(tampered(format!(
-                "the schema is {:?}, but the grader reads {SCHEMA:?}",
-                record.schema
+                "{dtype} does not take {bytes} bytes an element"
             )));
         }
-        let c = &record.config;
-        let sizes = [
-            c.parameters,
-            c.layers,
-            c.kv_heads,
-            c.head_dim,
-            c.heads,
-            record.batch,
-            record.context,
-        ];
-        if sizes.contains(&0) || c.kv_heads > c.heads {
-            return Err(tampered(
-                "a size is zero, or there are more key/value heads than query heads, which no model loads with"
-                    .to_string(),
-            ));
-        }
-        for (dtype, bytes) in [
-            (&c.weights_dtype, c.weight_bytes),
-            (&c.kv_dtype, c.kv_bytes),
-        ] {
-            if dtype_bytes(dtype) != Some(bytes) {
-                return Err(tampered(format!(
-                    "{dtype} does not take {bytes} bytes an element"
-                )));
-            }
-        }
-        Ok(record)
     }
+    Ok(record)
+}
 
+/// The course's arithmetic on a record's config.
+trait Arithmetic {
+    fn weights(&self) -> f64;
+    fn kv_cache(&self) -> f64;
+    fn activations_ceiling(&self) -> f64;
+}
+
+impl Arithmetic for MemoryRecord {
     /// parameters × bytes per weight.
-    pub fn weights(&self) -> f64 {
+    fn weights(&self) -> f64 {
         // In f64 throughout: a hand-edited record's sizes must not overflow.
         self.config.parameters as f64 * self.config.weight_bytes as f64
     }
 
     /// 2 × layers × KV heads × head dim × bytes × context × batch.
-    pub fn kv_cache(&self) -> f64 {
+    fn kv_cache(&self) -> f64 {
         let c = &self.config;
         [
             c.layers,
@@ -180,7 +109,7 @@ impl MemoryRecord {
     /// the MLP's gate, up and product (3 × intermediate), the attention's scores and their
     /// softmax (2 × heads × context) — in the activations' type, and the last position's f32
     /// logits. An estimate above it counts something twice.
-    pub fn activations_ceiling(&self) -> f64 {
+    fn activations_ceiling(&self) -> f64 {
         let c = &self.config;
         let f = |n: u64| n as f64;
         let per_token = 8.0 * f(c.hidden_size)
@@ -395,7 +324,7 @@ fn not_asked(ctx: &mut Ctx<'_>) -> Option<&'static str> {
 
 fn read(ctx: &mut Ctx<'_>) -> Result<MemoryRecord, String> {
     let (text, shown) = ctx.results_text(ROLE)?;
-    MemoryRecord::parse(&text, &shown).map_err(|p| ctx.record(p))
+    parse(&text, &shown).map_err(|p| ctx.record(p))
 }
 
 /// The batch and context answers.toml says, against the ones the run recorded (the program

@@ -12,6 +12,10 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+mod graded;
+#[allow(unused_imports, reason = "each test file uses some of the shared helpers")]
+pub use graded::*;
+
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
