@@ -126,11 +126,7 @@ pub fn resolve_hub(
         }),
         Err(HubError::Refused(e)) => Err(e),
         Err(HubError::Unreachable(why)) if repo == family.default_repo => {
-            notice(&format!(
-                "note: cannot get {repo} from the Hugging Face Hub ({why}) and it is not cached; using {} instead: \
-                 timings are real, outputs are not",
-                family.stand_in
-            ));
+            notice(&stand_in_notice(repo, &why, family.stand_in));
             (family.synthetic)()
         }
         Err(HubError::Unreachable(why)) => Err(Error::Input(format!(
@@ -139,6 +135,15 @@ pub fn resolve_hub(
              files into a folder and pass --model FOLDER"
         ))),
     }
+}
+
+/// The one line said when `repo` cannot be had (`why`) and a synthetic checkpoint with its
+/// shapes, `stand_in`, runs instead: the same words for every model that has one.
+pub fn stand_in_notice(repo: &str, why: &str, stand_in: &str) -> String {
+    format!(
+        "note: cannot get {repo} from the Hugging Face Hub ({why}) and it is not cached; using {stand_in} instead: \
+         timings are real, outputs are not"
+    )
 }
 
 /// Why [`fetch_hub`] returned no folder.
@@ -215,6 +220,29 @@ pub fn synthetic_dir(name: &str, write: impl FnOnce(&Path) -> Result<()>) -> Res
     Ok(dir)
 }
 
+/// The file `file` in the folder `name` of the course's cache, written by `write` into a
+/// temporary folder renamed into place in one step (`output::write_dir`) unless a finished one
+/// is there: a synthetic checkpoint that is one file (a GGUF) rather than a folder of them.
+pub fn synthetic_file(
+    name: &str,
+    file: &str,
+    write: impl FnOnce(&Path) -> Result<()>,
+) -> Result<PathBuf> {
+    let dir = crate::cache_dir().join(name);
+    let path = dir.join(file);
+    if !path.is_file() {
+        output::write_dir(&dir, |tmp| write(&tmp.join(file)))?;
+    }
+    match path.is_file() {
+        true => Ok(path),
+        // A folder of that name without the file: left by something else, never by us.
+        false => Err(Error::Input(format!(
+            "{} exists without {file}; delete the folder and run again",
+            dir.display()
+        ))),
+    }
+}
+
 /// Which of a repository's `.gguf` files to use: `wanted` when given (it must be one of them),
 /// else the only one, else the only one of type Q8_0 (its name says `Q8_0`: llama.cpp's
 /// near-lossless preset, the one the course's quantized rows start from), else none: an error
@@ -258,60 +286,115 @@ pub fn pick_gguf(repo: &str, files: &[String], wanted: Option<&str>) -> Result<S
     )))
 }
 
+/// What the Hub (or the cache) says of a repository that may hold GGUF files.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HubGguf {
+    /// The file to run, in the Hugging Face cache.
+    File(PathBuf),
+    /// A safetensors repository, or one without `.gguf` files.
+    NotGguf,
+    /// Neither the Hub nor the cache could say (why).
+    Unreachable(String),
+}
+
 /// The GGUF file of Hub repository `repo`, when it is a GGUF repository: `file` when given
 /// (from the cache, or downloaded), else the one [`pick_gguf`] picks of the repository's files,
 /// if it has `.gguf` files and no safetensors weights. `None` for a safetensors repository, and
-/// when the Hub cannot be asked (offline without `file`): the safetensors path then says what
-/// is missing.
+/// when the Hub cannot be asked and nothing is cached (offline without `file`): the safetensors
+/// path then says what is missing. [`find_gguf_on_hub`] tells those two apart.
 pub fn gguf_from_hub(
     repo: &str,
     revision: Option<&str>,
     file: Option<&str>,
 ) -> Result<Option<PathBuf>> {
+    match find_gguf_on_hub(repo, revision, file)? {
+        HubGguf::File(path) => Ok(Some(path)),
+        HubGguf::NotGguf => Ok(None),
+        HubGguf::Unreachable(why) => match file {
+            Some(f) => Err(Error::Input(format!(
+                "cannot get {f} of {repo} from the Hugging Face Hub ({why}) and it is not cached"
+            ))),
+            None => Ok(None),
+        },
+    }
+}
+
+/// [`gguf_from_hub`]'s finding: the file, a repository that holds none, or the Hub out of
+/// reach with nothing cached. Offline (or with the Hub out of reach), a repository downloaded
+/// before is read from the cache: `file`, else the one [`pick_gguf`] picks of its cached
+/// `.gguf` files.
+pub fn find_gguf_on_hub(repo: &str, revision: Option<&str>, file: Option<&str>) -> Result<HubGguf> {
     let hub_repo = match revision {
         Some(rev) => Repo::with_revision(repo.to_string(), RepoType::Model, rev.to_string()),
         None => Repo::new(repo.to_string(), RepoType::Model),
     };
-    let cache = hf_hub::Cache::from_env().repo(hub_repo.clone());
-    if let Some(path) = file.and_then(|f| cache.get(f)) {
-        return Ok(Some(path));
+    let cache = hf_hub::Cache::from_env();
+    if let Some(path) = file.and_then(|f| cache.repo(hub_repo.clone()).get(f)) {
+        return Ok(HubGguf::File(path));
     }
-    let unreachable = |why: String| {
-        Error::Input(format!(
-            "cannot get {} of {repo} from the Hugging Face Hub ({why}) and it is not cached",
-            file.unwrap_or("the file list")
-        ))
+    let from_cache = |why: String| -> Result<HubGguf> {
+        if file.is_none() {
+            let cached = cached_ggufs(&cache, &hub_repo);
+            if !cached.is_empty() {
+                let name = pick_gguf(repo, &cached, None)?;
+                if let Some(path) = cache.repo(hub_repo.clone()).get(&name) {
+                    return Ok(HubGguf::File(path));
+                }
+            }
+        }
+        Ok(HubGguf::Unreachable(why))
     };
     if offline() {
-        return match file {
-            Some(_) => Err(unreachable("HF_HUB_OFFLINE is set".into())),
-            None => Ok(None),
-        };
+        return from_cache("HF_HUB_OFFLINE is set".into());
     }
-    let api = hf_hub::api::sync::ApiBuilder::from_env()
+    let api = match hf_hub::api::sync::ApiBuilder::from_env()
         .with_progress(true)
         .build()
-        .map_err(|e| unreachable(e.to_string()))?
-        .repo(hub_repo);
+    {
+        Ok(api) => api.repo(hub_repo.clone()),
+        Err(e) => return from_cache(e.to_string()),
+    };
     let name = match file {
         Some(f) => f.to_string(),
         None => {
-            let Ok(info) = api.info() else {
-                return Ok(None);
+            let info = match api.info() {
+                Ok(info) => info,
+                Err(e) => return from_cache(e.to_string()),
             };
             let files: Vec<String> = info.siblings.into_iter().map(|s| s.rfilename).collect();
             let safetensors = files
                 .iter()
                 .any(|f| f == "model.safetensors" || f == "model.safetensors.index.json");
             if safetensors || !files.iter().any(|f| f.ends_with(".gguf")) {
-                return Ok(None);
+                return Ok(HubGguf::NotGguf);
             }
             pick_gguf(repo, &files, None)?
         }
     };
-    api.get(&name)
-        .map(Some)
-        .map_err(|e| unreachable(e.to_string()))
+    match api.get(&name) {
+        Ok(path) => Ok(HubGguf::File(path)),
+        Err(e) => Ok(HubGguf::Unreachable(e.to_string())),
+    }
+}
+
+/// The `.gguf` files of `repo`'s snapshot in the Hugging Face cache (the revision its ref
+/// names, as hf-hub lays the cache out: `models--owner--name/refs/REVISION` holds the commit,
+/// `snapshots/COMMIT/` the files).
+fn cached_ggufs(cache: &hf_hub::Cache, repo: &Repo) -> Vec<String> {
+    let dir = cache.path().join(repo.folder_name());
+    let Ok(commit) = std::fs::read_to_string(dir.join("refs").join(repo.revision())) else {
+        return Vec::new();
+    };
+    let Ok(entries) = std::fs::read_dir(dir.join("snapshots").join(commit.trim())) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = entries
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".gguf"))
+        .collect();
+    names.sort();
+    names
 }
 
 /// A checkpoint's chat template and the special tokens it refers to, from its
@@ -553,6 +636,38 @@ mod tests {
             .to_string();
         assert!(
             e.contains("org/other") && e.contains("--model FOLDER"),
+            "{e}"
+        );
+
+        // A GGUF repository downloaded before is read from the cache offline, by the same rule
+        // as online; one never downloaded is out of reach, said apart from "not a GGUF one".
+        let commit = "0123456789abcdef0123456789abcdef01234567";
+        let repo_dir = hub.path().join("hub/models--org--ggufs");
+        std::fs::create_dir_all(repo_dir.join("refs")).unwrap();
+        std::fs::write(repo_dir.join("refs/main"), commit).unwrap();
+        let snapshot = repo_dir.join("snapshots").join(commit);
+        std::fs::create_dir_all(&snapshot).unwrap();
+        for f in ["m-Q4_0.gguf", "m-Q8_0.gguf", "README.md"] {
+            std::fs::write(snapshot.join(f), "x").unwrap();
+        }
+        assert_eq!(
+            find_gguf_on_hub("org/ggufs", None, None).unwrap(),
+            HubGguf::File(snapshot.join("m-Q8_0.gguf"))
+        );
+        assert_eq!(
+            gguf_from_hub("org/ggufs", None, Some("m-Q4_0.gguf")).unwrap(),
+            Some(snapshot.join("m-Q4_0.gguf"))
+        );
+        assert_eq!(
+            find_gguf_on_hub("org/never", None, None).unwrap(),
+            HubGguf::Unreachable("HF_HUB_OFFLINE is set".into())
+        );
+        assert_eq!(gguf_from_hub("org/never", None, None).unwrap(), None);
+        let e = gguf_from_hub("org/never", None, Some("m.gguf"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("cannot get m.gguf of org/never") && e.contains("HF_HUB_OFFLINE"),
             "{e}"
         );
     }

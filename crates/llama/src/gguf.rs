@@ -132,13 +132,18 @@ pub fn limits(cfg: &Config, file: &GgufFile) -> Limits {
 /// stored, the token embeddings dequantized to f32 for the lookup, and the stored bytes once
 /// more while they are laid out for the kernels.
 pub fn check_memory(file: &GgufFile, cfg: &Config) -> Result<()> {
-    let stored = file.tensor_bytes()?;
-    let embeddings = (cfg.vocab_size * cfg.hidden_size * 4) as u64;
-    let name = file.path().display().to_string();
-    engine::memory::check_fits(
-        &name,
+    let (needed, detail) = memory_need(file.tensor_bytes()?, cfg.vocab_size, cfg.hidden_size);
+    engine::memory::check_fits(&file.path().display().to_string(), needed, &detail)
+}
+
+/// The bytes a GGUF model needs while loading, from `stored` (its tensors' bytes as the table
+/// gives them) and the embeddings' shape, and what that figure is: [`check_memory`]'s sum, also
+/// made from a plan before a synthetic file is written.
+pub fn memory_need(stored: u64, vocab_size: usize, hidden_size: usize) -> (u64, String) {
+    let embeddings = (vocab_size * hidden_size * 4) as u64;
+    (
         2 * stored + embeddings,
-        &format!(
+        format!(
             "holds {} of weights as stored and {} of f32 token embeddings",
             engine::memory::gib(stored),
             engine::memory::gib(embeddings)

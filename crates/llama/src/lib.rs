@@ -19,6 +19,7 @@ pub mod model;
 pub mod rope;
 pub mod source;
 pub mod synthetic;
+pub mod synthetic_gguf;
 pub mod weights;
 
 pub use config::{Config, Family};

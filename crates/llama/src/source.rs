@@ -9,8 +9,12 @@ use std::path::{Path, PathBuf};
 use candle_core::DType;
 use engine::{Error, Result};
 
+use engine::loader::HubGguf;
+
 use crate::config::Config;
 use crate::synthetic::{Shape, SHAPES, SMOLLM2_135M};
+pub use crate::synthetic_gguf::BONSAI_8B_REPO;
+use crate::synthetic_gguf::{GgufShape, BONSAI_8B, GGUF_SHAPES};
 
 /// What `--model` names when nothing is given: the smallest model of the family on the Hub.
 pub const DEFAULT_MODEL: &str = "HuggingFaceTB/SmolLM2-135M";
@@ -67,14 +71,37 @@ impl Source {
     }
 }
 
-/// The GGUF file `--model` names, if it names one: a `.gguf` path (which must exist), or a Hub
-/// repository whose files are GGUF files and no safetensors weights, fetched into the Hugging
-/// Face cache: the one `file` names, else its only one, else its one Q8_0 file, else an error
-/// listing them ([`engine::loader::gguf_from_hub`]). `None` for anything else (a folder, a
-/// safetensors repository, `synthetic-…`), which [`Source::parse`] reads; `file` is then an
-/// error. Where the answer is a file, [`crate::gguf::load_for_generation`] loads it (its memory
-/// check first, from the header).
+/// The GGUF file `--model` names, if it names one: a `.gguf` path (which must exist), a
+/// synthetic GGUF by name (`synthetic-bonsai-8b`), or a Hub repository whose files are GGUF
+/// files and no safetensors weights, fetched into the Hugging Face cache: the one `file` names,
+/// else its only one, else its one Q8_0 file, else an error listing them
+/// ([`engine::loader::find_gguf_on_hub`]). When the Hub cannot be reached and nothing is
+/// cached, [`BONSAI_8B_REPO`] is replaced by its synthetic stand-in, said on standard error as
+/// the other models' stand-ins are ([`gguf_or_stand_in`]). `None` for anything else (a folder, a
+/// safetensors repository, `synthetic-…` of a safetensors shape), which [`Source::parse`]
+/// reads; `file` is then an error. Where the answer is a file,
+/// [`crate::gguf::load_for_generation`] loads it (its memory check first, from the header).
 pub fn gguf_of(model: &str, file: Option<&str>) -> Result<Option<PathBuf>> {
+    gguf_or_stand_in(model, file, &mut |notice| eprintln!("{notice}"))
+}
+
+/// [`gguf_of`], with `notice` told when a stand-in replaces the model and when it is written.
+pub fn gguf_or_stand_in(
+    model: &str,
+    file: Option<&str>,
+    notice: &mut dyn FnMut(&str),
+) -> Result<Option<PathBuf>> {
+    if let Some(shape) = model
+        .strip_prefix("synthetic-")
+        .and_then(|name| GGUF_SHAPES.iter().find(|s| s.name == name))
+    {
+        if let Some(file) = file {
+            return Err(Error::Input(format!(
+                "--file {file}: --file picks a file of a Hub repository, and --model {model} is a synthetic file"
+            )));
+        }
+        return stand_in(shape, notice).map(Some);
+    }
     let found = match engine::loader::Source::parse_path_or_repo(model) {
         Some(engine::loader::Source::Gguf(path)) => {
             if let Some(file) = file {
@@ -88,7 +115,32 @@ pub fn gguf_of(model: &str, file: Option<&str>) -> Result<Option<PathBuf>> {
             Some(path)
         }
         Some(engine::loader::Source::Hub { repo, revision }) => {
-            engine::loader::gguf_from_hub(&repo, revision.as_deref(), file)?
+            match engine::loader::find_gguf_on_hub(&repo, revision.as_deref(), file)? {
+                HubGguf::File(path) => Some(path),
+                HubGguf::NotGguf => None,
+                HubGguf::Unreachable(why) if repo == BONSAI_8B_REPO => {
+                    let shape = &BONSAI_8B;
+                    check_stand_in_memory(shape)?;
+                    notice(&engine::loader::stand_in_notice(
+                        &repo,
+                        &why,
+                        &format!(
+                            "synthetic-{} (its shapes, every matrix Q1_0 with seeded signs)",
+                            shape.name
+                        ),
+                    ));
+                    Some(stand_in(shape, notice)?)
+                }
+                HubGguf::Unreachable(why) => match file {
+                    Some(f) => {
+                        return Err(Error::Input(format!(
+                            "cannot get {f} of {repo} from the Hugging Face Hub ({why}) and it is not cached"
+                        )))
+                    }
+                    // The safetensors path says what is missing.
+                    None => None,
+                },
+            }
         }
         _ => None,
     };
@@ -98,6 +150,46 @@ pub fn gguf_of(model: &str, file: Option<&str>) -> Result<Option<PathBuf>> {
         ))),
         _ => Ok(found),
     }
+}
+
+/// A synthetic GGUF from the course's cache, refused first when this machine's free memory
+/// cannot hold it (from its plan: nothing is written then), and written once, said in a line.
+fn stand_in(shape: &GgufShape, notice: &mut dyn FnMut(&str)) -> Result<PathBuf> {
+    check_stand_in_memory(shape)?;
+    let path = engine::cache_dir()
+        .join(shape.cache_name())
+        .join(shape.file_name());
+    if !path.is_file() {
+        let bytes = shape.plan().file_bytes().map_err(Error::Input)?;
+        notice(&format!(
+            "writing synthetic-{} once into {} ({:.2} GB)",
+            shape.name,
+            path.display(),
+            bytes as f64 / 1e9
+        ));
+    }
+    shape.cached()
+}
+
+/// What loading a synthetic GGUF of `shape` needs, from its tensor table alone
+/// ([`crate::gguf::memory_need`], the sum the check of a real file makes from its header).
+pub fn stand_in_need(shape: &GgufShape) -> Result<(u64, String)> {
+    let stored = shape
+        .tensors()
+        .iter()
+        .map(|t| t.bytes())
+        .sum::<std::result::Result<u64, String>>()
+        .map_err(Error::Input)?;
+    Ok(crate::gguf::memory_need(
+        stored,
+        shape.vocab_size,
+        shape.hidden_size,
+    ))
+}
+
+fn check_stand_in_memory(shape: &GgufShape) -> Result<()> {
+    let (needed, detail) = stand_in_need(shape)?;
+    engine::memory::check_fits(&format!("synthetic-{}", shape.name), needed, &detail)
 }
 
 /// Finds or fetches `source`'s checkpoint with the engine's loader
