@@ -4,19 +4,21 @@
 # machine and run under qemu-user, so a regression there fails CI before it reaches a learner.
 # The crates of plain logic (bench, course-model, grader: no code that depends on the CPU, no
 # `target_arch`) are left out: emulating them tested nothing the x86-64 run does not, and cost
-# minutes of the test command's time.
+# minutes of the test command's time. So is the HTTP server: gpt2 is built without its default
+# `serve` feature (`gpt2 serve` then says this build has no server), which leaves tokio, hyper,
+# axum and reqwest out of the build; the server's tests are the serve package's, run on x86-64.
 #
 # Installs what it needs (Debian's cross gcc, qemu-user and binfmt-support; the Rust target).
-# The test executables run through cargo's target runner; the binaries that CLI tests spawn
-# (gpt2, course) are aarch64 too, and the kernel hands them to qemu through binfmt_misc, which
-# this script mounts and enables (it needs root, as CI has). Without binfmt_misc it still runs
-# every test that spawns nothing and says which ones it left out.
+# The test executables run through cargo's target runner; the gpt2 binary that gpt2's CLI tests
+# spawn is aarch64 too, and the kernel hands it to qemu through binfmt_misc, which this script
+# mounts and enables (it needs root, as CI has). Without binfmt_misc it still runs the test
+# binaries that spawn nothing and says which ones it left out.
 #
 #   scripts/test-aarch64.sh [--help]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 case "${1:-}" in
--h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+-h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 "") ;;
 *) echo "test-aarch64.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
 esac
@@ -41,8 +43,8 @@ if [ -e /proc/sys/fs/binfmt_misc/register ] && [ ! -e /proc/sys/fs/binfmt_misc/q
 fi
 filter='all()'
 if [ ! -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ]; then
-  echo "binfmt_misc is not available here: leaving out the tests that spawn the gpt2 or course binary (binary(cli) and the serve tests)"
-  filter='not (binary(cli) | binary(serve) | binary(serve_throughput) | binary(binary))'
+  echo "binfmt_misc is not available here: leaving out gpt2's test binaries that spawn the gpt2 binary (cli, bad_input and profile)"
+  filter='not (binary_id(gpt2::cli) | binary_id(gpt2::bad_input) | binary_id(gpt2::profile))'
 fi
 
 export QEMU_LD_PREFIX="$sysroot"
@@ -59,4 +61,6 @@ export AR_aarch64_unknown_linux_gnu=aarch64-linux-gnu-ar
 # Release, unlike the rest of the test command (the dev profile): this is a separate build in
 # any case (its own folder, target/aarch64-unknown-linux-gnu), so it is still one build there,
 # and the one whose time under qemu the CI budget was measured with.
-cargo nextest run --release --target "$target" -p gpt2 -p engine -p llama -p profiler --no-fail-fast -E "$filter"
+# --no-default-features applies to every package named; of the four only gpt2 has default
+# features (`serve`: the HTTP server), so the CPU code is built and tested as a learner's is.
+cargo nextest run --release --target "$target" -p gpt2 -p engine -p llama -p profiler --no-default-features --no-fail-fast -E "$filter"

@@ -10,6 +10,9 @@ use clap::{Parser, Subcommand};
 use engine::profile::ScheduleArgs;
 use gpt2::cli::ModelArgs;
 use gpt2::engine_bench;
+// `gpt2 serve`'s flags (the model's and the server's), in a build with the `serve` feature.
+#[cfg(feature = "serve")]
+use gpt2::serve::ServeArgs;
 use gpt2::CausalLm;
 use gpt2::{Flow, Logits, Request, Sampling};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -39,10 +42,28 @@ enum Command {
     /// Profile a forward pass: print the top-ops table and write report.json, trace.json
     /// and flamegraph.svg.
     Profile(ProfileArgs),
-    /// Serve an OpenAI-compatible API (/v1/completions, /v1/chat/completions, /v1/models,
-    /// /health) with continuous batching.
-    Serve(gpt2::serve::ServeArgs),
+    #[command(about = SERVE_ABOUT)]
+    Serve(ServeArgs),
 }
+
+#[cfg(feature = "serve")]
+const SERVE_ABOUT: &str = "Serve an OpenAI-compatible API (/v1/completions, \
+    /v1/chat/completions, /v1/models, /health) with continuous batching.";
+
+/// Without the `serve` feature (scripts/test-aarch64.sh builds gpt2 so, to leave the HTTP stack
+/// out) the subcommand is still there, so that `gpt2 serve ...` says what is missing instead of
+/// clap's "unrecognized subcommand": it takes any flags and answers [`no_server`].
+#[cfg(not(feature = "serve"))]
+#[derive(clap::Args)]
+#[command(disable_help_flag = true)]
+struct ServeArgs {
+    /// Whatever was given after `serve`: this build has no server to give it to.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+    _given: Vec<std::ffi::OsString>,
+}
+#[cfg(not(feature = "serve"))]
+const SERVE_ABOUT: &str = "Not in this build (built without the `serve` feature): \
+    `cargo run -p gpt2 -- serve` or `cargo run -p serve` has the OpenAI-compatible server.";
 
 #[derive(clap::Args)]
 struct ProfileArgs {
@@ -165,7 +186,10 @@ fn main() -> ExitCode {
         Command::Logits(args) => logits(args),
         Command::Bench(args) => bench_cmd(args),
         Command::Profile(args) => profile_cmd(args),
+        #[cfg(feature = "serve")]
         Command::Serve(args) => gpt2::serve::run(args),
+        #[cfg(not(feature = "serve"))]
+        Command::Serve(_) => return no_server(),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -175,6 +199,19 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `gpt2 serve` in a build without the server: what is missing and the two commands that have
+/// it; status 2, as for a command line this program cannot run.
+#[cfg(not(feature = "serve"))]
+fn no_server() -> ExitCode {
+    eprintln!(
+        "error: this gpt2 was built without its HTTP server (the `serve` feature, which the \
+         default features turn on).\n\
+         For the OpenAI-compatible server: `cargo run -p gpt2 -- serve ...` (default features), \
+         or `cargo run -p serve -- --model gpt2 ...` (any model the engine runs, GPT-2 included)."
+    );
+    ExitCode::from(2)
 }
 
 fn generate(args: GenerateArgs) -> Result<()> {

@@ -216,7 +216,13 @@ fn generate_without_a_tokenizer_explains_why() {
 
 #[test]
 fn a_weight_type_the_engine_cannot_run_is_refused_by_every_command_with_what_it_can() {
-    for sub in ["generate", "bench", "profile", "serve"] {
+    // `serve` where this build has the server (the aarch64 run builds gpt2 without it).
+    let subs: &[&str] = if cfg!(feature = "serve") {
+        &["generate", "bench", "profile", "serve"]
+    } else {
+        &["generate", "bench", "profile"]
+    };
+    for &sub in subs {
         let out = gpt2(
             &[
                 sub,
@@ -239,6 +245,46 @@ fn a_weight_type_the_engine_cannot_run_is_refused_by_every_command_with_what_it_
             "llama.cpp",
         ] {
             assert!(err.contains(part), "{sub}: {part}: {err}");
+        }
+    }
+}
+
+/// Built with the `serve` feature (the default), `gpt2 serve` is the server and its help lists the
+/// model's and the server's flags; built without it, every `gpt2 serve` command line, `--help`
+/// included, says that this build has none and which commands have one, with status 2.
+#[test]
+fn serve_is_the_server_or_says_this_build_has_none_and_where_one_is() {
+    let listing = text(&gpt2(&["--help"], &[]).stdout);
+    let serve_line = listing
+        .lines()
+        .find(|l| l.trim_start().starts_with("serve "))
+        .unwrap_or_else(|| panic!("gpt2 --help lists serve: {listing}"));
+    if cfg!(feature = "serve") {
+        assert!(serve_line.contains("OpenAI-compatible"), "{serve_line}");
+        let out = gpt2(&["serve", "--help"], &[]);
+        let help = text(&out.stdout);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        for flag in ["--model", "--port", "--max-batch-size"] {
+            assert!(help.contains(flag), "{flag}: {help}");
+        }
+        return;
+    }
+    assert!(serve_line.contains("Not in this build"), "{serve_line}");
+    for args in [
+        &["serve"][..],
+        &["serve", "--model", "synthetic-tiny", "--port", "0"],
+        &["serve", "--help"],
+    ] {
+        let out = gpt2(args, &[]);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}: {}", text(&out.stdout));
+        for part in [
+            "built without its HTTP server",
+            "`cargo run -p gpt2 -- serve ...` (default features)",
+            "`cargo run -p serve -- --model gpt2 ...`",
+        ] {
+            assert!(err.contains(part), "{args:?}: {part}: {err}");
         }
     }
 }
@@ -413,22 +459,27 @@ fn half_type_weights_run_in_all_four_commands_on_every_cpu_path() {
                 "{path} {dtype}: the matmul row names the kernel and the weights' type"
             );
 
-            let args = with(&[], &[]);
-            let (mut child, addr, served) = serve(
-                &args.iter().map(String::as_str).collect::<Vec<_>>(),
-                cache.path(),
-            );
-            let response = post_json(
-                &addr,
-                "/v1/completions",
-                &format!("{{\"model\": \"{served}\", \"prompt\": \"Hello\", \"max_tokens\": 3}}"),
-            );
-            let _ = child.kill();
-            let _ = child.wait();
-            assert!(
-                response.starts_with("HTTP/1.1 200") && response.contains("\"choices\""),
-                "{path} {dtype}: {response}"
-            );
+            // The server, where this build has it (the aarch64 run builds gpt2 without it).
+            if cfg!(feature = "serve") {
+                let args = with(&[], &[]);
+                let (mut child, addr, served) = serve(
+                    &args.iter().map(String::as_str).collect::<Vec<_>>(),
+                    cache.path(),
+                );
+                let response = post_json(
+                    &addr,
+                    "/v1/completions",
+                    &format!(
+                        "{{\"model\": \"{served}\", \"prompt\": \"Hello\", \"max_tokens\": 3}}"
+                    ),
+                );
+                let _ = child.kill();
+                let _ = child.wait();
+                assert!(
+                    response.starts_with("HTTP/1.1 200") && response.contains("\"choices\""),
+                    "{path} {dtype}: {response}"
+                );
+            }
         }
     });
 }

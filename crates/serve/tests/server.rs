@@ -2,10 +2,14 @@
 //! tiny models: GPT-2's synthetic checkpoint, two Llama-family fixtures (tiny-llama: a
 //! separate head and grouped-query attention; tiny-qwen3: RMSNorm on queries and keys and a chat
 //! template of its own) and a GGUF file (tiny-qwen3-mixed.gguf: quantized matrices of several
-//! types, the tokenizer and ChatML template of its metadata). On each: streamed and whole completions and chat completions, every
-//! 400 case, the queue-full 503, continuous batching (requests that join a running batch get
-//! exactly their solo tokens), cancellation, 64 clients with some disconnecting, graceful
-//! shutdown mid-stream, and the bench load client end to end.
+//! types, the tokenizer and ChatML template of its metadata). On each: streamed and whole
+//! completions and chat completions, every 400 case, the queue-full 503, continuous batching
+//! (requests that join a running batch get exactly their solo tokens), cancellation, 64 clients
+//! with some disconnecting, graceful shutdown mid-stream, and the bench load client end to end.
+//!
+//! They live in this package, which links both model families and the server anyway, rather than
+//! in gpt2's tests: there they pulled the HTTP stack (tokio, hyper, reqwest) into gpt2's test
+//! build, which scripts/test-aarch64.sh cross-compiles for the CPU code alone.
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc as std_mpsc;

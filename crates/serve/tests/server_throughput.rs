@@ -1,7 +1,7 @@
 //! A measurement, not a test (ignored by default; it asserts no timing): how much of the
 //! model's batched throughput survives HTTP, SSE and the scheduler?
 //!
-//!     cargo test -p gpt2 --test serve_throughput -- --ignored --nocapture
+//!     cargo test -p serve --test server_throughput -- --ignored --nocapture
 //!
 //! GPT-2 small with synthetic weights on the CPU, batch 16, fixed prompt and output lengths.
 //! Each round decodes one batch of 16 in-process (`bench::inprocess` over `gpt2::generate`)
