@@ -26,18 +26,30 @@ static ALLOC: profiler::CountingAlloc = profiler::CountingAlloc;
 
 /// The functions the learner writes: the exercise's TODOs, called by the run in this order.
 #[derive(Clone, Copy)]
-pub struct Todos {
-    /// Before the profile runs, with the exercise's folder: the prediction of the top op.
-    pub predict: fn(dir: &Path) -> Result<()>,
-    /// After the profile, with results/report.json's path, the exercise's folder, and whether
-    /// the table was ranked by CUDA time: the answers.
-    pub fill_in_answers: fn(report: &Path, dir: &Path, on_cuda: bool) -> Result<()>,
+pub struct Learner {
+    pub(crate) predict: fn(dir: &Path) -> Result<()>,
+    pub(crate) fill_in_answers: fn(report: &Path, dir: &Path, on_cuda: bool) -> Result<()>,
 }
 
-/// Exercise 3's `main`: parses the command line, runs the profile around the learner's `todos`
+impl Learner {
+    /// `predict` runs before the profile, with the exercise's folder: the prediction of the
+    /// top op. `fill_in_answers` runs after it, with results/report.json's path, the exercise's
+    /// folder, and whether the table was ranked by CUDA time: the answers.
+    pub fn new(
+        predict: fn(dir: &Path) -> Result<()>,
+        fill_in_answers: fn(report: &Path, dir: &Path, on_cuda: bool) -> Result<()>,
+    ) -> Self {
+        Self {
+            predict,
+            fill_in_answers,
+        }
+    }
+}
+
+/// Exercise 3's `main`: parses the command line, runs the profile around the `learner`'s functions
 /// and exits by the course's rule (`course_model::exercise::main`). `manifest_dir` is the
 /// exercise's own folder, `env!("CARGO_MANIFEST_DIR")` in its crate: its answers.toml and
 /// results/ by default, and where a panic counts as the learner's (a `todo!()` left).
-pub fn main(manifest_dir: &str, todos: Todos) -> ExitCode {
-    course_model::exercise::main(manifest_dir, |args, dir| profile::run(args, dir, todos))
+pub fn main(manifest_dir: &str, learner: Learner) -> ExitCode {
+    course_model::exercise::main(manifest_dir, |args, dir| profile::run(args, dir, learner))
 }

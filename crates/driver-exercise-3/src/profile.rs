@@ -10,13 +10,13 @@ use gpt2::MlpActivation;
 use profiler::{CudaTiming, SortBy, TableOptions};
 
 use crate::args::Args;
-use crate::Todos;
+use crate::Learner;
 
-/// The whole run in `dir` (the exercise's folder), calling the learner's `todos` before the
+/// The whole run in `dir` (the exercise's folder), calling the `learner`'s functions before the
 /// profile and after its files are written.
-pub fn run(args: Args, dir: &Path, todos: Todos) -> Result<()> {
+pub fn run(args: Args, dir: &Path, learner: Learner) -> Result<()> {
     let results = dir.join("results");
-    (todos.predict)(dir)?;
+    (learner.predict)(dir)?;
 
     if args.profile_memory {
         // Counting starts before the load, so that the weights are counted (in their own category).
@@ -69,5 +69,5 @@ pub fn run(args: Args, dir: &Path, todos: Todos) -> Result<()> {
     // ANCHOR_END: profile
 
     println!("\n{}", files.listing("graded by `course check 3`"));
-    (todos.fill_in_answers)(&files.report, dir, on_cuda)
+    (learner.fill_in_answers)(&files.report, dir, on_cuda)
 }

@@ -13,12 +13,12 @@ use profiler::{CudaTiming, SortBy, TableOptions};
 use crate::args::Args;
 use crate::load::{gguf_name, load, FirstTier, Loaded};
 use crate::memory::MemoryGiven;
-use crate::Todos;
+use crate::Learner;
 
-/// The whole run in `dir` (the exercise's folder), calling the learner's `todos` before
+/// The whole run in `dir` (the exercise's folder), calling the `learner`'s functions before
 /// anything loads, before the profile (the memory prediction) and after its files are written.
-pub fn run(args: Args, dir: &Path, todos: Todos) -> Result<()> {
-    (todos.predict)(dir)?;
+pub fn run(args: Args, dir: &Path, learner: Learner) -> Result<()> {
+    (learner.predict)(dir)?;
     // A memory record from an earlier run describes that run's model: a safetensors checkpoint
     // on the first tier writes this run's, a GGUF file and the second tier none.
     let stale = dir.join("results/memory.json");
@@ -44,7 +44,7 @@ pub fn run(args: Args, dir: &Path, todos: Todos) -> Result<()> {
                 &device,
                 &args,
             )?;
-            in_the_engine(&model, &device, &args, &spec, dir, todos)?
+            in_the_engine(&model, &device, &args, &spec, dir, learner)?
         }
         Some(path) => {
             through_its_spans(&path, &gguf_name(&args.model, &path), &device, &args, &spec)?
@@ -58,7 +58,7 @@ pub fn run(args: Args, dir: &Path, todos: Todos) -> Result<()> {
             match llama::config::family_of_file(&checkpoint.dir.join("config.json"))? {
                 Some(_) => {
                     let model = load(FirstTier::Checkpoint(checkpoint), &device, &args)?;
-                    in_the_engine(&model, &device, &args, &spec, dir, todos)?
+                    in_the_engine(&model, &device, &args, &spec, dir, learner)?
                 }
                 None => {
                     through_its_spans(&checkpoint.dir, &checkpoint.name, &device, &args, &spec)?
@@ -77,7 +77,7 @@ pub fn run(args: Args, dir: &Path, todos: Todos) -> Result<()> {
     );
 
     println!("\n{}", files.listing("graded by `course check 8`"));
-    (todos.fill_in_answers)(&files.report, dir, on_cuda)
+    (learner.fill_in_answers)(&files.report, dir, on_cuda)
 }
 
 /// The first tier: a Llama-family model on the course's engine, every op in its own row.
@@ -87,7 +87,7 @@ pub fn in_the_engine(
     args: &Args,
     spec: &ForwardProfile,
     dir: &Path,
-    todos: Todos,
+    learner: Learner,
 ) -> Result<profiler::Profile> {
     let model = &loaded.model;
     // Your memory prediction comes before the profile: the given batch and context, and the
@@ -96,7 +96,7 @@ pub fn in_the_engine(
         false => {
             let memory = MemoryGiven::of(model, &loaded.name, args, device)?;
             memory.write(dir)?;
-            (todos.predict_memory)(&memory, dir)?;
+            (learner.predict_memory)(&memory, dir)?;
             Some(memory)
         }
         true => {

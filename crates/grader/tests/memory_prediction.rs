@@ -45,6 +45,18 @@ fn grade(memory: &str) -> ExerciseReport {
     grade_with(memory, &llama_memory())
 }
 
+/// [`grade_with`], its three outcomes asserted (the feedback shown when they differ).
+fn graded_with(memory: &str, record: &str, expected: [Outcome; 3]) -> ExerciseReport {
+    let r = grade_with(memory, record);
+    assert_eq!(outcomes(&r, &FIELDS), expected, "{}", feedback(&r));
+    r
+}
+
+/// [`grade`], its three outcomes asserted.
+fn graded(memory: &str, expected: [Outcome; 3]) -> ExerciseReport {
+    graded_with(memory, &llama_memory(), expected)
+}
+
 fn memory(weights: &str, kv_cache: &str, peak: &str) -> String {
     format!(
         "[memory]\nbatch = 4\ncontext = 256\nweights_bytes = {weights}\nkv_cache_bytes = {kv_cache}\npeak_bytes = {peak}\n"
@@ -84,13 +96,7 @@ fn a_record_of_another_schema_says_so_before_its_fields() {
 
 #[test]
 fn the_right_prediction() {
-    let r = grade(PERFECT_MEMORY_EX8);
-    assert_eq!(
-        outcomes(&r, &FIELDS),
-        [Outcome::Right; 3],
-        "{}",
-        feedback(&r)
-    );
+    let r = graded(PERFECT_MEMORY_EX8, [Outcome::Right; 3]);
     assert!(r.passed, "{:#?}", r.questions);
     let note = r
         .notes
@@ -105,19 +111,13 @@ fn the_right_prediction() {
 fn a_right_prediction_in_other_words() {
     // Units instead of bytes, rounded as a person would: 513.1 MiB is 538.03 MB, 45 MiB the
     // cache exactly, 0.58 GiB 622.8 MB.
-    let r = grade(&memory("5.4e8", "\"47.2 MB\"", "\"630_000_000\""));
-    assert_eq!(
-        outcomes(&r, &FIELDS),
+    graded(
+        &memory("5.4e8", "\"47.2 MB\"", "\"630_000_000\""),
         [Outcome::Right; 3],
-        "{}",
-        feedback(&r)
     );
-    let r = grade(&memory("\"513.1 MiB\"", "\"45 MiB\"", "\"0.58 GiB\""));
-    assert_eq!(
-        outcomes(&r, &FIELDS),
+    let r = graded(
+        &memory("\"513.1 MiB\"", "\"45 MiB\"", "\"0.58 GiB\""),
         [Outcome::Right; 3],
-        "{}",
-        feedback(&r)
     );
     insta::assert_snapshot!(feedback(&r));
 }
@@ -125,36 +125,29 @@ fn a_right_prediction_in_other_words() {
 #[test]
 fn a_kv_cache_without_its_factor_2() {
     // Only the keys: half the cache, and so a peak 23.6 MB short.
-    let r = grade(&memory("538060032", "23592960", "601000000"));
-    assert_eq!(
-        outcomes(&r, &FIELDS),
+    let r = graded(
+        &memory("538060032", "23592960", "601000000"),
         [Outcome::Right, Outcome::Wrong, Outcome::Right],
-        "{}",
-        feedback(&r)
     );
-    let kv = question(&r, "memory.kv_cache_bytes");
-    assert!(
-        kv.reason.contains("the factor 2 left out") && kv.reason.contains("2 bytes an element"),
-        "on an f32 cache half is either slip: {}",
-        kv.reason
+    // On an f32 cache, half is either slip.
+    assert_reason_says(
+        &r,
+        "memory.kv_cache_bytes",
+        &["the factor 2 left out", "2 bytes an element"],
     );
     insta::assert_snapshot!(feedback(&r));
 }
 
 #[test]
 fn weights_in_bf16_bytes_for_an_f32_run() {
-    let r = grade(&memory("269030016", "47185920", "356000000"));
-    assert_eq!(
-        outcomes(&r, &FIELDS),
+    let r = graded(
+        &memory("269030016", "47185920", "356000000"),
         [Outcome::Wrong, Outcome::Right, Outcome::Wrong],
-        "{}",
-        feedback(&r)
     );
-    let weights = question(&r, "memory.weights_bytes");
-    assert!(
-        weights.reason.contains("2 bytes each (bf16 or f16)") && weights.reason.contains("in f32"),
-        "{}",
-        weights.reason
+    assert_reason_says(
+        &r,
+        "memory.weights_bytes",
+        &["2 bytes each (bf16 or f16)", "in f32"],
     );
     insta::assert_snapshot!(feedback(&r));
 }
@@ -168,12 +161,10 @@ fn a_bf16_run_predicted_in_f32_bytes() {
         r.config.weight_bytes = 2;
         r.config.weights_dtype = "bf16".into();
     });
-    let r = grade_with(&memory("538060032", "47185920", "625000000"), &record);
-    assert_eq!(
-        outcomes(&r, &FIELDS),
+    let r = graded_with(
+        &memory("538060032", "47185920", "625000000"),
+        &record,
         [Outcome::Wrong, Outcome::Right, Outcome::Right],
-        "{}",
-        feedback(&r)
     );
     assert!(
         question(&r, "memory.weights_bytes")
@@ -242,13 +233,7 @@ fn text_that_is_not_bytes_is_a_problem_with_its_line() {
 #[test]
 fn without_a_measurement_the_note_says_how_to_take_one() {
     let record = record_with(|r| r.measured = None);
-    let r = grade_with(PERFECT_MEMORY_EX8, &record);
-    assert_eq!(
-        outcomes(&r, &FIELDS),
-        [Outcome::Right; 3],
-        "{}",
-        feedback(&r)
-    );
+    let r = graded_with(PERFECT_MEMORY_EX8, &record, [Outcome::Right; 3]);
     assert!(
         r.notes.iter().any(|n| n.contains("--profile-memory")),
         "{:?}",
@@ -259,13 +244,7 @@ fn without_a_measurement_the_note_says_how_to_take_one() {
 #[test]
 fn a_batch_edited_after_the_run_is_noted_and_graded_at_the_runs() {
     let edited = PERFECT_MEMORY_EX8.replace("batch = 4", "batch = 8");
-    let r = grade(&edited);
-    assert_eq!(
-        outcomes(&r, &FIELDS),
-        [Outcome::Right; 3],
-        "{}",
-        feedback(&r)
-    );
+    let r = graded(&edited, [Outcome::Right; 3]);
     assert!(
         r.notes.iter().any(|n| n.contains("batch 8 (the run's: 4)")),
         "{:?}",

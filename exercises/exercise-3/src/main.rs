@@ -19,15 +19,12 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use driver_exercise_3::{Result, Todos};
+use driver_exercise_3::{Learner, Result};
 
 fn main() -> ExitCode {
     driver_exercise_3::main(
         env!("CARGO_MANIFEST_DIR"),
-        Todos {
-            predict,
-            fill_in_answers,
-        },
+        Learner::new(predict, fill_in_answers),
     )
 }
 

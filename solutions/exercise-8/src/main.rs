@@ -22,16 +22,12 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use driver_exercise_8::{MemoryGiven, Result, Todos};
+use driver_exercise_8::{Learner, MemoryGiven, Result};
 
 fn main() -> ExitCode {
     driver_exercise_8::main(
         env!("CARGO_MANIFEST_DIR"),
-        Todos {
-            predict,
-            predict_memory,
-            fill_in_answers,
-        },
+        Learner::new(predict, predict_memory, fill_in_answers),
     )
 }
 

@@ -146,65 +146,77 @@ pub fn check(ctx: &mut Ctx<'_>, key: &MemoryKey) {
     }
     let tolerance = key.tolerance_pct / 100.0;
 
-    let got = bytes(ctx, "memory.weights_bytes");
-    let q = QuestionResult::new(
-        "memory.weights_bytes",
-        "Your model's weights, in bytes",
-        key.weights,
+    ask(
+        ctx,
+        &record,
+        QuestionResult::new(
+            "memory.weights_bytes",
+            "Your model's weights, in bytes",
+            key.weights,
+        ),
+        |given, r| weights(given, r, tolerance),
     );
-    ctx.push(grade(got, &record, q, |given, r| {
-        let c = &r.config;
-        let arithmetic = format!(
-            "{} parameters × {} bytes ({})",
-            thousands(c.parameters as f64),
-            c.weight_bytes,
-            c.weights_dtype
-        );
-        let expected = r.weights();
-        if within(given, expected, 0.0, tolerance) {
-            return Ok(format!("{arithmetic} = {}", shown_bytes(expected)));
-        }
-        let slip = DTYPES
-            .iter()
-            .filter(|(_, b)| *b != c.weight_bytes)
-            .find(|(_, b)| {
-                within(
-                    given,
-                    expected * *b as f64 / c.weight_bytes as f64,
-                    0.0,
-                    tolerance,
-                )
-            })
-            .map(|(name, b)| {
-                format!(
-                    ": that is the weights at {b} bytes each ({name}), but this run loaded them in {} ({} bytes)",
-                    c.weights_dtype, c.weight_bytes
-                )
-            })
-            .unwrap_or_default();
-        Err(format!(
-            "{arithmetic} = {}, you wrote {}{slip}",
-            shown_bytes(expected),
-            shown_bytes(given)
-        ))
-    }));
+    ask(
+        ctx,
+        &record,
+        QuestionResult::new(
+            "memory.kv_cache_bytes",
+            "The KV cache at that batch and context, in bytes",
+            key.kv_cache,
+        ),
+        |given, r| kv_cache(given, r, tolerance),
+    );
+    ask(
+        ctx,
+        &record,
+        QuestionResult::new(
+            "memory.peak_bytes",
+            "The generation's peak, in bytes",
+            key.peak,
+        ),
+        |given, r| peak(given, r, tolerance),
+    );
 
-    let got = bytes(ctx, "memory.kv_cache_bytes");
-    let q = QuestionResult::new(
-        "memory.kv_cache_bytes",
-        "The KV cache at that batch and context, in bytes",
-        key.kv_cache,
+    if let Ok(r) = &record {
+        let note = measured_note(r);
+        ctx.report.notes.push(note);
+    }
+}
+
+/// The weights answer: parameters × bytes per weight, and the other element types' bytes as
+/// the slip that gives a wrong figure.
+fn weights(given: f64, r: &MemoryRecord, tolerance: f64) -> Result<String, String> {
+    let c = &r.config;
+    let arithmetic = format!(
+        "{} parameters × {} bytes ({})",
+        thousands(c.parameters as f64),
+        c.weight_bytes,
+        c.weights_dtype
     );
-    ctx.push(grade(got, &record, q, |given, r| {
-        let c = &r.config;
-        let arithmetic = format!(
-            "2 × {} layers × {} KV heads × {} head dim × {} bytes ({}) × {} positions × {} sequences",
-            c.layers, c.kv_heads, c.head_dim, c.kv_bytes, c.kv_dtype, r.context, r.batch
-        );
-        let expected = r.kv_cache();
-        if within(given, expected, 0.0, tolerance) {
-            return Ok(format!("{arithmetic} = {}", shown_bytes(expected)));
+    let expected = r.weights();
+    by_arithmetic(arithmetic, expected, given, tolerance, || {
+        let loaded = c.weight_bytes as f64;
+        let mut others = DTYPES.iter().filter(|(_, b)| *b != c.weight_bytes);
+        match others.find(|(_, b)| within(given, expected * *b as f64 / loaded, 0.0, tolerance)) {
+            Some((name, b)) => format!(
+                ": that is the weights at {b} bytes each ({name}), but this run loaded them in {} \
+                 ({} bytes)",
+                c.weights_dtype, c.weight_bytes
+            ),
+            None => String::new(),
         }
+    })
+}
+
+/// The KV cache answer: the arithmetic, and every known slip that gives a wrong figure.
+fn kv_cache(given: f64, r: &MemoryRecord, tolerance: f64) -> Result<String, String> {
+    let c = &r.config;
+    let arithmetic = format!(
+        "2 × {} layers × {} KV heads × {} head dim × {} bytes ({}) × {} positions × {} sequences",
+        c.layers, c.kv_heads, c.head_dim, c.kv_bytes, c.kv_dtype, r.context, r.batch
+    );
+    let expected = r.kv_cache();
+    by_arithmetic(arithmetic, expected, given, tolerance, || {
         let near = |factor: f64| within(given, expected * factor, 0.0, tolerance);
         // Slips that give the same figure are all named: on an f32 cache, forgetting the
         // values and counting 2 bytes an element both halve it.
@@ -218,8 +230,9 @@ pub fn check(ctx: &mut Ctx<'_>, key: &MemoryKey) {
         for (name, b) in DTYPES.iter().filter(|(_, b)| *b != c.kv_bytes) {
             if near(*b as f64 / c.kv_bytes as f64) {
                 slips.push(format!(
-                    "{b} bytes an element ({name}), but this run's KV cache is {} ({} bytes): the cache is kept \
-                     in the activations' type, which on the CPU's packed kernels is f32 whatever the weights' type",
+                    "{b} bytes an element ({name}), but this run's KV cache is {} ({} bytes): the cache is \
+                     kept in the activations' type, which on the CPU's packed kernels is f32 whatever the \
+                     weights' type",
                     c.kv_dtype, c.kv_bytes
                 ));
             }
@@ -242,58 +255,75 @@ pub fn check(ctx: &mut Ctx<'_>, key: &MemoryKey) {
                 c.layers
             ));
         }
-        let slip = match slips.is_empty() {
+        match slips.is_empty() {
             true => String::new(),
             false => format!(": that is {}", slips.join("; or ")),
-        };
-        Err(format!(
-            "{arithmetic} = {}, you wrote {}{slip}",
-            shown_bytes(expected),
-            shown_bytes(given)
-        ))
-    }));
-
-    let got = bytes(ctx, "memory.peak_bytes");
-    let q = QuestionResult::new(
-        "memory.peak_bytes",
-        "The generation's peak, in bytes",
-        key.peak,
-    );
-    ctx.push(grade(got, &record, q, |given, r| {
-        let floor = r.weights() + r.kv_cache();
-        let ceiling = r.activations_ceiling();
-        if given < floor * (1.0 - tolerance) {
-            return Err(format!(
-                "below the weights and the KV cache alone ({} + {} = {}), which are both live at the peak: no \
-                 generation at this batch and context can peak lower",
-                shown_bytes(r.weights()),
-                shown_bytes(r.kv_cache()),
-                shown_bytes(floor)
-            ));
         }
-        let most = floor + r.weights() + ceiling;
-        if given > most * (1.0 + tolerance) {
-            return Err(format!(
-                "above {}: the weights twice over ({}), the KV cache ({}) and every tensor a layer's prefill of \
-                 the whole context could hold at once ({}); something is counted more than that, or a unit slipped",
-                shown_bytes(most),
-                shown_bytes(2.0 * r.weights()),
-                shown_bytes(r.kv_cache()),
-                shown_bytes(ceiling)
-            ));
-        }
-        Ok(format!(
-            "weights + KV cache = {}, so your activations are {} (the config allows up to {})",
-            shown_bytes(floor),
-            shown_bytes((given - floor).max(0.0)),
-            shown_bytes(ceiling)
-        ))
-    }));
+    })
+}
 
-    if let Ok(r) = &record {
-        let note = measured_note(r);
-        ctx.report.notes.push(note);
+/// The peak answer: between the weights and the cache alone and the most the config allows.
+fn peak(given: f64, r: &MemoryRecord, tolerance: f64) -> Result<String, String> {
+    let floor = r.weights() + r.kv_cache();
+    let ceiling = r.activations_ceiling();
+    if given < floor * (1.0 - tolerance) {
+        return Err(format!(
+            "below the weights and the KV cache alone ({} + {} = {}), which are both live at the peak: no \
+             generation at this batch and context can peak lower",
+            shown_bytes(r.weights()),
+            shown_bytes(r.kv_cache()),
+            shown_bytes(floor)
+        ));
     }
+    let most = floor + r.weights() + ceiling;
+    if given > most * (1.0 + tolerance) {
+        return Err(format!(
+            "above {}: the weights twice over ({}), the KV cache ({}) and every tensor a layer's prefill of \
+             the whole context could hold at once ({}); something is counted more than that, or a unit slipped",
+            shown_bytes(most),
+            shown_bytes(2.0 * r.weights()),
+            shown_bytes(r.kv_cache()),
+            shown_bytes(ceiling)
+        ));
+    }
+    Ok(format!(
+        "weights + KV cache = {}, so your activations are {} (the config allows up to {})",
+        shown_bytes(floor),
+        shown_bytes((given - floor).max(0.0)),
+        shown_bytes(ceiling)
+    ))
+}
+
+/// `given` against the arithmetic's `expected`: right within `tolerance`, showing the
+/// arithmetic; wrong with the arithmetic, the answer, and what `slip` names of it (empty when
+/// no known slip gives that figure; worked out only for a wrong answer).
+fn by_arithmetic(
+    arithmetic: String,
+    expected: f64,
+    given: f64,
+    tolerance: f64,
+    slip: impl FnOnce() -> String,
+) -> Result<String, String> {
+    if within(given, expected, 0.0, tolerance) {
+        return Ok(format!("{arithmetic} = {}", shown_bytes(expected)));
+    }
+    Err(format!(
+        "{arithmetic} = {}, you wrote {}{}",
+        shown_bytes(expected),
+        shown_bytes(given),
+        slip()
+    ))
+}
+
+/// Grade the bytes answer `q.id` (`judge` says why it is right or wrong) into the report.
+fn ask(
+    ctx: &mut Ctx<'_>,
+    record: &Result<MemoryRecord, String>,
+    q: QuestionResult,
+    judge: impl FnOnce(f64, &MemoryRecord) -> Result<String, String>,
+) {
+    let got = bytes(ctx, &q.id);
+    ctx.push(grade(got, record, q, judge));
 }
 
 /// Why the run asked no memory prediction, when its profile says so: it ran in the second

@@ -39,3 +39,10 @@ pub fn with_last_section(answers: &str, name: &str, section: &str) -> String {
         .unwrap_or_else(|| panic!("the answers have no {header}"));
     format!("{}{section}", &answers[..at])
 }
+
+/// Assert that question `id`'s reason says every one of `phrases` (the reason shown when not).
+pub fn assert_reason_says(report: &ExerciseReport, id: &str, phrases: &[&str]) {
+    let reason = &question(report, id).reason;
+    let missing: Vec<&&str> = phrases.iter().filter(|p| !reason.contains(**p)).collect();
+    assert!(missing.is_empty(), "{id} lacks {missing:?}: {reason}");
+}
