@@ -54,6 +54,19 @@ pub struct Learner {
 }
 
 impl Learner {
+    /// The learner's `percentile`, `verdict` and `fill_in_answers`, in that order.
+    pub fn new(
+        percentile: Percentile,
+        verdict: VerdictRule,
+        fill_in_answers: fn(&Report, &Path) -> Result<()>,
+    ) -> Learner {
+        Learner {
+            percentile,
+            verdict,
+            fill_in_answers,
+        }
+    }
+
     /// The learner's two statistics, which the comparisons are built on.
     pub fn statistics(&self) -> Statistics {
         Statistics {

@@ -25,11 +25,14 @@ use bench::sweep::Sweep;
 use std::path::Path;
 use std::process::ExitCode;
 
+/// One run's P90 TTFT in ms with its 95% interval; `None` where the run has none (every
+/// request failed).
+pub type P90Ttft = Option<(f64, Interval)>;
+
 /// The learner's `fill_in_answers(target, knee, p90, dir)`, called after the runs: the P90
 /// TTFT target in ms, the calibration sweep (its knee with the interval), each run's P90 TTFT
-/// with its 95% interval (at R, then at 2R; `None` where a run has none), and the exercise's
-/// folder, whose answers.toml the answers go in.
-pub type FillInAnswers = fn(f64, &Sweep, &[Option<(f64, Interval)>], &Path) -> Result<()>;
+/// (at R, then at 2R), and the exercise's folder, whose answers.toml the answers go in.
+pub type FillInAnswers = fn(f64, &Sweep, &[P90Ttft], &Path) -> Result<()>;
 
 /// Exercise 7's `main`: parses the command line, runs the program and ends with
 /// `fill_in_answers`, exiting by the course's rule (`course_model::exercise::main`).

@@ -6,8 +6,8 @@ use crate::load::load_config;
 use crate::rate::pick_rate;
 use crate::results::write;
 use crate::server::START_SERVER;
+use crate::P90Ttft;
 use anyhow::{bail, Result};
-use bench::intervals::Interval;
 use bench::load::{self, Traffic};
 use bench::report::Run;
 use bench::sweep::Sweep;
@@ -24,7 +24,7 @@ pub(crate) fn ask(
     results: &Path,
     knee: &Sweep,
     target: f64,
-) -> Result<Vec<Option<(f64, Interval)>>> {
+) -> Result<Vec<P90Ttft>> {
     let slo = slo(target);
     let rate = pick_rate(args, knee)?;
     println!(
@@ -66,7 +66,7 @@ pub(crate) fn ask(
         );
         write(&results.join(label), run)?;
     }
-    let show = |v: &Option<(f64, Interval)>| {
+    let show = |v: &P90Ttft| {
         v.as_ref().map_or("n/a".to_string(), |(ms, ci)| {
             format!("{ms:.1} ms [95% CI {}]", ci.brackets(1))
         })

@@ -23,8 +23,8 @@
 //! at this sample size (read the 95% interval of each P90, not just the number).
 
 use anyhow::Result;
-use bench::intervals::Interval;
 use bench::sweep::Sweep;
+use driver_exercise_7::P90Ttft;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -33,13 +33,10 @@ fn main() -> ExitCode {
 }
 
 /// The answers: the target, the knee, both P90 TTFTs, and at each rate what its 95% interval
-/// says against the target.
-fn fill_in_answers(
-    target: f64,
-    knee: &Sweep,
-    p90: &[Option<(f64, Interval)>],
-    dir: &Path,
-) -> Result<()> {
+/// says against the target. `target` is the P90 TTFT target in ms, `knee` the calibration sweep,
+/// `p90` each run's P90 TTFT in ms with its 95% interval (at R, then at 2R; `None` where a run
+/// has none), `dir` the exercise's folder.
+fn fill_in_answers(target: f64, knee: &Sweep, p90: &[P90Ttft], dir: &Path) -> Result<()> {
     // TODO: you compare each interval with the target and fill in answers.toml.
     let _ = (target, knee, p90, dir);
     println!(

@@ -27,18 +27,13 @@ mod stats;
 
 use anyhow::Result;
 use bench::report::Report;
+use driver_exercise_2::Learner;
 use std::path::Path;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    driver_exercise_2::main(
-        env!("CARGO_MANIFEST_DIR"),
-        driver_exercise_2::Learner {
-            percentile: stats::percentile,
-            verdict: stats::verdict,
-            fill_in_answers,
-        },
-    )
+    let learner = Learner::new(stats::percentile, stats::verdict, fill_in_answers);
+    driver_exercise_2::main(env!("CARGO_MANIFEST_DIR"), learner)
 }
 
 /// The answers to `[below]`, `[above]` and `[decision]`, read from the comparisons printed above
