@@ -45,6 +45,22 @@ pub struct Learner {
         fn(step: &IllustrativeStep, profile: &Path, args: &Args, dir: &Path) -> anyhow::Result<()>,
 }
 
+/// The [`Learner`] of a package: the five functions of its module `$budget` (src/budget.rs), named
+/// as [`Learner`]'s fields, and its `$fill_in_answers`.
+#[macro_export]
+macro_rules! learner {
+    ($budget:ident, $fill_in_answers:ident) => {
+        $crate::Learner {
+            share_pct: $budget::share_pct,
+            saving_ms: $budget::saving_ms,
+            saving_pct: $budget::saving_pct,
+            new_step_ms: $budget::new_step_ms,
+            step_saving_pct: $budget::step_saving_pct,
+            fill_in_answers: $fill_in_answers,
+        }
+    };
+}
+
 /// Exercise 4's program, for the package whose folder is `manifest_dir` (its
 /// `env!("CARGO_MANIFEST_DIR")`): parses the command line, runs, and exits as every exercise does
 /// (`course_model::exercise::main`).

@@ -14,9 +14,23 @@ use crate::NOT_WRITTEN;
 use candle_core::{DType, Device, Tensor};
 use engine::ops::BiasActivation;
 
+/// One test of a stage: `check` on `op`, the stage named `stage`; for a stage checked
+/// `once_written` (stage 2), only once its `cpu_fwd` no longer answers that it is not written.
+pub fn check(
+    stage: &str,
+    once_written: bool,
+    test: &str,
+    op: &dyn BiasActivation,
+    check: fn(&str, &dyn BiasActivation),
+) {
+    if !once_written || stage2_written(test, op) {
+        check(stage, op);
+    }
+}
+
 /// Whether stage 2 is written: false, after saying so, while its `cpu_fwd` still answers
 /// that it is not written; any other answer (a result, or another error) is checked.
-pub fn stage2_written(test: &str, op: &dyn BiasActivation) -> bool {
+fn stage2_written(test: &str, op: &dyn BiasActivation) -> bool {
     let x = Tensor::zeros((1, 4), DType::F32, &Device::Cpu).unwrap();
     let bias = Tensor::zeros(4, DType::F32, &Device::Cpu).unwrap();
     match op.forward(&x, &bias) {
@@ -28,6 +42,7 @@ pub fn stage2_written(test: &str, op: &dyn BiasActivation) -> bool {
     }
 }
 
+/// Within 1e-5 of candle's unfused ops on random inputs of a few shapes.
 pub fn matches_the_unfused_ops(stage: &str, op: &dyn BiasActivation) {
     // GPT-2 small's MLP width, a few token counts (one token, a decode batch, a prompt
     // large enough for stage 2's threads), and an odd shape.
@@ -42,12 +57,14 @@ pub fn matches_the_unfused_ops(stage: &str, op: &dyn BiasActivation) {
     }
 }
 
+/// The output has the input's shape.
 pub fn keeps_the_shape(stage: &str, op: &dyn BiasActivation) {
     let x = Tensor::zeros((4, 16), DType::F32, &Device::Cpu).unwrap();
     let bias = Tensor::ones(16, DType::F32, &Device::Cpu).unwrap();
     assert_eq!(op.forward(&x, &bias).unwrap().dims(), &[4, 16], "{stage}");
 }
 
+/// Far from zero, GELU's limits: the identity for large positive inputs, zero for large negative.
 pub fn saturates_like_gelu(stage: &str, op: &dyn BiasActivation) {
     // Far from zero GELU is the identity (large positive) or zero (large negative).
     let x = Tensor::new(&[[-30.0f32, -10.0, 0.0, 10.0, 30.0]], &Device::Cpu).unwrap();
@@ -68,6 +85,7 @@ pub fn saturates_like_gelu(stage: &str, op: &dyn BiasActivation) {
     }
 }
 
+/// A bias of the wrong width, and half-type tensors on the CPU, are errors that say what to run.
 pub fn errors_say_what_to_run(stage: &str, op: &dyn BiasActivation) {
     let x = Tensor::zeros((2, 8), DType::F32, &Device::Cpu).unwrap();
     let bias = Tensor::zeros(7, DType::F32, &Device::Cpu).unwrap();
@@ -88,7 +106,7 @@ pub fn errors_say_what_to_run(stage: &str, op: &dyn BiasActivation) {
 /// The checks on a GPU.
 #[cfg(feature = "cuda")]
 pub mod cuda {
-    use crate::correctness::max_abs_error;
+    use crate::correctness::{largest_difference, max_abs_error};
     use candle_core::{DType, Device, Tensor};
     use engine::ops::BiasActivation;
 
@@ -130,16 +148,7 @@ pub mod cuda {
                 .unwrap()
                 .to_device(&Device::Cpu)
                 .unwrap();
-            let err = (gpu - cpu)
-                .unwrap()
-                .abs()
-                .unwrap()
-                .flatten_all()
-                .unwrap()
-                .max(0)
-                .unwrap()
-                .to_scalar::<f32>()
-                .unwrap();
+            let err = largest_difference(&gpu, &cpu).unwrap();
             assert!(
                 err <= 1e-5,
                 "CUDA {tokens}x{width}: {err} from the CPU's unfused ops, over 1e-5"
@@ -196,8 +205,8 @@ pub mod cuda {
 }
 
 /// The tests of the learner's two stages (the types of their src/fused.rs, each a candle custom
-/// op), written where it is invoked: `tests::stage1::…` and `tests::stage2::…`, each test a call
-/// to this module's checks, and in a build with `--features cuda` stage 1's on a GPU.
+/// op), written where it is invoked: `tests::stage1::…` and `tests::stage2::…`, each test one
+/// [`check`](crate::checks::check), and in a build with `--features cuda` stage 1's on a GPU.
 #[macro_export]
 macro_rules! stage_tests {
     ($stage1:ident, $stage2:ident) => {
@@ -205,85 +214,157 @@ macro_rules! stage_tests {
         mod tests {
             /// Stage 1's checks.
             mod stage1 {
-                use $crate::checks;
-
-                fn op() -> $crate::Fused<super::super::$stage1> {
-                    $crate::Fused(super::super::$stage1)
-                }
-
-                #[test]
-                fn matches_the_unfused_ops_within_1e_5() {
-                    checks::matches_the_unfused_ops("stage 1", &op());
-                }
-
-                #[test]
-                fn keeps_the_shape() {
-                    checks::keeps_the_shape("stage 1", &op());
-                }
-
-                #[test]
-                fn saturates_like_gelu() {
-                    checks::saturates_like_gelu("stage 1", &op());
-                }
-
-                #[test]
-                fn a_bias_of_the_wrong_width_or_a_half_type_is_an_error_that_says_what_to_run() {
-                    checks::errors_say_what_to_run("stage 1", &op());
-                }
+                $crate::stage_tests!(@stage "stage 1", super::super::$stage1, false);
             }
 
             /// Stage 2's checks, once stage 2 is written.
             mod stage2 {
-                use $crate::checks;
-
-                fn op() -> $crate::Fused<super::super::$stage2> {
-                    $crate::Fused(super::super::$stage2)
-                }
-
-                #[test]
-                fn matches_the_unfused_ops_within_1e_5() {
-                    if checks::stage2_written("matches_the_unfused_ops_within_1e_5", &op()) {
-                        checks::matches_the_unfused_ops("stage 2", &op());
-                    }
-                }
-
-                #[test]
-                fn keeps_the_shape() {
-                    if checks::stage2_written("keeps_the_shape", &op()) {
-                        checks::keeps_the_shape("stage 2", &op());
-                    }
-                }
-
-                #[test]
-                fn saturates_like_gelu() {
-                    if checks::stage2_written("saturates_like_gelu", &op()) {
-                        checks::saturates_like_gelu("stage 2", &op());
-                    }
-                }
-
-                #[test]
-                fn a_bias_of_the_wrong_width_or_a_half_type_is_an_error_that_says_what_to_run() {
-                    if checks::stage2_written("a_bias_of_the_wrong_width", &op()) {
-                        checks::errors_say_what_to_run("stage 2", &op());
-                    }
-                }
+                $crate::stage_tests!(@stage "stage 2", super::super::$stage2, true);
             }
 
             #[cfg(feature = "cuda")]
             #[test]
             fn matches_the_unfused_ops_within_1e_5_on_cuda() {
-                $crate::checks::cuda::matches_the_unfused_ops_within_1e_5_on_cuda(&$crate::Fused(
-                    super::$stage1,
-                ));
+                let op = $crate::Fused(super::$stage1);
+                $crate::checks::cuda::matches_the_unfused_ops_within_1e_5_on_cuda(&op);
             }
 
             #[cfg(feature = "cuda")]
             #[test]
             fn half_precision_on_cuda_rounds_only_the_result() {
-                $crate::checks::cuda::half_precision_on_cuda_rounds_only_the_result(
-                    &$crate::Fused(super::$stage1),
-                );
+                let op = $crate::Fused(super::$stage1);
+                $crate::checks::cuda::half_precision_on_cuda_rounds_only_the_result(&op);
             }
         }
     };
+    // One stage's tests, each named for what it checks.
+    (@stage $stage:literal, $op:path, $once_written:literal) => {
+        $crate::stage_tests!(@tests $stage, $op, $once_written;
+            matches_the_unfused_ops_within_1e_5: matches_the_unfused_ops,
+            keeps_the_shape: keeps_the_shape,
+            saturates_like_gelu: saturates_like_gelu,
+            a_bias_of_the_wrong_width_or_a_half_type_is_an_error_that_says_what_to_run:
+                errors_say_what_to_run,
+        );
+    };
+    (@tests $stage:literal, $op:path, $once_written:literal; $($test:ident: $check:ident,)*) => {
+        $(
+            #[test]
+            fn $test() {
+                let op = $crate::Fused($op);
+                let check = $crate::checks::$check;
+                $crate::checks::check($stage, $once_written, stringify!($test), &op, check);
+            }
+        )*
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{exp, SQRT_2_OVER_PI};
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+
+    /// A GELU of one value, as a stage computes it per element.
+    type Gelu = fn(f32) -> f32;
+
+    /// An op that applies its GELU to `x + bias` per element, as a learner's stage does.
+    struct PerElement(Gelu);
+
+    impl BiasActivation for PerElement {
+        fn name(&self) -> &'static str {
+            "per_element"
+        }
+
+        fn forward(&self, x: &Tensor, bias: &Tensor) -> candle_core::Result<Tensor> {
+            let v = x.broadcast_add(bias)?;
+            let out: Vec<f32> = v
+                .flatten_all()?
+                .to_vec1()?
+                .into_iter()
+                .map(self.0)
+                .collect();
+            Tensor::from_vec(out, v.shape(), v.device())
+        }
+    }
+
+    /// Stage 2 as the exercise hands it out: says it is not written.
+    struct Unwritten;
+
+    impl BiasActivation for Unwritten {
+        fn name(&self) -> &'static str {
+            "unwritten"
+        }
+
+        fn forward(&self, _: &Tensor, _: &Tensor) -> candle_core::Result<Tensor> {
+            candle_core::bail!("unwritten {NOT_WRITTEN}")
+        }
+    }
+
+    fn u(v: f32, cubic: f32) -> f32 {
+        SQRT_2_OVER_PI * (v + cubic * v * v * v)
+    }
+
+    /// Stage 1's formula, the right answer.
+    fn tanh_form(v: f32) -> f32 {
+        0.5 * v * (1.0 + u(v, 0.044_715).tanh())
+    }
+
+    /// Stage 2's formula: the same GELU in other words.
+    fn exp_form(v: f32) -> f32 {
+        v / (1.0 + exp(-2.0 * u(v, 0.044_715)))
+    }
+
+    /// The checks of a stage's formula, as the tests run them; whether all passed. (Its errors
+    /// come from `inputs`, not from the formula.)
+    fn passes(op: Gelu) -> bool {
+        let op = PerElement(op);
+        [
+            matches_the_unfused_ops,
+            keeps_the_shape,
+            saturates_like_gelu,
+        ]
+        .into_iter()
+        .all(|check| catch_unwind(AssertUnwindSafe(|| check("stage 1", &op))).is_ok())
+    }
+
+    #[test]
+    fn the_right_formula_passes_in_either_form() {
+        assert!(passes(tanh_form), "stage 1's tanh form");
+        assert!(passes(exp_form), "stage 2's exp form");
+    }
+
+    #[test]
+    fn look_alike_gelus_fail() {
+        // A mistyped constant, the sigmoid approximation, the tanh term without its ½, and an
+        // input off by 0.1, as a bias added twice would be (each close to GELU somewhere, none
+        // within 1e-5 everywhere).
+        let wrong: [(&str, Gelu); 4] = [
+            ("0.04715", |v| 0.5 * v * (1.0 + u(v, 0.047_15).tanh())),
+            ("v·σ(1.702v)", |v| v / (1.0 + (-1.702 * v).exp())),
+            ("no ½", |v| v * (1.0 + u(v, 0.044_715).tanh()) - v / 2.0),
+            ("off by 0.1", |v| tanh_form(v + 0.1)),
+        ];
+        for (name, op) in wrong {
+            assert!(!passes(op), "{name} passed the checks");
+        }
+    }
+
+    #[test]
+    fn stage_2_is_checked_once_written_and_stage_1_always() {
+        let unwritten = Unwritten;
+        // Stage 2 unwritten: said and passed.
+        check("stage 2", true, "t", &unwritten, matches_the_unfused_ops);
+        // Stage 1 unwritten: a failure.
+        let stage1 = catch_unwind(AssertUnwindSafe(|| {
+            check("stage 1", false, "t", &unwritten, matches_the_unfused_ops)
+        }));
+        assert!(stage1.is_err());
+        // Stage 2 written wrong: a failure too.
+        let wrong = PerElement(|v| v);
+        let stage2 = catch_unwind(AssertUnwindSafe(|| {
+            check("stage 2", true, "t", &wrong, matches_the_unfused_ops)
+        }));
+        assert!(stage2.is_err());
+    }
 }

@@ -120,9 +120,17 @@ pub fn max_abs_error(
     x: &Tensor,
     bias: &Tensor,
 ) -> candle_core::Result<f32> {
-    let unfused = x.broadcast_add(bias)?.gelu()?.to_dtype(DType::F32)?;
-    let fused = op.forward(x, bias)?.to_dtype(DType::F32)?;
-    let diff: Vec<f32> = (fused - unfused)?.abs()?.flatten_all()?.to_vec1()?;
+    let unfused = x.broadcast_add(bias)?.gelu()?;
+    largest_difference(&op.forward(x, bias)?, &unfused)
+}
+
+/// The largest absolute difference between two tensors of one shape, in f32, on whichever device
+/// they are.
+pub fn largest_difference(a: &Tensor, b: &Tensor) -> candle_core::Result<f32> {
+    let diff: Vec<f32> = (a.to_dtype(DType::F32)? - b.to_dtype(DType::F32)?)?
+        .abs()?
+        .flatten_all()?
+        .to_vec1()?;
     // A NaN anywhere is the worst error of all: keep it rather than let `max` skip it.
     Ok(diff.into_iter().fold(0.0, |worst, d| {
         if d.is_nan() || worst.is_nan() {

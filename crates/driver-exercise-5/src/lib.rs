@@ -25,6 +25,7 @@ pub mod profile;
 mod run;
 
 use anyhow::Result;
+use candle_core::CustomOp2;
 use engine::ops::BiasActivation;
 use std::path::Path;
 use std::process::ExitCode;
@@ -43,6 +44,20 @@ pub struct Stage {
     pub dir: &'static str,
 }
 
+/// What a run measured and wrote, for the learner's `fill_in_answers`.
+pub struct Measured<'a> {
+    /// The exercise's folder (its answers.toml).
+    pub dir: &'a Path,
+    /// Its results/ folder, with the files this run wrote.
+    pub results: &'a Path,
+    /// The stages that ran.
+    pub stages: &'a [Stage],
+    /// The fused ops' largest difference from the unfused ops (the worst stage's).
+    pub max_abs_error: f32,
+    /// The benchmark's verdict.
+    pub verdict: &'a str,
+}
+
 /// The learner's code, which the program calls.
 pub struct Learner {
     /// Stage 1, the fusion (`FusedBiasGelu`).
@@ -52,15 +67,28 @@ pub struct Learner {
     /// Asks for the prediction before the first profile: the exercise's folder, and the report
     /// the first profile writes.
     pub predict_first: fn(dir: &Path, first_report: &Path),
-    /// Fills in answers.toml: the exercise's folder, its results/, the stages that ran, the
-    /// fused ops' largest error and the benchmark's verdict.
-    pub fill_in_answers: fn(
-        dir: &Path,
-        results: &Path,
-        stages: &[Stage],
-        max_abs_error: f32,
-        verdict: &str,
-    ) -> Result<()>,
+    /// Fills in answers.toml from what the run measured.
+    pub fill_in_answers: fn(measured: &Measured) -> Result<()>,
+}
+
+impl Learner {
+    /// The learner's two stages (candle custom ops, stage 1 then stage 2) and functions.
+    pub fn new<S1, S2>(
+        (stage1, stage2): (S1, S2),
+        predict_first: fn(dir: &Path, first_report: &Path),
+        fill_in_answers: fn(measured: &Measured) -> Result<()>,
+    ) -> Learner
+    where
+        S1: CustomOp2 + Send + Sync + 'static,
+        S2: CustomOp2 + Send + Sync + 'static,
+    {
+        Learner {
+            stage1: Arc::new(Fused(stage1)),
+            stage2: Arc::new(Fused(stage2)),
+            predict_first,
+            fill_in_answers,
+        }
+    }
 }
 
 /// Exercise 5's program, for the package whose folder is `manifest_dir` (its

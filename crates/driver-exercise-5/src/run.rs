@@ -2,7 +2,7 @@
 
 use crate::benchmark::benchmark;
 use crate::profile::{print_moved, profile};
-use crate::{correctness, Args, Learner, Stage};
+use crate::{correctness, Args, Learner, Measured, Stage};
 use answers_file::prediction;
 use anyhow::{Context, Result};
 use bench::compare::{compare_runs, MetricChoice};
@@ -133,5 +133,11 @@ pub(crate) fn run(learner: &Learner, args: &Args, dir: &Path) -> Result<()> {
         dirs.join("/, ")
     );
 
-    (learner.fill_in_answers)(dir, &results, &stages, max_abs_error, verdict)
+    (learner.fill_in_answers)(&Measured {
+        dir,
+        results: &results,
+        stages: &stages,
+        max_abs_error,
+        verdict,
+    })
 }

@@ -12,22 +12,14 @@
 mod budget;
 
 use anyhow::Result;
-use driver_exercise_4::{Args, IllustrativeStep, Learner};
+use driver_exercise_4::{Args, IllustrativeStep};
 use std::path::Path;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    driver_exercise_4::main(
-        env!("CARGO_MANIFEST_DIR"),
-        Learner {
-            share_pct: budget::share_pct,
-            saving_ms: budget::saving_ms,
-            saving_pct: budget::saving_pct,
-            new_step_ms: budget::new_step_ms,
-            step_saving_pct: budget::step_saving_pct,
-            fill_in_answers,
-        },
-    )
+    // Your five functions in src/budget.rs, and fill_in_answers below.
+    let learner = driver_exercise_4::learner!(budget, fill_in_answers);
+    driver_exercise_4::main(env!("CARGO_MANIFEST_DIR"), learner)
 }
 
 /// The answers to `[illustrative]`, `[own]`, `[lines]` and `[bytes]`.

@@ -14,34 +14,60 @@ use answers_file::prediction::{self, Outcome};
 mod fused;
 
 use anyhow::Result;
-use driver_exercise_5::{Fused, Learner, Stage};
+use driver_exercise_5::{Learner, Measured};
 use std::path::Path;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 fn main() -> ExitCode {
-    driver_exercise_5::main(
-        env!("CARGO_MANIFEST_DIR"),
-        Learner {
-            stage1: Arc::new(Fused(fused::FusedBiasGelu)),
-            stage2: Arc::new(Fused(fused::FastFusedBiasGelu)),
-            predict_first,
-            fill_in_answers,
-        },
-    )
+    let ops = (fused::FusedBiasGelu, fused::FastFusedBiasGelu);
+    let learner = Learner::new(ops, predict_first, fill_in_answers);
+    driver_exercise_5::main(env!("CARGO_MANIFEST_DIR"), learner)
+}
+
+/// Your prediction, written down before the first profile runs (asked once, in a terminal). A
+/// file it cannot record in is said, and the exercise runs anyway.
+fn predict_first(dir: &Path, first_report: &Path) {
+    // The reference's: asked in a terminal as the exercise asks; without one, the reference
+    // guess (on a CPU the unfused row is a slow kernel, which removing a pass over memory leaves
+    // as it is).
+    use answers_file::fill_answers as answers;
+    let path = dir.join("answers.toml");
+    let form = &prediction::FUSION;
+    let made = match form.before_the_profile(&path, first_report) {
+        Ok(Outcome::NoTerminal | Outcome::Declined) if form.recorded(&path).is_none() => {
+            let guess = [
+                ("row_time", prediction::Value::Text("about the same".into())),
+                (
+                    "pct_of_roofline",
+                    prediction::Value::Text("about the same".into()),
+                ),
+            ];
+            answers::fill(
+                &path,
+                &form.record(&guess, std::time::SystemTime::now(), first_report.exists()),
+            )
+        }
+        Ok(_) => Ok(()),
+        Err(e) => Err(e),
+    };
+    if let Err(e) = made {
+        eprintln!("warning: {e:#}; profiling without a prediction.");
+    }
 }
 
 /// The answers: the fused ops' error, the benchmark's verdict, and what each stage did to its
 /// row's roofline and by which mechanism.
-fn fill_in_answers(
-    dir: &Path,
-    results: &Path,
-    stages: &[Stage],
-    max_abs_error: f32,
-    verdict: &str,
-) -> Result<()> {
+fn fill_in_answers(measured: &Measured) -> Result<()> {
     use answers_file::fill_answers as answers;
     use anyhow::Context;
+    use driver_exercise_5::Stage;
+    let &Measured {
+        dir,
+        results,
+        stages,
+        max_abs_error,
+        verdict,
+    } = measured;
 
     /// `[stage1]` and `[stage2]`: the rows' % of roofline as the reports hold them, the unfused
     /// row's reading, and the mechanism each stage addressed: for the fusion, the passes over
@@ -135,35 +161,4 @@ fn fill_in_answers(
     answers::fill(&dir.join("answers.toml"), &filled)?;
     println!("Next: `course check 5`.");
     Ok(())
-}
-
-/// Your prediction, written down before the first profile runs (asked once, in a terminal). A
-/// file it cannot record in is said, and the exercise runs anyway.
-fn predict_first(dir: &Path, first_report: &Path) {
-    // The reference's: asked in a terminal as the exercise asks; without one, the reference
-    // guess (on a CPU the unfused row is a slow kernel, which removing a pass over memory leaves
-    // as it is).
-    use answers_file::fill_answers as answers;
-    let path = dir.join("answers.toml");
-    let form = &prediction::FUSION;
-    let made = match form.before_the_profile(&path, first_report) {
-        Ok(Outcome::NoTerminal | Outcome::Declined) if form.recorded(&path).is_none() => {
-            let guess = [
-                ("row_time", prediction::Value::Text("about the same".into())),
-                (
-                    "pct_of_roofline",
-                    prediction::Value::Text("about the same".into()),
-                ),
-            ];
-            answers::fill(
-                &path,
-                &form.record(&guess, std::time::SystemTime::now(), first_report.exists()),
-            )
-        }
-        Ok(_) => Ok(()),
-        Err(e) => Err(e),
-    };
-    if let Err(e) = made {
-        eprintln!("warning: {e:#}; profiling without a prediction.");
-    }
 }
