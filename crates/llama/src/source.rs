@@ -3,6 +3,11 @@
 //! [`engine::loader`]), or a synthetic checkpoint with a real model's shapes. Before any weight is read or downloaded, a Llama-family
 //! checkpoint's size is held against the memory this machine has free. A checkpoint of another
 //! model type is found and fetched the same way; what runs it checks its size.
+//!
+//! GGUF files ([`gguf_of`]): a path, a Hub repository of them, or a synthetic one by name.
+//! Bonsai 8B ([`BONSAI_8B_REPO`]), the 1-bit model the course's article names, has a synthetic
+//! stand-in with its exact shapes (`crate::synthetic_gguf`), used with the same notice as the
+//! default model's when the Hub cannot be reached and nothing is cached.
 
 use std::path::{Path, PathBuf};
 

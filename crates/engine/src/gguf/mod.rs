@@ -13,6 +13,9 @@
 //! first), the type (`u32`) and the offset of its data (`u64`, from the start of the data
 //! section); then padding to `general.alignment` (32 when absent) and the data section.
 //! Strings are a `u64` length then UTF-8 bytes; everything is little-endian.
+//!
+//! [`write`] writes that layout, streaming each tensor's data from a generator (the synthetic
+//! Bonsai 8B, a gigabyte of `Q1_0` blocks, is written without holding it).
 
 pub mod tokenizer;
 pub mod write;
