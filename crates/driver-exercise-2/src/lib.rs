@@ -40,6 +40,11 @@ pub type Percentile = fn(&[f64], f64) -> Option<f64>;
 /// interval of the ratio B / A and the band of the minimum effect.
 pub type VerdictRule = fn(f64, f64, f64, Better) -> Verdict;
 
+/// `fill_in_answers(report, dir)`: called last with the report results/bench.json holds and the
+/// exercise's folder; the exercise's leaves answers.toml to the learner, the solution's fills it
+/// in.
+pub type FillInAnswers = fn(&Report, &Path) -> Result<()>;
+
 /// What the learner writes, handed to the program: the two functions of src/stats.rs and
 /// `fill_in_answers` of src/main.rs.
 #[derive(Clone, Copy)]
@@ -48,9 +53,8 @@ pub struct Learner {
     pub percentile: Percentile,
     /// src/stats.rs's `verdict`, which decides every comparison.
     pub verdict: VerdictRule,
-    /// Called last with the report results/bench.json holds and the exercise's folder: the
-    /// exercise's leaves answers.toml to the learner, the solution's fills it in.
-    pub fill_in_answers: fn(&Report, &Path) -> Result<()>,
+    /// src/main.rs's `fill_in_answers`, called last.
+    pub fill_in_answers: FillInAnswers,
 }
 
 impl Learner {
@@ -58,7 +62,7 @@ impl Learner {
     pub fn new(
         percentile: Percentile,
         verdict: VerdictRule,
-        fill_in_answers: fn(&Report, &Path) -> Result<()>,
+        fill_in_answers: FillInAnswers,
     ) -> Learner {
         Learner {
             percentile,
