@@ -211,3 +211,50 @@ impl MemoryGiven {
         self.write(dir)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use candle_core::DType;
+
+    #[test]
+    fn the_record_names_each_type_with_its_bytes_and_reads_back() {
+        let mut given = MemoryGiven {
+            model: "synthetic-llama-tiny".into(),
+            batch: 4,
+            context: 64,
+            parameters: 1_000_000,
+            layers: 2,
+            kv_heads: 2,
+            head_dim: 16,
+            heads: 4,
+            hidden_size: 64,
+            intermediate_size: 128,
+            vocab_size: 256,
+            weights_dtype: DType::BF16,
+            kv_dtype: DType::F32,
+            measured: None,
+        };
+        let record = given.record();
+        let c = &record.config;
+        assert_eq!(
+            (
+                c.weights_dtype.as_str(),
+                c.weight_bytes,
+                c.kv_dtype.as_str(),
+                c.kv_bytes
+            ),
+            ("bf16", 2, "f32", 4)
+        );
+        assert_eq!(
+            (record.batch, record.context, record.measured),
+            (4, 64, None)
+        );
+        given.measured = Some(Measured::NotMeasured {
+            not_measured: "the device is CUDA: host allocations only".into(),
+        });
+        let path = Path::new("results/memory.json");
+        let back = MemoryRecord::from_json(&given.record().to_json(), path).unwrap();
+        assert_eq!(back, given.record());
+    }
+}
