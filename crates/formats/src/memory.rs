@@ -109,7 +109,12 @@ pub enum MemoryError {
         path: String,
         source: std::io::Error,
     },
-    #[error("{path} is not a memory record: {source} (line {line}, column {column}). {rerun}", line = source.line(), column = source.column(), rerun = FILE.rerun)]
+    #[error(
+        "{path} is not a memory record: {source} (line {line}, column {column}). {rerun}",
+        line = source.line(),
+        column = source.column(),
+        rerun = FILE.rerun
+    )]
     Parse {
         path: String,
         source: serde_json::Error,

@@ -9,8 +9,9 @@
 //! Before the profile runs, in a terminal, it asks for your prediction (which op will top the
 //! table, and its share) when answers.toml holds none yet, and records it there with the time.
 //!
-//! This file holds what you write: the functions below, which the program (crates/driver-exercise-3,
-//! its profile.rs reads top to bottom) calls before the profile and after it.
+//! This file holds what you write: the functions below, which the program calls before the
+//! profile and after it (the program is crates/driver-exercise-3; its profile.rs reads top to
+//! bottom).
 //!
 //! TODO (you): run it (`cargo run -p exercise-3`), read the table, and fill in answers.toml:
 //! the three ops with the largest self time with their shares, and your plan to cut the step

@@ -8,9 +8,9 @@
 //! Before the profile runs, in a terminal, it asks for your prediction (which op will top the
 //! table of YOUR model, and its share) when answers.toml holds none yet.
 //!
-//! This file holds what you write: the functions below, which the program (crates/driver-exercise-8:
-//! run.rs reads top to bottom, load.rs loads the model, memory.rs writes results/memory.json)
-//! calls before the profile and after it.
+//! This file holds what you write: the functions below, which the program calls before the
+//! profile and after it (the program is crates/driver-exercise-8: run.rs reads top to bottom,
+//! load.rs loads the model, memory.rs writes results/memory.json).
 //!
 //! TODO (you): pick a model that fits your machine, run it (`cargo run -p exercise-8 -- --model
 //! ID`), predict its memory for a generation at the batch and context it gives (answers.toml's

@@ -9,8 +9,9 @@
 //! Before the profile runs, in a terminal, it asks for your prediction (which op will top the
 //! table, and its share) when answers.toml holds none yet, and records it there with the time.
 //!
-//! This file holds what you write: the functions below, which the program (crates/driver-exercise-3,
-//! its profile.rs reads top to bottom) calls before the profile and after it.
+//! This file holds what you write: the functions below, which the program calls before the
+//! profile and after it (the program is crates/driver-exercise-3; its profile.rs reads top to
+//! bottom).
 //!
 //! Solution: the same program with the reference's TODO bodies. Without a terminal (the test
 //! command) `predict` records the reference guess; after the run `fill_in_answers` fills in

@@ -8,9 +8,9 @@
 //! Before the profile runs, in a terminal, it asks for your prediction (which op will top the
 //! table of YOUR model, and its share) when answers.toml holds none yet.
 //!
-//! This file holds what you write: the functions below, which the program (crates/driver-exercise-8:
-//! run.rs reads top to bottom, load.rs loads the model, memory.rs writes results/memory.json)
-//! calls before the profile and after it.
+//! This file holds what you write: the functions below, which the program calls before the
+//! profile and after it (the program is crates/driver-exercise-8: run.rs reads top to bottom,
+//! load.rs loads the model, memory.rs writes results/memory.json).
 //!
 //! Solution: the same program with the reference's TODO bodies. Without a terminal (the test
 //! command) `predict` records the reference guess; after the run `fill_in_answers` fills in
