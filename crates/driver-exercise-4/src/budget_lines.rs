@@ -63,3 +63,43 @@ pub(crate) fn write(report: &Report, path: &Path) -> Result<()> {
     println!("wrote {} (graded by `course check 4`)", path.display());
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_lines_written_are_the_profiles_whole_step() {
+        // A recorded exercise-3 profile (the grader's fixture), grouped and written.
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let fixture = root.join("crates/grader/tests/fixtures/reports/ex4-cpu-f32.json");
+        let report = Report::read_json(&fixture).unwrap();
+        let dir = std::env::temp_dir().join(format!("driver-exercise-4-{}", std::process::id()));
+        let path = dir.join("results/budget.json");
+        write(&report, &path).unwrap();
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+
+        assert_eq!(json["schema"], "budget-lines/1");
+        let lines = json["lines"].as_array().unwrap();
+        assert!(!lines.is_empty());
+        let shares: f64 = lines.iter().map(|l| l["share_pct"].as_f64().unwrap()).sum();
+        assert!(
+            (shares - 100.0).abs() < 1e-6,
+            "the lines' shares add up to {shares}%"
+        );
+        let ms: f64 = lines.iter().map(|l| l["ms"].as_f64().unwrap()).sum();
+        let step_ms = json["step_ms"].as_f64().unwrap();
+        assert!(
+            (ms - step_ms).abs() < 1e-6 * step_ms,
+            "{ms} ms of lines, a {step_ms} ms step"
+        );
+        // Every row of the profile is in exactly one line.
+        let ops: usize = lines
+            .iter()
+            .map(|l| l["ops"].as_array().unwrap().len())
+            .sum();
+        assert_eq!(ops, report.rows.len());
+    }
+}
