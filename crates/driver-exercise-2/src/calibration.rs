@@ -1,7 +1,7 @@
 //! Finding each batch size's saturation, and the two rates the comparison runs at.
 
 use crate::args::Args;
-use crate::measure::load_config;
+use crate::measure::fixed_load;
 use crate::SCENARIOS;
 use anyhow::{bail, Context, Result};
 use bench::load::{self, Traffic};
@@ -22,9 +22,7 @@ pub(crate) fn saturation(
         "calibration: {} requests with {in_flight} always in flight (closed loop)",
         args.calibration_requests
     );
-    let config = load_config(
-        args,
-        server,
+    let config = fixed_load(args, server).config(
         Traffic::ClosedLoop {
             concurrency: in_flight,
         },

@@ -1,7 +1,7 @@
 //! Step 1: a lone request's TTFT, the target from it, and the knee of a sweep of rates.
 
 use crate::args::Args;
-use crate::load::load_config;
+use crate::load::fixed_load;
 use crate::results::{server_target, write};
 use crate::server::START_SERVER;
 use anyhow::{bail, Result};
@@ -36,7 +36,7 @@ pub(crate) fn calibrate(
     results: &Path,
 ) -> Result<Calibration> {
     println!("calibration: 8 requests one at a time");
-    let lone_config = load_config(args, model, Traffic::ClosedLoop { concurrency: 1 }, 8);
+    let lone_config = fixed_load(args, model).config(Traffic::ClosedLoop { concurrency: 1 }, 8);
     let outcome = runtime
         .block_on(load::run(&lone_config))
         .map_err(|e| anyhow::anyhow!("{e:#}\n{START_SERVER}"))?;
@@ -62,15 +62,7 @@ pub(crate) fn calibrate(
     let bounds = sweep::Bound::from_slo(&slo, 90.0)?;
     println!("calibration: a sweep of {} requests per rate at {rates:?} req/s against P90 TTFT ≤ {target} ms", args.sweep_requests);
     let first = rates.first().copied().unwrap_or(1.0);
-    let config = load_config(
-        args,
-        model,
-        Traffic::OpenLoop {
-            rate: first,
-            seed: args.seed,
-        },
-        args.sweep_requests,
-    );
+    let config = fixed_load(args, model).open_loop(first, args.sweep_requests);
     let (runs, knee) = sweep::run(runtime, &config, &rates, &bounds, &slo)
         .map_err(|e| anyhow::anyhow!("{e:#}\n{START_SERVER}"))?;
     print!("{}", knee.text());

@@ -2,13 +2,12 @@
 
 use crate::args::Args;
 use crate::calibration::slo;
-use crate::load::load_config;
+use crate::load::fixed_load;
 use crate::rate::pick_rate;
 use crate::results::write;
 use crate::server::START_SERVER;
 use crate::P90Ttft;
-use anyhow::{bail, Result};
-use bench::load::{self, Traffic};
+use anyhow::Result;
 use bench::report::Run;
 use bench::sweep::Sweep;
 use course_model::traffic::RATE_RULE;
@@ -41,23 +40,16 @@ pub(crate) fn ask(
             args.base_url,
             f64::from(args.replicates) * args.requests as f64 / rate
         );
-        let config = load_config(
-            args,
-            model,
-            Traffic::OpenLoop {
-                rate,
-                seed: args.seed,
-            },
-            args.requests,
-        );
-        let outcome = runtime
-            .block_on(load::run_replicates(&config, usize::from(args.replicates)))
-            .map_err(|e| anyhow::anyhow!("{e:#}\n{START_SERVER}"))?;
-        let run = Run::from_load(format!("{label} ({rate} req/s)"), &config, &slo, outcome)?;
-        print!("{}", bench::report::table(&run));
-        if run.metrics.completed == 0 {
-            bail!("every request of {label} failed; the table above shows why");
-        }
+        let config = fixed_load(args, model).open_loop(rate, args.requests);
+        let run = Run::measure(
+            runtime,
+            format!("{label} ({rate} req/s)"),
+            &config,
+            usize::from(args.replicates),
+            &slo,
+            |_| {},
+        )
+        .map_err(|e| anyhow::anyhow!("{e:#}\n{START_SERVER}"))?;
         p90.push(
             run.metrics
                 .ttft_ms

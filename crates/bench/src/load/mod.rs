@@ -73,6 +73,52 @@ pub struct LoadConfig {
     pub progress: bool,
 }
 
+/// The part of a comparison's load that stays fixed (exercises 2 and 7): seeded random-word
+/// prompts, greedy decoding of exactly `max_tokens` tokens with their usage counted, and two
+/// warm-up requests. Between the comparison's runs only the arrivals and the count change, so a
+/// difference between two runs is the server's, not the load's.
+#[derive(Debug, Clone)]
+pub struct FixedLoad {
+    pub base_url: String,
+    pub model: String,
+    pub prompt_words: usize,
+    /// Seeds the prompts and, in [`FixedLoad::open_loop`], the arrivals.
+    pub seed: u64,
+    pub max_tokens: usize,
+    pub timeout_s: f64,
+    pub progress: bool,
+}
+
+impl FixedLoad {
+    /// This load with `traffic`, bounded at `requests` requests.
+    pub fn config(&self, traffic: Traffic, requests: usize) -> LoadConfig {
+        LoadConfig {
+            base_url: self.base_url.clone(),
+            model: self.model.clone(),
+            traffic,
+            bound: Bound::Requests(requests),
+            prompt: Prompt::RandomWords {
+                words: self.prompt_words,
+                seed: self.seed,
+            },
+            max_tokens: self.max_tokens,
+            ignore_eos: true,
+            include_usage: true,
+            temperature: 0.0,
+            warmup: 2,
+            timeout_s: self.timeout_s,
+            api_key: None,
+            progress: self.progress,
+        }
+    }
+
+    /// This load with open-loop arrivals at `rate` requests a second, seeded with its seed.
+    pub fn open_loop(&self, rate: f64, requests: usize) -> LoadConfig {
+        let seed = self.seed;
+        self.config(Traffic::OpenLoop { rate, seed }, requests)
+    }
+}
+
 /// Which OpenAI endpoint the requests go to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
