@@ -11,8 +11,8 @@
 //! over to the learner's `fill_in_answers`.
 //!
 //! It also holds what the learner's ops are built on but do not write ([`op`]: the input checks,
-//! the vectorisable `exp`; [`cuda`]: the kernel's launch), and the tests of each stage
-//! ([`stage_tests!`], over [`checks`]).
+//! the vectorisable `exp`; `cuda`, with `--features cuda`: the kernel's launch), and the tests of
+//! each stage ([`stage_tests!`], over [`checks`]).
 
 mod args;
 pub mod benchmark;
