@@ -9,16 +9,17 @@
 //! (The stand-in Hub here answers the two requests hf-hub makes: the repository's file list and
 //! a file's bytes; tests/models.rs has one answering the second only.)
 
+mod common;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::Arc;
 
 use axum::extract::{Path as UrlPath, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 
-const BIN: &str = env!("CARGO_BIN_EXE_solution-8");
 const REPO: &str = "prism-ml/Bonsai-8B-gguf";
 const FILE: &str = "Bonsai-tiny-Q1_0.gguf";
 const COMMIT: &str = "41414141414141414141414141414141414141a1";
@@ -91,115 +92,34 @@ async fn resolve(
 }
 
 /// Serves the repository on a loopback port until the sender is dropped.
-fn hub() -> (
-    String,
-    tokio::sync::oneshot::Sender<()>,
-    std::thread::JoinHandle<()>,
-) {
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let (addr_tx, addr_rx) = std::sync::mpsc::channel();
-    let server = std::thread::spawn(move || {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap()
-            .block_on(async move {
-                let app = axum::Router::new()
-                    .route(
-                        "/api/models/{owner}/{name}/revision/{revision}",
-                        axum::routing::get(info),
-                    )
-                    .route(
-                        "/{owner}/{name}/resolve/{revision}/{file}",
-                        axum::routing::get(resolve),
-                    )
-                    .with_state(Arc::new(files()));
-                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-                addr_tx.send(listener.local_addr().unwrap()).unwrap();
-                axum::serve(listener, app)
-                    .with_graceful_shutdown(async move { drop(stopped.await) })
-                    .await
-                    .unwrap();
-            })
-    });
-    (format!("http://{}", addr_rx.recv().unwrap()), stop, server)
+fn hub() -> common::StandIn {
+    common::serve(
+        axum::Router::new()
+            .route(
+                "/api/models/{owner}/{name}/revision/{revision}",
+                axum::routing::get(info),
+            )
+            .route(
+                "/{owner}/{name}/resolve/{revision}/{file}",
+                axum::routing::get(resolve),
+            )
+            .with_state(Arc::new(files())),
+    )
 }
 
 /// Exercise 8's reference program on `--model prism-ml/Bonsai-8B-gguf`, in a folder of its own.
 fn run(dir: &Path, hf_home: &Path, cache: &Path, endpoint: Option<&str>) -> Output {
-    std::fs::copy(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../exercises/exercise-8/answers.toml"),
-        dir.join("answers.toml"),
-    )
-    .unwrap();
-    let mut c = Command::new(BIN);
-    c.args([
-        "--model",
-        REPO,
-        "--device",
-        "cpu",
-        "--warmup",
-        "0",
-        "--active",
-        "1",
-        "--seq",
-        "4",
-        "--row-limit",
-        "30",
-        "--exercise-dir",
-    ])
-    .arg(dir)
-    .env_remove("COURSE_PREDICTION_ASKED")
-    .env("HF_HOME", hf_home)
-    .env("COURSE_CACHE", cache);
+    common::copy_answers(dir);
+    let mut c = common::solution(REPO, dir);
+    c.env("HF_HOME", hf_home).env("COURSE_CACHE", cache);
     match endpoint {
         Some(url) => c.env("HF_ENDPOINT", url).env_remove("HF_HUB_OFFLINE"),
         None => c.env("HF_HUB_OFFLINE", "1"),
     };
-    c.stdin(std::process::Stdio::null()).output().unwrap()
+    c.output().unwrap()
 }
 
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-/// The report's Q1_0 rows: the layers' matmuls and the head, each with the Q1_0 kernel, its
-/// work at 1.125 bits a weight, and a roofline.
-fn assert_q1_0_rows(dir: &Path) {
-    let report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("results/report.json")).unwrap())
-            .unwrap();
-    let env = &report["environment"];
-    assert_eq!(
-        (&env["tier"], &env["dtype"], &env["model"]),
-        (
-            &serde_json::json!("engine"),
-            &serde_json::json!("q1_0"),
-            &serde_json::json!(format!("{REPO}/{FILE}"))
-        ),
-        "{env}"
-    );
-    let rows = report["rows"].as_array().unwrap();
-    for name in ["matmul", "lm_head"] {
-        let row = rows
-            .iter()
-            .find(|r| r["name"] == name)
-            .unwrap_or_else(|| panic!("no {name} row: {report}"));
-        assert_eq!(row["dtype"], "q1_0", "{row}");
-        assert!(
-            row["kernel"].as_str().is_some_and(|k| k.ends_with("-q1_0")),
-            "{row}"
-        );
-        assert!(
-            row["bytes"].as_u64().is_some_and(|b| b > 0) && !row["roofline"].is_null(),
-            "{row}"
-        );
-    }
-}
+use common::text;
 
 #[test]
 fn bonsai_is_picked_downloaded_and_profiled_then_read_from_the_cache_offline() {
@@ -221,7 +141,8 @@ fn bonsai_is_picked_downloaded_and_profiled_then_read_from_the_cache_offline() {
         .join(COMMIT)
         .join(FILE);
     assert!(cached.is_file(), "the file is in the HF cache");
-    assert_q1_0_rows(dir.path());
+    // The layers' matmuls and the head are Q1_0 rows, with its kernel and roofline.
+    common::quantized_report(dir.path(), &format!("{REPO}/{FILE}"), "q1_0");
 
     // The Hub gone: the cached file, by the same rule, and nothing synthetic written.
     drop(stop);
@@ -231,7 +152,8 @@ fn bonsai_is_picked_downloaded_and_profiled_then_read_from_the_cache_offline() {
     let out = text(&o);
     assert!(o.status.success(), "{out}");
     assert!(!out.contains("synthetic-bonsai"), "{out}");
-    assert_q1_0_rows(dir.path());
+    // The layers' matmuls and the head are Q1_0 rows, with its kernel and roofline.
+    common::quantized_report(dir.path(), &format!("{REPO}/{FILE}"), "q1_0");
     assert_eq!(
         std::fs::read_dir(cache.path())
             .unwrap()

@@ -9,6 +9,8 @@
 //! safetensors checkpoint, a GGUF file of llama.cpp's converter) and on second-tier ones (a
 //! Phi-3 checkpoint, a GGUF file written by candle in a type the engine does not read).
 
+mod common;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -30,50 +32,23 @@ fn fixture(variant: &str) -> PathBuf {
 /// A folder holding exercise 8's answers.toml as a learner starts with it.
 fn folder() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::copy(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../exercises/exercise-8/answers.toml"),
-        dir.path().join("answers.toml"),
-    )
-    .unwrap();
+    common::copy_answers(dir.path());
     dir
 }
 
 fn run(model: &str, dir: &Path, env: &[(&str, &Path)], offline: bool) -> Output {
-    let mut c = Command::new(BIN);
-    c.args([
-        "--model",
-        model,
-        "--device",
-        "cpu",
-        "--warmup",
-        "0",
-        "--active",
-        "1",
-        "--seq",
-        "4",
-        "--row-limit",
-        "30",
-        "--exercise-dir",
-    ])
-    .arg(dir);
-    c.env_remove("COURSE_PREDICTION_ASKED")
-        .env_remove("HF_HUB_OFFLINE");
+    let mut c = common::solution(model, dir);
+    c.env_remove("HF_HUB_OFFLINE");
     for (k, v) in env {
         c.env(k, v);
     }
     if offline {
         c.env("HF_HUB_OFFLINE", "1");
     }
-    c.stdin(std::process::Stdio::null()).output().unwrap()
+    c.output().unwrap()
 }
 
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
+use common::text;
 
 #[test]
 fn every_first_tier_variant_profiles_into_a_table_and_a_report() {
@@ -227,36 +202,15 @@ async fn resolve(
 
 /// Serves `files` on a loopback port until the returned sender is dropped; returns the
 /// endpoint's URL.
-fn stand_in(
-    files: Files,
-) -> (
-    String,
-    tokio::sync::oneshot::Sender<()>,
-    std::thread::JoinHandle<()>,
-) {
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let (addr_tx, addr_rx) = std::sync::mpsc::channel();
-    let server = std::thread::spawn(move || {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap()
-            .block_on(async move {
-                let app = axum::Router::new()
-                    .route(
-                        "/{owner}/{name}/resolve/{revision}/{file}",
-                        axum::routing::get(resolve),
-                    )
-                    .with_state(std::sync::Arc::new(files));
-                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-                addr_tx.send(listener.local_addr().unwrap()).unwrap();
-                axum::serve(listener, app)
-                    .with_graceful_shutdown(async move { drop(stopped.await) })
-                    .await
-                    .unwrap();
-            })
-    });
-    (format!("http://{}", addr_rx.recv().unwrap()), stop, server)
+fn stand_in(files: Files) -> common::StandIn {
+    common::serve(
+        axum::Router::new()
+            .route(
+                "/{owner}/{name}/resolve/{revision}/{file}",
+                axum::routing::get(resolve),
+            )
+            .with_state(std::sync::Arc::new(files)),
+    )
 }
 
 fn repo_files(dir: &Path, truncate_weights: bool) -> HashMap<String, Vec<u8>> {
@@ -436,40 +390,10 @@ fn a_gguf_file_runs_on_the_engine_with_its_quantized_matmuls_in_their_rows() {
         out.contains("no memory prediction for a GGUF file"),
         "{out}"
     );
-    let report: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(dir.path().join("results/report.json")).unwrap(),
-    )
-    .unwrap();
-    let env = &report["environment"];
-    assert_eq!(
-        (&env["tier"], &env["dtype"], &env["model"]),
-        (
-            &serde_json::json!("engine"),
-            &serde_json::json!("q8_0"),
-            &serde_json::json!(gguf.to_str().unwrap())
-        ),
-        "{env}"
-    );
     // Every matrix of the file is q8_0: the layers' matmuls and the head are quantized rows,
     // each with the kernel for its type and its work counted, so a roofline.
+    let report = common::quantized_report(dir.path(), gguf.to_str().unwrap(), "q8_0");
     let rows = report["rows"].as_array().unwrap();
-    for name in ["matmul", "lm_head"] {
-        let row = rows
-            .iter()
-            .find(|r| r["name"] == name)
-            .unwrap_or_else(|| panic!("no {name} row: {report}"));
-        assert_eq!(row["dtype"], "q8_0", "{row}");
-        assert!(
-            row["kernel"]
-                .as_str()
-                .is_some_and(|k| k.starts_with("quant-") && k.ends_with("-q8_0")),
-            "{row}"
-        );
-        assert!(
-            row["bytes"].as_u64().is_some_and(|b| b > 0) && !row["roofline"].is_null(),
-            "{row}"
-        );
-    }
     assert!(
         rows.iter()
             .any(|r| r["name"] == "rope" && r["line"] == "attention"),
