@@ -25,6 +25,7 @@ pub mod filled;
 pub mod inprocess;
 pub mod intervals;
 pub mod load;
+mod measure;
 pub mod metrics;
 pub mod percentile;
 pub mod plot;

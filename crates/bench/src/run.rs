@@ -1,11 +1,11 @@
 //! One measured configuration of a `bench.json` (crate::report): its settings, its metrics
 //! and the raw per-request samples a later `--compare` resamples.
 
-use anyhow::{bail, Context, Result};
+use anyhow::Result;
 use formats::bench::ServerMetrics;
 use serde::{Deserialize, Serialize};
 
-use crate::load::{self, LoadConfig, LoadOutcome, Traffic};
+use crate::load::{LoadConfig, LoadOutcome, Traffic};
 use crate::metrics::{self, RequestRecord, RunMetrics, Slo};
 
 /// One measured configuration.
@@ -27,32 +27,6 @@ pub struct Run {
 }
 
 impl Run {
-    /// `replicates` replicates of `config` run on `runtime` as the run `label`; `annotate`
-    /// records in it what the comparison varied; its table is printed. An error when no request
-    /// completed, the table above saying why.
-    pub fn measure(
-        runtime: &tokio::runtime::Runtime,
-        label: String,
-        config: &LoadConfig,
-        replicates: usize,
-        slo: &Slo,
-        annotate: impl FnOnce(&mut Run),
-    ) -> Result<Run> {
-        let outcome = runtime
-            .block_on(load::run_replicates(config, replicates))
-            .with_context(|| format!("{label}: the load run failed"))?;
-        let mut run = Run::from_load(label, config, slo, outcome)?;
-        annotate(&mut run);
-        print!("{}", crate::report::table(&run));
-        if run.metrics.completed == 0 {
-            bail!(
-                "every request of {} failed; the table above shows why",
-                run.label
-            );
-        }
-        Ok(run)
-    }
-
     /// A finished load run (one or more replicates) as a [`Run`] with its metrics; an open-loop
     /// run also records whether the server kept up with its arrivals.
     pub fn from_load(
