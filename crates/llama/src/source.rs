@@ -12,9 +12,8 @@
 use std::path::{Path, PathBuf};
 
 use candle_core::DType;
-use engine::{Error, Result};
-
 use engine::loader::HubGguf;
+use engine::{Error, Result};
 
 use crate::config::Config;
 use crate::synthetic::{Shape, SHAPES, SMOLLM2_135M};
