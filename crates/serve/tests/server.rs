@@ -699,85 +699,124 @@ fn wait_done(rx: &mut mpsc::UnboundedReceiver<JobEvent>) -> (Vec<u32>, FinishRea
     }
 }
 
-fn requests_joining_a_running_batch_get_exactly_their_solo_tokens(fixture: Fixture) {
-    let dir = fixture.checkpoint();
-    let solo = fixture.load(dir.path());
-    let (trace_tx, traces) = std_mpsc::channel();
-    let (go, go_rx) = std_mpsc::channel();
-    let engine = Engine::start(
-        fixture.loader(dir.path()),
-        EngineOptions::new(4, 16),
-        Some(gate(trace_tx, go_rx)),
-    )
-    .unwrap();
+/// An engine whose every step reports its trace and then waits for the test's go-ahead.
+struct Stepped {
+    engine: Engine,
+    traces: std_mpsc::Receiver<StepTrace>,
+    go: Option<std_mpsc::Sender<()>>,
+}
 
-    // Different prompt lengths (shorter and longer than the running batch when they join),
-    // different output lengths (so rows leave while others decode), one seeded sampler.
-    let prompt = |n: usize, from: u32| -> Vec<u32> {
-        (0..n as u32).map(|i| (from + 37 * i) % 500).collect()
-    };
-    let a = request(&prompt(5, 1), 20, None);
-    let b = request(&prompt(11, 2), 12, None);
-    let c = request(&prompt(2, 3), 15, Some(7));
-    let d = request(&prompt(30, 4), 6, None);
+impl Stepped {
+    fn start(fixture: Fixture, dir: &Path, options: EngineOptions) -> Self {
+        let (trace_tx, traces) = std_mpsc::channel();
+        let (go, go_rx) = std_mpsc::channel();
+        let engine =
+            Engine::start(fixture.loader(dir), options, Some(gate(trace_tx, go_rx))).unwrap();
+        Stepped {
+            engine,
+            traces,
+            go: Some(go),
+        }
+    }
 
-    let (ia, mut ra) = submit(&engine, &a);
-    let next = || {
-        traces
+    /// The trace of the next forward pass.
+    fn next(&self) -> StepTrace {
+        self.traces
             .recv_timeout(Duration::from_secs(60))
             .expect("a forward pass")
-    };
-    let t0 = next();
-    assert_eq!(
-        (t0.rows.clone(), t0.prefill.clone(), t0.joining.clone()),
-        (vec![], vec![(ia, 5)], vec![ia])
-    );
-    let (ib, mut rb) = submit(&engine, &b);
-    go.send(()).unwrap();
-    let t1 = next();
-    assert_eq!(
-        (t1.rows.clone(), t1.prefill.clone(), t1.joining.clone()),
-        (vec![ia], vec![(ib, 11)], vec![ib]),
-        "b's prompt shares a pass with a's decoding"
-    );
-    go.send(()).unwrap();
-    let t2 = next();
-    assert_eq!(
-        (t2.rows.clone(), t2.prefill.clone()),
-        (vec![ia, ib], vec![]),
-        "a and b decode together"
-    );
-    let (ic, mut rc) = submit(&engine, &c);
-    go.send(()).unwrap();
-    let t3 = next();
-    assert_eq!(
-        (t3.rows.clone(), t3.prefill.clone()),
-        (vec![ia, ib], vec![(ic, 2)])
-    );
-    let (id, mut rd) = submit(&engine, &d);
-    go.send(()).unwrap();
-    let t4 = next();
-    assert_eq!(
-        (t4.rows.clone(), t4.prefill.clone()),
-        (vec![ia, ib, ic], vec![(id, 30)]),
-        "d's prompt is longer than any so far"
-    );
-    go.send(()).unwrap();
-    assert_eq!(next().rows, vec![ia, ib, ic, id]);
-    drop(go);
+    }
 
-    for (req, rx) in [(&a, &mut ra), (&b, &mut rb), (&c, &mut rc), (&d, &mut rd)] {
+    /// Lets the waiting pass go on.
+    fn go(&self) {
+        self.go.as_ref().expect("not released").send(()).unwrap();
+    }
+
+    /// From now on every pass goes ahead at once.
+    fn release(&mut self) {
+        self.go = None;
+    }
+}
+
+/// `n` token ids from `from`, `stride` apart, within the fixtures' 512-token vocabulary.
+fn prompt(n: usize, from: u32, stride: u32) -> Vec<u32> {
+    (0..n as u32).map(|i| (from + stride * i) % 500).collect()
+}
+
+/// Each request ended at its length with exactly the tokens it gets served alone.
+fn assert_solo_tokens(
+    solo: &ServedModel,
+    done: [(&Request, &mut mpsc::UnboundedReceiver<JobEvent>); 4],
+) {
+    for (req, rx) in done {
         let (tokens, finish) = wait_done(rx);
         assert_eq!(
             tokens,
-            alone(&solo, req),
+            alone(solo, req),
             "prompt of {} tokens",
             req.prompt.len()
         );
         assert_eq!(finish, FinishReason::Length);
     }
+}
+
+fn requests_joining_a_running_batch_get_exactly_their_solo_tokens(fixture: Fixture) {
+    let dir = fixture.checkpoint();
+    let solo = fixture.load(dir.path());
+    let mut s = Stepped::start(fixture, dir.path(), EngineOptions::new(4, 16));
+
+    // Different prompt lengths (shorter and longer than the running batch when they join),
+    // different output lengths (so rows leave while others decode), one seeded sampler.
+    let a = request(&prompt(5, 1, 37), 20, None);
+    let b = request(&prompt(11, 2, 37), 12, None);
+    let c = request(&prompt(2, 3, 37), 15, Some(7));
+    let d = request(&prompt(30, 4, 37), 6, None);
+
+    let (ia, mut ra) = submit(&s.engine, &a);
+    let t0 = s.next();
+    assert_eq!(
+        (t0.rows.clone(), t0.prefill.clone(), t0.joining.clone()),
+        (vec![], vec![(ia, 5)], vec![ia])
+    );
+    let (ib, mut rb) = submit(&s.engine, &b);
+    s.go();
+    let t1 = s.next();
+    assert_eq!(
+        (t1.rows.clone(), t1.prefill.clone(), t1.joining.clone()),
+        (vec![ia], vec![(ib, 11)], vec![ib]),
+        "b's prompt shares a pass with a's decoding"
+    );
+    s.go();
+    let t2 = s.next();
+    assert_eq!(
+        (t2.rows.clone(), t2.prefill.clone()),
+        (vec![ia, ib], vec![]),
+        "a and b decode together"
+    );
+    let (ic, mut rc) = submit(&s.engine, &c);
+    s.go();
+    let t3 = s.next();
+    assert_eq!(
+        (t3.rows.clone(), t3.prefill.clone()),
+        (vec![ia, ib], vec![(ic, 2)])
+    );
+    let (id, mut rd) = submit(&s.engine, &d);
+    s.go();
+    let t4 = s.next();
+    assert_eq!(
+        (t4.rows.clone(), t4.prefill.clone()),
+        (vec![ia, ib, ic], vec![(id, 30)]),
+        "d's prompt is longer than any so far"
+    );
+    s.go();
+    assert_eq!(s.next().rows, vec![ia, ib, ic, id]);
+    s.release();
+
+    assert_solo_tokens(
+        &solo,
+        [(&a, &mut ra), (&b, &mut rb), (&c, &mut rc), (&d, &mut rd)],
+    );
     // Rows left as they finished (d after 6 tokens, b after 12, c after 15) while the others went on.
-    let later: Vec<usize> = traces.try_iter().map(|t| t.rows.len()).collect();
+    let later: Vec<usize> = s.traces.try_iter().map(|t| t.rows.len()).collect();
     assert!(
         later.windows(2).all(|w| w[1] <= w[0]),
         "nobody else joined: {later:?}"
@@ -786,7 +825,7 @@ fn requests_joining_a_running_batch_get_exactly_their_solo_tokens(fixture: Fixtu
         later.contains(&3) && later.contains(&2) && later.contains(&1),
         "{later:?}"
     );
-    engine.join();
+    s.engine.join();
 }
 
 fn prompts_longer_than_a_chunk_are_prefilled_beside_the_decoding_ones_and_get_their_solo_tokens(
@@ -794,51 +833,36 @@ fn prompts_longer_than_a_chunk_are_prefilled_beside_the_decoding_ones_and_get_th
 ) {
     let dir = fixture.checkpoint();
     let solo = fixture.load(dir.path());
-    let (trace_tx, traces) = std_mpsc::channel();
-    let (go, go_rx) = std_mpsc::channel();
     let options = EngineOptions {
         prefill_chunk: 8,
         ..EngineOptions::new(4, 16)
     };
-    let engine = Engine::start(
-        fixture.loader(dir.path()),
-        options,
-        Some(gate(trace_tx, go_rx)),
-    )
-    .unwrap();
+    let mut s = Stepped::start(fixture, dir.path(), options);
 
-    let prompt = |n: usize, from: u32| -> Vec<u32> {
-        (0..n as u32).map(|i| (from + 41 * i) % 500).collect()
-    };
-    let a = request(&prompt(4, 1), 24, None);
+    let a = request(&prompt(4, 1, 41), 24, None);
     // d: 30 tokens, in chunks of 8 while a decodes. e (3 tokens) is admitted once d's rest
     // leaves room in a pass, and f (5) in the pass after, when e's rest and f fit in 8.
-    let d = request(&prompt(30, 2), 6, None);
-    let e = request(&prompt(3, 3), 5, Some(11));
-    let f = request(&prompt(5, 4), 7, None);
+    let d = request(&prompt(30, 2, 41), 6, None);
+    let e = request(&prompt(3, 3, 41), 5, Some(11));
+    let f = request(&prompt(5, 4, 41), 7, None);
 
-    let (ia, mut ra) = submit(&engine, &a);
-    let next = || {
-        traces
-            .recv_timeout(Duration::from_secs(60))
-            .expect("a forward pass")
-    };
-    let t0 = next();
+    let (ia, mut ra) = submit(&s.engine, &a);
+    let t0 = s.next();
     assert_eq!(
         (t0.rows.clone(), t0.prefill.clone()),
         (vec![], vec![(ia, 4)]),
         "with nothing decoding, a's prompt goes whole"
     );
-    let (id, mut rd) = submit(&engine, &d);
-    let (ie, mut re) = submit(&engine, &e);
-    let (iff, mut rf) = submit(&engine, &f);
+    let (id, mut rd) = submit(&s.engine, &d);
+    let (ie, mut re) = submit(&s.engine, &e);
+    let (iff, mut rf) = submit(&s.engine, &f);
     let mut seen = Vec::new();
     for _ in 0..6 {
-        go.send(()).unwrap();
-        let t = next();
+        s.go();
+        let t = s.next();
         seen.push((t.rows.clone(), t.prefill.clone(), t.joining.clone()));
     }
-    drop(go);
+    s.release();
     let expected = vec![
         (vec![ia], vec![(id, 8)], vec![]),
         (vec![ia], vec![(id, 8)], vec![]),
@@ -849,60 +873,42 @@ fn prompts_longer_than_a_chunk_are_prefilled_beside_the_decoding_ones_and_get_th
     ];
     assert_eq!(seen, expected, "a decodes at every pass while d, then e and f, are prefilled beside it, 8 prompt tokens a pass at most");
 
-    for (req, rx) in [(&a, &mut ra), (&d, &mut rd), (&e, &mut re), (&f, &mut rf)] {
-        let (tokens, finish) = wait_done(rx);
-        assert_eq!(
-            tokens,
-            alone(&solo, req),
-            "prompt of {} tokens",
-            req.prompt.len()
-        );
-        assert_eq!(finish, FinishReason::Length);
-    }
-    engine.join();
+    assert_solo_tokens(
+        &solo,
+        [(&a, &mut ra), (&d, &mut rd), (&e, &mut re), (&f, &mut rf)],
+    );
+    s.engine.join();
 }
 
 fn a_cancelled_request_frees_its_slot_at_the_next_step(fixture: Fixture) {
     let dir = fixture.checkpoint();
-    let (trace_tx, traces) = std_mpsc::channel();
-    let (go, go_rx) = std_mpsc::channel();
-    let engine = Engine::start(
-        fixture.loader(dir.path()),
-        EngineOptions::new(1, 16),
-        Some(gate(trace_tx, go_rx)),
-    )
-    .unwrap();
-    let (ia, ra) = submit(&engine, &request(&[1, 2, 3], 40, None));
-    let (ib, mut rb) = submit(&engine, &request(&[4, 5], 3, None));
-    let (ic, rc) = submit(&engine, &request(&[6], 3, None));
-    let next = || {
-        traces
-            .recv_timeout(Duration::from_secs(60))
-            .expect("a forward pass")
-    };
-    assert_eq!(next().prefill, vec![(ia, 3)]);
-    go.send(()).unwrap();
-    assert_eq!(next().rows, vec![ia]);
+    let mut s = Stepped::start(fixture, dir.path(), EngineOptions::new(1, 16));
+    let (ia, ra) = submit(&s.engine, &request(&[1, 2, 3], 40, None));
+    let (ib, mut rb) = submit(&s.engine, &request(&[4, 5], 3, None));
+    let (ic, rc) = submit(&s.engine, &request(&[6], 3, None));
+    assert_eq!(s.next().prefill, vec![(ia, 3)]);
+    s.go();
+    assert_eq!(s.next().rows, vec![ia]);
     // a's client goes away while a decodes; c's while it waits in the queue.
     drop(ra);
     drop(rc);
-    go.send(()).unwrap();
-    let t2 = next();
+    s.go();
+    let t2 = s.next();
     assert_eq!(
         (t2.rows.clone(), t2.prefill.clone()),
         (vec![], vec![(ib, 2)]),
         "b takes a's slot at the next pass"
     );
-    drop(go);
+    s.release();
     let (tokens, finish) = wait_done(&mut rb);
     assert_eq!((tokens.len(), finish), (3, FinishReason::Length));
-    let rest: Vec<StepTrace> = traces.try_iter().collect();
+    let rest: Vec<StepTrace> = s.traces.try_iter().collect();
     assert!(
         rest.iter()
             .all(|t| !t.rows.contains(&ic) && !t.rows.contains(&ia)),
         "{rest:?}"
     );
-    engine.join();
+    s.engine.join();
 }
 async fn shutdown_finishes_the_stream_in_flight_then_stops(fixture: Fixture) {
     // The model thread is held before its first decode pass (the first token, from the
