@@ -235,6 +235,22 @@ fn gate(traces: std_mpsc::Sender<StepTrace>, go: std_mpsc::Receiver<()>) -> Step
     })
 }
 
+/// A server whose engine holds each step until the test's go-ahead (see [`gate`]), the traces
+/// of its steps, and the go-ahead's sender (dropping it lets every step go).
+async fn start_gated(
+    fixture: Fixture,
+    options: EngineOptions,
+) -> (
+    TestServer,
+    std_mpsc::Receiver<StepTrace>,
+    std_mpsc::Sender<()>,
+) {
+    let (trace_tx, traces) = std_mpsc::channel();
+    let (go, go_rx) = std_mpsc::channel();
+    let server = start_with(fixture, options, Some(gate(trace_tx, go_rx))).await;
+    (server, traces, go)
+}
+
 /// Waits (off the async threads) for the next step trace.
 async fn next_trace(
     traces: std_mpsc::Receiver<StepTrace>,
@@ -575,23 +591,21 @@ async fn post_owned(url: String, body: String) -> u16 {
     post(&url, body).await.status().as_u16()
 }
 
+/// `n` small requests sent at once, each answered with its status.
+fn small_requests(url: &str, n: usize) -> Vec<tokio::task::JoinHandle<u16>> {
+    (0..n)
+        .map(|_| tokio::spawn(post_owned(url.to_string(), small_request())))
+        .collect()
+}
+
 async fn full_queue_answers_503_with_retry_after_then_recovers(fixture: Fixture) {
-    let (trace_tx, traces) = std_mpsc::channel();
-    let (go, go_rx) = std_mpsc::channel();
-    let server = start_with(
-        fixture,
-        EngineOptions::new(1, 2),
-        Some(gate(trace_tx, go_rx)),
-    )
-    .await;
+    let (server, traces, go) = start_gated(fixture, EngineOptions::new(1, 2)).await;
     let url = server.url.clone();
     let first = tokio::spawn(post_owned(url.clone(), small_request()));
     // The model thread has taken the first request and is held before its first pass.
     let (trace, _traces) = next_trace(traces).await;
     assert_eq!(trace.prefill.len(), 1);
-    let queued: Vec<_> = (0..2)
-        .map(|_| tokio::spawn(post_owned(url.clone(), small_request())))
-        .collect();
+    let queued = small_requests(&url, 2);
     wait_queued(&url, 2).await;
     let refused = post(&url, small_request()).await;
     assert_eq!(refused.status(), 503);
@@ -611,14 +625,7 @@ async fn full_queue_answers_503_with_retry_after_then_recovers(fixture: Fixture)
 }
 
 async fn waiting_requests_join_up_to_the_batch_size(fixture: Fixture) {
-    let (trace_tx, traces) = std_mpsc::channel();
-    let (go, go_rx) = std_mpsc::channel();
-    let server = start_with(
-        fixture,
-        EngineOptions::new(4, 16),
-        Some(gate(trace_tx, go_rx)),
-    )
-    .await;
+    let (server, traces, go) = start_gated(fixture, EngineOptions::new(4, 16)).await;
     let url = server.url.clone();
     let first = tokio::spawn(post_owned(url.clone(), small_request()));
     let (trace, traces) = next_trace(traces).await;
@@ -627,9 +634,7 @@ async fn waiting_requests_join_up_to_the_batch_size(fixture: Fixture) {
         (0, 1),
         "the first request's prompt"
     );
-    let rest: Vec<_> = (0..6)
-        .map(|_| tokio::spawn(post_owned(url.clone(), small_request())))
-        .collect();
+    let rest = small_requests(&url, 6);
     wait_queued(&url, 6).await;
     drop(go);
     assert_eq!(first.await.unwrap(), 200);
@@ -910,17 +915,11 @@ fn a_cancelled_request_frees_its_slot_at_the_next_step(fixture: Fixture) {
     );
     s.engine.join();
 }
+
 async fn shutdown_finishes_the_stream_in_flight_then_stops(fixture: Fixture) {
     // The model thread is held before its first decode pass (the first token, from the
     // prompt's pass, is already out) until the test has asked for shutdown.
-    let (trace_tx, traces) = std_mpsc::channel();
-    let (go, go_rx) = std_mpsc::channel();
-    let server = start_with(
-        fixture,
-        EngineOptions::new(4, 16),
-        Some(gate(trace_tx, go_rx)),
-    )
-    .await;
+    let (server, traces, go) = start_gated(fixture, EngineOptions::new(4, 16)).await;
     let url = server.url.clone();
     let body = json!({"model": MODEL, "prompt": "hi", "max_tokens": 30, "ignore_eos": true,
         "stream": true, "stream_options": {"include_usage": true}});
@@ -1263,14 +1262,7 @@ async fn scrape_when_released(url: &str) -> formats::bench::MetricsSample {
 /// The gauges rise while a request runs and waits, and return to zero after; the counters add
 /// up the prompt and generated tokens; the KV bytes are the request's whole cache.
 async fn metrics_follow_the_requests_and_return_to_zero(fixture: Fixture) {
-    let (trace_tx, traces) = std_mpsc::channel();
-    let (go, go_rx) = std_mpsc::channel();
-    let server = start_with(
-        fixture,
-        EngineOptions::new(1, 16),
-        Some(gate(trace_tx, go_rx)),
-    )
-    .await;
+    let (server, traces, go) = start_gated(fixture, EngineOptions::new(1, 16)).await;
     let url = server.url.clone();
     let idle = scrape(&url).await;
     assert_eq!(
