@@ -1,12 +1,14 @@
-//! A decode step's matrix-vector product, `x (1 × k) · Wᵀ` with `W` `n × k`, in each weight
+//! A decode step's matrix-vector product, `x (m × k) · Wᵀ` with `W` `n × k` (`m` = 1, or a few
+//! rows as a short prefill chunk or a batch of decodes gives), in each weight
 //! format the engine multiplies: f32 and bf16 on the packed kernel, Q8_0, Q4_0 and Q1_0 on the
 //! quantized kernels of every path this CPU has, and candle's Q8_0 for comparison. Prints the
 //! median time a call and the GB/s at the stored width (the weight's bytes with its scales, `x`
 //! and the output), the figure a profile row's roofline reads.
 //!
-//!     cargo run -p engine --example quant_matvec -- [K N] [CALLS]
+//!     cargo run -p engine --example quant_matvec -- [K N] [CALLS] [M] [--type q1_0]
 //!
-//! Default: k = 768, n = 3072 (GPT-2 small's MLP up-projection), 300 calls each.
+//! Default: k = 768, n = 3072 (GPT-2 small's MLP up-projection), 300 calls each, m = 1, every
+//! format (`--type` keeps one quantized type and skips the dense ones).
 
 use std::time::Instant;
 
@@ -34,19 +36,27 @@ fn median_us(calls: usize, mut f: impl FnMut()) -> f64 {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.iter().any(|a| a == "--help" || a == "-h") {
-        println!("usage: quant_matvec [K N] [CALLS]  (default 768 3072 300)");
+        println!("usage: quant_matvec [K N] [CALLS] [M] [--type q8_0|q4_0|q1_0]  (default 768 3072 300 1)");
         return Ok(());
     }
+    let (args, only) = match args.iter().position(|a| a == "--type") {
+        Some(i) => {
+            let name = args.get(i + 1).ok_or("--type needs a type")?.to_lowercase();
+            let rest = [&args[..i], &args[(i + 2).min(args.len())..]].concat();
+            (rest, Some(name))
+        }
+        None => (args, None),
+    };
     let num = |i: usize, d: usize| -> Result<usize, String> {
         args.get(i)
             .map(|a| a.parse().map_err(|_| format!("`{a}` is not a number")))
             .unwrap_or(Ok(d))
     };
-    let (k, n, calls) = (num(0, 768)?, num(1, 3072)?, num(2, 300)?);
+    let (k, n, calls, m) = (num(0, 768)?, num(1, 3072)?, num(2, 300)?, num(3, 1)?);
     let dev = Device::Cpu;
     let w = Tensor::randn(0f32, 0.05, (n, k), &dev)?;
-    let x = Tensor::randn(0f32, 1.0, (1, k), &dev)?;
-    let io = ((k + n) * 4) as f64;
+    let x = Tensor::randn(0f32, 1.0, (m, k), &dev)?;
+    let io = (m * (k + n) * 4) as f64;
     let report = |name: &str, weight_bytes: usize, us: f64| {
         let gb = (weight_bytes as f64 + io) / (us * 1e-6) / 1e9;
         println!(
@@ -55,12 +65,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
     };
     println!(
-        "x (1 × {k}) · Wᵀ, W {n} × {k}, {} threads, median of {calls} calls",
+        "x ({m} × {k}) · Wᵀ, W {n} × {k}, {} threads, median of {calls} calls",
         rayon::current_num_threads()
     );
     engine::cpu::on_pool(|| -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         let path = KernelPath::widest();
-        if path != KernelPath::Portable {
+        if path != KernelPath::Portable && only.is_none() {
             for dtype in [DType::F32, DType::BF16] {
                 let p = PackedWeight::pack(&w.to_dtype(dtype)?, path)?;
                 let us = median_us(calls, || {
@@ -78,6 +88,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             (GgmlType::Q4_0, GgmlDType::Q4_0),
             (GgmlType::Q1_0, GgmlDType::Q8_0),
         ] {
+            if only
+                .as_ref()
+                .is_some_and(|o| *o != ty.name().to_lowercase())
+            {
+                continue;
+            }
             let bytes = if ty == GgmlType::Q1_0 {
                 // Signs and a mean-magnitude scale per 128 (ggml's quantize_row_q1_0_ref).
                 let v = w.flatten_all()?.to_vec1::<f32>()?;

@@ -9,15 +9,16 @@
 //! block's share of the output. The SIMD kernels compute the integer products as
 //! `|w| · sign(x, w)` (an unsigned by signed byte product, what `vpmaddubsw` and VNNI's
 //! `vpdpbusd` take), 8 lanes of 32-bit sums, and fold each block's scales into an f32
-//! multiply-add; up to [`MR`] rows of `x` share each decoded weight block.
+//! multiply-add; up to [`MR`] rows of `x` share each decoded weight block. `Q1_0` with AVX-512
+//! VNNI skips the bytes: its sign bits mask the activation codes directly, 64 at a time
+//! (`x86::q1_0_rows_512`).
 
 use super::{ActQ8, GgmlType, Kernel, ACT_BLOCK};
 
 /// Rows of `x` that share one decoding of a weight block.
 pub const MR: usize = 4;
 
-/// Whether this CPU has AVX-512 VNNI at 256 bits (with BW and VL), which the `avx512`
-/// kernels use.
+/// Whether this CPU has AVX-512 VNNI (with BW and VL), which the `avx512` kernels use.
 pub fn has_avx512_vnni() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
@@ -59,6 +60,13 @@ pub fn rows_times_x(kernel: Kernel, ty: GgmlType, w: &[u8], act: &ActQ8, out: &m
     let rows = w.chunks_exact(row).zip(out.chunks_exact_mut(act.m));
     #[cfg(target_arch = "x86_64")]
     {
+        if kernel == Kernel::Avx512Vnni && ty == GgmlType::Q1_0 && has_avx512_vnni() {
+            // SAFETY: the CPU has the features the kernel is compiled for (checked above); `w`
+            // holds whole rows of `Q1_0` blocks for `act.k` values and `out` one value for each
+            // of those rows and every row of `act` (asserted above).
+            unsafe { x86::q1_0_rows_512(w, act, out) };
+            return;
+        }
         if kernel == Kernel::Avx512Vnni && has_avx512_vnni() {
             for (wj, o) in rows {
                 // SAFETY: the CPU has the features the kernel is compiled for (checked above);
@@ -313,6 +321,126 @@ mod x86 {
                 }
             }
         };
+    }
+
+    /// `Q1_0` rows at 512 bits: `out[j·m + r] = w_j · x_r` for every row `j` of `w` (whole
+    /// rows of `Q1_0` blocks) and every row `r` of `act`.
+    ///
+    /// A weight is `±1` times its block's scale, so a 4-byte lane's integer product is
+    /// `2 · Σ_{bits set} x − Σ x`. The 8 bytes of sign bits for 64 weights are a byte mask: a
+    /// masked move keeps the codes whose bit is set, and `vpdpbusd` adds them, times 2, onto
+    /// the lanes' `−Σ x` (computed once per activation vector, shared by every weight row of
+    /// the tile): exactly the integers the 256-bit kernel's sign trick gives, without turning
+    /// bits into bytes. Lanes 0–7 hold one 32-code group, 8–15 the next, so one vector of the
+    /// two groups' activation scales turns a vector into f32, and the weight block's scale
+    /// (one f16 conversion per 128 weights) multiplies the block's two vectors at once. A tile
+    /// of up to four weight rows by up to [`MR`] activation rows shares each load.
+    ///
+    /// # Safety
+    /// The CPU has AVX-512 F, BW, VL and VNNI, AVX2, FMA and F16C; `act.k` is a multiple of 128;
+    /// `w` holds whole rows of `act.k / 128` blocks of 18 bytes; `out` holds `act.m` values for
+    /// each of those rows.
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    pub unsafe fn q1_0_rows_512(w: &[u8], act: &ActQ8, out: &mut [f32]) {
+        let row = act.k / 128 * 18;
+        let n = w.len() / row.max(1);
+        let m = act.m;
+        assert!(act.k.is_multiple_of(128) && out.len() >= n * m);
+        let mut j = 0;
+        while j < n {
+            let nr = if n - j >= 4 { 4 } else { 1 };
+            let mut r = 0;
+            while r < m {
+                let mr = (m - r).min(MR);
+                // SAFETY: weight rows j..j + nr and activation rows r..r + mr exist (the loop
+                // bounds), and the rest is this function's promise.
+                unsafe {
+                    match (nr, mr) {
+                        (4, 4) => q1_0_tile::<4, 4>(w, row, j, act, r, out),
+                        (4, 3) => q1_0_tile::<4, 3>(w, row, j, act, r, out),
+                        (4, 2) => q1_0_tile::<4, 2>(w, row, j, act, r, out),
+                        (4, _) => q1_0_tile::<4, 1>(w, row, j, act, r, out),
+                        (_, 4) => q1_0_tile::<1, 4>(w, row, j, act, r, out),
+                        (_, 3) => q1_0_tile::<1, 3>(w, row, j, act, r, out),
+                        (_, 2) => q1_0_tile::<1, 2>(w, row, j, act, r, out),
+                        (_, _) => q1_0_tile::<1, 1>(w, row, j, act, r, out),
+                    }
+                }
+                r += mr;
+            }
+            j += nr;
+        }
+    }
+
+    /// Weight rows `j0 .. j0 + NR` against activation rows `r0 .. r0 + R`.
+    ///
+    /// # Safety
+    /// As [`q1_0_rows_512`]'s, and those rows exist.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn q1_0_tile<const NR: usize, const R: usize>(
+        w: &[u8],
+        row: usize,
+        j0: usize,
+        act: &ActQ8,
+        r0: usize,
+        out: &mut [f32],
+    ) {
+        let (k, m) = (act.k, act.m);
+        let (nb, groups) = (k / 128, k / ACT_BLOCK);
+        let (zero, ones, twos) = (
+            _mm512_setzero_si512(),
+            _mm512_set1_epi8(1),
+            _mm512_set1_epi8(2),
+        );
+        // Lanes 0–7 take the first of four group scales, 8–15 the second (third and fourth).
+        let lo = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+        let hi = _mm512_setr_epi32(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+        let mut acc = [[_mm512_setzero_ps(); NR]; R];
+        let (wp, xq, xd) = (w.as_ptr(), act.q.as_ptr(), act.d.as_ptr());
+        for b in 0..nb {
+            let mut dw = [_mm512_setzero_ps(); NR];
+            let mut bits = [[0u64; 2]; NR];
+            for (i, (d, mk)) in dw.iter_mut().zip(bits.iter_mut()).enumerate() {
+                // SAFETY: row j0 + i's block b (18 bytes) lies inside `w` (the caller's promise).
+                unsafe {
+                    let blk = wp.add((j0 + i) * row + b * 18);
+                    *d = _mm512_set1_ps(f16_to_f32(u16::from_le_bytes([*blk, *blk.add(1)])));
+                    mk[0] = (blk.add(2) as *const u64).read_unaligned();
+                    mk[1] = (blk.add(10) as *const u64).read_unaligned();
+                }
+            }
+            for (r, acc_r) in acc.iter_mut().enumerate() {
+                let at = (r0 + r) * k + b * 128;
+                // SAFETY: row r0 + r's codes b·128 .. b·128 + 128 and its four scales from
+                // group 4b lie inside `act` (the row exists, k is a multiple of 128).
+                let (x0, x1, d4) = unsafe {
+                    (
+                        _mm512_loadu_si512(xq.add(at) as *const _),
+                        _mm512_loadu_si512(xq.add(at + 64) as *const _),
+                        _mm512_castps128_ps512(_mm_loadu_ps(xd.add((r0 + r) * groups + b * 4))),
+                    )
+                };
+                let neg0 = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, ones, x0));
+                let neg1 = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, ones, x1));
+                let (dx0, dx1) = (_mm512_permutexvar_ps(lo, d4), _mm512_permutexvar_ps(hi, d4));
+                for (i, a) in acc_r.iter_mut().enumerate() {
+                    let p0 = _mm512_dpbusd_epi32(neg0, twos, _mm512_maskz_mov_epi8(bits[i][0], x0));
+                    let p1 = _mm512_dpbusd_epi32(neg1, twos, _mm512_maskz_mov_epi8(bits[i][1], x1));
+                    let blk = _mm512_fmadd_ps(
+                        _mm512_cvtepi32_ps(p1),
+                        dx1,
+                        _mm512_mul_ps(_mm512_cvtepi32_ps(p0), dx0),
+                    );
+                    *a = _mm512_fmadd_ps(blk, dw[i], *a);
+                }
+            }
+        }
+        for (r, a) in acc.iter().enumerate() {
+            for (i, v) in a.iter().enumerate() {
+                out[(j0 + i) * m + r0 + r] = _mm512_reduce_add_ps(*v);
+            }
+        }
     }
 
     kernel!(rows_avx2, group_avx2, "avx2,fma,f16c", dot_avx2);

@@ -10,7 +10,8 @@
 //!   row, to 8-bit blocks of 32 values with an f32 scale each (llama.cpp's `block_q8_0`, whose
 //!   scale is f16: ours keeps it f32, one rounding fewer), and each block's product is an integer
 //!   dot product, scaled once by both blocks' scales. On the `avx512` path with AVX-512 VNNI
-//!   (`vpdpbusd`, 256 bits wide) or with AVX2 (`vpmaddubsw` then `vpmaddwd`), and a portable
+//!   (`vpdpbusd`, 256 bits wide; `Q1_0` 512 bits wide, its sign bits used as a byte mask,
+//!   [`kernels`]) or with AVX2 (`vpmaddubsw` then `vpmaddwd`), and a portable
 //!   scalar loop on every other CPU (aarch64 included). What the activations' rounding costs:
 //!   each value moves by at most half its block's step, `max|x| / 254`, so a product moves by at
 //!   most `Σ_blocks (Σ |w|) · max|x_block| / 254` ([`activation_rounding_bound`]), which the
@@ -225,7 +226,7 @@ pub fn activation_rounding_bound(w: &[f32], x: &[f32]) -> f32 {
 /// Which kernel a [`QMatrix`] runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kernel {
-    /// Ours, AVX-512 VNNI at 256 bits (`vpdpbusd`).
+    /// Ours, AVX-512 VNNI (`vpdpbusd`): 256 bits, 512 for `Q1_0`.
     Avx512Vnni,
     /// Ours, AVX2.
     Avx2,

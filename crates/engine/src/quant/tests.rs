@@ -164,6 +164,76 @@ fn every_kernel_matches_the_dequantized_product() {
     }
 }
 
+/// Every SIMD kernel equals the scalar loop on `Q1_0` (the same integer sums per 32 weights;
+/// only the order of the f32 adds differs): weight row counts that are not a multiple of the 4
+/// the 512-bit kernel takes at once, activation row counts that are not a multiple of its 4,
+/// `k` from one block of 128 up, and activation rows at the codes' extremes (all `+127`, signs
+/// alternating, all zero) beside random ones.
+#[test]
+fn q1_0_simd_kernels_equal_the_portable_loop() {
+    let mut rng = Rng(0x51_7cc1_b727_220a);
+    for &(m, n, k) in &[
+        (1, 1, 128),
+        (1, 7, 384),
+        (2, 5, 256),
+        (3, 9, 1024),
+        (5, 13, 128),
+        (8, 6, 512),
+        (9, 3, 640),
+    ] {
+        let bytes = random_blocks(GgmlType::Q1_0, n, k, &mut rng);
+        let mut x = rng.values(m * k, 2.0);
+        x[..k].fill(1.5);
+        if m > 1 {
+            for (i, v) in x[k..2 * k].iter_mut().enumerate() {
+                *v = if i % 2 == 0 { 3.0 } else { -3.0 };
+            }
+        }
+        if m > 2 {
+            x[2 * k..2 * k + 64].fill(0.0);
+        }
+        let xt = Tensor::from_vec(x.clone(), (m, k), &Device::Cpu).unwrap();
+        let run = |kernel: Kernel| {
+            QMatrix::new(
+                GgmlType::Q1_0,
+                n,
+                k,
+                bytes.clone(),
+                KernelPath::Portable,
+                &Device::Cpu,
+            )
+            .unwrap()
+            .with_kernel(kernel)
+            .matmul(&xt)
+            .unwrap()
+            .flatten_all()
+            .unwrap()
+            .to_vec1::<f32>()
+            .unwrap()
+        };
+        let want = run(Kernel::Portable);
+        let w = dequantize(GgmlType::Q1_0, &bytes, n * k).unwrap();
+        let x_rounded = ActQ8::quantize(&x, m, k).dequantized();
+        for kernel in kernels_here() {
+            let got = run(kernel);
+            for r in 0..m {
+                for j in 0..n {
+                    let scale: f32 = w[j * k..(j + 1) * k]
+                        .iter()
+                        .zip(&x_rounded[r * k..(r + 1) * k])
+                        .map(|(a, b)| (a * b).abs())
+                        .sum();
+                    let (g, e) = (got[r * n + j], want[r * n + j]);
+                    assert!(
+                        (g - e).abs() <= 1e-6 * scale + 1e-7,
+                        "{kernel:?} m={m} n={n} k={k} [{r},{j}]: {g} against the portable {e}"
+                    );
+                }
+            }
+        }
+    }
+}
+
 /// A wrong decoding that looks right must fail: the Q4_0 nibble halves swapped, or Q1_0's bit
 /// order reversed within a byte, give products the reference rejects.
 #[test]
