@@ -39,7 +39,7 @@ pub struct Learner {
     pub new_step_ms: fn(step_ms: f64, saving_ms: f64) -> f64,
     /// The step-time saving in percent when a fix removes a fraction of an op's share.
     pub step_saving_pct: fn(op_share_pct: f64, removed_fraction: f64) -> f64,
-    /// The answers to `[illustrative]`, `[own]`, `[lines]` and `[bytes]`: the learner's step,
+    /// The answers to `[illustrative]`, `[own]`, `[lines]`, `[bytes]` and `[quantized]`: the learner's step,
     /// the profile read, the command line and the exercise's folder.
     pub fill_in_answers:
         fn(step: &IllustrativeStep, profile: &Path, args: &Args, dir: &Path) -> anyhow::Result<()>,

@@ -10,6 +10,12 @@
 //! `ex4-cpu-f32.json` and `ex4-cpu-bf16.json` are one real pair of runs, f32 and bf16 weights,
 //! from before the bf16 products ran on `avx512_bf16`'s dot product; `ex4-dot-f32.json` and
 //! `ex4-dot-bf16.json` another pair, after (make-fixtures.py there says how they were made).
+//!
+//! `[quantized]`, the second rung: the same rows in q8_0, 34 bytes per 32 weights, 8.5 bits a
+//! weight with the scales. On every CPU fixture both rows cross the ridge there (3.95 × 32 / 8.5
+//! = 14.9 FLOP/byte against 12.7 at most), so the peak bounds the cut, and 8 bits or 8.5 give the
+//! same figure: the stored width is asked on its own. The scales' slip in the rows' cuts shows on
+//! the CPU fixture's rows under a higher peak ([`higher_ridge`]), where they stay memory-bound.
 
 mod support;
 
@@ -22,15 +28,38 @@ const FIELDS: [&str; 3] = [
     "bytes.predicted_cut_pct",
 ];
 
+const QUANTIZED: [&str; 4] = [
+    "quantized.bits_per_weight",
+    "quantized.matmul_cut_pct",
+    "quantized.lm_head_cut_pct",
+    "quantized.predicted_cut_pct",
+];
+
 /// Exercise 4 graded with `report` as the learner's exercise-3 profile, `bytes` as its
-/// `[bytes]` section and, when given, `measured` as the bf16 profile.
+/// `[bytes]` section (`[quantized]` right on that profile) and, when given, `measured` as the
+/// bf16 profile.
 fn grade(report: &str, bytes: &str, measured: Option<&str>) -> ExerciseReport {
+    grade_both(report, bytes, &quantized_answers(report), measured)
+}
+
+/// Exercise 4 graded with `quantized` as its `[quantized]` section, `[bytes]` right.
+fn grade_quantized(report: &str, quantized: &str) -> ExerciseReport {
+    grade_both(report, &bytes_answers(report), quantized, None)
+}
+
+fn grade_both(
+    report: &str,
+    bytes: &str,
+    quantized: &str,
+    measured: Option<&str>,
+) -> ExerciseReport {
     let mut files = perfect_files();
     files.insert("exercise-3/results/report.json".into(), report.to_string());
     files.insert("exercise-4/results/budget.json".into(), budget_json(report));
+    // [bytes] and [quantized] are the answers' last two sections, in that order.
     files.insert(
         "exercise-4/answers.toml".into(),
-        with_last_section(&perfect_ex4(), "bytes", bytes),
+        with_last_section(&perfect_ex4(), "bytes", &format!("{bytes}{quantized}")),
     );
     if let Some(m) = measured {
         files.insert("exercise-4/results/bf16/report.json".into(), m.to_string());
@@ -44,6 +73,23 @@ fn feedback(report: &ExerciseReport) -> String {
         n.contains("bf16") || n.contains("half-type")
     });
     render::terminal(&only, false)
+}
+
+/// The `[quantized]` questions alone.
+fn quantized_feedback(report: &ExerciseReport) -> String {
+    render::terminal(&only(report, "quantized.", |_| false), false)
+}
+
+/// The q8_0 cut of `row` on `report` at `bits` a weight, worked here from the fixture's columns.
+fn q_cut(report: &str, row: &str, bits: f64) -> f64 {
+    let v: serde_json::Value = serde_json::from_str(report).unwrap();
+    let (bw, peak) = (
+        v["ceilings"]["mem_read_gbps"].as_f64().unwrap(),
+        v["ceilings"]["peak_gflops"].as_f64().unwrap(),
+    );
+    let (share, roofline) = fixture_row(report, row);
+    let i = roofline["intensity"].as_f64().unwrap();
+    share * (1.0 - f64::min(peak, bw * i) / f64::min(peak, bw * i * 32.0 / bits))
 }
 
 #[test]
@@ -263,6 +309,9 @@ fn course_run_4_shows_the_columns_the_prediction_is_worked_from_and_the_commands
         "--dtype bf16 --out ",
         "fixtures/exercise-4/results/bf16\n",
         "fixtures/reports/ex4-dot-f32.json ",
+        "then in q8_0, blocks of 32 one-byte codes and one f16 scale (answers [quantized])",
+        "32 / 16 for bf16, 32 / (q8_0's bits, scales included) for q8_0",
+        "q8_0 is predicted here, not measured",
     ] {
         assert!(text.contains(part), "{part:?} in:\n{text}");
     }
@@ -315,4 +364,241 @@ fn half_the_time_past_the_ridge_is_wrong_with_the_arithmetic() {
         feedback(&r)
     );
     insta::assert_snapshot!(feedback(&r));
+}
+
+/// The CPU fixture on a machine with the same bandwidth and a peak of 1000 GFLOP/s (the ridge
+/// at 36 FLOP/byte): its memory-bound rows keep their roofs and % of roofline, and stay below the
+/// ridge in q8_0.
+fn higher_ridge() -> String {
+    let mut v: serde_json::Value = serde_json::from_str(&cpu_profile()).unwrap();
+    v["ceilings"]["peak_gflops"] = 1000.0.into();
+    v.to_string()
+}
+
+#[test]
+fn the_right_q8_0_prediction() {
+    let cpu = cpu_profile();
+    let r = grade_quantized(&cpu, &quantized_answers(&cpu));
+    assert_eq!(
+        outcomes(&r, &QUANTIZED),
+        [Outcome::Right; 4],
+        "{}",
+        quantized_feedback(&r)
+    );
+    assert_reason_says(
+        &r,
+        "quantized.bits_per_weight",
+        &["34 bytes: 34 × 8 / 32 = 8.5 bits a weight"],
+    );
+    // Past the ridge at q8_0's width: the peak bounds the cut.
+    assert_reason_says(
+        &r,
+        "quantized.matmul_cut_pct",
+        &[
+            "8.5 bits a weight instead of 32",
+            "32 / 8.5 = 3.76 to 14.9",
+            "past the ridge",
+        ],
+    );
+    insta::assert_snapshot!(quantized_feedback(&r));
+    // Where the rows stay memory-bound, each keeps 8.5/32 of its time.
+    let high = higher_ridge();
+    let r = grade_quantized(&high, &quantized_answers(&high));
+    assert_eq!(outcomes(&r, &QUANTIZED), [Outcome::Right; 4]);
+    assert_reason_says(
+        &r,
+        "quantized.matmul_cut_pct",
+        &["still below the ridge", "60.9% × (1 − 8.5/32) = 44.7%"],
+    );
+}
+
+#[test]
+fn a_right_q8_0_prediction_in_other_words() {
+    // Text, a percent sign, one decimal, and the sum of the rounded rows.
+    let cpu = cpu_profile();
+    let (m, l) = (q_cut(&cpu, "matmul", 8.5), q_cut(&cpu, "lm_head", 8.5));
+    let (m, l) = (format!("{m:.1}"), format!("{l:.1}"));
+    let total: f64 = m.parse::<f64>().unwrap() + l.parse::<f64>().unwrap();
+    let quantized = format!(
+        "[quantized]\nbits_per_weight = \"8.50\"\nmatmul_cut_pct = \"{m}%\"\nlm_head_cut_pct = \"{l} %\"\npredicted_cut_pct = {total:.1}\n"
+    );
+    let r = grade_quantized(&cpu, &quantized);
+    assert_eq!(
+        outcomes(&r, &QUANTIZED),
+        [Outcome::Right; 4],
+        "{}",
+        quantized_feedback(&r)
+    );
+}
+
+#[test]
+fn forgetting_the_scales_bytes() {
+    // 8 bits a weight, the int8 codes alone, and the cuts worked with it.
+    let high = higher_ridge();
+    let at = |bits| {
+        let (m, l) = (q_cut(&high, "matmul", bits), q_cut(&high, "lm_head", bits));
+        (m, l, m + l)
+    };
+    let (m, l, total) = at(8.0);
+    let right = at(8.5);
+    // The slip is a point off for matmul (a share of 60.9% × 1/64), within the tolerance for
+    // lm_head's 20%.
+    assert!(
+        (m - right.0).abs() > 0.9 && (l - right.1).abs() < 0.5,
+        "{m} {l} {right:?}"
+    );
+    let r = grade_quantized(&high, &quantized_section(8.0, m, l, total));
+    assert_eq!(
+        outcomes(&r, &QUANTIZED),
+        [
+            Outcome::Wrong,
+            Outcome::Wrong,
+            Outcome::Right,
+            Outcome::Wrong
+        ],
+        "{}",
+        quantized_feedback(&r)
+    );
+    assert_reason_says(
+        &r,
+        "quantized.bits_per_weight",
+        &[
+            "8 bits is the code alone: the scales' bytes are read too",
+            "= 8.5 bits a weight",
+        ],
+    );
+    assert_reason_says(
+        &r,
+        "quantized.matmul_cut_pct",
+        &[
+            "45.7% is the cut at 8 bits a weight, the codes alone",
+            "8.5 bits a weight in all",
+            "= 44.7%",
+        ],
+    );
+    assert_reason_says(
+        &r,
+        "quantized.predicted_cut_pct",
+        &["is the cut at 8 bits a weight, the codes alone", "= 59.4%"],
+    );
+    insta::assert_snapshot!(quantized_feedback(&r));
+    // Where both rows pass the ridge the peak sets their cuts at either width: only the width
+    // question tells the slip there.
+    let cpu = cpu_profile();
+    let (m, l) = (q_cut(&cpu, "matmul", 8.0), q_cut(&cpu, "lm_head", 8.0));
+    let r = grade_quantized(&cpu, &quantized_section(8.0, m, l, m + l));
+    assert_eq!(
+        outcomes(&r, &QUANTIZED),
+        [
+            Outcome::Wrong,
+            Outcome::Right,
+            Outcome::Right,
+            Outcome::Right
+        ]
+    );
+}
+
+#[test]
+fn a_q8_0_cut_for_rows_that_are_not_memory_bound() {
+    // On the GPU run both rows are compute-bound: 8.5/32 of their time is the natural slip.
+    let cuda = cuda_profile();
+    let keep = 8.5 / 32.0;
+    let (m, l) = (
+        fixture_row(&cuda, "matmul").0 * (1.0 - keep),
+        fixture_row(&cuda, "lm_head").0 * (1.0 - keep),
+    );
+    let r = grade_quantized(&cuda, &quantized_section(8.5, m, l, m + l));
+    assert_eq!(
+        outcomes(&r, &QUANTIZED),
+        [
+            Outcome::Right,
+            Outcome::Wrong,
+            Outcome::Wrong,
+            Outcome::Wrong
+        ],
+        "{}",
+        quantized_feedback(&r)
+    );
+    for id in ["quantized.matmul_cut_pct", "quantized.lm_head_cut_pct"] {
+        assert_reason_says(
+            &r,
+            id,
+            &[
+                "a compute-bound row's time does not follow its bytes",
+                "a 0% cut",
+            ],
+        );
+    }
+    insta::assert_snapshot!(quantized_feedback(&r));
+    // Zero is right there.
+    let r = grade_quantized(&cuda, &quantized_section(8.5, 0.0, 0.0, 0.0));
+    assert_eq!(outcomes(&r, &QUANTIZED), [Outcome::Right; 4]);
+}
+
+#[test]
+fn the_stored_width_past_the_ridge_is_wrong_with_the_arithmetic() {
+    // On the CPU fixture both rows cross the ridge at q8_0: keeping 8.5/32 of each overstates.
+    let cpu = cpu_profile();
+    let keep = 8.5 / 32.0;
+    let (m, l) = (
+        fixture_row(&cpu, "matmul").0 * (1.0 - keep),
+        fixture_row(&cpu, "lm_head").0 * (1.0 - keep),
+    );
+    let r = grade_quantized(&cpu, &quantized_section(8.5, m, l, m + l));
+    assert_eq!(
+        outcomes(&r, &QUANTIZED),
+        [
+            Outcome::Right,
+            Outcome::Wrong,
+            Outcome::Wrong,
+            Outcome::Wrong
+        ],
+        "{}",
+        quantized_feedback(&r)
+    );
+    assert_reason_says(
+        &r,
+        "quantized.matmul_cut_pct",
+        &[
+            "8.5 / 32 of its time holds only while the row stays memory-bound",
+            "past the ridge",
+        ],
+    );
+}
+
+#[test]
+fn impossible_q8_0_numbers() {
+    let high = higher_ridge();
+    let share = |row| fixture_row(&high, row).0;
+    // The block's bytes for the width; a negative cut; more than q8_0's bytes allow (all of the
+    // row's time on 8.5/32 of the bytes leaves 8.5/32 of it); more than the rows hold.
+    let r = grade_quantized(
+        &high,
+        &quantized_section(34.0, -5.0, share("lm_head") * 0.9, 90.0),
+    );
+    assert_eq!(outcomes(&r, &QUANTIZED), [Outcome::Wrong; 4]);
+    assert_reason_says(
+        &r,
+        "quantized.bits_per_weight",
+        &["34 is the block's bytes, not a weight's bits. A q8_0 block"],
+    );
+    assert_reason_says(
+        &r,
+        "quantized.matmul_cut_pct",
+        &["a negative cut is a slower step"],
+    );
+    assert_reason_says(
+        &r,
+        "quantized.lm_head_cut_pct",
+        &[
+            "is more than q8_0's bytes allow",
+            "20.0% × (1 − 8.5 / 32) = 14.7%",
+        ],
+    );
+    assert_reason_says(
+        &r,
+        "quantized.predicted_cut_pct",
+        &["more than the two rows hold together (80.9%)"],
+    );
+    insta::assert_snapshot!(quantized_feedback(&r));
 }

@@ -22,10 +22,10 @@ fn main() -> ExitCode {
     driver_exercise_4::main(env!("CARGO_MANIFEST_DIR"), learner)
 }
 
-/// The answers to `[illustrative]`, `[own]`, `[lines]` and `[bytes]`.
+/// The answers to `[illustrative]`, `[own]`, `[lines]`, `[bytes]` and `[quantized]`.
 fn fill_in_answers(step: &IllustrativeStep, profile: &Path, args: &Args, dir: &Path) -> Result<()> {
     // TODO: you fill in answers.toml from what this printed (this program leaves it to you).
     let _ = (step, profile, args, dir);
-    println!("\nNext: fill in answers.toml ([illustrative], [own], [lines] and [bytes]), then `course check 4`.");
+    println!("\nNext: fill in answers.toml ([illustrative], [own], [lines], [bytes] and [quantized]), then `course check 4`.");
     Ok(())
 }

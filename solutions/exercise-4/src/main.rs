@@ -11,8 +11,8 @@
 //! of the learner's own illustrative step; for the own profile the plan the course's rule
 //! accepts with the largest cut (the same rule `course check` grades by), expecting 10% of the
 //! step where it allows that; the ceiling rule on the budget lines; and the memory-traffic fix's
-//! predicted cut, by the course's own arithmetic on the two rows' roofline columns
-//! (`course_model::fewer_bytes`, the one `course check 4` grades by).
+//! predicted cuts in bf16 and in q8_0, by the course's own arithmetic on the two rows' roofline
+//! columns (`course_model::fewer_bytes`, the one `course check 4` grades by).
 
 mod budget;
 
@@ -27,7 +27,7 @@ fn main() -> ExitCode {
     driver_exercise_4::main(env!("CARGO_MANIFEST_DIR"), learner)
 }
 
-/// The answers to `[illustrative]`, `[own]`, `[lines]` and `[bytes]`.
+/// The answers to `[illustrative]`, `[own]`, `[lines]`, `[bytes]` and `[quantized]`.
 fn fill_in_answers(step: &IllustrativeStep, profile: &Path, args: &Args, dir: &Path) -> Result<()> {
     use answers_file::fill_answers::{self, Answer};
     use anyhow::bail;
@@ -123,18 +123,17 @@ fn fill_in_answers(step: &IllustrativeStep, profile: &Path, args: &Args, dir: &P
                 .into(),
             ),
         ];
-        // [bytes]: the course's arithmetic on the two rows' roofline columns, and their sum.
-        let mut total = 0.0;
-        for ((_, field), predicted) in fewer_bytes::ROWS
-            .iter()
-            .zip(fewer_bytes::predictions(&report))
-        {
-            let h = predicted.map_err(|e| anyhow::anyhow!("{e}"))?;
-            println!("(solution) {}", h.arithmetic);
-            total += h.cut_pct;
-            answers.push((field.to_string(), h.cut_pct.into()));
+        // [bytes] and [quantized]: the course's arithmetic on the two rows' roofline columns at
+        // each rung, their sums, and q8_0's stored width.
+        for rung in fewer_bytes::RUNGS {
+            for predicted in fewer_bytes::predictions(&report, &rung) {
+                let cut = predicted.map_err(anyhow::Error::msg)?;
+                println!("(solution) {}: {}", rung.dtype, cut.arithmetic);
+            }
         }
-        answers.push((fewer_bytes::TOTAL.into(), total.into()));
+        for (field, value) in fewer_bytes::answers(&report).map_err(anyhow::Error::msg)? {
+            answers.push((field, value.into()));
+        }
         Ok(answers)
     }
 

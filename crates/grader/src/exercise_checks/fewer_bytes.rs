@@ -1,22 +1,23 @@
-//! Exercise 4's last step, `[bytes]`: the memory-traffic fix done for real. From the learner's
-//! own f32 profile (exercise 3's report.json) they predict the step-time cut of storing the
-//! weights of the `matmul` and `lm_head` rows in half the bytes (bf16), then profile again with
-//! `--dtype bf16` and compare.
+//! Exercise 4's last steps, the ladder of fewer bytes. From the learner's own f32 profile
+//! (exercise 3's report.json) they predict the step-time cut of storing the weights of the
+//! `matmul` and `lm_head` rows in bf16 (`[bytes]`: half the bytes), then profile again with
+//! `--dtype bf16` and compare; and then the same rows in q8_0 (`[quantized]`: 8.5 bits a weight,
+//! its block's scale included), with that stored width asked on its own.
 //!
-//! The prediction is the roofline's own arithmetic, read off the f32 row: at the same % of its
-//! roofline, a row takes `roof / new roof` of its time, where half the bytes doubles its
-//! intensity and so its memory roof (`bandwidth × intensity`), and the compute roof (the peak)
-//! stays where it is:
+//! Each prediction is the roofline's own arithmetic, read off the f32 row: at the same % of its
+//! roofline, a row takes `roof / new roof` of its time, where `b` bits a weight instead of 32
+//! multiplies its intensity by `k = 32 / b`, and so its memory roof (`bandwidth × intensity`),
+//! and the compute roof (the peak) stays where it is:
 //!
 //! ```text
-//! cut = share × (1 − min(peak, bw × I) / min(peak, bw × 2I))
+//! cut = share × (1 − min(peak, bw × I) / min(peak, bw × k·I))
 //! ```
 //!
-//! A memory-bound row that stays below the ridge point (`peak / bw`) halves; one that crosses it
-//! gains only up to the peak; a compute-bound row gains nothing. What is graded is that
-//! arithmetic on the learner's columns, never the measured outcome (which depends on the machine
-//! and the kernels). The measured cut, where the learner ran the bf16 profile, is shown beside
-//! it in a note, with what the two profiles say about the gap.
+//! A memory-bound row that stays below the ridge point (`peak / bw`) keeps `b / 32` of its time;
+//! one that crosses it gains only up to the peak; a compute-bound row gains nothing. What is
+//! graded is that arithmetic on the learner's columns, never the measured outcome (which depends
+//! on the machine and the kernels). The measured bf16 cut, where the learner ran the bf16
+//! profile, is shown beside it in a note, with what the two profiles say about the gap.
 
 use super::{Ctx, Got, NOT_ANSWERED};
 use crate::key::BudgetKey;
@@ -24,10 +25,16 @@ use crate::plan_rule::{figure, pct};
 use crate::question_types::number::{show, within};
 use crate::report::QuestionResult;
 use crate::results::profile_report::{Bound, ProfileReport, RankedOp};
-use course_model::fewer_bytes::{predictions, HalfBytes, FROM_DTYPE, ROWS, TOTAL};
+use course_model::fewer_bytes::{
+    predictions, RowCut, Rung, BF16, FROM_BITS, FROM_DTYPE, Q8_0, Q8_0_BLOCK_BYTES,
+    Q8_0_BLOCK_WEIGHTS, ROWS, WIDTH,
+};
 
 /// The results role of the profile run with half-type weights (results/bf16/report.json).
 pub const MEASURED_ROLE: &str = "profile_bf16";
+
+/// How close a stored width must be, in bits a weight: 8.5 is exact, and 8 is the slip.
+const WIDTH_TOLERANCE_BITS: f64 = 0.05;
 
 /// Why the profile cannot be predicted from, if it cannot: it must have run with f32 weights.
 fn not_f32(profile: &ProfileReport) -> Option<String> {
@@ -41,39 +48,118 @@ fn not_f32(profile: &ProfileReport) -> Option<String> {
     }
 }
 
-/// `[bytes]`: the two rows' cuts and their sum, graded against the arithmetic on `profile`.
+/// `[bytes]` and `[quantized]`: each rung's two rows' cuts and their sum, graded against the
+/// arithmetic on `profile`, and q8_0's stored width.
 pub fn check(ctx: &mut Ctx<'_>, key: &BudgetKey, profile: &Result<ProfileReport, String>) {
-    let predicted: Vec<Result<HalfBytes, String>> = match profile {
-        Ok(p) => match not_f32(p) {
-            Some(why) => vec![Err(why); ROWS.len()],
-            None => predictions(p),
-        },
-        Err(reason) => vec![Err(reason.clone()); ROWS.len()],
-    };
-    let tolerance = key.share_tolerance_pct;
-    for ((name, field), expected) in ROWS.iter().zip(&predicted) {
-        let got = ctx.number(field);
-        let q = QuestionResult::new(
-            *field,
-            format!("The step-time cut from `{name}` with half its bytes, %"),
-            1.0,
-        );
-        ctx.push(row_question(q, got, expected, tolerance));
-    }
-    let got = ctx.number(TOTAL);
-    let q = QuestionResult::new(TOTAL, "The whole step's predicted cut, %", 1.0);
-    ctx.push(total_question(q, got, &predicted, tolerance));
+    let bf16 = rung_check(ctx, key, profile, &BF16);
+    width_question(ctx);
+    rung_check(ctx, key, profile, &Q8_0);
     if let Ok(p) = profile {
         if not_f32(p).is_none() {
-            measured_note(ctx, p, &predicted);
+            measured_note(ctx, p, &bf16);
         }
     }
+}
+
+/// One rung's three questions; its predictions, for the note.
+fn rung_check(
+    ctx: &mut Ctx<'_>,
+    key: &BudgetKey,
+    profile: &Result<ProfileReport, String>,
+    rung: &Rung,
+) -> Vec<Result<RowCut, String>> {
+    let cuts = |rung: &Rung| -> Vec<Result<RowCut, String>> {
+        match profile {
+            Ok(p) => match not_f32(p) {
+                Some(why) => vec![Err(why); ROWS.len()],
+                None => predictions(p, rung),
+            },
+            Err(reason) => vec![Err(reason.clone()); ROWS.len()],
+        }
+    };
+    let predicted = cuts(rung);
+    // What the same arithmetic gives with the scales forgotten: a slip named when it is made.
+    let forgetting = (rung.code_bits != rung.bits_per_weight).then(|| cuts(&rung.without_scales()));
+    let tolerance = key.share_tolerance_pct;
+    for (i, (name, expected)) in ROWS.iter().zip(&predicted).enumerate() {
+        let field = rung.field(name);
+        let got = ctx.number(&field);
+        let q = QuestionResult::new(
+            field.as_str(),
+            format!(
+                "The step-time cut from `{name}` with {}, %",
+                rung.to_a_row()
+            ),
+            1.0,
+        );
+        let slip = forgetting
+            .as_ref()
+            .and_then(|f| f[i].as_ref().ok().map(|c| c.cut_pct));
+        ctx.push(row_question(q, got, expected, rung, slip, tolerance));
+    }
+    let total = rung.total();
+    let got = ctx.number(&total);
+    let q = QuestionResult::new(
+        total.as_str(),
+        if *rung == BF16 {
+            "The whole step's predicted cut, %".to_string()
+        } else {
+            format!("The whole step's predicted cut in {}, %", rung.dtype)
+        },
+        1.0,
+    );
+    let slip = forgetting.as_ref().and_then(|f| {
+        f.iter()
+            .map(|c| c.as_ref().ok().map(|c| c.cut_pct))
+            .sum::<Option<f64>>()
+    });
+    ctx.push(total_question(q, got, &predicted, rung, slip, tolerance));
+    predicted
+}
+
+/// `quantized.bits_per_weight`: q8_0's stored width, its scale's bytes included.
+fn width_question(ctx: &mut Ctx<'_>) {
+    let got = ctx.number(WIDTH);
+    let q = QuestionResult::new(
+        WIDTH,
+        "The bits a q8_0 weight takes as stored, its block's scale included",
+        1.0,
+    );
+    let given = match got {
+        Got::Unanswered => return ctx.push(q.unanswered(NOT_ANSWERED)),
+        Got::Invalid(reason) => return ctx.push(q.wrong(reason)),
+        Got::Answered(v) => v,
+    };
+    let q = q.answer(show(given));
+    let block = format!(
+        "A q8_0 block stores {Q8_0_BLOCK_WEIGHTS} weights as {Q8_0_BLOCK_WEIGHTS} one-byte codes and one f16 scale, \
+         {Q8_0_BLOCK_BYTES} bytes: {Q8_0_BLOCK_BYTES} × 8 / {Q8_0_BLOCK_WEIGHTS} = {} bits a weight",
+        show(Q8_0.bits_per_weight)
+    );
+    let result = if within(given, Q8_0.bits_per_weight, WIDTH_TOLERANCE_BITS, 0.0) {
+        q.right(block)
+    } else if within(given, Q8_0.code_bits, WIDTH_TOLERANCE_BITS, 0.0) {
+        q.wrong(format!(
+            "{} bits is the code alone: the scales' bytes are read too. {block}",
+            show(given)
+        ))
+    } else if within(given, Q8_0_BLOCK_BYTES as f64, WIDTH_TOLERANCE_BITS, 0.0) {
+        q.wrong(format!(
+            "{} is the block's bytes, not a weight's bits. {block}",
+            show(given)
+        ))
+    } else {
+        q.wrong(block)
+    };
+    ctx.push(result);
 }
 
 fn row_question(
     q: QuestionResult,
     got: Got<f64>,
-    expected: &Result<HalfBytes, String>,
+    expected: &Result<RowCut, String>,
+    rung: &Rung,
+    without_scales: Option<f64>,
     tolerance: f64,
 ) -> QuestionResult {
     let given = match got {
@@ -89,16 +175,55 @@ fn row_question(
     if within(given, h.cut_pct, tolerance, 0.0) {
         return q.right(h.arithmetic.clone());
     }
-    let why = if given > h.share_pct + tolerance {
+    // The most any row can save at this width: all its time on its weights' bytes, below the ridge.
+    let most = h.share_pct * (1.0 - rung.bits_per_weight / FROM_BITS);
+    let why = if given < -tolerance {
+        format!(
+            "a negative cut is a slower step, and at the same % of its roofline a row with fewer bytes is never slower. {}",
+            h.arithmetic
+        )
+    } else if given > h.share_pct + tolerance {
         format!("{} is more than the row's whole {} share: a fix saves at most the line it removes time from. {}", pct(given), pct(h.share_pct), h.arithmetic)
     } else if h.bound == Bound::Compute {
         format!(
             "a compute-bound row's time does not follow its bytes. {}",
             h.arithmetic
         )
-    } else if h.bound_after == Bound::Compute && within(given, h.share_pct / 2.0, tolerance, 0.0) {
+    } else if let Some(slip) = without_scales.filter(|s| within(given, *s, tolerance, 0.0)) {
         format!(
-            "half its time holds only while the row stays memory-bound. {}",
+            "{} is the cut at {} bits a weight, the codes alone: {} also reads each block's scale, {} bits a weight in all. {}",
+            pct(slip),
+            show(rung.code_bits),
+            rung.dtype,
+            show(rung.bits_per_weight),
+            h.arithmetic
+        )
+    } else if h.bound_after == Bound::Compute && within(given, most, tolerance, 0.0) {
+        let kept = if rung.factor() == 2.0 {
+            "half its time".to_string()
+        } else {
+            format!(
+                "{} / {} of its time",
+                show(rung.bits_per_weight),
+                show(FROM_BITS)
+            )
+        };
+        format!(
+            "{kept} holds only while the row stays memory-bound. {}",
+            h.arithmetic
+        )
+    } else if given > most + tolerance {
+        format!(
+            "{} is more than {}'s bytes allow: a row whose whole time is its weights' bytes keeps {} / {} of it, a cut of at most \
+             {} × (1 − {} / {}) = {}. {}",
+            pct(given),
+            rung.dtype,
+            show(rung.bits_per_weight),
+            show(FROM_BITS),
+            pct(h.share_pct),
+            show(rung.bits_per_weight),
+            show(FROM_BITS),
+            pct(most),
             h.arithmetic
         )
     } else {
@@ -110,7 +235,9 @@ fn row_question(
 fn total_question(
     q: QuestionResult,
     got: Got<f64>,
-    predicted: &[Result<HalfBytes, String>],
+    predicted: &[Result<RowCut, String>],
+    rung: &Rung,
+    without_scales: Option<f64>,
     tolerance: f64,
 ) -> QuestionResult {
     let given = match got {
@@ -119,7 +246,7 @@ fn total_question(
         Got::Answered(v) => v,
     };
     let q = q.answer(show(given));
-    let rows: Vec<&HalfBytes> = match predicted
+    let rows: Vec<&RowCut> = match predicted
         .iter()
         .map(|p| p.as_ref())
         .collect::<Result<_, _>>()
@@ -144,10 +271,29 @@ fn total_question(
             pct(100.0 - expected)
         ));
     }
-    let why = if within(given, 50.0, tolerance, 0.0) {
+    // The whole step cut as if every line were the two rows' weights.
+    let whole_step = 100.0 * (1.0 - rung.bits_per_weight / FROM_BITS);
+    let why = if within(given, whole_step, tolerance, 0.0) {
+        let fewer = if rung.factor() == 2.0 {
+            "half the bytes of two rows is not half the step".to_string()
+        } else {
+            format!(
+                "{} of the bytes of two rows is not {} of the step's time",
+                pct(whole_step),
+                pct(whole_step)
+            )
+        };
         format!(
-            "half the bytes of two rows is not half the step: the rows that keep their bytes keep their time, and each row's own cut \
+            "{fewer}: the rows that keep their bytes keep their time, and each row's own cut \
              follows its roofline: {sum}"
+        )
+    } else if let Some(slip) = without_scales.filter(|s| within(given, *s, tolerance, 0.0)) {
+        format!(
+            "{} is the cut at {} bits a weight, the codes alone: {} also reads each block's scale, {} bits a weight in all; {sum}",
+            pct(slip),
+            show(rung.code_bits),
+            rung.dtype,
+            show(rung.bits_per_weight)
         )
     } else if given > shares + tolerance {
         format!("{} is more than the two rows hold together ({}): a fix saves at most the lines it removes time from; {sum}", pct(given), pct(shares))
@@ -160,15 +306,11 @@ fn total_question(
 /// Where the learner ran the half-type profile: the measured cut beside the prediction, and what
 /// the two profiles say about the gap. A note, never graded: the outcome depends on the machine
 /// and the kernels, the arithmetic does not.
-fn measured_note(
-    ctx: &mut Ctx<'_>,
-    before: &ProfileReport,
-    predicted: &[Result<HalfBytes, String>],
-) {
+fn measured_note(ctx: &mut Ctx<'_>, before: &ProfileReport, predicted: &[Result<RowCut, String>]) {
     let Ok(rows) = predicted
         .iter()
         .map(|p| p.as_ref())
-        .collect::<Result<Vec<&HalfBytes>, _>>()
+        .collect::<Result<Vec<&RowCut>, _>>()
     else {
         return;
     };
@@ -237,7 +379,7 @@ fn measured_note(
 
 /// One row's measured change beside its prediction, and what its rates say about a gap.
 fn row_gap(
-    h: &HalfBytes,
+    h: &RowCut,
     (before, after): (&ProfileReport, &ProfileReport),
     b: &RankedOp,
     a: &RankedOp,
@@ -314,7 +456,7 @@ fn row_gap(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use course_model::fewer_bytes::half_bytes;
+    use course_model::fewer_bytes::row_cut;
     use profiler::reading;
 
     /// A report with ceilings (bw 25 GB/s, peak 400 GFLOP/s: the ridge at 16 FLOP/byte) and rows
@@ -360,7 +502,7 @@ mod tests {
             ("attn_qk", 15.0, 32.0, 50.0),
             ("rest", 5.0, 1.0, 10.0),
         ]);
-        let cut = |name| half_bytes(&p, p.find(name).unwrap().1).unwrap();
+        let cut = |name| row_cut(&p, p.find(name).unwrap().1, &BF16).unwrap();
         // 4 → 8 FLOP/byte, below the ridge at 16: half the time.
         let m = cut("matmul");
         assert!((m.cut_pct - 30.0).abs() < 1e-9, "{m:?}");
@@ -380,11 +522,41 @@ mod tests {
     }
 
     #[test]
+    fn q8_0_keeps_its_stored_width_of_a_memory_bound_rows_time_and_none_of_a_compute_bound_rows() {
+        let p = report(&[
+            ("matmul", 60.0, 2.0, 60.0),
+            ("lm_head", 20.0, 12.0, 80.0),
+            ("attn_qk", 20.0, 32.0, 50.0),
+        ]);
+        let cut = |name| row_cut(&p, p.find(name).unwrap().1, &Q8_0).unwrap();
+        // 2 → 2 × 32 / 8.5 = 7.53 FLOP/byte, below the ridge at 16: the row keeps 8.5 / 32.
+        let m = cut("matmul");
+        assert!(
+            (m.cut_pct - 60.0 * (1.0 - 8.5 / 32.0)).abs() < 1e-9,
+            "{m:?}"
+        );
+        assert!(
+            m.arithmetic.contains("8.5 bits a weight instead of 32")
+                && m.arithmetic.contains("32 / 8.5 = 3.76")
+                && m.arithmetic.contains("60.0% × (1 − 8.5/32) = 44.1%"),
+            "{}",
+            m.arithmetic
+        );
+        // 12 → 45 FLOP/byte, past the ridge: the roof rises from 300 to 400, the row keeps 3/4.
+        let l = cut("lm_head");
+        assert!((l.cut_pct - 5.0).abs() < 1e-9, "{l:?}");
+        assert_eq!(cut("attn_qk").cut_pct, 0.0);
+        // Forgetting the scales keeps 8 / 32 instead: a different figure, which the check names.
+        let slip = row_cut(&p, p.find("matmul").unwrap().1, &Q8_0.without_scales()).unwrap();
+        assert!((slip.cut_pct - 45.0).abs() < 1e-9, "{slip:?}");
+    }
+
+    #[test]
     fn a_cut_never_exceeds_half_the_row_and_never_goes_negative() {
         for intensity in [0.1, 1.0, 7.9, 8.0, 8.1, 15.9, 16.0, 100.0] {
             for pct_of_roofline in [1.0, 50.0, 100.0] {
                 let p = report(&[("matmul", 100.0, intensity, pct_of_roofline)]);
-                let h = half_bytes(&p, &p.ops[0]).unwrap();
+                let h = row_cut(&p, &p.ops[0], &BF16).unwrap();
                 assert!(
                     (0.0..=50.0 + 1e-9).contains(&h.cut_pct),
                     "I={intensity}: {h:?}"

@@ -13,7 +13,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 mod graded;
-#[allow(unused_imports, reason = "each test file uses some of the shared helpers")]
+#[allow(
+    unused_imports,
+    reason = "each test file uses some of the shared helpers"
+)]
 pub use graded::*;
 
 pub fn repo_root() -> PathBuf {
@@ -350,7 +353,8 @@ pub fn perfect_ex4() -> String {
 }
 
 /// Exercise 4 on [`cpu_profile`]: the learner's own illustrative step; lm_head, removing half
-/// of it; the matmuls line (matmul and lm_head) is the largest; and [`bytes_answers`].
+/// of it; the matmuls line (matmul and lm_head) is the largest; [`bytes_answers`] and
+/// [`quantized_answers`].
 pub fn perfect_ex4_for(id: &str) -> String {
     let report = cpu_profile();
     let lm_head = fixture_row(&report, "lm_head").0;
@@ -360,7 +364,7 @@ pub fn perfect_ex4_for(id: &str) -> String {
          removed_fraction = 0.5\nsaving_pct = {:.2}\n[lines]\nlargest = \"matmuls\"\nlargest_ceiling_pct = {matmuls:.2}\none_line_gives_target = \"yes\"\n{}",
         illustrative_answers(id),
         lm_head / 2.0,
-        bytes_answers(&report)
+        bytes_answers(&report) + &quantized_answers(&report)
     )
 }
 
@@ -381,6 +385,31 @@ pub fn bytes_answers(report: &str) -> String {
     };
     let (matmul, lm_head) = (cut("matmul"), cut("lm_head"));
     bytes_section(matmul, lm_head, matmul + lm_head)
+}
+
+/// Exercise 4's `[quantized]` on a report: q8_0 stores 34 bytes per 32 weights, 8.5 bits a
+/// weight, so each row's intensity grows by 32 / 8.5 and, at the same % of its roofline, it takes
+/// old roof / new roof of its time (on the CPU fixture both rows pass the ridge, 14.9 FLOP/byte
+/// against 12.7, and the peak bounds them).
+pub fn quantized_answers(report: &str) -> String {
+    let v: serde_json::Value = serde_json::from_str(report).unwrap();
+    let (bw, peak) = (
+        v["ceilings"]["mem_read_gbps"].as_f64().unwrap(),
+        v["ceilings"]["peak_gflops"].as_f64().unwrap(),
+    );
+    let factor = 32.0 / (34.0 * 8.0 / 32.0);
+    let cut = |name| {
+        let (share, roofline) = fixture_row(report, name);
+        let intensity = roofline["intensity"].as_f64().unwrap();
+        share * (1.0 - f64::min(peak, bw * intensity) / f64::min(peak, factor * bw * intensity))
+    };
+    let (matmul, lm_head) = (cut("matmul"), cut("lm_head"));
+    quantized_section(8.5, matmul, lm_head, matmul + lm_head)
+}
+
+/// A `[quantized]` section, to two decimals as a learner copies them.
+pub fn quantized_section(bits: f64, matmul: f64, lm_head: f64, total: f64) -> String {
+    format!("[quantized]\nbits_per_weight = {bits}\nmatmul_cut_pct = {matmul:.2}\nlm_head_cut_pct = {lm_head:.2}\npredicted_cut_pct = {total:.2}\n")
 }
 
 /// A `[bytes]` section, to two decimals as a learner copies them.
