@@ -6,9 +6,12 @@
 //! and the output), the figure a profile row's roofline reads.
 //!
 //!     cargo run -p engine --example quant_matvec -- [K N] [CALLS] [M] [--type q1_0]
+//!         [--kernel avx512] [--copies C]
 //!
 //! Default: k = 768, n = 3072 (GPT-2 small's MLP up-projection), 300 calls each, m = 1, every
-//! format (`--type` keeps one quantized type and skips the dense ones).
+//! format (`--type` keeps one quantized type and skips the dense ones), every kernel this CPU
+//! has (`--kernel` keeps one), one copy of the matrix (`--copies C` calls C copies in turn, so
+//! that with more bytes than the last-level cache each call reads its weights from memory).
 
 use std::time::Instant;
 
@@ -36,16 +39,33 @@ fn median_us(calls: usize, mut f: impl FnMut()) -> f64 {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.iter().any(|a| a == "--help" || a == "-h") {
-        println!("usage: quant_matvec [K N] [CALLS] [M] [--type q8_0|q4_0|q1_0]  (default 768 3072 300 1)");
+        println!(
+            "usage: quant_matvec [K N] [CALLS] [M] [--type q8_0|q4_0|q1_0] \
+             [--kernel portable|avx2|avx512] [--copies C]  (default 768 3072 300 1, 1 copy)"
+        );
         return Ok(());
     }
-    let (args, only) = match args.iter().position(|a| a == "--type") {
-        Some(i) => {
-            let name = args.get(i + 1).ok_or("--type needs a type")?.to_lowercase();
-            let rest = [&args[..i], &args[(i + 2).min(args.len())..]].concat();
-            (rest, Some(name))
-        }
-        None => (args, None),
+    // `--NAME VALUE` taken out of the arguments, leaving the positional ones.
+    let mut args = args;
+    let mut flag = |name: &str| -> Result<Option<String>, String> {
+        let Some(i) = args.iter().position(|a| a == name) else {
+            return Ok(None);
+        };
+        let value = args
+            .get(i + 1)
+            .ok_or(format!("{name} needs a value"))?
+            .clone();
+        args.drain(i..i + 2);
+        Ok(Some(value.to_lowercase()))
+    };
+    let only = flag("--type")?;
+    let kernel_only = flag("--kernel")?;
+    let copies = match flag("--copies")? {
+        Some(c) => c
+            .parse::<usize>()
+            .map_err(|_| format!("`{c}` is not a number"))?
+            .max(1),
+        None => 1,
     };
     let num = |i: usize, d: usize| -> Result<usize, String> {
         args.get(i)
@@ -120,13 +140,29 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             if engine::quant::kernels::has_avx512_vnni() {
                 kernels.push(Kernel::Avx512Vnni);
             }
+            let named = |kernel: Kernel| match kernel {
+                Kernel::Portable => "portable",
+                Kernel::Avx2 => "avx2",
+                _ => "avx512",
+            };
             for kernel in kernels {
-                let q = QMatrix::new(ty, n, k, bytes.clone(), KernelPath::Portable, &dev)?
-                    .with_kernel(kernel);
+                if kernel_only.as_ref().is_some_and(|o| o != named(kernel)) {
+                    continue;
+                }
+                // Copies of the matrix, called in turn: more of them than the caches hold make
+                // each call stream its weights from memory, as a model's layers do.
+                let qs = (0..copies)
+                    .map(|_| {
+                        QMatrix::new(ty, n, k, bytes.clone(), KernelPath::Portable, &dev)
+                            .map(|q| q.with_kernel(kernel))
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                let mut turn = 0;
                 let us = median_us(calls, || {
-                    let _ = q.matmul(&x);
+                    let _ = qs[turn % copies].matmul(&x);
+                    turn += 1;
                 });
-                report(q.label(), q.stored_bytes(), us);
+                report(qs[0].label(), qs[0].stored_bytes(), us);
             }
             if ty == GgmlType::Q8_0 {
                 let c = QMatMul::from_qtensor(QTensor::quantize(&w, gd)?)?;
