@@ -6,6 +6,7 @@
 
 use crate::{Percentile, Statistics, VerdictRule};
 use bench::stats::{Better, Stat, Verdict};
+use verdict::cases::{Topic, CASES};
 
 fn close(got: Option<f64>, want: f64) -> bool {
     got.is_some_and(|g| (g - want).abs() < 1e-9)
@@ -93,102 +94,41 @@ pub fn percentile_leaves_the_samples_in_their_order(percentile: Percentile) {
     assert_eq!(v, [0.3, 0.1, 0.2]);
 }
 
+/// The learner's rule on every worked case of `topic` (the verdict crate's table, which the
+/// course's own rule is tested on too).
+fn check_cases(verdict: VerdictRule, topic: Topic) {
+    for case in CASES.iter().filter(|c| c.topic == topic) {
+        let (low, high) = case.ci;
+        for better in case.directions() {
+            assert_eq!(
+                verdict(low, high, case.min_effect, better),
+                case.expect,
+                "interval [{low}, {high}], minimum effect {}, {better:?} is better: {}",
+                case.min_effect,
+                case.why
+            );
+        }
+    }
+}
+
 /// Where higher is better, `faster` needs the whole interval above the band.
 pub fn verdict_on_a_throughput_needs_the_whole_interval_above_the_band(verdict: VerdictRule) {
-    // Higher is better; the band is [0.75, 1.25] with a minimum effect of 0.25.
-    assert_eq!(verdict(1.3, 1.6, 0.25, Better::Higher), Verdict::Faster);
-    assert_eq!(
-        verdict(1.25, 1.6, 0.25, Better::Higher),
-        Verdict::Inconclusive,
-        "an interval that touches the band is not a difference"
-    );
-    assert_eq!(
-        verdict(1.1, 1.6, 0.25, Better::Higher),
-        Verdict::Inconclusive,
-        "a ratio of 1.35 whose interval straddles 1.25"
-    );
-    assert_eq!(
-        verdict(0.4, 0.7, 0.25, Better::Higher),
-        Verdict::Slower,
-        "fewer tokens per second is slower"
-    );
-    assert_eq!(
-        verdict(1.3, f64::INFINITY, 0.25, Better::Higher),
-        Verdict::Faster,
-        "no upper bound, but surely above the band"
-    );
+    check_cases(verdict, Topic::Throughput);
 }
 
 /// Where lower is better, a ratio below the band is `faster`.
 pub fn verdict_on_a_latency_points_the_other_way(verdict: VerdictRule) {
-    // Lower is better: a ratio below 1 is the faster one.
-    assert_eq!(
-        verdict(0.4, 0.7, 0.25, Better::Lower),
-        Verdict::Faster,
-        "a smaller P90 latency is faster"
-    );
-    assert_eq!(
-        verdict(1.3, 1.6, 0.25, Better::Lower),
-        Verdict::Slower,
-        "a larger P90 latency is slower"
-    );
-    assert_eq!(
-        verdict(0.5, 0.75, 0.25, Better::Lower),
-        Verdict::Inconclusive,
-        "touching 1 − min_effect is not enough"
-    );
+    check_cases(verdict, Topic::Latency);
 }
 
 /// `same` is an interval inside the band (edges included); one across an edge is `inconclusive`.
 pub fn verdict_tells_the_same_from_cannot_tell(verdict: VerdictRule) {
-    for better in [Better::Higher, Better::Lower] {
-        assert_eq!(
-            verdict(0.9, 1.1, 0.25, better),
-            Verdict::Same,
-            "an interval inside the band, {better:?}"
-        );
-        assert_eq!(
-            verdict(0.75, 1.25, 0.25, better),
-            Verdict::Same,
-            "the band's edges are inside it, {better:?}"
-        );
-        assert_eq!(
-            verdict(0.5, 1.5, 0.25, better),
-            Verdict::Inconclusive,
-            "an interval wider than the band, {better:?}"
-        );
-        assert_eq!(
-            verdict(0.97, 1.08, 0.05, better),
-            Verdict::Inconclusive,
-            "across 1 and past an edge, {better:?}"
-        );
-        assert_eq!(
-            verdict(0.80, 0.97, 0.05, better),
-            Verdict::Inconclusive,
-            "leaves out 1, not surely by 5%, {better:?}"
-        );
-        assert_eq!(
-            verdict(0.8, f64::INFINITY, 0.25, better),
-            Verdict::Inconclusive,
-            "no upper bound, {better:?}"
-        );
-    }
+    check_cases(verdict, Topic::SameOrCannotTell);
 }
 
 /// A minimum effect of 0 still needs the whole interval on one side of 1.
 pub fn verdict_with_no_band_still_needs_the_whole_interval_on_one_side(verdict: VerdictRule) {
-    assert_eq!(verdict(1.001, 1.002, 0.0, Better::Higher), Verdict::Faster);
-    assert_eq!(verdict(1.001, 1.002, 0.0, Better::Lower), Verdict::Slower);
-    assert_eq!(
-        verdict(0.999, 1.002, 0.0, Better::Higher),
-        Verdict::Inconclusive,
-        "an interval that contains 1"
-    );
-    assert_eq!(
-        verdict(1.0, 1.0, 0.0, Better::Higher),
-        Verdict::Same,
-        "exactly 1"
-    );
+    check_cases(verdict, Topic::NoBand);
 }
 
 /// `source`, the learner's src/stats.rs, writes `percentile` and `verdict` itself rather than calling the bench crate's.

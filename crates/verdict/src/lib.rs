@@ -79,51 +79,116 @@ pub fn excludes_one(ci_low: f64, ci_high: f64) -> bool {
     ci_high < 1.0 || ci_low > 1.0
 }
 
+/// Worked cases of [`verdict`], one table for the crate's own tests and for exercise 2's
+/// checks of the learner's rule (crates/driver-exercise-2), so both hold the rule to the same
+/// cases.
+pub mod cases {
+    use super::{Better, Verdict};
+
+    /// What a case shows, as exercise 2's checks group them.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Topic {
+        /// Higher is better: `faster` needs the whole interval above the band.
+        Throughput,
+        /// Lower is better: a ratio below the band is `faster`.
+        Latency,
+        /// `same` is an interval inside the band, edges included; across an edge, `inconclusive`.
+        SameOrCannotTell,
+        /// A minimum effect of 0 still needs the whole interval on one side of 1.
+        NoBand,
+    }
+
+    /// One interval of B/A, its minimum effect, the direction (`None`: either), and the verdict.
+    #[derive(Debug, Clone, Copy)]
+    pub struct Case {
+        pub topic: Topic,
+        pub ci: (f64, f64),
+        pub min_effect: f64,
+        pub better: Option<Better>,
+        pub expect: Verdict,
+        pub why: &'static str,
+    }
+
+    impl Case {
+        /// The directions the case holds in.
+        pub fn directions(&self) -> Vec<Better> {
+            self.better
+                .map_or(vec![Better::Higher, Better::Lower], |b| vec![b])
+        }
+    }
+
+    const fn case(
+        topic: Topic,
+        ci: (f64, f64),
+        min_effect: f64,
+        better: Option<Better>,
+        expect: Verdict,
+        why: &'static str,
+    ) -> Case {
+        Case {
+            topic,
+            ci,
+            min_effect,
+            better,
+            expect,
+            why,
+        }
+    }
+
+    use Better::{Higher, Lower};
+    use Topic::{Latency, NoBand, SameOrCannotTell, Throughput};
+    use Verdict::{Faster, Inconclusive, Same, Slower};
+    const INF: f64 = f64::INFINITY;
+    const HIGHER: Option<Better> = Some(Higher);
+    const LOWER: Option<Better> = Some(Lower);
+    const EITHER: Option<Better> = None;
+
+    /// Every case, each with what it shows.
+    #[rustfmt::skip]
+    pub const CASES: &[Case] = &[
+        case(Throughput, (1.3, 1.6), 0.25, HIGHER, Faster, "the whole interval above the band"),
+        case(Throughput, (1.25, 1.6), 0.25, HIGHER, Inconclusive, "touching the band is not a difference"),
+        case(Throughput, (1.1, 1.6), 0.25, HIGHER, Inconclusive, "1.35 whose interval straddles 1.25"),
+        case(Throughput, (0.4, 0.7), 0.25, HIGHER, Slower, "fewer tokens per second is slower"),
+        case(Throughput, (1.3, INF), 0.25, HIGHER, Faster, "no upper bound, but surely above the band"),
+        case(Throughput, (1.10, 1.20), 0.05, HIGHER, Faster, "above a 5% band"),
+        case(Throughput, (0.80, 0.90), 0.05, HIGHER, Slower, "below a 5% band"),
+        case(Latency, (0.4, 0.7), 0.25, LOWER, Faster, "a smaller P90 latency is faster"),
+        case(Latency, (1.3, 1.6), 0.25, LOWER, Slower, "a larger P90 latency is slower"),
+        case(Latency, (0.5, 0.75), 0.25, LOWER, Inconclusive, "touching 1 - min_effect is not enough"),
+        case(Latency, (0.80, 0.90), 0.05, LOWER, Faster, "below a 5% band"),
+        case(Latency, (1.10, INF), 0.05, LOWER, Slower, "no upper bound, but surely above the band"),
+        case(SameOrCannotTell, (0.9, 1.1), 0.25, EITHER, Same, "an interval inside the band"),
+        case(SameOrCannotTell, (0.75, 1.25), 0.25, EITHER, Same, "the band's edges are inside it"),
+        case(SameOrCannotTell, (0.97, 1.04), 0.05, EITHER, Same, "inside a 5% band"),
+        case(SameOrCannotTell, (0.5, 1.5), 0.25, EITHER, Inconclusive, "an interval wider than the band"),
+        case(SameOrCannotTell, (0.97, 1.08), 0.05, EITHER, Inconclusive, "across 1 and past an edge"),
+        case(SameOrCannotTell, (0.80, 0.97), 0.05, EITHER, Inconclusive, "leaves out 1, not surely by 5%"),
+        case(SameOrCannotTell, (0.8, INF), 0.25, EITHER, Inconclusive, "no upper bound"),
+        case(SameOrCannotTell, (0.80, 0.95), 0.05, EITHER, Inconclusive, "touching 1 - t is not beyond it"),
+        case(NoBand, (1.001, 1.002), 0.0, HIGHER, Faster, "above 1, however little"),
+        case(NoBand, (1.001, 1.002), 0.0, LOWER, Slower, "above 1, however little"),
+        case(NoBand, (0.999, 1.002), 0.0, HIGHER, Inconclusive, "an interval that contains 1"),
+        case(NoBand, (1.0, 1.0), 0.0, HIGHER, Same, "exactly 1"),
+    ];
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn beyond_the_band_is_a_difference_in_the_direction_the_metric_says() {
-        assert_eq!(verdict(0.80, 0.90, 0.05, Better::Lower), Verdict::Faster);
-        assert_eq!(verdict(0.80, 0.90, 0.05, Better::Higher), Verdict::Slower);
-        assert_eq!(verdict(1.10, 1.20, 0.05, Better::Lower), Verdict::Slower);
-        assert_eq!(verdict(1.10, 1.20, 0.05, Better::Higher), Verdict::Faster);
-        assert_eq!(
-            verdict(1.10, f64::INFINITY, 0.05, Better::Lower),
-            Verdict::Slower,
-            "no upper bound, but surely above the band"
-        );
-    }
-
-    #[test]
-    fn inside_the_band_is_the_same_and_across_an_edge_is_inconclusive() {
-        for better in [Better::Lower, Better::Higher] {
-            assert_eq!(verdict(0.97, 1.04, 0.05, better), Verdict::Same);
-            assert_eq!(
-                verdict(0.95, 1.05, 0.05, better),
-                Verdict::Same,
-                "the edges are inside"
-            );
-            assert_eq!(
-                verdict(0.80, 0.97, 0.05, better),
-                Verdict::Inconclusive,
-                "excludes 1, not surely by 5%"
-            );
-            assert_eq!(
-                verdict(0.49, 1.14, 0.05, better),
-                Verdict::Inconclusive,
-                "cannot tell"
-            );
-            assert_eq!(
-                verdict(0.90, f64::INFINITY, 0.05, better),
-                Verdict::Inconclusive
-            );
-            assert_eq!(
-                verdict(0.80, 0.95, 0.05, better),
-                Verdict::Inconclusive,
-                "touching 1 - t is not beyond it"
-            );
+    fn every_worked_case_gets_its_verdict() {
+        for case in cases::CASES {
+            for better in case.directions() {
+                let (low, high) = case.ci;
+                assert_eq!(
+                    verdict(low, high, case.min_effect, better),
+                    case.expect,
+                    "{case:?} {better:?}: {}",
+                    case.why
+                );
+            }
         }
     }
 
