@@ -265,6 +265,11 @@ async fn next_trace(
     .unwrap()
 }
 
+/// The JSON body of a GET.
+async fn get_json(url: String) -> Value {
+    reqwest::get(url).await.unwrap().json().await.unwrap()
+}
+
 async fn post_to(url: &str, path: &str, body: impl Into<reqwest::Body>) -> reqwest::Response {
     reqwest::Client::new()
         .post(format!("{url}{path}"))
@@ -291,15 +296,20 @@ fn sse_data(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// A whole stream's chunks, parsed, after checking that it ends with `[DONE]`.
+fn sse_chunks(text: &str) -> Vec<Value> {
+    let data = sse_data(text);
+    assert_eq!(data.last().map(String::as_str), Some("[DONE]"));
+    data[..data.len() - 1]
+        .iter()
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect()
+}
+
 /// Waits until `/health` reports `n` queued requests.
 async fn wait_queued(url: &str, n: usize) {
     for _ in 0..400 {
-        let health: Value = reqwest::get(format!("{url}/health"))
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let health: Value = get_json(format!("{url}/health")).await;
         if health["queued"] == n {
             return;
         }
@@ -324,12 +334,7 @@ fn check_timings(timings: &Value) {
 
 async fn models_and_health(fixture: Fixture) {
     let server = start(fixture).await;
-    let models: Value = reqwest::get(format!("{}/v1/models", server.url))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let models: Value = get_json(format!("{}/v1/models", server.url)).await;
     assert_eq!(models["object"], "list");
     assert_eq!(models["data"][0]["id"], MODEL);
     assert_eq!(models["data"][0]["max_model_len"], 64);
@@ -380,12 +385,7 @@ async fn whole_and_streamed_completions_agree(fixture: Fixture) {
         .to_str()
         .unwrap()
         .starts_with("text/event-stream"));
-    let data = sse_data(&response.text().await.unwrap());
-    assert_eq!(data.last().map(String::as_str), Some("[DONE]"));
-    let chunks: Vec<Value> = data[..data.len() - 1]
-        .iter()
-        .map(|d| serde_json::from_str(d).unwrap())
-        .collect();
+    let chunks = sse_chunks(&response.text().await.unwrap());
     let text_chunks: Vec<&Value> = chunks
         .iter()
         .filter(|c| {
@@ -731,6 +731,15 @@ impl Stepped {
             .expect("a forward pass")
     }
 
+    /// Submits `request` and returns its id, its events and the trace of the pass it joins.
+    fn submit_and_step(
+        &self,
+        request: &Request,
+    ) -> (u64, mpsc::UnboundedReceiver<JobEvent>, StepTrace) {
+        let (id, rx) = submit(&self.engine, request);
+        (id, rx, self.next())
+    }
+
     /// Lets the waiting pass go on.
     fn go(&self) {
         self.go.as_ref().expect("not released").send(()).unwrap();
@@ -745,6 +754,16 @@ impl Stepped {
 /// `n` token ids from `from`, `stride` apart, within the fixtures' 512-token vocabulary.
 fn prompt(n: usize, from: u32, stride: u32) -> Vec<u32> {
     (0..n as u32).map(|i| (from + stride * i) % 500).collect()
+}
+
+/// Four requests, each `(prompt length, max_tokens, seed)`: prompt k (from 1) is `prompt(len,
+/// k, stride)`, so no two share their first token.
+fn four_requests(stride: u32, spec: [(usize, usize, Option<u64>); 4]) -> [Request; 4] {
+    let mut from = 0;
+    spec.map(|(len, max_tokens, seed)| {
+        from += 1;
+        request(&prompt(len, from, stride), max_tokens, seed)
+    })
 }
 
 /// Each request ended at its length with exactly the tokens it gets served alone.
@@ -771,13 +790,17 @@ fn requests_joining_a_running_batch_get_exactly_their_solo_tokens(fixture: Fixtu
 
     // Different prompt lengths (shorter and longer than the running batch when they join),
     // different output lengths (so rows leave while others decode), one seeded sampler.
-    let a = request(&prompt(5, 1, 37), 20, None);
-    let b = request(&prompt(11, 2, 37), 12, None);
-    let c = request(&prompt(2, 3, 37), 15, Some(7));
-    let d = request(&prompt(30, 4, 37), 6, None);
+    let [a, b, c, d] = four_requests(
+        37,
+        [
+            (5, 20, None),
+            (11, 12, None),
+            (2, 15, Some(7)),
+            (30, 6, None),
+        ],
+    );
 
-    let (ia, mut ra) = submit(&s.engine, &a);
-    let t0 = s.next();
+    let (ia, mut ra, t0) = s.submit_and_step(&a);
     assert_eq!(
         (t0.rows.clone(), t0.prefill.clone(), t0.joining.clone()),
         (vec![], vec![(ia, 5)], vec![ia])
@@ -844,15 +867,14 @@ fn prompts_longer_than_a_chunk_are_prefilled_beside_the_decoding_ones_and_get_th
     };
     let mut s = Stepped::start(fixture, dir.path(), options);
 
-    let a = request(&prompt(4, 1, 41), 24, None);
     // d: 30 tokens, in chunks of 8 while a decodes. e (3 tokens) is admitted once d's rest
     // leaves room in a pass, and f (5) in the pass after, when e's rest and f fit in 8.
-    let d = request(&prompt(30, 2, 41), 6, None);
-    let e = request(&prompt(3, 3, 41), 5, Some(11));
-    let f = request(&prompt(5, 4, 41), 7, None);
+    let [a, d, e, f] = four_requests(
+        41,
+        [(4, 24, None), (30, 6, None), (3, 5, Some(11)), (5, 7, None)],
+    );
 
-    let (ia, mut ra) = submit(&s.engine, &a);
-    let t0 = s.next();
+    let (ia, mut ra, t0) = s.submit_and_step(&a);
     assert_eq!(
         (t0.rows.clone(), t0.prefill.clone()),
         (vec![], vec![(ia, 4)]),
@@ -1035,12 +1057,7 @@ async fn sixty_four_clients_some_leaving_leave_the_server_healthy(fixture: Fixtu
         "requests were decoded together"
     );
     // Still serving, with nothing left behind in the queue.
-    let health: Value = reqwest::get(format!("{}/health", server.url))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let health: Value = get_json(format!("{}/health", server.url)).await;
     assert_eq!(
         (health["status"].as_str(), health["queued"].as_u64()),
         (Some("ok"), Some(0))
@@ -1087,12 +1104,7 @@ async fn chat_completions_whole_and_streamed_agree_with_the_same_usage(fixture: 
     streamed["stream_options"] = json!({"include_usage": true});
     let response = post_to(&server.url, "/v1/chat/completions", streamed.to_string()).await;
     assert_eq!(response.status(), 200);
-    let data = sse_data(&response.text().await.unwrap());
-    assert_eq!(data.last().map(String::as_str), Some("[DONE]"));
-    let chunks: Vec<Value> = data[..data.len() - 1]
-        .iter()
-        .map(|d| serde_json::from_str(d).unwrap())
-        .collect();
+    let chunks = sse_chunks(&response.text().await.unwrap());
     assert!(chunks
         .iter()
         .all(|c| c["object"] == "chat.completion.chunk"));
