@@ -1,9 +1,10 @@
 //! Exercise 8: Your own model — exercise 3's questions, asked of a model you pick.
 //!
 //! Loads a Llama-family model (a Hugging Face Hub repository, a folder, a synthetic checkpoint
-//! with a real model's shapes, or a GGUF file with its weights as stored), runs forward passes under the profiler on the course's own
-//! engine, prints the top-ops table with each op's roofline against this machine's ceilings, and
-//! saves the profile to results/report.json, which `course check 8` grades your answers against.
+//! with a real model's shapes, or a GGUF file with its weights as stored), runs forward passes
+//! under the profiler on the course's own engine, prints the top-ops table with each op's
+//! roofline against this machine's ceilings, and saves the profile to results/report.json, which
+//! `course check 8` grades your answers against.
 //!
 //! Before the profile runs, in a terminal, it asks for your prediction (which op will top the
 //! table of YOUR model, and its share) when answers.toml holds none yet.
