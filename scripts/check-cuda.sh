@@ -14,8 +14,9 @@
 # stood in for by scripts/cuda/nvcc-check-mode (empty objects) unless --full is given: it is
 # most of a cold run. In the dev profile and target/debug, as the test command's one build: the
 # clippy step has already checked every dependency, so only what the `cuda` feature changes
-# (candle, cudarc and the crates above them) is checked again (21 units, 54 s, against about
-# 350 and 120 s in a folder of its own). --full keeps its own folder, target/cuda-check-full.
+# (candle, cudarc and the crates above them) is checked again: 21 units, 58 s in a fresh clone's
+# test command, against about 350 units and 120 s in a folder of its own. --full keeps its own
+# folder, target/cuda-check-full.
 # Then the logic of scripts/gpu-check.sh, which only a GPU machine runs for real: its unit
 # tests (scripts/gpu-check/test_gpu_check.py) and its CPU mode on target/debug/gpt2 (parity,
 # profile in both timing modes, bench, exercise 3 graded, the one JSON and the archive: about
@@ -27,7 +28,7 @@ cd "$CUDA_REPO_ROOT"
 full=false
 case "${1:-}" in
   -h | --help)
-    sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'
     exit 0
     ;;
   --full) full=true ;;

@@ -1,7 +1,10 @@
 //! The engine benchmark's cases (forward B=1 T=8, prefill 128, decode at context 32 for B = 1,
 //! 8 and 16) on a Llama-family checkpoint, for comparison with `llama-bench` on the same weights:
 //!
-//!     cargo run -p llama --example llama_bench -- [DIR|synthetic-smollm2-135m] [f32|bf16|f16] [REPEATS]
+//!     cargo run -p llama --example llama_bench -- [DIR|FILE.gguf|synthetic-smollm2-135m] [f32|bf16|f16] [REPEATS]
+//!
+//! A GGUF file runs with its matrices in their stored types (q8_0, q4_0, Q1_0: the engine's own
+//! kernels), as exercise 8's first tier loads it; the dtype argument does not apply to it.
 //!
 //! Prints one line per case (median, min and max in ms) and the JSON of all of them.
 
@@ -28,7 +31,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Some(shape) => shape.cached()?,
         None => model_arg.into(),
     };
-    let model = llama::weights::load(&dir, &Device::Cpu, dtype, KernelPath::resolve(None)?)?;
+    let kernels = KernelPath::resolve(None)?;
+    let model = if dir.extension().is_some_and(|e| e == "gguf") {
+        llama::gguf::load_quantized(&dir, &Device::Cpu, kernels)?
+    } else {
+        llama::weights::load(&dir, &Device::Cpu, dtype, kernels)?
+    };
     eprintln!(
         "{} ({dtype:?}, {} threads, kernels {})",
         dir.display(),
