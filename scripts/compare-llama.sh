@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# compare-llama.sh: `gpt2 serve` against llama.cpp's `llama-server` on the same weights (the synthetic
-# GPT-2 small checkpoint, f32) and the same load, measured back to back on this machine.
+# compare-llama.sh: the course's server against llama.cpp's `llama-server` on the same weights and the
+# same load, measured back to back on this machine. By default the synthetic GPT-2 small checkpoint in
+# f32 (our side serves the safetensors checkpoint, llama.cpp its GGUF conversion); MODEL=FILE.gguf
+# serves one GGUF file on both sides (e.g. a SmolLM2-135M-shaped q8_0 file: the engine's own quantized
+# kernels against llama.cpp's).
 #
-#   scripts/compare-llama.sh            # about 4 min on an idle machine once both servers exist (see below);
-#                                       # far longer on a busy one (llama-server's decode slows most)
+#   scripts/compare-llama.sh                          # about 4 min on an idle machine once both servers
+#                                                     # exist (see below); far longer on a busy one
+#   MODEL=target/smollm2-q8_0.gguf scripts/compare-llama.sh
 #
 # For each server in turn: start it (2 threads, 8 sequences at once), measure a lone request
 # (`course bench --concurrency 1`), then `course bench` open loop at 1, 4 and 8 req/s (40 requests,
@@ -20,23 +24,24 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-BIN=${BIN:-target/debug}              # where gpt2 and course are (cargo build -p gpt2 -p course)
+BIN=${BIN:-target/debug}              # where serve and course are (cargo build -p serve -p course)
 OUT=${OUT:-target/compare-llama}
 PEER=${PEER:-../shared/peers/llama-server.sh}
 PYTHON=${PYTHON:-target/venv-torch/bin/python}
 CKPT=${CKPT:-$HOME/.cache/gpt2-course/synthetic-v1-l12-e768-v50257}
-GGUF=${GGUF:-target/small.gguf}
+MODEL=${MODEL:-}                      # a GGUF file both servers load; empty: the synthetic GPT-2 small
+GGUF=${MODEL:-${GGUF:-target/small.gguf}}
 THREADS=${THREADS:-2}
 RATES=(1 4 8)
-SERVERS=${SERVERS:-"gpt2 llama"}     # SERVERS=gpt2 measures one side only (the table then shows n/a)
+SERVERS=${SERVERS:-"ours llama"}     # SERVERS=ours measures one side only (the table then shows n/a)
 REQUESTS=${REQUESTS:-40}
 # Extra llama-server flags. Its threads spin while waiting (--poll 50 by default); on a machine
 # others are using, that spinning starved its decode here (about 1 s per token at load 6-9, where
 # --poll 0 gave 0.2-0.3 s). Measure on an idle machine with the defaults; LLAMA_ARGS="--poll 0" on a shared one.
 LLAMA_ARGS=${LLAMA_ARGS:-}
 
-for b in gpt2 course; do
-  [[ -x "$BIN/$b" ]] || { echo "compare-llama: $BIN/$b is missing: cargo build -p gpt2 -p course (or set BIN)" >&2; exit 1; }
+for b in serve course; do
+  [[ -x "$BIN/$b" ]] || { echo "compare-llama: $BIN/$b is missing: cargo build -p serve -p course (or set BIN)" >&2; exit 1; }
 done
 llama=$("$PEER" path)
 if [[ " $SERVERS " == *" llama "* && ! -x "$llama" ]]; then llama=$("$PEER" build | tail -n 1); fi
@@ -71,16 +76,17 @@ measure() {
 
 : >"$OUT/uptime.txt"
 start=$(date +%s)
-if [[ " $SERVERS " == *" gpt2 "* ]]; then
-  "$BIN/gpt2" serve --model synthetic --port 8602 --max-batch-size 8 >"$OUT/gpt2-serve.log" 2>&1 &
+if [[ " $SERVERS " == *" ours "* ]]; then
+  ours=${MODEL:-synthetic}
+  "$BIN/serve" --model "$ours" --port 8602 --max-batch-size 8 >"$OUT/ours-serve.log" 2>&1 &
   server_pid=$!
   wait_up http://127.0.0.1:8602
-  measure gpt2 http://127.0.0.1:8602 synthetic
+  measure ours http://127.0.0.1:8602 "$ours"
   stop
 fi
 
 if [[ " $SERVERS " == *" llama "* ]]; then
-  # The checkpoint exists once gpt2 serve --model synthetic has run (it writes it on first use).
+  # The checkpoint exists once serve --model synthetic has run (it writes it on first use).
   [[ -s "$GGUF" ]] || PYTHON="$PYTHON" "$PEER" convert "$CKPT" "$GGUF"
   "$llama" -m "$GGUF" --port 8601 -c 4096 -np 8 -t "$THREADS" $LLAMA_ARGS >"$OUT/llama-server.log" 2>&1 &
   server_pid=$!
@@ -107,18 +113,18 @@ rows = [
     ("output tok/s at 8 req/s", "rate-8", ("output_tokens_per_s",), "higher"),
     ("lone request, median TTFT (ms)", "lone", ("ttft_ms", "median"), "lower"),
 ]
-print(f"{'':34} {'gpt2 serve':>11} {'llama.cpp':>11}  better")
+print(f"{'':34} {'ours':>11} {'llama.cpp':>11}  better")
 for label, run, path, better in rows:
-    a, b = get(m("gpt2", run), *path), get(m("llama", run), *path)
+    a, b = get(m("ours", run), *path), get(m("llama", run), *path)
     if a is None or b is None:
         print(f"{label:34} {a!s:>11} {b!s:>11}  n/a"); continue
     win = (a <= b) if better == "lower" else (a >= b)
-    print(f"{label:34} {a:11.1f} {b:11.1f}  {'gpt2 serve' if win else 'llama.cpp'}")
-lone = get(m("gpt2", "lone"), "ttft_ms", "median"); p90 = get(m("gpt2", "rate-1"), "ttft_ms", "p90")
+    print(f"{label:34} {a:11.1f} {b:11.1f}  {'ours' if win else 'llama.cpp'}")
+lone = get(m("ours", "lone"), "ttft_ms", "median"); p90 = get(m("ours", "rate-1"), "ttft_ms", "p90")
 if lone and p90:
-    print(f"gpt2 serve: P90 TTFT at 1 req/s / lone TTFT = {p90 / lone:.2f} (goal ≤ 1.6)")
+    print(f"ours: P90 TTFT at 1 req/s / lone TTFT = {p90 / lone:.2f} (goal ≤ 1.6)")
 for r in rates:
-    for name in ("gpt2", "llama"):
+    for name in ("ours", "llama"):
         x = m(name, f"rate-{r}")
         if not x:
             continue

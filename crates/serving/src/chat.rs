@@ -54,8 +54,9 @@ impl ChatFormat {
                 )
             }
             ChatFormat::Transcript => {
-                "the checkpoint has no chat template (no chat_template in tokenizer_config.json): \
-                 chat prompts are the built-in transcript (\"User: ...\\nAssistant:\")"
+                "the checkpoint has no chat template (no chat_template in tokenizer_config.json, \
+                 no tokenizer.chat_template in a GGUF): chat prompts are the built-in transcript \
+                 (\"User: ...\\nAssistant:\")"
                     .to_string()
             }
         }

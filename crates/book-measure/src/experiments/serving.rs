@@ -1,5 +1,5 @@
 //! `serving`: the serving table of `gpt2 serve` (batch 8, continuous batching), measured with
-//! `course bench` as scripts/compare-llama.sh measures its gpt2 half: a lone request (one at a
+//! `course bench` as scripts/compare-llama.sh measures our half: a lone request (one at a
 //! time), then open-loop traffic at 1, 4 and 8 requests a second.
 
 use std::path::PathBuf;
