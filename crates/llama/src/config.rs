@@ -82,6 +82,9 @@ pub enum RopeScaling {
         high_freq_factor: f64,
         original_max_position_embeddings: f64,
     },
+    /// One divisor per frequency, as a GGUF file stores a scaling (`rope_freqs.weight`: the
+    /// converter writes Llama 3.1's as the divisor its rule gives each frequency).
+    Divisors(Vec<f64>),
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -15,6 +15,9 @@
 //!   Hugging Face's order, so those rows are put back at load. Rows are whole blocks, so a
 //!   quantized matrix is reordered without touching a value. `qwen2` and `qwen3` are written
 //!   unpermuted.
+//! - Llama 3.1's scaled rotation is stored as `rope_freqs.weight`, one divisor per frequency
+//!   (the converter evaluates the `llama3` rule for each; llama.cpp's rotation divides by it):
+//!   read as [`RopeScaling::Divisors`], the same angles as the checkpoint's `rope_scaling`.
 //!
 //! [`load`] gives the model with quantized layers ([`Weights::Quantized`]) or every weight
 //! dequantized to f32 ([`Weights::Dequantized`]), the reference the quantized products are held
@@ -206,11 +209,6 @@ pub fn config(file: &GgufFile) -> Result<Config> {
             .ok_or_else(|| file.error("no token_embd.weight, and no vocab_size key"))?
             as usize,
     };
-    if file.tensor_info("rope_freqs.weight").is_some() {
-        return Err(file.error(
-            "has rope_freqs.weight (Llama 3.1's scaled rotation stored as a tensor), which the engine does not read yet; use the safetensors checkpoint",
-        ));
-    }
     let rope_scaling = match file.metadata().get(&key("rope.scaling.type")) {
         None => RopeScaling::None,
         Some(v) => match v.as_str() {
@@ -225,6 +223,27 @@ pub fn config(file: &GgufFile) -> Result<Config> {
                 )))
             }
         },
+    };
+    // Llama 3.1's scaling, as the converter writes it: a divisor per frequency.
+    let rope_scaling = match file.tensor_info("rope_freqs.weight") {
+        None => rope_scaling,
+        Some(_) if rope_scaling != RopeScaling::None => {
+            return Err(file.error(format!(
+                "has rope_freqs.weight and {} too; the engine reads one scaling, not both",
+                key("rope.scaling.type")
+            )))
+        }
+        Some(_) => {
+            let (_, divisors) = file.dequantize("rope_freqs.weight")?;
+            if divisors.len() != head_dim / 2 {
+                return Err(file.error(format!(
+                    "rope_freqs.weight has {} values; a head of {head_dim} rotates {} frequencies",
+                    divisors.len(),
+                    head_dim / 2
+                )));
+            }
+            RopeScaling::Divisors(divisors.into_iter().map(f64::from).collect())
+        }
     };
     let number_or = |k: &str, default: f64| match file.metadata().get(&key(k)) {
         Some(_) => file.get_f64(&key(k)),
@@ -553,9 +572,11 @@ mod tests {
             stored_types(&fixture("tiny-llama-q8_0.gguf")).unwrap(),
             "q8_0"
         );
+        // llama-quantize's Q4_0 preset asks Q6_K for the head; rows of 64 are too short for its
+        // blocks of 256, so it falls back to Q8_0.
         assert_eq!(
             stored_types(&fixture("tiny-llama-q4_0.gguf")).unwrap(),
-            "q4_0"
+            "q4_0+q8_0"
         );
         assert_eq!(
             stored_types(&fixture("tiny-qwen3-q1_0.gguf")).unwrap(),

@@ -5,7 +5,9 @@
 //! change the frequencies, never the positions' count. Llama 3.1's scaling (its
 //! `rope_type: "llama3"`) leaves wavelengths shorter than `original / high_freq_factor` alone,
 //! divides those longer than `original / low_freq_factor` by `factor`, and blends the two in
-//! between, linearly in `original / wavelength`.
+//! between, linearly in `original / wavelength`. A GGUF file stores a scaling as one divisor
+//! per frequency (`rope_freqs.weight`, llama.cpp's `freq_factors`: its rotation divides frequency
+//! `i` by divisor `i`), which for Llama 3.1 the converter computes by the same rule.
 
 use candle_core::{DType, Device, Tensor};
 
@@ -26,6 +28,11 @@ pub fn inverse_frequencies(cfg: &Config) -> Vec<f32> {
     match cfg.rope_scaling {
         RopeScaling::None => base.iter().map(|&f| f as f32).collect(),
         RopeScaling::Linear { factor } => base.iter().map(|&f| (f / factor) as f32).collect(),
+        RopeScaling::Divisors(ref divisors) => base
+            .iter()
+            .zip(divisors)
+            .map(|(&f, &d)| (f / d) as f32)
+            .collect(),
         RopeScaling::Llama3 {
             factor,
             low_freq_factor,

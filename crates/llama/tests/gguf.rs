@@ -1,5 +1,5 @@
-//! Quantized GGUF files (`scripts/make-gguf-fixtures.py`, llama.cpp's gguf-py writer) on the
-//! engine, on every kernel path this CPU has:
+//! Quantized GGUF files written by llama.cpp itself (`scripts/make-gguf-fixtures.py` runs its
+//! converter and `llama-quantize`) on the engine, on every kernel path this CPU has:
 //! - against the engine's f32 logits on the same file's dequantized weights: the only difference
 //!   is the quantized products' rounding of the activations to 8-bit blocks of 32 ([`TIGHT`]);
 //! - against transformers' logits on the f32 original (the safetensors fixture): the weights'
@@ -23,13 +23,14 @@ use llama::Model;
 /// rounding to 8 bits before every quantized product (each value by at most half a step of its
 /// block of 32; each product within that bound exactly, `engine::quant`'s kernel tests), carried
 /// through two layers: measured 0.022 (q8_0), 0.026 (q4_0), 0.014, 0.010 and 0.017 (the mixed
-/// files) and 0.010 (Q1_0), the same on every kernel path.
+/// files), 0.016 (Q1_0) and 0.025 (Q4_K_M, whose activations candle rounds in blocks of 256),
+/// the same on every kernel path.
 const TIGHT: f32 = 0.03;
 
 /// Against transformers' f32 logits, the largest difference relative to the largest logit
 /// magnitude, per file: the weights' own rounding on top (measured 0.024 for q8_0, 0.47 for
-/// q4_0, whose 4-bit codes of these tiny random weights move the logits a lot, 0.18, 0.08 and
-/// 0.13 for the mixed files). A decoding or row-order error moves them by more than their size
+/// q4_0, whose 4-bit codes of these tiny random weights move the logits a lot, and whose head
+/// llama-quantize keeps in q8_0; 0.18, 0.08 and 0.13 for the mixed files). A decoding or row-order error moves them by more than their size
 /// (`the_llama_architectures_permuted_rows_are_put_back`, and the weights' own check below).
 const LOOSE: [(&str, f32); 5] = [
     ("tiny-llama-q8_0", 0.04),
@@ -270,5 +271,106 @@ fn dequantized_weights_are_within_half_a_step_of_the_originals() {
                 }
             }
         }
+    }
+}
+
+/// The reference logits the GGUF fixture script wrote beside the files (the wide Qwen3's: its
+/// checkpoint is not committed).
+fn gguf_reference(name: &str) -> (Vec<u32>, Vec<Vec<f32>>) {
+    let path = fixtures()
+        .join("gguf")
+        .join(format!("{name}-reference.json"));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    (
+        serde_json::from_value(json["ids"][0].clone()).unwrap(),
+        serde_json::from_value(json["logits"].clone()).unwrap(),
+    )
+}
+
+/// llama-quantize's Q4_K_M preset on the wide Qwen3 (rows of 256, so the K-quants' blocks fit):
+/// Q4_K matrices, Q6_K for the head and the values and down projections the preset gives more
+/// bits, each product in its row with candle's kernel label; against the dequantized weights
+/// (candle rounds the activations to 8-bit blocks of 256, `Q8_K`: measured 0.025, within
+/// [`TIGHT`]) and against transformers' f32 logits of the checkpoint it was quantized from
+/// (measured 0.22: 4-bit codes of random weights, as for q4_0 above).
+#[test]
+fn q4_k_m_logits_match_the_dequantized_weights_and_the_f32_original() {
+    let file = "tiny-qwen3-q4_k_m";
+    let types =
+        llama::gguf::stored_types(&fixtures().join("gguf").join(format!("{file}.gguf"))).unwrap();
+    assert_eq!(types, "q4_k+q6_k", "what llama-quantize wrote");
+    let (ids, want) = gguf_reference("tiny-qwen3-wide");
+    for path in paths() {
+        let model = load(file, path, Weights::Quantized);
+        let q = logits(&model, &ids);
+        let deq = logits(&load(file, path, Weights::Dequantized), &ids);
+        let tight = relative(&q, &rows(&deq));
+        let against_f32 = relative(&q, &want);
+        eprintln!("{file} {path}: tight {tight:.5}, against f32 {against_f32:.5}");
+        assert!(tight <= TIGHT, "{file} on {path}: {tight}");
+        assert!(against_f32 <= 0.3, "{file} on {path}: {against_f32}");
+        let kernels: Vec<String> = engine::profile::every_op_rows(&model)
+            .unwrap()
+            .into_iter()
+            .filter(|r| r.name == "matmul" || r.name == "lm_head")
+            .filter_map(|r| r.kernel)
+            .collect();
+        for k in ["candle-q4_k", "candle-q6_k"] {
+            assert!(
+                kernels.iter().any(|x| x.split('+').any(|p| p == k)),
+                "{path}: {k} not in {kernels:?}"
+            );
+        }
+    }
+}
+
+/// Llama 3.1's scaled rotation as the converter writes it (rope_freqs.weight: a divisor per
+/// frequency) gives the angles the safetensors checkpoint's `rope_scaling` gives, and so its
+/// logits: tiny-llama3 (factor 32 over an original context of 16, so most frequencies are
+/// slowed) converted to f16. The f16 weights against the f32 ones move the logits by 0.0008 of
+/// their largest (measured); reading the file without its divisors moves them by 0.39.
+#[test]
+fn llama3s_rope_freqs_give_the_safetensors_checkpoints_rotation() {
+    let gguf = fixtures().join("gguf/tiny-llama3-f16.gguf");
+    let file = engine::gguf::GgufFile::open(&gguf).unwrap();
+    let from_gguf = llama::gguf::config(&file).unwrap();
+    let from_json = llama::Config::from_file(&fixtures().join("tiny-llama3/config.json")).unwrap();
+    assert!(matches!(
+        from_gguf.rope_scaling,
+        llama::config::RopeScaling::Divisors(_)
+    ));
+    let (g, s) = (
+        llama::rope::inverse_frequencies(&from_gguf),
+        llama::rope::inverse_frequencies(&from_json),
+    );
+    let unscaled = llama::rope::inverse_frequencies(&llama::Config {
+        rope_scaling: llama::config::RopeScaling::None,
+        ..from_json.clone()
+    });
+    assert_eq!(g.len(), s.len());
+    for (i, (a, b)) in g.iter().zip(&s).enumerate() {
+        assert!(
+            (a - b).abs() <= b * 1e-6,
+            "frequency {i}: {a} from the GGUF, {b}"
+        );
+    }
+    // The scaling matters here: the slowest frequency is a 32nd of its unscaled value.
+    let slowest = g.len() - 1;
+    assert!((unscaled[slowest] / g[slowest] - 32.0).abs() < 1e-3);
+
+    let (ids, _) = reference("llama3");
+    for path in paths() {
+        let ours = logits(&load("tiny-llama3-f16", path, Weights::Dequantized), &ids);
+        let st = llama::weights::load(
+            &fixtures().join("tiny-llama3"),
+            &Device::Cpu,
+            candle_core::DType::F32,
+            path,
+        )
+        .unwrap();
+        let err = relative(&ours, &rows(&logits(&st, &ids)));
+        eprintln!("tiny-llama3-f16 {path}: against the safetensors engine {err:.6}");
+        assert!(err <= 0.002, "{path}: {err}");
     }
 }

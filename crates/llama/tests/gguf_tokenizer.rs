@@ -106,11 +106,33 @@ fn byte_level_files_encode_and_decode_as_their_tokenizer_json() {
     assert!(chat_template(&qwen2).unwrap().is_none());
 }
 
+/// The converter always writes a tokenizer, so the file without one is a fixture with its
+/// `tokenizer.ggml.model` and `tokenizer.ggml.eos_token_id` keys renamed (same lengths).
 #[test]
 fn a_file_without_a_tokenizer_gives_none() {
+    let mut bytes = std::fs::read(gguf_dir().join("tiny-qwen3-q1_0.gguf")).unwrap();
+    for (key, other) in [
+        (&b"tokenizer.ggml.model"[..], &b"tokenizer.ggml.mxdel"[..]),
+        (
+            b"tokenizer.ggml.eos_token_id",
+            b"tokenizer.ggml.eos_token_xx",
+        ),
+    ] {
+        let at = bytes.windows(key.len()).position(|w| w == key).unwrap();
+        bytes[at..at + key.len()].copy_from_slice(other);
+    }
+    let path = std::env::temp_dir().join(format!("untokenized-{}.gguf", std::process::id()));
+    std::fs::write(&path, bytes).unwrap();
+    let file = GgufFile::open(&path).unwrap();
+    let (tk, eos) = (tokenizer(&file).unwrap(), eos_ids(&file));
+    drop(file);
+    std::fs::remove_file(&path).unwrap();
+    assert!(tk.is_none());
+    assert!(eos.is_empty());
+    // The same file as written has both.
     let file = GgufFile::open(&gguf_dir().join("tiny-qwen3-q1_0.gguf")).unwrap();
-    assert!(tokenizer(&file).unwrap().is_none());
-    assert!(eos_ids(&file).is_empty());
+    assert!(tokenizer(&file).unwrap().is_some());
+    assert_eq!(eos_ids(&file), [2]);
 }
 
 /// A pre-tokenizer name the engine does not know is refused, naming it and the known ones,
