@@ -50,14 +50,65 @@ pub fn has_avx2() -> bool {
     }
 }
 
-/// For each row `j` of `w` (whole rows of `W` in `ty`'s blocks, one after the other):
-/// `out[j·m + r] = w_j · x_r` for every row `r` of `act` (`m` rows). The CPU's features are
+/// Where a call's products go: the product of the call's weight row `j` and activation row `r`
+/// at `r · stride + j` from its start. A task owns a band of columns (its weight rows) of the
+/// `[m, n]` output, so the output is written in place, with no transposition after.
+pub struct Out<'a> {
+    ptr: *mut f32,
+    stride: usize,
+    rows: usize,
+    m: usize,
+    _out: std::marker::PhantomData<&'a mut [f32]>,
+}
+
+impl<'a> Out<'a> {
+    /// All of `out`, `[m, rows]` row-major.
+    pub fn new(out: &'a mut [f32], m: usize, rows: usize) -> Self {
+        assert_eq!(out.len(), m * rows);
+        Self {
+            ptr: out.as_mut_ptr(),
+            stride: rows,
+            rows,
+            m,
+            _out: std::marker::PhantomData,
+        }
+    }
+
+    /// Columns `j0 .. j0 + rows` of a `[m, stride]` row-major output at `base`.
+    ///
+    /// # Safety
+    /// `base` points to `m · stride` writable f32 for `'a`, `j0 + rows ≤ stride`, and nothing
+    /// else reads or writes those columns while this view lives.
+    pub unsafe fn columns(base: *mut f32, stride: usize, j0: usize, rows: usize, m: usize) -> Self {
+        assert!(j0 + rows <= stride);
+        Self {
+            // SAFETY: j0 ≤ stride, inside the output (the caller's promise).
+            ptr: unsafe { base.add(j0) },
+            stride,
+            rows,
+            m,
+            _out: std::marker::PhantomData,
+        }
+    }
+
+    /// The product of weight row `j` and activation row `r`.
+    #[inline]
+    pub fn set(&mut self, j: usize, r: usize, v: f32) {
+        assert!(j < self.rows && r < self.m);
+        // SAFETY: (j, r) is inside the view (asserted), which `new` or `columns` promise is
+        // this view's own memory.
+        unsafe { *self.ptr.add(r * self.stride + j) = v };
+    }
+}
+
+/// For each row `j` of `w` (whole rows of `W` in `ty`'s blocks, one after the other) and every
+/// row `r` of `act` (`m` rows): `w_j · x_r` into `out` at `(j, r)`. The CPU's features are
 /// checked once a call; a SIMD kernel it lacks falls back to the portable loop (the choice is
 /// made at load, [`Kernel::choose`]; this only guards it).
-pub fn rows_times_x(kernel: Kernel, ty: GgmlType, w: &[u8], act: &ActQ8, out: &mut [f32]) {
+pub fn rows_times_x(kernel: Kernel, ty: GgmlType, w: &[u8], act: &ActQ8, out: &mut Out) {
     let row = ty.row_bytes(act.k);
-    assert_eq!(w.len() / row.max(1) * act.m, out.len());
-    let rows = w.chunks_exact(row).zip(out.chunks_exact_mut(act.m));
+    let n = w.len() / row.max(1);
+    assert!(out.rows == n && out.m == act.m);
     #[cfg(target_arch = "x86_64")]
     {
         if kernel == Kernel::Avx512Vnni && ty == GgmlType::Q1_0 && has_avx512_vnni() {
@@ -68,24 +119,27 @@ pub fn rows_times_x(kernel: Kernel, ty: GgmlType, w: &[u8], act: &ActQ8, out: &m
             return;
         }
         if kernel == Kernel::Avx512Vnni && has_avx512_vnni() {
-            for (wj, o) in rows {
-                // SAFETY: the CPU has the features the kernel is compiled for (checked above);
-                // `wj` holds whole blocks of `ty` for `act.k` values, as `x86::rows_vnni` reads.
-                unsafe { x86::rows_vnni(ty, wj, act, o) };
-            }
-            return;
-        }
-        if kernel == Kernel::Avx2 && has_avx2() {
-            for (wj, o) in rows {
-                // SAFETY: as above, AVX2, FMA and F16C.
-                unsafe { x86::rows_avx2(ty, wj, act, o) };
-            }
+            // SAFETY: as above; `ty` is Q8_0 or Q4_0.
+            unsafe { x86::rows_512(ty, w, act, out) };
             return;
         }
     }
-    let _ = kernel;
-    for (wj, o) in rows {
-        portable(ty, wj, act, o);
+    // One weight row at a time, its `m` products gathered here.
+    let mut o = vec![0f32; act.m];
+    for (j, wj) in w.chunks_exact(row).enumerate() {
+        #[cfg(target_arch = "x86_64")]
+        if kernel == Kernel::Avx2 && has_avx2() {
+            // SAFETY: the CPU has AVX2, FMA and F16C (checked); `wj` holds whole blocks of `ty`
+            // for `act.k` values, as `x86::rows_avx2` reads.
+            unsafe { x86::rows_avx2(ty, wj, act, &mut o) };
+        } else {
+            portable(ty, wj, act, &mut o);
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        portable(ty, wj, act, &mut o);
+        for (r, v) in o.iter().enumerate() {
+            out.set(j, r, *v);
+        }
     }
 }
 
@@ -143,7 +197,7 @@ fn portable(ty: GgmlType, w: &[u8], act: &ActQ8, out: &mut [f32]) {
 mod x86 {
     use std::arch::x86_64::*;
 
-    use super::{ActQ8, GgmlType, ACT_BLOCK, MR};
+    use super::{ActQ8, GgmlType, Out, ACT_BLOCK, MR};
 
     /// The weight types as the kernels' const parameter (each copy decodes one type).
     const Q8_0: u8 = 0;
@@ -214,13 +268,6 @@ mod x86 {
     fn dot_avx2(aw: __m256i, w: __m256i, x: __m256i) -> __m256i {
         let sx = _mm256_sign_epi8(x, w);
         _mm256_madd_epi16(_mm256_maddubs_epi16(aw, sx), _mm256_set1_epi16(1))
-    }
-
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
-    fn dot_vnni(aw: __m256i, w: __m256i, x: __m256i) -> __m256i {
-        let sx = _mm256_sign_epi8(x, w);
-        _mm256_dpbusd_epi32(_mm256_setzero_si256(), aw, sx)
     }
 
     #[inline]
@@ -355,11 +402,11 @@ mod x86 {
     /// `w` holds whole rows of `act.k / 128` blocks of 18 bytes; `out` holds `act.m` values for
     /// each of those rows.
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
-    pub unsafe fn q1_0_rows_512(w: &[u8], act: &ActQ8, out: &mut [f32]) {
+    pub unsafe fn q1_0_rows_512(w: &[u8], act: &ActQ8, out: &mut Out) {
         let row = act.k / 128 * 18;
         let n = w.len() / row.max(1);
         let m = act.m;
-        assert!(act.k.is_multiple_of(128) && out.len() >= n * m);
+        assert!(act.k.is_multiple_of(128) && out.rows >= n && out.m == m);
         let mut j = 0;
         while j < n {
             let nr = if n - j >= 4 { 4 } else { 1 };
@@ -398,9 +445,9 @@ mod x86 {
         j0: usize,
         act: &ActQ8,
         r0: usize,
-        out: &mut [f32],
+        out: &mut Out,
     ) {
-        let (k, m) = (act.k, act.m);
+        let k = act.k;
         let (nb, groups) = (k / 128, k / ACT_BLOCK);
         let (zero, ones, twos) = (
             _mm512_setzero_si512(),
@@ -461,16 +508,213 @@ mod x86 {
         }
         for (r, a) in acc.iter().enumerate() {
             for (i, v) in a.iter().enumerate() {
-                out[(j0 + i) * m + r0 + r] = _mm512_reduce_add_ps(*v);
+                out.set(j0 + i, r0 + r, _mm512_reduce_add_ps(*v));
             }
         }
     }
 
     kernel!(rows_avx2, group_avx2, "avx2,fma,f16c", dot_avx2);
-    kernel!(
-        rows_vnni,
-        group_vnni,
-        "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni",
-        dot_vnni
-    );
+
+    /// Weight rows a 512-bit `Q8_0` / `Q4_0` tile takes at once.
+    pub const NR: usize = 4;
+
+    /// `Q8_0` and `Q4_0` rows at 512 bits: `out[j·m + r] = w_j · x_r` for every row `j` of `w`
+    /// (whole rows of `ty`'s blocks) and every row `r` of `act`.
+    ///
+    /// A tile of up to [`NR`] weight rows by up to [`MR`] activation rows: each weight block is
+    /// decoded once a tile and each activation vector loaded once a tile, so a tile of 4 × 4
+    /// does 16 products per 8 loads. A vector holds two blocks of 32 (lanes 0–7 the first,
+    /// 8–15 the second). `vpdpbusd` multiplies unsigned by signed bytes, so the weights are made
+    /// unsigned by an offset: `Q4_0`'s nibbles are its codes plus 8 as stored, and a `Q8_0`
+    /// code plus 128 is the code with its top bit flipped. The offset times the activation
+    /// block's sum, computed once per activation vector and shared by the tile's weight rows, is
+    /// the accumulator's starting value with its sign turned, so the integer sums are exactly
+    /// `Σ w·x`. Each lane's sum then takes both blocks' scales in one f32 multiply-add.
+    ///
+    /// # Safety
+    /// The CPU has AVX-512 F, BW, VL and VNNI, AVX2, FMA and F16C; `ty` is `Q8_0` or `Q4_0`;
+    /// `w` holds whole rows of `ty`'s blocks for `act.k` values; `out` holds `act.m` values for
+    /// each of those rows.
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    pub unsafe fn rows_512(ty: GgmlType, w: &[u8], act: &ActQ8, out: &mut Out) {
+        let row = ty.row_bytes(act.k);
+        let n = w.len() / row.max(1);
+        let m = act.m;
+        assert!(matches!(ty, GgmlType::Q8_0 | GgmlType::Q4_0) && out.rows >= n && out.m == m);
+        let mut j = 0;
+        while j < n {
+            let nr = if n - j >= NR { NR } else { 1 };
+            let mut r = 0;
+            while r < m {
+                let mr = (m - r).min(MR);
+                macro_rules! go {
+                    ($t:ident) => {
+                        // SAFETY: weight rows j..j + nr and activation rows r..r + mr exist (the
+                        // loop bounds), and the rest is this function's promise.
+                        unsafe {
+                            match (nr, mr) {
+                                (NR, 4) => tile_512::<$t, NR, 4>(w, row, j, act, r, out),
+                                (NR, 3) => tile_512::<$t, NR, 3>(w, row, j, act, r, out),
+                                (NR, 2) => tile_512::<$t, NR, 2>(w, row, j, act, r, out),
+                                (NR, _) => tile_512::<$t, NR, 1>(w, row, j, act, r, out),
+                                (_, 4) => tile_512::<$t, 1, 4>(w, row, j, act, r, out),
+                                (_, 3) => tile_512::<$t, 1, 3>(w, row, j, act, r, out),
+                                (_, 2) => tile_512::<$t, 1, 2>(w, row, j, act, r, out),
+                                (_, _) => tile_512::<$t, 1, 1>(w, row, j, act, r, out),
+                            }
+                        }
+                    };
+                }
+                if ty == GgmlType::Q8_0 {
+                    go!(Q8_0)
+                } else {
+                    go!(Q4_0)
+                }
+                r += mr;
+            }
+            j += nr;
+        }
+    }
+
+    /// Weight rows `j0 .. j0 + NR` against activation rows `r0 .. r0 + R`.
+    ///
+    /// # Safety
+    /// As [`rows_512`]'s, and those rows exist.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn tile_512<const T: u8, const NR: usize, const R: usize>(
+        w: &[u8],
+        row: usize,
+        j0: usize,
+        act: &ActQ8,
+        r0: usize,
+        out: &mut Out,
+    ) {
+        let k = act.k;
+        let nb = k / ACT_BLOCK;
+        let mut acc = [[_mm512_setzero_ps(); NR]; R];
+        let mut b = 0;
+        while b + 1 < nb {
+            // SAFETY: blocks b and b + 1 lie inside every row of the tile (b + 1 < nb).
+            unsafe { step_512::<T, NR, R, true>(w, row, j0, act, r0, b, &mut acc) };
+            b += 2;
+        }
+        if b < nb {
+            // SAFETY: block b lies inside every row of the tile (b < nb).
+            unsafe { step_512::<T, NR, R, false>(w, row, j0, act, r0, b, &mut acc) };
+        }
+        for (r, a) in acc.iter().enumerate() {
+            for (i, v) in a.iter().enumerate() {
+                out.set(j0 + i, r0 + r, _mm512_reduce_add_ps(*v));
+            }
+        }
+    }
+
+    /// Blocks `b` and `b + 1` (`TWO`), or `b` alone, of a tile, into `acc`.
+    ///
+    /// # Safety
+    /// As [`tile_512`]'s, and the blocks exist.
+    #[inline]
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the tile's coordinates, each a plain index"
+    )]
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn step_512<const T: u8, const NR: usize, const R: usize, const TWO: bool>(
+        w: &[u8],
+        row: usize,
+        j0: usize,
+        act: &ActQ8,
+        r0: usize,
+        b: usize,
+        acc: &mut [[__m512; NR]; R],
+    ) {
+        let (k, nb) = (act.k, act.k / ACT_BLOCK);
+        let bs = if T == Q8_0 { 34 } else { 18 };
+        let (wp, xq, xd) = (w.as_ptr(), act.q.as_ptr(), act.d.as_ptr());
+        // Lanes 0–7 take the first of two scales, 8–15 the second.
+        let halves = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+        // As the other kernels: ask for the bytes `PREFETCH_AHEAD` past the ones read, so the
+        // stream of weights runs ahead of the tile (past the end is harmless: a prefetch never
+        // faults).
+        let ahead = wp.wrapping_add((j0 + NR) * row + PREFETCH_AHEAD + b * NR * bs);
+        for c in 0..(NR * bs * 2).div_ceil(64) {
+            _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(c * 64) as *const i8);
+        }
+        let mut wu = [_mm512_setzero_si512(); NR];
+        let mut dw = [_mm512_setzero_ps(); NR];
+        for i in 0..NR {
+            // SAFETY: row j0 + i's blocks b (and b + 1 when TWO) lie inside `w`.
+            unsafe {
+                let blk = wp.add((j0 + i) * row + b * bs);
+                let s0 = u16::from_le_bytes([*blk, *blk.add(1)]) as i32;
+                let s1 = if TWO {
+                    u16::from_le_bytes([*blk.add(bs), *blk.add(bs + 1)]) as i32
+                } else {
+                    0
+                };
+                let d2 = _mm_cvtph_ps(_mm_cvtsi32_si128(s0 | (s1 << 16)));
+                dw[i] = _mm512_permutexvar_ps(halves, _mm512_castps128_ps512(d2));
+                wu[i] = if T == Q8_0 {
+                    let lo = _mm256_loadu_si256(blk.add(2) as *const __m256i);
+                    let hi = if TWO {
+                        _mm256_loadu_si256(blk.add(bs + 2) as *const __m256i)
+                    } else {
+                        _mm256_set1_epi8(-128)
+                    };
+                    // The code plus 128 as an unsigned byte (a missing block: 0, times a
+                    // zero activation).
+                    _mm512_xor_si512(
+                        _mm512_inserti64x4::<1>(_mm512_castsi256_si512(lo), hi),
+                        _mm512_set1_epi8(-128),
+                    )
+                } else {
+                    let q0 = _mm_loadu_si128(blk.add(2) as *const __m128i);
+                    let q1 = if TWO {
+                        _mm_loadu_si128(blk.add(bs + 2) as *const __m128i)
+                    } else {
+                        _mm_setzero_si128()
+                    };
+                    // [q0, q0, q1, q1] in 128-bit lanes, the second of each pair shifted by
+                    // 4: low nibbles are weights 0–15 of a block, high ones 16–31.
+                    let both = _mm512_castsi256_si512(_mm256_set_m128i(q1, q0));
+                    let spread =
+                        _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 1, 0, 1, 2, 3, 2, 3), both);
+                    let shifted =
+                        _mm512_srlv_epi64(spread, _mm512_setr_epi64(0, 0, 4, 4, 0, 0, 4, 4));
+                    _mm512_and_si512(shifted, _mm512_set1_epi8(0x0F))
+                };
+            }
+        }
+        let offset_shift = if T == Q8_0 { 7 } else { 3 };
+        for (r, acc_r) in acc.iter_mut().enumerate() {
+            let at = (r0 + r) * k + b * ACT_BLOCK;
+            // SAFETY: row r0 + r's codes for blocks b (and b + 1) and their scales lie inside
+            // `act`.
+            let (x, dx) = unsafe {
+                if TWO {
+                    let d2 = _mm_castpd_ps(_mm_load_sd(xd.add((r0 + r) * nb + b) as *const f64));
+                    (
+                        _mm512_loadu_si512(xq.add(at) as *const _),
+                        _mm512_permutexvar_ps(halves, _mm512_castps128_ps512(d2)),
+                    )
+                } else {
+                    (
+                        _mm512_maskz_loadu_epi8(0xFFFF_FFFF, xq.add(at)),
+                        _mm512_set1_ps(*xd.add((r0 + r) * nb + b)),
+                    )
+                }
+            };
+            // −offset · Σx for each lane's four codes.
+            let sums = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(1), x);
+            let neg = _mm512_sub_epi32(
+                _mm512_setzero_si512(),
+                _mm512_sll_epi32(sums, _mm_cvtsi32_si128(offset_shift)),
+            );
+            for (i, a) in acc_r.iter_mut().enumerate() {
+                let p = _mm512_dpbusd_epi32(neg, wu[i], x);
+                *a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(dw[i], dx), *a);
+            }
+        }
+    }
 }

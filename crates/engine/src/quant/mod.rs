@@ -414,28 +414,47 @@ impl QMatrix {
         }
         let act = ActQ8::quantize(x, m, k);
         let row_bytes = self.ty.row_bytes(k);
-        // The output transposed, `[n, m]`: each task owns whole rows of `W` and their outputs.
-        let mut out_t = vec![0f32; n * m];
-        let rows_per_task = (n / (4 * rayon::current_num_threads().max(1))).clamp(1, 64);
-        let (ty, kernel) = (self.ty, self.kernel);
-        out_t
-            .par_chunks_mut(m * rows_per_task)
-            .enumerate()
-            .for_each(|(t, out)| {
-                let j0 = t * rows_per_task;
-                let w = &blocks[j0 * row_bytes..(j0 + out.len() / m) * row_bytes];
-                kernels::rows_times_x(kernel, ty, w, &act, out);
-            });
-        if m == 1 {
-            return out_t;
-        }
         let mut out = vec![0f32; m * n];
-        for j in 0..n {
-            for r in 0..m {
-                out[r * n + j] = out_t[j * m + r];
-            }
-        }
+        let rows_per_task = rows_per_task(n, rayon::current_num_threads());
+        let (ty, kernel) = (self.ty, self.kernel);
+        // Each task owns weight rows j0 .. j1 and so columns j0 .. j1 of the `[m, n]` output,
+        // which it writes in place.
+        let base = SendPtr(out.as_mut_ptr());
+        (0..n.div_ceil(rows_per_task))
+            .into_par_iter()
+            .for_each(|t| {
+                let base = &base;
+                let j0 = t * rows_per_task;
+                let j1 = (j0 + rows_per_task).min(n);
+                let w = &blocks[j0 * row_bytes..j1 * row_bytes];
+                // SAFETY: `out` holds m · n values and outlives the tasks; tasks own disjoint
+                // columns (j0 .. j1 ≤ n).
+                let mut view = unsafe { kernels::Out::columns(base.0, n, j0, j1 - j0, m) };
+                kernels::rows_times_x(kernel, ty, w, &act, &mut view);
+            });
         out
+    }
+}
+
+/// A pointer the tasks share; each writes only its own columns through it.
+struct SendPtr(*mut f32);
+// SAFETY: the tasks write disjoint elements through it (see `matmul_f32`), and the output
+// outlives them.
+unsafe impl Sync for SendPtr {}
+
+/// Weight rows a task takes: a multiple of the 512-bit kernels' four, at most 64 (a task's
+/// weights stay small beside the caches), and as few tasks as that allows that are a whole
+/// number of rounds of `threads` (576 rows on 2 threads: 10 tasks of 60, not 9 of 64, which
+/// leave one thread a task to do alone).
+fn rows_per_task(n: usize, threads: usize) -> usize {
+    let threads = threads.max(1);
+    let mut rounds = 1;
+    loop {
+        let per = n.div_ceil(threads * rounds).next_multiple_of(4);
+        if per <= 64 {
+            return per;
+        }
+        rounds += 1;
     }
 }
 
