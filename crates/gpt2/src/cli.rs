@@ -11,8 +11,14 @@ use engine::error::Result;
 pub struct ModelArgs {
     /// Checkpoint: `gpt2` (openai-community/gpt2 from the Hugging Face hub or its cache;
     /// offline it falls back to `synthetic`), `synthetic` (GPT-2 small's shapes, seeded
-    /// random weights), or a directory with config.json and model.safetensors.
-    #[arg(long, default_value = "gpt2", value_name = "gpt2|synthetic|DIR")]
+    /// random weights), a directory with config.json and model.safetensors, or a GGUF file
+    /// of architecture gpt2 (its matrices kept in their stored types, its tokenizer from its
+    /// metadata; --dtype does not apply).
+    #[arg(
+        long,
+        default_value = "gpt2",
+        value_name = "gpt2|synthetic|DIR|FILE.gguf"
+    )]
     pub model: String,
 
     #[command(flatten)]

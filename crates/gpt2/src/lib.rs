@@ -1,7 +1,8 @@
 //! GPT-2 in candle, numerically the same model as Hugging Face's `GPT2LMHeadModel`.
 //!
 //! - [`weights`]: where a checkpoint comes from (the hub's `openai-community/gpt2`, a local
-//!   `save_pretrained` directory, or a synthetic one with GPT-2 small's shapes) and the loader.
+//!   `save_pretrained` directory, a synthetic one with GPT-2 small's shapes, or a GGUF file,
+//!   read by [`gguf`] with its matrices kept quantized) and the loader.
 //! - [`model`]: the network, instrumented with profiler scopes; [`generate`]: batched
 //!   KV-cache decoding with greedy or seeded sampling.
 //! - [`cli`]: the `--model/--device/--dtype` flags shared by the `gpt2` command's
@@ -24,6 +25,7 @@ pub mod cli;
 pub mod config;
 pub mod engine_bench;
 pub mod generate;
+pub mod gguf;
 pub mod model;
 #[cfg(feature = "serve")]
 pub mod serve;

@@ -218,8 +218,12 @@ fn generate(args: GenerateArgs) -> Result<()> {
     let loaded = args.model.load()?;
     let Some(tokenizer) = loaded.tokenizer else {
         bail!(
-            "{} has no tokenizer.json, so text cannot be encoded; use `gpt2 logits --ids ...` with token ids, or a checkpoint that ships a tokenizer",
-            loaded.checkpoint.dir.display()
+            "{} has no {}, so text cannot be encoded; use `gpt2 logits --ids ...` with token ids, or a checkpoint that ships a tokenizer",
+            loaded.checkpoint.path().display(),
+            match loaded.checkpoint.gguf {
+                Some(_) => "tokenizer in its metadata (tokenizer.ggml.*)",
+                None => "tokenizer.json",
+            }
         );
     };
     let prompt = tokenizer.encode(&args.prompt)?;

@@ -43,6 +43,42 @@ impl LayerNorm {
     }
 }
 
+/// Where the dense layers come from when a checkpoint keeps them in a form `vb`'s tensors do
+/// not: a GGUF's quantized matrices ([`crate::gguf`]), stored (out, in) and multiplied as stored.
+pub trait Layers {
+    /// The layer under `prefix` (`h.0.attn.c_attn`, a `Conv1D` from `in_dim` to `out_dim`) with
+    /// its bias, for the kernel path `path`; `None` reads it from `vb`.
+    fn linear(
+        &self,
+        prefix: &str,
+        in_dim: usize,
+        out_dim: usize,
+        path: KernelPath,
+    ) -> Result<Option<Linear>>;
+
+    /// The output head (the token embeddings where tied), `None` from `vb`'s `wte`.
+    fn head(&self, cfg: &Config, path: KernelPath) -> Result<Option<Linear>>;
+}
+
+/// What every module's `load` reads besides its own tensors.
+struct Loader<'a> {
+    cfg: &'a Config,
+    path: KernelPath,
+    layers: Option<&'a dyn Layers>,
+}
+
+impl Loader<'_> {
+    /// The `Conv1D` under `vb` ((in, out) in a safetensors checkpoint), or `layers`' where it has it.
+    fn linear(&self, vb: VarBuilder, in_dim: usize, out_dim: usize) -> Result<Linear> {
+        if let Some(layers) = self.layers {
+            if let Some(l) = layers.linear(&vb.prefix(), in_dim, out_dim, self.path)? {
+                return Ok(l);
+            }
+        }
+        Linear::load(vb, in_dim, out_dim, self.path)
+    }
+}
+
 struct Attention {
     c_attn: Linear,
     c_proj: Linear,
@@ -54,10 +90,11 @@ struct Attention {
 }
 
 impl Attention {
-    fn load(vb: VarBuilder, cfg: &Config, layer: usize, path: KernelPath) -> Result<Self> {
+    fn load(vb: VarBuilder, ld: &Loader, layer: usize) -> Result<Self> {
+        let (cfg, path) = (ld.cfg, ld.path);
         Ok(Self {
-            c_attn: Linear::load(vb.pp("c_attn"), cfg.n_embd, 3 * cfg.n_embd, path)?,
-            c_proj: Linear::load(vb.pp("c_proj"), cfg.n_embd, cfg.n_embd, path)?,
+            c_attn: ld.linear(vb.pp("c_attn"), cfg.n_embd, 3 * cfg.n_embd)?,
+            c_proj: ld.linear(vb.pp("c_proj"), cfg.n_embd, cfg.n_embd)?,
             n_head: cfg.n_head,
             head_dim: cfg.head_dim(),
             layer,
@@ -105,13 +142,14 @@ struct Mlp {
 }
 
 impl Mlp {
-    fn load(vb: VarBuilder, cfg: &Config, path: KernelPath) -> Result<Self> {
+    fn load(vb: VarBuilder, ld: &Loader) -> Result<Self> {
+        let cfg = ld.cfg;
         Ok(Self {
-            c_fc: Linear::load(vb.pp("c_fc"), cfg.n_embd, cfg.inner_dim(), path)?,
-            c_proj: Linear::load(vb.pp("c_proj"), cfg.inner_dim(), cfg.n_embd, path)?,
+            c_fc: ld.linear(vb.pp("c_fc"), cfg.n_embd, cfg.inner_dim())?,
+            c_proj: ld.linear(vb.pp("c_proj"), cfg.inner_dim(), cfg.n_embd)?,
             activation: cfg.activation_function,
             how: MlpActivation::default(),
-            path,
+            path: ld.path,
         })
     }
 
@@ -132,12 +170,13 @@ struct Block {
 }
 
 impl Block {
-    fn load(vb: VarBuilder, cfg: &Config, layer: usize, path: KernelPath) -> Result<Self> {
+    fn load(vb: VarBuilder, ld: &Loader, layer: usize) -> Result<Self> {
+        let (cfg, path) = (ld.cfg, ld.path);
         Ok(Self {
             ln_1: LayerNorm::load(vb.pp("ln_1"), cfg, path)?,
-            attn: Attention::load(vb.pp("attn"), cfg, layer, path)?,
+            attn: Attention::load(vb.pp("attn"), ld, layer)?,
             ln_2: LayerNorm::load(vb.pp("ln_2"), cfg, path)?,
-            mlp: Mlp::load(vb.pp("mlp"), cfg, path)?,
+            mlp: Mlp::load(vb.pp("mlp"), ld)?,
         })
     }
 
@@ -169,18 +208,34 @@ impl Model {
     /// `ln_f` live (the loader strips a `transformer.` prefix when there is one); its type is
     /// the weights' type, and [`KernelPath::activations`] gives the activations'.
     pub fn load(vb: VarBuilder, cfg: &Config, path: KernelPath) -> Result<Self> {
+        Self::load_with(vb, cfg, path, None)
+    }
+
+    /// [`Model::load`] with the dense layers and the head from `layers` where it has them (a
+    /// GGUF's quantized matrices), the rest (LayerNorms, embeddings) from `vb`.
+    pub fn load_with(
+        vb: VarBuilder,
+        cfg: &Config,
+        path: KernelPath,
+        layers: Option<&dyn Layers>,
+    ) -> Result<Self> {
         cfg.validate().map_err(Error::Input)?;
+        let ld = Loader { cfg, path, layers };
         let activations = path.activations(vb.device(), vb.dtype());
         let wte = vb.get((cfg.vocab_size, cfg.n_embd), "wte.weight")?;
         let wpe = vb
             .get((cfg.n_positions, cfg.n_embd), "wpe.weight")?
             .to_dtype(activations)?;
         let blocks = (0..cfg.n_layer)
-            .map(|i| Block::load(vb.pp(format!("h.{i}")), cfg, i, path))
+            .map(|i| Block::load(vb.pp(format!("h.{i}")), &ld, i))
             .collect::<Result<Vec<_>>>()?;
         let ln_f = LayerNorm::load(vb.pp("ln_f"), cfg, path)?;
-        // The head is tied to the token embedding: the same (vocab, n_embd) matrix, in the weights' type.
-        let lm_head = Linear::head(wte.clone(), path)?;
+        // The head is tied to the token embedding: the same (vocab, n_embd) matrix, in the weights'
+        // type (a GGUF's as stored, from `layers`).
+        let lm_head = match layers.map(|l| l.head(cfg, path)).transpose()?.flatten() {
+            Some(head) => head,
+            None => Linear::head(wte.clone(), path)?,
+        };
         let wte = wte.to_dtype(activations)?;
         Ok(Self {
             wte,

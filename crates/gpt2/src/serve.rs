@@ -23,7 +23,7 @@ pub struct ServeArgs {
 pub fn served_model(model_args: &ModelArgs, program: &str) -> Result<serving::ServedModel> {
     let loaded = model_args.load()?;
     let Some(tokenizer) = loaded.tokenizer else {
-        return Err(serving::no_tokenizer(&loaded.checkpoint.dir, program));
+        return Err(serving::no_tokenizer(loaded.checkpoint.path(), program));
     };
     let cfg = loaded.model.config();
     let kv_dtype = serving::kv_dtype(&loaded.model);
@@ -35,7 +35,7 @@ pub fn served_model(model_args: &ModelArgs, program: &str) -> Result<serving::Se
         kv_bytes_per_token,
         model: Box::new(loaded.model),
         tokenizer,
-        chat_template: engine::loader::chat_template(&loaded.checkpoint.dir)?,
+        chat_template: crate::weights::load_chat_template(&loaded.checkpoint)?,
         synthetic: loaded.checkpoint.synthetic,
     })
 }

@@ -1,8 +1,10 @@
-//! Where a checkpoint comes from: the Hugging Face hub, a local directory, or a synthetic
-//! checkpoint with GPT-2 small's exact shapes and seeded random weights.
+//! Where a checkpoint comes from: the Hugging Face hub, a local directory, a synthetic
+//! checkpoint with GPT-2 small's exact shapes and seeded random weights, or a GGUF file.
 //!
-//! All three end as a directory holding `config.json` + `model.safetensors` (+ an optional
-//! `tokenizer.json`). Finding and fetching them is the engine's one loader
+//! The first three end as a directory holding `config.json` + `model.safetensors` (+ an optional
+//! `tokenizer.json`); a GGUF file (`--model FILE.gguf`, told apart by the engine loader's rule,
+//! [`engine::loader::Source::parse_path_or_repo`], as the Llama family's are) carries its
+//! config, weights and tokenizer in one file, read by [`crate::gguf`]. Finding and fetching them is the engine's one loader
 //! ([`engine::loader`]), which the Llama family uses too: when the hub cannot be reached and
 //! nothing is cached, it says so in one line and the synthetic checkpoint stands in: every
 //! timing stays real, generated text does not.
@@ -41,12 +43,22 @@ pub enum WeightSource {
     Synthetic {
         small: bool,
     },
+    /// A GGUF file of architecture `gpt2`, its matrices kept in their stored types.
+    Gguf(PathBuf),
 }
 
 impl WeightSource {
-    /// Reads `--model`: `gpt2` (the hub checkpoint), `synthetic`, `synthetic-tiny`, or a
-    /// directory.
+    /// Reads `--model`: `gpt2` (the hub checkpoint), `synthetic`, `synthetic-tiny`, a
+    /// directory, or a `.gguf` file.
     pub fn parse(arg: &str) -> Result<Self> {
+        if let Some(engine::loader::Source::Gguf(path)) =
+            engine::loader::Source::parse_path_or_repo(arg)
+        {
+            return match path.is_file() {
+                true => Ok(Self::Gguf(path)),
+                false => Err(Error::Input(format!("--model {arg}: no such file"))),
+            };
+        }
         match arg {
             "gpt2" | HUB_REPO => Ok(Self::Hub {
                 repo: HUB_REPO.into(),
@@ -60,7 +72,7 @@ impl WeightSource {
                     Ok(Self::Dir(dir))
                 } else {
                     Err(Error::Input(format!(
-                        "--model {path}: no such directory; give `gpt2`, `synthetic`, or a directory holding config.json and model.safetensors"
+                        "--model {path}: no such directory; give `gpt2`, `synthetic`, a directory holding config.json and model.safetensors, or a GGUF file"
                     )))
                 }
             }
@@ -71,12 +83,29 @@ impl WeightSource {
 /// A checkpoint on disk, ready for [`load`].
 #[derive(Debug, Clone)]
 pub struct Checkpoint {
+    /// The checkpoint's folder (a GGUF file's: the folder it is in).
     pub dir: PathBuf,
     /// True when the weights are the synthetic ones (real timings, meaningless text).
     pub synthetic: bool,
+    /// The GGUF file that holds the whole checkpoint, when it is one.
+    pub gguf: Option<PathBuf>,
 }
 
 impl Checkpoint {
+    /// A checkpoint folder (`config.json`, `model.safetensors`, maybe `tokenizer.json`).
+    pub fn folder(dir: PathBuf, synthetic: bool) -> Self {
+        Self {
+            dir,
+            synthetic,
+            gguf: None,
+        }
+    }
+
+    /// What the checkpoint is read from, for messages: the GGUF file, else the folder.
+    pub fn path(&self) -> &Path {
+        self.gguf.as_deref().unwrap_or(&self.dir)
+    }
+
     pub fn config_path(&self) -> PathBuf {
         self.dir.join("config.json")
     }
@@ -93,9 +122,14 @@ impl Checkpoint {
 /// hub is out of reach and the synthetic checkpoint stands in.
 pub fn resolve(source: &WeightSource, notice: &mut dyn FnMut(&str)) -> Result<Checkpoint> {
     match source {
-        WeightSource::Dir(dir) => Ok(Checkpoint {
-            dir: dir.clone(),
+        WeightSource::Dir(dir) => Ok(Checkpoint::folder(dir.clone(), false)),
+        WeightSource::Gguf(file) => Ok(Checkpoint {
+            dir: file
+                .parent()
+                .map(Path::to_path_buf)
+                .unwrap_or_else(|| PathBuf::from(".")),
             synthetic: false,
+            gguf: Some(file.clone()),
         }),
         WeightSource::Synthetic { small } => synthetic(if *small {
             Config::gpt2_small()
@@ -117,10 +151,7 @@ pub fn resolve(source: &WeightSource, notice: &mut dyn FnMut(&str)) -> Result<Ch
                 check_config: &|_| Ok(()),
             };
             let ckpt = engine::loader::resolve_hub(repo, Some(revision), &family, notice)?;
-            Ok(Checkpoint {
-                dir: ckpt.dir,
-                synthetic: ckpt.synthetic,
-            })
+            Ok(Checkpoint::folder(ckpt.dir, ckpt.synthetic))
         }
     }
 }
@@ -134,10 +165,7 @@ fn synthetic(cfg: Config) -> Result<Checkpoint> {
         cfg.n_layer, cfg.n_embd, cfg.vocab_size
     );
     let dir = engine::loader::synthetic_dir(&name, |tmp| fill_synthetic(tmp, &cfg))?;
-    Ok(Checkpoint {
-        dir,
-        synthetic: true,
-    })
+    Ok(Checkpoint::folder(dir, true))
 }
 
 /// Writes a complete checkpoint directory (config.json, model.safetensors, tokenizer.json)
@@ -214,7 +242,9 @@ pub fn synthetic_model(
 }
 
 /// Reads the checkpoint's config and weights onto `device` as `dtype`, laid out for the CPU
-/// kernel path `kernels`. Every failure names the file it came from.
+/// kernel path `kernels`. Every failure names the file it came from. A GGUF file's matrices keep
+/// their stored types whatever `dtype` says ([`crate::gguf::load_quantized`]), as the Llama
+/// family's do.
 pub fn load(
     ckpt: &Checkpoint,
     device: &Device,
@@ -222,6 +252,9 @@ pub fn load(
     kernels: KernelPath,
 ) -> Result<Model> {
     engine::device_flags::check_dtype(dtype)?;
+    if let Some(file) = &ckpt.gguf {
+        return crate::gguf::load_quantized(file, device, kernels);
+    }
     let config_path = ckpt.config_path();
     if !config_path.is_file() {
         return Err(Error::Weights {
@@ -257,7 +290,19 @@ pub fn load(
 }
 
 /// The tokenizer of a checkpoint, when it has one (`save_pretrained` directories of a bare
-/// model do not).
+/// model do not): its folder's `tokenizer.json`, or a GGUF file's `tokenizer.ggml.*` metadata.
 pub fn load_tokenizer(ckpt: &Checkpoint) -> Result<Option<Tokenizer>> {
-    Tokenizer::from_dir(&ckpt.dir)
+    match &ckpt.gguf {
+        Some(file) => engine::gguf::tokenizer::tokenizer(&engine::gguf::GgufFile::open(file)?),
+        None => Tokenizer::from_dir(&ckpt.dir),
+    }
+}
+
+/// The chat template of a checkpoint, when it has one: its folder's `tokenizer_config.json`'s,
+/// or a GGUF file's `tokenizer.chat_template` (GPT-2's have neither).
+pub fn load_chat_template(ckpt: &Checkpoint) -> Result<Option<engine::loader::ChatTemplate>> {
+    match &ckpt.gguf {
+        Some(file) => engine::gguf::tokenizer::chat_template(&engine::gguf::GgufFile::open(file)?),
+        None => engine::loader::chat_template(&ckpt.dir),
+    }
 }

@@ -20,10 +20,7 @@ fn copy_fixture() -> tempfile::TempDir {
 }
 
 fn load_err(dir: &Path) -> String {
-    let ckpt = Checkpoint {
-        dir: dir.to_path_buf(),
-        synthetic: false,
-    };
+    let ckpt = Checkpoint::folder(dir.to_path_buf(), false);
     match weights::load(&ckpt, &Device::Cpu, DType::F32, default_path()) {
         Ok(_) => panic!("{} loaded, but it is broken", dir.display()),
         Err(e) => e.to_string(),

@@ -112,10 +112,7 @@ fn generation_stops_at_the_end_of_text_token() {
             .unwrap();
     cfg["eos_token_id"] = first.into();
     std::fs::write(dir.path().join("config.json"), cfg.to_string()).unwrap();
-    let ckpt = gpt2::weights::Checkpoint {
-        dir: dir.path().to_path_buf(),
-        synthetic: false,
-    };
+    let ckpt = gpt2::weights::Checkpoint::folder(dir.path().to_path_buf(), false);
     let model = gpt2::weights::load(
         &ckpt,
         &candle_core::Device::Cpu,

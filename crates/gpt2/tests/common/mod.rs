@@ -15,10 +15,7 @@ pub fn fixture_dir() -> PathBuf {
 }
 
 pub fn fixture() -> Checkpoint {
-    Checkpoint {
-        dir: fixture_dir(),
-        synthetic: false,
-    }
+    Checkpoint::folder(fixture_dir(), false)
 }
 
 /// Runs `check` once per kernel path (which it builds its models for): every path this CPU
