@@ -16,7 +16,7 @@
 //!
 //! A GGUF file (`llama`, `qwen2` or `qwen3` architecture) runs on the engine's own Llama model
 //! with its matrices in their stored types (`llama::gguf`), its tokenizer and chat template
-//! from the file's metadata. A Hub repository whose files are GGUF files (no safetensors
+//! from the file's metadata; a `gpt2` one on GPT-2 the same way (`gpt2::gguf`). A Hub repository whose files are GGUF files (no safetensors
 //! weights) gives the one `--file` names, else its only one, else its one Q8_0 file; with
 //! several and no Q8_0, the error lists them.
 //!
@@ -81,11 +81,12 @@ fn serve(args: Args) -> Result<()> {
 
 /// Which family runs `--model`, with its checkpoint where it is already found.
 enum Family {
-    /// GPT-2, through `gpt2`'s own `--model` (its names, the pinned Hub revision, a folder).
+    /// GPT-2, through `gpt2`'s own `--model` (its names, the pinned Hub revision, a folder, a
+    /// gpt2 GGUF file).
     Gpt2(String),
     /// The Llama family, from a checkpoint folder.
     Llama(llama::source::Checkpoint),
-    /// The Llama family, from a GGUF file.
+    /// The Llama family, from a GGUF file (llama, qwen2, qwen3).
     Gguf(PathBuf),
 }
 
@@ -99,6 +100,10 @@ impl Family {
             return Ok(Family::Gpt2(model.to_string()));
         }
         if let Some(path) = llama::source::gguf_of(model, file)? {
+            // A gpt2 file runs on GPT-2, through its own `--model FILE.gguf`.
+            if gpt2::gguf::is_gpt2(&path)? {
+                return Ok(Family::Gpt2(path.display().to_string()));
+            }
             return Ok(Family::Gguf(path));
         }
         let checkpoint = llama::source::resolve(
