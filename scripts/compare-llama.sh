@@ -38,6 +38,9 @@ REQUESTS=${REQUESTS:-40}
 # Extra llama-server flags. Its threads spin while waiting (--poll 50 by default); on a machine
 # others are using, that spinning starved its decode here (about 1 s per token at load 6-9, where
 # --poll 0 gave 0.2-0.3 s). Measure on an idle machine with the defaults; LLAMA_ARGS="--poll 0" on a shared one.
+# On the 2-core development machine (Intel Xeon with AMX), 11434.0.0 crashed loading a q8_0 or q4_0 file
+# with its weight repacking on (its default, llama-bench's --repack 1 likewise): LLAMA_ARGS=--no-repack
+# runs its plain AVX-512 kernels on the file as stored.
 LLAMA_ARGS=${LLAMA_ARGS:-}
 
 for b in serve course; do
