@@ -115,6 +115,65 @@ pub fn check_memory(file: &GgufFile, cfg: &Config) -> Result<()> {
     )
 }
 
+/// The matrices GPT-2's products read, by GGUF name: each block's four and the head (the token
+/// embeddings where no `output.weight` is stored).
+fn product_matrices(file: &GgufFile) -> Result<Vec<String>> {
+    let cfg = config(file)?;
+    let mut names: Vec<String> = (0..cfg.n_layer)
+        .flat_map(|i| {
+            ["attn_qkv", "attn_output", "ffn_up", "ffn_down"].map(|m| format!("blk.{i}.{m}.weight"))
+        })
+        .collect();
+    names.push(match file.tensor_info("output.weight") {
+        Some(_) => "output.weight".into(),
+        None => "token_embd.weight".into(),
+    });
+    Ok(names)
+}
+
+/// The types the GGUF file `path` stores GPT-2's product matrices in ([`product_matrices`]), by
+/// ggml's lower-case names, the type holding the most weights first, joined by `+`: `q8_0`, or
+/// `q4_0+q8_0` for llama-quantize's Q4_0 preset of a small model (its tied head falls back to
+/// Q8_0). What a report names as the weights' dtype, as a quantized row names its own.
+pub fn stored_types(path: &Path) -> Result<String> {
+    let file = GgufFile::open(path)?;
+    let mut held: Vec<(GgmlType, u64)> = Vec::new();
+    for name in product_matrices(&file)? {
+        let info = file
+            .tensor_info(&name)
+            .ok_or_else(|| file.error(format!("no tensor {name}")))?;
+        let ty = info.ggml_type().map_err(|e| file.error(e))?;
+        match held.iter_mut().find(|(h, _)| *h == ty) {
+            Some((_, n)) => *n += info.elements(),
+            None => held.push((ty, info.elements())),
+        }
+    }
+    // Stable: types holding as many weights keep the blocks' order.
+    held.sort_by_key(|&(_, n)| std::cmp::Reverse(n));
+    let names: Vec<&str> = held.iter().map(|(t, _)| t.name()).collect();
+    Ok(names.join("+"))
+}
+
+/// The bytes one forward pass reads of the GGUF file `path`'s weights as stored, scales
+/// included: every tensor but the position embeddings (a lookup reads a few rows of them, as of
+/// the token embeddings, which are counted once, for the head they are tied to). The numerator
+/// of a decode step's memory floor.
+pub fn weight_bytes(path: &Path) -> Result<u64> {
+    let file = GgufFile::open(path)?;
+    let mut total = 0u64;
+    for t in file
+        .tensors()
+        .iter()
+        .filter(|t| t.name != "position_embd.weight")
+    {
+        let ty = t.ggml_type().map_err(|e| file.error(e))?;
+        total += ty
+            .bytes_for(&t.dims)
+            .map_err(|e| file.error(format!("tensor {}: {e}", t.name)))?;
+    }
+    Ok(total)
+}
+
 /// Reads the GPT-2 in the GGUF file `path` onto `device`, for the CPU kernel path `kernels`.
 /// Every failure names the file, and the tensor or key where there is one.
 pub fn load(path: &Path, device: &Device, kernels: KernelPath, weights: Weights) -> Result<Model> {

@@ -335,7 +335,10 @@ fn bench_cmd(args: BenchArgs) -> Result<()> {
     bar.finish_and_clear();
     let (bandwidth, floor) = if device.is_cpu() {
         let gbps = engine_bench::memory_read_bandwidth(threads, 3);
-        let weight_bytes = model_weight_bytes(model);
+        let weight_bytes = match &loaded.checkpoint.gguf {
+            Some(file) => gpt2::gguf::weight_bytes(file)? as usize,
+            None => model_weight_bytes(model),
+        };
         (Some(gbps), Some(weight_bytes as f64 / (gbps * 1e9) * 1e3))
     } else {
         (None, None)
@@ -343,7 +346,11 @@ fn bench_cmd(args: BenchArgs) -> Result<()> {
     let report = engine_bench::Report {
         threads,
         device: format!("{:?}", device.location()),
-        dtype: format!("{:?}", model.dtype()).to_lowercase(),
+        // A GGUF's matrices in their stored types (`q8_0`, `q4_0+q8_0`), not the f32 it loads as.
+        dtype: match &loaded.checkpoint.gguf {
+            Some(file) => gpt2::gguf::stored_types(file)?,
+            None => format!("{:?}", model.dtype()).to_lowercase(),
+        },
         kernels: model.kernels().to_string(),
         synthetic_weights: loaded.checkpoint.synthetic,
         results,

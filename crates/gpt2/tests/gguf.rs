@@ -131,6 +131,18 @@ fn the_config_and_tensor_names_are_the_checkpoints() {
     stored.sort();
     assert_eq!(named, stored);
     assert!(f.tensor_info("output.weight").is_none());
+    // What a report names as the weights' type, and the bytes a decode step reads at least.
+    for (kind, types) in [("f32", "f32"), ("q8_0", "q8_0"), ("q4_0", "q4_0+q8_0")] {
+        assert_eq!(gpt2::gguf::stored_types(&file(kind)).unwrap(), types);
+    }
+    // q8_0: 34 bytes per 32 weights in the 2 × (3·64² + 64² + 2·64·256) block weights and the
+    // 512 × 64 tied head; f32 vectors: 2 × (2·64 + 3·64 + 64 + 2·64 + 256 + 64) + 2·64.
+    let matrices = 2 * (3 * 64 * 64 + 64 * 64 + 2 * 64 * 256) + 512 * 64;
+    let vectors = 2 * (2 * 64 + 3 * 64 + 64 + 2 * 64 + 256 + 64) + 2 * 64;
+    assert_eq!(
+        gpt2::gguf::weight_bytes(&file("q8_0")).unwrap(),
+        (matrices / 32 * 34 + vectors * 4) as u64
+    );
     assert_eq!(
         gpt2::gguf::gguf_name("h.1.attn.c_attn.weight"),
         Some(("blk.1.attn_qkv.weight".into(), true))
