@@ -456,11 +456,15 @@ fn profile_cmd(args: ProfileArgs) -> Result<()> {
         );
     }
     let ceilings = engine::profile::machine_ceilings(model, args.remeasure_ceilings);
-    let profile = if args.profile_memory {
+    let mut profile = if args.profile_memory {
         engine::profile::profile_forward_with_memory(model, &spec, ceilings)?
     } else {
         engine::profile::profile_forward_with(model, &spec, ceilings)?
     };
+    if let Some(file) = &loaded.checkpoint.gguf {
+        // The weights' types as stored; the profile names the activations' for a GGUF model.
+        profile.environment.dtype = gpt2::gguf::stored_types(file)?;
+    }
     let default_sort = SortBy::self_time(on_cuda);
     let options = TableOptions {
         sort_by: args.sort_by.unwrap_or(default_sort),
