@@ -8,6 +8,8 @@ Into crates/gpt2/tests/fixtures/gguf/:
 - tiny-gpt2-q8_0.gguf: `convert_hf_to_gguf.py --outtype q8_0` of the same checkpoint (every matrix
   Q8_0, token embeddings included; norms, biases and position embeddings f32, as the converter
   keeps them);
+- tiny-gpt2-f16.gguf: `--outtype f16` likewise (the matrices and token embeddings F16), for the
+  dense half-type layers;
 - tiny-gpt2-q4_0.gguf: `llama-quantize tiny-gpt2-f32.gguf ... Q4_0`: the blocks Q4_0, except the
   tied output head (token_embd, the head where no output.weight is stored), which llama-quantize
   wants in Q6_K and, its rows of 64 not being a multiple of Q6_K's 256, falls back to Q8_0: a
@@ -114,11 +116,11 @@ def main() -> None:
         (hf / "config.json").write_text(json.dumps(cfg, indent=2))
         tokenizer(hf)
         shutil.copy(hf / "tokenizer.json", OUT / "tiny-gpt2-tokenizer.json")
-        for outtype in ("f32", "q8_0"):
+        for outtype in ("f32", "q8_0", "f16"):
             convert(llama_cpp, hf, OUT / f"tiny-gpt2-{outtype}.gguf", outtype)
         subprocess.run([str(quantize), str(OUT / "tiny-gpt2-f32.gguf"), str(OUT / "tiny-gpt2-q4_0.gguf"),
                         "Q4_0", "1"], check=True, stdout=subprocess.DEVNULL)
-    for name in ("f32", "q8_0", "q4_0"):
+    for name in ("f32", "q8_0", "f16", "q4_0"):
         path = OUT / f"tiny-gpt2-{name}.gguf"
         print(f"wrote {path.relative_to(ROOT)} ({path.stat().st_size} bytes)")
 

@@ -4,6 +4,7 @@
 //! - the config and the tensor names read from the file are the checkpoint's;
 //! - the f32 file gives the safetensors checkpoint's logits exactly (the same values through the
 //!   same kernels), and so transformers' within the parity tests' tolerance;
+//! - the f16 file's matrices are dense f16 layers where the packed kernels read f16;
 //! - the q8_0 and q4_0 files against the engine's f32 logits on the same file's dequantized
 //!   weights ([`TIGHT`]: only the activations' rounding differs) and against transformers' f32
 //!   original ([`LOOSE`]: the weights' own rounding on top);
@@ -423,4 +424,39 @@ fn a_broken_file_is_an_error_naming_the_file_and_the_tensor_or_key() {
     );
     assert!(!gpt2::gguf::is_gpt2(&p).unwrap());
     assert!(gpt2::gguf::is_gpt2(&file("q4_0")).unwrap());
+}
+
+/// The f16 file (`--outtype f16`): its matrices are dense layers held in f16 where the packed
+/// kernels read f16 as stored (their rows say f16), f32 on the portable path. Against the same
+/// values dequantized to f32, only the products' summation order can differ; against
+/// transformers' f32 logits, the weights' rounding to f16.
+#[test]
+fn the_f16_file_runs_dense_half_layers() {
+    on_each_path(|path| {
+        let model = load("f16", path, Weights::Quantized);
+        let deq = logits(&load("f16", path, Weights::Dequantized));
+        let tight = relative(&logits(&model), &rows(&deq));
+        let against_f32 = relative(&logits(&model), &reference().logits);
+        eprintln!("f16 on {path}: tight {tight:.7}, against f32 {against_f32:.7}");
+        // Measured 0 (the packed kernels widen each f16 weight to f32 and sum in the same
+        // order), and 0.00065 from transformers' f32 logits: rounded weights, but not f32 ones.
+        assert!(tight <= 1e-5, "f16 on {path}: {tight}");
+        assert!(
+            (1e-5..=0.002).contains(&against_f32),
+            "f16 on {path}: {against_f32} from transformers' f32 logits"
+        );
+        let rows = engine::profile::every_op_rows(&model).unwrap();
+        let m = rows.iter().find(|r| r.name == "matmul").unwrap();
+        let h = rows.iter().find(|r| r.name == "lm_head").unwrap();
+        let want = match path {
+            KernelPath::Portable => "f32",
+            KernelPath::Avx2 | KernelPath::Avx512 => "f16",
+        };
+        assert_eq!(m.dtype.as_deref(), Some(want), "{path}: {m:?}");
+        assert_eq!(h.dtype.as_deref(), Some(want), "{path}: {h:?}");
+        assert!(
+            !m.kernel.as_deref().unwrap_or("").starts_with("quant-"),
+            "{m:?}"
+        );
+    });
 }
