@@ -16,10 +16,11 @@ tests check):
   converter writes the scaling as per-frequency divisors, the tensor rope_freqs.weight;
 - tiny-qwen3-q1_0.gguf, tiny-qwen3-q4_k_m.gguf: a Qwen3 of rows of 256 (Q1_0 needs 128, the
   K-quants 256) with seeded random weights (WIDE below): `llama-quantize --pure ... Q1_0`, every
-  matrix 1-bit, embeddings and head included, norms f32 (Bonsai 8B's recipe at toy size), and
-  the Q4_K_M preset (Q4_K and Q6_K matrices); tiny-qwen3-wide-reference.json: transformers'
-  logits of that checkpoint in f32, for the Q4_K_M file's parity (the checkpoint itself is not
-  committed);
+  matrix 1-bit, embeddings and head included, norms f32 (Bonsai 8B's recipe at toy size; without
+  --pure the preset asks Q6_K for the head), and the Q4_K_M preset: Q4_K matrices, Q6_K for the
+  head and the last layer's values and down projection; tiny-qwen3-wide-reference.json:
+  transformers' logits of that checkpoint in f32, for the Q4_K_M file's parity (the checkpoint
+  itself is not committed);
 - q1_0-reference.json: Q1_0 reference blocks: input values, the block bytes and the values
   they stand for, from the quantizer and dequantizer below, written here from ggml's definition
   (ggml-quants.c `quantize_row_q1_0_ref` / `dequantize_row_q1_0`; gguf-py has no Q1_0), and
@@ -64,8 +65,9 @@ IDS = [[5, 17, 300, 42, 511, 0, 99, 250, 7, 128, 64, 3]]
 
 # The mixed files: llama-quantize's Q8_0 preset with these overrides, so that one file holds
 # every type the engine reads from rows of 32: Q4_0 queries and up projections, F16 values,
-# BF16 attention outputs, an F16 head (a tied head is the embeddings: those are F16 too), the
-# other matrices Q8_0, norms and biases F32 (llama-quantize leaves vectors alone).
+# BF16 attention outputs, an F16 head, the other matrices Q8_0 (the embeddings too, also where
+# they are the tied head, as in qwen2's), norms and biases F32 (llama-quantize leaves vectors
+# alone).
 MIXED = ["--tensor-type", "attn_q=q4_0", "--tensor-type", "attn_v=f16",
          "--tensor-type", "attn_output=bf16", "--tensor-type", "ffn_up=q4_0",
          "--output-tensor-type", "f16", "--token-embedding-type", "q8_0"]

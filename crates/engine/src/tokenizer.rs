@@ -57,6 +57,17 @@ impl Tokenizer {
         Ok(enc.get_ids().to_vec())
     }
 
+    /// `text`'s ids with the tokens the tokenizer puts around every text (its post-processor:
+    /// e.g. Llama 2's `<s>` first), as transformers' `encode` and llama.cpp's `llama_tokenize`
+    /// with `add_special` give them.
+    pub fn encode_with_special_tokens(&self, text: &str) -> Result<Vec<u32>> {
+        let enc = self
+            .inner
+            .encode(text, true)
+            .map_err(|e| Error::Input(format!("cannot tokenize the prompt: {e}")))?;
+        Ok(enc.get_ids().to_vec())
+    }
+
     pub fn decode(&self, ids: &[u32]) -> Result<String> {
         self.inner
             .decode(ids, true)

@@ -48,6 +48,12 @@ fn same_as_the_reference(ours: &Tokenizer, reference: &Tokenizer, name: &str) {
     for text in TEXTS {
         let ids = reference.encode(text).unwrap();
         assert_eq!(ours.encode(text).unwrap(), ids, "{name}: {text:?}");
+        // With the tokens the tokenizer adds around a text (the llama files' BOS).
+        assert_eq!(
+            ours.encode_with_special_tokens(text).unwrap(),
+            reference.encode_with_special_tokens(text).unwrap(),
+            "{name}: {text:?} with special tokens"
+        );
         assert_eq!(
             ours.decode(&ids).unwrap(),
             reference.decode(&ids).unwrap(),
@@ -80,6 +86,10 @@ fn sentencepiece_files_encode_and_decode_as_their_tokenizer_json() {
         assert!(ids.len() >= 3, "{ids:?}");
         assert_eq!(ours.decode(&ids).unwrap(), "日");
         assert_eq!(ours.token_id("<s>"), Some(1));
+        // add_bos_token is true, as in Llama 2's files: BOS first, and no EOS.
+        let with = ours.encode_with_special_tokens("a sentence").unwrap();
+        assert_eq!(with[0], 1, "{with:?}");
+        assert_eq!(&with[1..], ours.encode("a sentence").unwrap());
         assert_eq!(eos_ids(&file), [2]);
         assert!(chat_template(&file).unwrap().is_none());
     }
@@ -94,6 +104,11 @@ fn byte_level_files_encode_and_decode_as_their_tokenizer_json() {
         let ids = ours.encode("<|im_start|>user").unwrap();
         assert_eq!(ids[0], 1, "{ids:?}");
         assert_eq!(ours.decode(&ids).unwrap(), "user");
+        // Qwen's files add nothing around a text.
+        assert_eq!(
+            ours.encode_with_special_tokens("user").unwrap(),
+            ours.encode("user").unwrap()
+        );
         assert_eq!(eos_ids(&file), [2]);
     }
     let file = GgufFile::open(&gguf_dir().join("tiny-qwen3-mixed.gguf")).unwrap();
@@ -160,4 +175,36 @@ fn an_unknown_pre_tokenizer_is_refused_by_name() {
         e.contains("renamed-") && e.contains("tokenizer.ggml.pre is qwen9") && e.contains("qwen2"),
         "{e}"
     );
+}
+
+/// `tokenizer.ggml.add_bos_token` decides whether BOS comes first: the llama file with the
+/// value false has none, and with the key gone it has one again (llama.cpp's default for a
+/// SentencePiece model).
+#[test]
+fn add_bos_token_decides_whether_bos_comes_first() {
+    let original = std::fs::read(gguf_dir().join("tiny-llama-q8_0.gguf")).unwrap();
+    let key = b"tokenizer.ggml.add_bos_token";
+    let at = original.windows(key.len()).position(|w| w == key).unwrap();
+    // After the key: its type (7, bool) and the one byte of its value.
+    let value = at + key.len() + 4;
+    assert_eq!(original[value - 4..value], 7u32.to_le_bytes());
+    assert_eq!(original[value], 1);
+    let mut no_bos = original.clone();
+    no_bos[value] = 0;
+    let mut no_key = original.clone();
+    no_key[at + key.len() - 1] = b'x';
+    for (bytes, bos) in [(no_bos, false), (no_key, true), (original, true)] {
+        let path = std::env::temp_dir().join(format!("bos-{bos}-{}.gguf", std::process::id()));
+        std::fs::write(&path, bytes).unwrap();
+        let file = GgufFile::open(&path).unwrap();
+        let ours = tokenizer(&file).unwrap().unwrap();
+        drop(file);
+        std::fs::remove_file(&path).unwrap();
+        let ids = ours.encode_with_special_tokens("a sentence").unwrap();
+        let plain = ours.encode("a sentence").unwrap();
+        match bos {
+            true => assert_eq!(ids, [&[1][..], &plain].concat()),
+            false => assert_eq!(ids, plain),
+        }
+    }
 }

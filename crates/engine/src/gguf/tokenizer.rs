@@ -18,6 +18,12 @@
 //! Tokens of type control (and unknown) are special added tokens, user-defined ones added
 //! tokens, as the converter made them from `added_tokens`; both are matched whole before the
 //! model splits the rest.
+//!
+//! `tokenizer.ggml.add_bos_token` and `add_eos_token` (the converter's reading of the
+//! checkpoint's post-processor or `tokenizer_config.json`) become a post-processor that puts the
+//! BOS token first and the EOS token last when encoding with special tokens, as llama.cpp's
+//! `llama_tokenize` with `add_special` does; without the keys, llama.cpp's defaults for the
+//! model (BOS first for `llama` and for `gpt2` with the `llama-bpe` split, nothing else).
 
 use tokenizers::decoders::byte_fallback::ByteFallback;
 use tokenizers::decoders::byte_level::ByteLevel as ByteLevelDecoder;
@@ -32,6 +38,7 @@ use tokenizers::pre_tokenizers::digits::Digits;
 use tokenizers::pre_tokenizers::metaspace::{Metaspace, PrependScheme};
 use tokenizers::pre_tokenizers::sequence::Sequence as PreSequence;
 use tokenizers::pre_tokenizers::split::{Split, SplitPattern};
+use tokenizers::processors::template::{SpecialToken as TemplateToken, TemplateProcessing};
 use tokenizers::{AddedToken, PreTokenizerWrapper, SplitDelimiterBehavior};
 
 use super::{GgufFile, Value};
@@ -112,7 +119,91 @@ pub fn tokenizer(file: &GgufFile) -> Result<Option<Tokenizer>> {
         .map_err(|e| bad(format!("cannot add its control tokens: {e}")))?;
     tk.add_tokens(user)
         .map_err(|e| bad(format!("cannot add its user-defined tokens: {e}")))?;
+    if let Some(around) = bos_and_eos(file, model, &tokens)? {
+        tk.with_post_processor(Some(around));
+    }
     Ok(Some(Tokenizer::from(tk)))
+}
+
+/// The post-processor that adds BOS and EOS where the file says llama.cpp adds them; `None`
+/// where it adds neither. Pairs take each one again before the second text, as transformers'
+/// Llama tokenizer does.
+fn bos_and_eos(
+    file: &GgufFile,
+    model: &str,
+    tokens: &[String],
+) -> Result<Option<TemplateProcessing>> {
+    let bad = |message: String| Error::Tokenizer {
+        path: file.path().to_owned(),
+        message,
+    };
+    let flag = |key: &str, default: bool| match file.metadata().get(key) {
+        None => Ok(default),
+        Some(v) => v
+            .as_bool()
+            .ok_or_else(|| bad(format!("{key} is not a bool"))),
+    };
+    let bos_by_default = match model {
+        "llama" => true,
+        _ => {
+            file.metadata()
+                .get("tokenizer.ggml.pre")
+                .and_then(Value::as_str)
+                == Some("llama-bpe")
+        }
+    };
+    let mut special = Vec::new();
+    for (name, add, id_key) in [
+        (
+            "bos",
+            flag("tokenizer.ggml.add_bos_token", bos_by_default)?,
+            "tokenizer.ggml.bos_token_id",
+        ),
+        (
+            "eos",
+            flag("tokenizer.ggml.add_eos_token", false)?,
+            "tokenizer.ggml.eos_token_id",
+        ),
+    ] {
+        if !add {
+            continue;
+        }
+        let id = file.metadata().get(id_key).and_then(Value::as_u64);
+        let text = id.and_then(|id| tokens.get(id as usize));
+        let (Some(id), Some(text)) = (id, text) else {
+            return Err(bad(format!(
+                "says to add the {name} token, but {id_key} names none of its tokens"
+            )));
+        };
+        let token = TemplateToken::new(name.into(), vec![id as u32], vec![text.clone()])
+            .map_err(|e| bad(format!("the {name} token: {e}")))?;
+        special.push((name, token));
+    }
+    if special.is_empty() {
+        return Ok(None);
+    }
+    // Template pieces name the special tokens by key ("bos", "eos"), so a token's text can hold
+    // the spaces and colons the template syntax would split on.
+    let has = |n: &str| special.iter().any(|(name, _)| *name == n);
+    let side = |seq: &str, type_id: u32| {
+        let mut pieces = Vec::new();
+        if has("bos") {
+            pieces.push(format!("bos:{type_id}"));
+        }
+        pieces.push(format!("{seq}:{type_id}"));
+        if has("eos") {
+            pieces.push(format!("eos:{type_id}"));
+        }
+        pieces.join(" ")
+    };
+    let template = TemplateProcessing::builder()
+        .try_single(side("$A", 0))
+        .and_then(|b| b.try_pair(format!("{} {}", side("$A", 0), side("$B", 1))))
+        .map_err(|e| bad(format!("cannot build its BOS/EOS template: {e}")))?
+        .special_tokens(special.into_iter().map(|(_, t)| t).collect::<Vec<_>>())
+        .build()
+        .map_err(|e| bad(format!("cannot build its BOS/EOS template: {e}")))?;
+    Ok(Some(template))
 }
 
 type Tk = tokenizers::Tokenizer;
