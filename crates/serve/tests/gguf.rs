@@ -184,6 +184,32 @@ fn a_llama_gguf_without_a_template_serves_with_the_transcript() {
     assert_eq!(chat["usage"]["completion_tokens"], 3, "{chat}");
 }
 
+/// A gpt2 GGUF (llama.cpp's converter and llama-quantize, scripts/make-gpt2-gguf-fixtures.py)
+/// runs on GPT-2 with its quantized matrices and the tokenizer of its metadata, no template.
+#[test]
+fn a_gpt2_gguf_serves_on_gpt2_with_its_own_tokenizer() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../gpt2/tests/fixtures/gguf/tiny-gpt2-q4_0.gguf");
+    let model = path.to_str().unwrap();
+    let server = serve(&["--model", model], &[]).unwrap();
+    let said = server.said.join("\n");
+    assert!(said.contains("no chat template"), "{said}");
+    completions_agree(&server, model);
+    let file = engine::gguf::GgufFile::open(&path).unwrap();
+    let tk = engine::gguf::tokenizer::tokenizer(&file).unwrap().unwrap();
+    let prompt = "Profiling says why";
+    let whole = post(
+        &server.addr,
+        "/v1/completions",
+        json!({"model": model, "prompt": prompt, "max_tokens": 2, "temperature": 0}),
+    );
+    assert_eq!(
+        whole["usage"]["prompt_tokens"],
+        tk.encode(prompt).unwrap().len(),
+        "{whole}"
+    );
+}
+
 #[test]
 fn a_gguf_without_a_tokenizer_or_a_missing_file_is_refused_by_name() {
     // llama.cpp's converter always writes a tokenizer: this copy of the Q1_0 fixture has its
