@@ -143,6 +143,100 @@ pub fn rows_times_x(kernel: Kernel, ty: GgmlType, w: &[u8], act: &ActQ8, out: &m
     }
 }
 
+/// One row of activations to 8-bit blocks of 32, 16 values a vector: the same codes and scales
+/// as [`ActQ8::quantize`]'s scalar loop, bit for bit (the scale and its inverse by the same
+/// divisions, halves rounded away from zero by comparing the fraction the truncation left, a NaN
+/// to 0 as the scalar cast makes it).
+///
+/// # Safety
+/// The CPU has AVX-512 F and BW; `x.len()` is a multiple of 32, `q` as long, `d` a 32nd of it.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw")]
+pub unsafe fn quantize_row_512(x: &[f32], q: &mut [i8], d: &mut [f32]) {
+    use std::arch::x86_64::*;
+    assert!(x.len() == q.len() && x.len() == d.len() * ACT_BLOCK);
+    for ((xb, qb), db) in x
+        .chunks_exact(ACT_BLOCK)
+        .zip(q.chunks_exact_mut(ACT_BLOCK))
+        .zip(d.iter_mut())
+    {
+        // SAFETY: each block is 32 f32 (two vectors) and 32 codes (chunks_exact).
+        let (v0, v1) = unsafe {
+            (
+                _mm512_loadu_ps(xb.as_ptr()),
+                _mm512_loadu_ps(xb.as_ptr().add(16)),
+            )
+        };
+        // `max` returns its second operand when either is NaN: the running maximum, so a NaN
+        // is passed over as `f32::max` passes it over.
+        let m = _mm512_max_ps(_mm512_abs_ps(v1), _mm512_abs_ps(v0));
+        let amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), m));
+        let amax = if amax.is_nan() { 0.0 } else { amax };
+        let scale = amax / 127.0;
+        let inv = _mm512_set1_ps(if scale == 0.0 { 0.0 } else { 1.0 / scale });
+        let code = |v: __m512| {
+            let y = _mm512_mul_ps(v, inv);
+            let t = _mm512_roundscale_ps::<{ _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC }>(y);
+            let f = _mm512_sub_ps(y, t);
+            let up = _mm512_cmp_ps_mask::<_CMP_GE_OQ>(f, _mm512_set1_ps(0.5));
+            let down = _mm512_cmp_ps_mask::<_CMP_LE_OQ>(f, _mm512_set1_ps(-0.5));
+            let r = _mm512_mask_add_ps(t, up, t, _mm512_set1_ps(1.0));
+            let r = _mm512_mask_sub_ps(r, down, r, _mm512_set1_ps(1.0));
+            let r = _mm512_min_ps(
+                _mm512_max_ps(r, _mm512_set1_ps(-127.0)),
+                _mm512_set1_ps(127.0),
+            );
+            let ordered = _mm512_cmp_ps_mask::<_CMP_ORD_Q>(y, y);
+            _mm512_cvtepi32_epi8(_mm512_maskz_cvttps_epi32(ordered, r))
+        };
+        let (c0, c1) = (code(v0), code(v1));
+        // SAFETY: 32 codes (chunks_exact).
+        unsafe {
+            _mm_storeu_si128(qb.as_mut_ptr() as *mut __m128i, c0);
+            _mm_storeu_si128(qb.as_mut_ptr().add(16) as *mut __m128i, c1);
+        }
+        *db = scale;
+    }
+}
+
+/// [`ActQ8::pair_neg_sums`] and [`ActQ8::pair_scales`] of rows of `k` codes `q` with their
+/// block scales `d`.
+///
+/// # Safety
+/// The CPU has AVX-512 F, BW and VNNI; `q` is whole rows of `k` (a multiple of 32) codes, `d`
+/// their scales, and `neg` and `scales` hold 16 lanes for each row's `k / 64` pairs, rounded up.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+pub unsafe fn pair_sums_512(q: &[i8], d: &[f32], k: usize, neg: &mut [i32], scales: &mut [f32]) {
+    use std::arch::x86_64::*;
+    let nb = k / ACT_BLOCK;
+    let steps = nb.div_ceil(2);
+    let rows = q.len() / k.max(1);
+    assert!(d.len() == rows * nb && neg.len() == rows * steps * 16 && scales.len() == neg.len());
+    for r in 0..rows {
+        for s in 0..steps {
+            let (b, two) = (2 * s, 2 * s + 1 < nb);
+            let at = r * k + b * ACT_BLOCK;
+            let mask: u64 = if two { u64::MAX } else { 0xFFFF_FFFF };
+            // SAFETY: block b (and b + 1 when it exists) of row r lies inside `q`; the masked
+            // load reads no byte past the row's last block.
+            let x = unsafe { _mm512_maskz_loadu_epi8(mask, q.as_ptr().add(at)) };
+            let sums = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(1), x);
+            let (d0, d1) = (d[r * nb + b], if two { d[r * nb + b + 1] } else { 0.0 });
+            let dx = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(d0), _mm512_set1_ps(d1));
+            let o = (r * steps + s) * 16;
+            // SAFETY: lanes o .. o + 16 lie inside both outputs (asserted above).
+            unsafe {
+                _mm512_storeu_si512(
+                    neg.as_mut_ptr().add(o) as *mut _,
+                    _mm512_sub_epi32(_mm512_setzero_si512(), sums),
+                );
+                _mm512_storeu_ps(scales.as_mut_ptr().add(o), dx);
+            }
+        }
+    }
+}
+
 /// The 32 signed weights of activation block `b` of a row, and the weight block's scale.
 fn weights32(ty: GgmlType, w: &[u8], b: usize, q: &mut [i32; ACT_BLOCK]) -> f32 {
     let f16_at = |at: usize| half::f16::from_le_bytes([w[at], w[at + 1]]).to_f32();
@@ -541,6 +635,10 @@ mod x86 {
         let n = w.len() / row.max(1);
         let m = act.m;
         assert!(matches!(ty, GgmlType::Q8_0 | GgmlType::Q4_0) && out.rows >= n && out.m == m);
+        assert_eq!(
+            act.pair_neg_sums.len(),
+            m * (act.k / ACT_BLOCK).div_ceil(2) * 16
+        );
         let mut j = 0;
         while j < n {
             let nr = if n - j >= NR { NR } else { 1 };
@@ -631,7 +729,7 @@ mod x86 {
     ) {
         let (k, nb) = (act.k, act.k / ACT_BLOCK);
         let bs = if T == Q8_0 { 34 } else { 18 };
-        let (wp, xq, xd) = (w.as_ptr(), act.q.as_ptr(), act.d.as_ptr());
+        let (wp, xq) = (w.as_ptr(), act.q.as_ptr());
         // Lanes 0–7 take the first of two scales, 8–15 the second.
         let halves = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
         // As the other kernels: ask for the bytes `PREFETCH_AHEAD` past the ones read, so the
@@ -686,31 +784,29 @@ mod x86 {
                 };
             }
         }
-        let offset_shift = if T == Q8_0 { 7 } else { 3 };
+        let steps = nb.div_ceil(2);
+        let (negs, scales) = (act.pair_neg_sums.as_ptr(), act.pair_scales.as_ptr());
         for (r, acc_r) in acc.iter_mut().enumerate() {
             let at = (r0 + r) * k + b * ACT_BLOCK;
-            // SAFETY: row r0 + r's codes for blocks b (and b + 1) and their scales lie inside
-            // `act`.
-            let (x, dx) = unsafe {
-                if TWO {
-                    let d2 = _mm_castpd_ps(_mm_load_sd(xd.add((r0 + r) * nb + b) as *const f64));
-                    (
-                        _mm512_loadu_si512(xq.add(at) as *const _),
-                        _mm512_permutexvar_ps(halves, _mm512_castps128_ps512(d2)),
-                    )
+            let o = ((r0 + r) * steps + b / 2) * 16;
+            // SAFETY: row r0 + r's codes for blocks b (and b + 1) lie inside `act.q`, and its
+            // pair b / 2's 16 lanes inside the pair vectors (filled on this CPU: the caller's
+            // promise).
+            let (x, dx, neg) = unsafe {
+                let x = if TWO {
+                    _mm512_loadu_si512(xq.add(at) as *const _)
                 } else {
-                    (
-                        _mm512_maskz_loadu_epi8(0xFFFF_FFFF, xq.add(at)),
-                        _mm512_set1_ps(*xd.add((r0 + r) * nb + b)),
-                    )
-                }
+                    _mm512_maskz_loadu_epi8(0xFFFF_FFFF, xq.add(at))
+                };
+                let neg = _mm512_loadu_si512(negs.add(o) as *const _);
+                // −offset · Σx for each lane's four codes: the offset is 128 (2⁷) or 8 (2³).
+                let neg = if T == Q8_0 {
+                    _mm512_slli_epi32::<7>(neg)
+                } else {
+                    _mm512_slli_epi32::<3>(neg)
+                };
+                (x, _mm512_loadu_ps(scales.add(o)), neg)
             };
-            // −offset · Σx for each lane's four codes.
-            let sums = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(1), x);
-            let neg = _mm512_sub_epi32(
-                _mm512_setzero_si512(),
-                _mm512_sll_epi32(sums, _mm_cvtsi32_si128(offset_shift)),
-            );
             for (i, a) in acc_r.iter_mut().enumerate() {
                 let p = _mm512_dpbusd_epi32(neg, wu[i], x);
                 *a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(dw[i], dx), *a);

@@ -160,6 +160,13 @@ pub struct ActQ8 {
     pub d: Vec<f32>,
     pub m: usize,
     pub k: usize,
+    /// For the 512-bit kernels (empty where the CPU has no AVX-512 VNNI): each pair of blocks
+    /// (`k / 64` pairs a row, rounded up; an odd last block pairs with nothing), sixteen lanes
+    /// of minus the sum of four codes (lanes 0–7 the first block, 8–15 the second, as the codes
+    /// lie in a 64-byte vector) and sixteen of the blocks' scales, each block's repeated eight
+    /// times. Computed once a product, they spare every weight tile redoing it.
+    pub pair_neg_sums: Vec<i32>,
+    pub pair_scales: Vec<f32>,
 }
 
 /// Values an activation block holds.
@@ -170,11 +177,26 @@ impl ActQ8 {
     /// over 127 and rounded to the nearest code (halves away from zero), as ggml's
     /// `quantize_row_q8_0_ref` does.
     pub fn quantize(x: &[f32], m: usize, k: usize) -> Self {
+        Self::quantize_with(x, m, k, kernels::has_avx512_vnni())
+    }
+
+    /// [`Self::quantize`] with the AVX-512 loop (`simd`, where the CPU has it) or the scalar one
+    /// (the tests hold the two to the same bits).
+    fn quantize_with(x: &[f32], m: usize, k: usize, simd: bool) -> Self {
         assert_eq!(x.len(), m * k);
         assert!(k.is_multiple_of(ACT_BLOCK));
         let mut q = vec![0i8; m * k];
         let mut d = vec![0f32; m * k / ACT_BLOCK];
+        let simd = simd && kernels::has_avx512_vnni();
         let work = |(xs, (qs, ds)): (&[f32], (&mut [i8], &mut [f32]))| {
+            #[cfg(target_arch = "x86_64")]
+            if simd {
+                // SAFETY: the CPU has AVX-512 (checked); the three slices are one row's values,
+                // codes and scales.
+                unsafe { kernels::quantize_row_512(xs, qs, ds) };
+                return;
+            }
+            let _ = simd;
             for ((xb, qb), db) in xs
                 .chunks_exact(ACT_BLOCK)
                 .zip(qs.chunks_exact_mut(ACT_BLOCK))
@@ -198,7 +220,24 @@ impl ActQ8 {
                 .zip(q.chunks_mut(k).zip(d.chunks_mut(k / ACT_BLOCK)))
                 .for_each(work);
         }
-        Self { q, d, m, k }
+        let (mut pair_neg_sums, mut pair_scales) = (Vec::new(), Vec::new());
+        #[cfg(target_arch = "x86_64")]
+        if simd {
+            let lanes = m * (k / ACT_BLOCK).div_ceil(2) * 16;
+            pair_neg_sums = vec![0i32; lanes];
+            pair_scales = vec![0f32; lanes];
+            // SAFETY: the CPU has AVX-512 VNNI (checked); the codes and scales are whole rows
+            // and the two outputs hold 16 lanes for each of their pairs.
+            unsafe { kernels::pair_sums_512(&q, &d, k, &mut pair_neg_sums, &mut pair_scales) };
+        }
+        Self {
+            q,
+            d,
+            m,
+            k,
+            pair_neg_sums,
+            pair_scales,
+        }
     }
 
     /// The values the codes stand for (what the kernels multiply), row-major.

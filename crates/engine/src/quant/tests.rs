@@ -380,3 +380,40 @@ fn activations_round_to_the_nearest_code_of_their_block() {
     let z = ActQ8::quantize(&[0.0; 32], 1, 32);
     assert_eq!((z.d[0], z.q.iter().all(|&q| q == 0)), (0.0, true));
 }
+
+/// The AVX-512 quantization gives the scalar loop's codes and scales bit for bit: random rows,
+/// values that land exactly on a half step (rounded away from zero) and just beside it, an
+/// all-zero block, a block whose largest value is negative, and a NaN (code 0, the scale of the
+/// rest).
+#[test]
+fn activation_quantization_simd_equals_the_scalar_loop() {
+    if !kernels::has_avx512_vnni() {
+        return;
+    }
+    let mut rng = Rng(0xabc);
+    let (m, k) = (5, 160);
+    let mut x = rng.values(m * k, 3.0);
+    // Block 0 of row 0: largest 127, so codes are the values themselves: halves exactly.
+    x[0] = 127.0;
+    for (i, v) in [
+        2.5f32, -2.5, 0.5, -0.5, 126.5, -126.5, 3.4999998, -3.4999998, 0.49999997,
+    ]
+    .iter()
+    .enumerate()
+    {
+        x[1 + i] = *v;
+    }
+    x[32..64].fill(0.0);
+    x[64] = -50.0;
+    x[70] = f32::NAN;
+    let a = ActQ8::quantize_with(&x, m, k, true);
+    let b = ActQ8::quantize_with(&x, m, k, false);
+    assert_eq!(a.q, b.q);
+    assert_eq!(
+        a.d.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+        b.d.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+    );
+    assert_eq!(&b.q[1..10], &[3, -3, 1, -1, 127, -127, 3, -3, 0]);
+    assert_eq!(b.q[70], 0);
+    assert_eq!(b.q[64], -127);
+}
