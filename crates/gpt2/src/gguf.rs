@@ -131,7 +131,7 @@ fn product_matrices(file: &GgufFile) -> Result<Vec<String>> {
     Ok(names)
 }
 
-/// The types the GGUF file `path` stores GPT-2's product matrices in ([`product_matrices`]), by
+/// The types the GGUF file `path` stores GPT-2's product matrices in (each block's four and the head), by
 /// ggml's lower-case names, the type holding the most weights first, joined by `+`: `q8_0`, or
 /// `q4_0+q8_0` for llama-quantize's Q4_0 preset of a small model (its tied head falls back to
 /// Q8_0). What a report names as the weights' dtype, as a quantized row names its own.
