@@ -182,13 +182,10 @@ pub fn load(path: &Path, device: &Device, kernels: KernelPath, weights: Weights)
     let source = Source {
         file: file.clone(),
         device: device.clone(),
+        weights,
     };
     let vb = VarBuilder::from_backend(Box::new(source.clone()), DType::F32, device.clone());
-    let layers: Option<&dyn Layers> = match weights {
-        Weights::Quantized => Some(&source),
-        Weights::Dequantized => None,
-    };
-    Model::load_with(vb, &cfg, kernels, layers).map_err(|e| match e {
+    Model::load_with(vb, &cfg, kernels, Some(&source)).map_err(|e| match e {
         Error::Candle(e) => file.error(e.to_string()),
         Error::Input(message) => file.error(message),
         other => other,
@@ -248,8 +245,8 @@ pub fn config(file: &GgufFile) -> Result<Config> {
         layer_norm_epsilon: file.get_f64(&key("attention.layer_norm_epsilon"))?,
         eos_token_id: token_id("tokenizer.ggml.eos_token_id", last)?,
         bos_token_id: token_id("tokenizer.ggml.bos_token_id", last)?,
-        // A file that stores `output.weight` has its own head, which [`Source::head`] reads; the
-        // flag describes the checkpoint layout, whose other options GGUF cannot express.
+        // The rest as GPT2LMHeadModel's defaults, the only options llama.cpp's graph runs. A
+        // file that stores `output.weight` has a head of its own, which `Source::head` reads.
         ..Config::gpt2_small()
     };
     cfg.validate()
@@ -298,6 +295,8 @@ pub fn gguf_name(hf: &str) -> Option<(String, bool)> {
 struct Source {
     file: Arc<GgufFile>,
     device: Device,
+    /// Quantized matrices as stored, or every matrix dense f32 (through `vb`, the head here).
+    weights: Weights,
 }
 
 impl Source {
@@ -373,6 +372,9 @@ impl Layers for Source {
                 .map(|(g, _)| g)
                 .ok_or_else(|| self.file.error(format!("no GGUF name for {prefix}.{kind}")))
         };
+        if self.weights == Weights::Dequantized {
+            return Ok(None);
+        }
         let (weight, bias) = (name("weight")?, name("bias")?);
         let info = self
             .file
@@ -399,6 +401,11 @@ impl Layers for Source {
             None => "token_embd.weight",
         };
         let (vocab, e) = (cfg.vocab_size, cfg.n_embd);
+        if self.weights == Weights::Dequantized {
+            self.matrix(name, vocab, e)?;
+            let w = self.dense(name).map_err(|e| self.file.error(e))?;
+            return Ok(Some(Linear::head(w, path)?));
+        }
         Ok(Some(self.layer(
             name,
             vocab,

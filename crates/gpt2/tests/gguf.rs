@@ -460,3 +460,55 @@ fn the_f16_file_runs_dense_half_layers() {
         );
     });
 }
+
+/// A file with its own head (`output.weight`; the converter writes none for GPT-2, so it is
+/// added here): the q8_0 file again with the token embeddings' rows in reverse order as the
+/// head. Its logits are the tied model's, vocabulary reversed, quantized and dequantized alike:
+/// the head is read from `output.weight`, and each logit is one row's product either way.
+#[test]
+fn a_file_with_its_own_head_uses_it() {
+    use engine::gguf::write::{Plan, TensorPlan};
+    let original = GgufFile::open(&file("q8_0")).unwrap();
+    let mut plan = Plan {
+        metadata: original
+            .metadata()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+        tensors: Vec::new(),
+    };
+    let mut data: Vec<Vec<u8>> = Vec::new();
+    for t in original.tensors() {
+        let (_, ty, bytes) = original.tensor(&t.name).unwrap();
+        plan.tensors.push(TensorPlan::new(
+            &t.name,
+            &t.shape().iter().map(|&d| d as u64).collect::<Vec<_>>(),
+            ty,
+        ));
+        data.push(bytes.to_vec());
+    }
+    let (_, ty, embd) = original.tensor("token_embd.weight").unwrap();
+    let row = embd.len() / 512;
+    let reversed: Vec<u8> = embd.chunks(row).rev().flatten().copied().collect();
+    plan.tensors
+        .push(TensorPlan::new("output.weight", &[512, 64], ty));
+    data.push(reversed);
+    let dir = tempfile::tempdir().unwrap();
+    let untied = dir.path().join("untied-q8_0.gguf");
+    let mut next = data.into_iter();
+    engine::gguf::write::write(&untied, &plan, &mut |_, out| {
+        out.write_all(&next.next().unwrap())
+    })
+    .unwrap();
+
+    let path = default_path();
+    for weights in [Weights::Quantized, Weights::Dequantized] {
+        let tied = rows(&logits(&load("q8_0", path, weights)));
+        let model = gpt2::gguf::load(&untied, &Device::Cpu, path, weights).unwrap();
+        let own = rows(&logits(&model));
+        for (t, (a, b)) in own.iter().zip(&tied).enumerate() {
+            let flipped: Vec<f32> = b.iter().rev().copied().collect();
+            assert_eq!(a, &flipped, "{weights:?}, position {t}");
+        }
+    }
+}
