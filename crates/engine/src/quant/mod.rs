@@ -10,7 +10,8 @@
 //!   row, to 8-bit blocks of 32 values with an f32 scale each (llama.cpp's `block_q8_0`, whose
 //!   scale is f16: ours keeps it f32, one rounding fewer), and each block's product is an integer
 //!   dot product, scaled once by both blocks' scales. On the `avx512` path with AVX-512 VNNI
-//!   (`vpdpbusd`, 256 bits wide; `Q1_0` 512 bits wide, its sign bits used as a byte mask,
+//!   (`vpdpbusd`, 512 bits wide: `Q8_0` and `Q4_0` two blocks a vector in tiles of weight rows
+//!   by activation rows; `Q1_0` its sign bits used as a byte mask,
 //!   [`kernels`]) or with AVX2 (`vpmaddubsw` then `vpmaddwd`), and a portable
 //!   scalar loop on every other CPU (aarch64 included). What the activations' rounding costs:
 //!   each value moves by at most half its block's step, `max|x| / 254`, so a product moves by at
@@ -220,16 +221,20 @@ impl ActQ8 {
                 .zip(q.chunks_mut(k).zip(d.chunks_mut(k / ACT_BLOCK)))
                 .for_each(work);
         }
-        let (mut pair_neg_sums, mut pair_scales) = (Vec::new(), Vec::new());
         #[cfg(target_arch = "x86_64")]
-        if simd {
+        let (pair_neg_sums, pair_scales) = if simd {
             let lanes = m * (k / ACT_BLOCK).div_ceil(2) * 16;
-            pair_neg_sums = vec![0i32; lanes];
-            pair_scales = vec![0f32; lanes];
+            let (mut neg, mut scales) = (vec![0i32; lanes], vec![0f32; lanes]);
             // SAFETY: the CPU has AVX-512 VNNI (checked); the codes and scales are whole rows
             // and the two outputs hold 16 lanes for each of their pairs.
-            unsafe { kernels::pair_sums_512(&q, &d, k, &mut pair_neg_sums, &mut pair_scales) };
-        }
+            unsafe { kernels::pair_sums_512(&q, &d, k, &mut neg, &mut scales) };
+            (neg, scales)
+        } else {
+            (Vec::new(), Vec::new())
+        };
+        // No 512-bit kernels elsewhere.
+        #[cfg(not(target_arch = "x86_64"))]
+        let (pair_neg_sums, pair_scales) = (Vec::new(), Vec::new());
         Self {
             q,
             d,
@@ -265,7 +270,7 @@ pub fn activation_rounding_bound(w: &[f32], x: &[f32]) -> f32 {
 /// Which kernel a [`QMatrix`] runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kernel {
-    /// Ours, AVX-512 VNNI (`vpdpbusd`): 256 bits, 512 for `Q1_0`.
+    /// Ours, AVX-512 VNNI (`vpdpbusd`), 512 bits wide.
     Avx512Vnni,
     /// Ours, AVX2.
     Avx2,

@@ -417,3 +417,80 @@ fn activation_quantization_simd_equals_the_scalar_loop() {
     assert_eq!(b.q[70], 0);
     assert_eq!(b.q[64], -127);
 }
+
+/// The 512-bit `Q8_0` / `Q4_0` tiles (and AVX2) equal the scalar loop on blocks with every code
+/// at its extremes: `Q8_0` bytes from −128 to 127 (−128 is no quantizer's output, but a file may
+/// hold it, and the kernels' offset of 128 must take it exactly), `Q4_0` nibbles 0 and 15, and
+/// activation rows all `+127` codes or alternating, beside random ones; shapes with weight rows
+/// not a multiple of the tile's 4, activation rows not a multiple of its 4, `k` of one block (the
+/// tile's half-vector tail), an odd number of blocks, and many.
+#[test]
+fn q8_0_and_q4_0_simd_kernels_equal_the_portable_loop_at_the_extremes() {
+    let mut rng = Rng(0x0dd_ba11);
+    for ty in [GgmlType::Q8_0, GgmlType::Q4_0] {
+        for &(m, n, k) in &[
+            (1, 1, 32),
+            (1, 4, 32),
+            (2, 9, 64),
+            (5, 7, 96),
+            (4, 12, 320),
+            (6, 5, 32),
+            (9, 13, 160),
+        ] {
+            let ts = ty.type_size();
+            let mut bytes = Vec::with_capacity(n * k / 32 * ts);
+            for blk in 0..n * k / 32 {
+                let d = 0.01 + (blk % 7) as f32 * 0.003;
+                bytes.extend(half::f16::from_f32(d).to_le_bytes());
+                for i in 0..ts - 2 {
+                    bytes.push(match blk % 3 {
+                        0 => rng.next() as u8,
+                        // Q8_0: −128 and 127 alternating; Q4_0: nibbles 0 and 15.
+                        1 if ty == GgmlType::Q8_0 => [0x80, 0x7F][i % 2],
+                        1 => [0x0F, 0xF0][i % 2],
+                        _ => [0x80, 0xFF][i % 2],
+                    });
+                }
+            }
+            let mut x = rng.values(m * k, 2.0);
+            x[..k].fill(1.5);
+            if m > 1 {
+                for (i, v) in x[k..2 * k].iter_mut().enumerate() {
+                    *v = if i % 2 == 0 { 3.0 } else { -3.0 };
+                }
+            }
+            let xt = Tensor::from_vec(x.clone(), (m, k), &Device::Cpu).unwrap();
+            let run = |kernel: Kernel| {
+                QMatrix::new(ty, n, k, bytes.clone(), KernelPath::Portable, &Device::Cpu)
+                    .unwrap()
+                    .with_kernel(kernel)
+                    .matmul(&xt)
+                    .unwrap()
+                    .flatten_all()
+                    .unwrap()
+                    .to_vec1::<f32>()
+                    .unwrap()
+            };
+            let want = run(Kernel::Portable);
+            let w = dequantize(ty, &bytes, n * k).unwrap();
+            let x_rounded = ActQ8::quantize(&x, m, k).dequantized();
+            for kernel in kernels_here() {
+                let got = run(kernel);
+                for r in 0..m {
+                    for j in 0..n {
+                        let scale: f32 = w[j * k..(j + 1) * k]
+                            .iter()
+                            .zip(&x_rounded[r * k..(r + 1) * k])
+                            .map(|(a, b)| (a * b).abs())
+                            .sum();
+                        let (g, e) = (got[r * n + j], want[r * n + j]);
+                        assert!(
+                            (g - e).abs() <= 1e-6 * scale + 1e-7,
+                            "{ty} {kernel:?} m={m} n={n} k={k} [{r},{j}]: {g} against the portable {e}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
