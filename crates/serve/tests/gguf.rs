@@ -182,6 +182,27 @@ fn a_llama_gguf_without_a_template_serves_with_the_transcript() {
         json!({"model": model, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 3}),
     );
     assert_eq!(chat["usage"]["completion_tokens"], 3, "{chat}");
+
+    // The file says tokenizer.ggml.add_bos_token = true (Llama 2's SentencePiece): a text
+    // prompt starts with its BOS, as llama.cpp's server and vLLM tokenize it, once.
+    let file = engine::gguf::GgufFile::open(&path).unwrap();
+    let tk = engine::gguf::tokenizer::tokenizer(&file).unwrap().unwrap();
+    let prompt = "Profiling says why";
+    let with_bos = tk.encode_with_special_tokens(prompt).unwrap();
+    assert_eq!(with_bos.len(), tk.encode(prompt).unwrap().len() + 1);
+    assert_eq!(Some(with_bos[0]), tk.token_id("<s>"));
+    let whole = post(
+        &server.addr,
+        "/v1/completions",
+        json!({"model": model, "prompt": prompt, "max_tokens": 1}),
+    );
+    assert_eq!(whole["usage"]["prompt_tokens"], with_bos.len(), "{whole}");
+    let transcript = "User: Hi\nAssistant:";
+    assert_eq!(
+        chat["usage"]["prompt_tokens"],
+        tk.encode_with_special_tokens(transcript).unwrap().len(),
+        "{chat}"
+    );
 }
 
 /// A gpt2 GGUF (llama.cpp's converter and llama-quantize, scripts/make-gpt2-gguf-fixtures.py)

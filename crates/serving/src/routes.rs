@@ -173,20 +173,26 @@ fn start_completion(
         Endpoint::Completions => "prompt",
         Endpoint::Chat => "messages",
     };
-    let encode = |text: &str| {
-        state
-            .tokenizer()
-            .encode(text)
-            .map_err(|e| ApiError::invalid(param, format!("cannot tokenize the prompt: {e}")))
+    // A text prompt gets the tokens the tokenizer puts around every text (Llama's BOS), as
+    // vLLM and llama.cpp's server tokenize completions; a chat template writes its own (its
+    // `bos_token`), so what it renders is tokenized as is, or the BOS would come twice.
+    let encode = |text: &str, special: bool| {
+        let tokenizer = state.tokenizer();
+        match special {
+            true => tokenizer.encode_with_special_tokens(text),
+            false => tokenizer.encode(text),
+        }
+        .map_err(|e| ApiError::invalid(param, format!("cannot tokenize the prompt: {e}")))
     };
     let prompt = match &params.prompt {
         Prompt::Tokens(ids) => ids.clone(),
-        Prompt::Text(text) => encode(text)?,
+        Prompt::Text(text) => encode(text, true)?,
         Prompt::Chat(messages) => encode(
             &state
                 .chat
                 .render(messages)
                 .map_err(|why| ApiError::invalid("messages", why))?,
+            matches!(state.chat, ChatFormat::Transcript),
         )?,
     };
     api::check_lengths(
