@@ -15,7 +15,9 @@
 #      output to logs/preflight-diagnostics.log, then stops;
 #   2. parity: `gpt2 logits --json` on CUDA (f32, f16, bf16) against the CPU (f32) on the same
 #      weights and ids, for the committed tiny fixture and the synthetic GPT-2 small. Bounds:
-#      f32 max |error| <= 1e-3; f16 <= 2e-2 and bf16 <= 1e-1 of max(1, max |CPU logit|);
+#      f32 max |error| <= 1e-3; f16 <= 2e-2 and bf16 <= 1e-1 of max(1, max |CPU logit|); and
+#      the tiny fixture's q8_0 and q4_0 GGUF files (candle's quantized matmul on CUDA, the
+#      engine's kernels on the CPU): <= 5e-2 of it (gpu_check.py BOUNDS says why);
 #   3. profile: `gpt2 profile` (synthetic GPT-2 small, B=1 T=8) with --cuda-timing events and
 #      with --cuda-timing sync: both tables, and their total wall times. A step fails unless its
 #      report.json is a CUDA report whose self CUDA total (stream time) is positive and at most
@@ -403,6 +405,17 @@ parity() { # LABEL MODEL IDS
   done
 }
 parity tiny-fixture "$repo/crates/gpt2/tests/fixtures/tiny-gpt2" "$tiny_ids"
+# The same fixture as llama.cpp's converter and llama-quantize wrote it: on CUDA its q8_0 and
+# q4_0 matrices run on candle's quantized matmul, on the CPU on the engine's kernels.
+for q in q8_0 q4_0; do
+  gguf="$repo/crates/gpt2/tests/fixtures/gguf/tiny-gpt2-$q.gguf"
+  run_step "logits-gguf-$q-cpu" parity 120 sh -c "\"\$0\" logits --model \"\$1\" --device cpu --ids \"\$2\" --json >\"\$3\"" \
+    "$gpt2" "$gguf" "$tiny_ids" "$out/parity/gguf-$q-cpu.logits" || continue
+  run_step "logits-gguf-$q-on-$device" parity 120 sh -c "\"\$0\" logits --model \"\$1\" --device \"\$2\" --ids \"\$3\" --json >\"\$4\"" \
+    "$gpt2" "$gguf" "$device" "$tiny_ids" "$out/parity/gguf-$q-$device.logits" || continue
+  run_step "parity-gguf-$q" parity 60 python3 "$helper" compare --model "tiny-gguf" --dtype "$q" \
+    --ref "$out/parity/gguf-$q-cpu.logits" --got "$out/parity/gguf-$q-$device.logits" --out "$out/parity/gguf-$q.json"
+done
 if [ "$device" = cuda ]; then
   parity synthetic-small synthetic "$small_ids"
 else

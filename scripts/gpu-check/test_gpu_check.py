@@ -84,6 +84,14 @@ class Compare(unittest.TestCase):
         self.assertAlmostEqual(bf16["scaled_max_err"], 0.2 / 3.0)
         self.assertFalse(gpu_check.compare(self.ref, got, "f16")["pass"])
 
+    def test_quantized_files_allow_two_activation_roundings(self):
+        # Largest |logit| is 3: q8_0 and q4_0 allow 0.15 of absolute error, not 0.2.
+        near = [[0.5 + 0.12, -1.25, 2.0], [3.0, 0.0, -0.5]]
+        far = [[0.5 + 0.2, -1.25, 2.0], [3.0, 0.0, -0.5]]
+        for dtype in ("q8_0", "q4_0"):
+            self.assertTrue(gpu_check.compare(self.ref, near, dtype)["pass"], dtype)
+            self.assertFalse(gpu_check.compare(self.ref, far, dtype)["pass"], dtype)
+
     def test_small_logits_use_a_scale_of_one(self):
         ref = [[0.01, 0.02]]
         got = [[0.01, 0.02 + 0.05]]
