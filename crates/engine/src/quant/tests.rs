@@ -494,3 +494,61 @@ fn q8_0_and_q4_0_simd_kernels_equal_the_portable_loop_at_the_extremes() {
         }
     }
 }
+
+/// A matrix's blocks read back as given wherever they are held: on the heap (small), in a
+/// mapping shared with the next matrices (64 KiB to 4 MiB; two in a row do not overlap), or in
+/// a mapping of their own (4 MiB and more).
+#[test]
+fn blocks_read_back_as_given_wherever_they_are_held() {
+    let mut rng = Rng(0xb10c);
+    let make = |len: usize, rng: &mut Rng| (0..len).map(|_| rng.next() as u8).collect::<Vec<u8>>();
+    let (small, a, b, big) = (
+        make(1000, &mut rng),
+        make(100_000, &mut rng),
+        make(70_001, &mut rng),
+        make(5 << 20, &mut rng),
+    );
+    let held: Vec<Blocks> = [&small, &a, &b, &big]
+        .iter()
+        .map(|v| Blocks::hold((*v).clone()))
+        .collect();
+    for (h, v) in held.iter().zip([&small, &a, &b, &big]) {
+        assert_eq!(&h[..], &v[..]);
+    }
+    let (pa, pb) = (held[1].as_ptr() as usize, held[2].as_ptr() as usize);
+    assert!(pa + a.len() <= pb || pb + b.len() <= pa);
+    // A product on blocks held in a shared mapping equals the same blocks' on the heap.
+    let (n, k) = (96, 1024);
+    let bytes = random_blocks(GgmlType::Q8_0, n, k, &mut rng);
+    assert!(bytes.len() >= 64 << 10);
+    let x = rng.values(3 * k, 1.0);
+    let xt = Tensor::from_vec(x, (3, k), &Device::Cpu).unwrap();
+    let q = QMatrix::new(
+        GgmlType::Q8_0,
+        n,
+        k,
+        bytes.clone(),
+        KernelPath::widest(),
+        &Device::Cpu,
+    )
+    .unwrap();
+    let got = q
+        .matmul(&xt)
+        .unwrap()
+        .flatten_all()
+        .unwrap()
+        .to_vec1::<f32>()
+        .unwrap();
+    let heap = QMatrix {
+        data: Data::Blocks(Blocks::Heap(bytes)),
+        ..q
+    };
+    let want = heap
+        .matmul(&xt)
+        .unwrap()
+        .flatten_all()
+        .unwrap()
+        .to_vec1::<f32>()
+        .unwrap();
+    assert_eq!(got, want);
+}
