@@ -563,9 +563,30 @@ impl QMatrix {
             Data::Candle(q) => return Ok(candle_core::Module::forward(q, x)?),
             Data::Blocks(b) => b,
         };
-        let xs = x.to_dtype(candle_core::DType::F32)?.contiguous()?;
-        let xs = xs.flatten_all()?.to_vec1::<f32>()?;
-        let out = self.matmul_f32(blocks, &xs, m);
+        // A decode step's input is already contiguous f32 on the CPU: read it where it lies
+        // rather than copy it (a copy and an allocation a product, 120 products a step). Any
+        // other input is converted first.
+        let converted;
+        let x = match x.dtype() == candle_core::DType::F32 && x.is_contiguous() {
+            true => x,
+            false => {
+                converted = x.to_dtype(candle_core::DType::F32)?.contiguous()?;
+                &converted
+            }
+        };
+        let (storage, layout) = x.storage_and_layout();
+        let xs = match &*storage {
+            candle_core::Storage::Cpu(cpu) => {
+                crate::cpu::f32_slice(cpu, layout, "quantized matmul")?
+            }
+            _ => {
+                return Err(Error::Input(
+                    "a quantized matmul on our kernels takes its input on the CPU".into(),
+                ))
+            }
+        };
+        let out = self.matmul_f32(blocks, xs, m);
+        drop(storage);
         Ok(Tensor::from_vec(out, (m, self.n), &self.device)?)
     }
 

@@ -552,3 +552,48 @@ fn blocks_read_back_as_given_wherever_they_are_held() {
         .unwrap();
     assert_eq!(got, want);
 }
+
+/// The product reads a contiguous f32 input where it lies and converts any other first: a
+/// transposed view, a slice that starts part-way into its storage, and the same values in bf16
+/// give the product of their contiguous f32 copy, bit for bit; a wrong offset would not.
+#[test]
+fn inputs_in_any_layout_give_the_contiguous_inputs_product() {
+    let mut rng = Rng(11);
+    let (n, k, m) = (8, 64, 3);
+    let q = QMatrix::new(
+        GgmlType::Q8_0,
+        n,
+        k,
+        random_blocks(GgmlType::Q8_0, n, k, &mut rng),
+        KernelPath::widest(),
+        &Device::Cpu,
+    )
+    .unwrap();
+    let product = |x: &Tensor| {
+        q.matmul(x)
+            .unwrap()
+            .flatten_all()
+            .unwrap()
+            .to_vec1::<f32>()
+            .unwrap()
+    };
+    // Rows 1 .. 4 of five: the input starts k values into its storage.
+    let all = Tensor::from_vec(rng.values(5 * k, 1.0), (5, k), &Device::Cpu).unwrap();
+    let rows = all.narrow(0, 1, m).unwrap();
+    let copy = Tensor::from_vec(
+        rows.flatten_all().unwrap().to_vec1::<f32>().unwrap(),
+        (m, k),
+        &Device::Cpu,
+    )
+    .unwrap();
+    let want = product(&copy);
+    assert_eq!(product(&rows), want);
+    let transposed = copy.t().unwrap().contiguous().unwrap().t().unwrap();
+    assert!(!transposed.is_contiguous());
+    assert_eq!(product(&transposed), want);
+    // Rows 0 .. 3 hold other values: a product that ignored the offset would read them.
+    assert_ne!(product(&all.narrow(0, 0, m).unwrap()), want);
+    let halves = copy.to_dtype(candle_core::DType::BF16).unwrap();
+    let back = halves.to_dtype(candle_core::DType::F32).unwrap();
+    assert_eq!(product(&halves), product(&back));
+}
