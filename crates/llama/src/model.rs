@@ -330,16 +330,8 @@ impl Model {
         &self.cfg
     }
 
-    /// The final RMSNorm and the output head: f32 logits for each row of `x`.
-    fn head(&self, x: &Tensor) -> Result<Tensor> {
-        let x = self.norm.forward(x)?;
-        Ok(self.lm_head.matmul(&x)?.to_dtype(DType::F32)?)
-    }
-}
-
-/// The tools' view of the model (the profile, the benchmark cases, exercise 8).
-impl CausalLm for Model {
-    fn forward(&self, segments: &mut [Segment<'_>]) -> Result<Tensor> {
+    /// One forward pass over `segments` (see [`CausalLm::forward`]).
+    fn forward_pass(&self, segments: &mut [Segment<'_>]) -> Result<Tensor> {
         engine::pass::check_input(segments, self.cfg.vocab_size, self.cfg.max_positions)?;
         let mut pass = Pass::new(segments, self.device())?;
         let mut x = ops::embedding(
@@ -353,6 +345,25 @@ impl CausalLm for Model {
             x = block.forward(&x, &self.rope, &mut pass)?;
         }
         pass.logits(&x, self.cfg.vocab_size, |x| self.head(x))
+    }
+
+    /// The final RMSNorm and the output head: f32 logits for each row of `x`.
+    fn head(&self, x: &Tensor) -> Result<Tensor> {
+        let x = self.norm.forward(x)?;
+        Ok(self.lm_head.matmul(&x)?.to_dtype(DType::F32)?)
+    }
+}
+
+/// The tools' view of the model (the profile, the benchmark cases, exercise 8).
+impl CausalLm for Model {
+    /// On the CPU the pool's other threads spin for work through the pass
+    /// ([`engine::cpu::awake::awake_through`]): a worker parked between two products comes
+    /// back too late for the second.
+    fn forward(&self, segments: &mut [Segment<'_>]) -> Result<Tensor> {
+        match self.device().is_cpu() {
+            true => engine::cpu::awake::awake_through(|| self.forward_pass(segments)),
+            false => self.forward_pass(segments),
+        }
     }
     fn new_cache(&self, capacity: usize) -> SeqCache {
         SeqCache::new(self.cfg.num_hidden_layers, capacity)

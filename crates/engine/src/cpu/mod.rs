@@ -13,6 +13,7 @@
 //! laid out for that path when it loads, and every op it runs is given the path: there is no
 //! process-wide choice to change under a loaded model.
 
+pub mod awake;
 pub mod decode_attention;
 pub mod elementwise;
 pub mod packed_matmul;
