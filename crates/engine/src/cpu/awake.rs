@@ -10,6 +10,7 @@
 //! length of one forward pass, as llama.cpp's threads spin between its ops.
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 /// Runs `f` on the calling thread (the profiler records the thread it runs on) with the
 /// compute pool's other threads spinning for work until `f` returns (or panics). With one
@@ -40,19 +41,38 @@ impl Drop for StopOnDrop<'_> {
     }
 }
 
-/// Runs the pool's pending jobs as they come, until `stop`. On the caller's own thread (it can
-/// pick a job of its own scope up while it waits inside `f`) it returns at once: spinning there
-/// would wait for `f`, which waits for it.
+/// Runs the pool's pending jobs as they come, until `stop`, or until it has found none for
+/// [`IDLE_LIMIT`]. On the caller's own thread (it can pick a job of its own scope up while it
+/// waits inside `f`) it returns at once: spinning there would wait for `f`, which waits for it.
+/// The limit bounds the same wait elsewhere: with three threads or more, a worker waiting inside
+/// a product's half for the other half can pick a second spinning job up, and that half's
+/// thread cannot go on until it returns; after the limit the worker parks as rayon's own do.
 fn spin_for_work(stop: &AtomicBool, caller: Option<usize>) {
     if caller.is_some() && rayon::current_thread_index() == caller {
         return;
     }
+    // Idle rounds in a row, and when they began (the clock read once every 64 rounds, to keep
+    // the loop that answers new work short).
+    let (mut idle, mut since) = (0u32, Instant::now());
     while !stop.load(Ordering::Acquire) {
-        if rayon::yield_now() != Some(rayon::Yield::Executed) {
-            std::hint::spin_loop();
+        if rayon::yield_now() == Some(rayon::Yield::Executed) {
+            idle = 0;
+            continue;
         }
+        if idle == 0 {
+            since = Instant::now();
+        } else if idle % 64 == 0 && since.elapsed() > IDLE_LIMIT {
+            return;
+        }
+        idle = idle.wrapping_add(1).max(1);
+        std::hint::spin_loop();
     }
 }
+
+/// How long a spinning worker looks for work before it gives up: far longer than the serial
+/// stretches of a forward pass (a decode step's longest, attention, takes about 30 µs on
+/// SmolLM2-135M), short beside a step.
+const IDLE_LIMIT: Duration = Duration::from_millis(1);
 
 #[cfg(test)]
 mod tests {
@@ -100,6 +120,40 @@ mod tests {
         });
         assert_eq!(sum, (0..10_000u64).sum::<u64>());
         assert_eq!(ran_on, here);
+    }
+
+    /// Nested parallel loops on four threads, where a worker waiting for half of a loop can
+    /// pick a second spinning job up: the pass still ends, with the right sum.
+    #[test]
+    fn nested_parallel_work_on_four_threads_ends() {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(4)
+            .build()
+            .unwrap();
+        for _ in 0..20 {
+            let sum = pool.install(|| {
+                awake_through(|| {
+                    (0..64u64)
+                        .into_par_iter()
+                        .map(|i| (0..2_000u64).into_par_iter().map(|x| x ^ i).sum::<u64>())
+                        .sum::<u64>()
+                })
+            });
+            let want: u64 = (0..64u64)
+                .map(|i| (0..2_000u64).map(|x| x ^ i).sum::<u64>())
+                .sum();
+            assert_eq!(sum, want);
+        }
+    }
+
+    /// A worker with nothing to do stops spinning after the limit even while `f` runs on.
+    #[test]
+    fn an_idle_spinner_gives_up_after_the_limit() {
+        let stop = AtomicBool::new(false);
+        let start = Instant::now();
+        // Outside any pool there is never work to find.
+        spin_for_work(&stop, None);
+        assert!(start.elapsed() >= IDLE_LIMIT);
     }
 
     #[test]
