@@ -7,7 +7,8 @@
 The model is `GPT2LMHeadModel` from a default `GPT2Config` (GPT-2 small) with random weights:
 speed does not depend on the values. Cases, each warmed up, then timed over repeats:
   forward_b1_t8     model(ids) for B=1, T=8, logits for every position
-  prefill_b1_t128   B=1, T=128, logits for the last position only (logits_to_keep=1)
+  prefill_b1_t8     B=1, T=8, logits for the last position only (logits_to_keep=1)
+  prefill_b1_t128   B=1, T=128, likewise
   decode_bB_ctx32   one decode step with a 32-position KV cache, B = 1, 8, 16
 Compare with `gpt2 bench --json FILE` by case name.
 
@@ -80,8 +81,10 @@ def main():
     with torch.inference_mode():
         x8 = ids(1, 8)
         results.append({"name": "forward_b1_t8", **timed(lambda _: model(x8), args.device, args.warmup, args.repeats)})
-        x128 = ids(1, 128)
-        results.append({"name": "prefill_b1_t128", **timed(lambda _: model(x128, logits_to_keep=1), args.device, args.warmup, args.repeats)})
+        for tokens in (8, 128):
+            x = ids(1, tokens)
+            results.append({"name": f"prefill_b1_t{tokens}",
+                            **timed(lambda _: model(x, logits_to_keep=1), args.device, args.warmup, args.repeats)})
         for batch in (1, 8, 16):
             cache = model(ids(batch, 32), use_cache=True, logits_to_keep=1).past_key_values
             step = ids(batch, 1)

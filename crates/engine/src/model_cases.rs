@@ -73,7 +73,9 @@ fn ids(batch: usize, seq: usize, vocab: usize) -> Vec<Vec<u32>> {
 }
 
 /// The engine benchmark: (a) forward B=1 T=8 with logits for every position, (b) prefill
-/// B=1 T=128, (c) one KV-cache decode step at context 32 for B = 1, 8, 16.
+/// B=1 of T=8 and of T=128, logits for the last position only (what a prompt costs before its
+/// first token; llama-bench's pp8 and pp128 are these), (c) one KV-cache decode step at
+/// context 32 for B = 1, 8, 16.
 /// Each case runs on the compute pool ([`crate::cpu::on_pool`]), as generation does.
 pub fn run_model_cases(
     model: &dyn CausalLm,
@@ -102,13 +104,16 @@ fn cases(
             .map(drop)
     })?);
 
-    progress("prefill_b1_t128");
-    let x = ids(1, 128, vocab).remove(0);
-    results.push(time_case("prefill_b1_t128", dev, warmup, repeats, || {
-        model
-            .forward_one(&x, &mut model.new_cache(128), Logits::LastPosition)
-            .map(drop)
-    })?);
+    for tokens in [8, 128] {
+        let name = format!("prefill_b1_t{tokens}");
+        progress(&name);
+        let x = ids(1, tokens, vocab).remove(0);
+        results.push(time_case(&name, dev, warmup, repeats, || {
+            model
+                .forward_one(&x, &mut model.new_cache(tokens), Logits::LastPosition)
+                .map(drop)
+        })?);
+    }
 
     for batch in [1, 8, 16] {
         let name = format!("decode_b{batch}_ctx32");
