@@ -44,14 +44,8 @@ use crate::tokenizer::Tokenizer;
 /// The architecture this module reads (`general.architecture`).
 pub const ARCHITECTURE: &str = "gpt2";
 
-/// How a GGUF's quantized matrices are held.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Weights {
-    /// As stored, multiplied by the quantized kernels.
-    Quantized,
-    /// Dequantized to f32 at load (the same values, dense products).
-    Dequantized,
-}
+/// How the file's quantized matrices are held (one definition, the engine's).
+pub use engine::gguf::Weights;
 
 /// A GGUF file's GPT-2 with what generation and serving need besides it, all from the one file.
 pub struct Loaded {
@@ -131,27 +125,18 @@ fn product_matrices(file: &GgufFile) -> Result<Vec<String>> {
     Ok(names)
 }
 
-/// The types the GGUF file `path` stores GPT-2's product matrices in (each block's four and the head), by
-/// ggml's lower-case names, the type holding the most weights first, joined by `+`: `q8_0`, or
-/// `q4_0+q8_0` for llama-quantize's Q4_0 preset of a small model (its tied head falls back to
-/// Q8_0). What a report names as the weights' dtype, as a quantized row names its own.
+/// The types the GGUF file `path` stores GPT-2's product matrices in (each block's four and the
+/// head), as [`GgufFile::stored_types`] names them: `q8_0`, `q4_0+q6_k`.
 pub fn stored_types(path: &Path) -> Result<String> {
     let file = GgufFile::open(path)?;
-    let mut held: Vec<(GgmlType, u64)> = Vec::new();
-    for name in product_matrices(&file)? {
-        let info = file
-            .tensor_info(&name)
-            .ok_or_else(|| file.error(format!("no tensor {name}")))?;
-        let ty = info.ggml_type().map_err(|e| file.error(e))?;
-        match held.iter_mut().find(|(h, _)| *h == ty) {
-            Some((_, n)) => *n += info.elements(),
-            None => held.push((ty, info.elements())),
-        }
-    }
-    // Stable: types holding as many weights keep the blocks' order.
-    held.sort_by_key(|&(_, n)| std::cmp::Reverse(n));
-    let names: Vec<&str> = held.iter().map(|(t, _)| t.name()).collect();
-    Ok(names.join("+"))
+    let matrices = product_matrices(&file)?
+        .into_iter()
+        .map(|name| {
+            file.tensor_info(&name)
+                .ok_or_else(|| file.error(format!("no tensor {name}")))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    file.stored_types(matrices)
 }
 
 /// The bytes one forward pass reads of the GGUF file `path`'s weights as stored, scales

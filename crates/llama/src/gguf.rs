@@ -40,14 +40,8 @@ use engine::{Error, Result};
 use crate::config::{Config, Family, RopeScaling};
 use crate::model::{Fused, Layers, Model};
 
-/// How a GGUF's quantized matrices are held.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Weights {
-    /// As stored, multiplied by the quantized kernels.
-    Quantized,
-    /// Dequantized to f32 at load (the same values, dense products).
-    Dequantized,
-}
+/// How the file's quantized matrices are held (one definition, the engine's).
+pub use engine::gguf::Weights;
 
 /// A GGUF file's model with what generation and serving need besides it, all from the one file.
 pub struct Loaded {
@@ -91,26 +85,11 @@ pub fn load_quantized(path: &Path, device: &Device, kernels: KernelPath) -> Resu
 }
 
 /// The types the GGUF file `path` stores its matrices in (its tensors of two dimensions; norms
-/// and biases are f32 in every file), by ggml's lower-case names, the type holding the most
-/// weights first, joined by `+`: `q8_0`, or `q8_0+q4_0+f16+bf16` for a mixed file. What a
-/// report names as the weights' dtype, as a quantized row names its own.
+/// and biases are f32 in every file), as [`GgufFile::stored_types`] names them: `q8_0`, or
+/// `q8_0+q4_0+f16+bf16` for a mixed file.
 pub fn stored_types(path: &Path) -> Result<String> {
     let file = GgufFile::open(path)?;
-    let mut held: Vec<(GgmlType, u64)> = Vec::new();
-    for t in file.tensors().iter().filter(|t| t.dims.len() >= 2) {
-        let ty = t.ggml_type().map_err(|e| file.error(e))?;
-        match held.iter_mut().find(|(h, _)| *h == ty) {
-            Some((_, n)) => *n += t.elements(),
-            None => held.push((ty, t.elements())),
-        }
-    }
-    if held.is_empty() {
-        return Err(file.error("has no matrix (no tensor of two dimensions)"));
-    }
-    // Stable: types holding as many weights keep the file's order.
-    held.sort_by_key(|&(_, n)| std::cmp::Reverse(n));
-    let names: Vec<&str> = held.iter().map(|(t, _)| t.name()).collect();
-    Ok(names.join("+"))
+    file.stored_types(file.tensors().iter().filter(|t| t.dims.len() >= 2))
 }
 
 /// Whether the engine's Llama model runs the GGUF file `path`: its architecture is llama, qwen2

@@ -25,6 +25,16 @@ use std::path::{Path, PathBuf};
 
 pub use crate::ggml_type::GgmlType;
 
+/// How a model loaded from a GGUF holds the file's quantized matrices.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Weights {
+    /// As stored, multiplied by the quantized kernels.
+    Quantized,
+    /// Dequantized to f32 at load (the same values, dense products): the reference the
+    /// quantized products are held to in the parity tests.
+    Dequantized,
+}
+
 use crate::error::{Error, Result};
 
 /// The alignment of the data section and of every tensor's data when the file names none.
@@ -302,6 +312,31 @@ impl GgufFile {
 
     pub fn tensor_info(&self, name: &str) -> Option<&TensorInfo> {
         self.tensors.iter().find(|t| t.name == name)
+    }
+
+    /// The types `matrices` (tensors of this file) are stored in, by ggml's lower-case names,
+    /// the type holding the most weights first, joined by `+`: `q8_0`, or `q4_0+q8_0` for
+    /// llama-quantize's Q4_0 preset of a small model (its head falls back to Q8_0). What a
+    /// report names as the weights' dtype, as a quantized row names its own.
+    pub fn stored_types<'a>(
+        &self,
+        matrices: impl IntoIterator<Item = &'a TensorInfo>,
+    ) -> Result<String> {
+        let mut held: Vec<(GgmlType, u64)> = Vec::new();
+        for t in matrices {
+            let ty = t.ggml_type().map_err(|e| self.error(e))?;
+            match held.iter_mut().find(|(h, _)| *h == ty) {
+                Some((_, n)) => *n += t.elements(),
+                None => held.push((ty, t.elements())),
+            }
+        }
+        if held.is_empty() {
+            return Err(self.error("has no matrix (no tensor of two dimensions)"));
+        }
+        // Stable: types holding as many weights keep the file's order.
+        held.sort_by_key(|&(_, n)| std::cmp::Reverse(n));
+        let names: Vec<&str> = held.iter().map(|(t, _)| t.name()).collect();
+        Ok(names.join("+"))
     }
 
     /// An error about this file.
