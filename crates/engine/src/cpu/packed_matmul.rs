@@ -562,10 +562,13 @@ impl Tile {
     /// The CPU has `path`'s instructions (and `avx512_bf16` with `dot`), `rows` is within its
     /// [`max_rows`], `w` is the panel's type, and `x` is in pairs exactly when `dot`.
     unsafe fn run(&self, path: KernelPath, rows: usize, w: u8, dot: bool) {
+        // Off x86-64 there is no kernel, so no unsafe call (an unsafe block there is unused).
+        #[cfg(not(target_arch = "x86_64"))]
+        unreachable!("`check_path` fails off x86-64 ({path}, rows {rows}, type {w}, dot {dot})");
         // SAFETY: the caller guarantees the CPU's instructions, the row count and the types (this function's contract), which is what each kernel asks.
+        #[cfg(target_arch = "x86_64")]
         unsafe {
             /// One arm per row count and weight type, each a kernel compiled for exactly those.
-            #[cfg(target_arch = "x86_64")]
             macro_rules! kernels {
                 ($isa:ident, $($rows:literal)*) => {
                     match (rows, w) {
@@ -576,7 +579,6 @@ impl Tile {
                     }
                 };
             }
-            #[cfg(target_arch = "x86_64")]
             macro_rules! dot_kernels {
                 ($($rows:literal)*) => {
                     match rows {
@@ -585,14 +587,11 @@ impl Tile {
                     }
                 };
             }
-            #[cfg(target_arch = "x86_64")]
             match path {
                 KernelPath::Avx512 if dot => dot_kernels!(1 2 3 4 5 6 7 8 9 10 11 12),
                 KernelPath::Avx512 => kernels!(avx512, 1 2 3 4 5 6 7 8 9 10 11 12),
                 _ => kernels!(avx2, 1 2 3),
             }
-            #[cfg(not(target_arch = "x86_64"))]
-            unreachable!("`check_path` fails off x86-64 ({path}, rows {rows}, type {w}, dot {dot})")
         }
     }
 }
