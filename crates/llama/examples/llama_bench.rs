@@ -6,7 +6,9 @@
 //! A GGUF file runs with its matrices in their stored types (q8_0, q4_0, Q1_0: the engine's own
 //! kernels), as exercise 8's first tier loads it; the dtype argument does not apply to it.
 //!
-//! Prints one line per case (median, min and max in ms) and the JSON of all of them.
+//! Prints one line per case (median, min and max in ms), for a GGUF file its decode step's
+//! memory floor (the bytes it reads as stored over the bandwidth measured in the same run), and
+//! the JSON of all of them.
 
 use candle_core::{DType, Device};
 use engine::cpu::KernelPath;
@@ -32,7 +34,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         None => model_arg.into(),
     };
     let kernels = KernelPath::resolve(None)?;
-    let model = if dir.extension().is_some_and(|e| e == "gguf") {
+    let gguf = dir.extension().is_some_and(|e| e == "gguf");
+    let model = if gguf {
         llama::gguf::load_quantized(&dir, &Device::Cpu, kernels)?
     } else {
         llama::weights::load(&dir, &Device::Cpu, dtype, kernels)?
@@ -49,6 +52,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!(
             "{:<18} median {:>9.2} ms  min {:>9.2}  max {:>9.2}",
             r.name, r.median_ms, r.min_ms, r.max_ms
+        );
+    }
+    // A GGUF's decode floor, its stored bytes over the bandwidth measured now, in the same run
+    // (on a shared machine the bandwidth moves between runs, and the decode moves with it).
+    if gguf {
+        let threads = candle_core::utils::get_num_threads();
+        let gbps = engine::ceilings::memory_read_bandwidth(threads, 3);
+        let floor_ms = llama::gguf::weight_bytes(&dir)? as f64 / (gbps * 1e9) * 1e3;
+        let decode = results.iter().find(|r| r.name == "decode_b1_ctx32");
+        println!(
+            "memory read {gbps:.1} GB/s → decode floor (all weights read once) {floor_ms:.2} ms{}",
+            decode.map_or(String::new(), |d| format!(
+                "; decode_b1_ctx32 median {:.2}× the floor",
+                d.median_ms / floor_ms
+            ))
         );
     }
     println!("{}", serde_json::to_string(&results)?);

@@ -101,6 +101,19 @@ pub fn runs_on_engine(path: &Path) -> Result<bool> {
     Ok(config(&file).is_ok() && file.tensors().iter().all(|t| t.ggml_type().is_ok()))
 }
 
+/// The bytes one decode step reads of the GGUF file `path`'s weights as stored, scales
+/// included: every tensor, but the token embeddings where the file has a head of its own
+/// (`output.weight`: a lookup reads one row of them); tied to the head, they are read whole,
+/// once. The numerator of a decode step's memory floor.
+pub fn weight_bytes(path: &Path) -> Result<u64> {
+    let file = GgufFile::open(path)?;
+    let lookups: &[&str] = match file.tensor_info("output.weight") {
+        Some(_) => &["token_embd.weight"],
+        None => &[],
+    };
+    file.tensor_bytes_except(lookups)
+}
+
 /// The context and the end ids (`tokenizer.ggml.eos_token_id`, and the end-of-turn ids where
 /// the file names them) of a GGUF model of config `cfg`.
 pub fn limits(cfg: &Config, file: &GgufFile) -> Limits {

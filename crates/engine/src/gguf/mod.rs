@@ -391,8 +391,19 @@ impl GgufFile {
     /// data read): what holding the model's weights as stored needs, for a memory check before
     /// loading. A tensor of a type this engine does not read is an error naming it.
     pub fn tensor_bytes(&self) -> Result<u64> {
+        self.tensor_bytes_except(&[])
+    }
+
+    /// [`Self::tensor_bytes`] without the tensors named in `lookups`: the tables a forward pass
+    /// reads a few rows of (position embeddings, token embeddings not tied to the head), so the
+    /// bytes one decode step reads, the numerator of its memory floor.
+    pub fn tensor_bytes_except(&self, lookups: &[&str]) -> Result<u64> {
         let mut total = 0u64;
-        for t in &self.tensors {
+        for t in self
+            .tensors
+            .iter()
+            .filter(|t| !lookups.contains(&t.name.as_str()))
+        {
             let ty = t.ggml_type().map_err(|e| self.error(e))?;
             total += ty
                 .bytes_for(&t.dims)

@@ -270,6 +270,11 @@ fn reads_the_files_llama_cpps_writer_wrote() {
         }
     }
     assert_eq!(q1.tensor_bytes().unwrap(), q1_bytes + norm_bytes);
+    // A decode step's bytes leave out a lookup table, and only the tables named.
+    let embd = Q1_0.bytes_for(&[256, 512]).unwrap();
+    let except = |names: &[&str]| q1.tensor_bytes_except(names).unwrap();
+    assert_eq!(except(&["token_embd.weight"]), q1_bytes + norm_bytes - embd);
+    assert_eq!(except(&["no.such.tensor"]), q1_bytes + norm_bytes);
 }
 
 /// Q1_0 against the reference blocks the fixture script writes from ggml's definition (which
