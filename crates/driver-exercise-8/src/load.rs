@@ -49,10 +49,15 @@ pub fn load(from: FirstTier, device: &candle_core::Device, args: &Args) -> Resul
     let kernels = args.run.kernel_path()?;
     let (model, name, dtype, synthetic, gguf) = match from {
         FirstTier::Checkpoint(checkpoint) => (
-            llama::weights::load(&checkpoint.dir, device, args.run.dtype, kernels)
-                .with_context(|| format!("cannot load {}", checkpoint.name))?,
+            llama::weights::load(
+                &checkpoint.dir,
+                device,
+                args.run.dtype.dense_only("Llama-family")?,
+                kernels,
+            )
+            .with_context(|| format!("cannot load {}", checkpoint.name))?,
             checkpoint.name,
-            args.run.dtype.as_str().to_string(),
+            args.run.dtype.name().to_string(),
             checkpoint.synthetic,
             false,
         ),

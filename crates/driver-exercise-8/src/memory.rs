@@ -84,8 +84,11 @@ impl MemoryGiven {
             hidden_size: cfg.hidden_size,
             intermediate_size: cfg.intermediate_size,
             vocab_size: cfg.vocab_size,
-            weights_dtype: args.run.dtype,
-            kv_dtype: args.run.kernel_path()?.activations(device, args.run.dtype),
+            weights_dtype: args.run.dtype.dense(),
+            kv_dtype: args
+                .run
+                .kernel_path()?
+                .activations(device, args.run.dtype.dense()),
             measured: None,
         };
         println!(

@@ -52,7 +52,7 @@ pub fn run(args: Args, dir: &Path, learner: Learner) -> Result<()> {
         None => {
             let checkpoint = source::resolve(
                 &Source::parse(&args.model)?,
-                args.run.dtype,
+                args.run.dtype.dense(),
                 &mut |notice| eprintln!("{notice}"),
             )?;
             match llama::config::family_of_file(&checkpoint.dir.join("config.json"))? {
@@ -141,7 +141,13 @@ pub fn through_its_spans(
              prediction are for the first tier only)"
         );
     }
-    let (profile, line) = traced_models::profile_model(path, name, device, args.run.dtype, spec)
+    let (profile, line) = traced_models::profile_model(
+        path,
+        name,
+        device,
+        args.run.dtype.dense_only("second-tier (candle-transformers)")?,
+        spec,
+    )
         .context("exercise 8 runs the Llama family (safetensors or GGUF) on the course's engine, and phi3 and gemma checkpoints through their spans (--help)")?;
     println!("{line}");
     Ok(profile)

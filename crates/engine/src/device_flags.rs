@@ -1,10 +1,11 @@
-//! `--device cpu|cuda|auto` and `--dtype f32|f16|bf16`, with errors that say what to do.
+//! `--device cpu|cuda|auto` and `--dtype f32|f16|bf16|q8_0|q4_0`, with errors that say what to do.
 
 use std::str::FromStr;
 
 use candle_core::{DType, Device};
 
 use crate::error::{Error, Result};
+use crate::ggml_type::GgmlType;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum DeviceChoice {
@@ -132,17 +133,84 @@ fn cuda_next_step() -> &'static str {
     "rebuild with `--features cuda` (see scripts/build-cuda.sh), or use --device cpu"
 }
 
-/// `--dtype`: the type the weights are stored in (f32, f16 or bf16, on every device).
-pub fn parse_dtype(s: &str) -> std::result::Result<DType, String> {
+/// What `--dtype` asks for: dense weights of a candle type, or matrices quantized at load into
+/// one of llama.cpp's block types (everything else staying f32).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WeightType {
+    Dense(DType),
+    /// The dense layers' and the head's matrices as `Q8_0` or `Q4_0` blocks
+    /// ([`crate::quant::quantize`]), multiplied by the quantized kernels; the rest f32.
+    Quantized(GgmlType),
+}
+
+impl WeightType {
+    /// The candle type the model's dense tensors load in: the type itself, or f32 beside
+    /// quantized matrices.
+    pub fn dense(self) -> DType {
+        match self {
+            Self::Dense(d) => d,
+            Self::Quantized(_) => DType::F32,
+        }
+    }
+
+    /// The block type the matrices are quantized to, where they are.
+    pub fn quantized(self) -> Option<GgmlType> {
+        match self {
+            Self::Dense(_) => None,
+            Self::Quantized(t) => Some(t),
+        }
+    }
+
+    /// As `--dtype` and reports write it: `f32`, `bf16`, `q8_0`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Dense(d) => d.as_str(),
+            Self::Quantized(t) => t.name(),
+        }
+    }
+
+    /// The dense type, or an error saying that `family` quantizes no checkpoint at load and what
+    /// runs quantized weights instead (a GGUF file).
+    pub fn dense_only(self, family: &str) -> Result<DType> {
+        match self {
+            Self::Dense(d) => Ok(d),
+            Self::Quantized(t) => Err(Error::Input(format!(
+                "--dtype {t}: {family} checkpoints are not quantized at load here (GPT-2's are); \
+                 give a GGUF file of the model in {t} instead (llama.cpp's convert_hf_to_gguf.py --outtype q8_0, \
+                 or llama-quantize FILE.gguf OUT.gguf {}), which runs as stored whatever --dtype says",
+                t.name().to_ascii_uppercase()
+            ))),
+        }
+    }
+}
+
+impl From<DType> for WeightType {
+    fn from(d: DType) -> Self {
+        Self::Dense(d)
+    }
+}
+
+impl std::fmt::Display for WeightType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// `--dtype`: the type the weights are stored in: f32, f16 or bf16 on every device, or q8_0 or
+/// q4_0 (llama.cpp's blocks of 32, quantized at load) for the matrices.
+pub fn parse_dtype(s: &str) -> std::result::Result<WeightType, String> {
     match s.to_ascii_lowercase().as_str() {
-        "f32" | "float32" => Ok(DType::F32),
-        "f16" | "float16" | "half" => Ok(DType::F16),
-        "bf16" | "bfloat16" => Ok(DType::BF16),
+        "f32" | "float32" => Ok(DType::F32.into()),
+        "f16" | "float16" | "half" => Ok(DType::F16.into()),
+        "bf16" | "bfloat16" => Ok(DType::BF16.into()),
+        "q8_0" => Ok(WeightType::Quantized(GgmlType::Q8_0)),
+        "q4_0" => Ok(WeightType::Quantized(GgmlType::Q4_0)),
         other => Err(format!(
-            "\"{other}\" is not a weight type this engine runs: it stores weights as f32, f16 or bf16, on every device \
-             (cpu, cuda) and every CPU kernel path (avx512, avx2, portable); run --dtype bf16 (or f16) for half the bytes of f32{}",
+            "\"{other}\" is not a weight type this engine runs: it stores weights as f32, f16 or bf16, or quantizes \
+             the matrices at load to q8_0 or q4_0 (llama.cpp's blocks of 32); run --dtype bf16 for half the bytes of \
+             f32, q8_0 for about a quarter{}",
             if other.starts_with('q') || other.starts_with("int") {
-                " (quantized weights are not implemented here: llama.cpp runs them from a GGUF file)"
+                " (other quantized types, the K-quants among them, run from a GGUF file: --model FILE.gguf)"
             } else {
                 ""
             }
@@ -208,6 +276,45 @@ mod tests {
         let line = auto_fallback_line("cannot open CUDA device 0: DriverError(CUDA_ERROR_NO_DEVICE,\n   \"no CUDA-capable device\")");
         assert_eq!(line, "cuda: cannot open CUDA device 0: DriverError(CUDA_ERROR_NO_DEVICE, \"no CUDA-capable device\"); using the CPU");
         assert_eq!(line.lines().count(), 1);
+    }
+
+    #[test]
+    fn dtypes_parse_to_dense_or_quantized_weights() {
+        assert_eq!(parse_dtype("BF16"), Ok(WeightType::Dense(DType::BF16)));
+        let q8 = parse_dtype("q8_0").unwrap();
+        assert_eq!(q8, WeightType::Quantized(GgmlType::Q8_0));
+        assert_eq!(
+            (q8.dense(), q8.quantized()),
+            (DType::F32, Some(GgmlType::Q8_0))
+        );
+        assert_eq!(parse_dtype("q4_0").unwrap().name(), "q4_0");
+        assert_eq!(parse_dtype("f16").unwrap().quantized(), None);
+        // A K-quant is not quantized at load: the message names the GGUF route, not a
+        // blanket "not implemented".
+        let err = parse_dtype("q4_k").unwrap_err();
+        assert!(
+            err.contains("q8_0 or q4_0") && err.contains("--model FILE.gguf"),
+            "{err}"
+        );
+        assert!(!err.contains("not implemented"), "{err}");
+        assert!(!parse_dtype("f64").unwrap_err().contains("GGUF"));
+    }
+
+    #[test]
+    fn a_family_without_quantize_at_load_names_the_gguf_route() {
+        assert_eq!(
+            WeightType::Dense(DType::F16).dense_only("Llama").unwrap(),
+            DType::F16
+        );
+        let err = WeightType::Quantized(GgmlType::Q4_0)
+            .dense_only("Llama")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("--dtype q4_0: Llama")
+                && err.contains("llama-quantize FILE.gguf OUT.gguf Q4_0"),
+            "{err}"
+        );
     }
 
     #[test]

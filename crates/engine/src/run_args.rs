@@ -4,7 +4,7 @@
 use candle_core::{DType, Device};
 
 use crate::cpu::KernelPath;
-use crate::device_flags::{parse_dtype, DeviceChoice};
+use crate::device_flags::{parse_dtype, DeviceChoice, WeightType};
 use crate::error::Result;
 
 #[derive(clap::Args, Debug, Clone)]
@@ -18,9 +18,12 @@ pub struct RunArgs {
     /// avx512 and avx2 paths the weights are stored in it (half the bytes) and widened to f32
     /// in the matmuls, activations staying f32 (except that on avx512, bf16 products of 8 rows
     /// or more run on the CPU's bf16 dot product where it has one, rounding their input to
-    /// bf16); on the portable path candle's ops run in it.
-    #[arg(long, default_value = "f32", value_parser = parse_dtype, value_name = "f32|f16|bf16")]
-    pub dtype: DType,
+    /// bf16); on the portable path candle's ops run in it. q8_0 and q4_0 (GPT-2 checkpoints):
+    /// the dense layers' and the head's matrices are quantized at load into llama.cpp's blocks
+    /// (34 and 18 bytes per 32 weights) and multiplied by the quantized kernels, everything else
+    /// f32. A GGUF file's matrices run as stored whatever this says.
+    #[arg(long, default_value = "f32", value_parser = parse_dtype, value_name = "f32|f16|bf16|q8_0|q4_0")]
+    pub dtype: WeightType,
 
     /// CPU kernels the model is built for: `avx512` (packed AVX-512 matmul), `avx2` (packed
     /// AVX2 matmul), `portable` (candle's own ops only, as on a CPU without AVX2), or `auto`
@@ -33,7 +36,7 @@ impl Default for RunArgs {
     fn default() -> Self {
         Self {
             device: DeviceChoice::Auto,
-            dtype: DType::F32,
+            dtype: WeightType::Dense(DType::F32),
             kernels: None,
         }
     }

@@ -30,6 +30,9 @@ pub struct Loaded {
     pub model: Model,
     pub tokenizer: Option<Tokenizer>,
     pub checkpoint: Checkpoint,
+    /// The quantized types its matrices are held in, as reports name the weights' dtype: a GGUF
+    /// file's as stored (`q4_0+q8_0`), `--dtype q8_0`'s; `None` for dense weights.
+    pub quantized_as: Option<String>,
 }
 
 impl ModelArgs {
@@ -42,10 +45,16 @@ impl ModelArgs {
         let checkpoint = weights::resolve(&source, &mut |notice| eprintln!("{notice}"))?;
         let model = weights::load(&checkpoint, &device, self.run.dtype, kernels)?;
         let tokenizer = weights::load_tokenizer(&checkpoint)?;
+        let quantized_as = match (&checkpoint.gguf, self.run.dtype.quantized()) {
+            (Some(file), _) => Some(crate::gguf::stored_types(file)?),
+            (None, Some(ty)) => Some(ty.name().to_string()),
+            (None, None) => None,
+        };
         Ok(Loaded {
             model,
             tokenizer,
             checkpoint,
+            quantized_as,
         })
     }
 }

@@ -337,7 +337,7 @@ fn bench_cmd(args: BenchArgs) -> Result<()> {
         let gbps = engine_bench::memory_read_bandwidth(threads, 3);
         let weight_bytes = match &loaded.checkpoint.gguf {
             Some(file) => gpt2::gguf::weight_bytes(file)? as usize,
-            None => model_weight_bytes(model),
+            None => model_weight_bytes(model, args.model.run.dtype.quantized()),
         };
         (Some(gbps), Some(weight_bytes as f64 / (gbps * 1e9) * 1e3))
     } else {
@@ -346,9 +346,10 @@ fn bench_cmd(args: BenchArgs) -> Result<()> {
     let report = engine_bench::Report {
         threads,
         device: format!("{:?}", device.location()),
-        // A GGUF's matrices in their stored types (`q8_0`, `q4_0+q8_0`), not the f32 it loads as.
-        dtype: match &loaded.checkpoint.gguf {
-            Some(file) => gpt2::gguf::stored_types(file)?,
+        // Quantized matrices in their types (`q8_0`, a GGUF's `q4_0+q8_0`), not the f32 the
+        // rest loads as.
+        dtype: match &loaded.quantized_as {
+            Some(types) => types.clone(),
             None => format!("{:?}", model.dtype()).to_lowercase(),
         },
         kernels: model.kernels().to_string(),
@@ -393,12 +394,17 @@ fn bench_cmd(args: BenchArgs) -> Result<()> {
 /// of `wpe` only one row is read, so it is left out), each at its stored width: the matrices
 /// in the weights' type, the LayerNorm gains and the biases in the activations' (f32 beside
 /// half-type matrices on the CPU's packed paths).
-fn model_weight_bytes(model: &gpt2::Model) -> usize {
+fn model_weight_bytes(model: &gpt2::Model, quantized: Option<engine::gguf::GgmlType>) -> usize {
     let c = model.config();
     let (e, inner) = (c.n_embd, c.inner_dim());
     let matrices = c.vocab_size * e + c.n_layer * (e * 3 * e + e * e + e * inner + inner * e);
     let vectors = c.n_layer * (4 * e + 3 * e + e + inner + e) + 2 * e;
-    matrices * model.dtype().size_in_bytes() + vectors * model.activation_dtype().size_in_bytes()
+    let matrix_bytes = match quantized {
+        // Quantized at load: whole blocks along every row, scales included.
+        Some(ty) => matrices / ty.block_size() * ty.type_size(),
+        None => matrices * model.dtype().size_in_bytes(),
+    };
+    matrix_bytes + vectors * model.activation_dtype().size_in_bytes()
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -461,9 +467,10 @@ fn profile_cmd(args: ProfileArgs) -> Result<()> {
     } else {
         engine::profile::profile_forward_with(model, &spec, ceilings)?
     };
-    if let Some(file) = &loaded.checkpoint.gguf {
-        // The weights' types as stored; the profile names the activations' for a GGUF model.
-        profile.environment.dtype = gpt2::gguf::stored_types(file)?;
+    if let Some(types) = &loaded.quantized_as {
+        // The matrices' quantized types (a GGUF's as stored, or --dtype q8_0's); the profile
+        // names the activations' f32 otherwise.
+        profile.environment.dtype = types.clone();
     }
     let default_sort = SortBy::self_time(on_cuda);
     let options = TableOptions {

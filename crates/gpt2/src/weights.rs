@@ -17,10 +17,15 @@ use candle_nn::VarBuilder;
 use rand::{Rng, SeedableRng};
 
 use crate::config::Config;
-use crate::model::Model;
+use crate::model::{Layers, Model};
 use crate::tokenizer::{self, Tokenizer};
 use engine::cpu::KernelPath;
+pub use engine::device_flags::WeightType;
 use engine::error::{Error, Result};
+use engine::gguf::GgmlType;
+use engine::linear::Linear;
+use engine::ops::list;
+use engine::quant::QMatrix;
 
 /// The hub repository of GPT-2 small, and the commit this project was checked against.
 pub const HUB_REPO: &str = "openai-community/gpt2";
@@ -242,15 +247,19 @@ pub fn synthetic_model(
 }
 
 /// Reads the checkpoint's config and weights onto `device` as `dtype`, laid out for the CPU
-/// kernel path `kernels`. Every failure names the file it came from. A GGUF file's matrices keep
-/// their stored types whatever `dtype` says ([`crate::gguf::load_quantized`]), as the Llama
-/// family's do.
+/// kernel path `kernels`. Every failure names the file it came from. `dtype` is a candle type
+/// (`DType::BF16`) or `--dtype`'s [`WeightType`]: `q8_0` and `q4_0` quantize the dense layers'
+/// and the head's matrices at load ([`QuantizeAtLoad`]). A GGUF file's matrices keep their
+/// stored types whatever `dtype` says ([`crate::gguf::load_quantized`]), as the Llama family's
+/// do.
 pub fn load(
     ckpt: &Checkpoint,
     device: &Device,
-    dtype: DType,
+    dtype: impl Into<WeightType>,
     kernels: KernelPath,
 ) -> Result<Model> {
+    let weights = dtype.into();
+    let dtype = weights.dense();
     engine::device_flags::check_dtype(dtype)?;
     if let Some(file) = &ckpt.gguf {
         return crate::gguf::load_quantized(file, device, kernels);
@@ -276,17 +285,88 @@ pub fn load(
     };
     // SAFETY: the file is mapped read-only; like every safetensors loader we assume no one
     // truncates it while the model is being built (the tensors are copied out of the map).
-    let vb = unsafe { VarBuilder::from_mmaped_safetensors(&[&weights_path], dtype, device) }
+    let root = unsafe { VarBuilder::from_mmaped_safetensors(&[&weights_path], dtype, device) }
         .map_err(bad)?;
-    let vb = if vb.contains_tensor("transformer.wte.weight") {
-        vb.pp("transformer")
+    let vb = if root.contains_tensor("transformer.wte.weight") {
+        root.pp("transformer")
     } else {
-        vb
+        root.clone()
     };
-    Model::load(vb, &cfg, kernels).map_err(|e| match e {
+    let model = match weights.quantized() {
+        None => Model::load(vb, &cfg, kernels),
+        Some(ty) => {
+            let layers = QuantizeAtLoad {
+                root,
+                top: vb.clone(),
+                ty,
+            };
+            Model::load_with(vb, &cfg, kernels, Some(&layers))
+        }
+    };
+    model.map_err(|e| match e {
         Error::Candle(e) => bad(e),
+        Error::Input(message) => Error::Weights {
+            path: weights_path.clone(),
+            message,
+        },
         other => other,
     })
+}
+
+/// `--dtype q8_0` / `q4_0` on a dense checkpoint: each `Conv1D` weight (stored (in, out)) and the
+/// tied head (`wte`, (vocab, n_embd)) read in f32, laid out (out, in) as llama.cpp stores them,
+/// quantized into its blocks ([`engine::quant::quantize`], the bytes `llama-quantize` writes)
+/// and kept as a [`QMatrix`], multiplied by the quantized kernels in the same rows a GGUF
+/// file's are. LayerNorms, biases and the embeddings' lookup stay f32, as in a GGUF file.
+struct QuantizeAtLoad {
+    /// The safetensors file's root: a layer's prefix is the full name (`transformer.h.0.attn.c_attn`).
+    root: VarBuilder<'static>,
+    /// Where `wte` lives.
+    top: VarBuilder<'static>,
+    ty: GgmlType,
+}
+
+impl QuantizeAtLoad {
+    /// `w` ((out, in), f32) as a quantized matrix; an error names `name` and the rows' width
+    /// where they are not whole blocks.
+    fn matrix(&self, name: &str, w: &Tensor, path: KernelPath) -> Result<QMatrix> {
+        let (out, in_dim) = w.dims2()?;
+        let values: Vec<f32> = w
+            .to_device(&Device::Cpu)?
+            .to_dtype(DType::F32)?
+            .flatten_all()?
+            .to_vec1()?;
+        let bytes = engine::quant::quantize(self.ty, &values).map_err(|e| {
+            Error::Input(format!(
+                "{name} ({out}×{in_dim}) cannot be quantized to {}: {e}; use --dtype f32, f16 or bf16 for this model",
+                self.ty
+            ))
+        })?;
+        QMatrix::new(self.ty, out, in_dim, bytes, path, self.top.device())
+    }
+}
+
+impl Layers for QuantizeAtLoad {
+    fn linear(
+        &self,
+        prefix: &str,
+        in_dim: usize,
+        out_dim: usize,
+        path: KernelPath,
+    ) -> Result<Option<Linear>> {
+        let vb = self.root.pp(prefix);
+        // The checkpoint's Conv1D is (in, out); the blocks run along a row of (out, in).
+        let w = vb.get((in_dim, out_dim), "weight")?.t()?.contiguous()?;
+        let q = self.matrix(&format!("{prefix}.weight"), &w, path)?;
+        let bias = vb.get(out_dim, "bias")?;
+        Ok(Some(Linear::quantized(q, Some(bias), list::MATMUL, path)))
+    }
+
+    fn head(&self, cfg: &Config, path: KernelPath) -> Result<Option<Linear>> {
+        let w = self.top.get((cfg.vocab_size, cfg.n_embd), "wte.weight")?;
+        let q = self.matrix("wte.weight (the tied head)", &w, path)?;
+        Ok(Some(Linear::quantized(q, None, list::LM_HEAD, path)))
+    }
 }
 
 /// The tokenizer of a checkpoint, when it has one (`save_pretrained` directories of a bare

@@ -231,22 +231,80 @@ fn a_weight_type_the_engine_cannot_run_is_refused_by_every_command_with_what_it_
                 "--device",
                 "cpu",
                 "--dtype",
-                "q8_0",
+                "q4_k",
             ],
             &[],
         );
         assert!(!out.status.success(), "{sub}");
         let err = text(&out.stderr);
         for part in [
-            "\"q8_0\" is not a weight type this engine runs",
+            "\"q4_k\" is not a weight type this engine runs",
             "f32, f16 or bf16",
-            "every CPU kernel path",
+            "q8_0 or q4_0",
             "--dtype bf16",
-            "llama.cpp",
+            "--model FILE.gguf",
         ] {
             assert!(err.contains(part), "{sub}: {part}: {err}");
         }
     }
+}
+
+/// `--dtype q8_0` on a dense checkpoint: the profile's products are quantized rows, its report
+/// names the type, and `--compare` against the f32 report reads the pair.
+#[test]
+fn profile_quantizes_the_matrices_at_load_and_the_report_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let env = [("COURSE_CACHE", cache.path())];
+    let mut reports = Vec::new();
+    for dtype in ["f32", "q8_0"] {
+        let out_dir = dir.path().join(dtype);
+        let out = gpt2(
+            &[
+                "profile",
+                "--model",
+                "synthetic-tiny",
+                "--device",
+                "cpu",
+                "--mlp",
+                "stock",
+                "--seq",
+                "4",
+                "--dtype",
+                dtype,
+                "--out",
+                out_dir.to_str().unwrap(),
+            ],
+            &env,
+        );
+        assert!(out.status.success(), "{dtype}: {}", text(&out.stderr));
+        reports.push(out_dir.join("report.json"));
+    }
+    let report = profiler::Report::read_json(&reports[1]).unwrap();
+    assert_eq!(report.environment.dtype, "q8_0");
+    for op in ["matmul", "lm_head"] {
+        let row = report.rows.iter().find(|r| r.name == op).unwrap();
+        let kernel = row.kernel.clone().unwrap_or_default();
+        assert!(
+            kernel.starts_with("quant-") && kernel.ends_with("-q8_0"),
+            "{op}: {kernel}"
+        );
+    }
+    let out = gpt2(
+        &[
+            "profile",
+            "--compare",
+            reports[0].to_str().unwrap(),
+            reports[1].to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("matmul"),
+        "{}",
+        text(&out.stdout)
+    );
 }
 
 /// Built with the `serve` feature (the default), `gpt2 serve` is the server and its help lists the

@@ -108,7 +108,9 @@ impl Family {
         }
         let checkpoint = llama::source::resolve(
             &llama::source::Source::parse(model)?,
-            run.dtype,
+            // The memory check's type; a quantized --dtype is refused when a Llama checkpoint
+            // loads (`load_llama`), and a GPT-2 one quantizes its matrices at load.
+            run.dtype.dense(),
             &mut |notice| eprintln!("{notice}"),
         )?;
         let config = checkpoint.dir.join("config.json");
@@ -176,7 +178,8 @@ fn load_llama(
     let tokenizer = engine::tokenizer::Tokenizer::from_dir(dir)?
         .ok_or_else(|| serving::no_tokenizer(dir, PROGRAM))?;
     let device = run.open_device()?;
-    let model = llama::weights::load(dir, &device, run.dtype, run.kernel_path()?)
+    let dtype = run.dtype.dense_only("Llama-family")?;
+    let model = llama::weights::load(dir, &device, dtype, run.kernel_path()?)
         .with_context(|| format!("cannot load {}", checkpoint.name))?;
     let cfg = model.config();
     let kv_dtype = serving::kv_dtype(&model);

@@ -24,6 +24,9 @@
 //! unaligned loads; nothing is repacked, so the bytes counted are the bytes held.
 
 pub mod kernels;
+mod quantize;
+
+pub use quantize::quantize;
 
 use std::borrow::Cow;
 

@@ -573,3 +573,70 @@ fn inputs_in_any_layout_give_the_contiguous_inputs_product() {
     let back = halves.to_dtype(candle_core::DType::F32).unwrap();
     assert_eq!(product(&halves), product(&back));
 }
+
+#[test]
+fn quantizing_rounds_each_weight_within_a_step_of_its_block() {
+    let mut rng = Rng(7);
+    let values = rng.values(32 * 40, 0.5);
+    // Q8_0: half a step of amax / 127. Q4_0: codes -8 ..= 7 steps of amax / 8 put the largest
+    // weight at -8 exactly, so a weight of the other sign beyond 7 steps clamps: a whole step.
+    for (ty, step) in [(GgmlType::Q8_0, 0.5 / 127.0), (GgmlType::Q4_0, 1.0 / 8.0)] {
+        let bytes = quantize(ty, &values).unwrap();
+        assert_eq!(bytes.len(), 40 * ty.type_size());
+        let back = dequantize(ty, &bytes, values.len()).unwrap();
+        for (b, (v, w)) in values.chunks(32).zip(back.chunks(32)).enumerate() {
+            let amax = v.iter().fold(0f32, |a, x| a.max(x.abs()));
+            // Plus the f16 scale's own rounding (2^-11 relative) over the range.
+            let bound = amax * step + amax * 2f32.powi(-10);
+            for (x, y) in v.iter().zip(w) {
+                assert!(
+                    (x - y).abs() <= bound,
+                    "{} block {b}: {x} -> {y}",
+                    ty.name()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn quantizing_follows_ggmls_reference_at_the_edges() {
+    // An all-zero block: scale 0, codes standing for 0 (Q4_0's 8 in both nibbles; its scale
+    // 0 / -8 is -0, as ggml stores it).
+    let zeros = [0f32; 32];
+    assert_eq!(quantize(GgmlType::Q8_0, &zeros).unwrap(), vec![0u8; 34]);
+    let q4 = quantize(GgmlType::Q4_0, &zeros).unwrap();
+    assert_eq!((&q4[..2], &q4[2..]), (&[0u8, 0x80][..], &[0x88u8; 16][..]));
+    // Q8_0: d = 127 / 127 = 1, a half rounds away from zero.
+    let mut v = [0f32; 32];
+    (v[0], v[1], v[2]) = (127.0, 2.5, -2.5);
+    let q8 = quantize(GgmlType::Q8_0, &v).unwrap();
+    assert_eq!(&q8[..2], &f16::from_f32(1.0).to_le_bytes());
+    assert_eq!((q8[2] as i8, q8[3] as i8, q8[4] as i8), (127, 3, -3));
+    // Q4_0: the signed weight of largest magnitude sets d = w / -8, so it is code 0; on a tie
+    // of magnitudes the first one wins (here +4: d = -0.5, and -4 clamps to code 15).
+    let mut v = [0f32; 32];
+    (v[0], v[16]) = (4.0, -4.0);
+    let q4 = quantize(GgmlType::Q4_0, &v).unwrap();
+    assert_eq!(&q4[..2], &f16::from_f32(-0.5).to_le_bytes());
+    assert_eq!(
+        q4[2], 0xF0,
+        "weight 0 in the low nibble (0), weight 16 in the high (15)"
+    );
+    assert_eq!(q4[3], 0x88);
+    let mut v = [0f32; 32];
+    (v[0], v[16]) = (-4.0, 4.0);
+    let q4 = quantize(GgmlType::Q4_0, &v).unwrap();
+    assert_eq!(&q4[..2], &f16::from_f32(0.5).to_le_bytes());
+    assert_eq!(q4[2], 0xF0);
+}
+
+#[test]
+fn quantizing_refuses_other_types_and_ragged_rows() {
+    assert!(quantize(GgmlType::Q4K, &[0.0; 256])
+        .unwrap_err()
+        .contains("q8_0 and q4_0, not q4_k"));
+    assert!(quantize(GgmlType::Q8_0, &[0.0; 48])
+        .unwrap_err()
+        .contains("48 values are not whole q8_0 blocks of 32"));
+}
