@@ -2,7 +2,8 @@
 //! rows stored in bf16 (`[bytes]`: half the bytes of f32), then in q8_0 (`[quantized]`:
 //! llama.cpp's 8-bit type, 8.5 bits a weight with its block's scale). What the exercise's
 //! program shows the learner to predict from (the two rows' roofline columns in their own
-//! exercise-3 profile) and the commands that measure the first rung; `course check 4` grades
+//! exercise-3 profile) and the commands that measure each rung (`--dtype bf16`, then
+//! `--dtype q8_0`, which quantizes GPT-2's matrices at load); `course check 4` grades
 //! each prediction against the same rows ([`ROWS`]), by the arithmetic below ([`row_cut`]),
 //! which the reference solution answers with.
 //!
@@ -279,7 +280,7 @@ pub fn answers(profile: &ProfileReport) -> Result<Vec<(String, f64)>, String> {
 
 /// What `cargo run -p exercise-4` shows for `[bytes]` and `[quantized]`: the two rows' roofline
 /// columns in the learner's profile at `profile_path` (what the predictions are worked from), and
-/// the commands that measure the bf16 rung into `exercise_dir`'s results, with paths as typed from the current
+/// the commands that measure each rung into `exercise_dir`'s results, with paths as typed from the current
 /// folder. An error names the file that could not be read.
 pub fn prediction_inputs(profile_path: &Path, exercise_dir: &Path) -> Result<String, String> {
     let report = Report::read_json(profile_path).map_err(|e| e.to_string())?;
@@ -339,21 +340,26 @@ pub fn prediction_inputs(profile_path: &Path, exercise_dir: &Path) -> Result<Str
     );
     let here = std::env::current_dir().unwrap_or_default();
     let shown = |p: &Path| typed_from(&here, p);
-    let results = shown(&exercise_dir.join("results/bf16"));
-    out.push_str("  Then measure bf16, with the flags you gave exercise 3 (if any):\n");
-    let _ = writeln!(
-        out,
-        "    cargo run -p gpt2 -- profile --mlp stock --dtype bf16 --out {results}"
-    );
-    let _ = writeln!(
-        out,
-        "    cargo run -p gpt2 -- profile --compare {} {results}/report.json",
-        shown(profile_path)
-    );
-    out.push_str(
-        "  q8_0 is predicted here, not measured: GPT-2's profile runs f32, f16 and bf16 weights; exercise 8 profiles a q8_0 GGUF\n\
-         \x20 with each matmul at its stored width.\n",
-    );
+    let before = shown(profile_path);
+    for (rung, then) in [
+        (BF16, "Then measure bf16, with the flags you gave exercise 3 (if any):"),
+        (
+            Q8_0,
+            "Then q8_0, with the same flags (the two rows' matrices quantized at load into llama.cpp's blocks):",
+        ),
+    ] {
+        let results = shown(&exercise_dir.join("results").join(rung.dtype));
+        let _ = writeln!(out, "  {then}");
+        let _ = writeln!(
+            out,
+            "    cargo run -p gpt2 -- profile --mlp stock --dtype {} --out {results}",
+            rung.dtype
+        );
+        let _ = writeln!(
+            out,
+            "    cargo run -p gpt2 -- profile --compare {before} {results}/report.json"
+        );
+    }
     Ok(out)
 }
 

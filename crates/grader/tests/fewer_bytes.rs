@@ -16,6 +16,11 @@
 //! = 14.9 FLOP/byte against 12.7 at most), so the peak bounds the cut, and 8 bits or 8.5 give the
 //! same figure: the stored width is asked on its own. The scales' slip in the rows' cuts shows on
 //! the CPU fixture's rows under a higher peak ([`higher_ridge`]), where they stay memory-bound.
+//!
+//! The q8_0 rung is measured too (`--dtype q8_0`: GPT-2's matrices quantized at load).
+//! `ex4-q8-f32.json` and `ex4-q8-q8_0.json` are one pair of real runs, one after the other, on a
+//! 2-core Intel Xeon (AVX-512 VNNI): `target/debug/gpt2 profile --model synthetic --device cpu
+//! --mlp stock [--dtype q8_0] --out DIR`, as written (profiler-report as the profiler writes it).
 
 mod support;
 
@@ -53,6 +58,17 @@ fn grade_both(
     quantized: &str,
     measured: Option<&str>,
 ) -> ExerciseReport {
+    grade_measured(report, bytes, quantized, measured, None)
+}
+
+/// [`grade_both`] with `q8_0`, when given, as the q8_0 profile.
+fn grade_measured(
+    report: &str,
+    bytes: &str,
+    quantized: &str,
+    measured: Option<&str>,
+    q8_0: Option<&str>,
+) -> ExerciseReport {
     let mut files = perfect_files();
     files.insert("exercise-3/results/report.json".into(), report.to_string());
     files.insert("exercise-4/results/budget.json".into(), budget_json(report));
@@ -63,6 +79,9 @@ fn grade_both(
     );
     if let Some(m) = measured {
         files.insert("exercise-4/results/bf16/report.json".into(), m.to_string());
+    }
+    if let Some(q) = q8_0 {
+        files.insert("exercise-4/results/q8_0/report.json".into(), q.to_string());
     }
     grader().grade_exercise(&submission(files), 4)
 }
@@ -311,10 +330,14 @@ fn course_run_4_shows_the_columns_the_prediction_is_worked_from_and_the_commands
         "fixtures/reports/ex4-dot-f32.json ",
         "then in q8_0, blocks of 32 one-byte codes and one f16 scale (answers [quantized])",
         "32 / 16 for bf16, 32 / (q8_0's bits, scales included) for q8_0",
-        "q8_0 is predicted here, not measured",
+        "--dtype q8_0 --out ",
+        "fixtures/exercise-4/results/q8_0\n",
+        "fixtures/exercise-4/results/q8_0/report.json\n",
+        "quantized at load",
     ] {
         assert!(text.contains(part), "{part:?} in:\n{text}");
     }
+    assert!(!text.contains("predicted here, not measured"), "{text}");
     // `exercise-4/..` is tidied away; a bf16 profile is named as the wrong start; a missing file is named.
     assert!(!text.contains("/../"), "{text}");
     let bf16 = course_model::fewer_bytes::prediction_inputs(
@@ -592,4 +615,79 @@ fn impossible_q8_0_numbers() {
         &["more than the two rows hold together (80.9%)"],
     );
     insta::assert_snapshot!(quantized_feedback(&r));
+}
+
+#[test]
+fn the_measured_q8_0_cut_is_shown_beside_its_prediction_and_not_graded() {
+    let (f32_run, q8_run) = (
+        fixture_report("ex4-q8-f32.json"),
+        fixture_report("ex4-q8-q8_0.json"),
+    );
+    let quantized = quantized_answers(&f32_run);
+    // Without the q8_0 run, the note says how to measure it.
+    let r = grade_measured(&f32_run, &bytes_answers(&f32_run), &quantized, None, None);
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n.starts_with("Your predicted q8_0 cut is")
+                && n.contains("--dtype q8_0 into")
+                && n.contains("results/q8_0/report.json")),
+        "{:?}",
+        r.notes
+    );
+    let r = grade_measured(
+        &f32_run,
+        &bytes_answers(&f32_run),
+        &quantized,
+        None,
+        Some(&q8_run),
+    );
+    assert_eq!(
+        outcomes(&r, &QUANTIZED),
+        [Outcome::Right; 4],
+        "{}",
+        quantized_feedback(&r)
+    );
+    let note = r
+        .notes
+        .iter()
+        .find(|n| n.starts_with("Measured with q8_0 weights"))
+        .unwrap_or_else(|| panic!("{:?}", r.notes));
+    for part in [
+        "one step went from 34.9 to 19.5 ms, a 44.3% cut",
+        "`matmul`: 21.5 → 10.1 ms a step",
+        "kernel `quant-avx512-vnni-q8_0`",
+        "`lm_head`:",
+        "The rows the prediction leaves alone",
+    ] {
+        assert!(note.contains(part), "{part}: {note}");
+    }
+    insta::assert_snapshot!(note);
+    // The bf16 rung's note is its own: still asking for its run.
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n.starts_with("Your predicted cut is") && n.contains("results/bf16")),
+        "{:?}",
+        r.notes
+    );
+    // An f32 run where the q8_0 one belongs is said, not measured; so is a bf16 run.
+    for wrong in [&f32_run, &fixture_report("ex4-cpu-bf16.json")] {
+        let r = grade_measured(
+            &f32_run,
+            &bytes_answers(&f32_run),
+            &quantized,
+            None,
+            Some(wrong),
+        );
+        assert!(
+            r.notes
+                .iter()
+                .any(|n| n.contains("is not the q8_0 run of your profile")
+                    && n.contains("--dtype q8_0")),
+            "{:?}",
+            r.notes
+        );
+        assert!(!r.notes.iter().any(|n| n.starts_with("Measured with q8_0")));
+    }
 }

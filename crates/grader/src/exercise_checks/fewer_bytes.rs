@@ -16,8 +16,9 @@
 //! A memory-bound row that stays below the ridge point (`peak / bw`) keeps `b / 32` of its time;
 //! one that crosses it gains only up to the peak; a compute-bound row gains nothing. What is
 //! graded is that arithmetic on the learner's columns, never the measured outcome (which depends
-//! on the machine and the kernels). The measured bf16 cut, where the learner ran the bf16
-//! profile, is shown beside it in a note, with what the two profiles say about the gap.
+//! on the machine and the kernels). Each rung's measured cut, where the learner ran its profile
+//! (`--dtype bf16`, `--dtype q8_0`: GPT-2's matrices quantized at load), is shown beside its
+//! prediction in a note, with what the two profiles say about the gap.
 
 use super::{Ctx, Got, NOT_ANSWERED};
 use crate::key::BudgetKey;
@@ -32,6 +33,18 @@ use course_model::fewer_bytes::{
 
 /// The results role of the profile run with half-type weights (results/bf16/report.json).
 pub const MEASURED_ROLE: &str = "profile_bf16";
+
+/// The results role of the profile run with q8_0 weights (results/q8_0/report.json).
+pub const MEASURED_Q8_0_ROLE: &str = "profile_q8_0";
+
+/// The results role of `rung`'s measured profile.
+fn measured_role(rung: &Rung) -> &'static str {
+    if *rung == BF16 {
+        MEASURED_ROLE
+    } else {
+        MEASURED_Q8_0_ROLE
+    }
+}
 
 /// How close a stored width must be, in bits a weight: 8.5 is exact, and 8 is the slip.
 const WIDTH_TOLERANCE_BITS: f64 = 0.05;
@@ -53,10 +66,11 @@ fn not_f32(profile: &ProfileReport) -> Option<String> {
 pub fn check(ctx: &mut Ctx<'_>, key: &BudgetKey, profile: &Result<ProfileReport, String>) {
     let bf16 = rung_check(ctx, key, profile, &BF16);
     width_question(ctx);
-    rung_check(ctx, key, profile, &Q8_0);
+    let q8_0 = rung_check(ctx, key, profile, &Q8_0);
     if let Ok(p) = profile {
         if not_f32(p).is_none() {
-            measured_note(ctx, p, &bf16);
+            measured_note(ctx, p, &bf16, &BF16);
+            measured_note(ctx, p, &q8_0, &Q8_0);
         }
     }
 }
@@ -303,10 +317,15 @@ fn total_question(
     q.wrong(why)
 }
 
-/// Where the learner ran the half-type profile: the measured cut beside the prediction, and what
-/// the two profiles say about the gap. A note, never graded: the outcome depends on the machine
-/// and the kernels, the arithmetic does not.
-fn measured_note(ctx: &mut Ctx<'_>, before: &ProfileReport, predicted: &[Result<RowCut, String>]) {
+/// Where the learner ran `rung`'s profile: the measured cut beside the prediction, and what the
+/// two profiles say about the gap. A note, never graded: the outcome depends on the machine and
+/// the kernels, the arithmetic does not.
+fn measured_note(
+    ctx: &mut Ctx<'_>,
+    before: &ProfileReport,
+    predicted: &[Result<RowCut, String>],
+    rung: &Rung,
+) {
     let Ok(rows) = predicted
         .iter()
         .map(|p| p.as_ref())
@@ -315,29 +334,49 @@ fn measured_note(ctx: &mut Ctx<'_>, before: &ProfileReport, predicted: &[Result<
         return;
     };
     let expected: f64 = rows.iter().map(|h| h.cut_pct).sum();
-    if !ctx.has_result(MEASURED_ROLE) {
-        let path = ctx.info.result_path(MEASURED_ROLE).unwrap_or_default();
-        ctx.report.notes.push(format!(
-            "Your predicted cut is {}. To measure it, profile again with half-type weights into {path} and compare (the exercise's page \
-             has the commands).",
-            pct(expected)
-        ));
+    let role = measured_role(rung);
+    let half = *rung == BF16;
+    if !ctx.has_result(role) {
+        let path = ctx.info.result_path(role).unwrap_or_default();
+        ctx.report.notes.push(if half {
+            format!(
+                "Your predicted cut is {}. To measure it, profile again with half-type weights into {path} and compare (the exercise's page \
+                 has the commands).",
+                pct(expected)
+            )
+        } else {
+            format!(
+                "Your predicted {} cut is {}. To measure it, profile again with --dtype {} into {path} and compare (the exercise's page \
+                 has the commands).",
+                rung.dtype,
+                pct(expected),
+                rung.dtype
+            )
+        });
         return;
     }
-    let Ok(after) = ctx.profile(MEASURED_ROLE) else {
+    let Ok(after) = ctx.profile(role) else {
         return;
     };
     let dtype = after
         .dtype
         .clone()
         .unwrap_or_else(|| "an unstated type".into());
-    if after.device != before.device || dtype == FROM_DTYPE {
+    // The bf16 rung takes either half type; a quantized rung its own type.
+    let other_type = if half {
+        dtype == FROM_DTYPE
+    } else {
+        dtype != rung.dtype
+    };
+    if after.device != before.device || other_type {
+        let run = if half { "half-type" } else { rung.dtype };
         ctx.report.notes.push(format!(
-            "{} is not the half-type run of your profile ({} with {dtype} weights, against {} with f32): profile again with --dtype bf16 \
+            "{} is not the {run} run of your profile ({} with {dtype} weights, against {} with f32): profile again with --dtype {} \
              on the same device",
             after.file,
             after.device.name(),
-            before.device.name()
+            before.device.name(),
+            rung.dtype
         ));
         return;
     }
@@ -361,7 +400,15 @@ fn measured_note(ctx: &mut Ctx<'_>, before: &ProfileReport, predicted: &[Result<
         );
         rows_before += ms_before;
         rows_after += ms_after;
-        lines.push(row_gap(h, (before, &after), b, a, ms_before, ms_after));
+        lines.push(row_gap(
+            h,
+            (before, &after),
+            b,
+            a,
+            ms_before,
+            ms_after,
+            rung,
+        ));
     }
     lines.push(format!(
         "The rows the prediction leaves alone went from {} to {} ms{}.",
@@ -371,7 +418,10 @@ fn measured_note(ctx: &mut Ctx<'_>, before: &ProfileReport, predicted: &[Result<
             formats::report::DeviceKind::Cpu =>
                 " (on the CPU they keep their f32 type: what moves there is run to run)",
             // On CUDA the whole model runs in the half type.
-            formats::report::DeviceKind::Cuda => " (on CUDA they run in the half type too)",
+            formats::report::DeviceKind::Cuda if half => " (on CUDA they run in the half type too)",
+            // Quantized at load, only the two rows' matrices change type.
+            formats::report::DeviceKind::Cuda =>
+                " (they keep their f32 type: what moves there is run to run)",
         }
     ));
     ctx.report.notes.push(lines.join(" "));
@@ -385,6 +435,7 @@ fn row_gap(
     a: &RankedOp,
     ms_before: f64,
     ms_after: f64,
+    rung: &Rung,
 ) -> String {
     let predicted_ms = ms_before * (1.0 - h.cut_pct / h.share_pct.max(f64::MIN_POSITIVE));
     let kernel = a
@@ -419,12 +470,20 @@ fn row_gap(
         .as_ref()
         .map(|c| c.peak_gflops)
         .unwrap_or(f64::NAN);
-    // Over a tenth better than the prediction, with a higher peak in the half type: the roof the
-    // prediction held the row under (f32's) was not the half-type kernel's.
+    // Over a tenth better than the prediction, with a higher peak in the new type: the roof the
+    // prediction held the row under (f32's) was not the new kernel's.
     if ms_after < predicted_ms * 0.9 && peak_after > peak * 1.1 {
+        let (kernel, grown) = if *rung == BF16 {
+            ("half-type".to_string(), "doubled".to_string())
+        } else {
+            (
+                rung.dtype.to_string(),
+                format!("{}×", figure(rung.factor())),
+            )
+        };
         return format!(
-            "{head}: {rates}, better than predicted. The prediction held the row under the f32 peak, {} GFLOP/s; the half-type \
-             kernel's own peak on this machine is {} GFLOP/s (this run's ceilings), so the doubled FLOP/B met a higher roof: it reached \
+            "{head}: {rates}, better than predicted. The prediction held the row under the f32 peak, {} GFLOP/s; the {kernel} \
+             kernel's own peak on this machine is {} GFLOP/s (this run's ceilings), so the {grown} FLOP/B met a higher roof: it reached \
              {} of that roofline against {} in f32.",
             figure(peak),
             figure(peak_after),
