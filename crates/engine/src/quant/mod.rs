@@ -31,7 +31,7 @@ pub use quantize::quantize;
 use std::borrow::Cow;
 
 use candle_core::quantized::{GgmlDType, QMatMul, QStorage, QTensor};
-use candle_core::{Device, Tensor};
+use candle_core::{Device, DeviceLocation, Tensor};
 use half::{bf16, f16};
 use rayon::prelude::*;
 
@@ -284,16 +284,18 @@ pub enum Kernel {
 }
 
 impl Kernel {
-    /// The kernel for `ty` on `device` in a model built for `path`, or why there is none.
+    /// The kernel for `ty` on the device at `device` in a model built for `path`, or why there
+    /// is none. It takes the device's location, not the device, so that the CUDA choice (and
+    /// its refusal of a type candle lacks there) is tested on a machine without a GPU.
     pub fn choose(
         ty: GgmlType,
         path: KernelPath,
-        device: &Device,
+        device: &DeviceLocation,
     ) -> std::result::Result<Kernel, String> {
         if !ty.is_quantized() {
             return Err(format!("{} is not a quantized type", ty.name()));
         }
-        if !device.is_cpu() {
+        if !matches!(device, DeviceLocation::Cpu) {
             return match candle_type(ty) {
                 Some(_) => Ok(Kernel::Candle),
                 None => Err(format!(
@@ -493,7 +495,7 @@ impl QMatrix {
                 bytes.len()
             )));
         }
-        let kernel = Kernel::choose(ty, path, device).map_err(Error::Device)?;
+        let kernel = Kernel::choose(ty, path, &device.location()).map_err(Error::Device)?;
         let data = match kernel {
             Kernel::Candle => Data::Candle(QMatMul::from_qtensor(candle_qtensor(
                 ty,

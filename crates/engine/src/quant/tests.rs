@@ -364,10 +364,45 @@ fn work_is_counted_at_the_stored_width() {
     assert_eq!(GgmlType::Q8_0.bits_per_weight(), 8.5);
     assert_eq!(GgmlType::Q4_0.bits_per_weight(), 4.5);
     assert_eq!(GgmlType::Q1_0.bits_per_weight(), 1.125);
-    // Q1_0 has no kernel on CUDA: the refusal names the type (checked without a GPU).
-    let e = Kernel::choose(GgmlType::Q1_0, KernelPath::Portable, &Device::Cpu);
-    assert_eq!(e, Ok(Kernel::Portable));
-    assert!(candle_type(GgmlType::Q1_0).is_none());
+}
+
+/// The kernel each type gets on each device. On CUDA candle's quantized matmul runs every type
+/// it has, and Q1_0, which it has not, is refused naming the type and the next step; checked
+/// from the device's location, so without a GPU.
+#[test]
+fn each_device_gets_a_kernel_or_a_refusal_that_names_the_type() {
+    use candle_core::DeviceLocation;
+    use GgmlType::*;
+    let cpu = DeviceLocation::Cpu;
+    let cuda = DeviceLocation::Cuda { gpu_id: 0 };
+    for ty in [Q8_0, Q4_0, Q1_0] {
+        assert_eq!(
+            Kernel::choose(ty, KernelPath::Portable, &cpu),
+            Ok(Kernel::Portable)
+        );
+    }
+    for ty in [Q4K, Q6K] {
+        assert_eq!(
+            Kernel::choose(ty, KernelPath::Portable, &cpu),
+            Ok(Kernel::Candle)
+        );
+    }
+    for ty in [Q8_0, Q4_0, Q4K, Q6K] {
+        for path in [KernelPath::Avx512, KernelPath::Portable] {
+            assert_eq!(
+                Kernel::choose(ty, path, &cuda),
+                Ok(Kernel::Candle),
+                "{ty:?}"
+            );
+        }
+    }
+    let refused = Kernel::choose(Q1_0, KernelPath::Avx512, &cuda).unwrap_err();
+    assert!(
+        refused.contains("no q1_0 matmul on Cuda") && refused.contains("--device cpu"),
+        "{refused}"
+    );
+    let dense = Kernel::choose(F32, KernelPath::Portable, &cpu).unwrap_err();
+    assert!(dense.contains("f32 is not a quantized type"), "{dense}");
 }
 
 #[test]
