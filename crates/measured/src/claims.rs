@@ -403,6 +403,43 @@ pub static CLAIMS: &[Claim] = &[
             Ok(Outcome::holds_if(holds, || message))
         },
     },
+    Claim {
+        name: "quantized-rows-reach-less-of-the-peak",
+        reads: &[
+            "exercise-4.q8_0.measured_cut_pct",
+            "exercise-4.q8_0.predicted_cut_pct",
+            "exercise-4.q8_0.matmul.reading",
+            "exercise-4.q8_0.lm_head.reading",
+            "exercise-4.q8_0.matmul.roofline_pct",
+            "exercise-4.q8_0.lm_head.roofline_pct",
+            "exercise-4.f32.matmul.roofline_pct",
+            "exercise-4.f32.lm_head.roofline_pct",
+        ],
+        holds_when: "exercise-4.q8_0.measured_cut_pct < exercise-4.q8_0.predicted_cut_pct, both \
+                     q8_0 rows read compute-bound, and each q8_0 row's roofline_pct is below the \
+                     f32 row's",
+        check: |r| {
+            let mut holds = r.number("exercise-4.q8_0.measured_cut_pct")?
+                < r.number("exercise-4.q8_0.predicted_cut_pct")?;
+            for row in ["matmul", "lm_head"] {
+                holds = holds
+                    && r.text(&format!("exercise-4.q8_0.{row}.reading"))? == "compute-bound"
+                    && r.number(&format!("exercise-4.q8_0.{row}.roofline_pct"))?
+                        < r.number(&format!("exercise-4.f32.{row}.roofline_pct"))?;
+            }
+            let message = r.list(&[
+                "exercise-4.q8_0.measured_cut_pct",
+                "exercise-4.q8_0.predicted_cut_pct",
+                "exercise-4.q8_0.matmul.reading",
+                "exercise-4.q8_0.lm_head.reading",
+                "exercise-4.q8_0.matmul.roofline_pct",
+                "exercise-4.f32.matmul.roofline_pct",
+                "exercise-4.q8_0.lm_head.roofline_pct",
+                "exercise-4.f32.lm_head.roofline_pct",
+            ])?;
+            Ok(Outcome::holds_if(holds, || message))
+        },
+    },
     // fused-kernel-story.md and exercise-5.md
     Claim {
         name: "fusion-alone-flat-on-cpu",
@@ -880,6 +917,24 @@ pub(crate) mod tests {
                 "measured_cut_pct = 25.5, predicted_cut_pct = 40.2, bf16.peak_gflop_s = 359.0, \
                  f32.peak_gflop_s = 331.0, bf16.matmul.reading = compute-bound, \
                  bf16.lm_head.reading = compute-bound",
+            ),
+            (
+                "quantized-rows-reach-less-of-the-peak",
+                vec![
+                    ("exercise-4.q8_0.measured_cut_pct", N(43.4)),
+                    ("exercise-4.q8_0.predicted_cut_pct", N(53.0)),
+                    ("exercise-4.q8_0.matmul.reading", T("compute-bound")),
+                    ("exercise-4.q8_0.lm_head.reading", T("compute-bound")),
+                    ("exercise-4.q8_0.matmul.roofline_pct", N(43.6)),
+                    ("exercise-4.q8_0.lm_head.roofline_pct", N(58.1)),
+                    ("exercise-4.f32.matmul.roofline_pct", N(52.7)),
+                    ("exercise-4.f32.lm_head.roofline_pct", N(73.0)),
+                ],
+                ("exercise-4.q8_0.lm_head.roofline_pct", N(80.0)),
+                "q8_0.measured_cut_pct = 43.4, q8_0.predicted_cut_pct = 53.0, \
+                 q8_0.matmul.reading = compute-bound, q8_0.lm_head.reading = compute-bound, \
+                 q8_0.matmul.roofline_pct = 43.6, f32.matmul.roofline_pct = 52.7, \
+                 q8_0.lm_head.roofline_pct = 80.0, f32.lm_head.roofline_pct = 73.0",
             ),
             (
                 "fusion-alone-flat-on-cpu",

@@ -1,7 +1,8 @@
-//! `exercise-4`: the f32/bf16 pair. Two profiles of the same forward (the stock MLP, B=1 T=8),
-//! the weights in f32 and then in bf16, back to back; the cut the bf16 run measured; and the cut
-//! exercise 4's arithmetic predicts from the f32 profile's columns, as exercise 4's solution
-//! computes it (the `[bytes]` answers it fills in).
+//! `exercise-4`: the ladder of fewer bytes. Three profiles of the same forward (the stock MLP,
+//! B=1 T=8), the weights in f32, then in bf16, then in q8_0 (the matrices quantized at load),
+//! back to back; the cut each later run measured; and the cut exercise 4's arithmetic predicts
+//! for each from the f32 profile's columns, as exercise 4's solution computes it (the `[bytes]`
+//! and `[quantized]` answers it fills in).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -19,7 +20,7 @@ const ROWS: [&str; 2] = ["matmul", "lm_head"];
 pub fn run(ctx: &mut Ctx) -> Result<Vec<PathBuf>> {
     let mut commands = Vec::new();
     let mut reports = Vec::new();
-    for dtype in ["f32", "bf16"] {
+    for dtype in ["f32", "bf16", "q8_0"] {
         let out = ctx.scratch(dtype)?;
         let mut cmd = Command::new(ctx.program("gpt2"));
         cmd.args([
@@ -36,7 +37,8 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<PathBuf>> {
         .args(["--dtype", dtype, "--out"])
         .arg(&out);
         // The bf16 peak is its own measurement (another dtype, another kernel): measured again
-        // in a full run, as the f32 one was by `ceilings`.
+        // in a full run, as the f32 one was by `ceilings`. The q8_0 model's dense type is f32,
+        // so its ceilings are the f32 run's.
         if dtype == "bf16" && !ctx.quick {
             cmd.arg("--remeasure-ceilings");
         }
@@ -54,24 +56,27 @@ pub fn run(ctx: &mut Ctx) -> Result<Vec<PathBuf>> {
         .arg(&dir)
         .env("COURSE_LEARNER_ID", "book-measure");
     ctx.step("predicted cut", &mut solution)?;
-    let predicted = Predicted::read(&dir.join("answers.toml"))?;
+    let answers = dir.join("answers.toml");
+    let predicted = [
+        Predicted::read(&answers, "bytes")?,
+        Predicted::read(&answers, "quantized")?,
+    ];
     let sheet = figures(
-        &reports[0],
-        &reports[1],
+        [&reports[0], &reports[1], &reports[2]],
         &predicted,
         format!("{}; {}", commands.join("; "), ctx.recorded(&solution)),
     );
     Ok(vec![ctx.write(
         &sheet,
         &format!(
-            "{}, B=1 T=8, stock MLP, CPU, f32 then bf16 weights",
+            "{}, B=1 T=8, stock MLP, CPU, f32 then bf16 then q8_0 weights",
             model_said(ctx)
         ),
     )?])
 }
 
-/// Exercise 4's `[bytes]` answers as its solution filled them in: the predicted cut of each row
-/// and their sum, in % of the step.
+/// One rung's answers (`[bytes]` for bf16, `[quantized]` for q8_0) as exercise 4's solution
+/// filled them in: the predicted cut of each row and their sum, in % of the f32 step.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Predicted {
     pub matmul_cut_pct: f64,
@@ -80,28 +85,28 @@ pub struct Predicted {
 }
 
 impl Predicted {
-    pub fn read(path: &Path) -> Result<Predicted> {
+    pub fn read(path: &Path, section: &str) -> Result<Predicted> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read {}", path.display()))?;
-        Predicted::parse(&text).with_context(|| {
+        Predicted::parse(&text, section).with_context(|| {
             format!(
-                "{}: exercise 4's solution left no [bytes] figures",
+                "{}: exercise 4's solution left no [{section}] figures",
                 path.display()
             )
         })
     }
 
-    pub fn parse(text: &str) -> Result<Predicted> {
+    pub fn parse(text: &str, section: &str) -> Result<Predicted> {
         let doc: toml::Table = toml::from_str(text)?;
-        let bytes = doc
-            .get("bytes")
+        let table = doc
+            .get(section)
             .and_then(|b| b.as_table())
-            .context("no [bytes] table")?;
+            .with_context(|| format!("no [{section}] table"))?;
         let get = |k: &str| -> Result<f64> {
-            bytes
+            table
                 .get(k)
                 .and_then(|v| v.as_float().or_else(|| v.as_integer().map(|i| i as f64)))
-                .with_context(|| format!("no number `{k}` in [bytes]"))
+                .with_context(|| format!("no number `{k}` in [{section}]"))
         };
         Ok(Predicted {
             matmul_cut_pct: get("matmul_cut_pct")?,
@@ -111,37 +116,55 @@ impl Predicted {
     }
 }
 
-/// Both profiles under `f32.` and `bf16.` ([`profile_figures::add`]); `measured_cut_pct` (the
-/// step's measured cut, %), `speedup` (f32 step / bf16 step); `predicted.matmul_cut_pct`,
-/// `predicted.lm_head_cut_pct`, `predicted_cut_pct` (their sum); `half_shares_pct` (half of the two rows'
-/// f32 shares: the answer that assumes the roof rises without limit); `bf16.peak_gflop_s` and
-/// `f32.peak_gflop_s` (each run's compute ceiling), `f32.ridge_flop_per_byte`; `bf16.kernel`
-/// (the matmul row's kernel in bf16).
-pub fn figures(f32r: &Report, bf16r: &Report, predicted: &Predicted, command: String) -> Sheet {
+/// The three profiles under `f32.`, `bf16.` and `q8_0.` ([`profile_figures::add`]); for bf16,
+/// `measured_cut_pct` (the step's measured cut, %), `speedup` (f32 step / bf16 step);
+/// `predicted.matmul_cut_pct`, `predicted.lm_head_cut_pct`, `predicted_cut_pct` (their sum); for
+/// q8_0 the same under `q8_0.` (`q8_0.measured_cut_pct`, `q8_0.predicted_cut_pct`, ...);
+/// `half_shares_pct` (half of the two rows' f32 shares: the answer that assumes the roof rises
+/// without limit); `bf16.peak_gflop_s`, `q8_0.peak_gflop_s` and `f32.peak_gflop_s` (each run's
+/// compute ceiling), `f32.ridge_flop_per_byte`; `bf16.kernel` (the matmul row's kernel in bf16).
+pub fn figures(reports: [&Report; 3], predicted: &[Predicted; 2], command: String) -> Sheet {
+    let [f32r, bf16r, q8r] = reports;
     let mut sheet = Sheet::new("exercise-4", command);
     record_machine(&mut sheet, f32r);
     profile_figures::add(&mut sheet, "f32", f32r);
     profile_figures::add(&mut sheet, "bf16", bf16r);
-    let (a, b) = (
-        profile_figures::step_ms(f32r),
-        profile_figures::step_ms(bf16r),
-    );
-    sheet.num("measured_cut_pct", (1.0 - b / a) * 100.0, "%", 1);
-    sheet.num("speedup", a / b, "×", 2);
-    sheet.num("predicted.matmul_cut_pct", predicted.matmul_cut_pct, "%", 1);
-    sheet.num(
-        "predicted.lm_head_cut_pct",
-        predicted.lm_head_cut_pct,
-        "%",
-        1,
-    );
-    sheet.num("predicted_cut_pct", predicted.predicted_cut_pct, "%", 1);
+    profile_figures::add(&mut sheet, "q8_0", q8r);
+    let a = profile_figures::step_ms(f32r);
+    for ((prefix, report), p) in [("", bf16r), ("q8_0.", q8r)].into_iter().zip(predicted) {
+        let b = profile_figures::step_ms(report);
+        sheet.num(
+            format!("{prefix}measured_cut_pct"),
+            (1.0 - b / a) * 100.0,
+            "%",
+            1,
+        );
+        sheet.num(format!("{prefix}speedup"), a / b, "×", 2);
+        sheet.num(
+            format!("{prefix}predicted.matmul_cut_pct"),
+            p.matmul_cut_pct,
+            "%",
+            1,
+        );
+        sheet.num(
+            format!("{prefix}predicted.lm_head_cut_pct"),
+            p.lm_head_cut_pct,
+            "%",
+            1,
+        );
+        sheet.num(
+            format!("{prefix}predicted_cut_pct"),
+            p.predicted_cut_pct,
+            "%",
+            1,
+        );
+    }
     let half: f64 = ROWS
         .iter()
         .filter_map(|name| row(f32r, name).map(|r| share(f32r, r) / 2.0))
         .sum();
     sheet.num("half_shares_pct", half, "%", 1);
-    for (prefix, report) in [("f32", f32r), ("bf16", bf16r)] {
+    for (prefix, report) in [("f32", f32r), ("bf16", bf16r), ("q8_0", q8r)] {
         if let Some(c) = &report.ceilings {
             sheet.num(
                 format!("{prefix}.peak_gflop_s"),
@@ -171,10 +194,15 @@ mod tests {
     #[test]
     fn the_predicted_cut_is_read_from_the_solution_s_answers() {
         let text = "[own]\nop = \"matmul\"\n[bytes]\nmatmul_cut_pct = 30.8219\nlm_head_cut_pct = 9.98\npredicted_cut_pct = 40.8\n";
-        let p = Predicted::parse(text).unwrap();
+        let p = Predicted::parse(text, "bytes").unwrap();
         assert_eq!(p.matmul_cut_pct, 30.8219);
         assert_eq!(p.predicted_cut_pct, 40.8);
-        assert!(Predicted::parse("[bytes]\nmatmul_cut_pct = 1.0\n").is_err());
+        assert!(Predicted::parse("[bytes]\nmatmul_cut_pct = 1.0\n", "bytes").is_err());
+        // The q8_0 rung's figures are their own section's.
+        let both = format!("{text}[quantized]\nbits_per_weight = 8.5\nmatmul_cut_pct = 44.0\nlm_head_cut_pct = 14.0\npredicted_cut_pct = 58.0\n");
+        let q = Predicted::parse(&both, "quantized").unwrap();
+        assert_eq!((q.matmul_cut_pct, q.predicted_cut_pct), (44.0, 58.0));
+        assert!(Predicted::parse(text, "quantized").is_err());
     }
 
     #[test]
@@ -183,15 +211,27 @@ mod tests {
         let mut bf16r = f32r.clone();
         // Half the wall time: a 50% cut, a 2× speed-up.
         bf16r.totals.wall_us /= 2.0;
+        let mut q8r = f32r.clone();
+        // A quarter of the wall time: a 75% cut, a 4× speed-up.
+        q8r.totals.wall_us /= 4.0;
         let p = Predicted {
             matmul_cut_pct: 20.0,
             lm_head_cut_pct: 5.0,
             predicted_cut_pct: 25.0,
         };
-        let s = figures(&f32r, &bf16r, &p, "x".into());
+        let q = Predicted {
+            matmul_cut_pct: 30.0,
+            lm_head_cut_pct: 8.0,
+            predicted_cut_pct: 38.0,
+        };
+        let s = figures([&f32r, &bf16r, &q8r], &[p, q], "x".into());
         assert!((s.value("measured_cut_pct").unwrap() - 50.0).abs() < 1e-9);
         assert!((s.value("speedup").unwrap() - 2.0).abs() < 1e-9);
         assert_eq!(s.value("predicted_cut_pct"), Some(25.0));
+        assert!((s.value("q8_0.measured_cut_pct").unwrap() - 75.0).abs() < 1e-9);
+        assert!((s.value("q8_0.speedup").unwrap() - 4.0).abs() < 1e-9);
+        assert_eq!(s.value("q8_0.predicted_cut_pct"), Some(38.0));
+        assert_eq!(s.value("q8_0.predicted.matmul_cut_pct"), Some(30.0));
         let m = row(&f32r, "matmul").unwrap();
         let l = row(&f32r, "lm_head").unwrap();
         let half = (m.self_cpu_pct + l.self_cpu_pct) / 2.0;

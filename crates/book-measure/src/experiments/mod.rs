@@ -75,10 +75,11 @@ pub static EXPERIMENTS: &[Experiment] = &[
     },
     Experiment {
         name: "exercise-4",
-        what: "the f32/bf16 pair: both profiles (step time, the matmul and lm_head rows), the cut measured against the cut exercise 4's arithmetic predicts from the f32 columns",
+        what: "the ladder of fewer bytes, f32 then bf16 then q8_0: the three profiles (step time, the matmul and lm_head rows), each rung's cut measured against the cut exercise 4's arithmetic predicts from the f32 columns",
         commands: &[
             "gpt2 profile --model synthetic --device cpu --mlp stock --batch 1 --seq 8 --warmup 2 --active 5 --dtype f32",
             "gpt2 profile ... --dtype bf16 --remeasure-ceilings",
+            "gpt2 profile ... --dtype q8_0",
             "solution-4 --profile SCRATCH/f32/report.json --exercise-dir SCRATCH (COURSE_LEARNER_ID=book-measure)",
         ],
         writes: &["book/measured/exercise-4.json"],
