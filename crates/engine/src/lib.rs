@@ -47,6 +47,7 @@ pub mod loader;
 pub mod memory;
 pub mod model_cases;
 pub mod ops;
+pub mod parity;
 pub mod pass;
 pub mod profile;
 pub mod quant;

@@ -18,7 +18,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use candle_core::{DType, Device, IndexOp, Tensor};
+use candle_core::{DType, Device, Tensor};
 use common::{default_path, fixture, max_abs_diff, on_each_path, reference, tiny_model};
 use engine::cpu::KernelPath;
 use engine::gguf::write::{Plan, TensorPlan};
@@ -72,15 +72,7 @@ fn rows(t: &Tensor) -> Vec<Vec<f32>> {
 
 /// The largest difference between `a` and `b`, over the largest magnitude in `b`.
 fn relative(a: &Tensor, b: &[Vec<f32>]) -> f32 {
-    let (mut diff, mut scale) = (0f32, 0f32);
-    for (i, row) in b.iter().enumerate() {
-        let got: Vec<f32> = a.i(i).unwrap().to_vec1().unwrap();
-        for (g, w) in got.iter().zip(row) {
-            diff = diff.max((g - w).abs());
-            scale = scale.max(w.abs());
-        }
-    }
-    diff / scale
+    engine::parity::relative_difference(&a.flatten_all().unwrap().to_vec1().unwrap(), &b.concat())
 }
 
 #[test]

@@ -108,14 +108,7 @@ fn logits(model: &Model) -> Vec<Vec<f32>> {
 }
 
 fn relative(a: &[Vec<f32>], b: &[Vec<f32>]) -> f32 {
-    let (mut diff, mut scale) = (0f32, 0f32);
-    for (ra, rb) in a.iter().zip(b) {
-        for (x, y) in ra.iter().zip(rb) {
-            diff = diff.max((x - y).abs());
-            scale = scale.max(y.abs());
-        }
-    }
-    diff / scale
+    engine::parity::relative_difference(&a.concat(), &b.concat())
 }
 
 fn at_load(dtype: &str, path: KernelPath) -> Model {
