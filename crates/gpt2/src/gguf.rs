@@ -144,19 +144,7 @@ pub fn stored_types(path: &Path) -> Result<String> {
 /// the token embeddings, which are counted once, for the head they are tied to). The numerator
 /// of a decode step's memory floor.
 pub fn weight_bytes(path: &Path) -> Result<u64> {
-    let file = GgufFile::open(path)?;
-    let mut total = 0u64;
-    for t in file
-        .tensors()
-        .iter()
-        .filter(|t| t.name != "position_embd.weight")
-    {
-        let ty = t.ggml_type().map_err(|e| file.error(e))?;
-        total += ty
-            .bytes_for(&t.dims)
-            .map_err(|e| file.error(format!("tensor {}: {e}", t.name)))?;
-    }
-    Ok(total)
+    GgufFile::open(path)?.tensor_bytes_except(&["position_embd.weight"])
 }
 
 /// Reads the GPT-2 in the GGUF file `path` onto `device`, for the CPU kernel path `kernels`.
